@@ -1,0 +1,75 @@
+"""A cancellation signal that a synchronous agent loop and its model back-end can both honour.
+
+The agent loop runs in a worker thread, so ``anyio`` cancel scopes cannot reach it. This token is
+the bridge: the event loop sets it on ``session/cancel`` and blocking code either waits on it
+(``wait``) or registers a hook that aborts its I/O (for example closing an HTTP response).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+__all__ = ["CancelToken", "TurnCancelled"]
+
+log = logging.getLogger("acp_progress.cancel")
+
+
+class TurnCancelled(Exception):
+    """Raised inside the agent loop when the turn was cancelled; never escapes to the client."""
+
+
+class CancelToken:
+    """One-shot, thread-safe cancellation flag with abort hooks."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._hooks: list[Callable[[], None]] = []
+        self.reason = ""
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Set the flag and run the abort hooks once; later calls do nothing."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            try:
+                hook()
+            except Exception:
+                log.exception("cancel hook failed")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Sleep up to ``timeout`` seconds; return True as soon as the token is cancelled."""
+        return self._event.wait(timeout)
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise TurnCancelled(self.reason)
+
+    def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Register ``hook`` to run on cancel (immediately if already cancelled).
+
+        Returns a function that unregisters the hook, so a finished HTTP request does not keep a
+        reference to its response alive for the rest of the turn.
+        """
+        with self._lock:
+            if not self._event.is_set():
+                self._hooks.append(hook)
+
+                def remove() -> None:
+                    with self._lock:
+                        if hook in self._hooks:
+                            self._hooks.remove(hook)
+
+                return remove
+        hook()
+        return lambda: None

@@ -1,0 +1,460 @@
+"""From agent callbacks (any thread) to ACP ``session/update`` notifications, in order.
+
+Three pieces:
+
+* :class:`UpdateOutbox` — the one ordered path from any thread to the event loop and the
+  connection. Updates are appended to a deque synchronously (so their order is the order the code
+  made them, whatever thread made them) and a single pump task sends them. ``flush()`` is the
+  barrier a prompt awaits before it answers, so all of a turn's updates precede the response.
+* :class:`SessionStream` — the per-session turn state machine. One lock decides every race between
+  the heartbeat thread, tool threads and turn finalisation: cards open and close here, updates for
+  closed cards or after the turn ended are dropped, and ``end_turn`` closes whatever is still open.
+* callback factories (``make_agent_progress_cb`` and friends) that adapt the agent loop's plain
+  callbacks to a stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from acp import update_agent_message_text, update_agent_thought_text
+from acp.schema import ToolCallProgress, ToolCallStart, ToolKind, UsageUpdate
+
+from .redact import redact_text
+from .tools import (
+    build_thinking_complete,
+    build_thinking_failed,
+    build_thinking_progress,
+    build_thinking_start,
+    build_tool_complete,
+    build_tool_failed,
+    build_tool_progress,
+    build_tool_start,
+)
+
+__all__ = [
+    "AgentProgressCallback",
+    "SessionStream",
+    "SessionUpdateSink",
+    "UpdateObserver",
+    "UpdateOutbox",
+    "make_agent_progress_cb",
+    "make_message_cb",
+    "make_thinking_cb",
+]
+
+log = logging.getLogger("acp_progress.events")
+
+AgentProgressCallback = Callable[..., None]
+UpdateObserver = Callable[[str, Any], None]
+
+
+class SessionUpdateSink(Protocol):
+    """Anything that can deliver a session update: the SDK's ``AgentSideConnection`` is one."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
+
+
+@dataclass(slots=True)
+class _Barrier:
+    future: asyncio.Future[None]
+
+
+@dataclass(slots=True)
+class _Item:
+    session_id: str
+    update: Any
+
+
+class UpdateOutbox:
+    """One ordered delivery path for every session of one connection.
+
+    ``submit`` is safe from any thread; it never blocks on I/O. Observers (bridges, AG-UI,
+    summaries) see exactly the updates that were handed to the connection, in the same order.
+    """
+
+    def __init__(self, sink: SessionUpdateSink, loop: asyncio.AbstractEventLoop) -> None:
+        self._sink = sink
+        self._loop = loop
+        self._items: deque[_Item | _Barrier] = deque()
+        self._wake_scheduled = False
+        self._event: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self.observers: list[UpdateObserver] = []
+        self.sent = 0
+        self.failed = 0
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def submit(self, session_id: str, update: Any) -> None:
+        if self._closed:
+            return
+        self._items.append(_Item(session_id, update))
+        self._schedule_wake()
+
+    async def flush(self) -> None:
+        """Return once everything submitted before this call has been written (or has failed)."""
+        if self._closed and self._task is None:
+            return
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._items.append(_Barrier(future))
+        self._wake()
+        await future
+
+    async def aclose(self) -> None:
+        await self.flush()
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _schedule_wake(self) -> None:
+        if self._wake_scheduled:
+            return
+        self._wake_scheduled = True
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._loop.call_soon(self._wake)
+        else:
+            try:
+                self._loop.call_soon_threadsafe(self._wake)
+            except RuntimeError:  # loop closed: the connection is gone, nothing can be delivered
+                self._wake_scheduled = False
+
+    def _wake(self) -> None:
+        self._wake_scheduled = False
+        if self._event is None:
+            self._event = asyncio.Event()
+        if self._task is None or self._task.done():
+            self._task = self._loop.create_task(self._pump(), name="acp-progress-outbox")
+        self._event.set()
+
+    async def _pump(self) -> None:
+        assert self._event is not None
+        while True:
+            while self._items:
+                item = self._items.popleft()
+                if isinstance(item, _Barrier):
+                    if not item.future.done():
+                        item.future.set_result(None)
+                    continue
+                await self._deliver(item)
+            self._event.clear()
+            if self._items:
+                continue
+            await self._event.wait()
+
+    async def _deliver(self, item: _Item) -> None:
+        for observer in list(self.observers):
+            try:
+                observer(item.session_id, item.update)
+            except Exception:
+                log.exception("update observer failed")
+        try:
+            await self._sink.session_update(session_id=item.session_id, update=item.update)
+            self.sent += 1
+        except Exception as exc:
+            self.failed += 1
+            log.warning(
+                "could not deliver a session update (%s)", redact_text(str(exc)) or type(exc).__name__
+            )
+
+
+@dataclass
+class _Card:
+    kind: str  # "think" or "tool"
+    name: str
+    started: float
+    ids: set[str] = field(default_factory=set)
+
+
+class SessionStream:
+    """The per-session turn state machine (DESIGN contracts 1 and 2).
+
+    Every public method takes the same lock and submits under it, so the order updates reach the
+    outbox is the order the state machine accepted them, and nothing is accepted after a card's
+    terminal phase or after the turn ended.
+    """
+
+    def __init__(
+        self, session_id: str, outbox: UpdateOutbox, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.session_id = session_id
+        self._outbox = outbox
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._turn_open = False
+        self._cards: dict[str, _Card] = {}
+        self._think_by_name: dict[str, str] = {}
+        self._seq = itertools.count(1)
+
+    # ------------------------------------------------------------ turn lifecycle
+
+    @property
+    def turn_open(self) -> bool:
+        return self._turn_open
+
+    @property
+    def open_card_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._cards)
+
+    def begin_turn(self) -> None:
+        with self._lock:
+            self._turn_open = True
+            self._cards.clear()
+            self._think_by_name.clear()
+
+    def end_turn(self, *, reason: str | None = None, cancelled: bool = False) -> int:
+        """Close every open card (think: completed unless cancelled/failed; tools: failed) and stop
+        accepting updates for this turn. Returns how many cards had to be closed here."""
+        with self._lock:
+            if not self._turn_open:
+                return 0
+            closed = 0
+            for card_id, card in list(self._cards.items()):
+                elapsed = self._clock() - card.started
+                if card.kind == "think":
+                    if cancelled or reason:
+                        self._submit(build_thinking_failed(card_id, reason or "Cancelled", elapsed))
+                    else:
+                        self._submit(build_thinking_complete(card_id, elapsed))
+                else:
+                    why = reason or ("Cancelled" if cancelled else "The turn ended before the tool finished")
+                    self._submit(build_tool_failed(card_id, why, duration=elapsed))
+                closed += 1
+            self._cards.clear()
+            self._think_by_name.clear()
+            self._turn_open = False
+            return closed
+
+    def run_locked(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` under the turn lock: for callers (AG-UI, tool progress) that must not race
+        finalisation."""
+        with self._lock:
+            return fn()
+
+    def _submit(self, update: Any) -> None:
+        self._outbox.submit(self.session_id, update)
+
+    # ------------------------------------------------------------ free-form updates
+
+    def send(self, update: Any) -> bool:
+        """Send a non-card update (message/thought chunk, usage) if the turn is still open."""
+        with self._lock:
+            if not self._turn_open:
+                return False
+            self._submit(update)
+            return True
+
+    def send_message_text(self, text: str) -> bool:
+        return bool(text) and self.send(update_agent_message_text(redact_text(text)))
+
+    def send_thought_text(self, text: str) -> bool:
+        return bool(text) and self.send(update_agent_thought_text(redact_text(text)))
+
+    def send_usage(self, used: int, size: int) -> bool:
+        return self.send(UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, size)))
+
+    # ------------------------------------------------------------ the think card
+
+    def think_start(self, name: str = "llm_response") -> str | None:
+        """Open a think card with a fresh id; closes any think card still open (one at a time)."""
+        with self._lock:
+            if not self._turn_open:
+                return None
+            self._close_thinking_locked()
+            card_id = f"think-{uuid.uuid4().hex[:12]}-{next(self._seq)}"
+            self._cards[card_id] = _Card("think", name, self._clock())
+            self._think_by_name[name] = card_id
+            self._submit(build_thinking_start(card_id))
+            return card_id
+
+    def think_heartbeat(
+        self, name: str = "llm_response", elapsed: float | None = None, status: str | None = None
+    ) -> bool:
+        """Heartbeat without a prior start (or after complete) is a no-op, as in the seed."""
+        with self._lock:
+            card_id = self._think_by_name.get(name)
+            if not self._turn_open or card_id is None:
+                return False
+            card = self._cards[card_id]
+            shown = elapsed if elapsed is not None else self._clock() - card.started
+            self._submit(build_thinking_progress(card_id, shown, status))
+            return True
+
+    def think_complete(self, name: str = "llm_response", error: str | None = None) -> bool:
+        with self._lock:
+            card_id = self._think_by_name.pop(name, None)
+            if not self._turn_open or card_id is None:
+                return False
+            card = self._cards.pop(card_id)
+            elapsed = self._clock() - card.started
+            if error:
+                self._submit(build_thinking_failed(card_id, error, elapsed))
+            else:
+                self._submit(build_thinking_complete(card_id, elapsed))
+            return True
+
+    def _close_thinking_locked(self) -> None:
+        for name in list(self._think_by_name):
+            self.think_complete(name)
+
+    # ------------------------------------------------------------ real tool cards
+
+    def tool_start(
+        self,
+        tool_call_id: str,
+        title: str,
+        kind: ToolKind,
+        *,
+        raw_input: Any = None,
+        locations: tuple[str, ...] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Open a real tool card. A think card still open is completed first: no orphan spinner."""
+        with self._lock:
+            if not self._turn_open or tool_call_id in self._cards:
+                return False
+            self._close_thinking_locked()
+            self._cards[tool_call_id] = _Card("tool", title, self._clock())
+            self._submit(
+                build_tool_start(
+                    tool_call_id, title, kind, raw_input=raw_input, locations=locations, meta=meta
+                )
+            )
+            return True
+
+    def tool_is_open(self, tool_call_id: str) -> bool:
+        with self._lock:
+            card = self._cards.get(tool_call_id)
+            return self._turn_open and card is not None and card.kind == "tool"
+
+    def tool_update(self, tool_call_id: str, update: ToolCallProgress | ToolCallStart) -> bool:
+        """Send a non-terminal update for an open tool card; dropped after its terminal phase."""
+        with self._lock:
+            if not self.tool_is_open(tool_call_id):
+                return False
+            self._submit(update)
+            return True
+
+    def tool_progress(
+        self,
+        tool_call_id: str,
+        *,
+        value: float | None = None,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> bool:
+        """Tool-reported progress: empty updates publish nothing; late ones are dropped."""
+        if value is None and total is None and not message:
+            return False
+        with self._lock:
+            if not self.tool_is_open(tool_call_id):
+                return False
+            self._submit(build_tool_progress(tool_call_id, value=value, total=total, message=message))
+            return True
+
+    def tool_finish(
+        self, tool_call_id: str, *, result_text: str = "", error: str | None = None, raw_output: Any = None
+    ) -> bool:
+        with self._lock:
+            card = self._cards.get(tool_call_id)
+            if not self._turn_open or card is None or card.kind != "tool":
+                return False
+            del self._cards[tool_call_id]
+            duration = self._clock() - card.started
+            if error is not None:
+                self._submit(build_tool_failed(tool_call_id, error, duration=duration))
+            else:
+                self._submit(
+                    build_tool_complete(tool_call_id, result_text, raw_output=raw_output, duration=duration)
+                )
+            return True
+
+
+# ---------------------------------------------------------------- callback factories
+
+
+def _private_stream(
+    conn: SessionUpdateSink, session_id: str, loop: asyncio.AbstractEventLoop
+) -> SessionStream:
+    stream = SessionStream(session_id, UpdateOutbox(conn, loop))
+    stream.begin_turn()
+    return stream
+
+
+def make_agent_progress_cb(
+    conn: SessionUpdateSink,
+    session_id: str,
+    loop: asyncio.AbstractEventLoop,
+    *,
+    stream: SessionStream | None = None,
+) -> AgentProgressCallback:
+    """The seed's ``agent_progress_callback(state, name, args=None)``.
+
+    ``start`` opens a think card with a fresh id, ``heartbeat`` updates it with ``args["elapsed"]``
+    (and ``args["status"]``), ``complete`` closes it (``failed`` when ``args["error"]`` is set).
+    Heartbeat or complete without a start is a no-op. Pass the session's ``stream`` so the card
+    shares the turn's ordering and finalisation; without one a private stream is used.
+    """
+    target = stream or _private_stream(conn, session_id, loop)
+
+    def agent_progress_callback(state: str, name: str, args: Mapping[str, Any] | None = None) -> None:
+        data = args or {}
+        if state == "start":
+            target.think_start(name)
+        elif state == "heartbeat":
+            elapsed = data.get("elapsed")
+            target.think_heartbeat(
+                name, float(elapsed) if isinstance(elapsed, int | float) else None, data.get("status") or None
+            )
+        elif state == "complete":
+            error = data.get("error")
+            target.think_complete(name, str(error) if error else None)
+        else:
+            log.warning("agent_progress_callback: unknown state %r ignored", state)
+
+    return agent_progress_callback
+
+
+def make_thinking_cb(
+    conn: SessionUpdateSink,
+    session_id: str,
+    loop: asyncio.AbstractEventLoop,
+    *,
+    stream: SessionStream | None = None,
+) -> Callable[[str], None]:
+    """``thinking_callback(text)`` → ``agent_thought_chunk`` (redacted)."""
+    target = stream or _private_stream(conn, session_id, loop)
+    return target.send_thought_text
+
+
+def make_message_cb(
+    conn: SessionUpdateSink,
+    session_id: str,
+    loop: asyncio.AbstractEventLoop,
+    *,
+    stream: SessionStream | None = None,
+) -> Callable[[str], None]:
+    """``message_callback(text)`` → ``agent_message_chunk`` (redacted)."""
+    target = stream or _private_stream(conn, session_id, loop)
+    return target.send_message_text

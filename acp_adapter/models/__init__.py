@@ -1,0 +1,46 @@
+"""Model back-ends behind one small streaming interface (see ``base``)."""
+
+from __future__ import annotations
+
+from .base import (
+    ChatModel,
+    Message,
+    ModelError,
+    ModelEvent,
+    ReasoningDelta,
+    StatusNote,
+    TextDelta,
+    ToolCall,
+    ToolCallRequest,
+    ToolSpec,
+    UsageReport,
+)
+
+__all__ = [
+    "ChatModel",
+    "Message",
+    "ModelError",
+    "ModelEvent",
+    "ReasoningDelta",
+    "StatusNote",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallRequest",
+    "ToolSpec",
+    "UsageReport",
+    "create_model",
+]
+
+
+def create_model(settings: object) -> ChatModel:
+    """Build the back-end named by ``settings.model`` (imports lazily: openai is an optional extra)."""
+    from ..config import Settings
+
+    assert isinstance(settings, Settings)
+    if settings.model == "openai":
+        from .openai_compat import OpenAICompatModel
+
+        return OpenAICompatModel(settings.openai)
+    from .embedded import EmbeddedModel
+
+    return EmbeddedModel(think_delay=settings.embedded_delay, chunk_delay=settings.embedded_chunk_delay)

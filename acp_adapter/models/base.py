@@ -1,0 +1,121 @@
+"""The model interface: a blocking iterator of typed events, cancellable through a token.
+
+Keeping it this small is what lets the embedded offline model, an OpenAI-compatible server and
+test doubles plug into the same agent loop, and lets the loop place its three spinner hook sites
+(start before the call, complete on the first event, heartbeat while waiting) once for all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ..cancel import CancelToken
+
+__all__ = [
+    "ChatModel",
+    "Message",
+    "ModelError",
+    "ModelEvent",
+    "ReasoningDelta",
+    "StatusNote",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallRequest",
+    "ToolSpec",
+    "UsageReport",
+]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and a JSON-schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call requested by the model; ``id`` is the model's own id and keys the ACP card."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the answer text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    """Provider reasoning text; it goes to the thought channel, never the spinner."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A complete tool call (arguments fully assembled)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    context_window: int | None = None
+
+
+@dataclass(frozen=True)
+class StatusNote:
+    """What the back-end is doing while no content arrives (e.g. ``Retrying in 4s (429)``).
+
+    It is not a "first delta": the spinner stays open and shows the note in its heartbeat.
+    """
+
+    text: str
+
+
+ModelEvent = TextDelta | ReasoningDelta | ToolCallRequest | UsageReport | StatusNote
+
+
+@dataclass
+class ModelError(Exception):
+    """A model call failed; ``reason`` is short and fit to show a user (the caller redacts it)."""
+
+    reason: str
+    retryable: bool = False
+    status: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+class ChatModel(Protocol):
+    """A streaming chat model. ``stream`` blocks; it must return promptly once ``cancel`` is set
+    (raising :class:`~acp_adapter.cancel.TurnCancelled`)."""
+
+    name: str
+
+    def stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], cancel: CancelToken
+    ) -> Iterator[ModelEvent]: ...

@@ -1,0 +1,266 @@
+"""The ACP agent: initialize, sessions, prompt, cancel — and the protected stdio entry point.
+
+Each prompt runs :class:`run_agent.AIAgent` in a worker thread with callbacks wired to the
+session's :class:`~acp_adapter.events.SessionStream`. Before the prompt response is returned the
+turn is finalised (every open card closed) and the outbox flushed, so the client sees every update
+of the turn, in order, before the response — on success, error, cancel and callback failure alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio
+from acp import PROTOCOL_VERSION, RequestError
+from acp.schema import (
+    AgentCapabilities,
+    AudioContentBlock,
+    AuthenticateResponse,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    TextContentBlock,
+    TextResourceContents,
+    Usage,
+)
+
+from . import __version__
+from .builtin_tools import default_toolbox
+from .cancel import CancelToken
+from .config import Settings
+from .events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
+from .heartbeat import HeartbeatScheduler, default_scheduler
+from .models import ChatModel, UsageReport, create_model
+from .presentation import PresentationRegistry
+from .redact import redact_text
+from .session import Session, SessionStore
+from .tool_cards import AcpToolObserver
+
+__all__ = ["ProgressAgent", "prompt_to_text", "serve"]
+
+log = logging.getLogger("acp_progress.server")
+
+T = TypeVar("T")
+
+SYSTEM_PROMPT = (
+    "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
+    "search and run commands when the user asks about their files; answer concisely."
+)
+
+
+def prompt_to_text(blocks: Sequence[Any]) -> str:
+    """Flatten ACP prompt content blocks into the text the model sees."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                parts.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
+            else:
+                parts.append(f"[attached binary resource {resource.uri}]")
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"[file: {block.uri}]")
+        elif isinstance(block, ImageContentBlock | AudioContentBlock):
+            parts.append(f"[{block.type} attachment not supported by this agent]")
+    return "\n".join(parts)
+
+
+async def _run_in_worker(
+    executor: concurrent.futures.Executor, fn: Callable[[], T], cancel: CancelToken
+) -> tuple[T | None, BaseException | None, bool]:
+    """Run ``fn`` on a worker thread; returns ``(result, error, interrupted)`` and never raises.
+
+    If the awaiting task is cancelled (the connection went away), the turn's token is set and we
+    keep waiting — shielded — for the worker to notice, so no thread outlives its turn and
+    ``CancelledError`` never escapes ``prompt``. Plain asyncio here because the SDK is asyncio.
+    """
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(executor, fn)
+    interrupted = False
+    while True:
+        try:
+            return await asyncio.shield(future), None, interrupted
+        except asyncio.CancelledError:
+            if future.cancelled():  # the executor shut down before the turn started
+                return None, None, True
+            if future.done():
+                break
+            interrupted = True
+            cancel.cancel("the client connection closed")
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        except Exception as exc:
+            return None, exc, interrupted
+    try:
+        return future.result(), None, interrupted
+    except Exception as exc:
+        return None, exc, interrupted
+
+
+class ProgressAgent:
+    """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        model: ChatModel | None = None,
+        scheduler: HeartbeatScheduler | None = None,
+        registry: PresentationRegistry | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.model = model or create_model(self.settings)
+        self.scheduler = scheduler or default_scheduler()
+        self.registry = registry or PresentationRegistry()
+        self.sessions = SessionStore()
+        self._conn: Any = None
+        self._outbox: UpdateOutbox | None = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
+        )
+
+    # ------------------------------------------------------------ connection plumbing
+
+    def on_connect(self, conn: Any) -> None:
+        self._conn = conn
+
+    @property
+    def outbox(self) -> UpdateOutbox:
+        if self._outbox is None:
+            self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop())
+        return self._outbox
+
+    def shutdown(self) -> None:
+        for session_id in list(self.sessions._sessions):
+            session = self.sessions.find(session_id)
+            if session is not None and session.cancel is not None:
+                session.cancel.cancel("the agent is shutting down")
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------ ACP methods
+
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=False, prompt_capabilities=PromptCapabilities(embedded_context=True)
+            ),
+            agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        return AuthenticateResponse()
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
+        if not await anyio.Path(cwd).is_dir():
+            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
+        session = self.sessions.create(cwd, self.outbox)
+        log.info("new session %s in %s", session.id, cwd)
+        return NewSessionResponse(session_id=session.id)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        session = self.sessions.find(session_id)
+        if session is not None and session.cancel is not None:
+            session.cancel.cancel("cancelled by the user")
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        session = self.sessions.get(session_id)
+        cancel = session.begin_turn()
+        loop = asyncio.get_running_loop()
+        usage: list[UsageReport] = []
+        agent = self._build_agent(session, cancel, loop, usage)
+        text = prompt_to_text(prompt)
+        history = list(session.history)
+
+        result, error, interrupted = await _run_in_worker(
+            self._executor, lambda: agent.run_conversation(text, history), cancel
+        )
+        if error is not None:
+            log.error("agent turn crashed: %s", redact_text(repr(error)))
+            session.stream.send_message_text(f"⚠️ The agent hit an internal error: {type(error).__name__}")
+        stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
+        if result is not None and not cancel.cancelled:
+            stop_reason = result.stop_reason
+        session.stream.end_turn(cancelled=stop_reason == "cancelled")
+        with anyio.CancelScope(shield=True):
+            await self.outbox.flush()
+        session.finish_turn(result.messages if result is not None else [])
+        total = result.usage if result is not None else None
+        return PromptResponse(
+            stop_reason=stop_reason,  # type: ignore[arg-type]
+            usage=Usage(
+                total_tokens=total.total_tokens,
+                input_tokens=total.input_tokens,
+                output_tokens=total.output_tokens,
+            )
+            if total is not None
+            else None,
+        )
+
+    # ------------------------------------------------------------ wiring one turn
+
+    def _build_agent(
+        self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop, usage: list[UsageReport]
+    ) -> Any:
+        from run_agent import AIAgent
+
+        stream = session.stream
+        conn = self._conn
+
+        def on_usage(report: UsageReport) -> None:
+            usage.append(report)
+            if report.context_window:
+                stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
+
+        return AIAgent(
+            self.model,
+            toolbox=default_toolbox(session.cwd),
+            agent_progress_callback=make_agent_progress_cb(conn, session.id, loop, stream=stream),
+            thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
+            message_callback=make_message_cb(conn, session.id, loop, stream=stream),
+            usage_callback=on_usage,
+            tool_observer=AcpToolObserver(
+                stream, conn=conn, loop=loop, cancel=cancel, registry=self.registry, workspace=session.cwd
+            ),
+            scheduler=self.scheduler,
+            cancel=cancel,
+            settings=self.settings,
+            system_prompt=SYSTEM_PROMPT,
+        )
+
+
+async def serve(settings: Settings | None = None, model: ChatModel | None = None) -> None:
+    """Serve ACP over this process's stdio, with stdout structurally reserved for the protocol.
+
+    ``model`` replaces the configured back-end (embedders and tests pass their own)."""
+    from acp.core import AgentSideConnection
+
+    from .stdio_guard import open_protocol_streams, protect_stdio
+
+    fds = protect_stdio()
+    agent = ProgressAgent(settings, model=model)
+    reader, writer = await open_protocol_streams(fds)
+    conn = AgentSideConnection(agent, writer, reader, listening=False)
+    try:
+        await conn.listen()
+    finally:
+        agent.shutdown()
+        with anyio.CancelScope(shield=True):
+            await conn.close()

@@ -1,0 +1,117 @@
+"""The plain-terminal printer: the last channel of the routing order, for runs with no ACP client.
+
+It writes to stdout only when no ACP client is attached; once the ACP server has taken stdout for
+the protocol (:mod:`acp_adapter.stdio_guard`) the printer falls back to stderr, so even a
+mis-wired agent cannot corrupt the JSON-RPC stream.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import TextIO
+
+from .heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
+from .redact import redact_text
+from .stdio_guard import protocol_attached
+from .timefmt import format_elapsed
+
+__all__ = ["SPINNER_FRAMES", "TerminalPrinter"]
+
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class TerminalPrinter:
+    """A live one-line spinner plus streamed answer text for a plain terminal."""
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        *,
+        animate: bool | None = None,
+        scheduler: HeartbeatScheduler | None = None,
+        frame_interval: float = 0.1,
+    ) -> None:
+        self._out = out
+        self._animate = animate
+        self._scheduler = scheduler
+        self._frame_interval = frame_interval
+        self._lock = threading.Lock()
+        self._spinner: HeartbeatHandle | None = None
+        self._label = ""
+        self._started = 0.0
+        self._frame = 0
+        self._line_shown = False
+
+    @property
+    def out(self) -> TextIO:
+        if self._out is not None:
+            return self._out
+        return sys.stderr if protocol_attached() else sys.stdout
+
+    def _tty(self) -> bool:
+        if self._animate is not None:
+            return self._animate
+        isatty = getattr(self.out, "isatty", None)
+        return bool(isatty and isatty())
+
+    def _write(self, text: str) -> None:
+        self.out.write(redact_text(text))
+        self.out.flush()
+
+    def _draw(self, detail: str = "") -> None:
+        frame = SPINNER_FRAMES[self._frame % len(SPINNER_FRAMES)]
+        elapsed = format_elapsed(time.monotonic() - self._started)
+        extra = f" — {detail}" if detail else ""
+        self._write(f"\r\x1b[2K{frame} {self._label} {elapsed}{extra}")
+        self._line_shown = True
+
+    def _tick(self) -> None:
+        with self._lock:
+            if self._spinner is None:
+                return
+            self._frame += 1
+            self._draw()
+
+    def spinner_start(self, label: str = "Thinking...") -> None:
+        with self._lock:
+            self._label = label
+            self._started = time.monotonic()
+            self._frame = 0
+            if self._tty():
+                self._draw()
+                self._spinner = (self._scheduler or default_scheduler()).every(
+                    self._frame_interval, self._tick
+                )
+            else:
+                self._write(f"{label}\n")
+
+    def spinner_heartbeat(self, elapsed: float, status: str | None = None) -> None:
+        with self._lock:
+            if self._tty():
+                if self._spinner is not None:
+                    self._draw(status or "")
+            else:
+                extra = f" — {status}" if status else ""
+                self._write(f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
+
+    def spinner_stop(self, error: str | None = None) -> None:
+        handle = self._spinner
+        self._spinner = None
+        if handle is not None:
+            handle.cancel()
+        with self._lock:
+            if self._line_shown:
+                self._write("\r\x1b[2K")
+                self._line_shown = False
+            if error:
+                self._write(f"✖ {error}\n")
+
+    def answer(self, text: str) -> None:
+        with self._lock:
+            self._write(text)
+
+    def note(self, text: str) -> None:
+        with self._lock:
+            self._write(text + "\n")

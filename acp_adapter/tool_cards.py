@@ -1,0 +1,142 @@
+"""The ACP projection of tool calls: one honest card per call, keyed by the model's tool-call id.
+
+Implements the toolbox's observer: the title comes from the presentation registry (verb +
+preview), the kind fits the tool, file paths become ``locations``, raw input is redacted, and
+progress/terminal updates go through the session stream's lock so nothing lands after the tool's
+terminal phase or after the turn ended. Dangerous tools ask the client with
+``session/request_permission`` on the same tool-call id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+from .cancel import CancelToken
+from .events import SessionStream
+from .models.base import ToolCall
+from .presentation import PresentationRegistry, render_label, render_title, select_preview
+from .redact import redact_text, redact_value
+from .toolbox import Tool, ToolOutcome
+
+__all__ = ["PERMISSION_OPTIONS", "RESULT_CAP", "AcpToolObserver"]
+
+log = logging.getLogger("acp_progress.tool_cards")
+
+RESULT_CAP = 8000
+
+PERMISSION_OPTIONS = (
+    PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+)
+_ALLOWING = {"allow_once", "allow_always"}
+
+
+class AcpToolObserver:
+    """Turns toolbox lifecycle events into ACP tool-call updates for one session turn."""
+
+    def __init__(
+        self,
+        stream: SessionStream,
+        *,
+        conn: Any,
+        loop: asyncio.AbstractEventLoop,
+        cancel: CancelToken,
+        registry: PresentationRegistry | None = None,
+        workspace: str | None = None,
+        workspace_id: str | None = None,
+    ) -> None:
+        self._stream = stream
+        self._conn = conn
+        self._loop = loop
+        self._cancel = cancel
+        self._registry = registry or PresentationRegistry()
+        self._workspace = workspace
+        self._workspace_id = workspace_id
+        self._titles: dict[str, str] = {}
+
+    def _present(self, call: ToolCall, tool: Tool | None) -> tuple[str, Any, tuple[str, ...], dict[str, Any]]:
+        event_meta: Mapping[str, Any] | None = tool.extension if tool is not None and tool.extension else None
+        presentation = self._registry.lookup(call.name, self._workspace_id, event_meta)
+        label, preview = render_label(call.name, call.arguments, presentation)
+        title = render_title(label, preview)
+        locations: tuple[str, ...] = ()
+        if presentation.preview == "path":
+            path = select_preview("path", call.arguments)
+            if path:
+                locations = (_absolute(self._workspace, path),)
+        meta = {"toolId": call.name, "label": redact_text(label), "preview": redact_text(preview)}
+        meta["emoji"] = presentation.emoji
+        return title, presentation.kind, locations, meta
+
+    def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
+        title, kind, locations, meta = self._present(call, tool)
+        self._titles[call.id] = title
+        self._stream.tool_start(
+            call.id, title, kind, raw_input=dict(call.arguments), locations=locations, meta=meta
+        )
+
+    def tool_progress(
+        self, call: ToolCall, value: float | None, total: float | None, message: str | None
+    ) -> None:
+        self._stream.tool_progress(call.id, value=value, total=total, message=message)
+
+    def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self._titles.pop(call.id, None)
+        if outcome.ok:
+            text = (
+                outcome.text
+                if len(outcome.text) <= RESULT_CAP
+                else outcome.text[:RESULT_CAP] + "\n… (truncated)"
+            )
+            self._stream.tool_finish(call.id, result_text=text, raw_output=outcome.raw_output)
+        else:
+            self._stream.tool_finish(call.id, error=outcome.error or "failed")
+
+    def request_permission(self, call: ToolCall, tool: Tool) -> bool:
+        """Ask the client (blocking this worker thread, never the loop); cancel means no."""
+        from acp import update_tool_call
+
+        if not self._stream.tool_is_open(call.id):
+            return False
+        self._stream.tool_update(call.id, update_tool_call(call.id, status="pending"))
+        request = ToolCallUpdate(
+            tool_call_id=call.id,
+            title=redact_text(self._titles.get(call.id, call.name)),
+            kind="execute",
+            status="pending",
+            raw_input=redact_value(dict(call.arguments)),
+        )
+        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(
+            self._conn.request_permission(
+                session_id=self._stream.session_id, tool_call=request, options=list(PERMISSION_OPTIONS)
+            ),
+            self._loop,
+        )
+        remove_hook = self._cancel.on_cancel(lambda: future.cancel())
+        try:
+            response = future.result()
+        except concurrent.futures.CancelledError:
+            return False
+        except Exception as exc:
+            log.warning("permission request failed: %s", redact_text(str(exc)))
+            return False
+        finally:
+            remove_hook()
+        allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
+        if allowed:
+            self._stream.tool_update(call.id, update_tool_call(call.id, status="in_progress"))
+        return allowed
+
+
+def _absolute(workspace: str | None, path: str) -> str:
+    import os
+
+    if os.path.isabs(path) or workspace is None:
+        return path
+    return os.path.normpath(os.path.join(workspace, path))

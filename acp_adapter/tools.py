@@ -1,0 +1,167 @@
+"""Pure builders of ACP session updates: think cards, real tool cards, progress content.
+
+No I/O and no state: each function maps facts to one SDK schema object built with the SDK helpers
+(``start_tool_call``, ``update_tool_call``, ``tool_content``, ``text_block``). Every string that
+goes into an update passes the canonical redactor here, at the single choke point, so no caller
+can forget it (DESIGN contract 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from acp import start_tool_call, text_block, tool_content, update_tool_call
+from acp.schema import ToolCallLocation, ToolCallProgress, ToolCallStart, ToolKind
+
+from .redact import redact_text, redact_value
+from .timefmt import format_elapsed
+
+__all__ = [
+    "META_KEY",
+    "THINKING_TITLE",
+    "build_thinking_complete",
+    "build_thinking_failed",
+    "build_thinking_progress",
+    "build_thinking_start",
+    "build_tool_complete",
+    "build_tool_failed",
+    "build_tool_progress",
+    "build_tool_start",
+    "one_line",
+]
+
+THINKING_TITLE = "Thinking..."
+#: Namespace of this package's structured data inside ACP ``_meta`` objects.
+META_KEY = "acpProgress"
+ERROR_CAP = 200
+
+
+def one_line(text: str, cap: int = ERROR_CAP) -> str:
+    """Collapse whitespace to single spaces, redact, and cap to ``cap`` characters with ``…``."""
+    flat = " ".join(redact_text(text).split())
+    return flat if len(flat) <= cap else flat[: cap - 1].rstrip() + "…"
+
+
+def _text(text: str) -> list[Any]:
+    return [tool_content(text_block(redact_text(text)))]
+
+
+def _with_meta(update: Any, meta: Mapping[str, Any]) -> Any:
+    return update.model_copy(update={"field_meta": {META_KEY: redact_value(dict(meta))}})
+
+
+# ---------------------------------------------------------------- the virtual think card
+
+
+def build_thinking_start(tool_call_id: str) -> ToolCallStart:
+    """Open the spinner. ``in_progress`` (not ``pending``, which means awaiting approval in ACP)."""
+    update = start_tool_call(tool_call_id, THINKING_TITLE, kind="think", status="in_progress")
+    return _with_meta(update, {"phase": "thinking", "elapsedMs": 0})
+
+
+def build_thinking_progress(tool_call_id: str, elapsed: float, status: str | None = None) -> ToolCallProgress:
+    """Heartbeat: an elapsed-time line, plus what the model is doing when known."""
+    line = f"Still thinking… {format_elapsed(elapsed)}"
+    if status:
+        line += f" — {one_line(status, 120)}"
+    update = update_tool_call(tool_call_id, status="in_progress", content=_text(line))
+    meta: dict[str, Any] = {"phase": "thinking", "elapsedMs": round(elapsed * 1000)}
+    if status:
+        meta["status"] = one_line(status, 120)
+    return _with_meta(update, meta)
+
+
+def build_thinking_complete(tool_call_id: str, elapsed: float | None = None) -> ToolCallProgress:
+    """Close the spinner: the model produced its first output."""
+    line = f"Thought for {format_elapsed(elapsed)}" if elapsed is not None else "Done thinking"
+    update = update_tool_call(tool_call_id, status="completed", content=_text(line))
+    return _with_meta(update, {"phase": "done", "elapsedMs": round((elapsed or 0) * 1000)})
+
+
+def build_thinking_failed(tool_call_id: str, reason: str, elapsed: float | None = None) -> ToolCallProgress:
+    """Close the spinner as failed (model error, timeout, cancellation) with a short redacted reason."""
+    short = one_line(reason) or "stopped"
+    line = f"Stopped after {format_elapsed(elapsed)}: {short}" if elapsed is not None else f"Stopped: {short}"
+    update = update_tool_call(tool_call_id, status="failed", content=_text(line))
+    return _with_meta(update, {"phase": "failed", "elapsedMs": round((elapsed or 0) * 1000), "reason": short})
+
+
+# ---------------------------------------------------------------- real tool cards
+
+
+def build_tool_start(
+    tool_call_id: str,
+    title: str,
+    kind: ToolKind,
+    *,
+    raw_input: Any = None,
+    locations: Sequence[str] = (),
+    meta: Mapping[str, Any] | None = None,
+) -> ToolCallStart:
+    """Open a real tool's card, keyed by the model's tool-call id."""
+    update = start_tool_call(
+        tool_call_id,
+        one_line(title, 200) or "tool",
+        kind=kind,
+        status="in_progress",
+        locations=[ToolCallLocation(path=p) for p in locations] or None,
+        raw_input=redact_value(raw_input) if raw_input is not None else None,
+    )
+    return _with_meta(update, {"phase": "started", **(meta or {})})
+
+
+def build_tool_progress(
+    tool_call_id: str,
+    *,
+    value: float | None = None,
+    total: float | None = None,
+    message: str | None = None,
+) -> ToolCallProgress:
+    """Tool-reported progress, shown on the card (replace semantics) and mirrored in ``_meta``.
+
+    Only reported fields appear: a message-only update has no value or total.
+    """
+    if message:
+        line = one_line(message, 160)
+    else:
+        line = f"Progress: {_num(value)}/{_num(total)}" if total is not None else f"Progress: {_num(value)}"
+    progress: dict[str, Any] = {}
+    if value is not None:
+        progress["value"] = value
+    if total is not None:
+        progress["total"] = total
+    if message:
+        progress["message"] = one_line(message, 160)
+    update = update_tool_call(tool_call_id, status="in_progress", content=_text(line))
+    return _with_meta(update, {"phase": "progress", "progress": progress})
+
+
+def build_tool_complete(
+    tool_call_id: str, result_text: str, *, raw_output: Any = None, duration: float | None = None
+) -> ToolCallProgress:
+    update = update_tool_call(
+        tool_call_id,
+        status="completed",
+        content=_text(result_text) if result_text else None,
+        raw_output=redact_value(raw_output) if raw_output is not None else None,
+    )
+    meta: dict[str, Any] = {"phase": "completed"}
+    if duration is not None:
+        meta["durationMs"] = round(duration * 1000)
+    return _with_meta(update, meta)
+
+
+def build_tool_failed(tool_call_id: str, error: str, *, duration: float | None = None) -> ToolCallProgress:
+    short = one_line(error) or "failed"
+    update = update_tool_call(tool_call_id, status="failed", content=_text(short))
+    meta: dict[str, Any] = {"phase": "failed", "error": short}
+    if duration is not None:
+        meta["durationMs"] = round(duration * 1000)
+    return _with_meta(update, meta)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"

@@ -1,0 +1,344 @@
+"""``AIAgent``: the synchronous agent loop with the three spinner hook sites of the seed.
+
+The loop runs in a worker thread (or, as a plain program, in the main thread). Around every model
+call it reports progress through exactly three ``self.agent_progress_callback(`` sites:
+
+* hook A — ``("start", "llm_response", {})`` right before the model call;
+* hook B — ``("complete", "llm_response", {...})`` on the first streamed event of any kind, or when
+  the call ends without one (error, cancellation), so the card never spins forever;
+* hook C — ``("heartbeat", "llm_response", {"elapsed": s, "status": ...})`` every interval while
+  waiting, from the shared heartbeat scheduler (no thread per call), cancelled before hook B.
+
+Each site is wrapped so an exception in a callback cannot escape into the turn. Routing follows
+the seed: the progress callback (tool card) when an ACP client is attached, else the thought-text
+callback, else the terminal printer. ``scripts/check_hook_sites.py`` verifies the three sites.
+
+Run ``python run_agent.py "your prompt"`` for a plain terminal session on the embedded model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_adapter.cancel import CancelToken, TurnCancelled
+from acp_adapter.config import ConfigError, Settings
+from acp_adapter.heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
+from acp_adapter.models import (
+    ChatModel,
+    Message,
+    ModelError,
+    ReasoningDelta,
+    StatusNote,
+    TextDelta,
+    ToolCall,
+    ToolCallRequest,
+    UsageReport,
+    create_model,
+)
+from acp_adapter.redact import redact_text
+from acp_adapter.terminal import TerminalPrinter
+from acp_adapter.toolbox import Toolbox, ToolObserver, ToolOutcome
+
+__all__ = ["AIAgent", "TurnResult"]
+
+log = logging.getLogger("acp_progress.agent")
+
+LLM_RESPONSE = "llm_response"
+
+
+@dataclass
+class TurnResult:
+    """How one prompt ended. ``messages`` are the new history entries of the turn."""
+
+    stop_reason: str
+    text: str = ""
+    messages: list[Message] = field(default_factory=list)
+    error: str | None = None
+    usage: UsageReport | None = None
+
+
+@dataclass
+class _LLMCall:
+    """State of one model call shared by the worker thread and the heartbeat scheduler."""
+
+    started: float
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: bool = False
+    status: str | None = None
+    heartbeat: HeartbeatHandle | None = None
+
+
+class AIAgent:
+    """The agent loop: model call → tools → model call … until an answer without tools."""
+
+    def __init__(
+        self,
+        model: ChatModel | None = None,
+        *,
+        toolbox: Toolbox | None = None,
+        agent_progress_callback: Callable[..., None] | None = None,
+        thinking_callback: Callable[[str], Any] | None = None,
+        message_callback: Callable[[str], Any] | None = None,
+        usage_callback: Callable[[UsageReport], Any] | None = None,
+        tool_observer: ToolObserver | None = None,
+        heartbeat_interval: float | None = None,
+        heartbeat_disabled: bool | None = None,
+        scheduler: HeartbeatScheduler | None = None,
+        cancel: CancelToken | None = None,
+        max_turns: int | None = None,
+        system_prompt: str | None = None,
+        printer: TerminalPrinter | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.model = model or create_model(self.settings)
+        self.toolbox = toolbox
+        self.agent_progress_callback = agent_progress_callback
+        self.thinking_callback = thinking_callback
+        self.message_callback = message_callback
+        self.usage_callback = usage_callback
+        self.tool_observer = tool_observer
+        self.heartbeat_interval = (
+            heartbeat_interval if heartbeat_interval is not None else self.settings.heartbeat_interval
+        )
+        self.heartbeat_disabled = (
+            heartbeat_disabled if heartbeat_disabled is not None else self.settings.heartbeat_disabled
+        )
+        self.scheduler = scheduler or default_scheduler()
+        self.cancel = cancel or CancelToken()
+        self.max_turns = max_turns or self.settings.max_turns
+        self.system_prompt = system_prompt
+        self._printer = printer
+        self._usage_total: UsageReport | None = None
+
+    # ------------------------------------------------------------ routing helpers
+
+    @property
+    def printer(self) -> TerminalPrinter:
+        if self._printer is None:
+            self._printer = TerminalPrinter()
+        return self._printer
+
+    def _safe(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call a non-hook callback; a failing callback must never break the turn (contract 6)."""
+        try:
+            fn(*args)
+        except Exception as exc:
+            log.warning("callback %s failed: %s", getattr(fn, "__name__", fn), redact_text(str(exc)))
+
+    def _emit_answer(self, text: str) -> None:
+        if self.message_callback is not None:
+            self._safe(self.message_callback, text)
+        elif self.agent_progress_callback is None and self.thinking_callback is None:
+            self._safe(self.printer.answer, text)
+
+    def _emit_reasoning(self, text: str) -> None:
+        if self.thinking_callback is not None:
+            self._safe(self.thinking_callback, text)
+
+    # ------------------------------------------------------------ the three hook sites
+
+    def _llm_start(self, call: _LLMCall) -> None:
+        """Hook A: before the model call."""
+        if self.agent_progress_callback:
+            try:
+                self.agent_progress_callback("start", LLM_RESPONSE, {})
+            except Exception as exc:
+                log.warning("agent_progress_callback(start) failed: %s", redact_text(str(exc)))
+        elif self.thinking_callback is not None:
+            self._safe(self.thinking_callback, "Thinking...")
+        else:
+            self._safe(self.printer.spinner_start, "Thinking...")
+        if not self.heartbeat_disabled:
+            call.heartbeat = self.scheduler.every(self.heartbeat_interval, lambda: self._llm_heartbeat(call))
+
+    def _llm_heartbeat(self, call: _LLMCall) -> None:
+        """Hook C: every interval while nothing has arrived yet (runs on the scheduler thread)."""
+        with call.lock:
+            if call.done:
+                return
+            elapsed = time.monotonic() - call.started
+            status = call.status
+        if self.agent_progress_callback:
+            try:
+                self.agent_progress_callback(
+                    "heartbeat", LLM_RESPONSE, {"elapsed": elapsed, "status": status}
+                )
+            except Exception as exc:
+                log.warning("agent_progress_callback(heartbeat) failed: %s", redact_text(str(exc)))
+        elif self.thinking_callback is not None:
+            from acp_adapter.timefmt import format_elapsed
+
+            extra = f" — {status}" if status else ""
+            self._safe(self.thinking_callback, f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
+        else:
+            self._safe(self.printer.spinner_heartbeat, elapsed, status)
+
+    def _on_first_delta(self, call: _LLMCall, error: str | None = None) -> None:
+        """Hook B: the first streamed event arrived, or the call ended without one. Idempotent."""
+        with call.lock:
+            if call.done:
+                return
+            call.done = True
+        if call.heartbeat is not None:
+            call.heartbeat.cancel()  # returns once no heartbeat can run: none follows the complete
+        if self.agent_progress_callback:
+            try:
+                self.agent_progress_callback("complete", LLM_RESPONSE, {"error": error} if error else {})
+            except Exception as exc:
+                log.warning("agent_progress_callback(complete) failed: %s", redact_text(str(exc)))
+        elif self.thinking_callback is None:
+            self._safe(self.printer.spinner_stop, error)
+
+    # ------------------------------------------------------------ one model call
+
+    def _call_model(self, messages: Sequence[Message]) -> tuple[str, list[ToolCall]]:
+        call = _LLMCall(started=time.monotonic())
+        text_parts: list[str] = []
+        tool_calls: list[ToolCall] = []
+        specs = self.toolbox.specs() if self.toolbox is not None else []
+        self._llm_start(call)
+        try:
+            for event in self.model.stream(messages, specs, self.cancel):
+                if isinstance(event, StatusNote):
+                    with call.lock:
+                        call.status = event.text
+                    continue
+                if isinstance(event, UsageReport):
+                    self._record_usage(event)
+                    continue
+                self._on_first_delta(call)
+                if isinstance(event, TextDelta):
+                    text_parts.append(event.text)
+                    self._emit_answer(event.text)
+                elif isinstance(event, ReasoningDelta):
+                    self._emit_reasoning(event.text)
+                elif isinstance(event, ToolCallRequest):
+                    tool_calls.append(event.call)
+                self.cancel.raise_if_cancelled()
+        except TurnCancelled:
+            self._on_first_delta(call, error="Cancelled")
+            raise
+        except ModelError as exc:
+            self._on_first_delta(call, error=exc.reason)
+            raise
+        except Exception as exc:
+            self._on_first_delta(call, error=f"{type(exc).__name__}: {exc}")
+            raise ModelError(f"The model back-end crashed ({type(exc).__name__}: {exc})") from exc
+        finally:
+            self._on_first_delta(call)  # a stream that ended without any content still closes
+        return "".join(text_parts), tool_calls
+
+    def _record_usage(self, usage: UsageReport) -> None:
+        prev = self._usage_total
+        if prev is None:
+            self._usage_total = usage
+        else:
+            self._usage_total = UsageReport(
+                prev.input_tokens + usage.input_tokens,
+                prev.output_tokens + usage.output_tokens,
+                prev.total_tokens + usage.total_tokens,
+                usage.context_window or prev.context_window,
+            )
+        if self.usage_callback is not None:
+            self._safe(self.usage_callback, usage)
+
+    # ------------------------------------------------------------ tools
+
+    def _run_tool(self, call: ToolCall) -> Message:
+        assert self.toolbox is not None
+        outcome: ToolOutcome = self.toolbox.execute(call, cancel=self.cancel, observer=self.tool_observer)
+        content = outcome.text if outcome.ok else f"error: {outcome.error}"
+        if (
+            self.tool_observer is None
+            and self.message_callback is None
+            and self.agent_progress_callback is None
+        ):
+            mark = "✔" if outcome.ok else "✖"
+            self._safe(self.printer.note, f"{mark} {call.name} {outcome.summary}")
+        return Message("tool", content, tool_call_id=call.id, name=call.name)
+
+    # ------------------------------------------------------------ the loop
+
+    def run_conversation(self, user_text: str, history: Sequence[Message] = ()) -> TurnResult:
+        """Run one turn to its end; never raises for model errors or cancellation."""
+        self._usage_total = None
+        messages: list[Message] = []
+        if self.system_prompt and not any(m.role == "system" for m in history):
+            messages.append(Message("system", self.system_prompt))
+        messages.extend(history)
+        new: list[Message] = [Message("user", user_text)]
+        messages.append(new[0])
+        answer = ""
+        try:
+            for _ in range(self.max_turns):
+                self.cancel.raise_if_cancelled()
+                text, tool_calls = self._call_model(messages)
+                answer += text
+                reply = Message("assistant", text, tool_calls=tuple(tool_calls))
+                messages.append(reply)
+                new.append(reply)
+                if not tool_calls:
+                    return TurnResult("end_turn", answer, new, usage=self._usage_total)
+                if self.toolbox is None:
+                    raise ModelError("The model asked for tools, but this agent has none configured.")
+                for call in tool_calls:
+                    self.cancel.raise_if_cancelled()
+                    result = self._run_tool(call)
+                    messages.append(result)
+                    new.append(result)
+            note = f"\n\n(Stopped after {self.max_turns} model calls without a final answer.)"
+            self._emit_answer(note)
+            return TurnResult("max_turn_requests", answer + note, new, usage=self._usage_total)
+        except TurnCancelled:
+            return TurnResult("cancelled", answer, new, usage=self._usage_total)
+        except ModelError as exc:
+            reason = redact_text(exc.reason)
+            note = f"⚠️ The model request failed: {reason}"
+            self._emit_answer(("\n\n" if answer else "") + note)
+            return TurnResult("end_turn", answer, new, error=reason, usage=self._usage_total)
+
+
+def run_plain(prompt: str, cwd: str, settings: Settings) -> int:
+    """One prompt in a plain terminal: live spinner line, tool notes, streamed answer."""
+    from acp_adapter.builtin_tools import default_toolbox
+
+    printer = TerminalPrinter()
+    cancel = CancelToken()
+    agent = AIAgent(settings=settings, toolbox=default_toolbox(cwd), printer=printer, cancel=cancel)
+    try:
+        result = agent.run_conversation(prompt)
+    except KeyboardInterrupt:
+        cancel.cancel("interrupted")
+        printer.spinner_stop("interrupted")
+        return 130
+    printer.answer("\n")
+    return 0 if result.error is None else 1
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run one prompt through AIAgent in a plain terminal.")
+    parser.add_argument("prompt", nargs="+", help="the prompt text")
+    parser.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools (default: .)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        print(f"acp-progress: {exc}", file=sys.stderr)
+        return 2
+    return run_plain(" ".join(args.prompt), args.cwd, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

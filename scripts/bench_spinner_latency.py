@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Time from sending ``session/prompt`` to the think card's arrival at the client.
+
+Spawns the real agent (``python -m acp_adapter``) over stdio and drives it with the SDK's client
+side, N prompts in a row, and reports the median and p95 latency to the first ``tool_call`` with
+``kind="think"``. The baseline, measured in the same run because these machines are shared and
+noisy, is a bare SDK agent process that sends one ``session_update`` as soon as it gets the prompt.
+
+Usage: python scripts/bench_spinner_latency.py [--runs 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.schema import ToolCallStart
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BARE_AGENT = textwrap.dedent(
+    """
+    import asyncio
+    from typing import Any
+    from acp import run_agent, update_agent_message_text
+    from acp.schema import InitializeResponse, NewSessionResponse, PromptResponse
+
+    class Bare:
+        def on_connect(self, conn: Any) -> None:
+            self.conn = conn
+
+        async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+            return InitializeResponse(protocol_version=protocol_version)
+
+        async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+            return NewSessionResponse(session_id="bare")
+
+        async def prompt(self, session_id: str, prompt: list, **kwargs: Any) -> PromptResponse:
+            await self.conn.session_update(session_id=session_id, update=update_agent_message_text("hi"))
+            return PromptResponse(stop_reason="end_turn")
+
+        async def cancel(self, session_id: str, **kwargs: Any) -> None:
+            return None
+
+    asyncio.run(run_agent(Bare()))
+    """
+)
+
+
+class FirstUpdateClock:
+    """Records when the first interesting update of the current prompt arrives."""
+
+    def __init__(self, want_think: bool) -> None:
+        self.want_think = want_think
+        self.arrived: float | None = None
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if self.arrived is not None:
+            return
+        if not self.want_think or (isinstance(update, ToolCallStart) and update.kind == "think"):
+            self.arrived = time.perf_counter()
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+async def measure(command: list[str], env: dict[str, str], runs: int, want_think: bool) -> list[float]:
+    clock = FirstUpdateClock(want_think)
+    samples: list[float] = []
+    with open(os.devnull, "wb") as devnull:
+        async with spawn_agent_process(
+            clock, command[0], *command[1:], env=env, cwd=str(ROOT), transport_kwargs={"stderr": devnull}
+        ) as (conn, _process):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
+            for i in range(runs + 5):
+                clock.arrived = None
+                sent = time.perf_counter()
+                await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+                if clock.arrived is None:
+                    raise RuntimeError("no matching update arrived")
+                if i >= 5:  # warm-up
+                    samples.append(clock.arrived - sent)
+    return samples
+
+
+def describe(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"median {statistics.median(samples) * 1000:7.3f} ms   p95 {p95 * 1000:7.3f} ms"
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200)
+    args = parser.parse_args()
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "ACP_PROGRESS_EMBEDDED_DELAY": "0",
+        "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0",
+        "ACP_PROGRESS_HEARTBEAT_DISABLED": "1",
+    }
+    with tempfile.NamedTemporaryFile("w", suffix="_bare_agent.py", delete=False) as handle:
+        handle.write(BARE_AGENT)
+        bare_path = handle.name
+    try:
+        baseline = await measure([sys.executable, bare_path], env, args.runs, want_think=False)
+        ours = await measure([sys.executable, "-m", "acp_adapter"], env, args.runs, want_think=True)
+    finally:
+        os.unlink(bare_path)
+    print(f"runs per side: {args.runs}")
+    print(f"bare SDK  prompt → first notification : {describe(baseline)}")
+    print(f"acp-progress prompt → think card      : {describe(ours)}")
+    print(f"ratio (median): {statistics.median(ours) / statistics.median(baseline):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

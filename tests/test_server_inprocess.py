@@ -1,0 +1,101 @@
+"""ProgressAgent over the SDK's in-memory transports: fast checks of the server's contracts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from acp import RequestError, text_block
+
+import acp_adapter.server as server_module
+from acp_adapter.server import ProgressAgent, prompt_to_text
+
+from .conftest import RecordingClient, fast_settings, final_status, inprocess_agent
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_prompt_closes_the_think_card_before_the_response(tmp_path):
+    client = RecordingClient()
+    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("what is 3*3")])
+        count = len(client.updates)
+        await asyncio.sleep(0.15)
+        assert len(client.updates) == count
+    assert response.stop_reason == "end_turn"
+    assert response.usage is not None and response.usage.total_tokens > 0
+    (card,) = client.think_cards().values()
+    assert final_status(card) == "completed"
+    assert "3*3 = 9" in client.answer()
+    usage = [r.update for r in client.updates if getattr(r.update, "session_update", "") == "usage_update"]
+    assert usage and usage[-1].size > 0
+
+
+async def test_a_raising_progress_callback_still_gives_the_answer(tmp_path, monkeypatch):
+    def raising_factory(*args: Any, **kwargs: Any):
+        def callback(*a: Any, **k: Any) -> None:
+            raise RuntimeError("progress callback exploded")
+
+        return callback
+
+    monkeypatch.setattr(server_module, "make_agent_progress_cb", raising_factory)
+    client = RecordingClient()
+    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("what is 5+5")])
+    assert response.stop_reason == "end_turn"
+    assert "5+5 = 10" in client.answer()
+    assert client.think_cards() == {}
+
+
+async def test_a_second_concurrent_prompt_in_the_same_session_is_refused_clearly(tmp_path):
+    client = RecordingClient()
+    async with inprocess_agent(client, ProgressAgent(fast_settings(embedded_delay=0.5))) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        first = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("hello")]))
+        await asyncio.sleep(0.1)
+        with pytest.raises(RequestError) as refused:
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("again")])
+        assert "already running" in str(refused.value.data)
+        assert (await first).stop_reason == "end_turn"
+        # the session keeps serving
+        again = await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
+        assert again.stop_reason == "end_turn"
+
+
+async def test_cancel_unknown_or_idle_session_is_harmless(tmp_path):
+    client = RecordingClient()
+    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+        await conn.cancel(session_id="nope")
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await conn.cancel(session_id=session.session_id)
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+    assert response.stop_reason == "end_turn"
+
+
+async def test_invalid_params_get_a_clear_error(tmp_path):
+    client = RecordingClient()
+    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+        with pytest.raises(RequestError) as missing:
+            await conn.new_session(cwd=str(tmp_path / "missing"), mcp_servers=[])
+        assert "not an existing directory" in str(missing.value.data)
+
+
+def test_prompt_to_text_flattens_resources():
+    from acp import embedded_text_resource, resource_block, resource_link_block
+
+    text = prompt_to_text(
+        [
+            text_block("look at this"),
+            resource_block(embedded_text_resource("file:///a.py", "print(1)")),
+            resource_link_block("b.py", "file:///b.py"),
+        ]
+    )
+    assert (
+        "look at this" in text
+        and 'uri="file:///a.py"' in text
+        and "print(1)" in text
+        and "file:///b.py" in text
+    )
