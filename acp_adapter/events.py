@@ -31,6 +31,7 @@ from acp import update_agent_message_text, update_agent_thought_text
 from acp.schema import ToolCallProgress, ToolCallStart, ToolKind, UsageUpdate
 
 from .redact import redact_text
+from .stream_redact import StreamRedactor
 from .tools import (
     build_thinking_complete,
     build_thinking_failed,
@@ -205,6 +206,8 @@ class SessionStream:
         self._cards: dict[str, _Card] = {}
         self._think_by_name: dict[str, str] = {}
         self._seq = itertools.count(1)
+        self._message_text = StreamRedactor()
+        self._thought_text = StreamRedactor()
 
     # ------------------------------------------------------------ turn lifecycle
 
@@ -219,6 +222,8 @@ class SessionStream:
 
     def begin_turn(self) -> None:
         with self._lock:
+            self._message_text = StreamRedactor()
+            self._thought_text = StreamRedactor()
             self._turn_open = True
             self._cards.clear()
             self._think_by_name.clear()
@@ -229,6 +234,7 @@ class SessionStream:
         with self._lock:
             if not self._turn_open:
                 return 0
+            self._flush_text_locked()
             closed = 0
             for card_id, card in list(self._cards.items()):
                 elapsed = self._clock() - card.started
@@ -253,7 +259,15 @@ class SessionStream:
             return fn()
 
     def _submit(self, update: Any) -> None:
+        """Submit a card/usage update; streamed text held back for redaction goes out first."""
+        self._flush_text_locked()
         self._outbox.submit(self.session_id, update)
+
+    def _flush_text_locked(self) -> None:
+        if rest := self._message_text.flush():
+            self._outbox.submit(self.session_id, update_agent_message_text(rest))
+        if rest := self._thought_text.flush():
+            self._outbox.submit(self.session_id, update_agent_thought_text(rest))
 
     # ------------------------------------------------------------ free-form updates
 
@@ -266,10 +280,26 @@ class SessionStream:
             return True
 
     def send_message_text(self, text: str) -> bool:
-        return bool(text) and self.send(update_agent_message_text(redact_text(text)))
+        """Stream answer text; redacted with enough held back that no secret is split (see
+        :mod:`acp_adapter.stream_redact`)."""
+        with self._lock:
+            if not self._turn_open or not text:
+                return False
+            if self._thought_text.pending and (rest := self._thought_text.flush()):
+                self._outbox.submit(self.session_id, update_agent_thought_text(rest))
+            if safe := self._message_text.feed(text):
+                self._outbox.submit(self.session_id, update_agent_message_text(safe))
+            return True
 
     def send_thought_text(self, text: str) -> bool:
-        return bool(text) and self.send(update_agent_thought_text(redact_text(text)))
+        with self._lock:
+            if not self._turn_open or not text:
+                return False
+            if self._message_text.pending and (rest := self._message_text.flush()):
+                self._outbox.submit(self.session_id, update_agent_message_text(rest))
+            if safe := self._thought_text.feed(text):
+                self._outbox.submit(self.session_id, update_agent_thought_text(safe))
+            return True
 
     def send_usage(self, used: int, size: int) -> bool:
         return self.send(UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, size)))

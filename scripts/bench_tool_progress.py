@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Cost of one tool progress update, from the tool's ``ctx.progress(...)`` call to the client's
+``session_update`` handler, next to a bare SDK ``session_update`` sent from the event loop.
+
+Both paths run over the same real socket pair with the SDK's agent and client connections (JSON
+serialisation, framing and a kernel round trip included), in one process so one clock times both.
+Reports the median single-update latency and the sustained throughput (updates/s) of each path and
+their ratio; the baseline is measured in the same run because these machines are shared and noisy.
+
+Usage: python scripts/bench_tool_progress.py [--latency-runs 2000] [--burst 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from acp import update_tool_call  # noqa: E402
+from acp.core import AgentSideConnection, ClientSideConnection  # noqa: E402
+
+from acp_adapter.cancel import CancelToken  # noqa: E402
+from acp_adapter.events import SessionStream, UpdateOutbox  # noqa: E402
+from acp_adapter.models.base import ToolCall  # noqa: E402
+from acp_adapter.tool_cards import AcpToolObserver  # noqa: E402
+from acp_adapter.toolbox import ToolContext  # noqa: E402
+
+
+class Arrivals:
+    """Client side: count updates and wake whoever waits for the n-th one."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last_at = 0.0
+        self.target = 0
+        self.reached: asyncio.Event | None = None
+        self.reached_thread = threading.Event()
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.count += 1
+        self.last_at = time.perf_counter()
+        if self.count >= self.target:
+            if self.reached is not None:
+                self.reached.set()
+            self.reached_thread.set()
+
+    def expect(self, n: int) -> None:
+        self.target = self.count + n
+        self.reached = asyncio.Event()
+        self.reached_thread.clear()
+
+
+class NullAgent:
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+
+async def connect() -> tuple[AgentSideConnection, ClientSideConnection, Arrivals]:
+    left, right = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=left, limit=2**24)
+    client_reader, client_writer = await asyncio.open_connection(sock=right, limit=2**24)
+    arrivals = Arrivals()
+    agent_conn = AgentSideConnection(NullAgent(), agent_writer, agent_reader)
+    client_conn = ClientSideConnection(arrivals, client_writer, client_reader)
+    return agent_conn, client_conn, arrivals
+
+
+async def bench_bare(latency_runs: int, burst: int) -> tuple[list[float], float]:
+    agent_conn, client_conn, arrivals = await connect()
+    update = update_tool_call("call_1", status="in_progress")
+    latencies: list[float] = []
+    for _ in range(latency_runs):
+        arrivals.expect(1)
+        sent = time.perf_counter()
+        await agent_conn.session_update(session_id="s", update=update)
+        await arrivals.reached.wait()  # type: ignore[union-attr]
+        latencies.append(arrivals.last_at - sent)
+    arrivals.expect(burst)
+    started = time.perf_counter()
+    for i in range(burst):
+        await agent_conn.session_update(
+            session_id="s", update=update_tool_call("call_1", status="in_progress", raw_output={"i": i})
+        )
+    await arrivals.reached.wait()  # type: ignore[union-attr]
+    rate = burst / (arrivals.last_at - started)
+    await client_conn.close()
+    await agent_conn.close()
+    return latencies, rate
+
+
+async def bench_ours(latency_runs: int, burst: int) -> tuple[list[float], float]:
+    agent_conn, client_conn, arrivals = await connect()
+    loop = asyncio.get_running_loop()
+    stream = SessionStream("s", UpdateOutbox(agent_conn, loop))
+    stream.begin_turn()
+    cancel = CancelToken()
+    observer = AcpToolObserver(stream, conn=agent_conn, loop=loop, cancel=cancel, workspace=str(ROOT))
+    call = ToolCall("call_1", "search", {"query": "TODO"})
+    arrivals.expect(1)
+    observer.tool_started(call, None)
+    await arrivals.reached.wait()  # type: ignore[union-attr]
+    ctx = ToolContext(call, ROOT, cancel, lambda v, t, m: observer.tool_progress(call, v, t, m))
+
+    def tool_thread(latencies: list[float]) -> None:
+        for i in range(latency_runs):
+            arrivals.reached_thread.clear()
+            loop.call_soon_threadsafe(arrivals.expect, 1)
+            time.sleep(0)  # let the loop register the expectation
+            while arrivals.target <= arrivals.count:
+                time.sleep(0)
+            sent = time.perf_counter()
+            ctx.progress(i, latency_runs, f"Scanned {i}/{latency_runs} files")
+            arrivals.reached_thread.wait()
+            latencies.append(arrivals.last_at - sent)
+
+    latencies: list[float] = []
+    await asyncio.to_thread(tool_thread, latencies)
+
+    arrivals.expect(burst)
+    started = time.perf_counter()
+
+    def burst_thread() -> None:
+        for i in range(burst):
+            ctx.progress(i, burst, f"Scanned {i}/{burst} files")
+
+    await asyncio.to_thread(burst_thread)
+    await arrivals.reached.wait()  # type: ignore[union-attr]
+    rate = burst / (arrivals.last_at - started)
+    await client_conn.close()
+    await agent_conn.close()
+    return latencies, rate
+
+
+def fmt(latencies: list[float]) -> str:
+    ordered = sorted(latencies)
+    p95 = ordered[int(len(ordered) * 0.95)]
+    return f"median {statistics.median(latencies) * 1e6:8.1f} µs  p95 {p95 * 1e6:8.1f} µs"
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency-runs", type=int, default=2000)
+    parser.add_argument("--burst", type=int, default=20000)
+    args = parser.parse_args()
+    bare_lat, bare_rate = await bench_bare(args.latency_runs, args.burst)
+    ours_lat, ours_rate = await bench_ours(args.latency_runs, args.burst)
+    print(f"bare SDK session_update          : {fmt(bare_lat)}  burst {bare_rate:9.0f} updates/s")
+    print(f"tool ctx.progress → client handler: {fmt(ours_lat)}  burst {ours_rate:9.0f} updates/s")
+    ratio = statistics.median(ours_lat) / statistics.median(bare_lat)
+    print(f"ratio: latency {ratio:.2f}x, throughput {bare_rate / ours_rate:.2f}x slower")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

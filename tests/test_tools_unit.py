@@ -1,0 +1,191 @@
+"""The toolbox, the built-in tools and the ACP card builders, in process."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from acp_adapter.builtin_tools import default_toolbox, resolve_in_workspace
+from acp_adapter.cancel import CancelToken, TurnCancelled
+from acp_adapter.models.base import ToolCall
+from acp_adapter.toolbox import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolOutcome,
+    ToolReturn,
+    Toolbox,
+    check_arguments,
+)
+from acp_adapter.tools import (
+    build_thinking_complete,
+    build_thinking_failed,
+    build_thinking_progress,
+    build_thinking_start,
+    build_tool_complete,
+    build_tool_failed,
+    build_tool_progress,
+    build_tool_start,
+)
+
+
+class Observer:
+    def __init__(self, allow: bool = True) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self.allow = allow
+
+    def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
+        self.events.append(("started", call.name))
+
+    def tool_progress(self, call: ToolCall, value: Any, total: Any, message: Any) -> None:
+        self.events.append(("progress", (value, total, message)))
+
+    def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self.events.append(("finished", outcome))
+
+    def request_permission(self, call: ToolCall, tool: Tool) -> bool:
+        self.events.append(("permission", call.name))
+        return self.allow
+
+
+def run(box: Toolbox, name: str, args: dict[str, Any], observer: Observer | None = None) -> ToolOutcome:
+    return box.execute(ToolCall("c1", name, args), cancel=CancelToken(), observer=observer)
+
+
+def test_workspace_paths_reject_escapes_and_outbound_symlinks(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "secret").write_text("x")
+    os.symlink(tmp_path / "secret", ws / "out")
+    (ws / "in.txt").write_text("ok")
+    os.symlink(ws / "in.txt", ws / "inner")
+    assert resolve_in_workspace(ws.resolve(), "inner") == (ws / "in.txt").resolve()
+    for bad in ("../secret", "out", str(tmp_path / "secret"), "a/../../secret", "~/x"):
+        with pytest.raises(ToolError, match="outside the workspace"):
+            resolve_in_workspace(ws.resolve(), bad)
+    with pytest.raises(ToolError, match="non-empty"):
+        resolve_in_workspace(ws.resolve(), "  ")
+
+
+def test_read_list_and_search_work_inside_the_workspace(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# Title\nTODO: write\n")
+    (tmp_path / "b.bin").write_bytes(b"\x00\x01TODO")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x").write_text("TODO hidden")
+    box = default_toolbox(tmp_path)
+    read = run(box, "read_file", {"path": "docs/a.md"})
+    assert read.ok and read.text.startswith("# Title") and read.raw_output["lines"] == 2
+    listing = run(box, "list_dir", {})
+    assert listing.ok and "docs/" in listing.text and ".git/" in listing.text
+    observer = Observer()
+    found = run(box, "search", {"query": "todo"}, observer)
+    assert found.ok and found.text.splitlines()[1] == "docs/a.md:2: TODO: write"
+    assert found.raw_output == {"matches": 1, "files": 1}
+    progress = [e[1] for e in observer.events if e[0] == "progress"]
+    assert progress[0] == (0, 2, "Scanning 2 files") and progress[-1] == (2, 2, "Scanned 2/2 files")
+    binary = run(box, "read_file", {"path": "b.bin"})
+    assert not binary.ok and "binary" in (binary.error or "")
+
+
+def test_argument_checks_give_clear_errors(tmp_path):
+    box = default_toolbox(tmp_path)
+    assert run(box, "read_file", {}).error == "read_file: missing required argument 'path'"
+    assert run(box, "read_file", {"path": 3}).error == "read_file: argument 'path' must be string, got int"
+    assert run(box, "read_file", {"path": "x", "mode": "w"}).error == "read_file: unknown argument 'mode'"
+    assert run(box, "nope", {}).error == "unknown tool 'nope'"
+    tool = box.get("wait")
+    assert tool is not None
+    with pytest.raises(ToolError, match="must be number, got bool"):
+        check_arguments(tool, {"seconds": True})
+
+
+def test_dangerous_tools_ask_and_a_denial_fails_with_a_reason(tmp_path):
+    box = default_toolbox(tmp_path)
+    denied = Observer(allow=False)
+    outcome = run(box, "run_command", {"command": "echo hi"}, denied)
+    assert not outcome.ok and outcome.error == "Permission denied by the user"
+    assert ("permission", "run_command") in denied.events
+    allowed = Observer(allow=True)
+    outcome = run(box, "run_command", {"command": "echo hi; echo there >&2; exit 3"}, allowed)
+    assert outcome.ok and "hi" in outcome.text and "there" in outcome.text and "(exit code 3)" in outcome.text
+
+
+def test_run_command_timeout_and_cancel_kill_the_process_tree(tmp_path):
+    box = default_toolbox(tmp_path)
+    started = time.monotonic()
+    outcome = run(box, "run_command", {"command": "sleep 30 & sleep 30", "timeout": 0.3})
+    assert not outcome.ok and outcome.error == "command timed out after 0.3s"
+    assert time.monotonic() - started < 3
+    cancel = CancelToken()
+    threading.Timer(0.2, cancel.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(TurnCancelled):
+        box.execute(ToolCall("c2", "run_command", {"command": "sleep 30"}), cancel=cancel, observer=None)
+    assert time.monotonic() - started < 3
+
+
+def test_progress_after_the_terminal_phase_is_dropped():
+    reports: list[Any] = []
+    ctx = ToolContext(
+        ToolCall("c", "t", {}),
+        cwd=__import__("pathlib").Path("."),
+        cancel=CancelToken(),
+        report=lambda *a: reports.append(a),
+    )
+    ctx.progress()  # empty: nothing
+    ctx.progress(1, 2)
+    ctx.close()
+    ctx.progress(2, 2)
+    assert reports == [(1, 2, None)]
+
+
+def test_a_raising_tool_gives_a_failed_outcome_and_observer_errors_are_contained(tmp_path):
+    def explode(args: Any, ctx: ToolContext) -> ToolReturn:
+        raise ValueError("kaboom")
+
+    class BadObserver(Observer):
+        def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
+            raise RuntimeError("observer broke")
+
+    box = Toolbox([Tool("explode", "x", {"type": "object", "properties": {}}, explode)], tmp_path)
+    outcome = run(box, "explode", {}, BadObserver())
+    assert not outcome.ok and outcome.error == "ValueError: kaboom"
+
+
+def test_think_card_builders():
+    start = build_thinking_start("t1")
+    assert (start.kind, start.title, start.status, start.session_update) == (
+        "think",
+        "Thinking...",
+        "in_progress",
+        "tool_call",
+    )
+    beat = build_thinking_progress("t1", 90.0)
+    assert beat.status == "in_progress" and beat.content[0].content.text == "Still thinking… 1m 30s"
+    done = build_thinking_complete("t1", 2.5)
+    assert done.status == "completed" and done.content[0].content.text == "Thought for 2.5s"
+    failed = build_thinking_failed("t1", "boom\nwith\ttraceback " + "x" * 500, 1.0)
+    text = failed.content[0].content.text
+    assert failed.status == "failed" and "\n" not in text and len(text) < 260
+
+
+def test_tool_card_builders_redact_everything():
+    secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    start = build_tool_start(
+        "c1", f"Running curl -H 'Authorization: token {secret}'", "execute", raw_input={"token": secret}
+    )
+    progress = build_tool_progress("c1", value=3, total=10, message=f"sent {secret}")
+    done = build_tool_complete("c1", f"output {secret}", raw_output={"env": f"GITHUB_TOKEN={secret}"})
+    failed = build_tool_failed("c1", f"error with {secret}")
+    for update in (start, progress, done, failed):
+        assert secret not in update.model_dump_json()
+    assert start.status == "in_progress" and start.raw_input == {"token": "[REDACTED]"}
+    assert progress.field_meta["acpProgress"]["progress"]["value"] == 3
+    only_counts = build_tool_progress("c1", value=3, total=10)
+    assert only_counts.content[0].content.text == "Progress: 3/10"
+    assert "message" not in only_counts.field_meta["acpProgress"]["progress"]
