@@ -28,7 +28,6 @@ dozen keyword hits (``token``, ``secret``, ``pass`` ...) found with ``str.find``
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import Any, Final
 
 __all__ = ["REDACTED", "is_sensitive_key", "redact_text", "redact_value"]
@@ -203,9 +202,8 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in _WORD_RE.findall(name)]
 
 
-@lru_cache(maxsize=4096)
 def _key_kind(name: str) -> int:
-    """Classify a key once; keys repeat endlessly in logs, hence the cache."""
+    """Classify a key by its words (uncached; see _kind_cached)."""
     words = _words(name)
     if not words:
         return _NOT_SECRET
@@ -232,10 +230,26 @@ def _key_kind(name: str) -> int:
     return _PLAIN
 
 
-def _classify(name: str) -> int:
-    # Keys longer than any real one are judged by their head so a megabyte-long dict key
-    # neither pins memory in the cache nor costs more than a short one.
-    return _key_kind(name[:_MAX_KEY_CLASSIFY])
+_KIND_CACHE: dict[str, int] = {}
+_KIND_CACHE_MAX: Final = 8192
+
+
+def _kind_cached(name: str) -> int:
+    """Classify a key once; keys repeat endlessly in logs, and a dict hit is the cheapest
+    operation available on the hot path (cheaper than ``functools.lru_cache``)."""
+    kind = _KIND_CACHE.get(name)
+    if kind is None:
+        # Keys longer than any real one are judged by their head so that a megabyte-long
+        # dict key costs no more than a short one; they are not worth caching.
+        kind = _key_kind(name[:_MAX_KEY_CLASSIFY])
+        if len(name) <= _MAX_KEY_CLASSIFY:
+            if len(_KIND_CACHE) >= _KIND_CACHE_MAX:
+                _KIND_CACHE.clear()
+            _KIND_CACHE[name] = kind
+    return kind
+
+
+_classify = _kind_cached
 
 
 def is_sensitive_key(name: str) -> bool:
@@ -571,36 +585,6 @@ def _value_region(text: str, i: int, kind: int, after_space: bool) -> tuple[int,
     return start, end, resume
 
 
-def _key_at(text: str, low: str, ks: int, ke: int) -> tuple[re.Match[str], int] | None:
-    """Match a key/separator around the key run ``low[ks:ke]`` and classify it.
-
-    Returns the match and the key kind, or None when this is no secret-bearing key.
-    """
-    start = ks
-    if ks and low[ks - 1] in "\"'":
-        start = ks - 2 if ks > 1 and low[ks - 2] == "\\" else ks - 1
-    m = _KV.match(low, start)
-    if m is None and start != ks:
-        m = _KV.match(low, ks)
-    if m is None:
-        if ks and low[ks - 1] == " ":
-            return _quoted_phrase_key_at(text, low, ks)
-        return None
-    kind = _classify(text[m.start(3) : m.end(3)])
-    if kind == _NOT_SECRET:
-        if (
-            m.group(1) is None
-            and m.group(2) is None
-            and ks
-            and low[ks - 1] in "?&#;"
-            and m.group(4) == "="
-            and m.group(3) in _QUERY_KEYS
-        ):
-            return m, _PLAIN
-        return None
-    return m, kind
-
-
 def _quoted_phrase_key_at(text: str, low: str, ks: int) -> tuple[re.Match[str], int] | None:
     """Handle ``"Client Secret": ...``, where the needle is not in the first word."""
     lo = max(0, ks - 64)
@@ -616,56 +600,119 @@ def _quoted_phrase_key_at(text: str, low: str, ks: int) -> tuple[re.Match[str], 
     return None if kind == _NOT_SECRET else (m, kind)
 
 
+_KEY_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# What may follow a key: a separator, spaces before one, or the key's closing quote.
+_AFTER_KEY: Final = frozenset("=:\"' \t\\>")
+# Characters that cannot start a value (the regex look-ahead says the same; checking here
+# first keeps dense runs of empty assignments such as ``&sig=&sig=`` out of the regex).
+_NO_VALUE: Final = frozenset(" \t\r\n,;&)}]<>")
+_NEEDLE_FINDERS: Final = tuple(re.compile(re.escape(needle)) for needle in _NEEDLES)
+_NEEDLE_LENS: Final = tuple(len(needle) for needle in _NEEDLES)
+_NEEDLE_SHIFT: Final = 4
+_NEEDLE_MASK: Final = (1 << _NEEDLE_SHIFT) - 1
+
+
+def _needle_hits(low: str) -> list[int]:
+    """All needle positions, sorted, each packed with the needle's index in its low bits."""
+    hits: list[int] = []
+    for index, finder in enumerate(_NEEDLE_FINDERS):
+        hits.extend([m.start() << _NEEDLE_SHIFT | index for m in finder.finditer(low)])
+    hits.sort()
+    return hits
+
+
 def _redact_keyed(text: str) -> str:
     """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.
 
-    Needle hits are visited left to right; for each, the identifier around it is measured
-    with two bounded regex steps and, only if it could name a secret, matched as a key.
-    A cursor skips hits inside an identifier or a value already handled, so a run such as
+    Needle hits are visited left to right.  For each, the identifier around it is
+    measured (with a bounded regex step only when it extends beyond the needle), cheap
+    character tests and the cached classifier discard the many hits that are prose or
+    harmless keys, and only then is the key matched and its value located.  A cursor skips
+    hits inside an identifier or a value already handled, so a run such as
     ``tokentoken...`` or ``password=token=...`` costs one step per key, not per hit.
     """
     low = _ascii_lower(text)
-    hits: list[int] = []
-    for needle in _NEEDLES:
-        step = len(needle)
-        i = low.find(needle)
-        while i != -1:
-            hits.append(i)
-            i = low.find(needle, i + step)
+    hits = _needle_hits(low)
     if not hits:
         return text
-    hits.sort()
     n = len(text)
-    rev = low[::-1]
+    rev = ""
     key_run = _KEY_RUN.match
+    kv_match = _KV.match
+    kind_of = _kind_cached
+    key_chars = _KEY_CHARS
+    after_key = _AFTER_KEY
+    no_value = _NO_VALUE
+    needle_lens = _NEEDLE_LENS
     spans: list[tuple[int, int]] = []
     cursor = 0
-    for h in hits:
+    for code in hits:
+        h = code >> _NEEDLE_SHIFT
         if h < cursor:
             continue
-        ks = h - (key_run(rev, n - h).end() - (n - h))
-        ke = key_run(low, h).end()
+        ks = h
+        if h and low[h - 1] in key_chars:
+            if not rev:
+                rev = low[::-1]
+            ks = h - (key_run(rev, n - h).end() - (n - h))
+        ke = h + needle_lens[code & _NEEDLE_MASK]
+        if ke < n and low[ke] in key_chars:
+            ke = key_run(low, ke).end()
         cursor = ke
-        if ke - ks > _MAX_KEY + 2:
-            continue  # no key is this long; the next hit past the run starts afresh
-        while ks < h and low[ks] in "-.":
-            ks += 1  # ``--token``: the dashes belong to the flag, not to the key
-        found = _key_at(text, low, ks, ke)
-        if found is None:
-            if low.startswith("bearer", ks):
-                b = _BEARER.match(low, ks)
-                if b is not None:
-                    spans.append(b.span(1))
-                    cursor = max(cursor, b.end())
+        if ke >= n - 1 or ke - ks > _MAX_KEY + 2:
+            continue  # too long to be a key, or no room for a separator and a value
+        nxt = low[ke]
+        if nxt not in after_key or (nxt == "=" and low[ke + 1] in no_value):
             continue
+        name_start = ks
+        while name_start < h and low[name_start] == "-":
+            name_start += 1  # ``--token``: the dashes belong to the flag, not to the key
+        kind = kind_of(text[name_start:ke])
+        found: tuple[re.Match[str], int] | None = None
+        if kind == _NOT_SECRET:
+            if nxt == "=" and ks and low[ks - 1] in "?&#;" and low[ks:ke] in _QUERY_KEYS:
+                m = kv_match(low, ks)
+                if m is not None:
+                    found = (m, _PLAIN)
+            elif (nxt == '"' or nxt == "'") and ks and low[ks - 1] == " ":
+                found = _quoted_phrase_key_at(text, low, ks)
+            if found is None:
+                continue
+        else:
+            if nxt == ":" and low[ke + 1] not in " \t\"'`":
+                continue  # unquoted ``key:x``: ``file.py:42``, ``host:port``, not an assignment
+            if (nxt == " " or nxt == "\t") and name_start == ks:
+                # Only a separator after the spaces, or a bare ``Bearer <token>``, can follow.
+                j = ke + 1
+                while j < n and j - ke <= 8 and (low[j] == " " or low[j] == "\t"):
+                    j += 1
+                if j >= n or (low[j] != "=" and low[j] != ":"):
+                    if low.startswith("bearer", ks):
+                        b = _BEARER.match(low, ks)
+                        if b is not None:
+                            spans.append(b.span(1))
+                            cursor = b.end()
+                    continue
+            start = ks
+            if ks and (low[ks - 1] == '"' or low[ks - 1] == "'"):
+                start = ks - 2 if ks > 1 and low[ks - 2] == "\\" else ks - 1
+            m = kv_match(low, start)
+            if m is None and start != ks:
+                m = kv_match(low, ks)
+            if m is not None:
+                found = (m, kind)
+            elif (nxt == '"' or nxt == "'") and ks and low[ks - 1] == " ":
+                found = _quoted_phrase_key_at(text, low, ks)
+            if found is None:
+                continue
         m, kind = found
-        sep = m.group(4)
-        region = _value_region(text, m.end(), kind, not sep.strip())
+        region = _value_region(text, m.end(), kind, m.group(4).strip() == "")
         if region is None:
             continue
         start, end, resume = region
         spans.append((start, end))
-        cursor = max(cursor, resume)
+        if resume > cursor:
+            cursor = resume
     if not spans:
         return text
     return _replace_spans(text, spans)

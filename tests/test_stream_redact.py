@@ -13,7 +13,8 @@ TEXTS = [
     "Here is the config:\nAuthorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789\nand more text.",
     "export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD done",
     "the key is ghp_abcdefghijklmnopqrstuvwxyz0123456789 ok",
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAabcdefghijk\nlmnopqrstuv\n-----END RSA PRIVATE KEY-----\nafter",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAabcdefghijk\nlmnopqrstuv\n"
+    "-----END RSA PRIVATE KEY-----\nafter",
     "password: hunter2-very-secret and then prose",
     "curl -H 'Authorization: token ghp_abcdefghijklmnopqrstuvwxyz0123456789' "
     "https://u:p4ssw0rd@example.com/x?access_token=abcdef123456",

@@ -14,11 +14,11 @@ from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.models.base import ToolCall
 from acp_adapter.toolbox import (
     Tool,
+    Toolbox,
     ToolContext,
     ToolError,
     ToolOutcome,
     ToolReturn,
-    Toolbox,
     check_arguments,
 )
 from acp_adapter.tools import (
