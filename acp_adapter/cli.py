@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .config import MODEL_CHOICES, ConfigError, Settings
 
@@ -77,11 +78,64 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_model_flags(watch)
 
+    describe = sub.add_parser(
+        "descriptor", help="validate a tool presentation descriptor and show the line it renders"
+    )
+    describe.add_argument(
+        "file",
+        help="a JSON or TOML file: an extension manifest entry (friendly_verb, preview) "
+        "or an MCP tool object with a _meta block",
+    )
+    describe.add_argument("--tool-id", default="tool", help="tool id used for the rendered line")
+    describe.add_argument("--input", default="{}", help="sample tool input as JSON (default: {})")
+
     run = sub.add_parser("run", help="run one prompt in a plain terminal, without ACP")
     run.add_argument("prompt", nargs="+", help="the prompt text")
     run.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools")
     _add_model_flags(run)
     return parser
+
+
+def check_descriptor(path: str, tool_id: str, sample_input: str) -> int:
+    """Validate a descriptor exactly as the agent would, and print the line it renders."""
+    import json
+    import tomllib
+
+    from .presentation import (
+        DescriptorError,
+        parse_extension_descriptor,
+        parse_mcp_meta,
+        render_label,
+        render_line,
+        unknown_presentation,
+    )
+    from .redact import redact_text
+
+    try:
+        raw = Path(path).read_bytes()
+        data = tomllib.loads(raw.decode()) if path.endswith(".toml") else json.loads(raw)
+        args = json.loads(sample_input)
+    except (OSError, ValueError) as exc:
+        print(f"acp-progress descriptor: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(data, dict):
+        print(f"acp-progress descriptor: {path} must hold a JSON object or TOML table", file=sys.stderr)
+        return 2
+    try:
+        if "_meta" in data:
+            meta = data["_meta"]
+            if not isinstance(meta, dict):
+                raise DescriptorError("_meta", "must be an object")
+            presentation = parse_mcp_meta(meta)
+        else:
+            presentation = parse_extension_descriptor(data)
+    except DescriptorError as exc:
+        print(f"invalid descriptor: {exc}", file=sys.stderr)
+        return 1
+    presentation = presentation or unknown_presentation(tool_id)
+    label, preview = render_label(tool_id, args, presentation)
+    print(redact_text(render_line(presentation, label, preview)))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -99,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         anyio.run(serve, settings, backend="asyncio")
         return 0
+    if args.command == "descriptor":
+        return check_descriptor(args.file, args.tool_id, args.input)
     if args.command == "watch":
         from .watch import run_watch
 

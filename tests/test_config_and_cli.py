@@ -134,3 +134,30 @@ def test_console_script_watch_renders_cards_and_answer(tmp_path):
     out = proc.stdout
     assert "▶ 💭 Thinking..." in out and "Still thinking…" in out and "✅ 💭 Thinking... — Thought for" in out
     assert "2^10 = 1024" in out and "stop reason: end_turn" in out
+
+
+def test_descriptor_command_validates_and_renders(tmp_path, capsys):
+    from acp_adapter.cli import main
+
+    mcp = tmp_path / "tool.json"
+    mcp.write_text(
+        '{"name": "issue_lookup", '
+        '"_meta": {"agh/friendly_verb": "Looking up", "agh/preview": "arg:issueKey"}}'
+    )
+    assert main(["descriptor", str(mcp), "--input", '{"issueKey": "BUG-456"}']) == 0
+    assert capsys.readouterr().out.strip() == "⚙️ Looking up BUG-456"
+
+    manifest = tmp_path / "manifest.toml"
+    manifest.write_text('friendly_verb = "Looking up"\npreview = "arg:issueKey"\n')
+    assert main(["descriptor", str(manifest), "--input", '{"issueKey": "BUG-456"}']) == 0
+    assert capsys.readouterr().out.strip() == "⚙️ Looking up BUG-456"
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('friendly_verb = "Looking\\nup"\npreview = "arg:password"\n')
+    assert main(["descriptor", str(bad)]) == 1
+    assert "invalid descriptor: friendly_verb: must be one line" in capsys.readouterr().err
+
+    wrong_type = tmp_path / "wrong.json"
+    wrong_type.write_text('{"_meta": {"agh/preview": 7}}')
+    assert main(["descriptor", str(wrong_type)]) == 1
+    assert "agh/preview: must be a string, got int" in capsys.readouterr().err
