@@ -252,6 +252,10 @@ class SessionStream:
             self._turn_open = False
             return closed
 
+    async def flush(self) -> None:
+        """Wait until everything this stream submitted so far has been delivered (loop thread)."""
+        await self._outbox.flush()
+
     def run_locked(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` under the turn lock: for callers (AG-UI, tool progress) that must not race
         finalisation."""

@@ -112,12 +112,15 @@ class AcpToolObserver:
             status="pending",
             raw_input=redact_value(dict(call.arguments)),
         )
-        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(
-            self._conn.request_permission(
+
+        async def ask() -> Any:
+            # the request must not overtake the card updates still queued in the outbox
+            await self._stream.flush()
+            return await self._conn.request_permission(
                 session_id=self._stream.session_id, tool_call=request, options=list(PERMISSION_OPTIONS)
-            ),
-            self._loop,
-        )
+            )
+
+        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(ask(), self._loop)
         remove_hook = self._cancel.on_cancel(lambda: future.cancel())
         try:
             response = future.result()

@@ -48,6 +48,7 @@ class WatchClient:
         self._answer_printed = 0
         self._printed_terminal: set[str] = set()
         self._announced: set[str] = set()
+        self.output_closed = False
 
     # ------------------------------------------------------------ ACP client methods
 
@@ -88,8 +89,13 @@ class WatchClient:
     # ------------------------------------------------------------ drawing
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        if self.output_closed:
+            return
+        try:
+            self.out.write(text)
+            self.out.flush()
+        except BrokenPipeError:  # `acp-progress watch … | head`: stop drawing, keep the turn going
+            self.output_closed = True
 
     def _note(self, text: str) -> None:
         self._clear_live()
@@ -142,9 +148,11 @@ class WatchClient:
                 self._write(
                     render_card(card, frame=0, now=now, width=self._width()).replace("⠋", "▶", 1) + "\n"
                 )
-            elif card.live:
+            elif card.status == "pending":
+                self._write(f"   ⏸ {card.title}: waiting for permission\n")
+            elif card.live and card.detail.strip():
                 self._write(f"   … {card.title}: {' '.join(card.detail.split())}\n")
-            elif card_id not in self._printed_terminal:
+            elif not card.live and card_id not in self._printed_terminal:
                 self._printed_terminal.add(card_id)
                 self._write(render_card(card, frame=0, now=now, width=self._width()) + "\n")
         answer = self.board.answer
@@ -252,7 +260,20 @@ def run_watch(args: argparse.Namespace, settings: Settings) -> int:
     if not os.path.isdir(cwd):
         print(f"acp-progress watch: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
         return 2
-    if not args.agent_log:
-        return asyncio.run(_watch(args, settings, sys.stdout, subprocess.DEVNULL, cwd))
-    with open(args.agent_log, "ab") as log_target:
-        return asyncio.run(_watch(args, settings, sys.stdout, log_target, cwd))
+    try:
+        if not args.agent_log:
+            return asyncio.run(_watch(args, settings, sys.stdout, subprocess.DEVNULL, cwd))
+        with open(args.agent_log, "ab") as log_target:
+            return asyncio.run(_watch(args, settings, sys.stdout, log_target, cwd))
+    finally:
+        _quiet_broken_stdout()
+
+
+def _quiet_broken_stdout() -> None:
+    """After ``| head`` closed our stdout, point it at /dev/null so the exit flush stays silent."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -48,6 +48,8 @@ class RecordingClient:
     permission: str = "allow"  # "allow", "reject" or "cancel"
     updates: list[Received] = field(default_factory=list)
     permission_requests: list[Any] = field(default_factory=list)
+    #: for each permission request, the statuses the client had seen for that card at that moment
+    statuses_seen_at_permission: list[list[str | None]] = field(default_factory=list)
     on_update: Callable[[Received], None] | None = None
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -60,6 +62,9 @@ class RecordingClient:
         self, session_id: str, tool_call: Any, options: list[PermissionOption], **kwargs: Any
     ) -> RequestPermissionResponse:
         self.permission_requests.append(tool_call)
+        self.statuses_seen_at_permission.append(
+            [u.status for u in self.cards().get(tool_call.tool_call_id, [])]
+        )
         if self.permission == "cancel":
             from acp.schema import DeniedOutcome
 

@@ -105,6 +105,9 @@ async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_pa
         assert card[0].kind == "execute" and card[0].title == "Running ls -la"
         (asked,) = client.permission_requests
         assert asked.tool_call_id == card[0].tool_call_id
+        assert client.statuses_seen_at_permission == [["in_progress", "pending"]], (
+            "the permission request overtook the card it asks about"
+        )
         assert final_status(card) == expected
         if decision == "reject":
             assert "Permission denied by the user" in _text(card[-1])
