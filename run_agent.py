@@ -329,9 +329,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("prompt", nargs="+", help="the prompt text")
     parser.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools (default: .)")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
-    )
+    from acp_adapter.logsetup import configure_logging
+
+    configure_logging()
     try:
         settings = Settings.from_env()
     except ConfigError as exc:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from .config import MODEL_CHOICES, ConfigError, Settings
+from .logsetup import configure_logging
 
 __all__ = ["main"]
 
@@ -50,11 +50,6 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="think delay of the embedded model (env ACP_PROGRESS_EMBEDDED_DELAY, default 2)",
     )
-
-
-def _log_level() -> int:
-    name = os.environ.get("ACP_PROGRESS_LOG_LEVEL", "WARNING").upper()
-    return getattr(logging, name, logging.WARNING)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -140,7 +135,7 @@ def check_descriptor(path: str, tool_id: str, sample_input: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=_log_level(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging()
     try:
         settings = _settings_from(args)
     except ConfigError as exc:
