@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from acp import PROTOCOL_VERSION, RequestError
@@ -42,9 +43,11 @@ from .events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_
 from .heartbeat import HeartbeatScheduler, default_scheduler
 from .models import ChatModel, UsageReport, create_model
 from .presentation import PresentationRegistry
-from .redact import redact_text
 from .session import Session, SessionStore
 from .tool_cards import AcpToolObserver
+
+if TYPE_CHECKING:
+    from run_agent import AIAgent, TurnResult
 
 __all__ = ["ProgressAgent", "prompt_to_text", "serve"]
 
@@ -77,31 +80,31 @@ def prompt_to_text(blocks: Sequence[Any]) -> str:
     return "\n".join(parts)
 
 
-async def _run_in_worker(
-    executor: concurrent.futures.Executor, fn: Callable[[], T], cancel: CancelToken
+async def _await_through_cancel(
+    future: asyncio.Future[T], on_cancel: Callable[[], None] = lambda: None
 ) -> tuple[T | None, BaseException | None, bool]:
-    """Run ``fn`` on a worker thread; returns ``(result, error, interrupted)`` and never raises.
+    """Await ``future`` to its end even if the awaiting task is cancelled meanwhile.
 
-    If the awaiting task is cancelled (the connection went away), the turn's token is set and we
-    keep waiting — shielded — for the worker to notice, so no thread outlives its turn and
-    ``CancelledError`` never escapes ``prompt``. Plain asyncio here because the SDK is asyncio.
+    Returns ``(result, error, interrupted)`` and never raises: a cancellation of the awaiting task
+    (the connection went away) calls ``on_cancel`` once and keeps waiting, so no worker outlives
+    its turn, every card is closed and ``CancelledError`` never escapes ``prompt``. Plain asyncio
+    here because the SDK's connection tasks are plain asyncio tasks.
     """
-    loop = asyncio.get_running_loop()
-    future = loop.run_in_executor(executor, fn)
     interrupted = False
     while True:
         try:
             return await asyncio.shield(future), None, interrupted
         except asyncio.CancelledError:
-            if future.cancelled():  # the executor shut down before the turn started
+            if future.cancelled():  # e.g. the executor shut down before the turn started
                 return None, None, True
-            if future.done():
-                break
-            interrupted = True
-            cancel.cancel("the client connection closed")
+            if not interrupted:
+                interrupted = True
+                on_cancel()
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
+            if future.done():
+                break
         except Exception as exc:
             return None, exc, interrupted
     try:
@@ -128,6 +131,7 @@ class ProgressAgent:
         self.sessions = SessionStore()
         self._conn: Any = None
         self._outbox: UpdateOutbox | None = None
+        self._turns_running: set[asyncio.Future[None]] = set()
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )
@@ -143,11 +147,24 @@ class ProgressAgent:
             self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop())
         return self._outbox
 
+    def cancel_all_turns(self, reason: str = "the agent is shutting down") -> None:
+        for session in self.sessions.all():
+            if session.cancel is not None:
+                session.cancel.cancel(reason)
+
+    async def drain(self, grace: float = 5.0) -> None:
+        """Cancel every running turn and wait until each has answered its prompt.
+
+        Called when the client hung up, *before* the SDK connection is closed: a prompt that is
+        still finishing when the connection's sender shuts down would wait for its response to be
+        written forever.
+        """
+        self.cancel_all_turns("the client connection closed")
+        if self._turns_running:
+            await asyncio.wait(set(self._turns_running), timeout=grace)
+
     def shutdown(self) -> None:
-        for session_id in list(self.sessions._sessions):
-            session = self.sessions.find(session_id)
-            if session is not None and session.cancel is not None:
-                session.cancel.cancel("the agent is shutting down")
+        self.cancel_all_turns()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------ ACP methods
@@ -184,23 +201,38 @@ class ProgressAgent:
         session = self.sessions.get(session_id)
         cancel = session.begin_turn()
         loop = asyncio.get_running_loop()
-        usage: list[UsageReport] = []
-        agent = self._build_agent(session, cancel, loop, usage)
-        text = prompt_to_text(prompt)
-        history = list(session.history)
+        running: asyncio.Future[None] = loop.create_future()
+        self._turns_running.add(running)
+        try:
+            return await self._run_turn(session, cancel, prompt, loop)
+        finally:
+            running.set_result(None)
+            self._turns_running.discard(running)
 
-        result, error, interrupted = await _run_in_worker(
-            self._executor, lambda: agent.run_conversation(text, history), cancel
-        )
+    async def _run_turn(
+        self, session: Session, cancel: CancelToken, prompt: list[Any], loop: asyncio.AbstractEventLoop
+    ) -> PromptResponse:
+        result: TurnResult | None = None
+        error: BaseException | None = None
+        interrupted = False
+        try:
+            agent = self._build_agent(session, cancel, loop)
+            text = prompt_to_text(prompt)
+            history = list(session.history)
+            worker = loop.run_in_executor(self._executor, lambda: agent.run_conversation(text, history))
+            result, error, interrupted = await _await_through_cancel(
+                worker, lambda: cancel.cancel("the client connection closed")
+            )
+        except Exception as exc:  # building the turn failed: still finalise it below
+            error = exc
         if error is not None:
-            log.error("agent turn crashed: %s", redact_text(repr(error)))
+            log.error("agent turn crashed: %r", error)
             session.stream.send_message_text(f"⚠️ The agent hit an internal error: {type(error).__name__}")
         stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
         if result is not None and not cancel.cancelled:
             stop_reason = result.stop_reason
         session.stream.end_turn(cancelled=stop_reason == "cancelled")
-        with anyio.CancelScope(shield=True):
-            await self.outbox.flush()
+        await _await_through_cancel(asyncio.ensure_future(self.outbox.flush()))
         session.finish_turn(result.messages if result is not None else [])
         total = result.usage if result is not None else None
         return PromptResponse(
@@ -216,18 +248,15 @@ class ProgressAgent:
 
     # ------------------------------------------------------------ wiring one turn
 
-    def _build_agent(
-        self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop, usage: list[UsageReport]
-    ) -> Any:
-        from run_agent import AIAgent
-
+    def _build_agent(self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop) -> AIAgent:
         stream = session.stream
         conn = self._conn
 
         def on_usage(report: UsageReport) -> None:
-            usage.append(report)
             if report.context_window:
                 stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
+
+        from run_agent import AIAgent
 
         return AIAgent(
             self.model,
@@ -261,6 +290,10 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
     try:
         await conn.listen()
     finally:
-        agent.shutdown()
         with anyio.CancelScope(shield=True):
+            await agent.drain()
+        agent.shutdown()
+        # Turns still running finish (cancelled) instead of raising CancelledError; their responses
+        # then cannot be sent on the closed pipe, which close() reports as ConnectionError.
+        with anyio.CancelScope(shield=True), contextlib.suppress(ConnectionError):
             await conn.close()

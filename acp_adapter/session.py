@@ -70,6 +70,10 @@ class SessionStore:
             raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session id"})
         return session
 
+    def all(self) -> list[Session]:
+        with self._lock:
+            return list(self._sessions.values())
+
     def find(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
 

@@ -120,3 +120,18 @@ async def test_bad_requests_get_clear_errors_and_the_agent_keeps_serving(tmp_pat
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello")
     assert response.stop_reason == "end_turn"
+
+
+async def test_client_hanging_up_mid_turn_lets_the_agent_exit_cleanly(tmp_path):
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="30")
+    client = RecordingClient()
+    started = asyncio.Event()
+    client.on_update = lambda r: started.set()
+    async with spawn_agent(client, env=env) as (conn, process, _log):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        task = asyncio.create_task(prompt_text(conn, session.session_id, "hello"))
+        await asyncio.wait_for(started.wait(), 10)
+        process.stdin.close()  # the editor went away
+        code = await asyncio.wait_for(process.wait(), 5)
+        task.cancel()
+    assert code == 0, "the agent should notice EOF, cancel the turn and exit on its own"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -99,3 +100,39 @@ def test_prompt_to_text_flattens_resources():
         and "print(1)" in text
         and "file:///b.py" in text
     )
+
+
+async def test_connection_closing_mid_turn_cancels_the_worker_and_finalises(tmp_path):
+    from acp._transport import memory_transport_pair
+    from acp.core import AgentSideConnection, ClientSideConnection
+
+    agent = ProgressAgent(fast_settings(embedded_delay=30))
+    agent_end, client_end = memory_transport_pair()
+    agent_conn = AgentSideConnection(agent, agent_end)
+    client = RecordingClient()
+    client_conn = ClientSideConnection(client, client_end)
+    await client_conn.initialize(protocol_version=1)
+    session = await client_conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+    prompt = asyncio.create_task(client_conn.prompt(session_id=session.session_id, prompt=[text_block("hi")]))
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if client.think_cards():
+            break
+    state = agent.sessions.get(session.session_id)
+    token = state.cancel
+    assert token is not None
+    # Closing cancels the prompt handler task, as a vanished client would. prompt() finishes the turn
+    # instead of letting CancelledError escape, so the SDK then fails to send its response on the
+    # closed transport and close() reports that ConnectionError.
+    with contextlib.suppress(ConnectionError):
+        await agent_conn.close()
+    assert token.cancelled
+    for _ in range(100):
+        if state.cancel is None:
+            break
+        await asyncio.sleep(0.01)
+    assert state.cancel is None, "the turn was not finalised after the connection closed"
+    assert not state.stream.turn_open and state.stream.open_card_ids == []
+    prompt.cancel()
+    await client_conn.close()
+    agent.shutdown()
