@@ -146,7 +146,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from .server import serve
 
-        anyio.run(serve, settings, backend="asyncio")
+        try:
+            anyio.run(serve, settings, backend="asyncio")
+        except ConfigError as exc:
+            print(f"acp-progress: {exc}", file=sys.stderr)
+            return 2
         return 0
     if args.command == "descriptor":
         return check_descriptor(args.file, args.tool_id, args.input)

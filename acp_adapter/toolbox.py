@@ -136,6 +136,9 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
     """Validate arguments against the tool's (flat) JSON schema; clear errors, no coercion surprises."""
     if not isinstance(args, Mapping):
         raise ToolError(f"{tool.name}: arguments must be a JSON object, got {type(args).__name__}")
+    raw = args.get("_raw") if len(args) == 1 else None  # models.openai_compat.RAW_ARGUMENTS_KEY
+    if isinstance(raw, str):
+        raise ToolError(f"{tool.name}: the model's arguments are not valid JSON: {raw[:120]!r}")
     props: Mapping[str, Any] = tool.parameters.get("properties", {})
     for name in tool.parameters.get("required", []):
         if name not in args:

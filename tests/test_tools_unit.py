@@ -189,3 +189,8 @@ def test_tool_card_builders_redact_everything():
     only_counts = build_tool_progress("c1", value=3, total=10)
     assert only_counts.content[0].content.text == "Progress: 3/10"
     assert "message" not in only_counts.field_meta["acpProgress"]["progress"]
+
+
+def test_unparseable_model_arguments_fail_with_a_clear_reason(tmp_path):
+    outcome = run(default_toolbox(tmp_path), "search", {"_raw": '{"query": "TO'})
+    assert outcome.error == "search: the model's arguments are not valid JSON: '{\"query\": \"TO'"
