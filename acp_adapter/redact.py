@@ -13,16 +13,20 @@ Three promises shape the implementation:
 * **Idempotent.**  Output is often redacted again on its way through another layer, so a
   second pass must not change anything (no ``[REDACTED]`` nested in a placeholder).
 * **Linear time on any input.**  Tool output is attacker-controllable (a file, a web
-  page), so no input may trigger regex backtracking.  Every pattern either starts with a
-  literal (which ``re`` finds with a fast scan) and has bounded repetitions, or only runs
-  in small windows around a cheap ``str.find`` hit.  Starts inside a run of token
-  characters are ruled out by a fixed-width look-behind, so one run is scanned once.
+  page), so no input may trigger regex backtracking.  Every repetition is bounded, every
+  scan starts from a literal (which ``re`` finds with its fast prefix search), and a
+  fixed-width look-behind after the literal rejects starts inside a longer run, so a run
+  of token characters is examined once.  Values longer than a bound are walked in
+  bounded chunks rather than cut short, so their tails do not leak.
 
-The work is split into passes that each run over the current text, in this order:
-PEM private-key blocks, URL-borne credentials (``user:pass@``, webhook paths,
-``secret://``), provider token shapes (GitHub, OpenAI, AWS, ...), and finally
-``key=value`` / header / query-parameter forms, which are only examined near one of a
-dozen keyword hits (``token``, ``secret``, ``pass`` ...) found with ``str.find``.
+The work is split into passes over the current text, in this order: PEM private-key
+blocks; credentials carried by URLs (``user:pass@``, webhook paths, ``secret://``);
+provider token shapes (GitHub, OpenAI, AWS, ...); and ``key=value`` / header / JSON /
+query-parameter forms.  The last pass is driven by a dozen lower-case needles
+(``token``, ``secret``, ``pass`` ...): only where one occurs is the key around it
+measured, classified with :func:`is_sensitive_key` and its value located.  Short strings,
+the bulk of what :func:`redact_value` sees, are first screened with one regex and returned
+untouched when no pass could apply.
 """
 
 from __future__ import annotations
@@ -249,9 +253,6 @@ def _kind_cached(name: str) -> int:
     return kind
 
 
-_classify = _kind_cached
-
-
 def is_sensitive_key(name: str) -> bool:
     """Tell whether a field or parameter *named* ``name`` holds a secret.
 
@@ -264,7 +265,7 @@ def is_sensitive_key(name: str) -> bool:
     """
     if not isinstance(name, str) or not name:
         return False
-    return _classify(name) != _NOT_SECRET
+    return _kind_cached(name) != _NOT_SECRET
 
 
 # ---------------------------------------------------------------------------------------
@@ -320,6 +321,7 @@ _URL: Final = re.compile(
 
 
 def _url_repl(m: re.Match[str]) -> str:
+    """Replace only the named secret group of a URL match, keeping scheme, user and host."""
     whole = m.group(0)
     name = m.lastgroup or ""
     start, end = m.span(name)
@@ -340,71 +342,71 @@ def _redact_urls(text: str) -> str:
 
 # Each pattern starts with a literal so ``re`` can skip ahead with its prefix scan; the
 # look-behind that follows the literal rejects starts inside a longer token (which also
-# keeps runs like ``eyJeyJeyJ...`` linear).  ``back`` widens the region to the left for
-# patterns whose literal is not the first character of the token.
+# keeps runs like ``eyJeyJeyJ...`` linear).  A placeholder's brackets count as token
+# characters in these boundary checks: a placeholder stands where token characters were,
+# so a second pass must see the same boundaries as the first (idempotence).  ``back``
+# widens the region to the left for patterns whose literal is not the token's first
+# character.
 _SHAPES: Final[tuple[tuple[re.Pattern[str], int], ...]] = (
-    # GitHub: classic and fine-grained tokens.
-    (
-        re.compile(
-            r"gh(?<![A-Za-z0-9_]gh)(?:[pousr]_[A-Za-z0-9]{20,255}|ithub_pat_[A-Za-z0-9_]{20,255})"
-        ),
-        0,
-    ),
+    # GitHub: classic tokens and fine-grained personal access tokens.
+    (re.compile(r"gh(?<![\]A-Za-z0-9_]gh)[pousr]_[A-Za-z0-9]{20,255}"), 0),
+    (re.compile(r"github_pat_(?<![\]A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{20,255}"), 0),
     # OpenAI (sk-, sk-proj-, sk-svcacct-) and Anthropic (sk-ant-); a digit is required so
     # that kebab-case words starting with ``sk-`` survive.
     (
-        re.compile(r"sk-(?<![A-Za-z0-9_-]sk-)(?=[A-Za-z_-]{0,254}[0-9])[A-Za-z0-9_-]{20,512}"),
+        re.compile(r"sk-(?<![\]A-Za-z0-9_-]sk-)(?=[A-Za-z_-]{0,254}[0-9])[A-Za-z0-9_-]{20,512}"),
         0,
     ),
     # Stripe secret / restricted / publishable keys.
     (
-        re.compile(r"k_(?<=[spr]k_)(?<![A-Za-z0-9_][spr]k_)(?:live|test)_[A-Za-z0-9]{10,255}"),
+        re.compile(r"k_(?<=[spr]k_)(?<![\]A-Za-z0-9_][spr]k_)(?:live|test)_[A-Za-z0-9]{10,255}"),
         1,
     ),
     # Stripe webhook signing secrets.
-    (re.compile(r"whsec_(?<![A-Za-z0-9_]whsec_)[A-Za-z0-9+/=]{20,255}"), 0),
+    (re.compile(r"whsec_(?<![\]A-Za-z0-9_]whsec_)[A-Za-z0-9+/=]{20,255}"), 0),
     # AWS access key ids (exact length) and Google API keys.
     (
         re.compile(
-            r"A(?<![A-Za-z0-9]A)(?:(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+            r"A(?<![\]A-Za-z0-9]A)(?:(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9\[])"
             r"|Iza[A-Za-z0-9_-]{30,255})"
         ),
         0,
     ),
     # Slack bot/user/app tokens.
-    (re.compile(r"x(?<![A-Za-z0-9_-]x)(?:ox[abprse]|app)-[A-Za-z0-9-]{10,255}"), 0),
+    (re.compile(r"x(?<![\]A-Za-z0-9_-]x)(?:ox[abprse]|app)-[A-Za-z0-9-]{10,255}"), 0),
     # JSON Web Tokens: three base64url segments, the header starting with ``{"``.
     (
         re.compile(
-            r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{10,4096}\.[A-Za-z0-9_-]{2,8192}\.[A-Za-z0-9_-]{0,4096}"
+            r"eyJ(?<![\]A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{10,4096}\.[A-Za-z0-9_-]{2,16384}\.[A-Za-z0-9_-]{0,4096}"
         ),
         0,
     ),
     # Google OAuth access tokens.
-    (re.compile(r"ya29\.(?<![A-Za-z0-9_-]ya29\.)[A-Za-z0-9_-]{20,4096}"), 0),
+    (re.compile(r"ya29\.(?<![\]A-Za-z0-9_-]ya29\.)[A-Za-z0-9_-]{20,4096}"), 0),
     # GitLab personal / deploy / runner / trigger tokens.
     (
         re.compile(
-            r"gl(?<![A-Za-z0-9_]gl)(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_-]{20,255}"
+            r"gl(?<![\]A-Za-z0-9_]gl)(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-[A-Za-z0-9_-]{20,255}"
         ),
         0,
     ),
     # Hugging Face.
-    (re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{30,255}"), 0),
+    (re.compile(r"hf_(?<![\]A-Za-z0-9_]hf_)[A-Za-z0-9]{30,255}"), 0),
     # npm.
-    (re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36,255}"), 0),
+    (re.compile(r"npm_(?<![\]A-Za-z0-9_]npm_)[A-Za-z0-9]{36,255}"), 0),
     # PyPI upload tokens (macaroons).
-    (re.compile(r"pypi-AgEI(?<![A-Za-z0-9_-]pypi-AgEI)[A-Za-z0-9_-]{20,4096}"), 0),
+    (re.compile(r"pypi-AgEI(?<![\]A-Za-z0-9_-]pypi-AgEI)[A-Za-z0-9_-]{20,4096}"), 0),
     # SendGrid.
-    (re.compile(r"SG\.(?<![A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{16,64}\.[A-Za-z0-9_-]{16,128}"), 0),
+    (re.compile(r"SG\.(?<![\]A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{16,64}\.[A-Za-z0-9_-]{16,128}"), 0),
     # DigitalOcean personal / OAuth / refresh tokens.
-    (re.compile(r"_v1_(?<=do[por]_v1_)(?<![A-Za-z0-9_]do[por]_v1_)[a-f0-9]{64}"), 3),
+    (re.compile(r"_v1_(?<=do[por]_v1_)(?<![\]A-Za-z0-9_]do[por]_v1_)[a-f0-9]{64}"), 3),
     # Twilio API key SIDs.
-    (re.compile(r"SK(?<![A-Za-z0-9]SK)[0-9a-fA-F]{32}(?![A-Za-z0-9])"), 0),
+    (re.compile(r"SK(?<![\]A-Za-z0-9]SK)[0-9a-fA-F]{32}(?![A-Za-z0-9\[])"), 0),
 )
 
 
 def _sub_back(pattern: re.Pattern[str], back: int, text: str) -> str:
+    """Like ``pattern.sub(REDACTED, text)`` with each match widened ``back`` characters left."""
     out: list[str] = []
     last = 0
     for m in pattern.finditer(text):
@@ -446,31 +448,79 @@ _NEEDLES: Final = (
     "sig",
     "code",
 )
-_MAX_KEY: Final = 80
-# Key characters, for measuring the key around a needle hit.  The backward run is matched
-# on the reversed text, so both directions are a single bounded regex step.
-_KEY_RUN: Final = re.compile(r"[a-z0-9_.-]{0,81}")
-
-# Anchored at the start of a key (on the lower-cased text).  Groups: 1 leading ``-``/``--``
-# of a CLI flag, 2 opening quote, 3 key, 4 separator.  The look-behind rejects keys that
-# are the tail of a path, a dotted name, a hostname or an email.  A quoted key may hold a
-# few space-separated words (``"API Key"``); each extra word starts with the space, so
-# there is one way to split it.  An unquoted ``key:`` needs a space or quote after the
-# colon (``file.py:42`` is not an assignment), and the final look-ahead demands a value.
-_KV: Final = re.compile(
-    r"(?<![a-z0-9_./\\@-])"
-    r"(-{1,2}(?=[a-z_]))?"
-    r"(\\?[\"'])?"
-    r"([a-z_][a-z0-9_.-]{0,79}(?(2)(?: [a-z0-9_.-]{1,20}){0,3}))"
-    r"(?(2)\2)"
-    r"([ \t]{0,8}(?:=>|:?=(?!=)|(?(2):|:(?=[ \t\"'`])))[ \t]{0,8}|(?(1)[ \t]{1,8}(?!-)|(?!)))"
-    r"(?=[^\s,;&)}\]<>])"
+# Per-needle finders: the needle literal first (so ``re`` scans for it at full speed), then
+# look-arounds that drop, inside the regex engine, hits that cannot be part of an
+# assignment: words that merely contain a needle (``tokens``, ``passed``, ``author``,
+# ``keyboard``, ``decode``) and needles that end a word followed by no separator and value
+# (prose such as "the token expired").  A hit followed by more key characters is kept
+# without looking further, so no character is ever scanned twice here; the Python side
+# measures that key once and skips the hits inside it.  Python re-checks everything.
+_AFTER_NEEDLE: Final = (
+    r"(?=[a-z0-9_.-]"
+    r"|[ \t]{0,8}(?:=>?|:=|:(?=[ \t\"'`]))[ \t]{0,8}[^\s,;&)}\]<>=]"
+    r"|[\"'`\\])"
 )
+_NEEDLE_FILTERS: Final = {
+    "token": r"(?!s(?![a-z]))",  # the plural word ``tokens`` counts; ``tokenSecret`` does not
+    "pass": r"(?=w|phrase)",
+    "auth": r"(?!or(?!i))",
+    "key": r"(?<=[a-z0-9_.?&#; -]key)",
+    "sig": r"(?<=[?&#;-]sig)",
+    "code": r"(?<=[a-z0-9_.?&#;-]code)",
+}
+# ``Bearer <credential>``: blanks and a credential holding a digit.
+_NEEDLE_EXTRA: Final = {
+    "bearer": r"|(?=[ \t]{1,8}(?=[a-z._~+/=-]{0,4095}[0-9])[a-z0-9._~+/=-]{8})",
+}
+
+
+def _needle_finder(needle: str) -> re.Pattern[str]:
+    # ``--token value``: a flag (the needle right after a dash) followed by blanks and a value.
+    flag_form = rf"|(?<=-{needle})(?=[ \t]{{1,8}}[^\s-])"
+    return re.compile(
+        needle
+        + _NEEDLE_FILTERS.get(needle, "")
+        + "(?:"
+        + _AFTER_NEEDLE
+        + flag_form
+        + _NEEDLE_EXTRA.get(needle, "")
+        + ")"
+    )
+
+
+_NEEDLE_FINDERS: Final = tuple(_needle_finder(needle) for needle in _NEEDLES)
+_NEEDLE_LENS: Final = tuple(len(needle) for needle in _NEEDLES)
+_NEEDLE_SHIFT: Final = 4
+_NEEDLE_MASK: Final = (1 << _NEEDLE_SHIFT) - 1
+
+_MAX_KEY: Final = 80
+# Key characters (of the lower-cased text).  The identifier around a needle hit is measured
+# with one bounded regex step in each direction; the backward one runs on the reversed text.
+_KEY_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+_KEY_RUN: Final = re.compile(r"[a-z0-9_.-]{0,81}")
+_KEY_FIRST: Final = frozenset("abcdefghijklmnopqrstuvwxyz_")
+# A key must not continue a path, a hostname, an email or an escaped name; nor directly
+# follow a placeholder (``]``), where the original text had a value character instead and
+# a second pass must see the same thing as the first.
+_KEY_BOUNDARY: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-/\\@]")
+# What may follow a key: a separator, spaces before one, or the key's closing quote.
+_AFTER_KEY: Final = frozenset("=:\"' \t\\")
+# Characters a value cannot start with.
+_NO_VALUE: Final = frozenset(" \t\r\n\f\v,;&)}]<>")
+_BLANK: Final = frozenset(" \t")
+# First characters of a value that the inlined fast path may take as a bare word: anything
+# that is not a quote, a template ``$``, a string prefix letter or a non-value character.
+_PLAIN_VALUE_START: Final = frozenset("acdeghijklmnopqstvwxyzACDEGHIJKLMNOPQSTVWXYZ0123456789_-+/.:@!#%*?~^|")
+_SEP_SPACES: Final = 8
+_PHRASE_WORD: Final = re.compile(r"[a-z0-9_.-]{1,20}")
+
 # A free-standing ``Bearer <credential>`` (outside a recognised header); the credential
 # must hold a digit so that prose like "Bearer authentication" is left alone.
 _BEARER: Final = re.compile(
     r"bearer(?<![a-z0-9_-]bearer)[ \t]{1,8}(?=[a-z._~+/=-]{0,4095}[0-9])([a-z0-9._~+/=-]{8,4096})"
 )
+
+_BEARER_MORE: Final = re.compile(r"[A-Za-z0-9._~+/=-]{1,4096}")
 
 # Query parameters that carry secrets although the name alone would not say so.
 _QUERY_KEYS: Final = frozenset(
@@ -489,21 +539,34 @@ _QUERY_KEYS: Final = frozenset(
 
 # Quoted values keep their quotes; the group that matched is the secret.  An unterminated
 # quote runs to the end of the line (fail closed).  Python string prefixes are skipped.
-_QUOTED: Final = (
+_VAL_QUOTED: Final = re.compile(
     r"(?:[rRbBfFuU]{1,2}(?=[\"'`]))?(?:"
     r"\\\"(?P<e>[^\"\\\n]{0,4096})(?:\\\")?"
     r"|\"(?P<d>(?:[^\"\\\n]|\\.){0,4096})\"?"
     r"|'(?P<s>[^'\n]{0,4096})'?"
     r"|`(?P<b>[^`\n]{0,4096})`?"
+    r")"
 )
-_BARE_CLASS: Final = r"[^\s\"'`,;&<>(){}\[\]\\]"
-# Plain values: one word, or a whole ``${{ ... }}`` template expression.
-_VAL_PLAIN: Final = re.compile(
-    _QUOTED + r"|(?P<t>\$\{\{[^}\n]{0,256}\}\})" + r"|(?P<w>" + _BARE_CLASS + r"{1,4096}))"
-)
-# Header values (Authorization, Cookie): the rest of the line or of the enclosing quote.
-_VAL_HEADER: Final = re.compile(_QUOTED + r"|(?P<l>[^\r\n\"'`]{1,8192}))")
-_VAL_BARE: Final = re.compile(_BARE_CLASS + r"{1,4096}")
+_QUOTED_LIMIT: Final = 4096
+# Continuations of a quoted value that is longer than one bounded match, and its closer.
+_QUOTED_CONTINUATION: Final = {
+    "e": (re.compile(r"[^\"\\\n]{1,4096}"), '\\"'),
+    "d": (re.compile(r"(?:[^\"\\\n]|\\.){1,4096}"), '"'),
+    "s": (re.compile(r"[^'\n]{1,4096}"), "'"),
+    "b": (re.compile(r"[^`\n]{1,4096}"), "`"),
+}
+_QUOTE_STARTS: Final = frozenset("\"'`\\rRbBfFuU")
+# ``${{ secrets.X }}`` / ``${VAR}``: one unit, so no ``{...}`` remnant is left behind.
+_VAL_TEMPLATE: Final = re.compile(r"\$\{\{[^}\n]{0,256}\}\}|\$\{[^}\n]{0,256}\}")
+# Header values (Authorization, Cookie): the rest of the line, or of the enclosing quote
+# when the header itself sits inside one (``curl -H "Authorization: Bearer ..."``).
+_VAL_LINE: Final = {
+    "": re.compile(r"[^\r\n]{1,8192}"),
+    '"': re.compile(r'[^\r\n"]{1,8192}'),
+    "'": re.compile(r"[^\r\n']{1,8192}"),
+}
+_BARE_LIMIT: Final = 4096
+_VAL_BARE: Final = re.compile(r"[^\s\"'`,;&<>(){}\[\]\\]{1,4096}")
 _SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,30}[ \t]+")
 # Bare values that are plainly not secrets: leaving them makes code and config readable.
 _SKIP_VALUES: Final = frozenset(
@@ -525,9 +588,38 @@ _SKIP_VALUES: Final = frozenset(
         "any",
         "object",
         "secretstr",
+        "await",
+        "new",
+        "yield",
+        "lambda",
+        "function",
     }
 )
 _AUTH_SCHEMES: Final = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey"})
+# A reference in source code (``process.env.API_KEY``, ``self.token``, ``config.password``)
+# names where a secret lives; hiding it would only make displayed code unreadable.
+_CODE_ROOT_START: Final = frozenset("acekoprst")
+_CODE_REFERENCE: Final = re.compile(
+    r"(?:process|os|self|this|cls|config|settings|env|options|opts|args|kwargs|ctx|context"
+    r"|req|request|params|props|app)(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,63}){1,8}"
+)
+# Short bare words the value parser treats specially; the inlined fast path leaves them to it.
+_PLAIN_SPECIAL: Final = _SKIP_VALUES | _AUTH_SCHEMES
+
+
+def _extend(text: str, end: int, chunk: re.Pattern[str]) -> int:
+    """Advance ``end`` over further matches of a bounded ``chunk`` pattern.
+
+    Every pattern here has an upper bound on its repetitions (linear time); when a value
+    is longer than that bound, this walks the rest of it chunk by chunk so the tail is
+    redacted too.  Each step consumes up to a whole chunk, so the walk is linear as well.
+    """
+    while True:
+        m = chunk.match(text, end)
+        if m is None or m.end() == end:
+            return end
+        end = m.end()
+
 
 _ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
@@ -541,77 +633,6 @@ def _ascii_lower(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
-def _value_region(text: str, i: int, kind: int, after_space: bool) -> tuple[int, int, int] | None:
-    """Find the value starting at ``i``: (secret start, secret end, scan resume position).
-
-    Returns None when there is nothing to hide (empty value, code such as ``get_token()``,
-    a literal like ``null``).
-    """
-    m = (_VAL_PLAIN if kind == _PLAIN else _VAL_HEADER).match(text, i)
-    if m is None:
-        return None
-    name = m.lastgroup
-    start, end = m.span(name)
-    if name == "w":
-        if end - i == 4096:  # an over-long run: extend in bounded steps, never leak a tail
-            while True:
-                more = _VAL_BARE.match(text, end)
-                if more is None:
-                    break
-                end = more.end()
-                if end - more.start() < 4096:
-                    break
-        nxt = text[end : end + 1]
-        if nxt == "(" or nxt == "[":
-            return None  # ``token = get_token()`` / ``key = cfg["api_key"]``: code, not a value
-        if after_space and text[i] == "-":
-            return None  # ``--token --verbose``: the next flag, not a value
-        word = text[i:end].lower() if end - i <= 9 else ""
-        if word in _SKIP_VALUES:
-            return None
-        if word in _AUTH_SCHEMES and nxt in (" ", "\t"):
-            # ``auth: Bearer abc``: the credential is the *next* word; treat it like a header.
-            return _value_region(text, i, _AUTH_HEADER, after_space)
-        return start, end, end
-    resume = m.end()
-    if name == "l":
-        end = start + len(m.group("l").rstrip())
-    if end <= start:
-        return None
-    if kind == _AUTH_HEADER:
-        scheme = _SCHEME.match(text, start, end)
-        if scheme is not None and scheme.end() < end:
-            start = scheme.end()
-    return start, end, resume
-
-
-def _quoted_phrase_key_at(text: str, low: str, ks: int) -> tuple[re.Match[str], int] | None:
-    """Handle ``"Client Secret": ...``, where the needle is not in the first word."""
-    lo = max(0, ks - 64)
-    q = max(low.rfind('"', lo, ks), low.rfind("'", lo, ks))
-    if q < 0:
-        return None
-    if q and low[q - 1] == "\\":
-        q -= 1
-    m = _KV.match(low, q)
-    if m is None or m.group(2) is None or m.end(3) <= ks:
-        return None
-    kind = _classify(text[m.start(3) : m.end(3)])
-    return None if kind == _NOT_SECRET else (m, kind)
-
-
-_KEY_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
-# What may follow a key: a separator, spaces before one, or the key's closing quote.
-_AFTER_KEY: Final = frozenset("=:\"' \t\\>")
-# Characters that cannot start a value (the regex look-ahead says the same; checking here
-# first keeps dense runs of empty assignments such as ``&sig=&sig=`` out of the regex).
-_NO_VALUE: Final = frozenset(" \t\r\n,;&)}]<>")
-_NEEDLE_FINDERS: Final = tuple(re.compile(re.escape(needle)) for needle in _NEEDLES)
-_NEEDLE_LENS: Final = tuple(len(needle) for needle in _NEEDLES)
-_NEEDLE_SHIFT: Final = 4
-_NEEDLE_MASK: Final = (1 << _NEEDLE_SHIFT) - 1
-
-
 def _needle_hits(low: str) -> list[int]:
     """All needle positions, sorted, each packed with the needle's index in its low bits."""
     hits: list[int] = []
@@ -621,15 +642,176 @@ def _needle_hits(low: str) -> list[int]:
     return hits
 
 
+def _separator_end(low: str, after: int, quoted: bool, flag: bool) -> tuple[int, bool] | None:
+    """Parse the separator after a key ending at ``after``.
+
+    Accepts ``=``, ``=>``, ``:=`` and ``:`` with up to 8 blanks on either side, and for a
+    ``--flag`` a run of blanks alone.  An unquoted ``key:`` needs a blank or a quote after
+    the colon, so ``file.py:42`` and ``host:port`` never read as assignments; ``==`` is a
+    comparison.  Returns (value start, separated by blanks only) or None.
+    """
+    n = len(low)
+    j = after
+    while j < n and low[j] in _BLANK and j - after < _SEP_SPACES:
+        j += 1
+    if j + 1 >= n:
+        return None
+    c = low[j]
+    if c == "=":
+        c2 = low[j + 1]
+        if c2 == "=":
+            return None
+        j += 2 if c2 == ">" else 1
+    elif c == ":":
+        c2 = low[j + 1]
+        if c2 == "=":
+            j += 2
+        elif quoted or c2 in " \t\"'`":
+            j += 1
+        else:
+            return None
+    elif flag and j > after:
+        return j, True
+    else:
+        return None
+    k = j
+    while k < n and low[k] in _BLANK and k - j < _SEP_SPACES:
+        k += 1
+    return k, False
+
+
+def _value_region(
+    text: str, i: int, kind: int, after_blank_sep: bool, enclosing_quote: str = ""
+) -> tuple[int, int, int] | None:
+    """Find the value starting at ``i``: (secret start, secret end, scan resume position).
+
+    Returns None when there is nothing to hide (empty value, code such as ``get_token()``,
+    a literal like ``null``, the next ``--flag``).
+    """
+    n = len(text)
+    if i >= n or text[i] in _NO_VALUE:
+        return None
+    c = text[i]
+    if c in _QUOTE_STARTS:
+        m = _VAL_QUOTED.match(text, i)
+        if m is not None:
+            name = m.lastgroup or ""
+            start, end = m.span(name)
+            resume = m.end()
+            if end - start >= _QUOTED_LIMIT:
+                # The bounded match stopped short of the closing quote: carry on in
+                # bounded steps rather than leave the tail of a long value readable.
+                continuation, closer = _QUOTED_CONTINUATION[name]
+                end = _extend(text, end, continuation)
+                resume = end + len(closer) if text.startswith(closer, end) else end
+            if end <= start:
+                return None
+            if kind == _AUTH_HEADER:
+                start = _skip_scheme(text, start, end)
+            return start, end, resume
+    if kind != _PLAIN:
+        pattern = _VAL_LINE[enclosing_quote]
+        line = pattern.match(text, i)
+        if line is None:
+            return None
+        resume = _extend(text, line.end(), pattern)
+        end = i + len(text[i:resume].rstrip())
+        if end <= i:
+            return None
+        start = _skip_scheme(text, i, end) if kind == _AUTH_HEADER else i
+        return start, end, resume
+    if c == "$":
+        m = _VAL_TEMPLATE.match(text, i)
+        if m is not None:
+            return i, m.end(), m.end()
+    m = _VAL_BARE.match(text, i)
+    if m is None:
+        return None
+    end = m.end()
+    if end - i == _BARE_LIMIT:  # an over-long run: extend in bounded steps, never leak a tail
+        end = _extend(text, end, _VAL_BARE)
+    nxt = text[end] if end < n else ""
+    if nxt == "(" or nxt == "[":
+        return None  # ``token = get_token()`` / ``key = cfg["api_key"]``: code, not a value
+    if _CODE_REFERENCE.fullmatch(text, i, end) is not None:
+        return None
+    if after_blank_sep and c == "-":
+        return None  # ``--token --verbose``: the next flag, not a value
+    if end - i <= 9:
+        word = text[i:end].lower()
+        if word in _SKIP_VALUES:
+            return None
+        if word in _AUTH_SCHEMES and (nxt == " " or nxt == "\t"):
+            # ``auth: Bearer abc``: the credential is the *next* word; treat it like a header.
+            return _value_region(text, i, _AUTH_HEADER, after_blank_sep, enclosing_quote)
+    return i, end, end
+
+
+def _skip_scheme(text: str, start: int, end: int) -> int:
+    """Keep an auth scheme (``Bearer``, ``Basic``, ...) visible in front of its credential."""
+    m = _SCHEME.match(text, start, end)
+    if m is not None and m.end() < end:
+        return m.end()
+    return start
+
+
+def _quoted_key(low: str, ks: int, ke: int) -> tuple[int, int] | None:
+    """If ``low[ks:ke]`` is a quoted key, return (position after the closing quote, start
+    of the opening quote); ``\\"key\\"`` (JSON inside a string) counts as quoted."""
+    if not ks:
+        return None
+    q = low[ks - 1]
+    if q != '"' and q != "'":
+        return None
+    if ks > 1 and low[ks - 2] == "\\":
+        if low.startswith("\\" + q, ke):
+            return ke + 2, ks - 2
+        return None
+    if ke < len(low) and low[ke] == q:
+        return ke + 1, ks - 1
+    return None
+
+
+def _phrase_key(low: str, ks: int, ke: int) -> tuple[int, int, int] | None:
+    """Handle a quoted key of several words (``"Client Secret": ...``) around a hit.
+
+    Returns (key start, position after the closing quote, start of the opening quote).
+    """
+    n = len(low)
+    q = low[ke] if ke < n else ""
+    if (q != '"' and q != "'") or not ks or low[ks - 1] != " ":
+        return None
+    open_at = low.rfind(q, max(0, ks - 64), ks)
+    if open_at < 0:
+        return None
+    # Words of key characters separated by single spaces, at most four in all.
+    pos = open_at + 1
+    words = 0
+    while pos < ks:
+        w = _PHRASE_WORD.match(low, pos)
+        if w is None or w.end() >= ks or low[w.end()] != " ":
+            return None
+        pos = w.end() + 1
+        words += 1
+    if words == 0 or words > 3 or low[open_at + 1] not in _KEY_FIRST:
+        return None
+    start = open_at
+    if open_at and low[open_at - 1] == "\\":
+        return None
+    return open_at + 1, ke + 1, start
+
+
 def _redact_keyed(text: str) -> str:
     """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.
 
     Needle hits are visited left to right.  For each, the identifier around it is
-    measured (with a bounded regex step only when it extends beyond the needle), cheap
-    character tests and the cached classifier discard the many hits that are prose or
-    harmless keys, and only then is the key matched and its value located.  A cursor skips
-    hits inside an identifier or a value already handled, so a run such as
+    measured, cheap character tests and the cached classifier discard the many hits that
+    are prose or harmless keys, and only then are the separator and the value parsed.  A
+    cursor skips hits inside an identifier or a value already handled, so a run such as
     ``tokentoken...`` or ``password=token=...`` costs one step per key, not per hit.
+    Everything here is plain character tests and anchored, bounded regex steps, and the
+    common shapes (``key=value``, ``key: value``, ``"key": "value"``) take an inlined
+    path: dense adversarial input costs a small constant per needle hit.
     """
     low = _ascii_lower(text)
     hits = _needle_hits(low)
@@ -638,11 +820,13 @@ def _redact_keyed(text: str) -> str:
     n = len(text)
     rev = ""
     key_run = _KEY_RUN.match
-    kv_match = _KV.match
+    bare_match = _VAL_BARE.match
     kind_of = _kind_cached
     key_chars = _KEY_CHARS
-    after_key = _AFTER_KEY
+    key_first = _KEY_FIRST
+    boundary = _KEY_BOUNDARY
     no_value = _NO_VALUE
+    plain_start = _PLAIN_VALUE_START
     needle_lens = _NEEDLE_LENS
     spans: list[tuple[int, int]] = []
     cursor = 0
@@ -650,6 +834,7 @@ def _redact_keyed(text: str) -> str:
         h = code >> _NEEDLE_SHIFT
         if h < cursor:
             continue
+        # The identifier around the needle: [ks, ke).
         ks = h
         if h and low[h - 1] in key_chars:
             if not rev:
@@ -662,51 +847,84 @@ def _redact_keyed(text: str) -> str:
         if ke >= n - 1 or ke - ks > _MAX_KEY + 2:
             continue  # too long to be a key, or no room for a separator and a value
         nxt = low[ke]
-        if nxt not in after_key or (nxt == "=" and low[ke + 1] in no_value):
+        if nxt not in _AFTER_KEY:
             continue
         name_start = ks
         while name_start < h and low[name_start] == "-":
             name_start += 1  # ``--token``: the dashes belong to the flag, not to the key
+        flag = name_start > ks
+        before = low[ks - 1] if ks else " "
+        if (
+            name_start - ks > 2
+            or low[name_start] not in key_first
+            or (before in boundary and not (flag and before == "-"))
+        ):
+            continue
         kind = kind_of(text[name_start:ke])
-        found: tuple[re.Match[str], int] | None = None
-        if kind == _NOT_SECRET:
-            if nxt == "=" and ks and low[ks - 1] in "?&#;" and low[ks:ke] in _QUERY_KEYS:
-                m = kv_match(low, ks)
-                if m is not None:
-                    found = (m, _PLAIN)
-            elif (nxt == '"' or nxt == "'") and ks and low[ks - 1] == " ":
-                found = _quoted_phrase_key_at(text, low, ks)
-            if found is None:
-                continue
-        else:
-            if nxt == ":" and low[ke + 1] not in " \t\"'`":
-                continue  # unquoted ``key:x``: ``file.py:42``, ``host:port``, not an assignment
-            if (nxt == " " or nxt == "\t") and name_start == ks:
-                # Only a separator after the spaces, or a bare ``Bearer <token>``, can follow.
-                j = ke + 1
-                while j < n and j - ke <= 8 and (low[j] == " " or low[j] == "\t"):
-                    j += 1
-                if j >= n or (low[j] != "=" and low[j] != ":"):
-                    if low.startswith("bearer", ks):
-                        b = _BEARER.match(low, ks)
-                        if b is not None:
-                            spans.append(b.span(1))
-                            cursor = b.end()
+        found: tuple[int, int, bool] | None = None
+        # Fast path: an unquoted ``key=value`` / ``key: value`` with a plain value.
+        if nxt == "=" or nxt == ":":
+            if kind == _NOT_SECRET:
+                if not (nxt == "=" and before in "?&#;" and not flag and low[ks:ke] in _QUERY_KEYS):
                     continue
-            start = ks
-            if ks and (low[ks - 1] == '"' or low[ks - 1] == "'"):
-                start = ks - 2 if ks > 1 and low[ks - 2] == "\\" else ks - 1
-            m = kv_match(low, start)
-            if m is None and start != ks:
-                m = kv_match(low, ks)
-            if m is not None:
-                found = (m, kind)
-            elif (nxt == '"' or nxt == "'") and ks and low[ks - 1] == " ":
-                found = _quoted_phrase_key_at(text, low, ks)
-            if found is None:
+                kind = _PLAIN
+            c2 = low[ke + 1]
+            if c2 in plain_start:
+                if nxt == ":":
+                    continue  # unquoted ``key:x``: ``file.py:42``, ``host:port``, not an assignment
+                if kind == _PLAIN:
+                    # ``key=v`` (not ``==``/``=>``) with a value starting with a plain character.
+                    m = bare_match(text, ke + 1)
+                    end = m.end() if m is not None else ke
+                    if (
+                        ke < end < ke + 1 + _BARE_LIMIT
+                        and (end - ke > 10 or text[ke + 1 : end].lower() not in _PLAIN_SPECIAL)
+                        and (
+                            text[ke + 1] not in _CODE_ROOT_START
+                            or _CODE_REFERENCE.fullmatch(text, ke + 1, end) is None
+                        )
+                    ):
+                        after_value = text[end] if end < n else ""
+                        if after_value != "(" and after_value != "[":
+                            spans.append((ke + 1, end))
+                            cursor = end
+                        continue
+            elif c2 in no_value and c2 != " " and c2 != "\t":
                 continue
-        m, kind = found
-        region = _value_region(text, m.end(), kind, m.group(4).strip() == "")
+        elif nxt == " " or nxt == "\t":
+            if kind == _NOT_SECRET:
+                continue
+            j = ke + 1
+            while j < n and j - ke <= _SEP_SPACES and (low[j] == " " or low[j] == "\t"):
+                j += 1
+            if j < n and low[j] != "=" and low[j] != ":" and not flag:
+                # No separator after the blanks: only a bare ``Bearer <credential>`` is left.
+                bearer = _bearer_span(text, low, name_start)
+                if bearer is not None:
+                    spans.append(bearer)
+                    cursor = bearer[1]
+                continue
+        elif nxt == before and (nxt == '"' or nxt == "'") and not (ks > 1 and low[ks - 2] == "\\"):
+            # ``"key": value`` / ``'key' => value``: a quoted one-word key.
+            if kind == _NOT_SECRET or (ks > 1 and low[ks - 2] in boundary):
+                continue
+            sep = _separator_end(low, ke + 1, True, False)
+            if sep is not None:
+                found = (sep[0], kind, sep[1])
+        elif kind == _NOT_SECRET and nxt == "\\":
+            continue
+        if found is None:
+            found = _slow_assignment(text, low, ks, ke, name_start, flag, kind)
+        if found is None:
+            if nxt == " " or nxt == "\t":
+                bearer = _bearer_span(text, low, name_start)
+                if bearer is not None:
+                    spans.append(bearer)
+                    cursor = bearer[1]
+            continue
+        value_at, kind, blank_sep = found
+        enclosing = before if before == '"' or before == "'" else ""
+        region = _value_region(text, value_at, kind, blank_sep, enclosing)
         if region is None:
             continue
         start, end, resume = region
@@ -716,6 +934,54 @@ def _redact_keyed(text: str) -> str:
     if not spans:
         return text
     return _replace_spans(text, spans)
+
+
+def _bearer_span(text: str, low: str, at: int) -> tuple[int, int] | None:
+    """The credential of a free-standing ``Bearer <credential>`` starting at ``at``."""
+    if not low.startswith("bearer", at):
+        return None
+    m = _BEARER.match(low, at)
+    if m is None:
+        return None
+    return m.start(1), _extend(text, m.end(), _BEARER_MORE)
+
+
+def _slow_assignment(
+    text: str, low: str, ks: int, ke: int, name_start: int, flag: bool, kind: int
+) -> tuple[int, int, bool] | None:
+    """The general key/separator parse behind the inlined fast path.
+
+    Handles quoted keys (``"key":``, ``'key' =>``, ``\\"key\\":``), quoted keys of
+    several words, blanks around the separator, ``--flag value`` and query parameters.
+    Returns (value start, key kind, separated by blanks only) or None.
+    """
+    after = ke
+    quoted = False
+    if not flag:
+        closing = _quoted_key(low, ks, ke)
+        if closing is not None:
+            after, open_at = closing
+            if open_at and low[open_at - 1] in _KEY_BOUNDARY:
+                return None
+            quoted = True
+        elif kind == _NOT_SECRET or low[ke] in "\"'":
+            phrase = _phrase_key(low, ks, ke)
+            if phrase is not None:
+                key_start, after, open_at = phrase
+                if open_at and low[open_at - 1] in _KEY_BOUNDARY:
+                    return None
+                kind = _kind_cached(text[key_start:ke])
+                quoted = True
+    if kind == _NOT_SECRET:
+        if quoted or flag or not ks or low[ks - 1] not in "?&#;" or low[ke] != "=":
+            return None
+        if low[ks:ke] not in _QUERY_KEYS:
+            return None
+        kind = _PLAIN
+    sep = _separator_end(low, after, quoted, flag)
+    if sep is None:
+        return None
+    return sep[0], kind, sep[1]
 
 
 def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
@@ -744,6 +1010,45 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+# Lower-cased literals, at least one of which every detection above needs (PEM header,
+# ``://``, the prefix of each token shape, the key needles).  Keep in sync with the passes.
+# Short strings are screened with it in one regex step: most strings redact_value sees are
+# names, paths and numbers, and the pass-by-pass pipeline has a fixed cost of a few dozen
+# scans however short the input.
+_ANY_TRIGGER: Final = re.compile(
+    "|".join(
+        (
+            r"-----begin",
+            r"://",
+            r"gh[pousr]_",
+            r"github_pat_",
+            r"sk-",
+            r"k_live_",
+            r"k_test_",
+            r"whsec_",
+            r"akia",
+            r"asia",
+            r"abia",
+            r"acca",
+            r"aiza",
+            r"xox",
+            r"xapp-",
+            r"eyj",
+            r"ya29\.",
+            r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-",
+            r"hf_",
+            r"npm_",
+            r"pypi-",
+            r"sg\.",
+            r"_v1_",
+            r"sk[0-9a-f]{32}",
+            *_NEEDLES,
+        )
+    )
+)
+_SCREEN_BELOW: Final = 512
+
+
 def redact_text(text: str) -> str:
     """Return ``text`` with every recognisable secret replaced by :data:`REDACTED`.
 
@@ -753,6 +1058,8 @@ def redact_text(text: str) -> str:
     ``len(text)`` whatever the content.
     """
     if not text:
+        return text
+    if len(text) < _SCREEN_BELOW and _ANY_TRIGGER.search(text.lower()) is None:
         return text
     text = _redact_pem(text)
     text = _redact_urls(text)

@@ -105,7 +105,9 @@ async def main() -> int:
     args = parser.parse_args()
     env = {
         "PYTHONPATH": str(ROOT),
-        "ACP_PROGRESS_EMBEDDED_DELAY": "0",
+        # the model "thinks" 20 ms, as a real back-end waits on its socket: the worker thread
+        # blocks right after hook A, exactly when the card must reach the client
+        "ACP_PROGRESS_EMBEDDED_DELAY": "0.02",
         "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0",
         "ACP_PROGRESS_HEARTBEAT_DISABLED": "1",
     }

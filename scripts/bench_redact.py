@@ -1,0 +1,191 @@
+"""Throughput benchmark and leak check for :func:`acp_adapter.redact.redact_text`.
+
+Builds a deterministic ~10 MB log that looks like what an agent session produces
+(timestamps, paths, SHAs, UUIDs, URLs, JSON, stack traces) with about 1% of the lines
+carrying a secret of one of the shapes the redactor knows.  Prints the redactor's
+throughput next to a trivial ``str.replace`` over the same text, because the ratio of
+the two is what stays comparable across machines and noisy runs.  Exits non-zero if any
+planted secret survives redaction, or if any ordinary line comes out changed.
+
+Run from the project root: ``python scripts/bench_redact.py``.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from acp_adapter.redact import REDACTED, redact_text  # noqa: E402
+
+TARGET_BYTES = 10 * 1024 * 1024
+SECRET_LINE_RATE = 0.01
+REPEATS = 3
+
+
+def _rand(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+ALNUM = string.ascii_letters + string.digits
+B64URL = ALNUM + "-_"
+HEX = "0123456789abcdef"
+
+
+def _secret_line(rng: random.Random, ts: str) -> tuple[str, str]:
+    """Return (log line, the secret substring that must not survive)."""
+    kind = rng.randrange(16)
+    if kind == 0:
+        s = "ghp_" + _rand(rng, ALNUM, 36)
+        return f"{ts} DEBUG git: using token {s} for push", s
+    if kind == 1:
+        s = "sk-proj-" + _rand(rng, B64URL, 40) + "9"
+        return f'{ts} INFO config loaded {{"openai_api_key": "{s}", "model": "gpt-4o"}}', s
+    if kind == 2:
+        s = "AKIA" + _rand(rng, string.ascii_uppercase + string.digits, 16)
+        return f"{ts} WARN aws: access key {s} is about to expire", s
+    if kind == 3:
+        s = _rand(rng, ALNUM + "/+", 40)
+        return f"{ts} DEBUG env aws_secret_access_key={s}", s
+    if kind == 4:
+        s = "xoxb-" + _rand(rng, string.digits, 12) + "-" + _rand(rng, ALNUM, 24)
+        return f"{ts} INFO slack: posting with {s}", s
+    if kind == 5:
+        head = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+        s = head + "." + "eyJ" + _rand(rng, B64URL, 40) + "." + _rand(rng, B64URL, 43)
+        return f'{ts} DEBUG http: curl -H "Authorization: Bearer {s}" https://api.example.com/v1/me', s
+    if kind == 6:
+        s = _rand(rng, ALNUM, 24)
+        return f"{ts} INFO db: connecting to postgres://app:{s}@db.internal:5432/app", s
+    if kind == 7:
+        s = _rand(rng, ALNUM, 20)
+        return f"{ts} INFO oauth callback GET /callback?code={s}&state=xyz", s
+    if kind == 8:
+        s = "sk_live_" + _rand(rng, ALNUM, 24)
+        return f"{ts} ERROR stripe: request failed api_key={s}", s
+    if kind == 9:
+        s = "AIza" + _rand(rng, B64URL, 35)
+        return f"{ts} DEBUG maps: GET https://maps.googleapis.com/maps/api/geocode/json?key={s}", s
+    if kind == 10:
+        s = "glpat-" + _rand(rng, B64URL, 20)
+        return f"{ts} INFO export GITLAB_TOKEN={s}", s
+    if kind == 11:
+        s = _rand(rng, ALNUM, 16)
+        return f"{ts} DEBUG yaml:   password: {s}", s
+    if kind == 12:
+        s = "hf_" + _rand(rng, ALNUM, 34)
+        return f"{ts} INFO hub: docker run -e HF_TOKEN={s} image:latest", s
+    if kind == 13:
+        s = _rand(rng, ALNUM, 32)
+        return f"{ts} DEBUG http: Cookie: sessionid={s}; theme=dark", s
+    if kind == 14:
+        s = "npm_" + _rand(rng, ALNUM, 36)
+        return f"{ts} INFO npm: //registry.npmjs.org/:_authToken={s}", s
+    s = "glpat-" + _rand(rng, B64URL, 20)
+    return f"{ts} INFO git remote: https://oauth2:{s}@gitlab.com/group/repo.git", s
+
+
+def _ordinary_line(rng: random.Random, ts: str) -> str:
+    kind = rng.randrange(10)
+    sha = _rand(rng, HEX, 40)
+    uid = "-".join(_rand(rng, HEX, n) for n in (8, 4, 4, 4, 12))
+    num = rng.randrange(1000)
+    if kind == 0:
+        url = f"https://api.example.com/v1/items?page={num % 50}&sort=asc"
+        return f"{ts} INFO http: GET {url} 200 {num}ms"
+    if kind == 1:
+        return f"{ts} DEBUG git: checked out {sha} (HEAD -> main) in /home/dev/src/project"
+    if kind == 2:
+        return (
+            f'{ts} INFO {{"event": "tool_call", "id": "{uid}", "tool": "read_file", '
+            f'"path": "/src/tokenizer/secret_sauce.py", "bytes": {num * 977}}}'
+        )
+    if kind == 3:
+        return (
+            f'{ts} INFO {{"model": "claude", "usage": {{"input_tokens": {num * 9}, '
+            f'"output_tokens": {num}}}, "max_tokens": 4096}}'
+        )
+    if kind == 4:
+        return f'  File "/usr/lib/python3.11/site-packages/httpx/_client.py", line {num}, in send'
+    if kind == 5:
+        return f"{ts} WARN retry {num % 5}/5 after timeout=30 mode=fast (exit code {num % 3})"
+    if kind == 6:
+        return f"{ts} INFO build: sha256:{_rand(rng, HEX, 64)} pushed as v1.{num % 30}.{num % 9}"
+    if kind == 7:
+        return f"{ts} DEBUG session {uid} from 10.0.{num % 255}.{num % 254} user alice@example.com"
+    if kind == 8:
+        return f"{ts} INFO session refreshed because the token expired (see the password reset link docs)"
+    return f"{ts} DEBUG compiled {num % 400} files in {rng.random():.3f}s, cache hit ratio 0.{num % 99}"
+
+
+def build_log(seed: int = 20240501) -> tuple[str, list[str], list[int]]:
+    """Return (log text, planted secrets, indices of the ordinary lines)."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    secrets: list[str] = []
+    ordinary: list[int] = []
+    size = 0
+    n = 0
+    while size < TARGET_BYTES:
+        ts = f"2024-05-01T{(n // 3600) % 24:02d}:{(n // 60) % 60:02d}:{n % 60:02d}.{n % 1000:03d}Z"
+        if rng.random() < SECRET_LINE_RATE:
+            line, secret = _secret_line(rng, ts)
+            secrets.append(secret)
+        else:
+            line = _ordinary_line(rng, ts)
+            ordinary.append(n)
+        lines.append(line)
+        size += len(line) + 1
+        n += 1
+    return "\n".join(lines) + "\n", secrets, ordinary
+
+
+def best_of(fn: Callable[[], str], repeats: int = REPEATS) -> tuple[float, str]:
+    best = float("inf")
+    out = ""
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def main() -> int:
+    text, secrets, ordinary = build_log()
+    mb = len(text.encode()) / 1e6
+    t_redact, redacted = best_of(lambda: redact_text(text))
+    t_base, _ = best_of(lambda: text.replace("needle-that-never-occurs", "x"))
+    rate = mb / t_redact
+    base = mb / t_base
+    print(
+        f"log: {mb:.1f} MB, {text.count(chr(10))} lines, {len(secrets)} planted secrets, "
+        f"{redacted.count(REDACTED)} placeholders"
+    )
+    print(f"redact_text: {rate:.1f} MB/s  baseline(str.replace): {base:.0f} MB/s  ratio: {base / rate:.1f}x")
+    status = 0
+    leaked = [s for s in secrets if s in redacted]
+    if leaked:
+        print(f"LEAK: {len(leaked)} planted secrets survived, e.g. {leaked[0]!r}", file=sys.stderr)
+        status = 1
+    before, after = text.split("\n"), redacted.split("\n")
+    if len(before) != len(after):
+        print(f"OVER-REDACTION: line count changed {len(before)} -> {len(after)}", file=sys.stderr)
+        status = 1
+    else:
+        changed = [i for i in ordinary if before[i] != after[i]]
+        if changed:
+            example = after[changed[0]]
+            print(f"OVER-REDACTION: {len(changed)} ordinary lines changed, e.g. {example!r}", file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
