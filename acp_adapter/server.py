@@ -189,6 +189,7 @@ class ProgressAgent:
         if not await anyio.Path(cwd).is_dir():
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
         session = self.sessions.create(cwd, self.outbox)
+        session.toolbox = default_toolbox(cwd)
         log.info("new session %s in %s", session.id, cwd)
         return NewSessionResponse(session_id=session.id)
 
@@ -260,7 +261,7 @@ class ProgressAgent:
 
         return AIAgent(
             self.model,
-            toolbox=default_toolbox(session.cwd),
+            toolbox=session.toolbox,
             agent_progress_callback=make_agent_progress_cb(conn, session.id, loop, stream=stream),
             thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
             message_callback=make_message_cb(conn, session.id, loop, stream=stream),

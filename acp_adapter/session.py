@@ -11,6 +11,7 @@ from acp import RequestError
 from .cancel import CancelToken
 from .events import SessionStream, UpdateOutbox
 from .models.base import Message
+from .toolbox import Toolbox
 
 __all__ = ["Session", "SessionStore"]
 
@@ -24,6 +25,7 @@ class Session:
     stream: SessionStream
     history: list[Message] = field(default_factory=list)
     cancel: CancelToken | None = None
+    toolbox: Toolbox | None = None
 
     @property
     def busy(self) -> bool:
