@@ -136,3 +136,32 @@ async def test_connection_closing_mid_turn_cancels_the_worker_and_finalises(tmp_
     prompt.cancel()
     await client_conn.close()
     agent.shutdown()
+
+
+@pytest.mark.slow
+async def test_thousands_of_open_sessions_cost_no_thread_each(tmp_path):
+    import threading
+
+    client = RecordingClient()
+    agent = ProgressAgent(fast_settings(embedded_delay=0.3, heartbeat_interval=0.05))
+    async with inprocess_agent(client, agent) as conn:
+        sessions = [
+            (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id for _ in range(3000)
+        ]
+        before = threading.active_count()
+        busy = sessions[::100]  # 30 of them prompt at once, all heartbeating
+        responses = await asyncio.gather(
+            *(conn.prompt(session_id=sid, prompt=[text_block("hello")]) for sid in busy)
+        )
+        after = threading.active_count()
+    assert all(r.stop_reason == "end_turn" for r in responses)
+    assert after - before <= len(busy) + 2, "threads grew beyond one worker per running turn"
+    assert len(agent.sessions) == 3000
+    beats = [
+        u
+        for sid in busy
+        for cid, ups in client.think_cards(sid).items()
+        for u in ups
+        if u.status == "in_progress" and u.content
+    ]
+    assert len(beats) >= len(busy) * 3, "every waiting turn should have heartbeated on the one scheduler"
