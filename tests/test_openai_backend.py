@@ -35,13 +35,9 @@ from acp_adapter.models.base import (
     ToolSpec,
     UsageReport,
 )
-from acp_adapter.models.openai_compat import (
-    RAW_ARGUMENTS_KEY,
-    OpenAICompatModel,
-    RequestAborted,
-    _AbortScope,
-    _retry_after,
-)
+from acp_adapter.models.openai_abort import AbortScope
+from acp_adapter.models.openai_compat import RAW_ARGUMENTS_KEY, OpenAICompatModel, RequestAborted
+from acp_adapter.models.openai_errors import retry_after
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from .fake_openai import (
@@ -464,13 +460,13 @@ def test_max_retries_zero_means_one_attempt(server):
 
 
 def test_retry_after_parsing_is_capped():
-    assert _retry_after({"retry-after": "120"}) == 30.0
-    assert _retry_after({"retry-after": "2"}) == 2.0
-    assert _retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert retry_after({"retry-after": "120"}) == 30.0
+    assert retry_after({"retry-after": "2"}) == 2.0
+    assert retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
     in_5s = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 5))
-    assert 3 <= (_retry_after({"retry-after": in_5s}) or 0) <= 5
-    assert _retry_after({"retry-after": "soon"}) is None
-    assert _retry_after({}) is None
+    assert 3 <= (retry_after({"retry-after": in_5s}) or 0) <= 5
+    assert retry_after({"retry-after": "soon"}) is None
+    assert retry_after({}) is None
 
 
 def test_connection_refused(debug_logs):
@@ -660,7 +656,7 @@ def test_an_abandoned_connect_returns_at_once_and_is_cleaned_up():
         time.sleep(0.4)
         return Stream()
 
-    scope = _AbortScope()
+    scope = AbortScope()
     threading.Timer(0.1, scope.abort).start()
     started = time.monotonic()
     with pytest.raises(RequestAborted):
