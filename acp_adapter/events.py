@@ -139,6 +139,8 @@ class UpdateOutbox:
                 self._loop.call_soon_threadsafe(self._wake)
             except RuntimeError:  # loop closed: the connection is gone, nothing can be delivered
                 self._wake_scheduled = False
+                return
+            time.sleep(0)  # hand the GIL over so the woken loop can send now, not a switch interval later
 
     def _wake(self) -> None:
         self._wake_scheduled = False
