@@ -45,6 +45,7 @@ from acp_adapter.models import (
 )
 from acp_adapter.redact import redact_text
 from acp_adapter.terminal import TerminalPrinter
+from acp_adapter.timefmt import format_elapsed
 from acp_adapter.toolbox import Toolbox, ToolObserver, ToolOutcome
 
 __all__ = ["AIAgent", "TurnResult"]
@@ -175,8 +176,6 @@ class AIAgent:
             except Exception as exc:
                 log.warning("agent_progress_callback(heartbeat) failed: %s", redact_text(str(exc)))
         elif self.thinking_callback is not None:
-            from acp_adapter.timefmt import format_elapsed
-
             extra = f" — {status}" if status else ""
             self._safe(self.thinking_callback, f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
         else:

@@ -16,7 +16,6 @@ Three pieces:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import threading
@@ -96,10 +95,6 @@ class UpdateOutbox:
         self.sent = 0
         self.failed = 0
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
-
     def submit(self, session_id: str, update: Any) -> None:
         if self._closed:
             return
@@ -114,15 +109,6 @@ class UpdateOutbox:
         self._items.append(_Barrier(future))
         self._wake()
         await future
-
-    async def aclose(self) -> None:
-        await self.flush()
-        self._closed = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
 
     def _schedule_wake(self) -> None:
         if self._wake_scheduled:
@@ -257,12 +243,6 @@ class SessionStream:
     async def flush(self) -> None:
         """Wait until everything this stream submitted so far has been delivered (loop thread)."""
         await self._outbox.flush()
-
-    def run_locked(self, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` under the turn lock: for callers (AG-UI, tool progress) that must not race
-        finalisation."""
-        with self._lock:
-            return fn()
 
     def _submit(self, update: Any) -> None:
         """Submit a card/usage update; streamed text held back for redaction goes out first."""
@@ -478,10 +458,9 @@ def make_thinking_cb(
     loop: asyncio.AbstractEventLoop,
     *,
     stream: SessionStream | None = None,
-) -> Callable[[str], None]:
+) -> Callable[[str], bool]:
     """``thinking_callback(text)`` → ``agent_thought_chunk`` (redacted)."""
-    target = stream or _private_stream(conn, session_id, loop)
-    return target.send_thought_text
+    return (stream or _private_stream(conn, session_id, loop)).send_thought_text
 
 
 def make_message_cb(
@@ -490,7 +469,6 @@ def make_message_cb(
     loop: asyncio.AbstractEventLoop,
     *,
     stream: SessionStream | None = None,
-) -> Callable[[str], None]:
+) -> Callable[[str], bool]:
     """``message_callback(text)`` → ``agent_message_chunk`` (redacted)."""
-    target = stream or _private_stream(conn, session_id, loop)
-    return target.send_message_text
+    return (stream or _private_stream(conn, session_id, loop)).send_message_text

@@ -27,10 +27,6 @@ class Session:
     cancel: CancelToken | None = None
     toolbox: Toolbox | None = None
 
-    @property
-    def busy(self) -> bool:
-        return self.cancel is not None
-
     def begin_turn(self) -> CancelToken:
         if self.cancel is not None:
             raise RequestError.invalid_request(

@@ -214,3 +214,23 @@ async def test_private_stream_when_no_stream_is_given():
             break
     assert [type(u) for _, u in sink.sent] == [ToolCallStart, ToolCallProgress]
     assert sink.sent[0][0] == "solo"
+
+
+async def test_observers_see_exactly_what_the_client_gets_and_cannot_break_it():
+    sink = Sink()
+    outbox = UpdateOutbox(sink, asyncio.get_running_loop())
+    seen: list[tuple[str, Any]] = []
+    outbox.observers.append(lambda sid, update: seen.append((sid, update)))
+
+    def broken(sid: str, update: Any) -> None:
+        raise RuntimeError("a projection crashed")
+
+    outbox.observers.append(broken)
+    stream = SessionStream("s1", outbox)
+    stream.begin_turn()
+    stream.think_start()
+    stream.think_complete()
+    stream.send_message_text("hello world")
+    stream.end_turn()
+    await outbox.flush()
+    assert seen == sink.sent and len(seen) == 4  # start, complete, "hello ", "world" (held to end)
