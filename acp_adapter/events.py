@@ -23,7 +23,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from acp import update_agent_message_text, update_agent_thought_text
@@ -90,21 +90,16 @@ class UpdateOutbox:
         self._wake_scheduled = False
         self._event: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
-        self._closed = False
         self.observers: list[UpdateObserver] = []
         self.sent = 0
         self.failed = 0
 
     def submit(self, session_id: str, update: Any) -> None:
-        if self._closed:
-            return
         self._items.append(_Item(session_id, update))
         self._schedule_wake()
 
     async def flush(self) -> None:
         """Return once everything submitted before this call has been written (or has failed)."""
-        if self._closed and self._task is None:
-            return
         future: asyncio.Future[None] = self._loop.create_future()
         self._items.append(_Barrier(future))
         self._wake()
@@ -167,12 +162,21 @@ class UpdateOutbox:
             )
 
 
+_TEXT_UPDATE: dict[str, Callable[[str], Any]] = {
+    "message": update_agent_message_text,
+    "thought": update_agent_thought_text,
+}
+
+
+def _new_text_redactors() -> dict[str, StreamRedactor]:
+    return {channel: StreamRedactor() for channel in _TEXT_UPDATE}
+
+
 @dataclass
 class _Card:
     kind: str  # "think" or "tool"
     name: str
     started: float
-    ids: set[str] = field(default_factory=set)
 
 
 class SessionStream:
@@ -194,8 +198,7 @@ class SessionStream:
         self._cards: dict[str, _Card] = {}
         self._think_by_name: dict[str, str] = {}
         self._seq = itertools.count(1)
-        self._message_text = StreamRedactor()
-        self._thought_text = StreamRedactor()
+        self._held_text = _new_text_redactors()
 
     # ------------------------------------------------------------ turn lifecycle
 
@@ -210,8 +213,7 @@ class SessionStream:
 
     def begin_turn(self) -> None:
         with self._lock:
-            self._message_text = StreamRedactor()
-            self._thought_text = StreamRedactor()
+            self._held_text = _new_text_redactors()
             self._turn_open = True
             self._cards.clear()
             self._think_by_name.clear()
@@ -249,11 +251,20 @@ class SessionStream:
         self._flush_text_locked()
         self._outbox.submit(self.session_id, update)
 
-    def _flush_text_locked(self) -> None:
-        if rest := self._message_text.flush():
-            self._outbox.submit(self.session_id, update_agent_message_text(rest))
-        if rest := self._thought_text.flush():
-            self._outbox.submit(self.session_id, update_agent_thought_text(rest))
+    def _flush_text_locked(self, keep: str | None = None) -> None:
+        """Release text held back for redaction (except channel ``keep``), in channel order."""
+        for channel, redactor in self._held_text.items():
+            if channel != keep and (rest := redactor.flush()):
+                self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](rest))
+
+    def _send_text(self, channel: str, text: str) -> bool:
+        with self._lock:
+            if not self._turn_open or not text:
+                return False
+            self._flush_text_locked(keep=channel)  # switching channels releases the other's text
+            if safe := self._held_text[channel].feed(text):
+                self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](safe))
+            return True
 
     # ------------------------------------------------------------ free-form updates
 
@@ -268,24 +279,11 @@ class SessionStream:
     def send_message_text(self, text: str) -> bool:
         """Stream answer text; redacted with enough held back that no secret is split (see
         :mod:`acp_adapter.stream_redact`)."""
-        with self._lock:
-            if not self._turn_open or not text:
-                return False
-            if self._thought_text.pending and (rest := self._thought_text.flush()):
-                self._outbox.submit(self.session_id, update_agent_thought_text(rest))
-            if safe := self._message_text.feed(text):
-                self._outbox.submit(self.session_id, update_agent_message_text(safe))
-            return True
+        return self._send_text("message", text)
 
     def send_thought_text(self, text: str) -> bool:
-        with self._lock:
-            if not self._turn_open or not text:
-                return False
-            if self._message_text.pending and (rest := self._message_text.flush()):
-                self._outbox.submit(self.session_id, update_agent_message_text(rest))
-            if safe := self._thought_text.feed(text):
-                self._outbox.submit(self.session_id, update_agent_thought_text(safe))
-            return True
+        """Stream thought text, redacted the same way as answer text."""
+        return self._send_text("thought", text)
 
     def send_usage(self, used: int, size: int) -> bool:
         return self.send(UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, size)))
