@@ -8,6 +8,7 @@ are rejected with a clear error. Long tools report honest progress through ``ctx
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
@@ -193,10 +194,11 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     size = 0
     lines = 0
 
+    pipe = cast(io.BufferedReader, proc.stdout)  # stdout=PIPE: a buffered reader, never None
+
     def drain() -> None:
         nonlocal size, lines
-        assert proc.stdout is not None
-        for chunk in iter(lambda: proc.stdout.read1(4096), b""):  # type: ignore[union-attr]
+        for chunk in iter(lambda: pipe.read1(4096), b""):
             lines += chunk.count(b"\n")
             if size < OUTPUT_CAP:
                 chunks.append(chunk[: OUTPUT_CAP - size])

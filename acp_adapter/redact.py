@@ -801,6 +801,12 @@ def _phrase_key(low: str, ks: int, ke: int) -> tuple[int, int, int] | None:
     return open_at + 1, ke + 1, start
 
 
+def _matched_end(match: re.Match[str] | None) -> int:
+    """End of a match that cannot fail (the pattern accepts the character just checked)."""
+    assert match is not None
+    return match.end()
+
+
 def _redact_keyed(text: str) -> str:
     """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.
 
@@ -839,10 +845,10 @@ def _redact_keyed(text: str) -> str:
         if h and low[h - 1] in key_chars:
             if not rev:
                 rev = low[::-1]
-            ks = h - (key_run(rev, n - h).end() - (n - h))
+            ks = h - (_matched_end(key_run(rev, n - h)) - (n - h))
         ke = h + needle_lens[code & _NEEDLE_MASK]
         if ke < n and low[ke] in key_chars:
-            ke = key_run(low, ke).end()
+            ke = _matched_end(key_run(low, ke))
         cursor = ke
         if ke >= n - 1 or ke - ks > _MAX_KEY + 2:
             continue  # too long to be a key, or no room for a separator and a value

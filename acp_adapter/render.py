@@ -78,8 +78,8 @@ class CardBoard:
             self.cards[update.tool_call_id] = card
             return [card.tool_call_id]
         if isinstance(update, ToolCallProgress):
-            card = self.cards.get(update.tool_call_id)
-            if card is None:
+            known = self.cards.get(update.tool_call_id)
+            if known is None:
                 card = CardView(
                     update.tool_call_id,
                     update.title or update.tool_call_id,
@@ -88,8 +88,10 @@ class CardBoard:
                 )
                 card.opened_at = now
                 self.cards[update.tool_call_id] = card
-            elif not card.live:
-                self.late_updates += 1
+            else:
+                card = known
+                if not card.live:
+                    self.late_updates += 1
             if update.title:
                 card.title = update.title
             if update.status:

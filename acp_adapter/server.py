@@ -220,7 +220,9 @@ class ProgressAgent:
             agent = self._build_agent(session, cancel, loop)
             text = prompt_to_text(prompt)
             history = list(session.history)
-            worker = loop.run_in_executor(self._executor, lambda: agent.run_conversation(text, history))
+            worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
+                self._executor, lambda: agent.run_conversation(text, history)
+            )
             result, error, interrupted = await _await_through_cancel(
                 worker, lambda: cancel.cancel("the client connection closed")
             )
@@ -287,7 +289,9 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
     fds = protect_stdio()
     agent = ProgressAgent(settings, model=model)
     reader, writer = await open_protocol_streams(fds)
-    conn = AgentSideConnection(agent, writer, reader, listening=False)
+    # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
+    # subclassing acp.Agent (whose stubs would answer methods it does not implement).
+    conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
     try:
         await conn.listen()
     finally:

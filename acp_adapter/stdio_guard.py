@@ -141,7 +141,7 @@ async def open_protocol_streams(fds: ProtocolFds) -> tuple[asyncio.StreamReader,
         )
     else:
         transport = _BlockingWriteTransport(fds.write_fd)
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)  # type: ignore[arg-type]
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return reader, writer
 
 

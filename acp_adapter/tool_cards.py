@@ -121,7 +121,11 @@ class AcpToolObserver:
             )
 
         future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(ask(), self._loop)
-        remove_hook = self._cancel.on_cancel(lambda: future.cancel())
+
+        def abandon() -> None:
+            future.cancel()
+
+        remove_hook = self._cancel.on_cancel(abandon)
         try:
             response = future.result()
         except concurrent.futures.CancelledError:

@@ -200,13 +200,15 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, log_
     client = WatchClient(out, animate=animate, auto_allow=args.yes)
     command = _agent_command(args)
     try:
-        async with spawn_agent_process(
-            client,
-            command[0],
-            *command[1:],
-            env=_agent_env(settings),
-            transport_kwargs={"stderr": log_target},
-        ) as (conn, _process):
+        async with (
+            spawn_agent_process(
+                client,  # type: ignore[arg-type]  # implements the client methods it needs
+                command[0],
+                *command[1:],
+                env=_agent_env(settings),
+                transport_kwargs={"stderr": log_target},
+            ) as (conn, _process)
+        ):
             await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(),
