@@ -165,3 +165,22 @@ async def test_thousands_of_open_sessions_cost_no_thread_each(tmp_path):
         if u.status == "in_progress" and u.content
     ]
     assert len(beats) >= len(busy) * 3, "every waiting turn should have heartbeated on the one scheduler"
+
+
+async def test_read_card_has_kind_title_and_the_file_location(tmp_path):
+    (tmp_path / "notes.md").write_text("# Notes\nhello\n")
+    client = RecordingClient()
+    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("read notes.md")])
+    (card,) = [ups for ups in client.cards().values() if ups[0].kind != "think"]
+    start = card[0]
+    assert (start.kind, start.title, start.status) == ("read", "Reading notes.md", "in_progress")
+    assert [loc.path for loc in start.locations] == [str(tmp_path / "notes.md")]
+    assert start.raw_input == {"path": "notes.md"}
+    assert final_status(card) == "completed" and card[-1].raw_output == {
+        "path": "notes.md",
+        "bytes": 14,
+        "lines": 2,
+    }
+    assert "`notes.md` has 2 lines. Its sections: Notes." in client.answer()
