@@ -42,6 +42,7 @@ class TerminalPrinter:
         self._label = ""
         self._started = 0.0
         self._frame = 0
+        self._detail = ""
         self._line_shown = False
 
     @property
@@ -60,10 +61,10 @@ class TerminalPrinter:
         self.out.write(redact_text(text))
         self.out.flush()
 
-    def _draw(self, detail: str = "") -> None:
+    def _draw(self) -> None:
         frame = SPINNER_FRAMES[self._frame % len(SPINNER_FRAMES)]
         elapsed = format_elapsed(time.monotonic() - self._started)
-        extra = f" — {detail}" if detail else ""
+        extra = f" — {self._detail}" if self._detail else ""
         self._write(f"\r\x1b[2K{frame} {self._label} {elapsed}{extra}")
         self._line_shown = True
 
@@ -77,6 +78,7 @@ class TerminalPrinter:
     def spinner_start(self, label: str = "Thinking...") -> None:
         with self._lock:
             self._label = label
+            self._detail = ""
             self._started = time.monotonic()
             self._frame = 0
             if self._tty():
@@ -90,8 +92,9 @@ class TerminalPrinter:
     def spinner_heartbeat(self, elapsed: float, status: str | None = None) -> None:
         with self._lock:
             if self._tty():
+                self._detail = status or ""  # kept, so every animation frame shows it
                 if self._spinner is not None:
-                    self._draw(status or "")
+                    self._draw()
             else:
                 extra = f" — {status}" if status else ""
                 self._write(f"Still thinking… {format_elapsed(elapsed)}{extra}\n")

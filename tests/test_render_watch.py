@@ -62,3 +62,23 @@ async def test_plain_output_prints_one_line_per_card_event_and_flags_orphans():
     assert lines[4] == "❌ 💻 Running make — command timed out after 30s"
     assert "left spinning by the agent: Searching for x" in out.getvalue()
     assert lines[-1] == "— stop reason: end_turn"
+
+
+def test_terminal_printer_animates_and_keeps_the_status_between_frames():
+    import time as _time
+
+    from acp_adapter.heartbeat import HeartbeatScheduler
+    from acp_adapter.terminal import TerminalPrinter
+
+    out = io.StringIO()
+    printer = TerminalPrinter(out, animate=True, scheduler=HeartbeatScheduler(), frame_interval=0.01)
+    printer.spinner_start()
+    printer.spinner_heartbeat(30.0, "Retrying in 4s (429)")
+    _time.sleep(0.08)
+    printer.spinner_stop()
+    printer.answer("done\n")
+    frames = [f for f in out.getvalue().split("\r\x1b[2K") if f]
+    animated = [f for f in frames if "Thinking..." in f]
+    assert len({f[0] for f in animated}) >= 3, "the spinner glyph should change between frames"
+    assert all("Retrying in 4s (429)" in f for f in animated[1:])
+    assert out.getvalue().endswith("\r\x1b[2Kdone\n")
