@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
+from acp import update_tool_call
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from .cancel import CancelToken
@@ -70,8 +72,8 @@ class AcpToolObserver:
             path = select_preview("path", call.arguments)
             if path:
                 locations = (_absolute(self._workspace, path),)
-        meta = {"toolId": call.name, "label": redact_text(label), "preview": redact_text(preview)}
-        meta["emoji"] = presentation.emoji
+        # build_tool_start redacts the whole _meta (and the title) at the single choke point
+        meta = {"toolId": call.name, "label": label, "preview": preview, "emoji": presentation.emoji}
         return title, presentation.kind, locations, meta
 
     def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
@@ -100,8 +102,6 @@ class AcpToolObserver:
 
     def request_permission(self, call: ToolCall, tool: Tool) -> bool:
         """Ask the client (blocking this worker thread, never the loop); cancel means no."""
-        from acp import update_tool_call
-
         if not self._stream.tool_is_open(call.id):
             return False
         self._stream.tool_update(call.id, update_tool_call(call.id, status="pending"))
@@ -142,8 +142,6 @@ class AcpToolObserver:
 
 
 def _absolute(workspace: str | None, path: str) -> str:
-    import os
-
     if os.path.isabs(path) or workspace is None:
         return path
     return os.path.normpath(os.path.join(workspace, path))
