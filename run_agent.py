@@ -330,12 +330,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from acp_adapter.logsetup import configure_logging
 
-    configure_logging()
     try:
         settings = Settings.from_env()
     except ConfigError as exc:
         print(f"acp-progress: {exc}", file=sys.stderr)
         return 2
+    configure_logging(settings.log_level)
     return run_plain(" ".join(args.prompt), args.cwd, settings)
 
 

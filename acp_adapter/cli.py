@@ -1,5 +1,4 @@
-"""The ``acp-progress`` command: ``serve`` (ACP over stdio), ``watch`` (a terminal ACP client),
-``run`` (one prompt in a plain terminal, no ACP)."""
+"""The acp-progress command line: serve, watch, run, descriptor."""
 
 from __future__ import annotations
 
@@ -8,53 +7,42 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal, get_args, get_origin
 
-from .config import MODEL_CHOICES, ConfigError, Settings
+from . import __version__
+from .config import ConfigError, Settings
 from .logsetup import configure_logging
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+DESCRIPTION = (
+    "Make an ACP agent visibly alive: thinking spinners, tool cards and progress. "
+    "serve speaks ACP over stdio (what an editor launches), watch drives an ACP agent and draws its "
+    "cards in this terminal, run answers one prompt in a plain terminal without ACP, descriptor "
+    "checks a tool presentation descriptor."
+)
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
-    settings = Settings.from_env()
-    changes: dict[str, object] = {}
-    if getattr(args, "heartbeat_interval", None) is not None:
-        changes["heartbeat_interval"] = args.heartbeat_interval
-    if getattr(args, "no_heartbeat", False):
-        changes["heartbeat_disabled"] = True
-    if getattr(args, "model", None):
-        changes["model"] = args.model
-    if getattr(args, "embedded_delay", None) is not None:
-        if args.embedded_delay < 0:
-            raise ConfigError(f"--embedded-delay: must be >= 0, got {args.embedded_delay}")
-        changes["embedded_delay"] = args.embedded_delay
-    return settings.replace(**changes) if changes else settings
+    """The environment, validated, with this command's flags on top (errors name the flag)."""
+    flags = {name: getattr(args, name, None) for name, *_ in Settings.flag_fields()}
+    return Settings.load(flags=flags)
 
 
 def _add_model_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--heartbeat-interval",
-        type=float,
-        metavar="SECONDS",
-        help="seconds between spinner heartbeats (env ACP_PROGRESS_HEARTBEAT_INTERVAL, default 30)",
-    )
-    parser.add_argument(
-        "--no-heartbeat",
-        action="store_true",
-        help="disable the heartbeat timer entirely (env ACP_PROGRESS_HEARTBEAT_DISABLED=1)",
-    )
-    parser.add_argument("--model", choices=MODEL_CHOICES, help="model back-end (env ACP_PROGRESS_MODEL)")
-    parser.add_argument(
-        "--embedded-delay",
-        type=float,
-        metavar="SECONDS",
-        help="think delay of the embedded model (env ACP_PROGRESS_EMBEDDED_DELAY, default 2)",
-    )
+    """One flag per flagged settings field; the value is validated by the settings model."""
+    for name, flag, metavar, help_text, annotation in Settings.flag_fields():
+        if annotation is bool:
+            parser.add_argument(flag, dest=name, action="store_const", const=True, help=help_text)
+            continue
+        choices = get_args(annotation) if get_origin(annotation) is Literal else None
+        parser.add_argument(flag, dest=name, metavar=metavar, choices=choices, help=help_text)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="acp-progress", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="acp-progress", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     serve = sub.add_parser("serve", help="serve ACP over stdio (what an editor launches)")
     _add_model_flags(serve)
@@ -134,13 +122,21 @@ def check_descriptor(path: str, tool_id: str, sample_input: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    configure_logging()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command == "descriptor":
+        # Needs no settings: an unrelated bad environment variable must not fail it.
+        configure_logging()
+        return check_descriptor(args.file, args.tool_id, args.input)
     try:
         settings = _settings_from(args)
     except ConfigError as exc:
         print(f"acp-progress: {exc}", file=sys.stderr)
         return 2
+    configure_logging(settings.log_level)
     if args.command == "serve":
         import anyio
 
@@ -152,8 +148,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"acp-progress: {exc}", file=sys.stderr)
             return 2
         return 0
-    if args.command == "descriptor":
-        return check_descriptor(args.file, args.tool_id, args.input)
     if args.command == "watch":
         from .watch import run_watch
 
@@ -161,3 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from run_agent import run_plain
 
     return run_plain(" ".join(args.prompt), args.cwd, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,140 +1,362 @@
-"""Settings from the environment (and CLI flags), validated up front with clear errors.
+"""One validated configuration: every environment variable and command-line flag, checked up front.
 
-A typo in ``ACP_PROGRESS_HEARTBEAT_INTERVAL`` should stop the agent at start-up with a message that
-names the variable, not surface as a silent 30-second default or a traceback mid-turn.
+A typo in ``ACP_PROGRESS_HEARTBEAT_INTERVAL`` must stop the agent at start-up with a message that
+names the variable, not surface as a silent default or a traceback mid-turn; a value that is a
+number but a silly one (``1e-9`` s between heartbeats, ``inf``) is refused with its bounds.
+
+How it works, and how to add a setting (a one-place change)
+-----------------------------------------------------------
+Every setting is one field of :class:`Settings` (or of a section model such as
+:class:`OpenAISettings`, held in a field of :class:`Settings`), declared with :func:`setting`::
+
+    my_limit: int = setting(10, env="ACP_PROGRESS_MY_LIMIT", ge=1, le=1000, help="what it limits")
+
+That one line gives the variable, its parsing and bounds (pydantic constraints: ``gt``/``ge``/
+``lt``/``le``, a ``Literal`` type for choices), the error message naming the variable, the README-
+style help, and — with ``flag="--my-limit"`` — a command-line flag on ``serve``/``watch``/``run``
+(``acp_adapter.cli`` adds every flagged field; the flag's value is validated by the same field).
+Section models found in fields of :class:`Settings` are read from the environment the same way.
+
+API:
+
+* ``Settings.from_env(environ=None)`` — read and validate the environment (unrelated variables
+  are ignored; an empty variable counts as unset).
+* ``Settings.load(environ=None, flags={field: raw})`` — environment, then flags on top; errors name
+  the flag for flag values.
+* ``settings.replace(**changes)`` — a validated copy with field values changed (errors name the field).
+* ``settings.to_env()`` — the variables that reproduce these settings in a child process.
+* Constructing ``Settings(...)``/``OpenAISettings(...)`` directly (tests, embedders) also validates,
+  raising pydantic's ``ValidationError``; the three calls above raise :class:`ConfigError` (both are
+  ``ValueError``) whose message starts with the variable or flag name.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
 
-__all__ = ["MODEL_CHOICES", "ConfigError", "OpenAISettings", "Settings", "parse_bool"]
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
+
+__all__ = [
+    "LOG_LEVELS",
+    "MODEL_CHOICES",
+    "ConfigError",
+    "OpenAISettings",
+    "Settings",
+    "parse_bool",
+    "setting",
+]
 
 MODEL_CHOICES = ("embedded", "openai")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
+ModelName = Literal["embedded", "openai"]
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 class ConfigError(ValueError):
     """A setting has a value the agent cannot use; the message names the setting."""
 
 
+def setting(
+    default: Any,
+    *,
+    env: str,
+    help: str,
+    flag: str | None = None,
+    metavar: str | None = None,
+    **constraints: Any,
+) -> Any:
+    """Declare one setting: its default, environment variable, optional CLI flag and bounds."""
+    extra: dict[str, Any] = {"env": env}
+    if flag is not None:
+        extra["flag"] = flag
+    if metavar is not None:
+        extra["metavar"] = metavar
+    return Field(default, alias=env, description=help, json_schema_extra=extra, **constraints)
+
+
 def parse_bool(name: str, raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigError(f"{name}: expected one of 1/0, true/false, yes/no, on/off; got {raw!r}")
-
-
-def _parse_float(name: str, raw: str, *, minimum: float, allow_equal: bool) -> float:
+    """Parse a yes/no value the way every boolean setting does (kept for callers outside the model)."""
     try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name}: expected a number of seconds, got {raw!r}") from None
-    if not math.isfinite(value) or value < minimum or (value == minimum and not allow_equal):
-        op = ">=" if allow_equal else ">"
-        raise ConfigError(f"{name}: must be {op} {minimum:g}, got {raw!r}")
-    return value
+        return _BoolProbe.model_validate({"v": raw}).v
+    except ValidationError:
+        raise ConfigError(f"{name}: {_BOOL_HINT}; got {raw!r}") from None
 
 
-def _parse_int(name: str, raw: str, *, minimum: int) -> int:
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ConfigError(f"{name}: expected a whole number, got {raw!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{name}: must be >= {minimum}, got {raw!r}")
-    return value
+_BOOL_HINT = "expected one of 1/0, true/false, yes/no, on/off"
 
 
-@dataclass(frozen=True)
-class OpenAISettings:
+class _BoolProbe(BaseModel):
+    v: bool
+
+
+def _num(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _describe(error: ErrorDetails) -> str:
+    """Pydantic's error, phrased for a person setting an environment variable or flag."""
+    kind, ctx = error["type"], error.get("ctx", {})
+    if kind in {"float_parsing", "float_type"}:
+        return "expected a number"
+    if kind in {"int_parsing", "int_type", "int_from_float"}:
+        return "expected a whole number"
+    if kind in {"bool_parsing", "bool_type"}:
+        return _BOOL_HINT
+    if kind == "finite_number":
+        return "must be a finite number"
+    if kind == "greater_than":
+        return f"must be > {_num(ctx['gt'])}"
+    if kind == "greater_than_equal":
+        return f"must be >= {_num(ctx['ge'])}"
+    if kind == "less_than":
+        return f"must be < {_num(ctx['lt'])}"
+    if kind == "less_than_equal":
+        return f"must be <= {_num(ctx['le'])}"
+    if kind == "literal_error":
+        return f"expected one of {ctx['expected']}".replace("'", "")
+    if kind == "extra_forbidden":
+        return "is not a setting"
+    return str(error["msg"])
+
+
+class _Section(BaseModel):
+    """Base of the settings models: frozen, closed (unknown keys are errors), validated."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        validate_by_name=True,
+        validate_by_alias=True,
+        allow_inf_nan=False,  # "inf"/"nan" are refused as "must be a finite number"
+    )
+
+    @classmethod
+    def _fields_with_env(cls) -> Iterator[tuple[str, str]]:
+        for name, info in cls.model_fields.items():
+            extra = info.json_schema_extra
+            if isinstance(extra, dict) and isinstance(extra.get("env"), str):
+                yield name, str(extra["env"])
+
+    @classmethod
+    def _sections(cls) -> Iterator[tuple[str, type[_Section]]]:
+        for name, info in cls.model_fields.items():
+            ann = info.annotation
+            if isinstance(ann, type) and issubclass(ann, _Section):
+                yield name, ann
+
+    @classmethod
+    def _env_data(cls, env: Mapping[str, str], labels: dict[tuple[str, ...], str]) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        for name, var in cls._fields_with_env():
+            raw = env.get(var)
+            if raw is not None and raw.strip() != "":
+                data[name] = raw.strip()
+                labels[(name,)] = var
+        for name, section in cls._sections():
+            sub: dict[tuple[str, ...], str] = {}
+            data[name] = section._env_data(env, sub)
+            labels.update({(name, *loc): label for loc, label in sub.items()})
+        return data
+
+    def to_env(self) -> dict[str, str]:
+        """The environment variables that reproduce these settings (for a child agent process)."""
+        out: dict[str, str] = {}
+        for name, var in self._fields_with_env():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            out[var] = ("1" if value else "0") if isinstance(value, bool) else str(value)
+        for name, _section in self._sections():
+            out.update(getattr(self, name).to_env())
+        return out
+
+
+def _label_for(
+    model: type[_Section], loc: tuple[str | int, ...], labels: Mapping[tuple[str, ...], str]
+) -> str:
+    key = tuple(str(part) for part in loc)
+    if key in labels:
+        return labels[key]
+    # Not from the environment or a flag: name the variable if the field has one, else the field.
+    current: type[_Section] = model
+    for i, part in enumerate(key):
+        info = current.model_fields.get(part) or next(
+            (f for f in current.model_fields.values() if f.alias == part), None
+        )
+        if info is None:
+            break
+        ann = info.annotation
+        if i + 1 < len(key) and isinstance(ann, type) and issubclass(ann, _Section):
+            current = ann
+            continue
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and isinstance(extra.get("env"), str):
+            return str(extra["env"])
+    return ".".join(key)
+
+
+def _raw_at(data: Mapping[str, Any], loc: tuple[str | int, ...]) -> Any:
+    current: Any = data
+    for part in loc:
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        else:
+            return None
+    return current
+
+
+def _config_error(
+    exc: ValidationError,
+    model: type[_Section],
+    data: Mapping[str, Any],
+    labels: Mapping[tuple[str, ...], str],
+) -> ConfigError:
+    lines = []
+    for error in exc.errors():
+        loc = error["loc"]
+        label = _label_for(model, loc, labels)
+        raw = _raw_at(data, loc)
+        got = f", got {raw!r}" if raw is not None and error["type"] != "extra_forbidden" else ""
+        lines.append(f"{label}: {_describe(error)}{got}")
+    return ConfigError("; ".join(lines))
+
+
+class OpenAISettings(_Section):
     """Connection settings of the OpenAI-compatible back-end."""
 
-    base_url: str = "https://api.openai.com/v1"
-    api_key: str = ""
-    model: str = "gpt-4o-mini"
-    timeout: float = 120.0
-    max_retries: int = 2
-    context_window: int | None = None
+    base_url: str = setting(
+        "https://api.openai.com/v1", env="OPENAI_BASE_URL", help="the server's /v1 base URL"
+    )
+    api_key: str = setting("", env="OPENAI_API_KEY", help="bearer token; local servers usually need none")
+    model: str = setting("gpt-4o-mini", env="ACP_PROGRESS_OPENAI_MODEL", help="model name", min_length=1)
+    timeout: float = setting(
+        120.0,
+        env="ACP_PROGRESS_OPENAI_TIMEOUT",
+        help="seconds without any byte from the server before the call fails",
+        gt=0,
+        le=3600,
+    )
+    max_retries: int = setting(
+        2,
+        env="ACP_PROGRESS_OPENAI_MAX_RETRIES",
+        help="retries for 429 / 5xx / dropped connections before the first token",
+        ge=0,
+        le=10,
+    )
+    context_window: int | None = setting(
+        None,
+        env="ACP_PROGRESS_OPENAI_CONTEXT_WINDOW",
+        help="context size in tokens; when set, usage is sent as usage_update",
+        ge=1,
+        le=100_000_000,
+    )
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Everything the agent reads from its environment, already validated."""
+class Settings(_Section):
+    """Everything the agent reads from its environment and flags, already validated."""
 
-    heartbeat_interval: float = 30.0
-    heartbeat_disabled: bool = False
-    model: str = "embedded"
-    embedded_delay: float = 2.0
-    embedded_chunk_delay: float = 0.03
-    max_turns: int = 8
-    max_workers: int = 256
-    openai: OpenAISettings = field(default_factory=OpenAISettings)
+    heartbeat_interval: float = setting(
+        30.0,
+        env="ACP_PROGRESS_HEARTBEAT_INTERVAL",
+        flag="--heartbeat-interval",
+        metavar="SECONDS",
+        help="seconds between spinner heartbeats (0.01 to 86400)",
+        ge=0.01,
+        le=86400,
+    )
+    heartbeat_disabled: bool = setting(
+        False,
+        env="ACP_PROGRESS_HEARTBEAT_DISABLED",
+        flag="--no-heartbeat",
+        help="disable the heartbeat timer entirely",
+    )
+    model: ModelName = setting(
+        "embedded", env="ACP_PROGRESS_MODEL", flag="--model", help="model back-end: embedded or openai"
+    )
+    embedded_delay: float = setting(
+        2.0,
+        env="ACP_PROGRESS_EMBEDDED_DELAY",
+        flag="--embedded-delay",
+        metavar="SECONDS",
+        help="think delay of the embedded model (0 to 3600)",
+        ge=0,
+        le=3600,
+    )
+    embedded_chunk_delay: float = setting(
+        0.03,
+        env="ACP_PROGRESS_EMBEDDED_CHUNK_DELAY",
+        help="pause between the embedded model's streamed answer chunks",
+        ge=0,
+        le=60,
+    )
+    max_turns: int = setting(
+        8, env="ACP_PROGRESS_MAX_TURNS", help="model calls per prompt before the turn stops", ge=1, le=1000
+    )
+    max_workers: int = setting(
+        256, env="ACP_PROGRESS_MAX_WORKERS", help="worker threads for concurrent turns", ge=1, le=4096
+    )
+    log_level: LogLevel = setting(
+        "WARNING", env="ACP_PROGRESS_LOG_LEVEL", help="level of the stderr log: DEBUG, INFO, WARNING, ERROR"
+    )
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
 
-    def __post_init__(self) -> None:
-        if self.model not in MODEL_CHOICES:
-            raise ConfigError(
-                f"ACP_PROGRESS_MODEL: expected one of {', '.join(MODEL_CHOICES)}; got {self.model!r}"
-            )
-        if not self.heartbeat_interval > 0:
-            raise ConfigError(f"heartbeat interval must be > 0 seconds, got {self.heartbeat_interval!r}")
+    @field_validator("model", "log_level", mode="before")
+    @classmethod
+    def _fold_case(cls, value: Any, info: Any) -> Any:
+        if isinstance(value, str):
+            value = value.strip()
+            return value.lower() if info.field_name == "model" else value.upper()
+        return value
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from the environment (``os.environ`` by default); unrelated variables are ignored."""
+        return cls.load(environ)
+
+    @classmethod
+    def load(
+        cls, environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None
+    ) -> Settings:
+        """Settings from the environment with flag values (keyed by field name) on top."""
         env = os.environ if environ is None else environ
-        kwargs: dict[str, object] = {}
-        if (raw := env.get("ACP_PROGRESS_HEARTBEAT_INTERVAL")) is not None:
-            kwargs["heartbeat_interval"] = _parse_float(
-                "ACP_PROGRESS_HEARTBEAT_INTERVAL", raw, minimum=0, allow_equal=False
-            )
-        if (raw := env.get("ACP_PROGRESS_HEARTBEAT_DISABLED")) is not None:
-            kwargs["heartbeat_disabled"] = parse_bool("ACP_PROGRESS_HEARTBEAT_DISABLED", raw)
-        if (raw := env.get("ACP_PROGRESS_MODEL")) is not None:
-            kwargs["model"] = raw.strip().lower() or "embedded"
-        if (raw := env.get("ACP_PROGRESS_EMBEDDED_DELAY")) is not None:
-            kwargs["embedded_delay"] = _parse_float(
-                "ACP_PROGRESS_EMBEDDED_DELAY", raw, minimum=0, allow_equal=True
-            )
-        if (raw := env.get("ACP_PROGRESS_EMBEDDED_CHUNK_DELAY")) is not None:
-            kwargs["embedded_chunk_delay"] = _parse_float(
-                "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY", raw, minimum=0, allow_equal=True
-            )
-        if (raw := env.get("ACP_PROGRESS_MAX_TURNS")) is not None:
-            kwargs["max_turns"] = _parse_int("ACP_PROGRESS_MAX_TURNS", raw, minimum=1)
-        if (raw := env.get("ACP_PROGRESS_MAX_WORKERS")) is not None:
-            kwargs["max_workers"] = _parse_int("ACP_PROGRESS_MAX_WORKERS", raw, minimum=1)
-        kwargs["openai"] = _openai_from_env(env)
-        return cls(**kwargs)  # type: ignore[arg-type]
+        labels: dict[tuple[str, ...], str] = {}
+        data = cls._env_data(env, labels)
+        for name, value in (flags or {}).items():
+            if value is None:
+                continue
+            data[name] = value
+            extra = cls.model_fields[name].json_schema_extra
+            flag = extra.get("flag") if isinstance(extra, dict) else None
+            labels[(name,)] = str(flag or name)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _config_error(exc, cls, data, labels) from None
 
-    def replace(self, **changes: object) -> Settings:
-        """A copy with ``changes`` applied (CLI flags override the environment)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+    @classmethod
+    def flag_fields(cls) -> Iterator[tuple[str, str, str | None, str, type | None]]:
+        """``(field, flag, metavar, help, type)`` of every field with a command-line flag."""
+        for name, info in cls.model_fields.items():
+            extra = info.json_schema_extra
+            if isinstance(extra, dict) and isinstance(extra.get("flag"), str):
+                metavar = extra.get("metavar")
+                yield (
+                    name,
+                    str(extra["flag"]),
+                    str(metavar) if metavar is not None else None,
+                    f"{info.description} (env {extra['env']}, default {info.default})",
+                    info.annotation,
+                )
 
-
-def _openai_from_env(env: Mapping[str, str]) -> OpenAISettings:
-    defaults = OpenAISettings()
-    timeout = defaults.timeout
-    if (raw := env.get("ACP_PROGRESS_OPENAI_TIMEOUT")) is not None:
-        timeout = _parse_float("ACP_PROGRESS_OPENAI_TIMEOUT", raw, minimum=0, allow_equal=False)
-    retries = defaults.max_retries
-    if (raw := env.get("ACP_PROGRESS_OPENAI_MAX_RETRIES")) is not None:
-        retries = _parse_int("ACP_PROGRESS_OPENAI_MAX_RETRIES", raw, minimum=0)
-    context_window = defaults.context_window
-    if (raw := env.get("ACP_PROGRESS_OPENAI_CONTEXT_WINDOW", "").strip()) != "":
-        context_window = _parse_int("ACP_PROGRESS_OPENAI_CONTEXT_WINDOW", raw, minimum=1)
-    return OpenAISettings(
-        base_url=env.get("OPENAI_BASE_URL", "").strip() or defaults.base_url,
-        api_key=env.get("OPENAI_API_KEY", ""),
-        model=env.get("ACP_PROGRESS_OPENAI_MODEL", "").strip() or defaults.model,
-        timeout=timeout,
-        max_retries=retries,
-        context_window=context_window,
-    )
+    def replace(self, **changes: Any) -> Settings:
+        """A validated copy with ``changes`` (field names) applied; errors name the field."""
+        data = {**self.model_dump(), **changes}
+        labels: dict[tuple[str, ...], str] = {(name,): name for name in changes}
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as exc:
+            raise _config_error(exc, type(self), data, labels) from None

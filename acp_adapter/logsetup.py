@@ -7,7 +7,6 @@ library's debug line that happens to carry a token is redacted like everything e
 from __future__ import annotations
 
 import logging
-import os
 import sys
 
 from .redact import redact_text
@@ -24,12 +23,14 @@ class RedactingFormatter(logging.Formatter):
         return redact_text(super().format(record))
 
 
-def configure_logging(level: str | int | None = None) -> None:
-    """Send all logging to stderr (never stdout), redacted; level from ``ACP_PROGRESS_LOG_LEVEL``."""
-    if level is None:
-        level = os.environ.get("ACP_PROGRESS_LOG_LEVEL", "WARNING")
+def configure_logging(level: str | int = "WARNING") -> None:
+    """Send all logging to stderr (never stdout), redacted.
+
+    ``level`` is a level name or number; the command line passes ``Settings.log_level``, already
+    validated from ``ACP_PROGRESS_LOG_LEVEL`` (an unknown name is a start-up error there, not a
+    silent WARNING here)."""
     if isinstance(level, str):
-        level = getattr(logging, level.strip().upper(), logging.WARNING)
+        level = logging.getLevelNamesMapping()[level.strip().upper()]
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(RedactingFormatter(FORMAT))
     root = logging.getLogger()

@@ -187,12 +187,7 @@ def _agent_command(args: argparse.Namespace) -> list[str]:
 
 
 def _agent_env(settings: Settings) -> dict[str, str]:
-    env = dict(os.environ)
-    env["ACP_PROGRESS_HEARTBEAT_INTERVAL"] = repr(settings.heartbeat_interval)
-    env["ACP_PROGRESS_HEARTBEAT_DISABLED"] = "1" if settings.heartbeat_disabled else "0"
-    env["ACP_PROGRESS_MODEL"] = settings.model
-    env["ACP_PROGRESS_EMBEDDED_DELAY"] = repr(settings.embedded_delay)
-    return env
+    return {**os.environ, **settings.to_env()}
 
 
 async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, log_target: Any, cwd: str) -> int:

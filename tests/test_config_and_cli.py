@@ -29,10 +29,19 @@ def test_defaults():
     ("env", "message"),
     [
         ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "soon"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: expected a number"),
-        ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "0"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: must be > 0"),
-        ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "nan"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: must be > 0"),
+        ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "0"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: must be >= 0.01"),
+        ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "nan"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: must be a finite"),
+        ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "inf"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: must be a finite"),
+        ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "1e-9"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: must be >= 0.01"),
+        ({"ACP_PROGRESS_HEARTBEAT_INTERVAL": "1e9"}, "ACP_PROGRESS_HEARTBEAT_INTERVAL: must be <= 86400"),
+        ({"ACP_PROGRESS_LOG_LEVEL": "LOUD"}, "ACP_PROGRESS_LOG_LEVEL: expected one of DEBUG, INFO"),
+        ({"ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "x"}, "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY: expected a number"),
+        ({"ACP_PROGRESS_MAX_WORKERS": "1.5"}, "ACP_PROGRESS_MAX_WORKERS: expected a whole number"),
+        ({"ACP_PROGRESS_MAX_WORKERS": "100000"}, "ACP_PROGRESS_MAX_WORKERS: must be <= 4096"),
+        ({"ACP_PROGRESS_OPENAI_TIMEOUT": "0"}, "ACP_PROGRESS_OPENAI_TIMEOUT: must be > 0"),
+        ({"ACP_PROGRESS_OPENAI_MAX_RETRIES": "-1"}, "ACP_PROGRESS_OPENAI_MAX_RETRIES: must be >= 0"),
         ({"ACP_PROGRESS_HEARTBEAT_DISABLED": "maybe"}, "ACP_PROGRESS_HEARTBEAT_DISABLED: expected one of"),
-        ({"ACP_PROGRESS_MODEL": "gpt"}, "ACP_PROGRESS_MODEL: expected one of embedded, openai"),
+        ({"ACP_PROGRESS_MODEL": "gpt"}, "ACP_PROGRESS_MODEL: expected one of embedded or openai"),
         ({"ACP_PROGRESS_EMBEDDED_DELAY": "-1"}, "ACP_PROGRESS_EMBEDDED_DELAY: must be >= 0"),
         ({"ACP_PROGRESS_MAX_TURNS": "0"}, "ACP_PROGRESS_MAX_TURNS: must be >= 1"),
     ],
@@ -41,6 +50,112 @@ def test_bad_settings_name_the_variable(env: dict[str, str], message: str):
     with pytest.raises(ConfigError) as err:
         Settings.from_env(env)
     assert message in str(err.value)
+
+
+def test_every_problem_is_reported_at_once_and_unrelated_variables_are_ignored():
+    with pytest.raises(ConfigError) as err:
+        Settings.from_env(
+            {"ACP_PROGRESS_MAX_TURNS": "0", "ACP_PROGRESS_OPENAI_TIMEOUT": "soon", "ACP_PROGRESS_NOPE": "x"}
+        )
+    message = str(err.value)
+    assert "ACP_PROGRESS_MAX_TURNS: must be >= 1, got '0'" in message
+    assert "ACP_PROGRESS_OPENAI_TIMEOUT: expected a number, got 'soon'" in message
+    assert "NOPE" not in message
+
+
+def test_empty_variables_count_as_unset_and_case_is_folded():
+    s = Settings.from_env(
+        {"ACP_PROGRESS_HEARTBEAT_INTERVAL": " ", "ACP_PROGRESS_LOG_LEVEL": "debug", "OPENAI_BASE_URL": ""}
+    )
+    assert (s.heartbeat_interval, s.log_level, s.openai.base_url) == (
+        30.0,
+        "DEBUG",
+        "https://api.openai.com/v1",
+    )
+
+
+def test_flags_override_the_environment_and_errors_name_the_flag():
+    env = {"ACP_PROGRESS_HEARTBEAT_INTERVAL": "5", "ACP_PROGRESS_MODEL": "openai"}
+    s = Settings.load(env, flags={"heartbeat_interval": "0.5", "model": None})
+    assert (s.heartbeat_interval, s.model) == (0.5, "openai")
+    with pytest.raises(ConfigError, match=r"^--heartbeat-interval: must be a finite number, got 'inf'$"):
+        Settings.load(env, flags={"heartbeat_interval": "inf"})
+    with pytest.raises(ConfigError, match=r"^embedded_delay: must be >= 0, got -1$"):
+        Settings().replace(embedded_delay=-1)
+
+
+def test_settings_round_trip_through_the_child_environment():
+    s = Settings.load(
+        {"ACP_PROGRESS_OPENAI_CONTEXT_WINDOW": "4096", "ACP_PROGRESS_LOG_LEVEL": "info"},
+        flags={"heartbeat_disabled": True, "embedded_delay": "0.25"},
+    )
+    env = s.to_env()
+    assert env["ACP_PROGRESS_HEARTBEAT_DISABLED"] == "1" and env["ACP_PROGRESS_EMBEDDED_DELAY"] == "0.25"
+    assert Settings.from_env(env) == s
+
+
+def test_a_new_field_is_a_one_place_change():
+    """A subclass adding one ``setting(...)`` gets env parsing, bounds, messages and a CLI flag."""
+    from acp_adapter.config import setting
+
+    class More(Settings):
+        widgets: int = setting(3, env="ACP_PROGRESS_WIDGETS", flag="--widgets", help="how many", ge=1)
+
+    assert More.from_env({"ACP_PROGRESS_WIDGETS": "7"}).widgets == 7
+    with pytest.raises(ConfigError, match="ACP_PROGRESS_WIDGETS: must be >= 1, got '0'"):
+        More.from_env({"ACP_PROGRESS_WIDGETS": "0"})
+    assert "--widgets" in [flag for _, flag, *_ in More.flag_fields()]
+    assert More.from_env({}).to_env()["ACP_PROGRESS_WIDGETS"] == "3"
+
+
+def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acp_adapter.cli", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **agent_env(), **(env or {})},
+        cwd=ROOT,
+        timeout=30,
+    )
+
+
+def test_version_and_bare_command_prints_help_without_markup():
+    from acp_adapter import __version__
+
+    version = _cli("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"acp-progress {__version__}"
+    bare = _cli()
+    assert bare.returncode == 0 and bare.stdout.startswith("usage: acp-progress")
+    for command in ("serve", "watch", "run", "descriptor"):
+        assert command in bare.stdout
+    helps = [bare.stdout] + [_cli(c, "--help").stdout for c in ("serve", "watch", "run", "descriptor")]
+    for text in helps:
+        assert "``" not in text and ":class:" not in text and ":func:" not in text
+    assert "ACP_PROGRESS_HEARTBEAT_INTERVAL" in helps[1]
+
+
+def test_bad_flag_and_bad_log_level_stop_with_the_name():
+    flag = _cli("run", "--heartbeat-interval", "inf", "hi")
+    assert flag.returncode == 2 and "--heartbeat-interval: must be a finite number, got 'inf'" in flag.stderr
+    tiny = _cli("serve", "--heartbeat-interval", "1e-9")
+    assert tiny.returncode == 2 and "--heartbeat-interval: must be >= 0.01" in tiny.stderr
+    loud = _cli("run", "hi", env={"ACP_PROGRESS_LOG_LEVEL": "LOUD"})
+    assert loud.returncode == 2 and "ACP_PROGRESS_LOG_LEVEL: expected one of" in loud.stderr
+    assert loud.stdout == "" and "Traceback" not in loud.stderr
+
+
+def test_descriptor_ignores_unrelated_bad_environment(tmp_path):
+    mcp = tmp_path / "tool.json"
+    mcp.write_text('{"_meta": {"agh/friendly_verb": "Looking up", "agh/preview": "arg:issueKey"}}')
+    proc = _cli(
+        "descriptor",
+        str(mcp),
+        "--input",
+        '{"issueKey": "BUG-456"}',
+        env={"ACP_PROGRESS_HEARTBEAT_INTERVAL": "fast", "ACP_PROGRESS_LOG_LEVEL": "LOUD"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "⚙️ Looking up BUG-456"
 
 
 def test_good_settings_parse():
