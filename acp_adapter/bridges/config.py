@@ -1,0 +1,328 @@
+"""Bridge instances, their closed ``delivery_defaults.progress`` block, and the file they live in.
+
+A bridge instance is a name, a platform, routing (which chats it serves), the agent command
+and workspace, and delivery defaults. The schema is *closed* (``extra="forbid"``, strict
+types): a typo such as ``"typeing": true`` or ``"typing": "yes"`` is an error when the
+instance is created, updated or loaded, never a silently ignored key (DESIGN contract 8).
+
+Progress resolution (seed ``000``): the instance's block replaces the platform default
+*whole*; without a block the platform default applies; a platform without one gets the
+daemon default (``off`` with ``accumulate``). Fields missing from an explicit block take the
+daemon default, never the platform's, so "replaces whole" stays true.
+
+Instances live in one JSON file under the user's config directory, written atomically
+(temporary file in the same directory, fsync, ``os.replace``) so a crash mid-write leaves the
+previous file intact. Secrets (bot tokens) are never stored: they come from the environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shlex
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "CONFIG_DIR_ENV",
+    "DAEMON_DEFAULT",
+    "PLATFORM_DEFAULTS",
+    "BridgeConfigError",
+    "BridgeInstance",
+    "BridgeStore",
+    "DeliveryDefaults",
+    "Platform",
+    "ProgressConfig",
+    "Routing",
+    "config_dir",
+    "merge_update",
+    "new_instance",
+    "resolve_progress",
+]
+
+log = logging.getLogger("acp_progress.bridges.config")
+
+CONFIG_DIR_ENV: Final = "ACP_PROGRESS_CONFIG_DIR"
+FILE_NAME: Final = "bridges.json"
+FILE_VERSION: Final = 1
+
+Platform = Literal["telegram", "console"]
+ToolProgressMode = Literal["off", "new", "all", "verbose"]
+Grouping = Literal["accumulate", "separate"]
+
+_CLOSED = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class BridgeConfigError(ValueError):
+    """A bridge instance or the instance file is invalid; the message names the field."""
+
+
+class ProgressConfig(BaseModel):
+    """The typed ``delivery_defaults.progress`` block (closed; defaults are the daemon default)."""
+
+    model_config = _CLOSED
+
+    tool_progress: ToolProgressMode = "off"
+    grouping: Grouping = "accumulate"
+    typing: bool = False
+    reactions: bool = False
+
+
+DAEMON_DEFAULT: Final = ProgressConfig()
+"""``off`` with ``accumulate`` grouping, no typing, no reactions."""
+
+PLATFORM_DEFAULTS: Final[Mapping[str, ProgressConfig]] = {
+    "telegram": ProgressConfig(tool_progress="new", grouping="accumulate", typing=True, reactions=True),
+    # The console mirrors what a chat would show, so it defaults like the chat platform does.
+    "console": ProgressConfig(tool_progress="new", grouping="accumulate", typing=True, reactions=True),
+}
+
+
+class DeliveryDefaults(BaseModel):
+    """Per-instance delivery defaults; today only the progress block."""
+
+    model_config = _CLOSED
+
+    progress: ProgressConfig | None = None
+
+
+class Routing(BaseModel):
+    """Which chats an instance serves. For Telegram: the allowlist of chat ids."""
+
+    model_config = _CLOSED
+
+    chat_ids: tuple[int, ...] = ()
+
+
+class BridgeInstance(BaseModel):
+    """One configured bridge: a chat surface wired to one ACP agent command."""
+
+    model_config = _CLOSED
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    platform: Platform
+    routing: Routing = Routing()
+    agent: tuple[str, ...] | None = None
+    """Agent argv; ``None`` is this project's agent (``python -m acp_adapter``)."""
+    cwd: str
+    """Absolute workspace directory of the agent's sessions."""
+    delivery_defaults: DeliveryDefaults = DeliveryDefaults()
+
+
+class _InstanceFile(BaseModel):
+    model_config = _CLOSED
+
+    version: Literal[1] = FILE_VERSION
+    instances: dict[str, BridgeInstance] = {}
+
+
+# ------------------------------------------------------------------------------ errors
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _describe(exc: ValidationError, where: str) -> str:
+    """One line per problem, each naming the dotted field path and what was wrong."""
+    problems: list[str] = []
+    for err in exc.errors():
+        path = ".".join(str(p) for p in err["loc"]) or "(root)"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"{path}: unknown key")
+        elif err["type"] == "missing":
+            problems.append(f"{path}: required")
+        else:
+            got = _json_type(err.get("input"))
+            problems.append(f"{path}: {err['msg']} (got {got})")
+    return f"{where}: " + "; ".join(problems)
+
+
+def _validate_instance(data: Mapping[str, Any]) -> BridgeInstance:
+    name = data.get("name", "?")
+    try:
+        # Through JSON on purpose: the rules are those of the JSON file ("wrong JSON type").
+        return BridgeInstance.model_validate_json(json.dumps(dict(data)))
+    except ValidationError as exc:
+        raise BridgeConfigError(_describe(exc, f"bridge {name!s}")) from None
+
+
+# -------------------------------------------------------------------------- resolution
+
+
+def resolve_progress(instance: BridgeInstance) -> ProgressConfig:
+    """Instance block (whole) > platform default > daemon default."""
+    block = instance.delivery_defaults.progress
+    if block is not None:
+        return block
+    return PLATFORM_DEFAULTS.get(instance.platform, DAEMON_DEFAULT)
+
+
+def _agent_argv(agent: str | None) -> tuple[str, ...] | None:
+    if agent is None:
+        return None
+    try:
+        argv = shlex.split(agent)
+    except ValueError as exc:
+        raise BridgeConfigError(f"--agent: cannot parse {agent!r}: {exc}") from None
+    if not argv:
+        raise BridgeConfigError("--agent: empty command")
+    return tuple(argv)
+
+
+def new_instance(
+    name: str,
+    platform: str,
+    *,
+    chat_ids: list[int] | None = None,
+    agent: str | None = None,
+    cwd: str | None = None,
+    progress: Mapping[str, Any] | None = None,
+) -> BridgeInstance:
+    """Build and validate a new instance (the workspace defaults to the current directory)."""
+    data: dict[str, Any] = {
+        "name": name,
+        "platform": platform,
+        "routing": {"chat_ids": tuple(chat_ids or ())},
+        "agent": _agent_argv(agent),
+        "cwd": os.path.abspath(cwd or os.getcwd()),
+        "delivery_defaults": {"progress": dict(progress) if progress else None},
+    }
+    return _validate_instance(data)
+
+
+def merge_update(
+    instance: BridgeInstance,
+    *,
+    progress: Mapping[str, Any] | None = None,
+    chat_ids: list[int] | None = None,
+    agent: str | None = None,
+    cwd: str | None = None,
+) -> BridgeInstance:
+    """Merge changes into ``instance``; fields not mentioned keep their values.
+
+    Changing progress never clears routing. When the instance has no explicit progress
+    block yet, the merge starts from the *effective* config (the platform default), so
+    ``--delivery-progress all`` on Telegram keeps typing and reactions on; the result is
+    written as an explicit block, which from then on replaces the platform default whole.
+    """
+    data = instance.model_dump()
+    if progress:
+        base = resolve_progress(instance).model_dump()
+        base.update(progress)
+        data["delivery_defaults"] = {**data["delivery_defaults"], "progress": base}
+    if chat_ids is not None:
+        data["routing"] = {**data["routing"], "chat_ids": tuple(chat_ids)}
+    if agent is not None:
+        data["agent"] = _agent_argv(agent)
+    if cwd is not None:
+        data["cwd"] = os.path.abspath(cwd)
+    return _validate_instance(data)
+
+
+# ------------------------------------------------------------------------------- store
+
+
+def config_dir() -> Path:
+    """``$ACP_PROGRESS_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/acp-progress``, else ``~/.config/…``."""
+    explicit = os.environ.get(CONFIG_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".config"
+    return base / "acp-progress"
+
+
+class BridgeStore:
+    """The instance file: load, validate, and replace atomically."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else config_dir() / FILE_NAME
+
+    def load(self) -> dict[str, BridgeInstance]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise BridgeConfigError(f"{self.path}: cannot read: {exc.strerror}") from None
+        try:
+            json.loads(raw)
+        except ValueError as exc:
+            raise BridgeConfigError(f"{self.path}: not valid JSON: {exc}") from None
+        try:
+            parsed = _InstanceFile.model_validate_json(raw)
+        except ValidationError as exc:
+            raise BridgeConfigError(_describe(exc, str(self.path))) from None
+        for key, inst in parsed.instances.items():
+            if key != inst.name:
+                raise BridgeConfigError(f"{self.path}: instances.{key}: name is {inst.name!r}")
+        return dict(parsed.instances)
+
+    def get(self, name: str) -> BridgeInstance:
+        instances = self.load()
+        if name not in instances:
+            raise BridgeConfigError(f"no bridge named {name!r} (see: acp-progress bridge list)")
+        return instances[name]
+
+    def save(self, instances: Mapping[str, BridgeInstance]) -> None:
+        doc = _InstanceFile(instances=dict(instances))
+        text = json.dumps(doc.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".bridges-", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        with contextlib.suppress(OSError):  # make the rename itself durable
+            dir_fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        log.info("saved %d bridge instance(s) to %s", len(instances), self.path)
+
+    def create(self, instance: BridgeInstance) -> None:
+        instances = self.load()
+        if instance.name in instances:
+            raise BridgeConfigError(f"a bridge named {instance.name!r} already exists (use bridge update)")
+        instances[instance.name] = instance
+        self.save(instances)
+
+    def replace(self, instance: BridgeInstance) -> None:
+        instances = self.load()
+        if instance.name not in instances:
+            raise BridgeConfigError(f"no bridge named {instance.name!r}")
+        instances[instance.name] = instance
+        self.save(instances)
+
+    def delete(self, name: str) -> None:
+        instances = self.load()
+        if instances.pop(name, None) is None:
+            raise BridgeConfigError(f"no bridge named {name!r}")
+        self.save(instances)

@@ -1,0 +1,334 @@
+"""Platform-neutral delivery of one route's events onto a :class:`~.sink.ChatSink` (the bridge SDK part).
+
+``accumulate``: the first progress line is posted, later lines edit the same message. Edits
+are budgeted per route: at most one edit per coalescing window (1.5 s); changes inside a
+window wait for a trailing flush, so a burst of updates costs one edit. Consecutive identical
+lines collapse as ``(×N)``; a terminal line replaces its tool's started line in place; a
+continuation message starts before the platform's limit (measured in the platform's unit).
+Answer text closes the bubble: a later tool starts a new bubble below the answer.
+
+``separate``: one message per line, no progress edits.
+
+Typing is kept on while a tool or think card is active (re-sent before the platform lets it
+lapse) and turned off at terminal phases. Reactions go on the user's message. Every text
+handed to the sink passes the canonical redactor right here, at the edge; a failing platform
+call is logged (redacted) and never breaks the turn.
+
+Time comes from the injected ``clock``; :meth:`RouteDelivery.next_deadline` and
+:meth:`RouteDelivery.tick` let a worker (or a test with a fake clock) drive the timers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..redact import redact_text
+from ..timefmt import format_elapsed
+from .config import ProgressConfig
+from .events import (
+    AnswerText,
+    BridgeEvent,
+    DeleteMessage,
+    ErrorNotice,
+    ProgressEvent,
+    ProgressPayload,
+    ReactionEvent,
+    ReactionKind,
+    TurnEnd,
+)
+from .sink import ChatSink, MessageId, split_to_fit, truncate_to_fit
+
+__all__ = [
+    "COALESCE_WINDOW",
+    "LONG_TOOL_MS",
+    "DeliveryStats",
+    "RouteDelivery",
+    "collapse_lines",
+    "render_line",
+]
+
+log = logging.getLogger("acp_progress.bridges.delivery")
+
+COALESCE_WINDOW: Final = 1.5
+"""Seconds: at most one progress edit per route per window."""
+LONG_TOOL_MS: Final = 30_000
+"""Completed lines show the duration when the tool ran at least this long."""
+TYPING_REFRESH: Final = 0.8
+"""Re-send typing after this fraction of the platform's typing lifetime."""
+
+
+def render_line(payload: ProgressPayload) -> str:
+    """``emoji label preview`` / ``✅ label preview (duration)`` / ``❌ label preview — error``."""
+    title = f"{payload.label} {payload.preview}" if payload.preview else payload.label
+    if payload.phase == "started":
+        return f"{payload.emoji} {title}"
+    if payload.phase == "completed":
+        line = f"✅ {title}"
+        if payload.duration_ms is not None and payload.duration_ms >= LONG_TOOL_MS:
+            line += f" ({format_elapsed(payload.duration_ms / 1000)})"
+        return line
+    line = f"❌ {title}"
+    return f"{line} — {payload.error}" if payload.error else line
+
+
+def collapse_lines(lines: list[str]) -> str:
+    """Join lines, collapsing runs of identical consecutive lines into ``line (×N)``."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        j = i
+        while j + 1 < len(lines) and lines[j + 1] == lines[i]:
+            j += 1
+        n = j - i + 1
+        out.append(lines[i] if n == 1 else f"{lines[i]} (×{n})")
+        i = j + 1
+    return "\n".join(out)
+
+
+@dataclass
+class _Message:
+    """One platform message of a progress bubble: its entries ``[tool_call_id, line]``."""
+
+    entries: list[list[str]] = field(default_factory=list)
+    message_id: MessageId = None
+    shown: str | None = None
+
+    def text(self) -> str:
+        return collapse_lines([line for _, line in self.entries])
+
+
+@dataclass
+class DeliveryStats:
+    """What the platform was asked to do (the benchmark and ``bridge show`` read these)."""
+
+    posts: int = 0
+    edits: int = 0
+    deletes: int = 0
+    typing: int = 0
+    reactions: int = 0
+    failures: int = 0
+    edit_times: list[float] = field(default_factory=list)
+
+
+class RouteDelivery:
+    """Lays out one route's event stream on its sink."""
+
+    def __init__(
+        self,
+        sink: ChatSink,
+        config: ProgressConfig,
+        clock: Callable[[], float],
+        *,
+        window: float = COALESCE_WINDOW,
+    ) -> None:
+        self.sink = sink
+        self.config = config
+        self.clock = clock
+        self.window = window
+        self.stats = DeliveryStats()
+        self._current: _Message | None = None
+        self._started_at: dict[str, tuple[_Message, int]] = {}
+        self._dirty: list[_Message] = []
+        self._last_edit = -math.inf
+        self._answer_segment: int | None = None
+        self._answer_text = ""
+        self._answered = False
+        self._react_target: MessageId = None
+        self._typing_on = False
+        self._typing_next = math.inf
+
+    # ------------------------------------------------------------------------- turn
+
+    def begin_turn(self, user_message: MessageId = None) -> None:
+        """A new prompt: reactions go on ``user_message``; the next progress opens a new bubble."""
+        self._react_target = user_message
+        self._close_bubble()
+        self._answered = False
+
+    async def handle(self, event: BridgeEvent) -> None:
+        """Deliver one event from the route queue."""
+        if isinstance(event, ProgressEvent):
+            await self._post_answer()
+            if self.config.grouping == "separate":
+                await self._post(render_line(event.payload))
+            else:
+                await self._accumulate(event.payload)
+        elif isinstance(event, AnswerText):
+            if self._answer_segment is not None and event.segment != self._answer_segment:
+                await self._post_answer()
+            self._answer_segment = event.segment
+            self._answer_text = event.text
+            self._close_bubble()
+        elif isinstance(event, ReactionEvent):
+            await self._react(event.kind)
+        elif isinstance(event, ErrorNotice):
+            await self._post_answer()
+            self._close_bubble()
+            await self._post(f"⚠️ {event.text}")
+            self._answered = True
+        elif isinstance(event, DeleteMessage):
+            await self._call("delete", self.sink.delete(event.message_id))
+            self.stats.deletes += 1
+        elif isinstance(event, TurnEnd):
+            await self._post_answer()
+            self._close_bubble()
+            await self.set_typing(False)
+            if not self._answered:
+                cancelled = event.stop_reason == "cancelled"
+                await self._post("⏹ Cancelled." if cancelled else f"(no answer: {event.stop_reason})")
+                self._answered = True
+        await self.tick()
+
+    # --------------------------------------------------------------------- accumulate
+
+    def _close_bubble(self) -> None:
+        self._current = None
+        self._started_at = {}
+
+    async def _accumulate(self, payload: ProgressPayload) -> None:
+        line = truncate_to_fit(render_line(payload), self.sink.limit, self.sink.measure)
+        call_id = payload.tool_call_id
+        started = payload.phase == "started"
+        msg = self._current
+        if msg is None:
+            await self._open_message(call_id, line, started)
+            return
+        slot = self._started_at.pop(call_id, None) if payload.phase != "started" else None
+        if slot is not None and slot[0] is msg:
+            old = msg.entries[slot[1]][1]
+            msg.entries[slot[1]][1] = line
+            if self.sink.measure(msg.text()) > self.sink.limit:
+                msg.entries[slot[1]][1] = old
+                await self._open_message(call_id, line, started)
+                return
+        else:
+            msg.entries.append([call_id, line])
+            if self.sink.measure(msg.text()) > self.sink.limit:
+                msg.entries.pop()
+                await self._open_message(call_id, line, started)
+                return
+            if started:
+                self._started_at[call_id] = (msg, len(msg.entries) - 1)
+        self._mark_dirty(msg)
+
+    async def _open_message(self, call_id: str, line: str, started: bool) -> None:
+        """Start a bubble or a continuation with one line: posted at once (a post is not an edit)."""
+        msg = _Message(entries=[[call_id, line]])
+        self._current = msg
+        self._started_at = {call_id: (msg, 0)} if started else {}
+        msg.message_id = await self._post(line)
+        msg.shown = line
+
+    def _mark_dirty(self, msg: _Message) -> None:
+        if msg not in self._dirty:
+            self._dirty.append(msg)
+
+    async def _flush_edits(self, *, force: bool = False) -> None:
+        """Edit dirty messages: one per window (oldest first), or all of them when forced."""
+        while self._dirty:
+            now = self.clock()
+            if not force and now < self._last_edit + self.window:
+                return
+            msg = self._dirty.pop(0)
+            text = msg.text()
+            if text == msg.shown:
+                continue
+            if msg.message_id is None:  # its post failed: try posting again
+                msg.message_id = await self._post(text)
+            else:
+                ok = await self._call("edit", self.sink.edit(msg.message_id, redact_text(text)))
+                self.stats.edits += 1
+                self.stats.edit_times.append(now)
+                if not ok:
+                    self.stats.failures += 1
+            msg.shown = text
+            self._last_edit = now
+            if not force:
+                return
+
+    # ------------------------------------------------------------------------ answer
+
+    async def _post_answer(self) -> None:
+        if self._answer_segment is None:
+            return
+        text = self._answer_text
+        self._answer_segment = None
+        self._answer_text = ""
+        if not text.strip():
+            return
+        for chunk in split_to_fit(text, self.sink.limit, self.sink.measure):
+            await self._post(chunk)
+        self._answered = True
+
+    # ---------------------------------------------------------------- typing, reactions
+
+    async def set_typing(self, active: bool) -> None:
+        """Typing on while a tool/think card is active; re-sent before the platform lets it lapse."""
+        if not self.config.typing or self.sink.typing_ttl is None or active == self._typing_on:
+            return
+        self._typing_on = active
+        if active:
+            await self._send_typing()
+        else:
+            self._typing_next = math.inf
+            await self._call("typing", self.sink.typing(False))
+
+    async def _send_typing(self) -> None:
+        ttl = self.sink.typing_ttl or 0.0
+        self._typing_next = self.clock() + ttl * TYPING_REFRESH
+        self.stats.typing += 1
+        await self._call("typing", self.sink.typing(True))
+
+    async def _react(self, kind: ReactionKind) -> None:
+        if not self.config.reactions or self._react_target is None:
+            return
+        self.stats.reactions += 1
+        await self._call("react", self.sink.react(self._react_target, kind))
+
+    # -------------------------------------------------------------------------- timers
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`tick` has work next (trailing flush or typing refresh); None: nothing pending."""
+        times = [self._typing_next] if self._typing_on else []
+        if self._dirty:
+            times.append(self._last_edit + self.window)
+        return min(times) if times else None
+
+    async def tick(self) -> None:
+        """Run what is due: the trailing edit flush and the typing refresh."""
+        await self._flush_edits()
+        if self._typing_on and self.clock() >= self._typing_next:
+            await self._send_typing()
+
+    async def close(self) -> None:
+        """Shutting down: flush every pending edit and post any pending answer now."""
+        await self._post_answer()
+        await self._flush_edits(force=True)
+        await self.set_typing(False)
+
+    @property
+    def pending_edits(self) -> int:
+        return len(self._dirty)
+
+    # --------------------------------------------------------------------------- calls
+
+    async def _post(self, text: str) -> MessageId:
+        self.stats.posts += 1
+        try:
+            return await self.sink.post(redact_text(text))
+        except Exception as exc:
+            self.stats.failures += 1
+            log.warning("post failed: %s", redact_text(str(exc)))
+            return None
+
+    async def _call(self, what: str, op: Any) -> bool:
+        try:
+            await op
+        except Exception as exc:
+            log.warning("%s failed: %s", what, redact_text(str(exc)))
+            return False
+        return True

@@ -1,0 +1,113 @@
+"""The typed values that flow from the projection, through the route queue, into delivery.
+
+Every string in these values has already passed the canonical redactor (the projection and
+the runner build them); delivery and platforms only lay them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "AnswerText",
+    "BridgeEvent",
+    "DeleteMessage",
+    "ErrorNotice",
+    "Phase",
+    "ProgressEvent",
+    "ProgressPayload",
+    "ReactionEvent",
+    "ReactionKind",
+    "TurnEnd",
+    "is_terminal",
+]
+
+Phase = Literal["started", "completed", "failed"]
+ReactionKind = Literal["working", "success", "failure"]
+"""Semantic reactions; each platform maps them to an emoji it accepts (seed: 👀 / ✅ / ❌)."""
+
+
+@dataclass(frozen=True)
+class ProgressPayload:
+    """The seed's typed progress payload, exactly what an adapter receives (never raw arguments)."""
+
+    tool_call_id: str
+    tool_id: str
+    phase: Phase
+    label: str
+    preview: str
+    emoji: str
+    index: int
+    duration_ms: int | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of the payload: optional fields only when present."""
+        out: dict[str, Any] = {
+            "tool_call_id": self.tool_call_id,
+            "tool_id": self.tool_id,
+            "phase": self.phase,
+            "label": self.label,
+            "preview": self.preview,
+            "emoji": self.emoji,
+            "index": self.index,
+        }
+        if self.duration_ms is not None:
+            out["duration_ms"] = self.duration_ms
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """``event_type: "progress"``: one payload for the route."""
+
+    payload: ProgressPayload
+
+
+@dataclass(frozen=True)
+class AnswerText:
+    """Cumulative answer text of one answer segment (the text between two tool bubbles)."""
+
+    segment: int
+    text: str
+
+
+@dataclass(frozen=True)
+class ReactionEvent:
+    """Set a reaction on the user's message that started the turn (best effort, droppable)."""
+
+    kind: ReactionKind
+
+
+@dataclass(frozen=True)
+class ErrorNotice:
+    """The turn failed (agent crashed, refused, timed out): a short redacted line for the chat."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class DeleteMessage:
+    """Delete a message this bridge posted earlier (platform message id as the sink returned it)."""
+
+    message_id: Any
+
+
+@dataclass(frozen=True)
+class TurnEnd:
+    """The final delivery event of a turn: flush everything, close the bubble, post the answer."""
+
+    stop_reason: str
+
+
+BridgeEvent = ProgressEvent | AnswerText | ReactionEvent | ErrorNotice | DeleteMessage | TurnEnd
+
+
+def is_terminal(event: BridgeEvent) -> bool:
+    """Events the queue must never drop: terminal progress, final, error and delete."""
+    if isinstance(event, ProgressEvent):
+        return event.payload.phase != "started"
+    return isinstance(event, TurnEnd | ErrorNotice | DeleteMessage)

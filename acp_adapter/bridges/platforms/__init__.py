@@ -1,0 +1,1 @@
+"""Chat platforms: each provides a :class:`~acp_adapter.bridges.delivery.ChatSink` and an input loop."""
