@@ -39,6 +39,26 @@ def _add_model_flags(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, dest=name, metavar=metavar, choices=choices, help=help_text)
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < 86400:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 86400 seconds, got {text}")
+    return value
+
+
+def _add_init_timeout_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--init-timeout",
+        type=_positive_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to wait for the agent to answer initialize (default 30)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -59,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument(
         "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
     )
+    _add_init_timeout_flag(watch)
     _add_model_flags(watch)
 
     describe = sub.add_parser(

@@ -11,24 +11,15 @@ import argparse
 import asyncio
 import contextlib
 import os
-import shlex
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from typing import Any, TextIO
 
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-from acp.schema import (
-    AllowedOutcome,
-    ClientCapabilities,
-    DeniedOutcome,
-    Implementation,
-    PermissionOption,
-    RequestPermissionResponse,
-)
+from acp.schema import PromptResponse, RequestPermissionResponse
 
+from .client import AgentDriver, AgentError, PermissionRequest, Turn, permission_response
 from .config import Settings
 from .render import CardBoard, render_card
 
@@ -59,32 +50,24 @@ class WatchClient:
         else:
             self._print_events(changed)
 
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[PermissionOption], **kwargs: Any
-    ) -> RequestPermissionResponse:
-        allow = next((o for o in options if o.kind.startswith("allow")), None)
-        reject = next((o for o in options if o.kind.startswith("reject")), None)
-        title = tool_call.title or tool_call.tool_call_id
-        if self.auto_allow and allow is not None:
+    async def ask_permission(self, request: PermissionRequest) -> RequestPermissionResponse:
+        """The permission policy of ``watch``: ``--yes`` allows, a terminal asks, no terminal denies."""
+        title = request.title
+        if self.auto_allow:
             self._note(f"🔓 allowed: {title}")
-            return RequestPermissionResponse(
-                outcome=AllowedOutcome(outcome="selected", option_id=allow.option_id)
-            )
+            return permission_response(request, True, automatic=True)
         if sys.stdin is not None and sys.stdin.isatty():
             self._clear_live()
             answer = await asyncio.to_thread(input, f"🔐 Allow {title}? [y/N] ")
             self._live_lines = 0
-            if answer.strip().lower() in ("y", "yes") and allow is not None:
-                return RequestPermissionResponse(
-                    outcome=AllowedOutcome(outcome="selected", option_id=allow.option_id)
-                )
-        else:
-            self._note(f"🔒 denied (no terminal to ask; pass --yes to allow): {title}")
-        if reject is not None:
-            return RequestPermissionResponse(
-                outcome=AllowedOutcome(outcome="selected", option_id=reject.option_id)
-            )
-        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+            return permission_response(request, answer.strip().lower() in ("y", "yes"))
+        self._note(f"🔒 denied (no terminal to ask; pass --yes to allow): {title}")
+        return permission_response(request, False, automatic=True)
+
+    @property
+    def turn_failed(self) -> bool:
+        """A think card that ended ``failed`` means the model call failed: the turn did not succeed."""
+        return any(c.kind == "think" and c.status == "failed" for c in self.board.cards.values())
 
     # ------------------------------------------------------------ drawing
 
@@ -180,76 +163,75 @@ class WatchClient:
         self._write(f"— stop reason: {stop_reason}\n")
 
 
-def _agent_command(args: argparse.Namespace) -> list[str]:
-    if args.agent:
-        return shlex.split(args.agent)
-    return [sys.executable, "-m", "acp_adapter"]
-
-
 def _agent_env(settings: Settings) -> dict[str, str]:
-    return {**os.environ, **settings.to_env()}
+    return settings.to_env()  # the driver merges it over this process's environment
 
 
-async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, log_target: Any, cwd: str) -> int:
+async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd: str) -> int:
     animate = out.isatty() and not args.no_animation
     client = WatchClient(out, animate=animate, auto_allow=args.yes)
-    command = _agent_command(args)
+    loop = asyncio.get_running_loop()
+    interrupted = asyncio.Event()
+
+    def on_sigint() -> None:
+        interrupted.set()
+
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
     try:
-        async with (
-            spawn_agent_process(
-                client,  # type: ignore[arg-type]  # implements the client methods it needs
-                command[0],
-                *command[1:],
-                env=_agent_env(settings),
-                transport_kwargs={"stderr": log_target},
-            ) as (conn, _process)
-        ):
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(),
-                client_info=Implementation(
-                    name="acp-progress-watch", title="acp-progress watch", version="0.1.0"
-                ),
-            )
-            session = await conn.new_session(cwd=cwd, mcp_servers=[])
-            prompt_task = asyncio.create_task(
-                conn.prompt(session_id=session.session_id, prompt=[text_block(" ".join(args.prompt))])
-            )
-            loop = asyncio.get_running_loop()
-            interrupted = False
-            pending: set[asyncio.Task[None]] = set()
-
-            def on_sigint() -> None:
-                nonlocal interrupted
-                if interrupted:
-                    prompt_task.cancel()
-                    return
-                interrupted = True
-                client._note("⏹  cancelling… (Ctrl-C again to quit)")
-                pending.add(loop.create_task(conn.cancel(session_id=session.session_id)))
-
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(signal.SIGINT, on_sigint)
-            try:
-                while not prompt_task.done():
-                    await asyncio.wait({prompt_task}, timeout=0.1)
-                    if animate:
-                        client.tick()
-                response = prompt_task.result()
-            finally:
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(signal.SIGINT)
-            client.finish(response.stop_reason)
-            return 0 if response.stop_reason in ("end_turn", "cancelled") else 1
-    except FileNotFoundError:
-        print(f"acp-progress watch: cannot start agent {command[0]!r}: not found", file=sys.stderr)
-        return 127
-    except (ConnectionError, asyncio.CancelledError) as exc:
-        print(
-            f"acp-progress watch: the agent connection ended early ({exc or type(exc).__name__})",
-            file=sys.stderr,
-        )
+        async with AgentDriver(
+            args.agent,
+            env=_agent_env(settings),
+            permission_policy=client.ask_permission,
+            init_timeout=args.init_timeout,
+            stderr_log=args.agent_log,
+            client_name="acp-progress-watch",
+        ) as driver:
+            session_id = await driver.new_session(cwd)
+            turn = driver.prompt(session_id, " ".join(args.prompt))
+            response = await _follow(turn, client, animate, interrupted)
+            if response is None:  # Ctrl-C: the turn was cancelled and its cards closed
+                client._note("⏹  cancelled")
+                return 130
+        client.finish(response.stop_reason)
+        return 1 if client.turn_failed else 0
+    except AgentError as exc:
+        client._clear_live()
+        print(f"acp-progress watch: {exc}", file=sys.stderr)
         return 1
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _follow(
+    turn: Turn, client: WatchClient, animate: bool, interrupted: asyncio.Event
+) -> PromptResponse | None:
+    """Render the turn's updates as they come; on Ctrl-C cancel it and drain it. None when cancelled."""
+
+    async def consume() -> PromptResponse:
+        async for update in turn:
+            await client.session_update(turn.session_id, update)
+        assert turn.response is not None
+        return turn.response
+
+    consumer = asyncio.ensure_future(consume())
+    stop = asyncio.ensure_future(interrupted.wait())
+    try:
+        while not consumer.done():
+            await asyncio.wait({consumer, stop}, timeout=0.1, return_when="FIRST_COMPLETED")
+            if stop.done():
+                await turn.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(consumer), 5.0)
+                return None
+            if animate:
+                client.tick()
+        return consumer.result()
+    finally:
+        stop.cancel()
+        if not consumer.done():
+            consumer.cancel()
 
 
 def run_watch(args: argparse.Namespace, settings: Settings) -> int:
@@ -258,10 +240,9 @@ def run_watch(args: argparse.Namespace, settings: Settings) -> int:
         print(f"acp-progress watch: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
         return 2
     try:
-        if not args.agent_log:
-            return asyncio.run(_watch(args, settings, sys.stdout, subprocess.DEVNULL, cwd))
-        with open(args.agent_log, "ab") as log_target:
-            return asyncio.run(_watch(args, settings, sys.stdout, log_target, cwd))
+        return asyncio.run(_watch(args, settings, sys.stdout, cwd))
+    except KeyboardInterrupt:
+        return 130
     finally:
         _quiet_broken_stdout()
 

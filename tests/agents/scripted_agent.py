@@ -1,0 +1,143 @@
+"""A foreign ACP agent for tests: it has no spinner of its own and behaves as argv says.
+
+``python tests/agents/scripted_agent.py MODE [ARG]`` where MODE is one of
+
+* ``silent S``  — on prompt, say nothing for S seconds (cancellable), then answer.
+* ``gaps S``    — answer chunk, S seconds of silence, chunk, S seconds of silence, chunk.
+* ``stream``    — answer at once in three chunks.
+* ``crash``     — send one chunk, write to stderr, exit with code 3 mid-turn.
+* ``fs``        — call ``fs/read_text_file`` and ``session/request_permission`` on the client, then
+  report both answers as message text; also sends an extension notification and ``_meta``.
+* ``garbage``   — write a non-JSON line on stdout, then answer.
+* ``burst N``   — send N tool-call updates as fast as it can, then answer (for benchmarks).
+
+It is written on the SDK's agent side, like any third-party agent would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    run_agent,
+    start_tool_call,
+    text_block,
+    update_agent_message,
+    update_tool_call,
+)
+from acp.schema import (
+    AgentCapabilities,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    ToolCallUpdate,
+)
+
+
+class ScriptedAgent:
+    def __init__(self, mode: str, arg: str | None) -> None:
+        self.mode = mode
+        self.arg = arg
+        self.conn: Any = None
+        self.cancelled: dict[str, asyncio.Event] = {}
+        self.sessions = 0
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(load_session=False),
+            agent_info=Implementation(name="scripted", title="Scripted test agent", version="1.0"),
+            field_meta={"scripted": {"mode": self.mode}},
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        self.sessions += 1
+        return NewSessionResponse(session_id=f"scripted-{self.sessions}")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancelled.setdefault(session_id, asyncio.Event()).set()
+
+    async def _say(self, session_id: str, text: str) -> None:
+        await self.conn.session_update(session_id, update_agent_message(text_block(text)))
+
+    async def _quiet(self, session_id: str, seconds: float) -> bool:
+        """Stay silent; True when cancelled meanwhile."""
+        event = self.cancelled.setdefault(session_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        self.cancelled[session_id] = asyncio.Event()
+        seconds = float(self.arg or 1)
+        if self.mode == "silent":
+            if await self._quiet(session_id, seconds):
+                return PromptResponse(stop_reason="cancelled")
+            await self._say(session_id, "done after silence")
+        elif self.mode == "gaps":
+            for i in range(3):
+                if i and await self._quiet(session_id, seconds):
+                    return PromptResponse(stop_reason="cancelled")
+                await self._say(session_id, f"part {i} ")
+        elif self.mode == "stream":
+            for word in ("streamed ", "right ", "away"):
+                await self._say(session_id, word)
+        elif self.mode == "crash":
+            await self._say(session_id, "about to crash")
+            await asyncio.sleep(0.05)
+            sys.stderr.write("scripted agent: crashing on purpose\n")
+            sys.stderr.flush()
+            os._exit(3)
+        elif self.mode == "fs":
+            try:
+                read_text = (
+                    await self.conn.read_text_file(session_id=session_id, path="/tmp/relay-test.txt")
+                ).content
+            except RequestError as exc:
+                read_text = f"error {exc.code}"
+            await self.conn.ext_notification("scripted/hello", {"from": "agent"})
+            tool = start_tool_call("perm-1", "Running rm -rf build", kind="execute", status="pending")
+            await self.conn.session_update(session_id, tool)
+            answer = await self.conn.request_permission(
+                session_id=session_id,
+                tool_call=ToolCallUpdate(tool_call_id="perm-1", title="Running rm -rf build"),
+                options=[
+                    PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                    PermissionOption(option_id="no", name="Deny", kind="reject_once"),
+                ],
+            )
+            outcome = answer.outcome
+            chosen = getattr(outcome, "option_id", outcome.outcome)
+            await self.conn.session_update(session_id, update_tool_call("perm-1", status="completed"))
+            await self._say(session_id, f"read={read_text!r} permission={chosen}")
+        elif self.mode == "garbage":
+            os.write(1, b"this is not json\n")
+            await self._say(session_id, "answer after garbage")
+        elif self.mode == "burst":
+            count = int(self.arg or 1000)
+            await self.conn.session_update(session_id, start_tool_call("burst", "Burst", kind="other"))
+            for i in range(count):
+                await self.conn.session_update(
+                    session_id, update_tool_call("burst", status="in_progress", raw_output={"i": i})
+                )
+            await self.conn.session_update(session_id, update_tool_call("burst", status="completed"))
+            await self._say(session_id, "burst done")
+        return PromptResponse(stop_reason="end_turn")
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stream"
+    arg = sys.argv[2] if len(sys.argv) > 2 else None
+    asyncio.run(run_agent(ScriptedAgent(mode, arg)))  # type: ignore[arg-type]

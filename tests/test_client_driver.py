@@ -1,0 +1,189 @@
+"""The client driver against real agent processes: this project's agent and a scripted foreign one."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart
+
+from acp_adapter.client import (
+    AgentCrashed,
+    AgentDriver,
+    AgentStartError,
+    PermissionRequest,
+    TurnInProgress,
+    allow_all,
+    parse_agent_command,
+    permission_response,
+)
+
+from .conftest import ROOT, agent_env
+
+pytestmark = pytest.mark.anyio
+
+SCRIPTED = str(ROOT / "tests" / "agents" / "scripted_agent.py")
+
+
+def scripted(mode: str, *args: str) -> list[str]:
+    return [sys.executable, SCRIPTED, mode, *args]
+
+
+def answer_of(updates: list[object]) -> str:
+    return "".join(u.content.text for u in updates if isinstance(u, AgentMessageChunk))  # type: ignore[attr-defined]
+
+
+async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("# TODO: one\n")
+    async with AgentDriver(env=agent_env(), permission_policy=allow_all) as driver:
+        assert driver.initialize_response is not None
+        assert driver.initialize_response.agent_info.name == "acp-progress"
+        session_id = await driver.new_session(str(tmp_path))
+        turn = driver.prompt(session_id, "search for TODO")
+        updates = [u async for u in turn]
+    assert turn.response is not None and turn.response.stop_reason == "end_turn"
+    starts = [u for u in updates if isinstance(u, ToolCallStart)]
+    assert starts[0].kind == "think"
+    assert any(s.kind == "search" for s in starts)
+    # every card that opened was closed before the response, in arrival order
+    closed = {u.tool_call_id for u in updates if isinstance(u, ToolCallProgress) and u.status == "completed"}
+    assert {s.tool_call_id for s in starts} <= closed
+    assert "TODO" in answer_of(updates)
+
+
+async def test_a_second_prompt_on_a_busy_session_is_refused_and_the_first_finishes(tmp_path: Path) -> None:
+    async with AgentDriver(scripted("silent", "0.3")) as driver:
+        session_id = await driver.new_session(str(tmp_path))
+        turn = driver.prompt(session_id, "one")
+        with pytest.raises(TurnInProgress):
+            driver.prompt(session_id, "two")
+        response = await turn.wait()
+        assert response.stop_reason == "end_turn"
+        again = await driver.prompt(session_id, "three").wait()  # free again after the turn
+        assert again.stop_reason == "end_turn"
+
+
+async def test_cancel_ends_the_turn_cancelled(tmp_path: Path) -> None:
+    async with AgentDriver(scripted("silent", "30")) as driver:
+        session_id = await driver.new_session(str(tmp_path))
+        turn = driver.prompt(session_id, "wait")
+        started = time.monotonic()
+        await turn.cancel()
+        response = await turn.wait()
+    assert response.stop_reason == "cancelled"
+    assert time.monotonic() - started < 5
+
+
+async def test_permission_policy_answers_and_marks_automatic_decisions(tmp_path: Path) -> None:
+    seen: list[PermissionRequest] = []
+
+    async def person_says_yes(request: PermissionRequest):  # type: ignore[no-untyped-def]
+        seen.append(request)
+        return permission_response(request, True)
+
+    (Path("/tmp") / "relay-test.txt").write_text("hello file")
+    async with AgentDriver(scripted("fs"), permission_policy=person_says_yes) as driver:
+        session_id = await driver.new_session(str(tmp_path))
+        updates = [u async for u in driver.prompt(session_id, "go")]
+    assert seen and seen[0].title == "Running rm -rf build"
+    # the driver has no fs capability, so the agent's fs call fails and it still reports the permission
+    assert "read='error -32601'" in answer_of(updates)
+    assert "permission=yes" in answer_of(updates)
+    assert permission_response(seen[0], False, automatic=True).field_meta == {
+        "acpProgress": {"automatic": True}
+    }
+    assert permission_response(seen[0], False).outcome.option_id == "no"  # type: ignore[union-attr]
+
+
+async def test_an_agent_dying_mid_turn_raises_a_clear_error_with_its_stderr(tmp_path: Path) -> None:
+    async with AgentDriver(scripted("crash")) as driver:
+        session_id = await driver.new_session(str(tmp_path))
+        turn = driver.prompt(session_id, "go")
+        got: list[object] = []
+        with pytest.raises(AgentCrashed) as excinfo:
+            async for update in turn:
+                got.append(update)
+    assert "about to crash" in answer_of(got)
+    message = str(excinfo.value)
+    assert "exited with code 3" in message and "crashing on purpose" in message
+    assert "\n" not in message
+
+
+async def test_garbage_on_stdout_is_skipped_and_the_turn_goes_on(tmp_path: Path) -> None:
+    async with AgentDriver(scripted("garbage")) as driver:
+        session_id = await driver.new_session(str(tmp_path))
+        updates = [u async for u in driver.prompt(session_id, "go")]
+    assert answer_of(updates) == "answer after garbage"
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("definitely-not-a-command-xyz", "command not found"),
+        ("cat", "is not an ACP agent"),
+        ([sys.executable, "-c", "print(123)"], "non-ACP output on stdout: '123'"),
+        (
+            [sys.executable, "-c", "import sys; sys.stderr.write('No module named openai\\n'); sys.exit(3)"],
+            "exited with code 3 before answering initialize; its stderr ends: No module named openai",
+        ),
+        ("python -c 'unbalanced", "cannot parse the agent command"),
+        ("", "the agent command is empty"),
+    ],
+)
+async def test_start_failures_are_one_line_errors(command: object, expected: str) -> None:
+    with pytest.raises(AgentStartError) as excinfo:
+        async with AgentDriver(command, init_timeout=10):  # type: ignore[arg-type]
+            pass
+    assert expected in str(excinfo.value)
+    assert "\n" not in str(excinfo.value)
+
+
+async def test_no_answer_to_initialize_times_out() -> None:
+    started = time.monotonic()
+    with pytest.raises(AgentStartError, match=r"did not answer initialize within 0\.5s"):
+        async with AgentDriver(["sleep", "1000"], init_timeout=0.5):
+            pass
+    assert time.monotonic() - started < 5
+
+
+async def test_close_kills_the_whole_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    # an "agent" that starts a child ignoring SIGTERM, then never answers
+    script = (
+        "import subprocess, sys, time; "
+        "p = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; sleep 300']); "
+        f"open({str(marker)!r}, 'w').write(str(p.pid)); time.sleep(300)"
+    )
+    with pytest.raises(AgentStartError):
+        async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0):
+            pass
+    pid = int(marker.read_text())
+    assert await asyncio.to_thread(_dies_within, pid, 3.0)
+
+
+def _dies_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_parse_agent_command_defaults_to_this_agent() -> None:
+    assert parse_agent_command(None)[1:] == ["-m", "acp_adapter"]
+    assert parse_agent_command("npx @zed-industries/claude-code-acp --x 'a b'") == [
+        "npx",
+        "@zed-industries/claude-code-acp",
+        "--x",
+        "a b",
+    ]
