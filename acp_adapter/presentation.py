@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal, get_args
 
+from . import redact
+
 __all__ = [
     "EXTENSION_EMOJI",
     "MCP_PREVIEW_KEY",
@@ -209,51 +211,14 @@ def validate_friendly_verb(value: str, field: str = "friendly_verb") -> str:
     return value.strip()
 
 
-_CAMEL_LOWER_UPPER: Final = re.compile(r"([a-z0-9])([A-Z])")
-_CAMEL_ACRONYM: Final = re.compile(r"([A-Z]+)([A-Z][a-z])")
-_NON_ALNUM: Final = re.compile(r"[^a-z0-9]+")
-
-# Substrings that make a single name segment sensitive wherever they appear
-# ("tokens_used" is rejected too: a false positive costs a preview, a miss leaks a secret).
-_SENSITIVE_SUBSTRINGS: Final = (
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "passphrase",
-    "credential",
-    "cookie",
-    "bearer",
-)
-# Segments that are only sensitive as whole words, so "author" or "pwdump"-style
-# unrelated names survive while "auth", "x-auth" and "oAuth" do not.
-_SENSITIVE_SEGMENTS: Final = frozenset({"auth", "authorization", "authorisation", "pwd"})
-# Multi-word phrases, matched on the separator-free name so "private_key", "privateKey",
-# "private-key" and "privatekey" are all caught.
-_SENSITIVE_PHRASES: Final = ("privatekey", "apikey", "sessionkey", "accesskey")
-
-
-def _name_segments(name: str) -> list[str]:
-    """Split a field name into lower-case words: camelCase humps and any non-alphanumerics."""
-    spaced = _CAMEL_ACRONYM.sub(r"\1 \2", _CAMEL_LOWER_UPPER.sub(r"\1 \2", name))
-    return [seg for seg in _NON_ALNUM.split(spaced.lower()) if seg]
-
-
 def is_sensitive_name(name: str) -> bool:
     """True if a field name looks like it holds a credential and must never be previewed.
 
-    The name is normalised (camelCase split, lower-cased, ``_ . -`` and other
-    punctuation treated as separators) before matching, so ``apiKey``, ``API_KEY``,
-    ``x-api-key``, ``accessToken``, ``db.password`` and ``privateKey`` all match while
-    ``author`` and ``issueKey`` do not.
+    The vocabulary is the redactor's (:func:`acp_adapter.redact.is_sensitive_name`): one list of
+    secret names for previews, ``rawInput`` redaction and free-text ``key=value`` forms, so a
+    descriptor cannot select a field (``arg:signing_key``) whose value the card's raw input hides.
     """
-    segments = _name_segments(name)
-    if any(sub in seg for seg in segments for sub in _SENSITIVE_SUBSTRINGS):
-        return True
-    if any(seg in _SENSITIVE_SEGMENTS for seg in segments):
-        return True
-    compact = "".join(segments)
-    return any(phrase in compact for phrase in _SENSITIVE_PHRASES)
+    return redact.is_sensitive_name(name)
 
 
 def validate_preview_strategy(value: str, field: str = "preview") -> str:

@@ -31,10 +31,14 @@ untouched when no pass could apply.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any, Final
 
-__all__ = ["REDACTED", "is_sensitive_key", "redact_text", "redact_value"]
+from .redact_cli import redact_command_lines
+from .redact_shapes import BOUNDARY, PROVIDER_TRIGGERS, SPECIAL_SHAPES, grouped_patterns
+
+__all__ = ["REDACTED", "is_sensitive_key", "is_sensitive_name", "redact_text", "redact_value"]
 
 REDACTED: Final[str] = "[REDACTED]"
 """Placeholder for a removed secret.
@@ -68,6 +72,9 @@ _SECRET_WORDS: Final = frozenset(
         "setcookie",
         "bearer",
         "verifier",
+        "requirepass",
+        "masterauth",
+        "authorisation",
     }
 )
 # Lower-case glued spellings (``accesstoken``, ``XAPIKEY``, ``dbpassword``) end like this.
@@ -188,6 +195,7 @@ _HARMLESS_TAIL: Final = frozenset(
         "label",
         "mode",
         "helper",
+        "stdin",
     }
 )
 _WORD_RE: Final = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -206,23 +214,26 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in _WORD_RE.findall(name)]
 
 
-def _key_kind(name: str) -> int:
-    """Classify a key by its words (uncached; see _kind_cached)."""
-    words = _words(name)
-    if not words:
-        return _NOT_SECRET
-    named_secret = False
+def _names_secret(words: list[str], *, plurals: bool = False) -> bool:
+    """True if the words of a name use the secret vocabulary above (the one list)."""
     for i, word in enumerate(words):
         prev = words[i - 1] if i else ""
+        if plurals and len(word) > 3 and word.endswith("s") and word not in _SECRET_WORDS:
+            word = word[:-1]  # ``tokens_used``, ``secrets``: still about a secret
         if (
             word in _SECRET_WORDS
             or word.endswith(_SECRET_SUFFIXES)
             or (word == "key" and prev in _KEY_QUALIFIERS)
             or (word == "code" and prev in _CODE_QUALIFIERS)
         ):
-            named_secret = True
-            break
-    if not named_secret:
+            return True
+    return False
+
+
+def _key_kind(name: str) -> int:
+    """Classify a key by its words (uncached; see _kind_cached)."""
+    words = _words(name)
+    if not words or not _names_secret(words):
         return _NOT_SECRET
     if words[-1] in _HARMLESS_TAIL or any(w in _COUNT_WORDS for w in words):
         return _NOT_SECRET
@@ -251,6 +262,20 @@ def _kind_cached(name: str) -> int:
                 _KIND_CACHE.clear()
             _KIND_CACHE[name] = kind
     return kind
+
+
+def is_sensitive_name(name: str) -> bool:
+    """Tell whether a field *named* ``name`` must never be shown in a preview.
+
+    The same vocabulary as :func:`is_sensitive_key` (there is one list of secret words), read
+    more strictly: count-like keys and pointers to secrets (``tokens_used``, ``token_url``) are
+    sensitive here too, because a preview that is wrongly withheld costs a label while a preview
+    that shows a secret leaks it. Every name :func:`is_sensitive_key` flags is flagged here, so a
+    card title can never show a value that the same card's ``rawInput`` hides.
+    """
+    if not isinstance(name, str) or not name:
+        return False
+    return _names_secret(_words(name[:_MAX_KEY_CLASSIFY]), plurals=True)
 
 
 def is_sensitive_key(name: str) -> bool:
@@ -420,11 +445,76 @@ def _sub_back(pattern: re.Pattern[str], back: int, text: str) -> str:
     return "".join(out)
 
 
+_GROUPED_SHAPES: Final = grouped_patterns()
+_SPECIAL_SHAPES: Final = tuple((re.compile(p), back, keep) for p, back, keep in SPECIAL_SHAPES)
+_KEEP_REPL: Final = {keep: (lambda m, k=keep: m.group(0)[:k] + REDACTED) for keep in range(1, 4)}
+
+# Discord bot tokens: ``<base64 user id, 23-27>.<6>.<27-38>``, the id starting with M, N or O.
+# There is no literal prefix, so the scan is anchored on the first dot and a fixed-width
+# look-behind; the start of the first segment is then found by a bounded walk to the left.
+_DISCORD: Final = re.compile(
+    r"\.(?<=[A-Za-z0-9_-]{23}\.)[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![A-Za-z0-9_\[-])"
+)
+_TOKEN_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _redact_discord(text: str) -> str:
+    if "." not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for m in _DISCORD.finditer(text):
+        start = m.start() - 23
+        floor = max(m.start() - 28, last)
+        while start > floor and text[start - 1] in _TOKEN_CHARS:
+            start -= 1
+        if (
+            m.start() - start > 27
+            or text[start] not in "MNO"
+            or (start > 0 and (text[start - 1] in _TOKEN_CHARS or text[start - 1] in ".]"))
+        ):
+            continue
+        out.append(text[last:start])
+        out.append(REDACTED)
+        last = m.end()
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _sub_grouped(pattern: re.Pattern[str], table: tuple[tuple[str, int], ...], text: str) -> str:
+    """Replace the prefixed tokens one grouped scan finds (see ``redact_shapes.grouped_patterns``)."""
+    out: list[str] = []
+    last = 0
+    for m in pattern.finditer(text):
+        _prefix, k = table[int((m.lastgroup or "g0")[1:])]
+        start = m.start() - k
+        if start < last or (start > 0 and text[start - 1] in BOUNDARY):
+            continue
+        out.append(text[last:start])
+        out.append(REDACTED)
+        last = m.end()
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
 def _redact_shapes(text: str) -> str:
     """Replace tokens recognisable by their shape alone, wherever they appear."""
     for pattern, back in _SHAPES:
         text = pattern.sub(REDACTED, text) if back == 0 else _sub_back(pattern, back, text)
-    return text
+    for pattern, table in _GROUPED_SHAPES:
+        text = _sub_grouped(pattern, table, text)
+    for pattern, back, keep in _SPECIAL_SHAPES:
+        if keep:
+            text = pattern.sub(_KEEP_REPL[keep], text)
+        elif back:
+            text = _sub_back(pattern, back, text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return _redact_discord(text)
 
 
 # ---------------------------------------------------------------------------------------
@@ -466,7 +556,7 @@ _NEEDLE_FILTERS: Final = {
     "auth": r"(?!or(?!i))",
     "key": r"(?<=[a-z0-9_.?&#; -]key)",
     "sig": r"(?<=[?&#;-]sig)",
-    "code": r"(?<=[a-z0-9_.?&#;-]code)",
+    "code": r"(?<![^a-z0-9_.?&#;\"' \t\n-]code)",
 }
 # ``Bearer <credential>``: blanks and a credential holding a digit.
 _NEEDLE_EXTRA: Final = {
@@ -835,6 +925,7 @@ def _redact_keyed(text: str) -> str:
     plain_start = _PLAIN_VALUE_START
     needle_lens = _NEEDLE_LENS
     spans: list[tuple[int, int]] = []
+    oauth: list[int] | None = None
     cursor = 0
     for code in hits:
         h = code >> _NEEDLE_SHIFT
@@ -867,6 +958,11 @@ def _redact_keyed(text: str) -> str:
         ):
             continue
         kind = kind_of(text[name_start:ke])
+        if kind == _NOT_SECRET and ke - name_start == 4 and low.startswith("code", name_start):
+            if oauth is None:
+                oauth = [m.start() for m in _OAUTH_CONTEXT.finditer(low)]
+            if _near(oauth, ks):
+                kind = _PLAIN  # ``"code"`` of an OAuth token request: an authorization code
         found: tuple[int, int, bool] | None = None
         # Fast path: an unquoted ``key=value`` / ``key: value`` with a plain value.
         if nxt == "=" or nxt == ":":
@@ -940,6 +1036,19 @@ def _redact_keyed(text: str) -> str:
     if not spans:
         return text
     return _replace_spans(text, spans)
+
+
+# Words of an OAuth token request (RFC 6749 4.1.3): a bare ``code`` key near one of them holds an
+# authorization code, while ``"code": 404`` in an error object is left alone.
+_OAUTH_CONTEXT: Final = re.compile(r"grant_type|redirect_uri|code_verifier|authorization_code|client_id")
+_OAUTH_WINDOW: Final = 512
+_OAUTH_KEYS: Final = frozenset({"grant_type", "redirect_uri", "code_verifier", "client_id", "client_secret"})
+
+
+def _near(positions: list[int], at: int) -> bool:
+    """True if a position in the sorted ``positions`` lies within the OAuth window around ``at``."""
+    i = bisect.bisect_left(positions, at - _OAUTH_WINDOW)
+    return i < len(positions) and positions[i] <= at + _OAUTH_WINDOW
 
 
 def _bearer_span(text: str, low: str, at: int) -> tuple[int, int] | None:
@@ -1048,6 +1157,12 @@ _ANY_TRIGGER: Final = re.compile(
             r"sg\.",
             r"_v1_",
             r"sk[0-9a-f]{32}",
+            r"[a-z0-9_-]{23}\.[a-z0-9_-]{6}\.",
+            r"-u",
+            r"mysql",
+            r"mariadb",
+            r"sshpass",
+            *(re.escape(trigger) for trigger in PROVIDER_TRIGGERS),
             *_NEEDLES,
         )
     )
@@ -1070,7 +1185,14 @@ def redact_text(text: str) -> str:
     text = _redact_pem(text)
     text = _redact_urls(text)
     text = _redact_shapes(text)
+    text = _redact_cli(text)
     return _redact_keyed(text)
+
+
+def _redact_cli(text: str) -> str:
+    """Pass 5: credentials given as command-line arguments (see :mod:`acp_adapter.redact_cli`)."""
+    spans = redact_command_lines(text, _ascii_lower(text), is_sensitive_key)
+    return _replace_spans(text, spans) if spans else text
 
 
 _MAX_DEPTH: Final = 200
@@ -1095,10 +1217,12 @@ def _redact_value(value: Any, depth: int) -> Any:
         if depth >= _MAX_DEPTH:
             return REDACTED
         out: dict[Any, Any] = {}
+        oauth_request = "code" in value and not _OAUTH_KEYS.isdisjoint(value)
         for key, item in value.items():
             if isinstance(key, str):
                 new_key = redact_text(key)
-                out[new_key] = REDACTED if is_sensitive_key(key) else _redact_value(item, depth + 1)
+                secret = is_sensitive_key(key) or (oauth_request and key == "code")
+                out[new_key] = REDACTED if secret else _redact_value(item, depth + 1)
             else:
                 out[key] = _redact_value(item, depth + 1)
         return out

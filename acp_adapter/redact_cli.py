@@ -1,0 +1,127 @@
+"""Credentials given as command-line arguments (redact pass 5).
+
+A model that runs shell commands writes them the way people do: ``curl -u user:pass``,
+``mysql -pPASS``, ``sshpass -p PASS``, ``npm config set //registry/:_authToken VALUE``,
+``set -x API_TOKEN VALUE``, ``echo VALUE | docker login --password-stdin``. None of these has the
+``key=value`` shape the key/value pass looks for, so they get their own scans. Each is anchored on
+a literal (``-u``/``--user``, the mysql family's names, ``set``/``config``, ``--password-stdin``),
+every repetition is bounded, and a cursor makes sure no character is examined twice by the same
+scan, so the pass stays linear in its input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["redact_command_lines"]
+
+_VALUE: Final = r"(?:\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512})"
+
+# ``curl -u user:pass`` / ``--user=user:pass``: the password after the first colon. A value that
+# is only digits on both sides (``docker run -u 1000:1000``) is a uid:gid, not a credential.
+_USER_FLAG: Final = re.compile(
+    r"-(?<![\w-]-)(?:u|-user)(?:[ \t]{1,8}|=)(?P<q>[\"']?)[^\s:\"']{0,256}:(?P<pw>[^\s\"']{1,512})"
+)
+# The mysql family (and sshpass) take a password glued to ``-p`` (``-pPASS``); ``sshpass`` also
+# with a blank (``sshpass -p PASS``).
+_MYSQL: Final = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"mysql(?<![\w.-]mysql)(?:dump|admin|import|check|sh)?\b",
+        r"mariadb(?<![\w.-]mariadb)(?:-dump)?\b",
+        r"sshpass(?<![\w.-]sshpass)\b",
+    )
+)
+_GLUED_P: Final = re.compile(
+    r"(?<![\w-])-p(?P<pw>[^\s\"'|;&<>-][^\s\"'|;&<>]{0,511}|\"[^\"\n]{1,512}\"|'[^'\n]{1,512}')"
+)
+_SSHPASS_P: Final = re.compile(r"(?<![\w-])-p[ \t]{1,8}(?P<pw>" + _VALUE + ")")
+# ``set KEY VALUE`` (fish, tcsh ``setenv``, redis ``CONFIG SET``, ``npm/yarn config set``) and
+# ``git config [--global] KEY VALUE``: the value when the key names a secret.
+_SET_TAIL: Final = (
+    r"(?:[ \t]{1,8}-{1,2}[a-z][a-z-]{0,20}){0,4}[ \t]{1,8}"
+    r"(?P<key>[^\s=\"']{1,128})[ \t]{1,8}(?P<val>" + _VALUE + ")"
+)
+_SET_FORMS: Final = (
+    re.compile(r"set(?<![\w.-]set)(?:env)?" + _SET_TAIL),
+    re.compile(r"config(?<![\w.-]config)(?![ \t]{1,8}set\b)" + _SET_TAIL),
+)
+_KEY_TAIL: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}$")
+# ``echo VALUE | … --password-stdin`` / ``printf '%s' VALUE | …`` and ``… --password-stdin <<< VALUE``.
+_STDIN_FLAG: Final = "--password-stdin"
+_ECHO: Final = re.compile(
+    r"(?<![\w-])(?:echo|printf)(?:[ \t]{1,8}-[a-zA-Z]{1,3})?(?:[ \t]{1,8}(?:'%s'|\"%s\"|%s))?"
+    r"[ \t]{1,8}(?P<val>" + _VALUE + r")[ \t]{0,8}\|"
+)
+_HERE_STRING: Final = re.compile(r"[ \t]{0,8}<<<[ \t]{0,8}(?P<val>" + _VALUE + ")")
+_LINE_SPAN: Final = 2048
+
+
+def _unquoted(m: re.Match[str], group: str) -> tuple[int, int]:
+    start, end = m.span(group)
+    if end - start >= 2 and m.string[start] in "\"'" and m.string[end - 1] == m.string[start]:
+        return start + 1, end - 1
+    return start, end
+
+
+def _is_reference(value: str) -> bool:
+    """``$TOKEN`` / ``${TOKEN}`` / ``$(cat file)`` name where a secret lives, not the secret."""
+    return value.startswith("$") or value.startswith("[REDACTED")
+
+
+def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], bool]) -> list[tuple[int, int]]:
+    """Spans of ``text`` (``low`` is its length-preserving lower-case copy) holding credentials
+    passed as command-line arguments. ``is_secret_key`` is the one key classifier."""
+    spans: list[tuple[int, int]] = []
+    if "-u" in text or "--user" in text:
+        for m in _USER_FLAG.finditer(text):
+            user_pw = m.group(0)
+            colon = user_pw.rfind(":", 0, len(user_pw) - len(m.group("pw")))
+            user = user_pw[:colon].rsplit(None, 1)[-1].lstrip("=\"'") if colon > 0 else ""
+            pw = m.group("pw").rstrip("\"'")
+            if (user.isdigit() and pw.isdigit()) or _is_reference(pw) or not pw:
+                continue
+            spans.append((m.start("pw"), m.start("pw") + len(pw)))
+    cursor = 0
+    hits = [m for finder in _MYSQL for m in finder.finditer(low)]
+    hits.sort(key=lambda m: m.start())
+    for m in hits:
+        if m.start() < cursor:
+            continue
+        line_end = low.find("\n", m.end(), m.end() + _LINE_SPAN)
+        if line_end == -1:
+            line_end = min(len(low), m.end() + _LINE_SPAN)
+        pattern = _SSHPASS_P if m.group(0) == "sshpass" else _GLUED_P
+        for p in pattern.finditer(text, m.end(), line_end):
+            start, end = _unquoted(p, "pw")
+            if not _is_reference(text[start:end]):
+                spans.append((start, end))
+        cursor = line_end
+    if "set" in low or "config" in low:
+        for m in (m for form in _SET_FORMS for m in form.finditer(low)):
+            key = text[m.start("key") : m.end("key")]
+            tail = _KEY_TAIL.search(key)
+            if tail is None or not is_secret_key(tail.group(0).lstrip("_.-")):
+                continue
+            start, end = _unquoted(m, "val")
+            if not _is_reference(text[start:end]):
+                spans.append((start, end))
+    if _STDIN_FLAG in low:
+        pos = 0
+        while (hit := low.find(_STDIN_FLAG, pos)) != -1:
+            line_start = max(low.rfind("\n", max(0, hit - _LINE_SPAN), hit) + 1, pos, hit - _LINE_SPAN)
+            for e in _ECHO.finditer(text, line_start, hit):
+                start, end = _unquoted(e, "val")
+                if not _is_reference(text[start:end]):
+                    spans.append((start, end))
+            after = hit + len(_STDIN_FLAG)
+            line_end = low.find("\n", after, after + _LINE_SPAN)
+            here = _HERE_STRING.search(text, after, line_end if line_end != -1 else after + _LINE_SPAN)
+            if here is not None:
+                start, end = _unquoted(here, "val")
+                if not _is_reference(text[start:end]):
+                    spans.append((start, end))
+            pos = after
+    return spans
