@@ -319,6 +319,10 @@ def run_plain(prompt: str, cwd: str, settings: Settings) -> int:
         cancel.cancel("interrupted")
         printer.spinner_stop("interrupted")
         return 130
+    finally:
+        close = getattr(agent.model, "close", None)
+        if callable(close):
+            close()
     printer.answer("\n")
     return 0 if result.error is None else 1
 

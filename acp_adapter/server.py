@@ -125,6 +125,7 @@ class ProgressAgent:
         registry: PresentationRegistry | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
+        self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         self.scheduler = scheduler or default_scheduler()
         self.registry = registry or PresentationRegistry()
@@ -164,8 +165,15 @@ class ProgressAgent:
             await asyncio.wait(set(self._turns_running), timeout=grace)
 
     def shutdown(self) -> None:
+        """Cancel every turn and release what the agent built (the model's HTTP client and loop)."""
         self.cancel_all_turns()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        close = getattr(self.model, "close", None)
+        if self._owns_model and callable(close):
+            try:
+                close()
+            except Exception:
+                log.exception("closing the model back-end failed")
 
     # ------------------------------------------------------------ ACP methods
 

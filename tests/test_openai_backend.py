@@ -8,6 +8,7 @@ The 200 ms cancellation bound is the spec; it is measured with ``time.monotonic`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import logging
@@ -35,8 +36,7 @@ from acp_adapter.models.base import (
     ToolSpec,
     UsageReport,
 )
-from acp_adapter.models.openai_abort import AbortScope
-from acp_adapter.models.openai_compat import RAW_ARGUMENTS_KEY, OpenAICompatModel, RequestAborted
+from acp_adapter.models.openai_compat import RAW_ARGUMENTS_KEY, OpenAICompatModel
 from acp_adapter.models.openai_errors import retry_after
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
@@ -597,15 +597,15 @@ def test_cancel_mid_stream(server):
     assert [e for _, e in runner.events if isinstance(e, TextDelta)] == [TextDelta("a"), TextDelta("b")]
 
 
-def test_cancel_mid_stream_without_the_socket_hooks_still_aborts(server):
+def test_a_consumer_that_stops_reading_aborts_the_request(server):
     server.script(Reply(events=text_chunks(["a", "b", "c"]), hang_after=1))
     model = make_model(server)
-    model._abortable = False  # as if a future HTTP stack had no network-backend hook
-    runner = Runner(model, CancelToken())
-    assert runner.first_content.wait(5)
-    time.sleep(0.05)
-    returned, aborted = cancel_and_time(runner, server)
-    assert returned < CANCEL_BOUND and aborted < CANCEL_BOUND, (returned, aborted)
+    events = model.stream([Message("user", "hi")], (), CancelToken())
+    assert next(e for e in events if isinstance(e, TextDelta)) == TextDelta("a")
+    closed_at = time.monotonic()
+    events.close()  # the agent loop went away without cancelling
+    disconnected = server.wait_for_disconnect(-1, timeout=2)
+    assert disconnected is not None and disconnected - closed_at < CANCEL_BOUND
 
 
 def test_cancel_during_retry_backoff(server):
@@ -645,24 +645,117 @@ def test_cancelling_one_stream_leaves_a_concurrent_one_alone(server):
     assert "".join(e.text for _, e in second.events if isinstance(e, TextDelta)) == "abcd"
 
 
-def test_an_abandoned_connect_returns_at_once_and_is_cleaned_up():
-    closed = threading.Event()
+def test_cancel_while_connecting_returns_at_once():
+    """A server that accepts nothing (full backlog): the connect itself is what gets cancelled."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = []
+        for _ in range(8):  # fill the accept queue so a further connect hangs in SYN
+            s = socket.socket()
+            s.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                s.connect(("127.0.0.1", port))
+            fillers.append(s)
+        settings = OpenAISettings(base_url=f"http://127.0.0.1:{port}/v1", timeout=30, max_retries=0)
+        model = OpenAICompatModel(settings)
+        try:
+            assert model._ready.wait(10)
+            runner = Runner(model, CancelToken())
+            time.sleep(0.3)
+            assert runner.returned_at is None, "the request should still be waiting"
+            cancelled_at = time.monotonic()
+            runner.cancel.cancel()
+            runner.join()
+            assert isinstance(runner.error, TurnCancelled)
+            assert runner.returned_at is not None and runner.returned_at - cancelled_at < CANCEL_BOUND
+        finally:
+            model.close()
+            for s in fillers:
+                s.close()
 
-    class Stream:
-        def close(self) -> None:
-            closed.set()
 
-    def slow_connect() -> Stream:
-        time.sleep(0.4)
-        return Stream()
+def test_close_releases_the_client_and_the_loop_and_later_streams_fail_clearly(server):
+    server.script(text_reply("one"))
+    model = make_model(server)
+    assert content(collect(model)) == [TextDelta("one")]
+    loop_threads = [t for t in threading.enumerate() if t.name == "openai-loop"]
+    model.close()
+    model.close()  # idempotent
+    assert model._client is not None and model._client.is_closed()
+    assert all(not t.is_alive() for t in loop_threads if t is model._loop._thread)
+    with pytest.raises(ModelError, match="shut down"):
+        collect(model)
 
-    scope = AbortScope()
-    threading.Timer(0.1, scope.abort).start()
-    started = time.monotonic()
-    with pytest.raises(RequestAborted):
-        scope.connect(slow_connect)
-    assert time.monotonic() - started < 0.1 + CANCEL_BOUND
-    assert closed.wait(2), "the connection that finished after the abort was closed"
+
+def test_an_unexpected_exception_is_logged_with_its_traceback(server, caplog, monkeypatch):
+    server.script(text_reply("x"))
+    model = make_model(server)
+
+    def explode(self: Any, chunk: Any, state: Any) -> Iterator[Any]:
+        raise KeyError("a bug in chunk handling")
+
+    monkeypatch.setattr(OpenAICompatModel, "_handle", explode)
+    with caplog.at_level(logging.ERROR, logger="acp_progress"):
+        err = failure(model)
+    model.close()
+    assert err.reason == "Unexpected error in the OpenAI back-end (KeyError)" and not err.retryable
+    (record,) = [r for r in caplog.records if r.name == "acp_progress.models.openai"]
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
+    assert "a bug in chunk handling" in caplog.text and "Traceback" in caplog.text
+
+
+def test_the_agent_closes_the_model_it_built_on_shutdown(server):
+    from acp_adapter.server import ProgressAgent
+
+    settings = Settings.from_env({"ACP_PROGRESS_MODEL": "openai", "OPENAI_BASE_URL": server.base_url})
+    agent = ProgressAgent(settings)
+    model = agent.model
+    assert isinstance(model, OpenAICompatModel) and model._ready.wait(10)
+    agent.shutdown()
+    assert model._client is not None and model._client.is_closed() and model._loop.closed
+
+    borrowed = make_model(server)
+    ProgressAgent(settings, model=borrowed).shutdown()
+    assert not borrowed._loop.closed, "a model passed in belongs to the caller"
+    borrowed.close()
+
+
+def test_a_server_that_closes_without_responding_is_retried_and_named():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        stop = threading.Event()
+
+        def slam() -> None:
+            listener.settimeout(0.1)
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except TimeoutError:
+                    continue
+                conn.recv(65536)
+                conn.close()
+
+        thread = threading.Thread(target=slam, daemon=True)
+        thread.start()
+        settings = OpenAISettings(base_url=f"http://127.0.0.1:{port}/v1", timeout=5, max_retries=1)
+        model = OpenAICompatModel(settings, backoff_base=0.01)
+        try:
+            events: list[Any] = []
+            with pytest.raises(ModelError) as info:
+                events.extend(model.stream([Message("user", "hi")], (), CancelToken()))
+        finally:
+            stop.set()
+            thread.join(2)
+            model.close()
+    assert info.value.reason == (
+        f"The model server at http://127.0.0.1:{port}/v1 closed the connection without responding "
+        "after 2 attempts"
+    )
+    assert info.value.attempts == 2 and info.value.label == "connection closed"
 
 
 # ---------------------------------------------------------------- over the real stdio agent

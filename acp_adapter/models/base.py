@@ -8,7 +8,7 @@ test doubles plug into the same agent loop, and lets the loop place its three sp
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..cancel import CancelToken
@@ -99,15 +99,29 @@ ModelEvent = TextDelta | ReasoningDelta | ToolCallRequest | UsageReport | Status
 
 @dataclass
 class ModelError(Exception):
-    """A model call failed; ``reason`` is short and fit to show a user (the caller redacts it)."""
+    """A model call failed; ``reason`` is short and fit to show a user (the caller redacts it).
+
+    The other fields are what a retry loop needs, typed: whether it may be retried, the HTTP
+    ``status``, the short ``label`` shown in ``Retrying in 2s (429)``, the server's ``retry_after``
+    in seconds, the server's own words (``detail``, the tail of ``reason``) and the ``attempts`` made.
+    """
 
     reason: str
     retryable: bool = False
     status: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
+    retry_after: float | None = None
+    detail: str = ""
+    attempts: int = 1
 
     def __str__(self) -> str:
         return self.reason
+
+    @property
+    def head(self) -> str:
+        """``reason`` without the server's ``detail``."""
+        suffix = f": {self.detail}"
+        return self.reason[: -len(suffix)] if self.detail and self.reason.endswith(suffix) else self.reason
 
 
 class ChatModel(Protocol):

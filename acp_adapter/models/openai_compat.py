@@ -6,12 +6,13 @@ Selected with ``ACP_PROGRESS_MODEL=openai`` and configured by ``OPENAI_BASE_URL`
 ``ACP_PROGRESS_OPENAI_CONTEXT_WINDOW``. It works with OpenAI itself and with the servers that speak
 its chat-completions dialect (vLLM, Ollama, llama.cpp, LM Studio, OpenRouter, DeepSeek …). The
 official ``openai`` package is an optional extra: its absence is a :class:`ConfigError` when the
-model is built, and the import itself (about a second) runs on a background thread so the agent
-answers ``initialize`` at once; a ``stream`` that starts before it finished waits, cancellably,
-with the status ``Starting the OpenAI client``. The SDK builds and sends the request (auth, URL,
-headers, HTTP errors); this module reads the raw SSE stream itself, so it knows whether ``[DONE]``
-arrived and keeps the provider fields (``reasoning_content``) that typed chunks may not carry.
-A server that ignores ``stream: true`` and answers with one JSON completion is understood too.
+model is built. The model runs on ``openai.AsyncOpenAI`` on a private event loop
+(:class:`~.loop_thread.LoopThread`); building the client (importing ``openai`` takes a moment)
+happens there too, so the agent answers ``initialize`` at once, and a ``stream`` that starts before
+it finished waits, cancellably, with the status ``Starting the OpenAI client``. The SDK builds and
+sends the request and parses the stream into typed ``ChatCompletionChunk`` objects; provider
+fields it does not model (``reasoning_content``) are in each delta's ``model_extra``. A server
+that ignores ``stream: true`` and answers with one JSON completion is understood too.
 
 How the stream maps onto :mod:`.base` events (the contract with the agent loop):
 
@@ -34,41 +35,35 @@ How the stream maps onto :mod:`.base` events (the contract with the agent loop):
   context window (servers that repeat cumulative usage on every chunk are not double counted).
 
 Failures become :class:`ModelError` with a short reason that never contains the API key
-(:mod:`.openai_errors` words them). The SDK's own retries are disabled; this module retries
-connection errors, 408/409/429 and 5xx, and a stream that drops before any content, up to
-``max_retries`` times with exponential backoff (``backoff_base`` × 2ⁿ, at most ``max_backoff``
-seconds) or the server's ``Retry-After`` (at most 30 s). Nothing is retried once content has been
-yielded, and a timeout is not retried (the user already waited the whole timeout). A stream is
-complete when it sent ``[DONE]`` or a finish reason; one that ends before either is reported as
-ended unexpectedly.
+(:mod:`.openai_errors` classifies the SDK's exception types and words them). The SDK's own retries
+are disabled so that every retry shows in the heartbeat: this module retries connection errors,
+408/409/429 and 5xx, and a stream that drops before any content, up to ``max_retries`` times with
+exponential backoff (``backoff_base`` × 2ⁿ, at most ``max_backoff`` seconds) or the server's
+``Retry-After`` (at most 30 s), yielding ``Retrying in 2s (429)`` first. Nothing is retried once
+content has been yielded, and a timeout is not retried (the user already waited the whole
+timeout). A stream is complete when a choice finished; one that ends before is reported as ended
+unexpectedly.
 
-Cancellation aborts the HTTP request itself, not just the wait (:mod:`.openai_abort`): the HTTP
-client's network backend is wrapped so the sockets a request uses are known, and the cancel token's
-hook shuts them down (``shutdown(SHUT_RDWR)`` wakes a thread blocked in ``recv``), which makes the
-blocked read return at once and tells the server to stop generating. Connecting runs on a helper
-thread so that a slow DNS look-up or connect cannot hold the turn either. Backoff sleeps use
-``cancel.wait``. If the HTTP stack ever lacks the hook points (a future ``openai``/``httpx``),
-cancellation falls back to shutting down the response's socket (found through the public
-``network_stream`` extension) once the headers are in, and checking the token between chunks; only a
-wait for the headers then lasts until they come or the timeout.
+Cancellation is task cancellation: the turn's cancel token cancels the request's task on the
+model's loop, which aborts the HTTP request (connect, wait for headers, body read or backoff
+sleep alike) and releases the agent loop at once; the server sees the connection close.
 
-This module holds the model itself (client set-up, request body, retry loop, SSE reading) and the
+This module holds the model itself (client set-up, request, retry loop, chunk handling) and the
 message conversion; tool-call assembly and per-attempt state are in :mod:`.openai_stream`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import importlib.util
 import json
 import logging
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..cancel import CancelToken, TurnCancelled
+from ..cancel import CancelToken
 from ..config import ConfigError, OpenAISettings
 from .base import (
     Message,
@@ -81,21 +76,23 @@ from .base import (
     ToolSpec,
     UsageReport,
 )
-from .openai_abort import AbortableStream, AbortScope, Activated, RequestAborted, make_abortable
+from .loop_thread import LoopThread
 from .openai_errors import (
     MAX_RETRY_AFTER,
+    classify,
     display_url,
-    failure,
     final_failure,
     fmt_seconds,
+    malformed_event,
     one_line,
-    request_failure,
     scrub,
-    server_message,
-    status_failure,
     stream_dropped,
 )
 from .openai_stream import RAW_ARGUMENTS_KEY, StreamState, completion_as_chunk
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI, AsyncStream
+    from openai.types.chat import ChatCompletionChunk
 
 __all__ = [
     "INSTALL_HINT",
@@ -103,14 +100,12 @@ __all__ = [
     "PLACEHOLDER_API_KEY",
     "RAW_ARGUMENTS_KEY",
     "OpenAICompatModel",
-    "RequestAborted",
 ]
 
 log = logging.getLogger("acp_progress.models.openai")
 
 INSTALL_HINT = "pip install 'acp-progress[openai]'"
 PLACEHOLDER_API_KEY = "not-needed"
-DRAIN_TIMEOUT = 0.1
 
 
 # ---------------------------------------------------------------- the model
@@ -120,7 +115,8 @@ class OpenAICompatModel:
     """A :class:`~acp_adapter.models.base.ChatModel` over an OpenAI-compatible HTTP API.
 
     ``backoff_base``/``max_backoff`` set the retry schedule (tests use a few tens of milliseconds).
-    One instance serves every session concurrently: all per-call state is local to ``stream``.
+    One instance serves every session concurrently: all per-call state is local to a request's
+    task. :meth:`close` releases the HTTP client and the model's event loop.
     """
 
     name = "openai"
@@ -145,52 +141,43 @@ class OpenAICompatModel:
         self.settings = settings
         self.backoff_base = backoff_base
         self.max_backoff = max_backoff
-        self.context_window: int | None = getattr(settings, "context_window", None)
+        self.context_window: int | None = settings.context_window
         self._key = settings.api_key.strip()
         self._display_url = display_url(settings.base_url)
-        self._openai: Any = None
-        self._client: Any = None
-        self._abortable = False
+        self._client: AsyncOpenAI | None = None
         self._init_error: str | None = None
         self._ready = threading.Event()
-        # importing openai takes about a second: do it off the caller's thread, so the agent answers
-        # ``initialize`` at once; the first ``stream`` waits for it (cancellably)
-        threading.Thread(target=self._build_client, name="openai-client-init", daemon=True).start()
+        self._loop = LoopThread("openai-loop")
+        self._loop.submit(self._build_client())
 
-    def _build_client(self) -> None:
+    async def _build_client(self) -> None:
         try:
             import openai
 
-            http_client = openai.DefaultHttpxClient(timeout=self.settings.timeout)
-            self._abortable = make_abortable(http_client)
-            if not self._abortable:
-                log.warning(
-                    "cannot hook the HTTP client's sockets; cancelling will close the response instead"
-                )
-            self._client = openai.OpenAI(
+            self._client = openai.AsyncOpenAI(
                 api_key=self._key or PLACEHOLDER_API_KEY,
                 base_url=self.settings.base_url,
-                max_retries=0,
+                max_retries=0,  # retries are ours, so that each one shows in the heartbeat
                 timeout=self.settings.timeout,
-                http_client=http_client,
             )
-            self._openai = openai
         except Exception as exc:
             self._init_error = scrub(f"{type(exc).__name__}: {one_line(str(exc), 120)}", self._key)
-            log.error("cannot set up the OpenAI client: %s", self._init_error)
+            log.exception("cannot set up the OpenAI client")
         finally:
             self._ready.set()
 
-    def _wait_ready(self, cancel: CancelToken) -> None:
-        while not self._ready.wait(0.02):
-            cancel.raise_if_cancelled()
-        if self._init_error is not None:
-            raise ModelError(f"Cannot set up the OpenAI client ({self._init_error}); try {INSTALL_HINT}")
-
     def close(self) -> None:
-        self._ready.wait()
-        if self._client is not None:
-            self._client.close()
+        """Close the HTTP client (its connections) and stop the model's loop; idempotent."""
+        if self._loop.closed:
+            return
+        self._ready.wait(5)
+        client = self._client
+        if client is not None:
+            try:
+                self._loop.submit(client.close()).result(2)
+            except Exception:
+                log.exception("closing the OpenAI client failed")
+        self._loop.close()
 
     # ------------------------------------------------------------ request building
 
@@ -224,8 +211,15 @@ class OpenAICompatModel:
         cancel.raise_if_cancelled()
         if not self._ready.is_set():
             yield StatusNote("Starting the OpenAI client")
-        self._wait_ready(cancel)
+            while not self._ready.wait(0.02):
+                cancel.raise_if_cancelled()
+        if self._init_error is not None:
+            raise ModelError(f"Cannot set up the OpenAI client ({self._init_error}); try {INSTALL_HINT}")
         body = self.request_body(messages, tools)
+        yield from self._loop.iterate(lambda: self._events(body), cancel)
+
+    async def _events(self, body: dict[str, Any]) -> AsyncIterator[ModelEvent]:
+        """The retry loop, on the model's event loop; cancelling its task aborts the request."""
         attempts = self.settings.max_retries + 1
         attempt = 1
         while True:
@@ -235,15 +229,25 @@ class OpenAICompatModel:
             else:
                 yield StatusNote(f"Waiting for the first token (attempt {attempt} of {attempts})")
             try:
-                yield from self._attempt(body, cancel, state)
-                return
+                try:
+                    async for event in self._attempt(body, state):
+                        yield event
+                    return
+                except (ModelError, asyncio.CancelledError, GeneratorExit):
+                    raise
+                except Exception as exc:
+                    # a bug (ours or the SDK's), not a model failure: keep the traceback in the log
+                    log.exception("unexpected error in the OpenAI back-end")
+                    raise ModelError(
+                        f"Unexpected error in the OpenAI back-end ({type(exc).__name__})"
+                    ) from exc
             except ModelError as exc:
                 if not exc.retryable or state.started or attempt >= attempts:
                     raise final_failure(exc, attempt, self._key) from exc.__cause__
-                delay = exc.extra.get("retry_after")
+                delay = exc.retry_after
                 if delay is None:
                     delay = min(self.backoff_base * 2 ** (attempt - 1), self.max_backoff)
-                label = exc.extra.get("label") or (str(exc.status) if exc.status else "error")
+                label = exc.label or (str(exc.status) if exc.status else "error")
                 log.info(
                     "model request failed (%s); retry %d of %d in %s",
                     exc.reason,
@@ -252,150 +256,91 @@ class OpenAICompatModel:
                     fmt_seconds(delay),
                 )
                 yield StatusNote(f"Retrying in {fmt_seconds(delay)} ({label})")
-                if cancel.wait(delay):
-                    raise TurnCancelled(cancel.reason) from None
+                await asyncio.sleep(delay)
                 attempt += 1
 
-    def _attempt(self, body: dict[str, Any], cancel: CancelToken, state: StreamState) -> Iterator[ModelEvent]:
-        scope = AbortScope() if self._abortable else None
-        holder: dict[str, Any] = {}
+    def _error(self, exc: BaseException, state: StreamState) -> ModelError:
+        return classify(
+            exc,
+            key=self._key,
+            model=self.settings.model,
+            url=self._display_url,
+            timeout=self.settings.timeout,
+            chunks=state.chunks,
+            responded=state.responded,
+        )
 
-        def abort() -> None:
-            if scope is not None:
-                scope.abort()
-            elif (response := holder.get("response")) is not None:
-                # fallback (no hooked backend): reach the socket through the public
-                # ``network_stream`` extension; closing alone would not wake a blocked read
-                with contextlib.suppress(Exception):
-                    AbortableStream(response.http_response.extensions["network_stream"]).abort()
-                with contextlib.suppress(Exception):
-                    response.close()
+    async def _attempt(self, body: dict[str, Any], state: StreamState) -> AsyncIterator[ModelEvent]:
+        import openai
+        from openai.types.chat import ChatCompletionChunk
 
-        remove = cancel.on_cancel(abort)
-        response = None
+        assert self._client is not None
         try:
-            try:
-                with Activated(scope):
-                    manager = self._client.chat.completions.with_streaming_response.create(**body)
-                    response = manager.__enter__()
-            except Exception as exc:
-                raise self._error(exc, cancel, state) from exc
-            holder["response"] = response
-            state.responded = True
-            try:
-                yield from self._consume(response, cancel, state, scope)
-            except (TurnCancelled, ModelError):
-                raise
-            except Exception as exc:
-                raise self._error(exc, cancel, state) from exc
-        finally:
-            remove()
-            if response is not None:
-                with contextlib.suppress(Exception):
-                    response.close()
-            if scope is not None:
-                scope.close()
-
-    def _consume(
-        self, response: Any, cancel: CancelToken, state: StreamState, scope: AbortScope | None
-    ) -> Iterator[ModelEvent]:
-        activated = Activated(scope)
-        content_type = str(response.headers.get("content-type", "")).lower()
-        if "json" in content_type and "event-stream" not in content_type:
-            # a server (or a proxy) that ignored ``stream: true`` and sent one complete answer
-            with activated:
-                raw = response.read()
-            yield from self._handle(completion_as_chunk(raw), "", state)
-            state.done = True
-            yield from self._flush_tools(state)
-            if state.usage is not None:
-                yield self._usage(state.usage)
-            return
-        lines = response.iter_lines()
-        data: list[str] = []
-        event_name = ""
-        while True:
-            with activated:
-                line = next(lines, None)
-            if cancel.cancelled:
-                raise TurnCancelled(cancel.reason)
-            if line is None or line == "":
-                if data:
-                    payload = "\n".join(data)
-                    data = []
-                    if payload.strip() == "[DONE]":
-                        state.done = True
+            stream: AsyncStream[ChatCompletionChunk] = await self._client.chat.completions.create(**body)
+        except openai.OpenAIError as exc:
+            raise self._error(exc, state) from exc
+        state.responded = True
+        async with stream:
+            content_type = stream.response.headers.get("content-type", "").lower()
+            if "json" in content_type and "event-stream" not in content_type:
+                # a server (or a proxy) that ignored ``stream: true`` and sent one complete answer
+                try:
+                    raw = await stream.response.aread()
+                except openai.OpenAIError as exc:
+                    raise self._error(exc, state) from exc
+                data = completion_as_chunk(raw)
+                if data is None:
+                    raise malformed_event()
+                for event in self._handle(ChatCompletionChunk.construct(**data), state):
+                    yield event
+                state.finish_reason = state.finish_reason or "stop"
+            else:
+                chunks = aiter(stream)
+                while True:
+                    try:
+                        chunk = await anext(chunks)
+                    except StopAsyncIteration:
                         break
-                    yield from self._handle(payload, event_name, state)
-                event_name = ""
-                if line is None:
-                    break
-                continue
-            if line.startswith(":"):
-                continue  # SSE comment (keep-alive)
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "data":
-                data.append(value)
-            elif name == "event":
-                event_name = value
-        if state.done and scope is not None:
-            # read the rest of the body (normally just the chunked terminator) so the connection
-            # can be reused, but never wait on a server that keeps the stream open after [DONE]
-            scope.deadline = time.monotonic() + DRAIN_TIMEOUT
-            try:
-                with activated:
-                    for _ in lines:
-                        pass
-            except Exception:
-                pass
-        if not state.done and state.finish_reason is None:
+                    except openai.OpenAIError as exc:
+                        raise self._error(exc, state) from exc
+                    except ValueError as exc:  # the SDK could not decode an event's JSON
+                        log.debug("malformed SSE data: %s", type(exc).__name__)
+                        raise malformed_event() from exc
+                    if not isinstance(chunk, ChatCompletionChunk):
+                        raise malformed_event()
+                    for event in self._handle(chunk, state):
+                        yield event
+        if state.finish_reason is None:
             raise stream_dropped(state.chunks)
-        yield from self._flush_tools(state)
+        for event in self._flush_tools(state):
+            yield event
         if state.usage is not None:
-            yield self._usage(state.usage)
+            yield self._usage(state)
 
-    def _handle(self, payload: str, event_name: str, state: StreamState) -> Iterator[ModelEvent]:
-        try:
-            obj = json.loads(payload)
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict):
-            log.debug("malformed SSE data (%d characters)", len(payload))
-            raise failure("Malformed server-sent event from the model server")
+    def _handle(self, chunk: ChatCompletionChunk, state: StreamState) -> Iterator[ModelEvent]:
         state.chunks += 1
-        error = obj.get("error")
-        if error or event_name == "error":
-            message = one_line(scrub(server_message(obj), self._key)) or "unknown error"
-            raise failure("The model server reported an error", detail=message)
-        usage = obj.get("usage")
-        if isinstance(usage, Mapping):
-            state.usage = usage
-        choices = obj.get("choices")
-        if not isinstance(choices, list):
-            return
-        for choice in choices:
-            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+        if chunk.usage is not None:
+            state.usage = chunk.usage  # cumulative on servers that repeat it: keep the last
+        for choice in chunk.choices or ():
+            if (choice.index or 0) != 0:
                 continue
-            delta = choice.get("delta")
-            if isinstance(delta, Mapping):
-                reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            delta = choice.delta
+            if delta is not None:
+                extra = delta.model_extra or {}
+                reasoning = extra.get("reasoning_content") or extra.get("reasoning")
                 if isinstance(reasoning, str) and reasoning:
                     state.started = True
                     yield ReasoningDelta(reasoning)
-                content = delta.get("content")
-                if isinstance(content, str) and content:
+                if isinstance(delta.content, str) and delta.content:
                     state.started = True
-                    yield TextDelta(content)
-                fragments = delta.get("tool_calls")
-                if isinstance(fragments, list) and fragments:
+                    yield TextDelta(delta.content)
+                if delta.tool_calls:
                     if not state.started:
                         state.started = True
                         yield TextDelta("")  # the first delta: closes the spinner (see module doc)
-                    state.tools.add(fragments)
-            finish = choice.get("finish_reason")
-            if isinstance(finish, str) and finish:
-                state.finish_reason = finish
+                    state.tools.add(delta.tool_calls)
+            if isinstance(choice.finish_reason, str) and choice.finish_reason:
+                state.finish_reason = choice.finish_reason
                 yield from self._flush_tools(state)
 
     def _flush_tools(self, state: StreamState) -> Iterator[ModelEvent]:
@@ -403,32 +348,16 @@ class OpenAICompatModel:
             for call in state.tools.complete():
                 yield ToolCallRequest(call)
 
-    def _usage(self, usage: Mapping[str, Any]) -> UsageReport:
-        def num(key: str) -> int:
-            value = usage.get(key)
+    def _usage(self, state: StreamState) -> UsageReport:
+        usage = state.usage
+        assert usage is not None
+
+        def num(value: object) -> int:
             return value if isinstance(value, int) and value >= 0 else 0
 
-        prompt, completion = num("prompt_tokens"), num("completion_tokens")
+        prompt, completion = num(usage.prompt_tokens), num(usage.completion_tokens)
         return UsageReport(
-            prompt, completion, num("total_tokens") or prompt + completion, self.context_window
-        )
-
-    # ------------------------------------------------------------ error mapping
-
-    def _error(self, exc: Exception, cancel: CancelToken, state: StreamState) -> BaseException:
-        """Map an exception of the HTTP layer to TurnCancelled or a ModelError with a short reason."""
-        if cancel.cancelled:
-            return TurnCancelled(cancel.reason)
-        openai = self._openai
-        if isinstance(exc, openai.APIStatusError):
-            return status_failure(exc, key=self._key, model=self.settings.model, url=self._display_url)
-        return request_failure(
-            exc,
-            connection_error=openai.APIConnectionError,
-            timeout=self.settings.timeout,
-            chunks=state.chunks,
-            responded=state.responded,
-            url=self._display_url,
+            prompt, completion, num(usage.total_tokens) or prompt + completion, self.context_window
         )
 
 

@@ -4,11 +4,16 @@ Why this exists: what the user sees when a model request fails is one line in th
 must say what went wrong in plain words (``Cannot connect to http://localhost:11434/v1 (connection
 refused)``, ``Rate limited (HTTP 429)``) rather than an exception chain from ``openai``/``httpx``,
 and it must never contain the API key (:func:`scrub`, :func:`display_url`). Each
-:class:`~.base.ModelError` built here also says whether it may be retried and carries, in
-``extra``, what the retry loop shows and uses: ``head``/``detail`` (the reason's parts), ``label``
-(the short cause in ``Retrying in 2s (429)``) and ``retry_after`` (the server's ``Retry-After``,
-capped at :data:`MAX_RETRY_AFTER`). Connection errors, 408/409/429 and 5xx and a stream that drops
-are retryable; a timeout is not (the user already waited the whole timeout).
+:class:`~.base.ModelError` built here also says whether it may be retried and carries, in typed
+fields, what the retry loop shows and uses: ``detail`` (the server's words), ``label`` (the short
+cause in ``Retrying in 2s (429)``) and ``retry_after`` (the server's ``Retry-After``, capped at
+:data:`MAX_RETRY_AFTER`). Connection errors, 408/409/429 and 5xx and a stream that drops are
+retryable; a timeout is not (the user already waited the whole timeout).
+
+Exceptions are classified by the ``openai`` package's own types (:func:`classify`):
+``APIStatusError`` (an HTTP error status), ``APITimeoutError``, ``APIConnectionError`` (worded by
+the ``OSError`` underneath it, if any) and ``APIError`` (an error event inside the stream); anything
+else is a bug somewhere and is logged with its traceback.
 """
 
 from __future__ import annotations
@@ -16,21 +21,26 @@ from __future__ import annotations
 import email.utils
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .base import ModelError
 
+if TYPE_CHECKING:
+    from openai import APIStatusError
+
 __all__ = [
     "MAX_RETRY_AFTER",
+    "classify",
     "display_url",
     "failure",
     "final_failure",
     "fmt_seconds",
+    "malformed_event",
     "one_line",
-    "request_failure",
     "retry_after",
     "scrub",
     "server_message",
@@ -42,7 +52,6 @@ log = logging.getLogger("acp_progress.models.openai")
 
 MAX_RETRY_AFTER = 30.0
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
-_TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "httpcore2", "h11", "h2", "ssl", "socket"})
 
 
 # ---------------------------------------------------------------- wording helpers
@@ -131,65 +140,63 @@ def retry_after(headers: Any) -> float | None:
 # ---------------------------------------------------------------- classifying exceptions
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, its causes and contexts, and the members of exception groups among them (anyio
+    reports a failed connect as ``OSError('All connection attempts failed')`` caused by a group)."""
     seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(seen) < 20:
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 50:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
         seen.add(id(current))
         yield current
-        current = current.__cause__ or current.__context__
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        for linked in (current.__cause__, current.__context__):
+            if linked is not None:
+                todo.append(linked)
 
 
-def _is_timeout(exc: BaseException) -> bool:
-    return any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in _chain(exc))
+_PROBLEMS: tuple[tuple[type[OSError], str], ...] = (
+    (ConnectionRefusedError, "connection refused"),
+    (socket.gaierror, "cannot resolve the host name"),
+    (ssl.SSLCertVerificationError, "TLS certificate verification failed"),
+    (ssl.SSLError, "TLS error"),
+    (ConnectionResetError, "connection reset"),
+)
 
 
-def _is_transport_error(exc: BaseException, connection_error: type[BaseException]) -> bool:
-    """Whether ``exc`` came from the network or the HTTP layer (not from a bug of ours)."""
-    return any(
-        isinstance(e, OSError | connection_error) or type(e).__module__.split(".")[0] in _TRANSPORT_MODULES
-        for e in _chain(exc)
-    )
-
-
-def _connection_problem(exc: BaseException) -> str:
-    import ssl
-
-    for e in _chain(exc):
-        if isinstance(e, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(e, socket.gaierror):
-            return "cannot resolve the host name"
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return "TLS certificate verification failed"
-        if isinstance(e, ssl.SSLError):
-            return "TLS error"
-        if isinstance(e, ConnectionResetError):
-            return "connection reset"
-    text = " ".join(str(e) for e in _chain(exc)).lower()
-    if "connection refused" in text:
-        return "connection refused"
-    if "name or service not known" in text or "nodename nor servname" in text:
-        return "cannot resolve the host name"
-    if "unsupportedprotocol" in text or "missing an 'http://' or 'https://'" in text:
-        return "unsupported URL"
-    return "connection failed"
+def _connection_problem(exc: BaseException) -> str | None:
+    """What the operating system said under an ``APIConnectionError``; None if no socket error
+    is underneath (the server accepted the connection and closed it)."""
+    errors = [e for e in _causes(exc) if isinstance(e, OSError)]
+    for kind, problem in _PROBLEMS:
+        if any(isinstance(e, kind) for e in errors):
+            return problem
+    return "connection failed" if errors else None
 
 
 # ---------------------------------------------------------------- building ModelErrors
 
 
 def failure(
-    head: str, *, detail: str = "", retryable: bool = False, status: int | None = None, **extra: Any
+    head: str,
+    *,
+    detail: str = "",
+    retryable: bool = False,
+    status: int | None = None,
+    label: str | None = None,
+    retry_after: float | None = None,
 ) -> ModelError:
     reason = f"{head}: {detail}" if detail else head
     return ModelError(
-        reason, retryable=retryable, status=status, extra={"head": head, "detail": detail, **extra}
+        reason, retryable=retryable, status=status, label=label, retry_after=retry_after, detail=detail
     )
 
 
 def stream_dropped(chunks: int) -> ModelError:
-    """The stream ended (or broke) after the headers, before ``[DONE]`` or a finish reason."""
+    """The stream ended (or broke) after the headers, before a finish reason."""
     return failure(
         f"The stream ended unexpectedly after {chunks} chunk{'s' if chunks != 1 else ''}",
         retryable=True,
@@ -197,51 +204,56 @@ def stream_dropped(chunks: int) -> ModelError:
     )
 
 
-def request_failure(
-    exc: Exception,
-    *,
-    connection_error: type[BaseException],
-    timeout: float,
-    chunks: int,
-    responded: bool,
-    url: str,
-) -> ModelError:
-    """A ModelError for an exception (other than an HTTP status error) raised by the HTTP layer.
+def malformed_event() -> ModelError:
+    return failure("Malformed server-sent event from the model server")
 
-    ``connection_error`` is ``openai.APIConnectionError``; ``timeout`` the configured timeout;
-    ``chunks``/``responded`` how far the attempt got; ``url`` the base URL in its display form.
+
+def classify(
+    exc: BaseException, *, key: str, model: str, url: str, timeout: float, chunks: int, responded: bool
+) -> ModelError:
+    """A ModelError for an exception raised by the ``openai`` client during one attempt.
+
+    ``key`` is the API key (scrubbed from server messages), ``model`` the configured model, ``url``
+    the base URL in its display form, ``timeout`` the configured timeout; ``chunks``/``responded``
+    say how far the attempt got (events received, headers in).
     """
-    if _is_timeout(exc):
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        return status_failure(exc, key=key, model=model, url=url)
+    if isinstance(exc, openai.APITimeoutError):
         if chunks == 0:
             return failure(f"No response from the model server within {fmt_seconds(timeout)}")
         return failure(f"The model server sent nothing for {fmt_seconds(timeout)} after {chunks} chunks")
-    if isinstance(exc, ModelError):
-        return exc
-    if not _is_transport_error(exc, connection_error):
-        log.debug("unexpected error from the OpenAI client: %s", type(exc).__name__)
-        return failure(f"Unexpected error talking to the model server ({type(exc).__name__})")
-    if responded:
-        return stream_dropped(chunks)
-    if any("RemoteProtocolError" in type(e).__name__ for e in _chain(exc)):
+    if isinstance(exc, openai.APIConnectionError):
+        if responded:
+            return stream_dropped(chunks)
+        problem = _connection_problem(exc)
+        if problem is None:
+            return failure(
+                f"The model server at {url} closed the connection without responding",
+                retryable=True,
+                label="connection closed",
+            )
         return failure(
-            f"The model server at {url} closed the connection without responding",
-            retryable=True,
-            label="connection closed",
+            f"Cannot connect to {url} ({problem})",
+            retryable=problem != "TLS certificate verification failed",
+            label=problem,
         )
-    problem = _connection_problem(exc)
-    return failure(
-        f"Cannot connect to {url} ({problem})",
-        retryable=problem not in ("unsupported URL", "TLS certificate verification failed"),
-        label=problem,
-    )
+    if isinstance(exc, openai.APIError):
+        # an ``error`` event inside the stream (the SDK raises it with the event as ``body``)
+        message = one_line(scrub(server_message(exc.body) or exc.message, key)) or "unknown error"
+        return failure("The model server reported an error", detail=message)
+    log.error("unexpected error from the OpenAI client", exc_info=exc)
+    return failure(f"Unexpected error talking to the model server ({type(exc).__name__})")
 
 
-def status_failure(exc: Any, *, key: str, model: str, url: str) -> ModelError:
-    """A ModelError for ``openai.APIStatusError`` ``exc``; ``key`` is the API key (for the hint and
-    to scrub the server's message), ``model`` the configured model, ``url`` the display base URL."""
-    status = int(getattr(exc, "status_code", 0) or 0)
-    body = getattr(exc, "body", None)
-    response = getattr(exc, "response", None)
+def status_failure(exc: APIStatusError, *, key: str, model: str, url: str) -> ModelError:
+    """A ModelError for an HTTP error status; ``key`` is the API key (for the hint and to scrub the
+    server's message), ``model`` the configured model, ``url`` the display base URL."""
+    status = exc.status_code
+    body = exc.body
+    headers = exc.response.headers
     message = one_line(scrub(server_message(body), key))
     code = _error_code(body)
     if status == 401:
@@ -268,7 +280,7 @@ def status_failure(exc: Any, *, key: str, model: str, url: str) -> ModelError:
             retryable=True,
             status=status,
             label="429",
-            retry_after=retry_after(getattr(response, "headers", None)),
+            retry_after=retry_after(headers),
         )
     if status >= 500:
         return failure(
@@ -277,7 +289,7 @@ def status_failure(exc: Any, *, key: str, model: str, url: str) -> ModelError:
             retryable=True,
             status=status,
             label=str(status),
-            retry_after=retry_after(getattr(response, "headers", None)),
+            retry_after=retry_after(headers),
         )
     if status in _RETRYABLE_STATUS:
         return failure(
@@ -286,7 +298,7 @@ def status_failure(exc: Any, *, key: str, model: str, url: str) -> ModelError:
             retryable=True,
             status=status,
             label=str(status),
-            retry_after=retry_after(getattr(response, "headers", None)),
+            retry_after=retry_after(headers),
         )
     if status == 413:
         return failure(
@@ -297,10 +309,16 @@ def status_failure(exc: Any, *, key: str, model: str, url: str) -> ModelError:
 
 def final_failure(exc: ModelError, attempt: int, key: str) -> ModelError:
     """The error reported once retrying stopped: the reason, the attempt count, the key scrubbed."""
-    head = exc.extra.get("head", exc.reason)
-    detail = exc.extra.get("detail", "")
+    head = exc.head
     if attempt > 1:
         head = f"{head} after {attempt} attempts"
-    reason = scrub(f"{head}: {detail}" if detail else head, key)
+    reason = scrub(f"{head}: {exc.detail}" if exc.detail else head, key)
     log.warning("model request failed: %s", reason)
-    return ModelError(reason, retryable=exc.retryable, status=exc.status, extra={"attempts": attempt})
+    return ModelError(
+        reason,
+        retryable=exc.retryable,
+        status=exc.status,
+        label=exc.label,
+        detail=scrub(exc.detail, key),
+        attempts=attempt,
+    )

@@ -3,9 +3,11 @@
 Why this exists: servers send a tool call in fragments spread over many chunks — several calls per
 response, interleaved by ``index``, arguments cut anywhere, sometimes without ``index`` or with the
 arguments as an object — and the agent loop wants whole :class:`~.base.ToolCall` values. The
-retry logic also needs to know how far an attempt got (headers, chunks, first delta, ``[DONE]``)
-to word its errors and to decide whether a retry is still allowed. Both live here, apart from the
-HTTP and SSE plumbing of :mod:`.openai_compat`.
+fragments are the ``openai`` package's typed ``ChoiceDeltaToolCall`` objects (built without
+validation, so a sloppy server's ``None`` index or object arguments arrive as they were sent). The
+retry logic also needs to know how far an attempt got (headers, chunks, first delta, finish) to
+word its errors and to decide whether a retry is still allowed. Both live here, apart from the
+request plumbing of :mod:`.openai_compat`.
 
 Arguments that are not a JSON object are not swallowed: they are passed as
 ``{RAW_ARGUMENTS_KEY: "<the text>"}``, so the toolbox rejects them with a clear argument error the
@@ -19,11 +21,15 @@ import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import ToolCall
 
 __all__ = ["RAW_ARGUMENTS_KEY", "StreamState", "ToolCallAssembler", "completion_as_chunk", "parse_arguments"]
+
+if TYPE_CHECKING:
+    from openai.types import CompletionUsage
+    from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall
 
 log = logging.getLogger("acp_progress.models.openai")
 
@@ -50,13 +56,11 @@ class ToolCallAssembler:
     def __bool__(self) -> bool:
         return bool(self.calls)
 
-    def add(self, fragments: Sequence[Any]) -> None:
+    def add(self, fragments: Sequence[ChoiceDeltaToolCall]) -> None:
         for fragment in fragments:
-            if not isinstance(fragment, Mapping):
-                continue
-            index = fragment.get("index")
-            frag_id = fragment.get("id") if isinstance(fragment.get("id"), str) else ""
-            if not isinstance(index, int):
+            index: int | None = fragment.index if isinstance(fragment.index, int) else None
+            frag_id = fragment.id if isinstance(fragment.id, str) else ""
+            if index is None:
                 known = next((c.index for c in self.calls.values() if frag_id and c.id == frag_id), None)
                 if known is not None:
                     index = known
@@ -68,13 +72,13 @@ class ToolCallAssembler:
             self._last = index
             if frag_id and not call.id:
                 call.id = frag_id
-            function = fragment.get("function")
-            if not isinstance(function, Mapping):
+            function = fragment.function
+            if function is None:
                 continue
-            name = function.get("name")
+            name = function.name
             if isinstance(name, str) and name and name != call.name:
                 call.name = name if not call.name else call.name + name
-            arguments = function.get("arguments")
+            arguments: Any = function.arguments
             if isinstance(arguments, str):
                 call.arguments.append(arguments)
             elif isinstance(arguments, Mapping):
@@ -120,22 +124,24 @@ class StreamState:
     """Progress of one attempt, used to word errors and to decide whether a retry is allowed."""
 
     responded: bool = False  # HTTP headers arrived
-    chunks: int = 0  # JSON events received
+    chunks: int = 0  # events received
     started: bool = False  # a delta was yielded: no retry from here on
-    done: bool = False  # [DONE] seen
-    finish_reason: str | None = None
-    usage: Mapping[str, Any] | None = None
+    finish_reason: str | None = None  # the stream is complete once a choice finished
+    usage: CompletionUsage | None = None
     tools: ToolCallAssembler = field(default_factory=ToolCallAssembler)
 
 
-def completion_as_chunk(raw: bytes) -> str:
-    """A non-streamed ``chat.completion`` rewritten as one stream chunk (``message`` → ``delta``)."""
+def completion_as_chunk(raw: bytes) -> dict[str, Any] | None:
+    """A non-streamed ``chat.completion`` body rewritten as one stream chunk (``message`` → ``delta``);
+    None if it is not a JSON object."""
     try:
         obj = json.loads(raw)
     except ValueError:
-        return raw.decode("utf-8", "replace")  # reported as malformed by the caller
-    if isinstance(obj, dict) and isinstance(obj.get("choices"), list):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("choices"), list):
         for choice in obj["choices"]:
             if isinstance(choice, dict) and "delta" not in choice:
                 choice["delta"] = choice.pop("message", None) or {}
-    return json.dumps(obj)
+    return obj
