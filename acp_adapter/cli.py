@@ -97,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", nargs="+", help="the prompt text")
     run.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools")
     _add_model_flags(run)
+
+    from .bridges.command import add_bridge_parser
+
+    add_bridge_parser(sub)
     return parser
 
 
@@ -169,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"acp-progress: {exc}", file=sys.stderr)
             return 2
         return 0
+    if args.command == "bridge":
+        from .bridges.command import run_bridge_command
+
+        return run_bridge_command(args)
     if args.command == "watch":
         from .watch import run_watch
 

@@ -40,6 +40,7 @@ __all__ = [
     "Platform",
     "ProgressConfig",
     "Routing",
+    "atomic_write_text",
     "config_dir",
     "merge_update",
     "new_instance",
@@ -251,6 +252,33 @@ def config_dir() -> Path:
     return base / "acp-progress"
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so a crash leaves either the old or the new file, never half of one.
+
+    Temporary file in the same directory (same file system, so the rename is atomic), fsync,
+    ``os.replace``, then fsync of the directory so the rename itself survives a power cut.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
 class BridgeStore:
     """The instance file: load, validate, and replace atomically."""
 
@@ -286,25 +314,7 @@ class BridgeStore:
     def save(self, instances: Mapping[str, BridgeInstance]) -> None:
         doc = _InstanceFile(instances=dict(instances))
         text = json.dumps(doc.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".bridges-", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        with contextlib.suppress(OSError):  # make the rename itself durable
-            dir_fd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        atomic_write_text(self.path, text)
         log.info("saved %d bridge instance(s) to %s", len(instances), self.path)
 
     def create(self, instance: BridgeInstance) -> None:

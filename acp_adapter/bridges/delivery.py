@@ -39,6 +39,7 @@ from .events import (
     ReactionEvent,
     ReactionKind,
     TurnEnd,
+    TurnStart,
 )
 from .sink import ChatSink, MessageId, split_to_fit, truncate_to_fit
 
@@ -170,6 +171,9 @@ class RouteDelivery:
             self._close_bubble()
             await self._post(f"⚠️ {event.text}")
             self._answered = True
+        elif isinstance(event, TurnStart):
+            await self._post_answer()
+            self.begin_turn(event.user_message)
         elif isinstance(event, DeleteMessage):
             await self._call("delete", self.sink.delete(event.message_id))
             self.stats.deletes += 1

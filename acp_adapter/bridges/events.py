@@ -20,6 +20,7 @@ __all__ = [
     "ReactionEvent",
     "ReactionKind",
     "TurnEnd",
+    "TurnStart",
     "is_terminal",
 ]
 
@@ -97,17 +98,24 @@ class DeleteMessage:
 
 
 @dataclass(frozen=True)
+class TurnStart:
+    """A prompt from the chat begins: reactions go on ``user_message``; a new bubble will open."""
+
+    user_message: Any
+
+
+@dataclass(frozen=True)
 class TurnEnd:
     """The final delivery event of a turn: flush everything, close the bubble, post the answer."""
 
     stop_reason: str
 
 
-BridgeEvent = ProgressEvent | AnswerText | ReactionEvent | ErrorNotice | DeleteMessage | TurnEnd
+BridgeEvent = ProgressEvent | AnswerText | ReactionEvent | ErrorNotice | DeleteMessage | TurnStart | TurnEnd
 
 
 def is_terminal(event: BridgeEvent) -> bool:
-    """Events the queue must never drop: terminal progress, final, error and delete."""
+    """Events the queue must never drop: terminal progress, turn start/final, error and delete."""
     if isinstance(event, ProgressEvent):
         return event.payload.phase != "started"
-    return isinstance(event, TurnEnd | ErrorNotice | DeleteMessage)
+    return isinstance(event, TurnStart | TurnEnd | ErrorNotice | DeleteMessage)

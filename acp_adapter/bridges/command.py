@@ -1,0 +1,217 @@
+"""``acp-progress bridge …``: create, update, list, show, delete and run bridge instances.
+
+The top-level CLI only registers this group and delegates here, so the bridge commands stay in
+one module next to the code they drive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, Final, get_args
+
+from ..redact import redact_text
+from .config import (
+    BridgeConfigError,
+    BridgeInstance,
+    BridgeStore,
+    Grouping,
+    ToolProgressMode,
+    atomic_write_text,
+    config_dir,
+    merge_update,
+    new_instance,
+    resolve_progress,
+)
+
+__all__ = ["add_bridge_parser", "last_run_path", "run_bridge_command"]
+
+_TRUE: Final = {"1", "true", "yes", "on"}
+_FALSE: Final = {"0", "false", "no", "off"}
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {raw!r}")
+
+
+def _progress_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--delivery-progress",
+        dest="tool_progress",
+        choices=get_args(ToolProgressMode),
+        help="which tool progress lines reach the chat (Telegram default: new)",
+    )
+    parser.add_argument(
+        "--delivery-progress-grouping",
+        dest="grouping",
+        choices=get_args(Grouping),
+        help="accumulate: edit one message; separate: one message per line",
+    )
+    parser.add_argument(
+        "--delivery-progress-typing",
+        dest="typing",
+        nargs="?",
+        const=True,
+        type=_bool,
+        metavar="BOOL",
+        help="show typing while tools run (=false to turn it off)",
+    )
+    parser.add_argument(
+        "--delivery-progress-reactions",
+        dest="reactions",
+        nargs="?",
+        const=True,
+        type=_bool,
+        metavar="BOOL",
+        help="react to the person's message with working/success/failure (=false to turn it off)",
+    )
+
+
+def _routing_flags(parser: argparse.ArgumentParser, *, create: bool) -> None:
+    parser.add_argument(
+        "--chat-id",
+        dest="chat_ids",
+        type=int,
+        action="append",
+        metavar="ID",
+        help="a chat allowed to drive the agent (repeat for several; Telegram allowlist)"
+        + ("" if create else "; replaces the list"),
+    )
+    parser.add_argument(
+        "--agent",
+        help="ACP agent command line (default: this project's agent)" if create else "new agent command",
+    )
+    default = " (default: current directory)" if create else ""
+    parser.add_argument("--cwd", help=f"workspace of the agent's sessions{default}")
+
+
+def add_bridge_parser(sub: Any) -> None:
+    """Register the ``bridge`` command group on the top-level subparsers."""
+    bridge = sub.add_parser("bridge", help="chat bridges: drive an ACP agent from a chat (Telegram, console)")
+    actions = bridge.add_subparsers(dest="bridge_command", metavar="ACTION", required=True)
+
+    create = actions.add_parser("create", help="create a bridge instance")
+    create.add_argument("name")
+    create.add_argument("--platform", required=True, choices=("telegram", "console"))
+    _routing_flags(create, create=True)
+    _progress_flags(create)
+
+    update = actions.add_parser("update", help="change an instance (flags merge; routing is kept)")
+    update.add_argument("name")
+    _routing_flags(update, create=False)
+    _progress_flags(update)
+
+    actions.add_parser("list", help="list bridge instances")
+    show = actions.add_parser("show", help="show an instance, its effective progress and last run's metrics")
+    show.add_argument("name")
+    delete = actions.add_parser("delete", help="delete an instance")
+    delete.add_argument("name")
+
+    run = actions.add_parser("run", help="run an instance until interrupted (console: until end of input)")
+    run.add_argument("name")
+    run.add_argument("--agent-log", metavar="FILE", help="append the agent's stderr to FILE")
+
+
+def _progress_changes(args: argparse.Namespace) -> dict[str, Any]:
+    fields = ("tool_progress", "grouping", "typing", "reactions")
+    return {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
+
+
+def last_run_path(name: str) -> Path:
+    """Where ``bridge run`` leaves the delivery metrics of its last run (``bridge show`` reads it)."""
+    return config_dir() / "runs" / f"{name}.json"
+
+
+def _describe(instance: BridgeInstance) -> dict[str, Any]:
+    out: dict[str, Any] = instance.model_dump(mode="json")
+    out["effective_progress"] = resolve_progress(instance).model_dump(mode="json")
+    try:
+        out["last_run"] = json.loads(last_run_path(instance.name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        out["last_run"] = None
+    return out
+
+
+def run_bridge_command(args: argparse.Namespace) -> int:
+    """Execute ``acp-progress bridge ACTION``; returns the exit status."""
+    store = BridgeStore()
+    try:
+        action = args.bridge_command
+        if action == "create":
+            base = new_instance(
+                args.name, args.platform, chat_ids=args.chat_ids, agent=args.agent, cwd=args.cwd
+            )
+            changes = _progress_changes(args)
+            instance = merge_update(base, progress=changes) if changes else base
+            store.create(instance)
+            print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
+            return 0
+        if action == "update":
+            instance = merge_update(
+                store.get(args.name),
+                progress=_progress_changes(args),
+                chat_ids=args.chat_ids,
+                agent=args.agent,
+                cwd=args.cwd,
+            )
+            store.replace(instance)
+            print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
+            return 0
+        if action == "list":
+            for inst in store.load().values():
+                p = resolve_progress(inst)
+                print(
+                    f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
+                    f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}"
+                )
+            return 0
+        if action == "show":
+            print(json.dumps(_describe(store.get(args.name)), indent=2, ensure_ascii=False))
+            return 0
+        if action == "delete":
+            store.delete(args.name)
+            return 0
+        return _run(store.get(args.name), args.agent_log)
+    except BridgeConfigError as exc:
+        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(instance: BridgeInstance, agent_log: str | None) -> int:
+    from ..client import AgentError
+    from .runner import BridgeRunner
+
+    runner = BridgeRunner(instance, stderr_log=agent_log)
+    try:
+        if instance.platform == "console":
+            from .platforms.console import run_console
+
+            asyncio.run(run_console(instance, sys.stdin, sys.stdout, runner=runner))
+        else:
+            from .platforms.telegram import TelegramSetupError, run_telegram
+
+            try:
+                asyncio.run(run_telegram(instance, runner=runner))
+            except TelegramSetupError as exc:
+                print(f"acp-progress bridge: {exc}", file=sys.stderr)
+                return 2
+    except KeyboardInterrupt:
+        pass
+    except AgentError as exc:
+        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        metrics = runner.metrics().as_dict()
+        stats = runner.delivery_stats()
+        record = {**metrics, "posts": stats.posts, "edits": stats.edits, "failures": stats.failures}
+        atomic_write_text(last_run_path(instance.name), json.dumps(record, indent=2) + "\n")
+        print(redact_text(f"bridge {instance.name}: delivery metrics {json.dumps(record)}"), file=sys.stderr)
+    return 0

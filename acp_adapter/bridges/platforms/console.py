@@ -1,0 +1,132 @@
+"""The console platform: shows on a text stream what a chat would show, reads messages from another.
+
+Offline and deterministic, for demos and tests. Posts print as ``[#3] text``, edits as
+``[#3 edited] text`` (the whole new text, as the chat would now show it), typing and reactions
+as markers. Every line of input is a chat message; while a permission request is pending, the
+next line answers it (``y``/``yes`` allows, anything else denies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any, Final, TextIO
+
+from ...client import PermissionRequest
+from ...redact import redact_text
+from ..config import BridgeInstance
+from ..events import ReactionKind
+from ..runner import BridgeRunner
+from ..sink import BaseSink, MessageId
+
+__all__ = ["CONSOLE_REACTIONS", "ConsoleSink", "run_console"]
+
+log = logging.getLogger("acp_progress.bridges.console")
+
+CONSOLE_REACTIONS: Final[Mapping[str, str]] = {"working": "👀", "success": "✅", "failure": "❌"}
+"""A terminal can show any emoji, so the console uses the seed's own."""
+
+
+class ConsoleSink(BaseSink):
+    """A chat rendered as lines on ``out``."""
+
+    limit: int = 4096
+    typing_ttl: float | None = 3600.0  # a marker stays on screen: no need to repeat it
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._next = 0
+
+    def _write(self, line: str) -> None:
+        self._out.write(redact_text(line) + "\n")
+        self._out.flush()
+
+    @staticmethod
+    def _body(text: str) -> str:
+        return text.replace("\n", "\n     ")
+
+    def user_message(self, text: str) -> MessageId:
+        """Echo the person's message (so a piped transcript reads like a chat) and give it an id."""
+        self._next += 1
+        self._write(f"[#{self._next} you] {self._body(text)}")
+        return self._next
+
+    async def post(self, text: str) -> MessageId:
+        self._next += 1
+        self._write(f"[#{self._next}] {self._body(text)}")
+        return self._next
+
+    async def edit(self, message_id: MessageId, text: str) -> None:
+        self._write(f"[#{message_id} edited] {self._body(text)}")
+
+    async def delete(self, message_id: MessageId) -> None:
+        self._write(f"[#{message_id} deleted]")
+
+    async def typing(self, on: bool) -> None:
+        self._write("[typing…]" if on else "[typing off]")
+
+    async def react(self, target: MessageId, kind: ReactionKind) -> None:
+        self._write(f"[#{target} reaction {CONSOLE_REACTIONS[kind]}]")
+
+
+async def run_console(
+    instance: BridgeInstance,
+    inp: TextIO,
+    out: TextIO,
+    *,
+    runner: BridgeRunner | None = None,
+    agent_env: Mapping[str, str] | None = None,
+) -> BridgeRunner:
+    """Serve one console chat until end of input, then finish running turns and shut down."""
+    runner = runner or BridgeRunner(instance, agent_env=agent_env)
+    sink = ConsoleSink(out)
+    pending: list[asyncio.Future[bool]] = []
+    input_done = False
+
+    async def ask(chat_id: Any, request: PermissionRequest, patience: float) -> bool:
+        if input_done:
+            sink._write(f"[permission] Allow {request.title}? no input left: denied")
+            return False
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        pending.append(future)
+        sink._write(f"[permission] Allow {request.title}? [y/N] (denied after {patience:g}s)")
+        try:
+            allowed = await asyncio.wait_for(future, patience)
+        except TimeoutError:
+            allowed = False
+            sink._write("[permission] no answer: denied")
+        finally:
+            with contextlib.suppress(ValueError):
+                pending.remove(future)
+        sink._write(f"[permission] {'allowed' if allowed else 'denied'}")
+        return allowed
+
+    runner.ask_permission = ask
+    turns: list[asyncio.Task[None]] = []
+    try:
+        while True:
+            line = await asyncio.to_thread(inp.readline)
+            if not line:
+                input_done = True
+                break
+            if pending:
+                answer = line.strip().lower()
+                future = pending.pop(0)
+                if not future.done():
+                    future.set_result(answer in {"y", "yes"})
+                continue
+            text = line.strip()
+            if not text:
+                continue
+            user_id = sink.user_message(text)
+            turns.append(asyncio.create_task(runner.handle_message("console", text, sink, user_id)))
+        for future in pending:  # input ended: nobody can answer any more
+            if not future.done():
+                future.set_result(False)
+        if turns:
+            await asyncio.gather(*turns)
+    finally:
+        await runner.close()
+    return runner

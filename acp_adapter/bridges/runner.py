@@ -1,0 +1,251 @@
+"""The bridge runner: chat messages in, ACP prompts through the client driver, delivery out.
+
+One :class:`BridgeRunner` per running bridge instance owns one agent process (through
+:class:`~acp_adapter.client.AgentDriver`) and one :class:`Route` per chat. A route has its own
+ACP session, its own ordered :class:`~.queue.RouteQueue` and a delivery worker that drains it
+onto the chat's sink, so a slow chat never holds up another.
+
+Transcript boundary (seed ``000``): the only thing ever sent to the agent is the person's own
+message text. Progress lines, typing, reactions and answers are bridge-only deliveries; they
+are never stored in the session or fed back as prompt content, so the agent's history holds
+exactly its own ACP events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp.schema import RequestPermissionResponse
+
+from ..client import AgentCrashed, AgentDriver, AgentError, PermissionRequest, permission_response
+from ..presentation import PresentationRegistry
+from ..redact import redact_text
+from .config import BridgeInstance, ProgressConfig, resolve_progress
+from .delivery import COALESCE_WINDOW, DeliveryStats, RouteDelivery
+from .events import ErrorNotice, TurnEnd, TurnStart
+from .projection import TurnProjection
+from .queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
+from .sink import ChatSink, MessageId
+
+__all__ = ["PERMISSION_TIMEOUT", "BridgeRunner", "PermissionAsker", "Route"]
+
+log = logging.getLogger("acp_progress.bridges.runner")
+
+PERMISSION_TIMEOUT = 120.0
+"""Seconds a person has to answer a permission prompt before it is denied."""
+
+PermissionAsker = Callable[[Any, PermissionRequest, float], Awaitable[bool]]
+"""``(chat_id, request, timeout) -> allowed``: the platform asks the chat (buttons, a reply…)."""
+
+
+@dataclass
+class Route:
+    """One chat: its ACP session, its ordered queue and the worker delivering it."""
+
+    chat_id: Any
+    session_id: str
+    queue: RouteQueue
+    delivery: RouteDelivery
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    worker: asyncio.Task[None] | None = None
+
+
+class BridgeRunner:
+    """Runs one bridge instance: an agent, a session per chat, delivery per chat."""
+
+    def __init__(
+        self,
+        instance: BridgeInstance,
+        *,
+        agent_env: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        window: float = COALESCE_WINDOW,
+        soft_bound: int = DEFAULT_SOFT_BOUND,
+        permission_timeout: float = PERMISSION_TIMEOUT,
+        registry: PresentationRegistry | None = None,
+        stderr_log: str | None = None,
+        config: ProgressConfig | None = None,
+    ) -> None:
+        self.instance = instance
+        self.config = config or resolve_progress(instance)
+        self.agent_env = dict(agent_env or {})
+        self.clock = clock
+        self.window = window
+        self.soft_bound = soft_bound
+        self.permission_timeout = permission_timeout
+        self.registry = registry or PresentationRegistry()
+        self.stderr_log = stderr_log
+        self.ask_permission: PermissionAsker | None = None
+        self._driver: AgentDriver | None = None
+        self._driver_lock = asyncio.Lock()
+        self._routes: dict[Any, Route] = {}
+        self._chat_of_session: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------------ agent
+
+    async def _ensure_driver(self) -> AgentDriver:
+        async with self._driver_lock:
+            if self._driver is None:
+                driver = AgentDriver(
+                    self.instance.agent and list(self.instance.agent),
+                    env=self.agent_env,
+                    cwd=self.instance.cwd,
+                    permission_policy=self._permission_policy,
+                    stderr_log=self.stderr_log,
+                    client_name="acp-progress-bridge",
+                )
+                await driver.start()
+                self._driver = driver
+                log.info("bridge %s: agent started (%s)", self.instance.name, redact_text(driver.argv[0]))
+            return self._driver
+
+    async def _drop_driver(self) -> None:
+        """After a crash: forget the agent and its sessions; the next message starts a fresh one."""
+        driver, self._driver = self._driver, None
+        for route in self._routes.values():
+            route.session_id = ""
+        self._chat_of_session.clear()
+        if driver is not None:
+            await driver.close()
+
+    async def _permission_policy(self, request: PermissionRequest) -> RequestPermissionResponse:
+        chat_id = self._chat_of_session.get(request.session_id)
+        if chat_id is None or self.ask_permission is None:
+            return permission_response(request, False, automatic=True)
+        route = self._routes.get(chat_id)
+        if route is not None:
+            await route.delivery.set_typing(False)  # waiting for the person, not working
+        try:
+            allowed = await self.ask_permission(chat_id, request, self.permission_timeout)
+        except Exception as exc:
+            log.warning("permission prompt failed, denying: %s", redact_text(str(exc)))
+            return permission_response(request, False, automatic=True)
+        return permission_response(request, allowed)
+
+    # ------------------------------------------------------------------------ routes
+
+    def route(self, chat_id: Any) -> Route | None:
+        return self._routes.get(chat_id)
+
+    def _route_for(self, chat_id: Any, sink: ChatSink) -> Route:
+        route = self._routes.get(chat_id)
+        if route is None:
+            queue = RouteQueue(self.soft_bound)
+            delivery = RouteDelivery(sink, self.config, self.clock, window=self.window)
+            route = Route(chat_id=chat_id, session_id="", queue=queue, delivery=delivery)
+            route.worker = asyncio.create_task(self._deliver(route), name=f"bridge-route-{chat_id}")
+            self._routes[chat_id] = route
+        return route
+
+    async def _deliver(self, route: Route) -> None:
+        """The route's worker: drain the queue in order, running delivery timers in between."""
+        delivery = route.delivery
+        while True:
+            deadline = delivery.next_deadline()
+            wait = None if deadline is None else max(0.0, deadline - self.clock())
+            try:
+                event = await route.queue.get(max_wait=wait)
+            except QueueClosed:
+                break
+            try:
+                if event is None:
+                    await delivery.tick()
+                else:
+                    await delivery.handle(event)
+            except Exception as exc:  # delivery must never stop; the platform may recover
+                log.warning("delivery to chat failed: %s", redact_text(str(exc)))
+        with contextlib.suppress(Exception):
+            await delivery.close()
+
+    async def handle_message(
+        self, chat_id: Any, text: str, sink: ChatSink, user_message: MessageId = None
+    ) -> None:
+        """Run one chat message as a prompt in the chat's session; returns when the turn ended.
+
+        Messages of one chat run one after another (the route lock is FIFO); other chats run
+        concurrently in their own sessions.
+        """
+        route = self._route_for(chat_id, sink)
+        async with route.lock:
+            route.queue.put(TurnStart(user_message))
+            projection = TurnProjection(self.config, registry=self.registry, workspace_id=self.instance.cwd)
+            try:
+                driver = await self._ensure_driver()
+                if not route.session_id:
+                    route.session_id = await driver.new_session(cwd=self.instance.cwd)
+                    self._chat_of_session[route.session_id] = chat_id
+                turn = driver.prompt(route.session_id, text)
+                async for update in turn:
+                    for event in projection.project(update, self.clock()):
+                        route.queue.put(event)
+                    await route.delivery.set_typing(projection.active)
+                stop = turn.response.stop_reason if turn.response is not None else "end_turn"
+                route.queue.put(TurnEnd(str(stop)))
+            except AgentError as exc:
+                log.warning("bridge %s: turn failed: %s", self.instance.name, exc)
+                route.queue.put(ErrorNotice(redact_text(str(exc))))
+                route.queue.put(TurnEnd("error"))
+                if isinstance(exc, AgentCrashed) or self._driver is None:
+                    await self._drop_driver()
+            finally:
+                await route.delivery.set_typing(False)
+
+    async def cancel(self, chat_id: Any) -> bool:
+        """Cancel the chat's running turn (``session/cancel``); False when nothing runs."""
+        route = self._routes.get(chat_id)
+        if route is None or not route.session_id or not route.lock.locked() or self._driver is None:
+            return False
+        await self._driver.cancel(route.session_id)
+        return True
+
+    # ------------------------------------------------------------------------ metrics / shutdown
+
+    def metrics(self) -> QueueMetrics:
+        total = QueueMetrics()
+        for route in self._routes.values():
+            total.merge(route.queue.metrics)
+        return total
+
+    def delivery_stats(self) -> DeliveryStats:
+        total = DeliveryStats()
+        for stats in (r.delivery.stats for r in self._routes.values()):
+            total.posts += stats.posts
+            total.edits += stats.edits
+            total.deletes += stats.deletes
+            total.typing += stats.typing
+            total.reactions += stats.reactions
+            total.failures += stats.failures
+        return total
+
+    async def close(self) -> None:
+        """Let queued events reach the chats, flush pending edits, stop the agent, log the metrics."""
+        for route in list(self._routes.values()):
+            route.queue.close()
+        for route in list(self._routes.values()):
+            if route.worker is not None:
+                with contextlib.suppress(Exception):
+                    await route.worker
+        if self._driver is not None:
+            await self._driver.close()
+            self._driver = None
+        m = self.metrics()
+        s = self.delivery_stats()
+        log.info(
+            "bridge %s: delivery metrics enqueued=%d delivered=%d coalesced=%d max_depth=%d "
+            "delivery_dropped_by_reason=%s posts=%d edits=%d failures=%d",
+            self.instance.name,
+            m.enqueued,
+            m.delivered,
+            m.coalesced,
+            m.max_depth,
+            m.delivery_dropped_by_reason,
+            s.posts,
+            s.edits,
+            s.failures,
+        )
