@@ -46,7 +46,7 @@ from acp_adapter.models import (
 from acp_adapter.redact import redact_text
 from acp_adapter.terminal import TerminalPrinter
 from acp_adapter.timefmt import format_elapsed
-from acp_adapter.toolbox import Toolbox, ToolObserver, ToolOutcome
+from acp_adapter.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
 
 __all__ = ["AIAgent", "TurnResult"]
 
@@ -90,6 +90,7 @@ class AIAgent:
         message_callback: Callable[[str], Any] | None = None,
         usage_callback: Callable[[UsageReport], Any] | None = None,
         tool_observer: ToolObserver | None = None,
+        permission_callback: PermissionPolicy | None = None,
         heartbeat_interval: float | None = None,
         heartbeat_disabled: bool | None = None,
         scheduler: HeartbeatScheduler | None = None,
@@ -107,6 +108,7 @@ class AIAgent:
         self.message_callback = message_callback
         self.usage_callback = usage_callback
         self.tool_observer = tool_observer
+        self.permission_callback = permission_callback
         self.heartbeat_interval = (
             heartbeat_interval if heartbeat_interval is not None else self.settings.heartbeat_interval
         )
@@ -254,7 +256,9 @@ class AIAgent:
 
     def _run_tool(self, call: ToolCall) -> Message:
         assert self.toolbox is not None
-        outcome: ToolOutcome = self.toolbox.execute(call, cancel=self.cancel, observer=self.tool_observer)
+        outcome: ToolOutcome = self.toolbox.execute(
+            call, cancel=self.cancel, observer=self.tool_observer, permission=self.permission_callback
+        )
         content = outcome.text if outcome.ok else f"error: {outcome.error}"
         if (
             self.tool_observer is None
@@ -262,7 +266,8 @@ class AIAgent:
             and self.agent_progress_callback is None
         ):
             mark = "✔" if outcome.ok else "✖"
-            self._safe(self.printer.note, f"{mark} {call.name} {outcome.summary}")
+            detail = outcome.summary if outcome.ok else outcome.error or "failed"
+            self._safe(self.printer.note, f"{mark} {call.name} {detail}")
         return Message("tool", content, tool_call_id=call.id, name=call.name)
 
     # ------------------------------------------------------------ the loop
@@ -306,13 +311,24 @@ class AIAgent:
             return TurnResult("end_turn", answer, new, error=reason, usage=self._usage_total)
 
 
-def run_plain(prompt: str, cwd: str, settings: Settings) -> int:
-    """One prompt in a plain terminal: live spinner line, tool notes, streamed answer."""
+def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -> int:
+    """One prompt in a plain terminal: live spinner line, tool notes, streamed answer.
+
+    Dangerous tools (``run_command``) ask on the terminal, are denied automatically when there is
+    no terminal to ask, and run unasked only with ``yes`` (``--yes``)."""
     from acp_adapter.builtin_tools import default_toolbox
+    from acp_adapter.plain_permission import TerminalPermission
 
     printer = TerminalPrinter()
     cancel = CancelToken()
-    agent = AIAgent(settings=settings, toolbox=default_toolbox(cwd), printer=printer, cancel=cancel)
+    permission = TerminalPermission(yes=yes, before_ask=printer.prepare_question)
+    agent = AIAgent(
+        settings=settings,
+        toolbox=default_toolbox(cwd),
+        printer=printer,
+        cancel=cancel,
+        permission_callback=permission,
+    )
     try:
         result = agent.run_conversation(prompt)
     except KeyboardInterrupt:
@@ -323,7 +339,7 @@ def run_plain(prompt: str, cwd: str, settings: Settings) -> int:
         close = getattr(agent.model, "close", None)
         if callable(close):
             close()
-    printer.answer("\n")
+    printer.finish_answer()
     return 0 if result.error is None else 1
 
 
@@ -331,6 +347,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run one prompt through AIAgent in a plain terminal.")
     parser.add_argument("prompt", nargs="+", help="the prompt text")
     parser.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools (default: .)")
+    parser.add_argument(
+        "--yes", action="store_true", help="allow shell commands without asking (default: ask on a terminal)"
+    )
     args = parser.parse_args(argv)
     from acp_adapter.logsetup import configure_logging
 
@@ -340,7 +359,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         print(f"acp-progress: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
-    return run_plain(" ".join(args.prompt), args.cwd, settings)
+    return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes)
 
 
 if __name__ == "__main__":

@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one prompt in a plain terminal, without ACP")
     run.add_argument("prompt", nargs="+", help="the prompt text")
     run.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools")
+    run.add_argument(
+        "--yes", action="store_true", help="allow shell commands without asking (default: ask on a terminal)"
+    )
     _add_model_flags(run)
 
     from .bridges.command import add_bridge_parser
@@ -183,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_watch(args, settings)
     from run_agent import run_plain
 
-    return run_plain(" ".join(args.prompt), args.cwd, settings)
+    return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes)
 
 
 if __name__ == "__main__":

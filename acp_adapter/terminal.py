@@ -15,6 +15,7 @@ from typing import TextIO
 from .heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
 from .redact import redact_text
 from .stdio_guard import protocol_attached
+from .stream_redact import StreamRedactor
 from .timefmt import format_elapsed
 
 __all__ = ["SPINNER_FRAMES", "TerminalPrinter"]
@@ -44,6 +45,7 @@ class TerminalPrinter:
         self._frame = 0
         self._detail = ""
         self._line_shown = False
+        self._answer_text = StreamRedactor()
 
     @property
     def out(self) -> TextIO:
@@ -75,8 +77,14 @@ class TerminalPrinter:
             self._frame += 1
             self._draw()
 
+    def _release_answer_locked(self) -> None:
+        """Write answer text held back for redaction (before anything else is drawn)."""
+        if rest := self._answer_text.flush():
+            self._write(rest)
+
     def spinner_start(self, label: str = "Thinking...") -> None:
         with self._lock:
+            self._release_answer_locked()
             self._label = label
             self._detail = ""
             self._started = time.monotonic()
@@ -108,13 +116,30 @@ class TerminalPrinter:
             if self._line_shown:
                 self._write("\r\x1b[2K")
                 self._line_shown = False
+            self._release_answer_locked()
             if error:
                 self._write(f"✖ {error}\n")
 
     def answer(self, text: str) -> None:
+        """Streamed answer text, through the same streamed redaction as the ACP path: a secret
+        split across chunks is held back until it is whole, then redacted."""
         with self._lock:
-            self._write(text)
+            if safe := self._answer_text.feed(text):
+                self._write(safe)
+
+    def finish_answer(self) -> None:
+        """End of the answer: release what was held back (redacted) and end the line."""
+        with self._lock:
+            self._release_answer_locked()
+            self._write("\n")
 
     def note(self, text: str) -> None:
         with self._lock:
+            self._release_answer_locked()
             self._write(text + "\n")
+
+    def prepare_question(self) -> None:
+        """Clear the spinner line and release held text so a question is asked on a clean line."""
+        self.spinner_stop()
+        with self._lock:
+            self._release_answer_locked()

@@ -24,9 +24,9 @@ from .events import SessionStream
 from .models.base import ToolCall
 from .presentation import PresentationRegistry, render_label, render_title, select_preview
 from .redact import redact_text, redact_value
-from .toolbox import Tool, ToolOutcome
+from .toolbox import PermissionDecision, Tool, ToolOutcome
 
-__all__ = ["PERMISSION_OPTIONS", "RESULT_CAP", "AcpToolObserver"]
+__all__ = ["PERMISSION_OPTIONS", "RESULT_CAP", "AcpToolObserver", "answered_automatically"]
 
 log = logging.getLogger("acp_progress.tool_cards")
 
@@ -100,10 +100,15 @@ class AcpToolObserver:
         else:
             self._stream.tool_finish(call.id, error=outcome.error or "failed")
 
-    def request_permission(self, call: ToolCall, tool: Tool) -> bool:
-        """Ask the client (blocking this worker thread, never the loop); cancel means no."""
+    def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision:
+        """Ask the client (blocking this worker thread, never the loop); cancel means no.
+
+        The answer is *automatic* when no person gave it: the client says so in
+        ``_meta.acpProgress.automatic`` (see :func:`answered_automatically`), or the request
+        could not be asked at all.
+        """
         if not self._stream.tool_is_open(call.id):
-            return False
+            return PermissionDecision(False)
         self._stream.tool_update(call.id, update_tool_call(call.id, status="pending"))
         request = ToolCallUpdate(
             tool_call_id=call.id,
@@ -129,16 +134,26 @@ class AcpToolObserver:
         try:
             response = future.result()
         except concurrent.futures.CancelledError:
-            return False
+            return PermissionDecision(False)
         except Exception as exc:
             log.warning("permission request failed: %s", redact_text(str(exc)))
-            return False
+            return PermissionDecision(False, automatic=True)
         finally:
             remove_hook()
         allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
         if allowed:
             self._stream.tool_update(call.id, update_tool_call(call.id, status="in_progress"))
-        return allowed
+        return PermissionDecision(allowed, automatic=answered_automatically(response))
+
+
+def answered_automatically(response: Any) -> bool:
+    """True if a ``RequestPermissionResponse`` carries ``_meta: {"acpProgress": {"automatic": true}}``:
+    the client's policy answered without asking a person (e.g. a deny-all policy with no terminal)."""
+    meta = getattr(response, "field_meta", None)
+    if not isinstance(meta, Mapping):
+        return False
+    ours = meta.get("acpProgress")
+    return isinstance(ours, Mapping) and ours.get("automatic") is True
 
 
 def _absolute(workspace: str | None, path: str) -> str:

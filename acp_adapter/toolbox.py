@@ -21,6 +21,10 @@ from .models.base import ToolCall, ToolSpec
 from .redact import redact_text
 
 __all__ = [
+    "DENIED_AUTOMATICALLY",
+    "DENIED_BY_USER",
+    "PermissionDecision",
+    "PermissionPolicy",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -56,6 +60,26 @@ class ToolOutcome:
     duration: float = 0.0
 
 
+DENIED_BY_USER = "Permission denied by the user"
+DENIED_AUTOMATICALLY = "Permission denied automatically: nobody was there to answer"
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    """The answer to a permission request. ``automatic`` says no person answered it (no terminal
+    to ask, a client policy that denies on its own, a failed request), so the card can say so
+    instead of blaming the user. Truthy when allowed, so plain ``bool`` answers still work."""
+
+    allowed: bool
+    automatic: bool = False
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+PermissionPolicy = Callable[["ToolCall", "Tool"], "PermissionDecision | bool"]
+
+
 class ToolObserver(Protocol):
     """Receives the lifecycle of every tool call (the ACP projection implements it)."""
 
@@ -67,7 +91,7 @@ class ToolObserver(Protocol):
 
     def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None: ...
 
-    def request_permission(self, call: ToolCall, tool: Tool) -> bool: ...
+    def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision | bool: ...
 
 
 class ToolContext:
@@ -177,9 +201,19 @@ class Toolbox:
         return [tool.spec() for tool in self._tools.values()]
 
     def execute(
-        self, call: ToolCall, *, cancel: CancelToken, observer: ToolObserver | None = None
+        self,
+        call: ToolCall,
+        *,
+        cancel: CancelToken,
+        observer: ToolObserver | None = None,
+        permission: PermissionPolicy | None = None,
     ) -> ToolOutcome:
-        """Run one call. Raises only :class:`TurnCancelled` (after the card is closed)."""
+        """Run one call. Raises only :class:`TurnCancelled` (after the card is closed).
+
+        A dangerous tool runs only once someone allowed it: the observer (the ACP client) is asked
+        first, else ``permission`` (the plain terminal's policy); with neither, nobody can answer
+        and the call is denied automatically — never run unasked.
+        """
         tool = self._tools.get(call.name)
         started = time.monotonic()
         _notify(observer, "tool_started", call, tool)
@@ -194,8 +228,8 @@ class Toolbox:
             if tool is None:
                 raise ToolError(f"unknown tool '{call.name}'")
             args = check_arguments(tool, call.arguments)
-            if tool.dangerous and observer is not None and not observer.request_permission(call, tool):
-                raise ToolError("Permission denied by the user")
+            if tool.dangerous:
+                _check_permission(call, tool, observer, permission)
             cancel.raise_if_cancelled()
             result = tool.function(args, ctx)
             outcome = ToolOutcome(True, result.text, None, result.summary, result.raw_output)
@@ -221,6 +255,22 @@ class Toolbox:
         if cancelled:
             raise TurnCancelled(cancel.reason)
         return outcome
+
+
+def _check_permission(
+    call: ToolCall, tool: Tool, observer: ToolObserver | None, permission: PermissionPolicy | None
+) -> None:
+    """Raise :class:`ToolError` unless someone allowed this call (see :meth:`Toolbox.execute`)."""
+    decision: PermissionDecision | bool
+    if observer is not None:
+        decision = observer.request_permission(call, tool)
+    elif permission is not None:
+        decision = permission(call, tool)
+    else:
+        decision = PermissionDecision(False, automatic=True)
+    if not decision:
+        automatic = isinstance(decision, PermissionDecision) and decision.automatic
+        raise ToolError(DENIED_AUTOMATICALLY if automatic else DENIED_BY_USER)
 
 
 def _notify(observer: ToolObserver | None, method: str, *args: Any) -> None:

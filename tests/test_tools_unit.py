@@ -52,8 +52,12 @@ class Observer:
         return self.allow
 
 
-def run(box: Toolbox, name: str, args: dict[str, Any], observer: Observer | None = None) -> ToolOutcome:
-    return box.execute(ToolCall("c1", name, args), cancel=CancelToken(), observer=observer)
+def run(
+    box: Toolbox, name: str, args: dict[str, Any], observer: Observer | None = None, allow: bool = False
+) -> ToolOutcome:
+    permission = (lambda call, tool: True) if allow else None
+    call = ToolCall("c1", name, args)
+    return box.execute(call, cancel=CancelToken(), observer=observer, permission=permission)
 
 
 def test_workspace_paths_reject_escapes_and_outbound_symlinks(tmp_path):
@@ -118,14 +122,18 @@ def test_dangerous_tools_ask_and_a_denial_fails_with_a_reason(tmp_path):
 def test_run_command_timeout_and_cancel_kill_the_process_tree(tmp_path):
     box = default_toolbox(tmp_path)
     started = time.monotonic()
-    outcome = run(box, "run_command", {"command": "sleep 30 & sleep 30", "timeout": 0.3})
+    outcome = run(box, "run_command", {"command": "sleep 30 & sleep 30", "timeout": 0.3}, allow=True)
     assert not outcome.ok and outcome.error == "command timed out after 0.3s"
     assert time.monotonic() - started < 3
     cancel = CancelToken()
     threading.Timer(0.2, cancel.cancel).start()
     started = time.monotonic()
     with pytest.raises(TurnCancelled):
-        box.execute(ToolCall("c2", "run_command", {"command": "sleep 30"}), cancel=cancel, observer=None)
+        box.execute(
+            ToolCall("c2", "run_command", {"command": "sleep 30"}),
+            cancel=cancel,
+            permission=lambda call, tool: True,
+        )
     assert time.monotonic() - started < 3
 
 
