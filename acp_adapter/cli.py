@@ -29,9 +29,11 @@ def _settings_from(args: argparse.Namespace) -> Settings:
     return Settings.load(flags=flags)
 
 
-def _add_model_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per flagged settings field; the value is validated by the settings model."""
+def _add_model_flags(parser: argparse.ArgumentParser, only: frozenset[str] | None = None) -> None:
+    """One flag per flagged settings field (or those named in ``only``), validated by the settings model."""
     for name, flag, metavar, help_text, annotation in Settings.flag_fields():
+        if only is not None and name not in only:
+            continue
         if annotation is bool:
             parser.add_argument(flag, dest=name, action="store_const", const=True, help=help_text)
             continue
@@ -93,6 +95,22 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--tool-id", default="tool", help="tool id used for the rendered line")
     describe.add_argument("--input", default="{}", help="sample tool input as JSON (default: {})")
 
+    relay = sub.add_parser(
+        "relay",
+        help="serve ACP to an editor with CMD as the real agent; adds a think card while CMD is silent",
+        usage="%(prog)s [options] -- CMD [ARGS ...]",
+    )
+    relay.add_argument(
+        "--think-after",
+        type=_positive_seconds,
+        default=0.5,
+        metavar="SECONDS",
+        help="open a think card after this long without an update from the agent (default 0.5)",
+    )
+    relay.add_argument("--no-think", action="store_true", help="forward only; never inject a think card")
+    _add_model_flags(relay, only=frozenset({"heartbeat_interval", "heartbeat_disabled", "log_level"}))
+    relay.add_argument("agent_command", nargs=argparse.REMAINDER, metavar="CMD", help="the ACP agent to wrap")
+
     run = sub.add_parser("run", help="run one prompt in a plain terminal, without ACP")
     run.add_argument("prompt", nargs="+", help="the prompt text")
     run.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools")
@@ -149,6 +167,29 @@ def check_descriptor(path: str, tool_id: str, sample_input: str) -> int:
     return 0
 
 
+def _relay(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
+    from .client import AgentStartError, parse_agent_command
+    from .relay import RelayOptions, run_relay
+
+    command = list(args.agent_command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        parser.error("relay: give the agent to wrap after --, e.g. acp-progress relay -- npx my-acp-agent")
+    try:
+        argv = parse_agent_command(command[0] if len(command) == 1 and " " in command[0] else command)
+    except AgentStartError as exc:
+        print(f"acp-progress relay: {exc}", file=sys.stderr)
+        return 2
+    options = RelayOptions(
+        think_after=None if args.no_think else args.think_after,
+        heartbeat=None if settings.heartbeat_disabled else settings.heartbeat_interval,
+    )
+    return anyio.run(run_relay, argv, options, backend="asyncio")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -180,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .bridges.command import run_bridge_command
 
         return run_bridge_command(args)
+    if args.command == "relay":
+        return _relay(parser, args, settings)
     if args.command == "watch":
         from .watch import run_watch
 

@@ -10,6 +10,8 @@
   report both answers as message text; also sends an extension notification and ``_meta``.
 * ``garbage``   — write a non-JSON line on stdout, then answer.
 * ``burst N``   — send N tool-call updates as fast as it can, then answer (for benchmarks).
+* ``paced N MS`` — send N tool-call updates MS milliseconds apart, each stamped with the sender's
+  ``time.monotonic()`` in ``rawOutput.t`` (one clock for every process on Linux: latency benchmarks).
 
 It is written on the SDK's agent side, like any third-party agent would be.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from typing import Any
 
 from acp import (
@@ -42,9 +45,10 @@ from acp.schema import (
 
 
 class ScriptedAgent:
-    def __init__(self, mode: str, arg: str | None) -> None:
+    def __init__(self, mode: str, arg: str | None, extra: str | None = None) -> None:
         self.mode = mode
         self.arg = arg
+        self.extra = extra
         self.conn: Any = None
         self.cancelled: dict[str, asyncio.Event] = {}
         self.sessions = 0
@@ -125,6 +129,16 @@ class ScriptedAgent:
         elif self.mode == "garbage":
             os.write(1, b"this is not json\n")
             await self._say(session_id, "answer after garbage")
+        elif self.mode == "paced":
+            count, gap = int(self.arg or 100), float(self.extra or 2) / 1000
+            await self.conn.session_update(session_id, start_tool_call("paced", "Paced", kind="other"))
+            for i in range(count):
+                await asyncio.sleep(gap)
+                stamp = {"i": i, "t": time.monotonic()}
+                await self.conn.session_update(
+                    session_id, update_tool_call("paced", status="in_progress", raw_output=stamp)
+                )
+            await self.conn.session_update(session_id, update_tool_call("paced", status="completed"))
         elif self.mode == "burst":
             count = int(self.arg or 1000)
             await self.conn.session_update(session_id, start_tool_call("burst", "Burst", kind="other"))
@@ -140,4 +154,5 @@ class ScriptedAgent:
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "stream"
     arg = sys.argv[2] if len(sys.argv) > 2 else None
-    asyncio.run(run_agent(ScriptedAgent(mode, arg)))  # type: ignore[arg-type]
+    extra = sys.argv[3] if len(sys.argv) > 3 else None
+    asyncio.run(run_agent(ScriptedAgent(mode, arg, extra)))  # type: ignore[arg-type]
