@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import shlex
-import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from acp.schema import (
 )
 
 from . import __version__
+from .procgroup import end_process_group
 from .redact import redact_text
 
 __all__ = [
@@ -515,36 +515,13 @@ class AgentDriver:
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 await self._conn.close()
-        process = self.process
-        if process is not None:
-            if process.stdin is not None:
-                with contextlib.suppress(Exception):
-                    process.stdin.close()
-            if process.returncode is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), grace / 2)
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                if not self._signal_group(process.pid, sig):
-                    break
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), grace)
-                if process.returncode is not None and sig == signal.SIGTERM:
-                    self._signal_group(process.pid, signal.SIGKILL)  # children that ignored SIGTERM
-                    break
+        if self.process is not None:
+            await end_process_group(self.process, grace)
         if self._stderr_task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(self._stderr_task, 1.0)
         if self._log_file is not None:
             self._log_file.close()
-
-    @staticmethod
-    def _signal_group(pid: int, sig: int) -> bool:
-        """Signal the agent's process group (it leads its own); False when nothing is left."""
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
 
     # ------------------------------------------------------------ sessions and turns
 

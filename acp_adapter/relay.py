@@ -20,8 +20,6 @@ import contextlib
 import itertools
 import json
 import logging
-import os
-import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +29,7 @@ from acp.helpers import SessionUpdate
 from acp.meta import CLIENT_METHODS
 from acp.schema import SessionNotification
 
+from .procgroup import end_process_group
 from .redact import redact_text
 from .tools import (
     build_thinking_complete,
@@ -326,14 +325,10 @@ async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
         relay.agent_died(reason)
         log.error("%s; the relay stops", reason)
         code = 1
-    else:  # the editor hung up: let the agent see EOF and finish, then end its process group
-        with contextlib.suppress(Exception):
-            process.stdin.close()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(from_agent), 2.0)
+    # else the editor hung up: the agent sees EOF on stdin below and gets a moment to finish
     for task in (from_editor, from_agent):
         task.cancel()
-    await _end_group(process)
+    await end_process_group(process)
     with contextlib.suppress(Exception):
         await editor_writer.drain()
     return code
@@ -343,13 +338,3 @@ async def _wait_exit(process: asyncio.subprocess.Process, seconds: float) -> int
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(process.wait(), seconds)
     return process.returncode
-
-
-async def _end_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the agent's process group, then SIGKILL what is left after a grace period."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        await _wait_exit(process, 2.0)

@@ -268,3 +268,21 @@ def test_relay_stdout_is_protocol_only_and_unknown_commands_fail_clearly(tmp_pat
     assert proc.returncode == 127
     assert proc.stdout == ""
     assert "cannot start the agent 'no-such-agent-xyz'" in proc.stderr
+
+
+def test_the_relay_exits_promptly_when_the_editor_hangs_up(tmp_path):
+    import subprocess
+
+    env = {**os.environ, **agent_env()}
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *SCRIPTED, "silent", "60"],
+        capture_output=True,
+        env=env,
+        cwd=ROOT,
+        timeout=30,
+        input=b"",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    assert time.monotonic() - started < 5
