@@ -216,6 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"acp-progress: {exc}", file=sys.stderr)
             return 2
+        from .server import exit_if_turns_stuck
+
+        exit_if_turns_stuck()  # the editor hung up: a turn ignoring cancel must not keep us alive
         return 0
     if args.command == "bridge":
         from .bridges.command import run_bridge_command

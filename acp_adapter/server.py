@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -49,11 +50,15 @@ from .tool_cards import AcpToolObserver
 if TYPE_CHECKING:
     from run_agent import AIAgent, TurnResult
 
-__all__ = ["ProgressAgent", "prompt_to_text", "serve"]
+__all__ = ["HANGUP_GRACE", "ProgressAgent", "exit_if_turns_stuck", "prompt_to_text", "serve"]
 
 log = logging.getLogger("acp_progress.server")
 
 T = TypeVar("T")
+
+#: Seconds a running turn gets to finish (cancelled) after the client hung up; then it is abandoned,
+#: so the agent exits within about twice this whatever the turn is doing.
+HANGUP_GRACE = 0.8
 
 SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
@@ -81,7 +86,9 @@ def prompt_to_text(blocks: Sequence[Any]) -> str:
 
 
 async def _await_through_cancel(
-    future: asyncio.Future[T], on_cancel: Callable[[], None] = lambda: None
+    future: asyncio.Future[T],
+    on_cancel: Callable[[], None] = lambda: None,
+    give_up: Callable[[], bool] = lambda: False,
 ) -> tuple[T | None, BaseException | None, bool]:
     """Await ``future`` to its end even if the awaiting task is cancelled meanwhile.
 
@@ -89,13 +96,17 @@ async def _await_through_cancel(
     (the connection went away) calls ``on_cancel`` once and keeps waiting, so no worker outlives
     its turn, every card is closed and ``CancelledError`` never escapes ``prompt``. Plain asyncio
     here because the SDK's connection tasks are plain asyncio tasks.
+
+    The one exception is ``give_up()``: once the agent abandons its turns (the client hung up
+    and the grace period is over), a cancellation returns at once, so a turn that ignores its
+    cancel signal cannot keep the process alive.
     """
     interrupted = False
     while True:
         try:
             return await asyncio.shield(future), None, interrupted
         except asyncio.CancelledError:
-            if future.cancelled():  # e.g. the executor shut down before the turn started
+            if future.cancelled() or give_up():  # executor shut down, or the turn was abandoned
                 return None, None, True
             if not interrupted:
                 interrupted = True
@@ -133,6 +144,9 @@ class ProgressAgent:
         self._conn: Any = None
         self._outbox: UpdateOutbox | None = None
         self._turns_running: set[asyncio.Future[None]] = set()
+        self._prompt_tasks: set[asyncio.Task[Any]] = set()
+        self._workers: set[asyncio.Future[Any]] = set()
+        self._abandoned = False
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )
@@ -152,6 +166,27 @@ class ProgressAgent:
         for session in self.sessions.all():
             if session.cancel is not None:
                 session.cancel.cancel(reason)
+
+    async def hang_up(self, grace: float = HANGUP_GRACE) -> None:
+        """The client hung up: give running turns ``grace`` seconds to finish cancelled, then
+        abandon the rest (their prompt tasks stop waiting for their workers) and shut down.
+
+        A turn whose work ignores its cancel signal must not keep the agent alive after the
+        editor is gone: see also :func:`exit_if_turns_stuck`.
+        """
+        with contextlib.suppress(Exception):
+            await self.drain(grace)
+        self._abandoned = True
+        for task in list(self._prompt_tasks):
+            task.cancel()
+        if self._prompt_tasks:
+            await asyncio.wait(set(self._prompt_tasks), timeout=grace)
+        self.shutdown()
+
+    @property
+    def stuck_turns(self) -> int:
+        """Turns whose worker thread is still running (their work ignored cancellation)."""
+        return sum(1 for worker in self._workers if not worker.done())
 
     async def drain(self, grace: float = 5.0) -> None:
         """Cancel every running turn and wait until each has answered its prompt.
@@ -212,9 +247,14 @@ class ProgressAgent:
         loop = asyncio.get_running_loop()
         running: asyncio.Future[None] = loop.create_future()
         self._turns_running.add(running)
+        task = asyncio.current_task()
+        if task is not None:
+            self._prompt_tasks.add(task)
         try:
             return await self._run_turn(session, cancel, prompt, loop)
         finally:
+            if task is not None:
+                self._prompt_tasks.discard(task)
             running.set_result(None)
             self._turns_running.discard(running)
 
@@ -231,8 +271,10 @@ class ProgressAgent:
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
                 self._executor, lambda: agent.run_conversation(text, history)
             )
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
             result, error, interrupted = await _await_through_cancel(
-                worker, lambda: cancel.cancel("the client connection closed")
+                worker, lambda: cancel.cancel("the client connection closed"), lambda: self._abandoned
             )
         except Exception as exc:  # building the turn failed: still finalise it below
             error = exc
@@ -243,7 +285,9 @@ class ProgressAgent:
         if result is not None and not cancel.cancelled:
             stop_reason = result.stop_reason
         session.stream.end_turn(cancelled=stop_reason == "cancelled")
-        await _await_through_cancel(asyncio.ensure_future(self.outbox.flush()))
+        await _await_through_cancel(
+            asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
+        )
         session.finish_turn(result.messages if result is not None else [])
         total = result.usage if result is not None else None
         return PromptResponse(
@@ -292,11 +336,13 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
     ``model`` replaces the configured back-end (embedders and tests pass their own)."""
     from acp.core import AgentSideConnection
 
-    from .stdio_guard import open_protocol_streams, protect_stdio
+    from .jsonrpc_guard import guard_reader
+    from .stdio_guard import STREAM_LIMIT, open_protocol_streams, protect_stdio
 
     fds = protect_stdio()
     agent = ProgressAgent(settings, model=model)
     reader, writer = await open_protocol_streams(fds)
+    reader = guard_reader(reader, writer, limit=STREAM_LIMIT)  # bad lines are answered, never fatal
     # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
     # subclassing acp.Agent (whose stubs would answer methods it does not implement).
     conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
@@ -304,9 +350,29 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
         await conn.listen()
     finally:
         with anyio.CancelScope(shield=True):
-            await agent.drain()
-        agent.shutdown()
+            await agent.hang_up()
         # Turns still running finish (cancelled) instead of raising CancelledError; their responses
         # then cannot be sent on the closed pipe, which close() reports as ConnectionError.
-        with anyio.CancelScope(shield=True), contextlib.suppress(ConnectionError):
+        with anyio.move_on_after(HANGUP_GRACE, shield=True), contextlib.suppress(ConnectionError):
             await conn.close()
+        _LAST_AGENT.append(agent)
+
+
+_LAST_AGENT: list[ProgressAgent] = []
+
+
+def exit_if_turns_stuck() -> None:
+    """After :func:`serve` returned: if a turn's worker thread still runs (its work ignored the
+    cancel signal), end the process now instead of letting interpreter shutdown wait for it.
+
+    Worker threads of a thread pool are joined at exit, so a turn stuck in 12 s of CPU work would
+    otherwise keep an agent whose editor is long gone alive. Logs are flushed first.
+    """
+    stuck = sum(agent.stuck_turns for agent in _LAST_AGENT)
+    if not stuck:
+        return
+    log.warning("exiting with %d turn(s) still running after the client hung up", stuck)
+    logging.shutdown()
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    os._exit(0)

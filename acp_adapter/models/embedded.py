@@ -53,7 +53,7 @@ class EmbeddedModel:
                 out = sum(_estimate_tokens(str(c.arguments)) for c in calls)
                 yield UsageReport(prompt_tokens, out, prompt_tokens + out, CONTEXT_WINDOW)
                 return
-            text = compose_reply(last.content)
+            text = compose_reply(last.content, cancel)
         else:
             text = answer_from_tools(messages)
         for chunk in _chunks(text):
@@ -348,8 +348,12 @@ def _safe_eval(node: ast.AST) -> float:
     raise ValueError("unsupported expression")
 
 
+#: The expression is at most 120 characters at the very end of the prompt: only the tail is searched.
+_ARITH_TAIL = 400
+
+
 def _arithmetic(prompt: str) -> str | None:
-    m = _ARITH.search(prompt.strip())
+    m = _ARITH.search(prompt.strip()[-_ARITH_TAIL:])
     if m is None or not re.search(r"\d\s*[-+*/%^]\s*[\d(]", m.group("expr")):
         return None
     expr = m.group("expr").replace("^", "**").strip()
@@ -363,8 +367,12 @@ def _arithmetic(prompt: str) -> str | None:
     return f"{expr.replace('**', '^')} = {shown}"
 
 
-def compose_reply(prompt: str) -> str:
-    """A deterministic, relevant reply to a prompt that needs no tools."""
+def compose_reply(prompt: str, cancel: CancelToken | None = None) -> str:
+    """A deterministic, relevant reply to a prompt that needs no tools.
+
+    Linear in the prompt, and ``cancel`` is checked inside the one loop over its words, so a
+    40,000-word prompt neither takes seconds nor delays a cancel.
+    """
     text = " ".join(prompt.split())
     if not text:
         return "I didn't receive any text. Ask me something, or ask me to search, read or list files."
@@ -388,10 +396,16 @@ def compose_reply(prompt: str) -> str:
     if hits:
         return "\n\n".join(hits[:2])
     keywords: list[str] = []
-    for word in _WORD.findall(text):
-        w = word.lower().strip("'-")
-        if w not in _STOP and w not in keywords:
+    seen: set[str] = set()
+    for index, match in enumerate(_WORD.finditer(text)):
+        if cancel is not None and index % 1024 == 0:
+            cancel.raise_if_cancelled()
+        w = match.group(0).lower().strip("'-")
+        if w not in _STOP and w not in seen:
+            seen.add(w)
             keywords.append(w)
+            if len(keywords) == 4:  # only the first four make the topic
+                break
     topic = ", ".join(keywords[:4]) if keywords else "your request"
     quoted = text if len(text) <= 120 else text[:117] + "…"
     return (
