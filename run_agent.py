@@ -48,7 +48,7 @@ from acp_adapter.terminal import TerminalPrinter
 from acp_adapter.timefmt import format_elapsed
 from acp_adapter.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
 
-__all__ = ["AIAgent", "TurnResult"]
+__all__ = ["AIAgent", "TurnResult", "close_tool_pairs"]
 
 log = logging.getLogger("acp_progress.agent")
 
@@ -303,12 +303,31 @@ class AIAgent:
             self._emit_answer(note)
             return TurnResult("max_turn_requests", answer + note, new, usage=self._usage_total)
         except TurnCancelled:
+            close_tool_pairs(new, "cancelled: the turn was cancelled before this tool call finished")
             return TurnResult("cancelled", answer, new, usage=self._usage_total)
         except ModelError as exc:
             reason = redact_text(exc.reason)
             note = f"⚠️ The model request failed: {reason}"
             self._emit_answer(("\n\n" if answer else "") + note)
+            close_tool_pairs(new, f"not run: {reason}")
             return TurnResult("end_turn", answer, new, error=reason, usage=self._usage_total)
+
+
+def close_tool_pairs(messages: list[Message], reason: str) -> None:
+    """Give every tool call of the last assistant message a result, in place.
+
+    OpenAI-compatible servers answer HTTP 400 to a history holding an assistant ``tool_calls``
+    message whose calls have no ``tool`` results, so a turn that stops between the two (cancel,
+    a model error) must not leave the pair open: each unanswered call gets an error result.
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            for call in message.tool_calls:
+                if call.id not in answered:
+                    messages.append(Message("tool", f"error: {reason}", tool_call_id=call.id, name=call.name))
+            return
 
 
 def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -> int:

@@ -199,6 +199,22 @@ class SessionStream:
         self._think_by_name: dict[str, str] = {}
         self._seq = itertools.count(1)
         self._held_text = _new_text_redactors()
+        self._claimed_ids: set[str] = set()
+
+    def claim_card_id(self, model_id: str) -> str:
+        """A card id for a model tool-call id, unique for the whole session.
+
+        The model's id is used as it comes the first time; a server that reuses ids (``call_1``
+        every turn, or twice in one response) gets ``call_1#2``, ``call_1#3`` … so no update ever
+        lands on a card that was already closed."""
+        with self._lock:
+            card_id = model_id or "call"
+            n = 1
+            while card_id in self._claimed_ids:
+                n += 1
+                card_id = f"{model_id}#{n}"
+            self._claimed_ids.add(card_id)
+            return card_id
 
     # ------------------------------------------------------------ turn lifecycle
 

@@ -13,7 +13,7 @@ from .events import SessionStream, UpdateOutbox
 from .models.base import Message
 from .toolbox import Toolbox
 
-__all__ = ["Session", "SessionStore"]
+__all__ = ["MAX_HISTORY", "Session", "SessionStore", "trim_history"]
 
 MAX_HISTORY = 200
 
@@ -41,8 +41,26 @@ class Session:
 
     def finish_turn(self, new_messages: list[Message]) -> None:
         self.history.extend(new_messages)
-        del self.history[:-MAX_HISTORY]
+        trim_history(self.history)
         self.cancel = None
+
+
+def trim_history(history: list[Message], limit: int = MAX_HISTORY) -> None:
+    """Keep at most about ``limit`` messages, dropping whole turns from the front, in place.
+
+    Cutting by message count could leave a ``tool`` result whose assistant ``tool_calls`` message
+    was cut, and OpenAI-compatible servers answer HTTP 400 to every later prompt of a session
+    with such a history. A turn starts at a ``user`` message, so the kept history starts at the
+    first user message inside the last ``limit`` messages; a single turn longer than ``limit`` is
+    kept whole (its tool-call pairs intact) rather than cut in the middle.
+    """
+    if len(history) <= limit:
+        return
+    starts = [i for i, m in enumerate(history) if m.role == "user"]
+    if not starts:
+        return
+    cut = next((i for i in starts if i >= len(history) - limit), starts[-1])
+    del history[:cut]
 
 
 class SessionStore:

@@ -1,4 +1,5 @@
-"""The ACP projection of tool calls: one honest card per call, keyed by the model's tool-call id.
+"""The ACP projection of tool calls: one honest card per call, keyed by the model's tool-call id
+(made unique in the session: servers that reuse ``call_1`` every turn must not reopen a closed card).
 
 Implements the toolbox's observer: the title comes from the presentation registry (verb +
 preview), the kind fits the tool, file paths become ``locations``, raw input is redacted, and
@@ -61,6 +62,11 @@ class AcpToolObserver:
         self._workspace = workspace
         self._workspace_id = workspace_id
         self._titles: dict[str, str] = {}
+        self._card_ids: dict[str, str] = {}
+
+    def _card(self, call: ToolCall) -> str:
+        """The card id of a model tool call: unique in the session (see ``claim_card_id``)."""
+        return self._card_ids.get(call.id, call.id)
 
     def _present(self, call: ToolCall, tool: Tool | None) -> tuple[str, Any, tuple[str, ...], dict[str, Any]]:
         event_meta: Mapping[str, Any] | None = tool.extension if tool is not None and tool.extension else None
@@ -78,27 +84,28 @@ class AcpToolObserver:
 
     def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
         title, kind, locations, meta = self._present(call, tool)
-        self._titles[call.id] = title
+        card_id = self._card_ids[call.id] = self._stream.claim_card_id(call.id)
+        self._titles[card_id] = title
         self._stream.tool_start(
-            call.id, title, kind, raw_input=dict(call.arguments), locations=locations, meta=meta
+            card_id, title, kind, raw_input=dict(call.arguments), locations=locations, meta=meta
         )
 
     def tool_progress(
         self, call: ToolCall, value: float | None, total: float | None, message: str | None
     ) -> None:
-        self._stream.tool_progress(call.id, value=value, total=total, message=message)
+        self._stream.tool_progress(self._card(call), value=value, total=total, message=message)
 
     def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None:
-        self._titles.pop(call.id, None)
+        self._titles.pop(self._card(call), None)
         if outcome.ok:
             text = (
                 outcome.text
                 if len(outcome.text) <= RESULT_CAP
                 else outcome.text[:RESULT_CAP] + "\n… (truncated)"
             )
-            self._stream.tool_finish(call.id, result_text=text, raw_output=outcome.raw_output)
+            self._stream.tool_finish(self._card(call), result_text=text, raw_output=outcome.raw_output)
         else:
-            self._stream.tool_finish(call.id, error=outcome.error or "failed")
+            self._stream.tool_finish(self._card(call), error=outcome.error or "failed")
 
     def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision:
         """Ask the client (blocking this worker thread, never the loop); cancel means no.
@@ -107,12 +114,13 @@ class AcpToolObserver:
         ``_meta.acpProgress.automatic`` (see :func:`answered_automatically`), or the request
         could not be asked at all.
         """
-        if not self._stream.tool_is_open(call.id):
+        if not self._stream.tool_is_open(self._card(call)):
             return PermissionDecision(False)
-        self._stream.tool_update(call.id, update_tool_call(call.id, status="pending"))
+        card_id = self._card(call)
+        self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
         request = ToolCallUpdate(
-            tool_call_id=call.id,
-            title=redact_text(self._titles.get(call.id, call.name)),
+            tool_call_id=card_id,
+            title=redact_text(self._titles.get(card_id, call.name)),
             kind="execute",
             status="pending",
             raw_input=redact_value(dict(call.arguments)),
@@ -142,7 +150,7 @@ class AcpToolObserver:
             remove_hook()
         allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
         if allowed:
-            self._stream.tool_update(call.id, update_tool_call(call.id, status="in_progress"))
+            self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
         return PermissionDecision(allowed, automatic=answered_automatically(response))
 
 
