@@ -135,7 +135,9 @@ class AIAgent:
         try:
             fn(*args)
         except Exception as exc:
-            log.warning("callback %s failed: %s", getattr(fn, "__name__", fn), redact_text(str(exc)))
+            log.warning(
+                "callback %s failed: %s", getattr(fn, "__name__", fn), redact_text(str(exc)), exc_info=True
+            )
 
     def _emit_answer(self, text: str) -> None:
         if self.message_callback is not None:
@@ -155,7 +157,7 @@ class AIAgent:
             try:
                 self.agent_progress_callback("start", LLM_RESPONSE, {})
             except Exception as exc:
-                log.warning("agent_progress_callback(start) failed: %s", redact_text(str(exc)))
+                log.warning("agent_progress_callback(start) failed: %s", redact_text(str(exc)), exc_info=True)
         elif self.thinking_callback is not None:
             self._safe(self.thinking_callback, "Thinking...")
         else:
@@ -176,7 +178,9 @@ class AIAgent:
                     "heartbeat", LLM_RESPONSE, {"elapsed": elapsed, "status": status}
                 )
             except Exception as exc:
-                log.warning("agent_progress_callback(heartbeat) failed: %s", redact_text(str(exc)))
+                log.warning(
+                    "agent_progress_callback(heartbeat) failed: %s", redact_text(str(exc)), exc_info=True
+                )
         elif self.thinking_callback is not None:
             extra = f" — {status}" if status else ""
             self._safe(self.thinking_callback, f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
@@ -195,7 +199,9 @@ class AIAgent:
             try:
                 self.agent_progress_callback("complete", LLM_RESPONSE, {"error": error} if error else {})
             except Exception as exc:
-                log.warning("agent_progress_callback(complete) failed: %s", redact_text(str(exc)))
+                log.warning(
+                    "agent_progress_callback(complete) failed: %s", redact_text(str(exc)), exc_info=True
+                )
         elif self.thinking_callback is None:
             self._safe(self.printer.spinner_stop, error)
 
@@ -232,6 +238,8 @@ class AIAgent:
             self._on_first_delta(call, error=exc.reason)
             raise
         except Exception as exc:
+            # Unexpected (a bug in a back-end, not a model error): keep its traceback in the log.
+            log.error("the model back-end %s crashed", getattr(self.model, "name", "?"), exc_info=True)
             self._on_first_delta(call, error=f"{type(exc).__name__}: {exc}")
             raise ModelError(f"The model back-end crashed ({type(exc).__name__}: {exc})") from exc
         finally:
@@ -355,6 +363,9 @@ def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -
         printer.spinner_stop("interrupted")
         return 130
     finally:
+        from acp_adapter.builtin_tools import kill_started_processes
+
+        kill_started_processes()  # background jobs (``sleep 300 &``) do not outlive the run
         close = getattr(agent.model, "close", None)
         if callable(close):
             close()

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from .toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
-__all__ = ["BUILTIN_TOOLS", "default_toolbox", "resolve_in_workspace"]
+__all__ = ["BUILTIN_TOOLS", "default_toolbox", "kill_started_processes", "resolve_in_workspace"]
 
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
@@ -174,6 +174,40 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+# Process groups of the commands run so far. A command that backgrounds a job (``sleep 300 &``)
+# returns while the job lives on in the command's group; the agent kills those groups when it
+# shuts down (``kill_started_processes``), so nothing it started outlives it.
+_GROUPS: set[int] = set()
+_GROUPS_LOCK = threading.Lock()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remember_group(pgid: int) -> None:
+    with _GROUPS_LOCK:
+        _GROUPS.difference_update([g for g in _GROUPS if not _group_alive(g)])
+        _GROUPS.add(pgid)
+
+
+def kill_started_processes() -> int:
+    """Kill every process group a command started that still has members; returns how many."""
+    with _GROUPS_LOCK:
+        groups = [g for g in _GROUPS if _group_alive(g)]
+        _GROUPS.clear()
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    return len(groups)
+
+
 def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     command = args["command"].strip()
     if not command:
@@ -190,6 +224,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so cancel/timeout kill the whole tree
     )
+    _remember_group(proc.pid)
     chunks: list[bytes] = []
     size = 0
     lines = 0

@@ -37,7 +37,7 @@ from acp.schema import (
 )
 
 from . import __version__
-from .builtin_tools import default_toolbox
+from .builtin_tools import default_toolbox, kill_started_processes
 from .cancel import CancelToken
 from .config import Settings
 from .events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
@@ -203,6 +203,8 @@ class ProgressAgent:
         """Cancel every turn and release what the agent built (the model's HTTP client and loop)."""
         self.cancel_all_turns()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        if killed := kill_started_processes():
+            log.info("killed %d background job group(s) started by commands", killed)
         close = getattr(self.model, "close", None)
         if self._owns_model and callable(close):
             try:
@@ -279,7 +281,7 @@ class ProgressAgent:
         except Exception as exc:  # building the turn failed: still finalise it below
             error = exc
         if error is not None:
-            log.error("agent turn crashed: %r", error)
+            log.error("agent turn crashed: %s", type(error).__name__, exc_info=error)
             session.stream.send_message_text(f"⚠️ The agent hit an internal error: {type(error).__name__}")
         stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
         if result is not None and not cancel.cancelled:

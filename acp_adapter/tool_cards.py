@@ -144,7 +144,7 @@ class AcpToolObserver:
         except concurrent.futures.CancelledError:
             return PermissionDecision(False)
         except Exception as exc:
-            log.warning("permission request failed: %s", redact_text(str(exc)))
+            log.warning("permission request failed: %s", redact_text(str(exc)), exc_info=True)
             return PermissionDecision(False, automatic=True)
         finally:
             remove_hook()

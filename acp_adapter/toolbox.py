@@ -123,7 +123,7 @@ class ToolContext:
             try:
                 self._report(value, total, message)
             except Exception as exc:
-                log.warning("tool progress observer failed: %s", redact_text(str(exc)))
+                log.warning("tool progress observer failed: %s", redact_text(str(exc)), exc_info=True)
 
     def close(self) -> None:
         with self._lock:
@@ -239,7 +239,7 @@ class Toolbox:
         except ToolError as exc:
             outcome = ToolOutcome(False, error=str(exc))
         except Exception as exc:
-            log.warning("tool %s raised: %s", call.name, redact_text(repr(exc)))
+            log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
             outcome = ToolOutcome(False, error=f"{type(exc).__name__}: {exc}")
         finally:
             ctx.close()
@@ -279,4 +279,4 @@ def _notify(observer: ToolObserver | None, method: str, *args: Any) -> None:
     try:
         getattr(observer, method)(*args)
     except Exception as exc:
-        log.warning("tool observer %s failed: %s", method, redact_text(str(exc)))
+        log.warning("tool observer %s failed: %s", method, redact_text(str(exc)), exc_info=True)

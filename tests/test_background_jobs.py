@@ -1,0 +1,68 @@
+"""A command that backgrounds a job does not leave it running after the agent exits
+(issue 11, point 14)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, RecordingClient, agent_env, prompt_text, spawn_agent
+
+PROMPT = "run `tail -f /dev/null & echo $! > job.pid`"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.anyio
+async def test_serve_kills_background_jobs_when_it_shuts_down(tmp_path):
+    client = RecordingClient(permission="allow")
+    async with spawn_agent(client) as (conn, _process, _log):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        response = await prompt_text(conn, session.session_id, PROMPT)
+        assert response.stop_reason == "end_turn"
+        pid = int((tmp_path / "job.pid").read_text())
+        assert _alive(pid), "the job should run while the agent does"
+    try:
+        assert _gone_within(pid, 5), "the background job outlived the agent"
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
+
+
+def test_plain_run_kills_background_jobs_when_it_exits(tmp_path):
+    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0")}
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "run_agent.py"), "--yes", "--cwd", str(tmp_path), PROMPT],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    pid = int((tmp_path / "job.pid").read_text())
+    try:
+        assert _gone_within(pid, 5), "the background job outlived the run"
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
