@@ -302,6 +302,20 @@ class Settings(_Section):
     log_level: LogLevel = setting(
         "WARNING", env="ACP_PROGRESS_LOG_LEVEL", help="level of the stderr log: DEBUG, INFO, WARNING, ERROR"
     )
+    max_sessions: int = setting(
+        4096,
+        env="ACP_PROGRESS_MAX_SESSIONS",
+        help="open sessions kept; beyond it the longest-idle session is freed",
+        ge=1,
+        le=1_000_000,
+    )
+    session_idle_timeout: float = setting(
+        3600.0,
+        env="ACP_PROGRESS_SESSION_IDLE_TIMEOUT",
+        help="seconds a session may go unused (no prompt running) before it is freed",
+        gt=0,
+        le=30 * 86400,
+    )
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
 
     @field_validator("model", "log_level", mode="before")

@@ -140,7 +140,9 @@ class ProgressAgent:
         self.model = model or create_model(self.settings)
         self.scheduler = scheduler or default_scheduler()
         self.registry = registry or PresentationRegistry()
-        self.sessions = SessionStore()
+        self.sessions = SessionStore(
+            max_sessions=self.settings.max_sessions, idle_timeout=self.settings.session_idle_timeout
+        )
         self._conn: Any = None
         self._outbox: UpdateOutbox | None = None
         self._turns_running: set[asyncio.Future[None]] = set()
@@ -291,6 +293,7 @@ class ProgressAgent:
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
         )
         session.finish_turn(result.messages if result is not None else [])
+        self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
         total = result.usage if result is not None else None
         return PromptResponse(
             stop_reason=stop_reason,  # type: ignore[arg-type]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import uuid
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from acp import RequestError
@@ -16,6 +20,8 @@ from .toolbox import Toolbox
 __all__ = ["MAX_HISTORY", "Session", "SessionStore", "trim_history"]
 
 MAX_HISTORY = 200
+
+log = logging.getLogger("acp_progress.session")
 
 
 @dataclass
@@ -64,10 +70,29 @@ def trim_history(history: list[Message], limit: int = MAX_HISTORY) -> None:
 
 
 class SessionStore:
-    """All sessions of one connection. Lookups of unknown ids raise a clear invalid-params error."""
+    """All sessions of one connection, freed when idle so the process does not grow without bound.
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, Session] = {}
+    An editor opens sessions all day and never says it is done with one (ACP has no close), so a
+    session unused for ``idle_timeout`` seconds is freed, and beyond ``max_sessions`` the
+    longest-unused one is freed to make room. A session with a prompt running is never freed. A
+    prompt to a freed session gets a clear invalid-params error that says why and what to do;
+    unknown ids get "unknown session id".
+
+    Sessions are kept in least-recently-used order, so a sweep looks only at the expired front.
+    """
+
+    def __init__(
+        self,
+        max_sessions: int = 4096,
+        idle_timeout: float = 3600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self._clock = clock
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._last_used: dict[str, float] = {}
+        self._freed: OrderedDict[str, str] = OrderedDict()  # recently freed id -> why (bounded)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -77,14 +102,41 @@ class SessionStore:
         session_id = f"sess_{uuid.uuid4().hex}"
         session = Session(session_id, cwd, SessionStream(session_id, outbox))
         with self._lock:
+            now = self._clock()
+            self._sweep_locked(now)
+            if len(self._sessions) >= self.max_sessions and not self._free_oldest_idle_locked():
+                raise RequestError.invalid_request(
+                    {
+                        "details": f"{len(self._sessions)} sessions are busy running prompts "
+                        f"(ACP_PROGRESS_MAX_SESSIONS={self.max_sessions}); retry when one finishes"
+                    }
+                )
             self._sessions[session_id] = session
+            self._last_used[session_id] = now
         return session
 
     def get(self, session_id: str) -> Session:
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session id"})
-        return session
+        """The session for a prompt (marks it used). Freed and unknown ids raise clear errors."""
+        with self._lock:
+            now = self._clock()
+            self._sweep_locked(now)
+            session = self._sessions.get(session_id)
+            if session is None:
+                why = self._freed.get(session_id)
+                details = (
+                    f"this session was freed ({why}); open a new session with session/new"
+                    if why
+                    else "unknown session id"
+                )
+                raise RequestError.invalid_params({"sessionId": session_id, "details": details})
+            self._touch_locked(session_id, now)
+            return session
+
+    def touch(self, session_id: str) -> None:
+        """Mark a session used now (a prompt just finished in it)."""
+        with self._lock:
+            if session_id in self._sessions:
+                self._touch_locked(session_id, self._clock())
 
     def all(self) -> list[Session]:
         with self._lock:
@@ -95,4 +147,46 @@ class SessionStore:
 
     def close(self, session_id: str) -> bool:
         with self._lock:
+            self._last_used.pop(session_id, None)
             return self._sessions.pop(session_id, None) is not None
+
+    def sweep(self) -> int:
+        """Free every session idle for longer than the idle timeout; returns how many."""
+        with self._lock:
+            return self._sweep_locked(self._clock())
+
+    # ------------------------------------------------------------ internals (lock held)
+
+    def _touch_locked(self, session_id: str, now: float) -> None:
+        self._last_used[session_id] = now
+        self._sessions.move_to_end(session_id)
+
+    def _free_locked(self, session_id: str, why: str) -> None:
+        self._sessions.pop(session_id, None)
+        self._last_used.pop(session_id, None)
+        self._freed[session_id] = why
+        while len(self._freed) > _FREED_MEMORY:
+            self._freed.popitem(last=False)
+        log.info("freed session %s (%s)", session_id, why)
+
+    def _sweep_locked(self, now: float) -> int:
+        expired: list[str] = []
+        for session_id, session in self._sessions.items():
+            if now - self._last_used[session_id] <= self.idle_timeout:
+                break  # least recently used first: the rest are fresher
+            if session.cancel is None:  # no prompt running
+                expired.append(session_id)
+        for session_id in expired:
+            self._free_locked(session_id, f"unused for more than {self.idle_timeout:g} s")
+        return len(expired)
+
+    def _free_oldest_idle_locked(self) -> bool:
+        for session_id, session in self._sessions.items():
+            if session.cancel is None:
+                self._free_locked(session_id, f"the agent keeps at most {self.max_sessions} sessions")
+                return True
+        return False
+
+
+#: How many freed session ids are remembered, to tell "freed" from "unknown" in the error.
+_FREED_MEMORY = 10_000
