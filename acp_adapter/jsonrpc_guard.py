@@ -87,15 +87,27 @@ def guard_reader(
     is answered on ``writer``. Runs a pump task on the current loop until ``source`` ends."""
     guarded = asyncio.StreamReader(limit=limit)
 
+    def answer(message: Any) -> None:
+        if message is not None and not writer.is_closing():
+            writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+
     async def pump() -> None:
         try:
-            while line := await source.readline():
-                passes, answer = classify_line(line)
+            while True:
+                try:
+                    line = await source.readline()
+                except ValueError as exc:  # longer than the reader's limit: dropped, answered
+                    log.warning("dropped an over-long JSON-RPC line: %s", exc)
+                    answer(_error(RequestError.parse_error({"details": "message too long"})))
+                    continue
+                if not line:
+                    break
+                passes, response = classify_line(line)
                 if passes:
                     guarded.feed_data(line if line.endswith(b"\n") else line + b"\n")
-                elif answer is not None and not writer.is_closing():
-                    writer.write((json.dumps(answer, separators=(",", ":")) + "\n").encode())
-        except (ConnectionError, ValueError, asyncio.LimitOverrunError) as exc:
+                else:
+                    answer(response)
+        except ConnectionError as exc:
             log.warning("protocol input ended: %s", redact_text(str(exc)) or type(exc).__name__)
         finally:
             guarded.feed_eof()

@@ -137,3 +137,33 @@ async def test_agent_exits_within_two_seconds_of_a_hang_up_whatever_the_turn_doe
         took = time.monotonic() - hung_up
         turn.cancel()
     assert took < 2.0, f"the agent took {took:.1f}s to exit after the hang-up"
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.data = b""
+
+    def is_closing(self) -> bool:
+        return False
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+
+@pytest.mark.anyio
+async def test_an_over_long_line_is_answered_and_reading_goes_on():
+    from acp_adapter.jsonrpc_guard import guard_reader
+
+    source = asyncio.StreamReader(limit=64)
+    writer = _Writer()
+    guarded = guard_reader(source, writer)  # type: ignore[arg-type]
+    source.feed_data(b'{"jsonrpc": "2.0", "method": "a"}\n')
+    source.feed_data(b'{"jsonrpc": "2.0", "method": "' + b"x" * 200 + b'"}\n')
+    source.feed_data(b'{"jsonrpc": "2.0", "method": "b"}\n')
+    source.feed_eof()
+    lines = []
+    while line := await asyncio.wait_for(guarded.readline(), 5):
+        lines.append(json.loads(line)["method"])
+    assert lines == ["a", "b"]
+    answers = [json.loads(x) for x in writer.data.splitlines()]
+    assert answers and all(a["error"]["code"] == -32700 for a in answers)

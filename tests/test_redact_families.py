@@ -205,3 +205,16 @@ def test_preview_names_cover_every_redacted_key(name: str) -> None:
     if is_sensitive_key(name):
         assert is_sensitive_name(name), name
         assert redact_value({name: "v4lue"}) == {name: REDACTED}
+
+
+def test_new_families_mixed_together_stay_idempotent() -> None:
+    import random
+
+    rng = random.Random(5)
+    pieces = [c[0] for c in FAMILY_CASES] + BENIGN_CLI
+    pieces += [" ", "\n", "|", "-p", "-u ", ":", "set ", "config ", "echo ", "--password-stdin", "<<<"]
+    pieces += ["Q~", "_pat_", ":AA", REDACTED, "'", '"', "=", "code"]
+    for _ in range(1500):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12)))
+        once = redact_text(text)
+        assert redact_text(once) == once, text
