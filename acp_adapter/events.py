@@ -1,49 +1,26 @@
-"""From agent callbacks (any thread) to ACP ``session/update`` notifications, in order.
+"""Callback factories: the seed's plain agent callbacks, adapted to a session's update stream.
 
-Three pieces:
-
-* :class:`UpdateOutbox` — the one ordered path from any thread to the event loop and the
-  connection. Updates are appended to a deque synchronously (so their order is the order the code
-  made them, whatever thread made them) and a single pump task sends them. ``flush()`` is the
-  barrier a prompt awaits before it answers, so all of a turn's updates precede the response.
-* :class:`SessionStream` — the per-session turn state machine. One lock decides every race between
-  the heartbeat thread, tool threads and turn finalisation: cards open and close here, updates for
-  closed cards or after the turn ended are dropped, and ``end_turn`` closes whatever is still open.
-* callback factories (``make_agent_progress_cb`` and friends) that adapt the agent loop's plain
-  callbacks to a stream.
+This module is the callbacks job of what used to be one file; the other two jobs live in
+:mod:`acp_adapter.outbox` (the ordered delivery path) and :mod:`acp_adapter.turn_state` (the turn
+state machine), re-exported here for existing imports. New code should use
+:class:`acp_adapter.turn.ProgressTurn`, which hands out all of these callbacks for one turn and
+always ends it; the factories below stay for the seed's ``make_agent_progress_cb(conn, session_id,
+loop)`` form and share the same per-session stream.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-import logging
-import threading
-import time
-import uuid
-from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable
 
-from acp import update_agent_message_text, update_agent_thought_text
-from acp.schema import ToolCallProgress, ToolCallStart, ToolKind, UsageUpdate
-
-from .redact import redact_text
-from .stream_redact import StreamRedactor
-from .tools import (
-    build_thinking_complete,
-    build_thinking_failed,
-    build_thinking_progress,
-    build_thinking_start,
-    build_tool_complete,
-    build_tool_failed,
-    build_tool_progress,
-    build_tool_start,
-)
+from .outbox import AnyUpdate, SessionUpdateSink, UpdateObserver, UpdateOutbox, shared_outbox
+from .turn import AgentProgressCallback, ProgressTurn, progress_callback, session_stream
+from .turn_state import SessionStream
 
 __all__ = [
     "AgentProgressCallback",
+    "AnyUpdate",
+    "ProgressTurn",
     "SessionStream",
     "SessionUpdateSink",
     "UpdateObserver",
@@ -51,384 +28,15 @@ __all__ = [
     "make_agent_progress_cb",
     "make_message_cb",
     "make_thinking_cb",
+    "shared_outbox",
 ]
 
-log = logging.getLogger("acp_progress.events")
 
-AgentProgressCallback = Callable[..., None]
-UpdateObserver = Callable[[str, Any], None]
-
-
-class SessionUpdateSink(Protocol):
-    """Anything that can deliver a session update: the SDK's ``AgentSideConnection`` is one."""
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
-
-
-@dataclass(slots=True)
-class _Barrier:
-    future: asyncio.Future[None]
-
-
-@dataclass(slots=True)
-class _Item:
-    session_id: str
-    update: Any
-
-
-class UpdateOutbox:
-    """One ordered delivery path for every session of one connection.
-
-    ``submit`` is safe from any thread; it never blocks on I/O. Observers (bridges, AG-UI,
-    summaries) see exactly the updates that were handed to the connection, in the same order.
-    """
-
-    def __init__(self, sink: SessionUpdateSink, loop: asyncio.AbstractEventLoop) -> None:
-        self._sink = sink
-        self._loop = loop
-        self._items: deque[_Item | _Barrier] = deque()
-        self._wake_scheduled = False
-        self._event: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
-        self.observers: list[UpdateObserver] = []
-        self.sent = 0
-        self.failed = 0
-
-    def submit(self, session_id: str, update: Any) -> None:
-        self._items.append(_Item(session_id, update))
-        self._schedule_wake()
-
-    async def flush(self) -> None:
-        """Return once everything submitted before this call has been written (or has failed)."""
-        future: asyncio.Future[None] = self._loop.create_future()
-        self._items.append(_Barrier(future))
-        self._wake()
-        await future
-
-    def _schedule_wake(self) -> None:
-        if self._wake_scheduled:
-            return
-        self._wake_scheduled = True
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._loop.call_soon(self._wake)
-        else:
-            try:
-                self._loop.call_soon_threadsafe(self._wake)
-            except RuntimeError:  # loop closed: the connection is gone, nothing can be delivered
-                self._wake_scheduled = False
-                return
-            time.sleep(0)  # hand the GIL over so the woken loop can send now, not a switch interval later
-
-    def _wake(self) -> None:
-        self._wake_scheduled = False
-        if self._event is None:
-            self._event = asyncio.Event()
-        if self._task is None or self._task.done():
-            self._task = self._loop.create_task(self._pump(), name="acp-progress-outbox")
-        self._event.set()
-
-    async def _pump(self) -> None:
-        assert self._event is not None
-        while True:
-            while self._items:
-                item = self._items.popleft()
-                if isinstance(item, _Barrier):
-                    if not item.future.done():
-                        item.future.set_result(None)
-                    continue
-                await self._deliver(item)
-            self._event.clear()
-            if self._items:
-                continue
-            await self._event.wait()
-
-    async def _deliver(self, item: _Item) -> None:
-        for observer in list(self.observers):
-            try:
-                observer(item.session_id, item.update)
-            except Exception:
-                log.exception("update observer failed")
-        try:
-            await self._sink.session_update(session_id=item.session_id, update=item.update)
-            self.sent += 1
-        except Exception as exc:
-            self.failed += 1
-            log.warning(
-                "could not deliver a session update (%s)", redact_text(str(exc)) or type(exc).__name__
-            )
-
-
-_TEXT_UPDATE: dict[str, Callable[[str], Any]] = {
-    "message": update_agent_message_text,
-    "thought": update_agent_thought_text,
-}
-
-
-def _new_text_redactors() -> dict[str, StreamRedactor]:
-    return {channel: StreamRedactor() for channel in _TEXT_UPDATE}
-
-
-@dataclass
-class _Card:
-    kind: str  # "think" or "tool"
-    name: str
-    started: float
-
-
-class SessionStream:
-    """The per-session turn state machine (DESIGN contracts 1 and 2).
-
-    Every public method takes the same lock and submits under it, so the order updates reach the
-    outbox is the order the state machine accepted them, and nothing is accepted after a card's
-    terminal phase or after the turn ended.
-    """
-
-    def __init__(
-        self, session_id: str, outbox: UpdateOutbox, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.session_id = session_id
-        self._outbox = outbox
-        self._clock = clock
-        self._lock = threading.RLock()
-        self._turn_open = False
-        self._cards: dict[str, _Card] = {}
-        self._think_by_name: dict[str, str] = {}
-        self._seq = itertools.count(1)
-        self._held_text = _new_text_redactors()
-        self._claimed_ids: set[str] = set()
-
-    def claim_card_id(self, model_id: str) -> str:
-        """A card id for a model tool-call id, unique for the whole session.
-
-        The model's id is used as it comes the first time; a server that reuses ids (``call_1``
-        every turn, or twice in one response) gets ``call_1#2``, ``call_1#3`` … so no update ever
-        lands on a card that was already closed."""
-        with self._lock:
-            card_id = model_id or "call"
-            n = 1
-            while card_id in self._claimed_ids:
-                n += 1
-                card_id = f"{model_id}#{n}"
-            self._claimed_ids.add(card_id)
-            return card_id
-
-    # ------------------------------------------------------------ turn lifecycle
-
-    @property
-    def turn_open(self) -> bool:
-        return self._turn_open
-
-    @property
-    def open_card_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._cards)
-
-    def begin_turn(self) -> None:
-        with self._lock:
-            self._held_text = _new_text_redactors()
-            self._turn_open = True
-            self._cards.clear()
-            self._think_by_name.clear()
-
-    def end_turn(self, *, reason: str | None = None, cancelled: bool = False) -> int:
-        """Close every open card (think: completed unless cancelled/failed; tools: failed) and stop
-        accepting updates for this turn. Returns how many cards had to be closed here."""
-        with self._lock:
-            if not self._turn_open:
-                return 0
-            self._flush_text_locked()
-            closed = 0
-            for card_id, card in list(self._cards.items()):
-                elapsed = self._clock() - card.started
-                if card.kind == "think":
-                    if cancelled or reason:
-                        self._submit(build_thinking_failed(card_id, reason or "Cancelled", elapsed))
-                    else:
-                        self._submit(build_thinking_complete(card_id, elapsed))
-                else:
-                    why = reason or ("Cancelled" if cancelled else "The turn ended before the tool finished")
-                    self._submit(build_tool_failed(card_id, why, duration=elapsed))
-                closed += 1
-            self._cards.clear()
-            self._think_by_name.clear()
-            self._turn_open = False
-            return closed
-
-    async def flush(self) -> None:
-        """Wait until everything this stream submitted so far has been delivered (loop thread)."""
-        await self._outbox.flush()
-
-    def _submit(self, update: Any) -> None:
-        """Submit a card/usage update; streamed text held back for redaction goes out first."""
-        self._flush_text_locked()
-        self._outbox.submit(self.session_id, update)
-
-    def _flush_text_locked(self, keep: str | None = None) -> None:
-        """Release text held back for redaction (except channel ``keep``), in channel order."""
-        for channel, redactor in self._held_text.items():
-            if channel != keep and (rest := redactor.flush()):
-                self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](rest))
-
-    def _send_text(self, channel: str, text: str) -> bool:
-        with self._lock:
-            if not self._turn_open or not text:
-                return False
-            self._flush_text_locked(keep=channel)  # switching channels releases the other's text
-            if safe := self._held_text[channel].feed(text):
-                self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](safe))
-            return True
-
-    # ------------------------------------------------------------ free-form updates
-
-    def send(self, update: Any) -> bool:
-        """Send a non-card update (message/thought chunk, usage) if the turn is still open."""
-        with self._lock:
-            if not self._turn_open:
-                return False
-            self._submit(update)
-            return True
-
-    def send_message_text(self, text: str) -> bool:
-        """Stream answer text; redacted with enough held back that no secret is split (see
-        :mod:`acp_adapter.stream_redact`)."""
-        return self._send_text("message", text)
-
-    def send_thought_text(self, text: str) -> bool:
-        """Stream thought text, redacted the same way as answer text."""
-        return self._send_text("thought", text)
-
-    def send_usage(self, used: int, size: int) -> bool:
-        return self.send(UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, size)))
-
-    # ------------------------------------------------------------ the think card
-
-    def think_start(self, name: str = "llm_response") -> str | None:
-        """Open a think card with a fresh id; closes any think card still open (one at a time)."""
-        with self._lock:
-            if not self._turn_open:
-                return None
-            self._close_thinking_locked()
-            card_id = f"think-{uuid.uuid4().hex[:12]}-{next(self._seq)}"
-            self._cards[card_id] = _Card("think", name, self._clock())
-            self._think_by_name[name] = card_id
-            self._submit(build_thinking_start(card_id))
-            return card_id
-
-    def think_heartbeat(
-        self, name: str = "llm_response", elapsed: float | None = None, status: str | None = None
-    ) -> bool:
-        """Heartbeat without a prior start (or after complete) is a no-op, as in the seed."""
-        with self._lock:
-            card_id = self._think_by_name.get(name)
-            if not self._turn_open or card_id is None:
-                return False
-            card = self._cards[card_id]
-            shown = elapsed if elapsed is not None else self._clock() - card.started
-            self._submit(build_thinking_progress(card_id, shown, status))
-            return True
-
-    def think_complete(self, name: str = "llm_response", error: str | None = None) -> bool:
-        with self._lock:
-            card_id = self._think_by_name.pop(name, None)
-            if not self._turn_open or card_id is None:
-                return False
-            card = self._cards.pop(card_id)
-            elapsed = self._clock() - card.started
-            if error:
-                self._submit(build_thinking_failed(card_id, error, elapsed))
-            else:
-                self._submit(build_thinking_complete(card_id, elapsed))
-            return True
-
-    def _close_thinking_locked(self) -> None:
-        for name in list(self._think_by_name):
-            self.think_complete(name)
-
-    # ------------------------------------------------------------ real tool cards
-
-    def tool_start(
-        self,
-        tool_call_id: str,
-        title: str,
-        kind: ToolKind,
-        *,
-        raw_input: Any = None,
-        locations: tuple[str, ...] = (),
-        meta: Mapping[str, Any] | None = None,
-    ) -> bool:
-        """Open a real tool card. A think card still open is completed first: no orphan spinner."""
-        with self._lock:
-            if not self._turn_open or tool_call_id in self._cards:
-                return False
-            self._close_thinking_locked()
-            self._cards[tool_call_id] = _Card("tool", title, self._clock())
-            self._submit(
-                build_tool_start(
-                    tool_call_id, title, kind, raw_input=raw_input, locations=locations, meta=meta
-                )
-            )
-            return True
-
-    def tool_is_open(self, tool_call_id: str) -> bool:
-        with self._lock:
-            card = self._cards.get(tool_call_id)
-            return self._turn_open and card is not None and card.kind == "tool"
-
-    def tool_update(self, tool_call_id: str, update: ToolCallProgress | ToolCallStart) -> bool:
-        """Send a non-terminal update for an open tool card; dropped after its terminal phase."""
-        with self._lock:
-            if not self.tool_is_open(tool_call_id):
-                return False
-            self._submit(update)
-            return True
-
-    def tool_progress(
-        self,
-        tool_call_id: str,
-        *,
-        value: float | None = None,
-        total: float | None = None,
-        message: str | None = None,
-    ) -> bool:
-        """Tool-reported progress: empty updates publish nothing; late ones are dropped."""
-        if value is None and total is None and not message:
-            return False
-        with self._lock:
-            if not self.tool_is_open(tool_call_id):
-                return False
-            self._submit(build_tool_progress(tool_call_id, value=value, total=total, message=message))
-            return True
-
-    def tool_finish(
-        self, tool_call_id: str, *, result_text: str = "", error: str | None = None, raw_output: Any = None
-    ) -> bool:
-        with self._lock:
-            card = self._cards.get(tool_call_id)
-            if not self._turn_open or card is None or card.kind != "tool":
-                return False
-            del self._cards[tool_call_id]
-            duration = self._clock() - card.started
-            if error is not None:
-                self._submit(build_tool_failed(tool_call_id, error, duration=duration))
-            else:
-                self._submit(
-                    build_tool_complete(tool_call_id, result_text, raw_output=raw_output, duration=duration)
-                )
-            return True
-
-
-# ---------------------------------------------------------------- callback factories
-
-
-def _private_stream(
-    conn: SessionUpdateSink, session_id: str, loop: asyncio.AbstractEventLoop
-) -> SessionStream:
-    stream = SessionStream(session_id, UpdateOutbox(conn, loop))
-    stream.begin_turn()
+def _begun(conn: SessionUpdateSink, session_id: str, loop: asyncio.AbstractEventLoop) -> SessionStream:
+    """The session's shared stream, accepting updates (a turn is begun if none is open)."""
+    stream = session_stream(conn, session_id, loop)
+    if not stream.turn_open:
+        stream.begin_turn()
     return stream
 
 
@@ -443,27 +51,12 @@ def make_agent_progress_cb(
 
     ``start`` opens a think card with a fresh id, ``heartbeat`` updates it with ``args["elapsed"]``
     (and ``args["status"]``), ``complete`` closes it (``failed`` when ``args["error"]`` is set).
-    Heartbeat or complete without a start is a no-op. Pass the session's ``stream`` so the card
-    shares the turn's ordering and finalisation; without one a private stream is used.
+    Heartbeat or complete without a start is a no-op. Without ``stream`` the session's shared
+    stream on ``conn`` is used (see :func:`~acp_adapter.turn.session_stream`): one ordered path
+    with the other callbacks of that session. Only a :class:`~acp_adapter.turn.ProgressTurn`
+    ends a turn (closing open cards); prefer it for new code.
     """
-    target = stream or _private_stream(conn, session_id, loop)
-
-    def agent_progress_callback(state: str, name: str, args: Mapping[str, Any] | None = None) -> None:
-        data = args or {}
-        if state == "start":
-            target.think_start(name)
-        elif state == "heartbeat":
-            elapsed = data.get("elapsed")
-            target.think_heartbeat(
-                name, float(elapsed) if isinstance(elapsed, int | float) else None, data.get("status") or None
-            )
-        elif state == "complete":
-            error = data.get("error")
-            target.think_complete(name, str(error) if error else None)
-        else:
-            log.warning("agent_progress_callback: unknown state %r ignored", state)
-
-    return agent_progress_callback
+    return progress_callback(stream or _begun(conn, session_id, loop))
 
 
 def make_thinking_cb(
@@ -474,7 +67,7 @@ def make_thinking_cb(
     stream: SessionStream | None = None,
 ) -> Callable[[str], bool]:
     """``thinking_callback(text)`` → ``agent_thought_chunk`` (redacted)."""
-    return (stream or _private_stream(conn, session_id, loop)).send_thought_text
+    return (stream or _begun(conn, session_id, loop)).send_thought_text
 
 
 def make_message_cb(
@@ -485,4 +78,4 @@ def make_message_cb(
     stream: SessionStream | None = None,
 ) -> Callable[[str], bool]:
     """``message_callback(text)`` → ``agent_message_chunk`` (redacted)."""
-    return (stream or _private_stream(conn, session_id, loop)).send_message_text
+    return (stream or _begun(conn, session_id, loop)).send_message_text

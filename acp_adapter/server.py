@@ -338,28 +338,29 @@ class ProgressAgent:
 async def serve(settings: Settings | None = None, model: ChatModel | None = None) -> None:
     """Serve ACP over this process's stdio, with stdout structurally reserved for the protocol.
 
-    ``model`` replaces the configured back-end (embedders and tests pass their own)."""
-    from acp.core import AgentSideConnection
+    The SDK's ``acp.run_agent`` runs the connection on the protected streams (behind the JSON-RPC
+    line guard); the end of input reaches it only after :meth:`ProgressAgent.hang_up` handled the
+    running turns (``before_eof``), so a client that closes our stdin still reads every response
+    and the SDK closes a connection with nothing in flight. ``model`` replaces the configured
+    back-end (embedders and tests pass their own)."""
+    from acp import run_agent
 
     from .jsonrpc_guard import guard_reader
     from .stdio_guard import STREAM_LIMIT, open_protocol_streams, protect_stdio
 
     fds = protect_stdio()
     agent = ProgressAgent(settings, model=model)
-    reader, writer = await open_protocol_streams(fds)
+    # the end of input reaches the SDK only after the running turns were handled (hang_up)
+    reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
     reader = guard_reader(reader, writer, limit=STREAM_LIMIT)  # bad lines are answered, never fatal
-    # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
-    # subclassing acp.Agent (whose stubs would answer methods it does not implement).
-    conn = AgentSideConnection(agent, writer, reader, listening=False)  # type: ignore[arg-type]
     try:
-        await conn.listen()
+        # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
+        # subclassing acp.Agent (whose stubs would answer methods it does not implement).
+        with contextlib.suppress(ConnectionError):
+            await run_agent(agent, writer, reader)  # type: ignore[arg-type]
     finally:
         with anyio.CancelScope(shield=True):
-            await agent.hang_up()
-        # Turns still running finish (cancelled) instead of raising CancelledError; their responses
-        # then cannot be sent on the closed pipe, which close() reports as ConnectionError.
-        with anyio.move_on_after(HANGUP_GRACE, shield=True), contextlib.suppress(ConnectionError):
-            await conn.close()
+            await agent.hang_up()  # idempotent: already run at end of input, not on other exits
         _LAST_AGENT.append(agent)
 
 

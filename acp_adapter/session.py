@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from acp import RequestError
 
 from .cancel import CancelToken
-from .events import SessionStream, UpdateOutbox
 from .models.base import Message
+from .outbox import UpdateOutbox
 from .toolbox import Toolbox
+from .turn_state import SessionStream
 
 __all__ = ["MAX_HISTORY", "Session", "SessionStore", "trim_history"]
 

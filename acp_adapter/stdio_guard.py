@@ -16,6 +16,7 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 __all__ = ["ProtocolFds", "open_protocol_streams", "protect_stdio", "protocol_attached"]
@@ -123,10 +124,52 @@ def _is_pipe_like(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
-async def open_protocol_streams(fds: ProtocolFds) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """asyncio streams on the private protocol fds (the SDK's own helper binds to sys.stdin/out)."""
+class _EofAfterReader(asyncio.StreamReader):
+    """A reader whose end of input reaches its consumer only after ``before_eof()`` has run.
+
+    The SDK's connection closes itself (cancelling in-flight requests, closing the writer) as soon
+    as it reads EOF. A client that closed our stdin may still be reading stdout, so the agent first
+    finishes its turns (``before_eof``: cancel them and let each answer its prompt), then the SDK
+    sees the EOF. Data is untouched: only ``feed_eof`` is deferred.
+    """
+
+    def __init__(self, limit: int, before_eof: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(limit=limit)
+        self._before_eof: Callable[[], Awaitable[None]] | None = before_eof
+        self._eof_task: asyncio.Task[None] | None = None
+
+    def feed_eof(self) -> None:
+        if self._eof_task is not None:
+            return  # already on its way (eof_received and connection_lost both report it)
+        hook, self._before_eof = self._before_eof, None
+        if hook is None:
+            super().feed_eof()
+            return
+
+        async def run() -> None:
+            try:
+                await hook()
+            except Exception:
+                log.exception("finishing the turns at end of input failed")
+            finally:
+                super(_EofAfterReader, self).feed_eof()
+
+        self._eof_task = asyncio.get_running_loop().create_task(run(), name="acp-progress-eof")
+
+
+async def open_protocol_streams(
+    fds: ProtocolFds, *, before_eof: Callable[[], Awaitable[None]] | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """asyncio streams on the private protocol fds (the SDK's own helper binds to sys.stdin/out).
+
+    ``before_eof`` runs when the input ends, before the reader reports EOF (see
+    :class:`_EofAfterReader`)."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=STREAM_LIMIT)
+    reader = (
+        asyncio.StreamReader(limit=STREAM_LIMIT)
+        if before_eof is None
+        else _EofAfterReader(STREAM_LIMIT, before_eof)
+    )
     if _is_pipe_like(fds.read_fd):
         await loop.connect_read_pipe(
             lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fds.read_fd, "rb", buffering=0)

@@ -21,11 +21,11 @@ from acp import update_tool_call
 from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from .cancel import CancelToken
-from .events import SessionStream
 from .models.base import ToolCall
 from .presentation import PresentationRegistry, render_label, render_title, select_preview
 from .redact import redact_text, redact_value
 from .toolbox import PermissionDecision, Tool, ToolOutcome
+from .turn_state import SessionStream
 
 __all__ = ["PERMISSION_OPTIONS", "RESULT_CAP", "AcpToolObserver", "answered_automatically"]
 

@@ -1,0 +1,194 @@
+"""The one ordered delivery path from any thread to the ACP connection.
+
+Updates are appended to a deque synchronously (so their order is the order the code made them,
+whatever thread made them) and a single pump task on the event loop sends them. ``flush()`` is the
+barrier a prompt awaits before it answers, so all of a turn's updates precede the response.
+Observers (bridges, AG-UI, summaries) see exactly the updates handed to the connection, in order.
+
+:func:`shared_outbox` gives every caller that names the same connection the same outbox, so
+callbacks made separately for one connection (``make_agent_progress_cb``, ``make_thinking_cb``,
+a :class:`~acp_adapter.turn.ProgressTurn`) still share one ordered path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+
+from acp.helpers import SessionUpdate
+from acp.schema import UsageUpdate
+
+from .redact import redact_text
+
+__all__ = [
+    "AnyUpdate",
+    "PerConnection",
+    "SessionUpdateSink",
+    "UpdateObserver",
+    "UpdateOutbox",
+    "shared_outbox",
+]
+
+log = logging.getLogger("acp_progress.events")
+
+AnyUpdate: TypeAlias = SessionUpdate | UsageUpdate
+"""Every ``session/update`` payload this package sends: the SDK's ``SessionUpdate`` union, plus
+``UsageUpdate`` (which that union does not list)."""
+
+UpdateObserver = Callable[[str, AnyUpdate], None]
+
+V = TypeVar("V")
+
+
+class SessionUpdateSink(Protocol):
+    """Anything that can deliver a session update: the SDK's agent-side connection is one."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None: ...
+
+
+@dataclass(slots=True)
+class _Barrier:
+    future: asyncio.Future[None]
+
+
+@dataclass(slots=True)
+class _Item:
+    session_id: str
+    update: AnyUpdate
+
+
+class UpdateOutbox:
+    """One ordered delivery path for every session of one connection.
+
+    ``submit`` is safe from any thread; it never blocks on I/O. Observers (bridges, AG-UI,
+    summaries) see exactly the updates that were handed to the connection, in the same order.
+    """
+
+    def __init__(self, sink: SessionUpdateSink, loop: asyncio.AbstractEventLoop) -> None:
+        self._sink = sink
+        self._loop = loop
+        self._items: deque[_Item | _Barrier] = deque()
+        self._wake_scheduled = False
+        self._event: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.observers: list[UpdateObserver] = []
+        self.sent = 0
+        self.failed = 0
+
+    def submit(self, session_id: str, update: AnyUpdate) -> None:
+        self._items.append(_Item(session_id, update))
+        self._schedule_wake()
+
+    async def flush(self) -> None:
+        """Return once everything submitted before this call has been written (or has failed)."""
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._items.append(_Barrier(future))
+        self._wake()
+        await future
+
+    def _schedule_wake(self) -> None:
+        if self._wake_scheduled:
+            return
+        self._wake_scheduled = True
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._loop.call_soon(self._wake)
+        else:
+            try:
+                self._loop.call_soon_threadsafe(self._wake)
+            except RuntimeError:  # loop closed: the connection is gone, nothing can be delivered
+                self._wake_scheduled = False
+                return
+            time.sleep(0)  # hand the GIL over so the woken loop can send now, not a switch interval later
+
+    def _wake(self) -> None:
+        self._wake_scheduled = False
+        if self._event is None:
+            self._event = asyncio.Event()
+        if self._task is None or self._task.done():
+            self._task = self._loop.create_task(self._pump(), name="acp-progress-outbox")
+        self._event.set()
+
+    async def _pump(self) -> None:
+        assert self._event is not None
+        while True:
+            while self._items:
+                item = self._items.popleft()
+                if isinstance(item, _Barrier):
+                    if not item.future.done():
+                        item.future.set_result(None)
+                    continue
+                await self._deliver(item)
+            self._event.clear()
+            if self._items:
+                continue
+            await self._event.wait()
+
+    async def _deliver(self, item: _Item) -> None:
+        for observer in list(self.observers):
+            try:
+                observer(item.session_id, item.update)
+            except Exception:
+                log.exception("update observer failed")
+        try:
+            await self._sink.session_update(session_id=item.session_id, update=item.update)
+            self.sent += 1
+        except Exception as exc:
+            self.failed += 1
+            log.warning(
+                "could not deliver a session update (%s)", redact_text(str(exc)) or type(exc).__name__
+            )
+
+
+class PerConnection(Generic[V]):
+    """A value per connection object, by identity (connections need not be hashable), forgotten
+    when the connection is garbage-collected."""
+
+    def __init__(self) -> None:
+        self._values: dict[int, tuple[Callable[[], object], V]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, conn: object, make: Callable[[], V]) -> V:
+        key = id(conn)
+        with self._lock:
+            entry = self._values.get(key)
+            if entry is not None and entry[0]() is conn:
+                return entry[1]
+            value = make()
+            ref: Callable[[], object]
+            try:
+                ref = weakref.ref(conn, lambda _r: self._forget(key))
+            except TypeError:  # cannot be weakly referenced: keep it alive with its value
+
+                def ref() -> object:
+                    return conn
+
+            self._values[key] = (ref, value)
+            return value
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            entry = self._values.get(key)
+            if entry is not None and entry[0]() is None:
+                del self._values[key]
+
+
+_SHARED: PerConnection[UpdateOutbox] = PerConnection()
+
+
+def shared_outbox(conn: SessionUpdateSink, loop: asyncio.AbstractEventLoop) -> UpdateOutbox:
+    """The outbox of ``conn`` on ``loop`` (created on first use): one ordered path per connection."""
+    outbox = _SHARED.get(conn, lambda: UpdateOutbox(conn, loop))
+    if outbox._loop is not loop:
+        raise RuntimeError("a connection's updates must all be sent from the loop it runs on")
+    return outbox
