@@ -31,7 +31,6 @@ untouched when no pass could apply.
 
 from __future__ import annotations
 
-import bisect
 import re
 from typing import Any, Final
 
@@ -925,7 +924,7 @@ def _redact_keyed(text: str) -> str:
     plain_start = _PLAIN_VALUE_START
     needle_lens = _NEEDLE_LENS
     spans: list[tuple[int, int]] = []
-    oauth: list[int] | None = None
+    oauth: _OAuthContext | None = None
     cursor = 0
     for code in hits:
         h = code >> _NEEDLE_SHIFT
@@ -960,8 +959,8 @@ def _redact_keyed(text: str) -> str:
         kind = kind_of(text[name_start:ke])
         if kind == _NOT_SECRET and ke - name_start == 4 and low.startswith("code", name_start):
             if oauth is None:
-                oauth = [m.start() for m in _OAUTH_CONTEXT.finditer(low)]
-            if _near(oauth, ks):
+                oauth = _OAuthContext(low)
+            if oauth.near(ks):
                 kind = _PLAIN  # ``"code"`` of an OAuth token request: an authorization code
         found: tuple[int, int, bool] | None = None
         # Fast path: an unquoted ``key=value`` / ``key: value`` with a plain value.
@@ -1040,15 +1039,33 @@ def _redact_keyed(text: str) -> str:
 
 # Words of an OAuth token request (RFC 6749 4.1.3): a bare ``code`` key near one of them holds an
 # authorization code, while ``"code": 404`` in an error object is left alone.
-_OAUTH_CONTEXT: Final = re.compile(r"grant_type|redirect_uri|code_verifier|authorization_code|client_id")
+_OAUTH_WORDS: Final = ("grant_type", "redirect_uri", "code_verifier", "authorization_code", "client_id")
 _OAUTH_WINDOW: Final = 512
 _OAUTH_KEYS: Final = frozenset({"grant_type", "redirect_uri", "code_verifier", "client_id", "client_secret"})
 
 
-def _near(positions: list[int], at: int) -> bool:
-    """True if a position in the sorted ``positions`` lies within the OAuth window around ``at``."""
-    i = bisect.bisect_left(positions, at - _OAUTH_WINDOW)
-    return i < len(positions) and positions[i] <= at + _OAUTH_WINDOW
+class _OAuthContext:
+    """Answers "is an OAuth request word within the window around this position?" for positions
+    visited left to right. Each word keeps the next occurrence at or after the window start and
+    only searches again once the window has moved past it, so each word's scans cover the text
+    once: linear however many ``code`` keys there are."""
+
+    def __init__(self, low: str) -> None:
+        self._low = low
+        self._next = dict.fromkeys(_OAUTH_WORDS, -2)  # -2: not searched yet; -1: none left
+
+    def near(self, at: int) -> bool:
+        lo, hi = at - _OAUTH_WINDOW, at + _OAUTH_WINDOW
+        for word, pos in self._next.items():
+            if pos == -1:
+                continue
+            if pos == -2 or pos < lo:
+                pos = self._next[word] = self._low.find(word, max(lo, 0))
+                if pos == -1:
+                    continue
+            if pos <= hi:
+                return True
+        return False
 
 
 def _bearer_span(text: str, low: str, at: int) -> tuple[int, int] | None:
