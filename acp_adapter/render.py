@@ -1,7 +1,8 @@
 """Pure rendering of a client-side view of the tool-call stack (used by ``acp-progress watch``).
 
-:class:`CardBoard` folds ACP session updates into cards and answer text; the ``render_*``
-functions turn that state into terminal lines. No I/O, so the renderer is tested without a TTY.
+:class:`CardBoard` folds ACP session updates into cards and answer text; the ``card_line`` /
+``render_card`` turn that state into terminal lines (``render_card`` cut by terminal cells, with
+``rich``'s measure of wide characters). No I/O, so the renderer is tested without a TTY.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, ToolCallStart
+from rich.text import Text
 
 from .terminal import SPINNER_FRAMES
 from .timefmt import format_elapsed
 
-__all__ = ["CardBoard", "CardView", "render_card"]
+__all__ = ["CardBoard", "CardView", "card_line", "render_card"]
 
 STATUS_MARK = {"completed": "✅", "failed": "❌", "pending": "⏸"}
 KIND_ICON = {
@@ -114,21 +116,31 @@ class CardBoard:
         return [card for card in self.cards.values() if card.live]
 
 
-def render_card(card: CardView, *, frame: int, now: float, width: int = 100) -> str:
-    """One line for a card: spinner (live) or ✅/❌ (terminal), icon, title and its latest detail."""
-    if card.live:
-        mark = (
-            SPINNER_FRAMES[frame % len(SPINNER_FRAMES)]
-            if card.status == "in_progress"
-            else STATUS_MARK["pending"]
-        )
-    else:
-        mark = STATUS_MARK.get(card.status, "•")
+def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int = 0) -> str:
+    """One line for a card, uncut: mark (spinner frame or ✅/❌, unless given), icon, title and its
+    latest detail (the first line of it)."""
+    if mark is None:
+        if card.live:
+            mark = (
+                SPINNER_FRAMES[frame % len(SPINNER_FRAMES)]
+                if card.status == "in_progress"
+                else STATUS_MARK["pending"]
+            )
+        else:
+            mark = STATUS_MARK.get(card.status, "•")
     icon = KIND_ICON.get(card.kind, "🧰")
     detail = " ".join(card.detail.strip().split("\n", 1)[0].split()) if card.detail.strip() else ""
     if card.live and not detail:
         detail = format_elapsed(now - card.opened_at)
-    line = f"{mark} {icon} {card.title}"
+    line = f"{mark} {icon} {card.title}" if mark else f"{icon} {card.title}"
     if detail:
         line += f" — {detail}"
-    return line if len(line) <= width else line[: width - 1] + "…"
+    return line
+
+
+def render_card(card: CardView, *, frame: int, now: float, width: int = 100) -> str:
+    """:func:`card_line` cut to ``width`` terminal cells (wide characters count two), with ``…``."""
+    text = Text(card_line(card, now=now, frame=frame))
+    if text.cell_len > width:
+        text.truncate(width, overflow="ellipsis")
+    return text.plain

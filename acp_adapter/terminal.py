@@ -7,10 +7,15 @@ mis-wired agent cannot corrupt the JSON-RPC stream.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 import sys
 import threading
 import time
 from typing import TextIO
+
+from rich.text import Text
 
 from .heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
 from .redact import redact_text
@@ -46,6 +51,7 @@ class TerminalPrinter:
         self._detail = ""
         self._line_shown = False
         self._answer_text = StreamRedactor()
+        self.closed = False
 
     @property
     def out(self) -> TextIO:
@@ -60,14 +66,28 @@ class TerminalPrinter:
         return bool(isatty and isatty())
 
     def _write(self, text: str) -> None:
-        self.out.write(redact_text(text))
-        self.out.flush()
+        if self.closed:
+            return
+        try:
+            self.out.write(redact_text(text))
+            self.out.flush()
+        except BrokenPipeError:
+            # `acp-progress run … | head`: the reader is gone; stop writing (no warning per line),
+            # and point stdout at /dev/null so the interpreter's exit flush stays quiet too
+            self.closed = True
+            _silence(self.out)
 
     def _draw(self) -> None:
         frame = SPINNER_FRAMES[self._frame % len(SPINNER_FRAMES)]
         elapsed = format_elapsed(time.monotonic() - self._started)
         extra = f" — {self._detail}" if self._detail else ""
-        self._write(f"\r\x1b[2K{frame} {self._label} {elapsed}{extra}")
+        # one terminal line, cropped by cells (rich measures emoji and CJK as two): a line that
+        # wrapped would break the ``\r`` redraw and leave copies of itself on the screen
+        line = Text(f"{frame} {self._label} {elapsed}{extra}")
+        width = shutil.get_terminal_size((80, 24)).columns - 1
+        if line.cell_len > width:
+            line.truncate(width, overflow="ellipsis")
+        self._write(f"\r\x1b[2K{line.plain}")
         self._line_shown = True
 
     def _tick(self) -> None:
@@ -143,3 +163,11 @@ class TerminalPrinter:
         self.spinner_stop()
         with self._lock:
             self._release_answer_locked()
+
+
+def _silence(out: TextIO) -> None:
+    """Point ``out``'s file descriptor at /dev/null (after its reader went away)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)

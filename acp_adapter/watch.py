@@ -11,44 +11,56 @@ import argparse
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import sys
-import time
 from typing import Any, TextIO
 
-from acp.schema import PromptResponse, RequestPermissionResponse
+from acp.schema import DeniedOutcome, PromptResponse, RequestPermissionResponse
+from rich.console import Console
 
 from .client import AgentDriver, AgentError, PermissionRequest, Turn, permission_response
 from .config import Settings
-from .render import CardBoard, render_card
+from .render import CardBoard
+from .terminal_view import CardRenderer, LiveView, PlainView
 
 __all__ = ["WatchClient", "run_watch"]
 
 
 class WatchClient:
-    """The client half: folds updates into a :class:`CardBoard` and draws it."""
+    """The client half of ``watch``: feeds updates to a view (:mod:`.terminal_view`) and answers
+    permission requests. A terminal gets the ``rich`` live view, anything else plain lines."""
 
-    def __init__(self, out: TextIO, *, animate: bool, auto_allow: bool) -> None:
-        self.board = CardBoard()
-        self.out = out
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        animate: bool,
+        auto_allow: bool,
+        stdin: TextIO | None = None,
+        interrupt: asyncio.Event | None = None,
+    ) -> None:
         self.animate = animate
         self.auto_allow = auto_allow
-        self._frame = 0
-        self._live_lines = 0
-        self._answer_printed = 0
-        self._printed_terminal: set[str] = set()
-        self._announced: set[str] = set()
-        self.output_closed = False
+        self.stdin = stdin if stdin is not None else sys.stdin
+        self.interrupt = interrupt
+        self.view: CardRenderer = (
+            LiveView(Console(file=out), stdin=self.stdin, interrupt=interrupt)
+            if animate
+            else PlainView(out, stdin=self.stdin, interrupt=interrupt)
+        )
+
+    @property
+    def board(self) -> CardBoard:
+        return self.view.board
+
+    @property
+    def output_closed(self) -> bool:
+        return self.view.output_closed
 
     # ------------------------------------------------------------ ACP client methods
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        changed = self.board.apply(update, time.monotonic())
-        if self.animate:
-            self._redraw()
-        else:
-            self._print_events(changed)
+        self.view.apply(update)
 
     async def ask_permission(self, request: PermissionRequest) -> RequestPermissionResponse:
         """The permission policy of ``watch``: ``--yes`` allows, a terminal asks, no terminal denies."""
@@ -56,11 +68,12 @@ class WatchClient:
         if self.auto_allow:
             self._note(f"🔓 allowed: {title}")
             return permission_response(request, True, automatic=True)
-        if sys.stdin is not None and sys.stdin.isatty():
-            self._clear_live()
-            answer = await asyncio.to_thread(input, f"🔐 Allow {title}? [y/N] ")
-            self._live_lines = 0
-            return permission_response(request, answer.strip().lower() in ("y", "yes"))
+        if self.stdin is not None and self.stdin.isatty():
+            allowed = await self.view.ask(f"🔐 Allow {title}? [y/N] ")
+            if self.interrupt is not None and self.interrupt.is_set():
+                # Ctrl-C at the question: the turn is being cancelled, and so is the question
+                return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+            return permission_response(request, allowed)
         self._note(f"🔒 denied (no terminal to ask; pass --yes to allow): {title}")
         return permission_response(request, False, automatic=True)
 
@@ -71,96 +84,19 @@ class WatchClient:
 
     # ------------------------------------------------------------ drawing
 
-    def _write(self, text: str) -> None:
-        if self.output_closed:
-            return
-        try:
-            self.out.write(text)
-            self.out.flush()
-        except BrokenPipeError:  # `acp-progress watch … | head`: stop drawing, keep the turn going
-            self.output_closed = True
-
     def _note(self, text: str) -> None:
-        self._clear_live()
-        self._write(text + "\n")
-        if self.animate:
-            self._redraw()
-
-    def _width(self) -> int:
-        return max(40, shutil.get_terminal_size((100, 24)).columns - 1)
+        self.view.note(text)
 
     def _clear_live(self) -> None:
-        if self.animate and self._live_lines:
-            self._write(f"\x1b[{self._live_lines}F\x1b[J")
-            self._live_lines = 0
-
-    def _redraw(self) -> None:
-        """Print finished cards and complete answer lines permanently; redraw the live region."""
-        now = time.monotonic()
-        self._clear_live()
-        for card in self.board.cards.values():
-            if not card.live and card.tool_call_id not in self._printed_terminal:
-                self._printed_terminal.add(card.tool_call_id)
-                self._write(render_card(card, frame=self._frame, now=now, width=self._width()) + "\n")
-        answer = self.board.answer
-        cut = answer.rfind("\n") + 1
-        if cut > self._answer_printed:
-            self._write(answer[self._answer_printed : cut])
-            self._answer_printed = cut
-        lines = [
-            render_card(c, frame=self._frame, now=now, width=self._width()) for c in self.board.live_cards
-        ]
-        tail = answer[self._answer_printed :]
-        if tail:
-            lines.append(tail)
-        if lines:
-            self._write("\n".join(lines) + "\n")
-        self._live_lines = len(lines)
+        close = getattr(self.view, "close", None)
+        if callable(close):
+            close()
 
     def tick(self) -> None:
-        self._frame += 1
-        if self.board.live_cards:
-            self._redraw()
-
-    def _print_events(self, changed: list[str]) -> None:
-        now = time.monotonic()
-        for card_id in changed:
-            card = self.board.cards[card_id]
-            if card.live and card_id not in self._announced:
-                self._announced.add(card_id)
-                self._write(
-                    render_card(card, frame=0, now=now, width=self._width()).replace("⠋", "▶", 1) + "\n"
-                )
-            elif card.status == "pending":
-                self._write(f"   ⏸ {card.title}: waiting for permission\n")
-            elif card.live and card.detail.strip():
-                self._write(f"   … {card.title}: {' '.join(card.detail.split())}\n")
-            elif not card.live and card_id not in self._printed_terminal:
-                self._printed_terminal.add(card_id)
-                self._write(render_card(card, frame=0, now=now, width=self._width()) + "\n")
-        answer = self.board.answer
-        if len(answer) > self._answer_printed:
-            self._write(answer[self._answer_printed :])
-            self._answer_printed = len(answer)
+        self.view.tick()
 
     def finish(self, stop_reason: str) -> None:
-        if self.animate:
-            self._redraw()
-            self._clear_live()
-            for card in self.board.cards.values():
-                if card.tool_call_id not in self._printed_terminal:
-                    self._write(render_card(card, frame=0, now=time.monotonic(), width=self._width()) + "\n")
-            rest = self.board.answer[self._answer_printed :]
-            if rest:
-                self._write(rest)
-        if not self.board.answer.endswith("\n"):
-            self._write("\n")
-        open_cards = [c.title for c in self.board.live_cards]
-        if open_cards:
-            self._write(
-                f"⚠️  {len(open_cards)} card(s) were left spinning by the agent: {', '.join(open_cards)}\n"
-            )
-        self._write(f"— stop reason: {stop_reason}\n")
+        self.view.finish(stop_reason)
 
 
 def _agent_env(settings: Settings) -> dict[str, str]:
@@ -169,9 +105,9 @@ def _agent_env(settings: Settings) -> dict[str, str]:
 
 async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd: str) -> int:
     animate = out.isatty() and not args.no_animation
-    client = WatchClient(out, animate=animate, auto_allow=args.yes)
     loop = asyncio.get_running_loop()
-    interrupted = asyncio.Event()
+    interrupted = asyncio.Event()  # Ctrl-C: also answers a pending permission question with no
+    client = WatchClient(out, animate=animate, auto_allow=args.yes, interrupt=interrupted)
 
     def on_sigint() -> None:
         interrupted.set()
@@ -191,7 +127,9 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
             turn = driver.prompt(session_id, " ".join(args.prompt))
             response = await _follow(turn, client, animate, interrupted)
             if response is None:  # Ctrl-C: the turn was cancelled and its cards closed
+                client._clear_live()
                 client._note("⏹  cancelled")
+                client._clear_live()
                 return 130
         client.finish(response.stop_reason)
         return 1 if client.turn_failed else 0
@@ -200,6 +138,7 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         print(f"acp-progress watch: {exc}", file=sys.stderr)
         return 1
     finally:
+        client._clear_live()  # the terminal is restored (live region erased, cursor shown) on every exit
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
 

@@ -6,6 +6,7 @@ import io
 
 import pytest
 from acp import update_agent_message_text
+from rich.cells import cell_len
 
 from acp_adapter.render import CardBoard, render_card
 from acp_adapter.tools import (
@@ -37,11 +38,14 @@ def test_board_folds_updates_and_counts_late_ones():
     assert board.answer == "Hello"
 
 
-def test_long_lines_are_cut_to_the_width():
+def test_long_lines_are_cut_to_the_width_in_terminal_cells():
     board = CardBoard()
     board.apply(build_tool_start("c", "Reading " + "x" * 300, "read"), 0.0)
     line = render_card(board.cards["c"], frame=0, now=1.0, width=60)
-    assert len(line) == 60 and line.endswith("…")
+    assert cell_len(line) == 60 and line.endswith("…")  # 📖 is two cells wide
+    board.apply(build_tool_start("k", "読み込み中 " + "漢字" * 50, "read"), 0.0)
+    cjk = render_card(board.cards["k"], frame=0, now=1.0, width=41)
+    assert cell_len(cjk) <= 41 and cjk.endswith("…")
 
 
 async def test_plain_output_prints_one_line_per_card_event_and_flags_orphans():
@@ -82,3 +86,70 @@ def test_terminal_printer_animates_and_keeps_the_status_between_frames():
     assert len({f[0] for f in animated}) >= 3, "the spinner glyph should change between frames"
     assert all("Retrying in 4s (429)" in f for f in animated[1:])
     assert out.getvalue().endswith("\r\x1b[2Kdone\n")
+
+
+LONG = "An answer line much longer than any terminal: " + "🙂 emoji and 漢字テキスト mixed in " * 6
+
+
+def _screen(raw: str, width: int, height: int = 200) -> list[str]:
+    """What a terminal of ``width`` columns shows after ``raw`` (pyte: a VT100 emulator)."""
+    import pyte
+
+    screen = pyte.Screen(width, height)
+    stream = pyte.Stream(screen)
+    stream.feed(raw.replace("\n", "\r\n"))
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+@pytest.mark.parametrize("width", [40, 80, 120])
+async def test_live_view_wraps_wide_text_to_the_terminal_and_prints_each_line_once(width):
+    from rich.console import Console
+
+    from acp_adapter.terminal_view import LiveView
+
+    raw = io.StringIO()
+    console = Console(file=raw, width=width, force_terminal=True, color_system=None, legacy_windows=False)
+    view = LiveView(console)
+    view.apply(build_thinking_start("t"))
+    for i in range(3):
+        view.apply(build_thinking_progress("t", float(i), "状態: 最初のトークンを待っています " * 3))
+        view.tick()
+    mid = _screen(raw.getvalue(), width)
+    assert len(mid) == 1 and "Thinking..." in mid[0] and mid[0].endswith("…"), mid
+    view.apply(build_thinking_complete("t", 3.0))
+    view.apply(build_tool_start("c", "Searching for 漢字 " + "🔎" * 40, "search"))
+    view.tick()
+    for piece in (LONG[:50], LONG[50:], "\nsecond line\n", "tail"):
+        view.apply(update_agent_message_text(piece))
+        view.tick()
+    view.apply(build_tool_failed("c", "boom"))
+    view.finish("end_turn")
+    output = raw.getvalue()
+    lines = _screen(output, width)
+    assert all(cell_len(line) <= width for line in lines)
+    shown = "\n".join(lines)
+    assert shown.count("Thought for 3.0s") == 1 and shown.count("❌") == 1
+    joined = "".join(line.strip() for line in lines).replace(" ", "")
+    assert joined.count(LONG.replace(" ", "")) == 1, "the long answer line is shown once, wrapped"
+    assert shown.count("second line") == 1 and shown.count("tail") == 1
+    assert lines[-1] == "— stop reason: end_turn"
+    assert output.rfind("\x1b[?25h") > output.rfind("\x1b[?25l"), "the cursor is shown again"
+
+
+async def test_plain_view_never_cuts_lines_and_stops_quietly_on_a_closed_pipe():
+    from acp_adapter.terminal_view import PlainView
+
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+    out = io.StringIO()
+    view = PlainView(out)
+    view.apply(build_tool_start("c", "Searching for " + "漢" * 200, "search"))
+    title = view.board.cards["c"].title
+    assert cell_len(title) > 200 and f"▶ 🔎 {title} — 0.0s" in out.getvalue()
+    closed = PlainView(Closed())
+    closed.apply(build_thinking_start("t"))
+    closed.apply(update_agent_message_text("x" * 10))
+    closed.finish("end_turn")
+    assert closed.output_closed
