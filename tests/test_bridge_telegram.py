@@ -1,0 +1,214 @@
+"""Telegram end to end: python-telegram-bot against a strict fake Bot API server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import sys
+import time
+import urllib.parse
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("telegram")
+
+from telegram import Bot, ReactionTypeEmoji
+from telegram.error import BadRequest
+
+from acp_adapter.bridges.config import BridgeInstance, new_instance
+from acp_adapter.bridges.platforms.telegram import (
+    REFUSAL,
+    TELEGRAM_REACTIONS,
+    TelegramSetupError,
+    TelegramSink,
+    run_telegram,
+)
+from acp_adapter.bridges.runner import BridgeRunner
+from acp_adapter.logsetup import RedactingFormatter
+
+from .agents.echo_agent import SECRET as ECHO_SECRET
+from .conftest import ROOT, agent_env
+from .fake_telegram import VALID_REACTIONS, FakeTelegram
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
+CHAT = 4242
+STRANGER = 777
+
+
+@pytest.fixture
+def fake() -> Any:
+    server = FakeTelegram(TOKEN).start()
+    yield server
+    server.stop()
+
+
+async def until(predicate: Callable[[], bool], within: float = 30.0, what: str = "") -> None:
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def bridge(
+    fake: FakeTelegram, instance: BridgeInstance, **runner_kw: Any
+) -> AsyncIterator[BridgeRunner]:
+    runner = BridgeRunner(instance, agent_env=agent_env(), window=0.3, **runner_kw)
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        run_telegram(instance, runner=runner, token=TOKEN, api_url=fake.api_url, stop=stop, poll_timeout=1)
+    )
+    await until(lambda: bool(fake.calls_of("getUpdates")), what="polling")
+    try:
+        yield runner
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+def tg(**progress: Any) -> BridgeInstance:
+    return new_instance("tg", "telegram", chat_ids=[CHAT], cwd=str(ROOT), progress=progress or None)
+
+
+async def test_search_shows_progress_edited_in_place_then_the_answer(fake: FakeTelegram) -> None:
+    async with bridge(fake, tg()) as runner:
+        asked = fake.user_says(CHAT, "search for TODO")
+        await until(lambda: any("I searched the workspace" in t for t in fake.chat_view(CHAT)), what="answer")
+        await until(lambda: fake.messages[(CHAT, asked)].reactions == ["👍"], what="success reaction")
+    sent = fake.calls_of("sendMessage")
+    edits = fake.calls_of("editMessageText")
+    first = sent[0].params
+    assert first["text"] == "🔎 Searching for TODO" and int(first["chat_id"]) == CHAT
+    progress = fake.bot_messages(CHAT)[0]
+    assert progress.text == "✅ Searching for TODO"  # the same message, edited in place
+    assert [e.params["text"] for e in edits] == ["✅ Searching for TODO"]
+    assert int(edits[0].params["message_id"]) == progress.message_id
+    view = fake.chat_view(CHAT)
+    assert view[0] == "search for TODO" and view[1] == "✅ Searching for TODO"
+    assert view[2].startswith("I searched the workspace for “TODO”")
+    assert [c.params["action"] for c in fake.calls_of("sendChatAction")][:1] == ["typing"]
+    reactions = [c.params["reaction"][0]["emoji"] for c in fake.calls_of("setMessageReaction")]
+    assert reactions == ["👀", "👍"]
+    assert runner.metrics().delivery_dropped_by_reason == {}
+
+
+async def test_a_chat_not_on_the_allowlist_runs_nothing(fake: FakeTelegram) -> None:
+    async with bridge(fake, tg()) as runner:
+        fake.user_says(STRANGER, "search for TODO")
+        await until(lambda: bool(fake.calls_of("sendMessage")), what="refusal")
+        await asyncio.sleep(0.3)
+        assert runner._driver is None and runner.route(STRANGER) is None  # no agent, no session
+    assert fake.chat_view(STRANGER) == ["search for TODO", REFUSAL]
+    assert [c.method for c in fake.calls if c.method not in {"getMe", "getUpdates", "deleteWebhook"}] == [
+        "sendMessage"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("button", "line"), [("allow", "✅ Running echo bridged"), ("deny", "❌ Running echo bridged")]
+)
+async def test_permission_through_buttons(fake: FakeTelegram, button: str, line: str) -> None:
+    async with bridge(fake, tg(tool_progress="all")):
+        fake.user_says(CHAT, "run echo bridged")
+
+        def question() -> Any:
+            return next((m for m in fake.bot_messages(CHAT) if m.reply_markup), None)
+
+        await until(lambda: question() is not None, what="permission question")
+        q = question()
+        assert q.text.startswith("🔐 Allow Running echo bridged")
+        buttons = {b["text"]: b["callback_data"] for b in q.reply_markup["inline_keyboard"][0]}
+        assert set(buttons) == {"Allow", "Deny"}
+        fake.press(CHAT, q.message_id, buttons[button.capitalize()])
+        await until(lambda: any(t.startswith(line) for t in fake.chat_view(CHAT)), what=line)
+        await until(lambda: len(fake.calls_of("answerCallbackQuery")) == 1, what="callback answer")
+    assert fake.messages[(CHAT, q.message_id)].text.endswith("allowed" if button == "allow" else "denied")
+    if button == "deny":
+        assert any("Permission denied by the user" in t for t in fake.chat_view(CHAT))
+
+
+async def test_unanswered_permission_is_denied_after_the_timeout(fake: FakeTelegram) -> None:
+    async with bridge(fake, tg(tool_progress="all"), permission_timeout=0.5):
+        fake.user_says(CHAT, "run echo bridged")
+        denied = "❌ Running echo bridged"
+        await until(lambda: any(t.startswith(denied) for t in fake.chat_view(CHAT)), what="deny")
+    assert any(t.endswith("denied (no answer in time)") for t in fake.chat_view(CHAT))
+
+
+async def test_secrets_and_the_token_never_reach_the_server_or_the_logs(fake: FakeTelegram) -> None:
+    agent = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
+    instance = new_instance(
+        "tg", "telegram", chat_ids=[CHAT], agent=agent, progress={"tool_progress": "verbose"}
+    )
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(RedactingFormatter("%(name)s: %(message)s"))
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        async with bridge(fake, instance):
+            fake.user_says(CHAT, "look it up")
+            await until(lambda: any("history=1" in t for t in fake.chat_view(CHAT)), what="answer")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+    assert any(t.startswith("✅ Lookup look it up") for t in fake.chat_view(CHAT))
+    bodies = "\n".join(urllib.parse.unquote_plus(c.body.decode()) for c in fake.calls)
+    assert ECHO_SECRET not in bodies and "[REDACTED]" in bodies
+    assert TOKEN not in bodies
+    logs = stream.getvalue()
+    assert "telegram" in logs  # the library logged at DEBUG, through the redacting formatter
+    assert TOKEN.split(":")[1] not in logs and ECHO_SECRET not in logs
+
+
+async def test_429_retry_after_is_honoured_in_order_and_nothing_is_lost(fake: FakeTelegram) -> None:
+    fake.rate_limit("sendMessage", retry_after=1, times=1)
+    fake.rate_limit("editMessageText", retry_after=1, times=1)
+    async with bridge(fake, tg(tool_progress="all")):
+        fake.user_says(CHAT, "search for TODO")
+        await until(lambda: any("I searched the workspace" in t for t in fake.chat_view(CHAT)), what="answer")
+        await until(lambda: "✅ Searching for TODO" in fake.chat_view(CHAT), what="final edit")
+    limited = [c for c in fake.calls if c.status == 429]
+    assert [c.method for c in limited] == ["sendMessage", "editMessageText"]
+    retried = fake.calls_of("sendMessage")[0]
+    assert retried.params["text"] == limited[0].params["text"] and retried.at - limited[0].at >= 1.0
+    assert fake.chat_view(CHAT)[1:3][0] == "✅ Searching for TODO"  # progress bubble before the answer
+
+
+async def test_sink_rules_not_modified_limit_and_reaction_mapping(fake: FakeTelegram) -> None:
+    fake.user_says(CHAT, "hi")
+    async with Bot(TOKEN, base_url=f"{fake.api_url}/bot") as bot:
+        sink = TelegramSink(bot, CHAT)
+        mid = await sink.post("same")
+        await sink.edit(mid, "same")  # "message is not modified" is success, not an error
+        assert sink.measure("😀" * 2048) == 4096
+        with pytest.raises(BadRequest, match="too long"):
+            await sink.post("😀" * 2049)  # 2049 code points, 4098 UTF-16 units: the server counts units
+        for kind in ("working", "success", "failure"):
+            assert TELEGRAM_REACTIONS[kind] in VALID_REACTIONS
+            await sink.react(1, kind)  # type: ignore[arg-type]
+        with pytest.raises(BadRequest, match=r"(?i)reaction_invalid"):
+            await bot.set_message_reaction(CHAT, 1, [ReactionTypeEmoji("✅")])
+        await sink.typing(True)
+        await sink.typing(False)
+        await sink.delete(mid)
+    assert fake.chat_view(CHAT) == ["hi"]
+    assert fake.messages[(CHAT, 1)].reactions == ["👎"]
+
+
+async def test_setup_errors_are_clear() -> None:
+    runner = BridgeRunner(tg())
+    with pytest.raises(TelegramSetupError, match="TELEGRAM_BOT_TOKEN"):
+        await run_telegram(tg(), runner=runner, token="")
+    no_chats = new_instance("tg", "telegram")
+    with pytest.raises(TelegramSetupError, match="--chat-id"):
+        await run_telegram(no_chats, runner=BridgeRunner(no_chats), token=TOKEN)
