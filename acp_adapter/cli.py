@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal, get_args, get_origin
 
 from . import __version__
@@ -89,10 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     describe.add_argument(
         "file",
-        help="a JSON or TOML file: an extension manifest entry (friendly_verb, preview) "
-        "or an MCP tool object with a _meta block",
+        help="a TOML (or JSON) extension manifest with [resources.tools.ID] friendly_verb/preview, "
+        "or a JSON MCP tool object whose _meta has agh/friendly_verb/agh/preview",
     )
-    describe.add_argument("--tool-id", default="tool", help="tool id used for the rendered line")
+    describe.add_argument(
+        "--tool-id",
+        help="the tool to render: one of a manifest's [resources.tools.ID] (default: each), "
+        "or the id of an MCP tool (default: its name)",
+    )
     describe.add_argument("--input", default="{}", help="sample tool input as JSON (default: {})")
 
     relay = sub.add_parser(
@@ -125,45 +128,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_descriptor(path: str, tool_id: str, sample_input: str) -> int:
-    """Validate a descriptor exactly as the agent would, and print the line it renders."""
-    import json
-    import tomllib
-
-    from .presentation import (
-        DescriptorError,
-        parse_extension_descriptor,
-        parse_mcp_meta,
-        render_label,
-        render_line,
-        unknown_presentation,
-    )
-    from .redact import redact_text
+def check_descriptor(path: str, tool_id: str | None, sample_input: str) -> int:
+    """Validate a descriptor exactly as the agent would, and print the line(s) it renders."""
+    from .descriptor_file import InputError, check_file
+    from .presentation import DescriptorError
 
     try:
-        raw = Path(path).read_bytes()
-        data = tomllib.loads(raw.decode()) if path.endswith(".toml") else json.loads(raw)
-        args = json.loads(sample_input)
-    except (OSError, ValueError) as exc:
-        print(f"acp-progress descriptor: cannot read {path}: {exc}", file=sys.stderr)
+        lines = check_file(path, tool_id, sample_input)
+    except InputError as exc:
+        print(f"acp-progress descriptor: {exc}", file=sys.stderr)
         return 2
-    if not isinstance(data, dict):
-        print(f"acp-progress descriptor: {path} must hold a JSON object or TOML table", file=sys.stderr)
-        return 2
-    try:
-        if "_meta" in data:
-            meta = data["_meta"]
-            if not isinstance(meta, dict):
-                raise DescriptorError("_meta", "must be an object")
-            presentation = parse_mcp_meta(meta)
-        else:
-            presentation = parse_extension_descriptor(data)
     except DescriptorError as exc:
         print(f"invalid descriptor: {exc}", file=sys.stderr)
         return 1
-    presentation = presentation or unknown_presentation(tool_id)
-    label, preview = render_label(tool_id, args, presentation)
-    print(redact_text(render_line(presentation, label, preview)))
+    for line in lines:
+        print(line)
     return 0
 
 

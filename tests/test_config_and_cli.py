@@ -262,17 +262,78 @@ def test_descriptor_command_validates_and_renders(tmp_path, capsys):
     assert main(["descriptor", str(mcp), "--input", '{"issueKey": "BUG-456"}']) == 0
     assert capsys.readouterr().out.strip() == "⚙️ Looking up BUG-456"
 
-    manifest = tmp_path / "manifest.toml"
-    manifest.write_text('friendly_verb = "Looking up"\npreview = "arg:issueKey"\n')
-    assert main(["descriptor", str(manifest), "--input", '{"issueKey": "BUG-456"}']) == 0
-    assert capsys.readouterr().out.strip() == "⚙️ Looking up BUG-456"
-
-    bad = tmp_path / "bad.toml"
-    bad.write_text('friendly_verb = "Looking\\nup"\npreview = "arg:password"\n')
-    assert main(["descriptor", str(bad)]) == 1
-    assert "invalid descriptor: friendly_verb: must be one line" in capsys.readouterr().err
-
     wrong_type = tmp_path / "wrong.json"
     wrong_type.write_text('{"_meta": {"agh/preview": 7}}')
     assert main(["descriptor", str(wrong_type)]) == 1
     assert "agh/preview: must be a string, got int" in capsys.readouterr().err
+
+
+README_MANIFEST = '[resources.tools.issue_lookup]\nfriendly_verb = "Looking up"\npreview = "arg:issueKey"\n'
+README_MCP = '{ "_meta": { "agh/friendly_verb": "Looking up", "agh/preview": "arg:issueKey" } }'
+
+
+@pytest.mark.parametrize(("name", "text"), [("manifest.toml", README_MANIFEST), ("tool.json", README_MCP)])
+def test_descriptor_accepts_both_readme_forms(tmp_path, capsys, name, text):
+    from acp_adapter.cli import main
+
+    path = tmp_path / name
+    path.write_text(text)
+    argv = ["descriptor", str(path), "--tool-id", "issue_lookup", "--input", '{"issueKey": "BUG-456"}']
+    assert main(argv) == 0, capsys.readouterr().err
+    assert capsys.readouterr().out.strip() == "⚙️ Looking up BUG-456"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("m.toml", README_MANIFEST.replace("issueKey", "api_key"), "resources.tools.issue_lookup.preview:"),
+        ("m.toml", README_MANIFEST.replace("friendly_verb", "friendly_verbb"), "friendly_verbb: unknown key"),
+        ("m.toml", "[resources.tools.issue_lookup]\n", "resources.tools.issue_lookup: empty descriptor"),
+        ("m.toml", "", "(file): empty"),
+        ("m.toml", 'friendly_verb = "Looking up"\n', "friendly_verb: unknown key: expected [resources"),
+        ("m.toml", README_MANIFEST + "[resources.prompts.x]\n", "resources.prompts: unknown key"),
+        ("t.json", '{"_meta": {"agh/friendly_verbb": "x"}}', "_meta.agh/friendly_verbb: unknown key"),
+        ("t.json", '{"_meta": {"other/thing": 1}}', "_meta: empty descriptor"),
+        ("t.json", '{"nmae": "x", "_meta": {"agh/preview": "query"}}', "nmae: unknown key"),
+        ("t.json", "{}", "(file): empty"),
+    ],
+)
+def test_descriptor_rejects_unknown_keys_and_empty_descriptors_naming_the_field(
+    tmp_path, capsys, name, text, message
+):
+    from acp_adapter.cli import main
+
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["descriptor", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("invalid descriptor: ") and message in err, err
+
+
+def test_descriptor_blames_a_bad_input_or_tool_id_not_the_descriptor(tmp_path, capsys):
+    from acp_adapter.cli import main
+
+    path = tmp_path / "manifest.toml"
+    path.write_text(README_MANIFEST)
+    assert main(["descriptor", str(path), "--input", "{not json"]) == 2
+    err = capsys.readouterr().err
+    assert "--input is not valid JSON" in err and "invalid descriptor" not in err
+    assert main(["descriptor", str(path), "--input", "[1]"]) == 2
+    assert "--input must be a JSON object" in capsys.readouterr().err
+    assert main(["descriptor", str(path), "--tool-id", "nope"]) == 2
+    assert "--tool-id 'nope' is not in" in capsys.readouterr().err
+    assert main(["descriptor", str(tmp_path / "missing.toml")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_packaging_truths():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["project"]["license"] == "MIT", "an SPDX string, not the deprecated table"
+    assert "rich" in " ".join(project["project"]["dependencies"])
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert not [line for line in ci.splitlines() if "--upgrade pip" in line and not line.startswith("#")]
+    readme = (ROOT / "README.md").read_text()
+    assert "python3 -m venv .venv" in readme.split("<!-- ci:test -->")[0]
+    assert "a few minutes" not in readme and "1½ minutes" in readme
