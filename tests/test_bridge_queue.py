@@ -61,7 +61,7 @@ def test_eviction_order_and_metrics_under_pressure() -> None:
     q.put(ReactionEvent("success"))  # full: evicts "c" started
     q.put(ReactionEvent("failure"))  # full and nothing evictable: the reaction is dropped
     q.put(prog("d", "started"))  # likewise dropped
-    assert [type(i).__name__ for i in q._items] == ["ProgressEvent", "ReactionEvent", "ReactionEvent"]
+    assert [type(c[0]).__name__ for c in q._items] == ["ProgressEvent", "ReactionEvent", "ReactionEvent"]
     assert q.metrics.delivery_dropped_by_reason == {
         "evicted_started": 3,
         "queue_full_reaction": 1,

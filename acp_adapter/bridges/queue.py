@@ -92,8 +92,9 @@ class RouteQueue:
             raise ValueError("soft_bound must be >= 1")
         self.soft_bound = soft_bound
         self.metrics = metrics or QueueMetrics()
-        self._items: collections.deque[BridgeEvent] = collections.deque()
-        self._keys: dict[tuple[Any, ...], int] = {}  # coalesce key -> count of queued items with it
+        # Each queued event sits in a one-element cell, so coalescing replaces it in place in O(1).
+        self._items: collections.deque[list[BridgeEvent]] = collections.deque()
+        self._cells: dict[tuple[Any, ...], list[BridgeEvent]] = {}  # coalesce key -> its queued cell
         self._ready = asyncio.Event()
         self._closed = False
 
@@ -109,12 +110,11 @@ class RouteQueue:
         if self._closed:
             return False
         key = _coalesce_key(event)
-        if key is not None and self._keys.get(key):
-            for i in range(len(self._items) - 1, -1, -1):
-                if _coalesce_key(self._items[i]) == key:
-                    self._items[i] = event  # newer snapshot, same position: order is kept
-                    self.metrics.coalesced += 1
-                    return True
+        cell = self._cells.get(key) if key is not None else None
+        if cell is not None:
+            cell[0] = event  # newer snapshot, same position: order is kept
+            self.metrics.coalesced += 1
+            return True
         if len(self._items) >= self.soft_bound and not self._evict_started() and not is_terminal(event):
             if _evictable(event):
                 self.metrics.drop(DROPPED_STARTED)
@@ -124,9 +124,10 @@ class RouteQueue:
                 return False
         if len(self._items) >= self.soft_bound:
             self.metrics.over_soft_bound += 1
-        self._items.append(event)
+        new_cell = [event]
+        self._items.append(new_cell)
         if key is not None:
-            self._keys[key] = self._keys.get(key, 0) + 1
+            self._cells[key] = new_cell
         self.metrics.enqueued += 1
         self.metrics.max_depth = max(self.metrics.max_depth, len(self._items))
         self._ready.set()
@@ -134,31 +135,27 @@ class RouteQueue:
 
     def _evict_started(self) -> bool:
         for i, item in enumerate(self._items):
-            if _evictable(item):
+            if _evictable(item[0]):
                 del self._items[i]
                 self._forget(item)
                 self.metrics.drop(EVICTED_STARTED)
                 return True
         return False
 
-    def _forget(self, item: BridgeEvent) -> None:
-        key = _coalesce_key(item)
-        if key is not None:
-            left = self._keys.get(key, 0) - 1
-            if left > 0:
-                self._keys[key] = left
-            else:
-                self._keys.pop(key, None)
+    def _forget(self, cell: list[BridgeEvent]) -> None:
+        key = _coalesce_key(cell[0])
+        if key is not None and self._cells.get(key) is cell:
+            del self._cells[key]
 
     def get_nowait(self) -> BridgeEvent | None:
         if not self._items:
             if not self._closed:
                 self._ready.clear()
             return None
-        item = self._items.popleft()
-        self._forget(item)
+        cell = self._items.popleft()
+        self._forget(cell)
         self.metrics.delivered += 1
-        return item
+        return cell[0]
 
     async def get(self, max_wait: float | None = None) -> BridgeEvent | None:
         """Next event; ``None`` after ``max_wait`` seconds. Raises :class:`QueueClosed` when drained."""
