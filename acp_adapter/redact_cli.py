@@ -110,6 +110,9 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
                 spans.append((start, end))
     if _STDIN_FLAG in low:
         pos = 0
+        # the next ``<<<`` at or after the cursor, found once and reused: searching every hit's
+        # 2 KiB line window with the regex would examine the same characters ~100 times over
+        next_here = low.find("<<<")
         while (hit := low.find(_STDIN_FLAG, pos)) != -1:
             line_start = max(low.rfind("\n", max(0, hit - _LINE_SPAN), hit) + 1, pos, hit - _LINE_SPAN)
             for e in _ECHO.finditer(text, line_start, hit):
@@ -118,7 +121,12 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
                     spans.append((start, end))
             after = hit + len(_STDIN_FLAG)
             line_end = low.find("\n", after, after + _LINE_SPAN)
-            here = _HERE_STRING.search(text, after, line_end if line_end != -1 else after + _LINE_SPAN)
+            window_end = line_end if line_end != -1 else after + _LINE_SPAN
+            if next_here != -1 and next_here < after:
+                next_here = low.find("<<<", after)
+            here = None
+            if next_here != -1 and next_here < window_end:
+                here = _HERE_STRING.search(text, max(after, next_here - 8), window_end)
             if here is not None:
                 start, end = _unquoted(here, "val")
                 if not _is_reference(text[start:end]):
