@@ -1197,8 +1197,25 @@ def redact_text(text: str) -> str:
     """
     if not text:
         return text
-    if len(text) < _SCREEN_BELOW and _ANY_TRIGGER.search(text.lower()) is None:
-        return text
+    if len(text) < _SCREEN_BELOW:
+        # Short strings repeat endlessly (dict keys, phases, titles, a message redacted once by
+        # its builder and again inside ``_meta``): answer them from a bounded cache.
+        done = _SHORT_CACHE.get(text)
+        if done is None:
+            done = text if _ANY_TRIGGER.search(text.lower()) is None else _redact_passes(text)
+            if len(_SHORT_CACHE) >= _SHORT_CACHE_MAX:
+                _SHORT_CACHE.clear()
+            _SHORT_CACHE[text] = done
+        return done
+    return _redact_passes(text)
+
+
+_SHORT_CACHE: dict[str, str] = {}
+_SHORT_CACHE_MAX: Final = 4096
+
+
+def _redact_passes(text: str) -> str:
+    """Every pass of :func:`redact_text`, in order."""
     text = _redact_pem(text)
     text = _redact_urls(text)
     text = _redact_shapes(text)
