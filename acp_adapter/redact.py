@@ -1147,43 +1147,70 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 # Short strings are screened with it in one regex step: most strings redact_value sees are
 # names, paths and numbers, and the pass-by-pass pipeline has a fixed cost of a few dozen
 # scans however short the input.
-_ANY_TRIGGER: Final = re.compile(
-    "|".join(
-        (
-            r"-----begin",
-            r"://",
-            r"gh[pousr]_",
-            r"github_pat_",
-            r"sk-",
-            r"k_live_",
-            r"k_test_",
-            r"whsec_",
-            r"akia",
-            r"asia",
-            r"abia",
-            r"acca",
-            r"aiza",
-            r"xox",
-            r"xapp-",
-            r"eyj",
-            r"ya29\.",
-            r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-",
-            r"hf_",
-            r"npm_",
-            r"pypi-",
-            r"sg\.",
-            r"_v1_",
-            r"sk[0-9a-f]{32}",
-            r"[a-z0-9_-]{23}\.[a-z0-9_-]{6}\.",
-            r"-u",
-            r"mysql",
-            r"mariadb",
-            r"sshpass",
-            *(re.escape(trigger) for trigger in PROVIDER_TRIGGERS),
-            *_NEEDLES,
-        )
-    )
+_SCREEN_LITERALS: Final = (
+    "-----begin",
+    "://",
+    "github_pat_",
+    "sk-",
+    "k_live_",
+    "k_test_",
+    "whsec_",
+    "akia",
+    "asia",
+    "abia",
+    "acca",
+    "aiza",
+    "xox",
+    "xapp-",
+    "eyj",
+    "ya29.",
+    "hf_",
+    "npm_",
+    "pypi-",
+    "sg.",
+    "_v1_",
+    "-u",
+    "mysql",
+    "mariadb",
+    "sshpass",
+    *PROVIDER_TRIGGERS,
+    *_NEEDLES,
 )
+_SCREEN_PATTERNS: Final = (
+    r"gh[pousr]_",
+    r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-",
+    r"sk[0-9a-f]{32}",
+    # Discord tokens, anchored on their first dot so other positions fail at one character
+    r"\.(?<=[a-z0-9_-]{23}\.)[a-z0-9_-]{6}\.",
+)
+
+
+def _trie_pattern(words: tuple[str, ...]) -> str:
+    """One regex for a set of literals with shared prefixes merged (``a(?:kia|sia|…)``).
+
+    ``re`` tries the branches of an alternation one by one at every position; merged, a position
+    costs one test per distinct next character instead of one per literal.
+    """
+    trie: dict[str, Any] = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        branches = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        if "" in node:  # a literal ends here: the rest is optional (a match already)
+            return ""
+        return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+
+    return build(trie)
+
+
+_ANY_TRIGGER: Final = re.compile("|".join((_trie_pattern(_SCREEN_LITERALS), *_SCREEN_PATTERNS)))
+"""Matches where at least one trigger occurs (a screen: a false alarm costs time, never safety)."""
 _SCREEN_BELOW: Final = 512
 
 
