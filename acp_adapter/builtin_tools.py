@@ -157,13 +157,18 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         if now - last_report >= 0.05 or index == total:
             ctx.progress(index, total, f"Scanned {index}/{total} files")
             last_report = now
-    header = f"{len(matches)} matches in {matched_files} files (scanned {total} files)"
+    found = f"{_count(len(matches), 'match', 'matches')} in {_count(matched_files, 'file', 'files')}"
+    header = f"{found} (scanned {_count(total, 'file', 'files')})"
     body = "\n".join([header, *matches])
     return ToolReturn(
         body,
-        f"{len(matches)} matches in {matched_files} files",
+        found,
         {"matches": len(matches), "files": matched_files},
     )
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 # ---------------------------------------------------------------- run_command
