@@ -130,15 +130,28 @@ class RunEmitter:
 
     async def events(self) -> AsyncIterator[BaseEvent]:
         """Yield events as they are queued until the terminal one (or an abandon) was taken."""
+        async for batch in self.batches():
+            for event in batch:
+                yield event
+
+    async def batches(self) -> AsyncIterator[list[BaseEvent]]:
+        """Yield everything queued so far as one batch, waiting only when nothing is queued.
+
+        An SSE writer sends a batch in one write: a burst of updates costs one socket write, not
+        one per event, and no event waits for a later one. Ends after the terminal event (or an
+        abandon).
+        """
         if self._wake is None:
-            raise RuntimeError("RunEmitter.events() needs an emitter bound to an event loop")
+            raise RuntimeError("RunEmitter.batches() needs an emitter bound to an event loop")
         while True:
             self._wake.clear()
             batch = self.drain()
-            for event in batch:
-                yield event
+            for index, event in enumerate(batch):
                 if is_terminal(event):
+                    yield batch[: index + 1]
                     return
+            if batch:
+                yield batch
             if self.finished:
                 return
             if not batch:

@@ -1,0 +1,167 @@
+"""The AG-UI HTTP endpoint: ``POST /`` takes a ``RunAgentInput`` and answers an SSE stream of events.
+
+:func:`create_app` returns a FastAPI app a host can run (``acp-progress agui``) or mount. Its
+lifespan starts the ACP agent (through the one client driver) and stops it; a host that mounts the
+app under its own (Starlette does not run a mounted app's lifespan) enters it from its own
+lifespan with ``async with app.router.lifespan_context(app)``; without that the agent is started
+by the first run and never stopped explicitly.
+
+* ``POST /`` — one run. ``422`` for a body that is not a usable ``RunAgentInput`` (the message
+  names the fields), ``413`` for a body over 16 MiB, ``409`` while the thread already has a run.
+  Otherwise ``200`` and ``text/event-stream``: every event is an ag-ui-protocol model encoded by
+  :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn.
+* ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``.
+
+Permission requests from the agent are answered by ``permission_policy``: by default
+:func:`~acp_adapter.client.deny_all` (an AG-UI client has no channel to ask its person here), so
+dangerous tools are denied and the agent says so on the card; ``allow_all`` (``--yes``) allows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from ag_ui.encoder import EventEncoder
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+from ..client import PermissionPolicy, deny_all, parse_agent_command
+from .active import ActiveRun
+from .observers import RunObserverFactory
+from .options import global_tool_progress
+from .policy import RedactPolicy, load_policy
+from .request import MAX_BODY_BYTES, BadRunInput, parse_run_request
+from .service import CANCEL_GRACE, AguiService
+from .threads import ThreadBusy
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("acp_progress.agui.app")
+
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class _RunStream(StreamingResponse):
+    """The SSE response of one run; however it ends, a run it did not see to the end is cancelled.
+
+    That covers a disconnect mid-stream, a client gone before the first byte (the body iterator
+    never started) and a failed socket write alike: :meth:`ActiveRun.client_gone` is a no-op for
+    a run that already ended.
+    """
+
+    def __init__(self, active: ActiveRun, encoder: EventEncoder) -> None:
+        super().__init__(
+            _encoded(active, encoder), media_type=encoder.get_content_type(), headers=_SSE_HEADERS
+        )
+        self._active = active
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._active.client_gone()
+
+
+async def _encoded(active: ActiveRun, encoder: EventEncoder) -> AsyncIterator[str]:
+    """Everything queued is encoded and written together: one write per burst, none delayed."""
+    async for batch in active.context.emitter.batches():
+        yield "".join(encoder.encode(event) for event in batch)
+
+
+async def _read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise BadRunInput(f"the request body is larger than {MAX_BODY_BYTES} bytes", status=413)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise BadRunInput(f"the request body is larger than {MAX_BODY_BYTES} bytes", status=413)
+    return bytes(body)
+
+
+def create_app(
+    agent_command: str | Sequence[str] | None = None,
+    *,
+    policy: str | RedactPolicy | None = None,
+    tool_progress: bool | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    permission_policy: PermissionPolicy = deny_all,
+    agent_env: Mapping[str, str] | None = None,
+    run_observers: Sequence[RunObserverFactory] = (),
+    init_timeout: float = 30.0,
+    agent_log: str | os.PathLike[str] | None = None,
+    cancel_grace: float = CANCEL_GRACE,
+) -> FastAPI:
+    """Build the AG-UI endpoint for one ACP agent.
+
+    ``agent_command`` is the agent's command line (a string is split like a shell would; default:
+    this project's agent). ``policy`` is ``"default"``, ``"none"``, ``"module:function"`` or a
+    callable ``redact(kind, payload)``. ``tool_progress`` is the global TOOL_PROGRESS switch
+    (``None``: ``ACP_PROGRESS_AGUI_TOOL_PROGRESS``, default off); a run overrides it with
+    ``forwardedProps.emitToolProgress``. ``cwd`` is the agent's directory and every session's
+    workspace (default: the current directory). ``agent_env`` is merged over this process's
+    environment for the agent. ``run_observers`` are factories called once per run with its
+    :class:`~acp_adapter.agui.observers.RunContext` (see that module). Bad arguments raise here,
+    before anything is served.
+    """
+    argv = parse_agent_command(agent_command)
+    resolved_policy = load_policy(policy)
+    progress_default = global_tool_progress() if tool_progress is None else tool_progress
+    workspace = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    if not os.path.isdir(workspace):
+        raise ValueError(f"cwd {workspace!r} is not a directory")
+    service = AguiService(
+        argv,
+        cwd=workspace,
+        policy=resolved_policy,
+        tool_progress=progress_default,
+        permission_policy=permission_policy,
+        agent_env=agent_env,
+        run_observers=run_observers,
+        init_timeout=init_timeout,
+        agent_log=agent_log,
+        cancel_grace=cancel_grace,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await service.start()
+        log.info("AG-UI endpoint ready (agent %s, workspace %s)", argv[0], workspace)
+        try:
+            yield
+        finally:
+            await service.close()
+
+    app = FastAPI(
+        title="acp-progress AG-UI endpoint",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.agui = service
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return service.health()
+
+    @app.post("/", response_model=None)
+    async def run(request: Request) -> Response:
+        try:
+            body = await _read_body(request)
+            run_request = parse_run_request(body, service.tool_progress)
+        except BadRunInput as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+        try:
+            active = await service.open_run(run_request)
+        except ThreadBusy as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=409)
+        return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))
+
+    return app

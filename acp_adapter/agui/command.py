@@ -1,0 +1,192 @@
+"""``acp-progress agui``: serve the AG-UI endpoint for an ACP agent over HTTP (uvicorn).
+
+The top-level CLI only registers the subcommand and delegates here. Parsing needs nothing beyond
+the standard library, so ``acp-progress --help`` works without the ``agui`` extra; running the
+endpoint without it fails with the install line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import signal
+import sys
+from types import FrameType
+from typing import Any, Final
+
+__all__ = ["add_agui_parser", "run_agui_command"]
+
+log = logging.getLogger("acp_progress.agui.command")
+
+#: Seconds uvicorn lets open runs finish at shutdown before it cancels them (and their turns).
+SHUTDOWN_GRACE: Final = 3
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 3600 seconds, got {text}")
+    return value
+
+
+def add_agui_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register ``agui`` on the top-level subparsers object."""
+    agui = sub.add_parser(
+        "agui",
+        help="serve an AG-UI endpoint (HTTP + SSE) that drives an ACP agent",
+        description="POST a RunAgentInput to / and read AG-UI events as SSE; GET /health answers. "
+        "One ACP session per threadId. Needs the agui extra.",
+    )
+    agui.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    agui.add_argument("--port", type=_port, default=8000, help="port to listen on (default 8000)")
+    agui.add_argument(
+        "--agent",
+        help="command line of the ACP agent to drive (default: this project's agent, python -m acp_adapter)",
+    )
+    agui.add_argument(
+        "--tool-progress",
+        action="store_true",
+        default=None,
+        help="publish TOOL_PROGRESS activity snapshots for every run (default off, or "
+        "ACP_PROGRESS_AGUI_TOOL_PROGRESS=1); a run overrides it with forwardedProps.emitToolProgress",
+    )
+    agui.add_argument(
+        "--redact",
+        default="default",
+        metavar="default|none|module:function",
+        help="which tool progress/result values reach the client (default: every progress value "
+        "is [redacted]); the canonical redactor runs after any policy",
+    )
+    agui.add_argument("--cwd", default=os.getcwd(), help="the agent's workspace (default: current directory)")
+    agui.add_argument(
+        "--yes", action="store_true", help="allow the agent's permission requests (default: deny them)"
+    )
+    agui.add_argument(
+        "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
+    )
+    agui.add_argument(
+        "--init-timeout",
+        type=_seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to wait for the agent to answer initialize (default 30)",
+    )
+    return agui
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _OneLineStartupFailure:
+    """ASGI wrapper: an agent that cannot start is reported in one line, not a lifespan traceback."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_short(message: Any) -> None:
+            error = getattr(self.app.state.agui, "start_error", None)
+            if message.get("type") == "lifespan.startup.failed" and error:
+                message = {**message, "message": f"acp-progress agui: cannot start the agent: {error}"}
+            await send(message)
+
+        await self.app(scope, receive, send_short)
+
+
+class _Stopped(Exception):
+    """SIGTERM, re-raised by uvicorn once it shut down gracefully (our handler turns it into this)."""
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped
+
+
+def run_agui_command(args: argparse.Namespace) -> int:
+    """Build the app from the flags and serve it until SIGINT/SIGTERM."""
+    try:
+        import uvicorn
+
+        from ..client import AgentStartError, allow_all, deny_all
+        from .app import create_app
+        from .options import ToolProgressOptionError
+        from .policy import PolicyError
+    except ImportError as exc:
+        print(
+            f"acp-progress agui: needs the agui extra ({exc.name} is missing): "
+            "pip install 'acp-progress[agui]'",
+            file=sys.stderr,
+        )
+        return 2
+    if not os.path.isdir(args.cwd):
+        print(f"acp-progress agui: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
+        return 2
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
+    try:
+        app = create_app(
+            args.agent,
+            policy=args.redact,
+            tool_progress=args.tool_progress,
+            cwd=args.cwd,
+            permission_policy=allow_all if args.yes else deny_all,
+            init_timeout=args.init_timeout,
+            agent_log=args.agent_log,
+        )
+    except (AgentStartError, PolicyError, ToolProgressOptionError, ValueError) as exc:
+        print(f"acp-progress agui: {exc}", file=sys.stderr)
+        return 2
+    if not _is_loopback(args.host):
+        log.warning(
+            "serving on %s: the AG-UI endpoint has no authentication; anyone who reaches it drives the agent",
+            args.host,
+        )
+    print(
+        f"acp-progress agui: starting the agent, then serving AG-UI on http://{args.host}:{args.port}/ "
+        "(POST a RunAgentInput; GET /health)",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        _OneLineStartupFailure(app),
+        host=args.host,
+        port=args.port,
+        log_config=None,  # our logging (stderr, redacted) is already configured
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    previous = signal.signal(signal.SIGTERM, _stopped)
+    try:
+        server.run()
+    except SystemExit as exc:  # uvicorn exits this way when startup (the agent) failed
+        return exc.code if isinstance(exc.code, int) and exc.code else 1
+    except (KeyboardInterrupt, _Stopped):
+        return 0  # uvicorn re-raises the stopping signal after its graceful shutdown: that is success
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0

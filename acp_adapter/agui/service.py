@@ -1,0 +1,137 @@
+"""The AG-UI endpoint without HTTP: configuration, the agent host, the threads, the runs in flight.
+
+:mod:`.app` is the thin FastAPI layer over this; keeping the run logic here means it has no
+framework types in it and a host embedding the endpoint differently can reuse it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, Final
+
+from ..client import AgentError, PermissionPolicy, deny_all
+from ..redact import redact_text
+from .active import ActiveRun
+from .host import AgentHost
+from .observers import ObserverSet, RunContext, RunObserverFactory
+from .policy import RedactPolicy
+from .projection import RunProjection
+from .request import RunRequest
+from .run import RunEmitter
+from .threads import ThreadRegistry
+
+__all__ = ["CANCEL_GRACE", "AguiService"]
+
+log = logging.getLogger("acp_progress.agui.service")
+
+#: Seconds a new run waits for its thread's cancelled (disconnected) run to end before a 409.
+CANCEL_GRACE: Final = 10.0
+
+
+class AguiService:
+    """Everything one AG-UI endpoint serves with: one agent, one session per thread."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        policy: RedactPolicy,
+        tool_progress: bool,
+        permission_policy: PermissionPolicy = deny_all,
+        agent_env: Mapping[str, str] | None = None,
+        run_observers: Sequence[RunObserverFactory] = (),
+        init_timeout: float = 30.0,
+        agent_log: str | os.PathLike[str] | None = None,
+        cancel_grace: float = CANCEL_GRACE,
+    ) -> None:
+        self.policy = policy
+        self.tool_progress = tool_progress
+        self.run_observers = list(run_observers)
+        self.cancel_grace = cancel_grace
+        self.host = AgentHost(
+            argv,
+            cwd=cwd,
+            env=agent_env,
+            permission_policy=permission_policy,
+            init_timeout=init_timeout,
+            stderr_log=agent_log,
+        )
+        self.threads = ThreadRegistry()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.started = False
+        #: why the agent did not start at app startup (one redacted line), for a one-line report
+        self.start_error: str | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Start the agent (app startup). A failure propagates: the server must not come up without it."""
+        try:
+            await self.host.start()
+        except AgentError as exc:
+            self.start_error = str(exc)
+            raise
+        self.started = True
+
+    async def close(self) -> None:
+        """End the runs still in flight (their clients get ``RUN_ERROR``), then stop the agent."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        await self.host.close()
+        self.started = False
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # ------------------------------------------------------------------ runs
+
+    async def open_run(self, request: RunRequest) -> ActiveRun:
+        """Claim the thread (or raise :class:`~.threads.ThreadBusy`), queue RUN_STARTED, start driving."""
+        run_input = request.input
+        projection = RunProjection(
+            run_input.thread_id,
+            run_input.run_id,
+            emit_tool_progress=request.tool_progress,
+            policy=self.policy,
+        )
+        emitter = RunEmitter(projection, asyncio.get_running_loop())
+        context = RunContext(
+            thread_id=run_input.thread_id,
+            run_id=run_input.run_id,
+            prompt=request.prompt,
+            input=run_input,
+            emitter=emitter,
+            tool_progress=request.tool_progress,
+        )
+        active = ActiveRun(context, host=self.host, threads=self.threads, spawn=self.spawn)
+        slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
+        active.observers = ObserverSet.build(self.run_observers, context)
+        emitter.start()
+        self.spawn(active.drive(slot), f"agui-run-{run_input.run_id}")
+        log.info(
+            "run %s on thread %s started (tool progress %s)",
+            redact_text(run_input.run_id),
+            redact_text(run_input.thread_id),
+            "on" if request.tool_progress else "off",
+        )
+        return active
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "agentRunning": self.host.running,
+            "threads": len(self.threads),
+            "activeRuns": self.threads.active_runs,
+        }

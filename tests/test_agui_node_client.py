@@ -1,0 +1,157 @@
+"""A real AG-UI client against a real ``acp-progress agui`` process.
+
+``tests/agui_client/run_agent.mjs`` uses the npm package ``@ag-ui/client`` (its ``HttpAgent``,
+whose verifier rejects any stream that breaks the AG-UI event rules) to run prompts on the
+endpoint started as a subprocess with the command line a user types. Node ≥ 18 and npm are
+required: this test fails, never skips, without them, so CI cannot pass by not running it.
+``npm ci`` installs the locked client into ``tests/agui_client/node_modules`` when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import ROOT, agent_env
+
+CLIENT_DIR = ROOT / "tests" / "agui_client"
+SCRIPT = CLIENT_DIR / "run_agent.mjs"
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is required for the AG-UI client test (install Node.js >= 18 with npm)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """The node binary, checked to be >= 18, with the locked @ag-ui/client installed."""
+    node = _tool("node")
+    npm = _tool("npm")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout
+    match = re.match(r"v(\d+)\.", version.strip())
+    assert match and int(match.group(1)) >= 18, f"Node.js >= 18 is required, found {version.strip()}"
+    if not (CLIENT_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").is_file():
+        npm_ci = [npm, "ci", "--no-audit", "--no-fund"]
+        done = subprocess.run(npm_ci, cwd=CLIENT_DIR, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+    return node
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _cli() -> list[str]:
+    """``acp-progress`` as installed next to this interpreter (what a user runs), else via ``-c``."""
+    script = Path(sys.executable).parent / "acp-progress"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from acp_adapter.cli import main; sys.exit(main())"]
+
+
+@pytest.fixture(scope="module")
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``acp-progress agui --port N --redact tests.agents.agui_policies:counts_only`` on loopback."""
+    workspace = tmp_path_factory.mktemp("agui-node-ws")
+    (workspace / "main.py").write_text("# TODO: first\nprint(1)\n")
+    (workspace / "docs.txt").write_text("TODO second\n")
+    log_path = workspace.parent / "agui-server.log"
+    port = _free_port()
+    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")}
+    env.pop("ACP_PROGRESS_AGUI_TOOL_PROGRESS", None)
+    argv = [
+        *_cli(),
+        "agui",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--cwd",
+        str(workspace),
+        "--redact",
+        "tests.agents.agui_policies:counts_only",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                assert server.poll() is None, f"acp-progress agui exited:\n{log_path.read_text()}"
+                assert time.monotonic() < deadline, f"no /health answer in 30 s:\n{log_path.read_text()}"
+                try:
+                    if httpx.get(url + "/health", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.05)
+            yield url
+        finally:
+            server.send_signal(signal.SIGINT)
+            try:
+                code = server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                raise
+    assert code == 0, f"acp-progress agui exited with {code}:\n{log_path.read_text()}"
+
+
+def _run_client(node: str, url: str, thread: str, forwarded: dict[str, Any], *prompts: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [node, str(SCRIPT), url + "/", thread, json.dumps(forwarded), *prompts],
+        cwd=CLIENT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.stdout.strip(), f"the client printed nothing (exit {done.returncode}):\n{done.stderr}"
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.returncode == 0 and "error" not in report, f"{report.get('error')}\n{done.stderr}"
+    return report
+
+
+def test_http_agent_sees_tool_progress_replaced_in_place(node: str, endpoint: str) -> None:
+    on = {"emitToolProgress": True}
+    report = _run_client(node, endpoint, "node-thread", on, "search for TODO", "hello")
+    first, second = report["runs"]
+
+    assert first["types"][0] == "RUN_STARTED" and first["types"][-1] == "RUN_FINISHED"
+    assert first["outcome"] == {"type": "success"}
+    shots = first["snapshots"]
+    assert len(shots) >= 2, first["types"]
+    call_id = shots[0]["content"]["toolCallId"]
+    activity_id = f"{first['runId']}:progress:{call_id}"
+    # one activity per tool call per run, replaced in place with updated counts (no message: the
+    # counts-only policy named on the command line withheld it)
+    assert {s["messageId"] for s in shots} == {activity_id}
+    assert all(s["activityType"] == "TOOL_PROGRESS" and s["replace"] is True for s in shots)
+    assert shots[0]["content"] == {"toolCallId": call_id, "progress": {"value": 0, "total": 2}}
+    assert shots[-1]["content"] == {"toolCallId": call_id, "progress": {"value": 2, "total": 2}}
+    assert [s["replacedExisting"] for s in shots] == [False] + [True] * (len(shots) - 1)
+    (activity,) = first["activities"]
+    assert activity["id"] == activity_id and activity["activityType"] == "TOOL_PROGRESS"
+    assert activity["content"] == shots[-1]["content"]
+    assert any("2 matches in 2 files" in result for result in first["toolResults"])
+    assert "found 2 matches" in first["text"]
+
+    # the same thread again: the client sends its history, the latest user message is the prompt
+    assert second["types"][-1] == "RUN_FINISHED" and not second["snapshots"]
+    assert second["text"] and second["runId"] != first["runId"]
