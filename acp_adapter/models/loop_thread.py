@@ -21,6 +21,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -79,6 +80,10 @@ class LoopThread:
             try:
                 async for item in make():
                     items.put((_ITEM, item))
+                    # hand the GIL to the agent thread now: parsing the rest of a burst would
+                    # otherwise keep it here for a whole switch interval (5 ms) before the first
+                    # delta closes the think card
+                    time.sleep(0)  # noqa: ASYNC251 (a GIL hand-off, not a wait)
             except asyncio.CancelledError:
                 items.put((_CANCELLED, None))
                 raise
