@@ -28,10 +28,19 @@ def _settings_from(args: argparse.Namespace) -> Settings:
     return Settings.load(flags=flags)
 
 
-def _add_model_flags(parser: argparse.ArgumentParser, only: frozenset[str] | None = None) -> None:
+#: The progress-summary flags (--summary, --summary-interval, --summary-max-length): on serve,
+#: watch and relay (and front-ends that drive an agent), not on the plain ``run``.
+SUMMARY_FLAGS = frozenset({"summary", "summary_interval", "summary_max_length"})
+
+
+def _add_model_flags(
+    parser: argparse.ArgumentParser,
+    only: frozenset[str] | None = None,
+    skip: frozenset[str] = frozenset(),
+) -> None:
     """One flag per flagged settings field (or those named in ``only``), validated by the settings model."""
     for name, flag, metavar, help_text, annotation in Settings.flag_fields():
-        if only is not None and name not in only:
+        if (only is not None and name not in only) or name in skip:
             continue
         if annotation is bool:
             parser.add_argument(flag, dest=name, action="store_const", const=True, help=help_text)
@@ -111,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="open a think card after this long without an update from the agent (default 0.5)",
     )
     relay.add_argument("--no-think", action="store_true", help="forward only; never inject a think card")
-    _add_model_flags(relay, only=frozenset({"heartbeat_interval", "heartbeat_disabled", "log_level"}))
+    _add_model_flags(
+        relay, only=frozenset({"heartbeat_interval", "heartbeat_disabled", "log_level"}) | SUMMARY_FLAGS
+    )
     relay.add_argument("agent_command", nargs=argparse.REMAINDER, metavar="CMD", help="the ACP agent to wrap")
 
     run = sub.add_parser("run", help="run one prompt in a plain terminal, without ACP")
@@ -120,11 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--yes", action="store_true", help="allow shell commands without asking (default: ask on a terminal)"
     )
-    _add_model_flags(run)
+    _add_model_flags(run, skip=SUMMARY_FLAGS)
 
     from .bridges.command import add_bridge_parser
 
     add_bridge_parser(sub)
+
+    from .agui.command import add_agui_parser
+
+    add_agui_parser(sub)
     return parser
 
 
@@ -162,9 +177,17 @@ def _relay(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     except AgentStartError as exc:
         print(f"acp-progress relay: {exc}", file=sys.stderr)
         return 2
+    from .summary import SummaryFactory
+
+    try:
+        summaries = SummaryFactory.from_settings(settings, default_mode="off")  # off unless asked for
+    except ConfigError as exc:
+        print(f"acp-progress relay: {exc}", file=sys.stderr)
+        return 2
     options = RelayOptions(
         think_after=None if args.no_think else args.think_after,
         heartbeat=None if settings.heartbeat_disabled else settings.heartbeat_interval,
+        summary=summaries,
     )
     return anyio.run(run_relay, argv, options, backend="asyncio")
 
@@ -203,6 +226,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .bridges.command import run_bridge_command
 
         return run_bridge_command(args)
+    if args.command == "agui":
+        from .agui.command import run_agui_command
+
+        return run_agui_command(args)
     if args.command == "relay":
         return _relay(parser, args, settings)
     if args.command == "watch":

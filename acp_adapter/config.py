@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 __all__ = [
     "LOG_LEVELS",
@@ -45,6 +45,7 @@ __all__ = [
     "ConfigError",
     "OpenAISettings",
     "Settings",
+    "SummaryOpenAISettings",
     "parse_bool",
     "setting",
 ]
@@ -54,6 +55,8 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 ModelName = Literal["embedded", "openai"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+#: ``auto`` is each front-end's own default: embedded for watch and bridges, off for serve and relay.
+SummaryModeSetting = Literal["auto", "off", "embedded", "openai"]
 
 
 class ConfigError(ValueError):
@@ -120,6 +123,8 @@ def _describe(error: ErrorDetails) -> str:
         return f"expected one of {ctx['expected']}".replace("'", "")
     if kind == "extra_forbidden":
         return "is not a setting"
+    if kind == "string_too_long":
+        return f"must be at most {ctx['max_length']} characters"
     return str(error["msg"])
 
 
@@ -256,6 +261,29 @@ class OpenAISettings(_Section):
     )
 
 
+class SummaryOpenAISettings(_Section):
+    """The progress-summary model's own connection: independent of the primary model's."""
+
+    base_url: str = setting(
+        "https://api.openai.com/v1",
+        env="ACP_PROGRESS_SUMMARY_OPENAI_BASE_URL",
+        help="the summary server's /v1 base URL",
+    )
+    model: str = setting(
+        "gpt-4o-mini", env="ACP_PROGRESS_SUMMARY_OPENAI_MODEL", help="summary model name", min_length=1
+    )
+    api_key: str = setting(
+        "", env="ACP_PROGRESS_SUMMARY_OPENAI_API_KEY", help="bearer token of the summary server"
+    )
+    timeout: float = setting(
+        20.0,
+        env="ACP_PROGRESS_SUMMARY_OPENAI_TIMEOUT",
+        help="seconds one summary request may take",
+        gt=0,
+        le=600,
+    )
+
+
 class Settings(_Section):
     """Everything the agent reads from its environment and flags, already validated."""
 
@@ -317,6 +345,50 @@ class Settings(_Section):
         le=30 * 86400,
     )
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    summary: SummaryModeSetting = setting(
+        "auto",
+        env="ACP_PROGRESS_SUMMARY",
+        flag="--summary",
+        metavar="MODE",
+        help="progress summaries: off, embedded or openai (auto: embedded in watch, off in serve, relay)",
+    )
+    summary_interval: float = setting(
+        10.0,
+        env="ACP_PROGRESS_SUMMARY_INTERVAL",
+        flag="--summary-interval",
+        metavar="SECONDS",
+        help="seconds between progress summaries; 0 = event-driven (0, or 0.01 to 3600)",
+        ge=0,
+        le=3600,
+    )
+    summary_max_length: int = setting(
+        180,
+        env="ACP_PROGRESS_SUMMARY_MAX_LENGTH",
+        flag="--summary-max-length",
+        metavar="N",
+        help="longest progress summary in characters (20 to 1000)",
+        ge=20,
+        le=1000,
+    )
+    summary_guidance: str | None = setting(
+        None,
+        env="ACP_PROGRESS_SUMMARY_GUIDANCE",
+        help="extra direction for the summarizer, appended to its safety rules",
+        max_length=2000,
+    )
+    summary_openai: SummaryOpenAISettings = Field(default_factory=SummaryOpenAISettings)
+
+    @field_validator("summary", mode="before")
+    @classmethod
+    def _fold_summary_case(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("summary_interval")
+    @classmethod
+    def _summary_interval_not_tiny(cls, value: float) -> float:
+        if 0 < value < 0.01:
+            raise PydanticCustomError("summary_interval", "must be 0 (event-driven) or at least 0.01 seconds")
+        return value
 
     @field_validator("model", "log_level", mode="before")
     @classmethod
@@ -352,7 +424,7 @@ class Settings(_Section):
             raise _config_error(exc, cls, data, labels) from None
 
     @classmethod
-    def flag_fields(cls) -> Iterator[tuple[str, str, str | None, str, type | None]]:
+    def flag_fields(cls) -> Iterator[tuple[str, str, str | None, str, Any]]:
         """``(field, flag, metavar, help, type)`` of every field with a command-line flag."""
         for name, info in cls.model_fields.items():
             extra = info.json_schema_extra

@@ -11,6 +11,12 @@ semantics: ``in_progress``, heartbeats with the elapsed time), and closes it jus
 the agent's next message for that session, or before the prompt response. All writes to the editor
 happen on the event loop in program order, so "close the injected card, then forward" can never be
 reordered. An agent that streams promptly gets nothing injected.
+
+With progress summaries on (``--summary``/``ACP_PROGRESS_SUMMARY``, off by default for the relay),
+each prompt gets a :class:`~acp_adapter.summary.ProgressSummary` fed with what the editor sees —
+the wrapped agent's forwarded updates (parsed into SDK objects only for this) and the injected
+card — and the injected card's heartbeats end with the latest sentence. The forwarded lines
+themselves are never touched.
 """
 
 from __future__ import annotations
@@ -22,12 +28,13 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 from acp.helpers import SessionUpdate
 from acp.meta import CLIENT_METHODS
-from acp.schema import SessionNotification
+from acp.schema import PromptRequest, SessionNotification
+from pydantic import ValidationError
 
 from .procgroup import end_process_group
 from .redact import redact_text
@@ -37,6 +44,9 @@ from .tools import (
     build_thinking_progress,
     build_thinking_start,
 )
+
+if TYPE_CHECKING:
+    from .summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 __all__ = ["Relay", "RelayOptions", "run_relay"]
 
@@ -50,10 +60,12 @@ CANCEL = "session/cancel"
 
 @dataclass(frozen=True)
 class RelayOptions:
-    """``think_after`` None disables injection; ``heartbeat`` None disables heartbeats."""
+    """``think_after`` None disables injection; ``heartbeat`` None disables heartbeats;
+    ``summary`` (None: off) makes a progress summary per prompt for the injected card."""
 
     think_after: float | None = 0.5
     heartbeat: float | None = 30.0
+    summary: SummaryFactory | None = None
 
 
 @dataclass
@@ -67,6 +79,8 @@ class _Turn:
     waiting_on_editor: int = 0  # agent→editor requests (permission, fs …) not answered yet
     cancelled: bool = False
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    summary: ProgressSummary | None = field(default=None, repr=False)
+    shown: SummaryEvent | None = None  # the latest summary, carried by the card's heartbeats
 
 
 def _key(request_id: Any) -> str:
@@ -138,6 +152,61 @@ class Relay:
         params = notification.model_dump(mode="json", by_alias=True, exclude_none=True)
         self.injected_updates += 1
         self._to_editor(_line({"jsonrpc": "2.0", "method": SESSION_UPDATE, "params": params}))
+        turn = self._turns.get(session_id)
+        if turn is not None and turn.summary is not None:
+            turn.summary.observe(update)  # the summary sees what the editor sees, injected card included
+
+    # ------------------------------------------------------------ progress summaries
+
+    def _heartbeat(self, turn: _Turn, card_id: str) -> SessionUpdate:
+        elapsed = self._clock() - turn.card_opened
+        shown = turn.shown
+        if shown is None:
+            return build_thinking_progress(card_id, elapsed)
+        return build_thinking_progress(
+            card_id, elapsed, summary=shown.summary, summary_revision=shown.revision
+        )
+
+    def _start_summary(self, turn: _Turn, params: dict[str, Any]) -> None:
+        if self.options.summary is None or self.options.think_after is None:
+            return  # off, or no card will ever show it (--no-think)
+        try:
+            from .summary import user_text_from_prompt
+
+            text = user_text_from_prompt(PromptRequest.model_validate(params).prompt)
+        except ValidationError:
+            text = ""  # the agent will answer the bad prompt; the summary just knows less
+
+        def show(event: SummaryEvent) -> None:
+            if self._turns.get(turn.session_id) is not turn or turn.cancelled:
+                return
+            turn.shown = event
+            if turn.card_id is not None:  # the open card shows it now, not a heartbeat later
+                self._inject(turn.session_id, self._heartbeat(turn, turn.card_id))
+
+        turn.summary = self.options.summary.create(user_text=text, on_summary=show).start()
+
+    def _stop_summary(self, turn: _Turn, outcome: Outcome) -> None:
+        summary, turn.summary = turn.summary, None
+        if summary is not None:
+            summary.stop(outcome)
+
+    def stop_summaries(self) -> None:
+        """The relay is ending: no turn's summary may write anything more."""
+        for turn in self._turns.values():
+            self._stop_summary(turn, "cancelled")
+
+    def _observe_forwarded(self, message: dict[str, Any]) -> None:
+        """Feed a forwarded ``session/update`` to its turn's summary (SDK objects, never raw JSON)."""
+        session_id = _session_of(message)
+        turn = self._turns.get(session_id) if session_id is not None else None
+        if turn is None or turn.summary is None:
+            return
+        try:
+            notification = SessionNotification.model_validate(message.get("params"))
+        except ValidationError:
+            return  # an update this SDK does not know: forwarded all the same, just not summarised
+        turn.summary.observe(notification.update)
 
     # ------------------------------------------------------------ the injected card
 
@@ -163,7 +232,7 @@ class Relay:
             turn.card_opened = now
             self._inject(turn.session_id, build_thinking_start(turn.card_id))
         else:
-            self._inject(turn.session_id, build_thinking_progress(turn.card_id, now - turn.card_opened))
+            self._inject(turn.session_id, self._heartbeat(turn, turn.card_id))
         if self.options.heartbeat is not None:
             self._schedule(turn, self.options.heartbeat)
 
@@ -188,9 +257,11 @@ class Relay:
             self._schedule(turn, self.options.think_after)
 
     def _end_turn(self, session_id: str, failure: str | None = None) -> None:
-        turn = self._turns.pop(session_id, None)
+        turn = self._turns.get(session_id)
         if turn is None:
             return
+        self._stop_summary(turn, "cancelled" if turn.cancelled else "failed" if failure else "finished")
+        del self._turns[session_id]
         self._close_card(turn, failure)
         if turn.timer is not None:
             turn.timer.cancel()
@@ -226,12 +297,14 @@ class Relay:
             self._prompt_sessions[_key(message["id"])] = session_id
             turn = _Turn(session_id, last_activity=self._clock())
             self._turns[session_id] = turn
+            self._start_summary(turn, message.get("params") or {})
             if self.options.think_after is not None:
                 self._schedule(turn, self.options.think_after)
         elif method == CANCEL:
             turn = self._turns.get(session_id)
             if turn is not None:
                 turn.cancelled = True
+                self._stop_summary(turn, "cancelled")
                 self._close_card(turn, "Cancelled")
 
     async def agent_to_editor(self) -> None:
@@ -244,6 +317,8 @@ class Relay:
                 continue
             self._note_from_agent(message)
             self._to_editor(line if line.endswith(b"\n") else line + b"\n")
+            if self.options.summary is not None and message.get("method") == SESSION_UPDATE:
+                self._observe_forwarded(message)
             if not self.editor_closed:
                 with contextlib.suppress(ConnectionError):
                     await self.editor_writer.drain()
@@ -328,6 +403,9 @@ async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
     # else the editor hung up: the agent sees EOF on stdin below and gets a moment to finish
     for task in (from_editor, from_agent):
         task.cancel()
+    relay.stop_summaries()
+    if options.summary is not None:
+        await options.summary.aclose()
     await end_process_group(process)
     with contextlib.suppress(Exception):
         await editor_writer.drain()

@@ -50,6 +50,9 @@ from .tool_cards import AcpToolObserver
 if TYPE_CHECKING:
     from run_agent import AIAgent, TurnResult
 
+    from .outbox import AnyUpdate
+    from .summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+
 __all__ = ["HANGUP_GRACE", "ProgressAgent", "exit_if_turns_stuck", "prompt_to_text", "serve"]
 
 log = logging.getLogger("acp_progress.server")
@@ -145,6 +148,10 @@ class ProgressAgent:
         )
         self._conn: Any = None
         self._outbox: UpdateOutbox | None = None
+        #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
+        #: fed by an outbox observer, so they see exactly the stream the client sees
+        self.summaries: SummaryFactory | None = _summary_factory(self.settings)
+        self._summary_of: dict[str, ProgressSummary] = {}
         self._turns_running: set[asyncio.Future[None]] = set()
         self._prompt_tasks: set[asyncio.Task[Any]] = set()
         self._workers: set[asyncio.Future[Any]] = set()
@@ -162,7 +169,40 @@ class ProgressAgent:
     def outbox(self) -> UpdateOutbox:
         if self._outbox is None:
             self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop())
+            if self.summaries is not None:
+                self._outbox.observers.append(self._observe_for_summary)
         return self._outbox
+
+    # ------------------------------------------------------------ progress summaries
+
+    def _observe_for_summary(self, session_id: str, update: AnyUpdate) -> None:
+        summary = self._summary_of.get(session_id)
+        if summary is not None:
+            summary.observe(update)
+
+    def _begin_summary(self, session: Session, text: str) -> ProgressSummary | None:
+        """A turn's summary, shown on its think card (never in the thought channel)."""
+        if self.summaries is None:
+            return None
+        stream = session.stream
+
+        def show(event: SummaryEvent) -> None:
+            stream.show_summary(event.summary, event.revision)
+
+        summary = self.summaries.create(user_text=text, on_summary=show).start()
+        self._summary_of[session.id] = summary
+        return summary
+
+    def _end_summary(self, session: Session, summary: ProgressSummary | None, outcome: Outcome) -> None:
+        """Stop before the turn's cards close: no summary heartbeat after the end (contract 2)."""
+        if summary is None:
+            return
+        if self._summary_of.get(session.id) is summary:
+            del self._summary_of[session.id]
+        try:
+            summary.stop(outcome)
+        except Exception:
+            log.exception("stopping the progress summary failed")
 
     def cancel_all_turns(self, reason: str = "the agent is shutting down") -> None:
         for session in self.sessions.all():
@@ -183,6 +223,11 @@ class ProgressAgent:
             task.cancel()
         if self._prompt_tasks:
             await asyncio.wait(set(self._prompt_tasks), timeout=grace)
+        if self.summaries is not None:
+            for summary in list(self._summary_of.values()):
+                summary.stop("cancelled")
+            self._summary_of.clear()
+            await self.summaries.aclose()  # the summary model's connections, on this loop
         self.shutdown()
 
     @property
@@ -268,9 +313,11 @@ class ProgressAgent:
         result: TurnResult | None = None
         error: BaseException | None = None
         interrupted = False
+        summary: ProgressSummary | None = None
         try:
             agent = self._build_agent(session, cancel, loop)
             text = prompt_to_text(prompt)
+            summary = self._begin_summary(session, text)
             history = list(session.history)
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
                 self._executor, lambda: agent.run_conversation(text, history)
@@ -288,6 +335,7 @@ class ProgressAgent:
         stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
         if result is not None and not cancel.cancelled:
             stop_reason = result.stop_reason
+        self._end_summary(session, summary, _summary_outcome(stop_reason, error, result))
         session.stream.end_turn(cancelled=stop_reason == "cancelled")
         await _await_through_cancel(
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
@@ -333,6 +381,24 @@ class ProgressAgent:
             settings=self.settings,
             system_prompt=SYSTEM_PROMPT,
         )
+
+
+def _summary_factory(settings: Settings) -> SummaryFactory | None:
+    """Summaries are off for ``serve`` unless ACP_PROGRESS_SUMMARY / --summary turns them on;
+    a bad set-up (the openai extra missing …) is a ConfigError at start-up."""
+    if settings.summary in ("auto", "off"):
+        return None  # not even imported: an editor's agent starts as fast as before
+    from .summary import SummaryFactory
+
+    return SummaryFactory.from_settings(settings, default_mode="off")
+
+
+def _summary_outcome(stop_reason: str, error: BaseException | None, result: TurnResult | None) -> Outcome:
+    if stop_reason == "cancelled":
+        return "cancelled"
+    if error is not None or (result is not None and result.error):
+        return "failed"
+    return "finished"
 
 
 async def serve(settings: Settings | None = None, model: ChatModel | None = None) -> None:

@@ -7,7 +7,12 @@ and lines were printed again and again. ``rich`` measures cells, wraps and crops
 
 Two views with one small interface (:class:`CardRenderer`), used by the watch client and by any
 front-end that drives an agent: ``apply(update)``, ``note(line)``, ``await ask(question) -> bool``,
-``tick()``, ``finish(stop_reason)``.
+``tick()``, ``finish(stop_reason)``, ``show_summary(text, revision)``.
+
+A progress summary (the one-sentence status of :mod:`acp_adapter.summary`) is a status line under
+the card stack in the live region, replaced in place by each higher revision and gone when the turn
+ends; on a pipe it is one ``… summary: <text>`` line per new revision. While a permission question
+waits, a new summary is only remembered and drawn after the answer, like every other update.
 
 * :class:`LiveView` (a terminal): finished cards and complete answer lines are printed above a
   live region that holds the in-progress cards (a ``rich`` spinner each, one cropped line) and the
@@ -47,6 +52,7 @@ class CardRenderer(Protocol):
     output_closed: bool
 
     def apply(self, update: Any) -> None: ...
+    def show_summary(self, text: str, revision: int) -> None: ...
     def note(self, text: str) -> None: ...
     async def ask(self, question: str) -> bool: ...
     def tick(self) -> None: ...
@@ -98,6 +104,16 @@ class _Base:
         self._interrupt = interrupt
         self._answer_printed = 0
         self._printed: set[str] = set()
+        self.summary: str | None = None  # the progress summary shown now (highest revision)
+        self.summary_revision = 0
+        self._summary_open = True  # False once the turn finished: no status after the end
+
+    def _take_summary(self, text: str, revision: int) -> bool:
+        """Keep a summary if it is newer than the one shown and the turn is still on."""
+        if not self._summary_open or revision <= self.summary_revision:
+            return False
+        self.summary, self.summary_revision = " ".join(text.split()), revision
+        return True
 
 
 class PlainView(_Base):
@@ -109,6 +125,8 @@ class PlainView(_Base):
         super().__init__(stdin, interrupt)
         self.out = out
         self._announced: set[str] = set()
+        self._asking = False
+        self._summary_written = 0  # the revision last written (a question holds newer ones back)
 
     def _write(self, text: str) -> None:
         if self.output_closed:
@@ -137,18 +155,41 @@ class PlainView(_Base):
         if len(answer) > self._answer_printed:
             self._write(answer[self._answer_printed :])
             self._answer_printed = len(answer)
+        if self.summary_revision > self._summary_written:
+            self._write_summary()
+
+    def show_summary(self, text: str, revision: int) -> None:
+        """One ``… summary: <text>`` line per new revision (held while a question waits)."""
+        if self._take_summary(text, revision):
+            self._write_summary()
+
+    def _write_summary(self) -> None:
+        if self.summary is None or self.summary_revision <= self._summary_written or self._asking:
+            return
+        printed = self.board.answer[: self._answer_printed]
+        if printed and not printed.endswith("\n"):
+            return  # never inside a line of the streamed answer: written once the line ends
+        self._summary_written = self.summary_revision
+        self._write(f"   … summary: {self.summary}\n")
 
     def note(self, text: str) -> None:
         self._write(text + "\n")
 
     async def ask(self, question: str) -> bool:
-        self._write(question)
-        return _yes(await read_answer(self._stdin, self._interrupt))
+        self._asking = True
+        try:
+            self._write(question)
+            answer = await read_answer(self._stdin, self._interrupt)
+        finally:
+            self._asking = False
+        self._write_summary()
+        return _yes(answer)
 
     def tick(self) -> None:
         return
 
     def finish(self, stop_reason: str) -> None:
+        self._summary_open = False
         if not self.board.answer.endswith("\n"):
             self._write("\n")
         _orphans_and_reason(self.board, stop_reason, self._write)
@@ -204,9 +245,16 @@ class LiveView(_Base):
     def _region(self) -> RenderableType:
         now = time.monotonic()
         parts: list[RenderableType] = [self._card_renderable(c, now) for c in self.board.live_cards]
+        if self.summary and self._summary_open:  # the status line, under the card stack
+            parts.append(
+                Text(f"  ↳ {self.summary}", style="dim italic", no_wrap=True, overflow="ellipsis", end="")
+            )
         tail = self.board.answer[self._answer_printed :]
         if tail:
             parts.append(Text(tail))
+        for part in parts[:-1]:  # a line each: a Text ending in "" runs into the next renderable
+            if isinstance(part, Text):
+                part.end = "\n"
         return Group(*parts)
 
     def _refresh(self) -> None:
@@ -250,6 +298,11 @@ class LiveView(_Base):
             self._print(Text(answer[self._answer_printed : cut - 1]))
             self._answer_printed = cut
 
+    def show_summary(self, text: str, revision: int) -> None:
+        """Replace the status line in the live region (drawn after a pending question)."""
+        if self._take_summary(text, revision) and not self._asking:
+            self._refresh()
+
     def note(self, text: str) -> None:
         self._print(Text(text))
         if not self._asking:
@@ -284,6 +337,7 @@ class LiveView(_Base):
                 self._live.stop()
 
     def finish(self, stop_reason: str) -> None:
+        self._summary_open = False
         self._stop_live()
         self._print_finished()
         now = time.monotonic()

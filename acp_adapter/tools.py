@@ -35,6 +35,8 @@ THINKING_TITLE = "Thinking..."
 #: Namespace of this package's structured data inside ACP ``_meta`` objects.
 META_KEY = "acpProgress"
 ERROR_CAP = 200
+#: Longest progress summary a heartbeat carries (the summary's own bound is at most this).
+SUMMARY_CAP = 1000
 
 
 def one_line(text: str, cap: int = ERROR_CAP) -> str:
@@ -60,15 +62,32 @@ def build_thinking_start(tool_call_id: str) -> ToolCallStart:
     return _with_meta(update, {"phase": "thinking", "elapsedMs": 0})
 
 
-def build_thinking_progress(tool_call_id: str, elapsed: float, status: str | None = None) -> ToolCallProgress:
-    """Heartbeat: an elapsed-time line, plus what the model is doing when known."""
+def build_thinking_progress(
+    tool_call_id: str,
+    elapsed: float,
+    status: str | None = None,
+    *,
+    summary: str | None = None,
+    summary_revision: int | None = None,
+) -> ToolCallProgress:
+    """Heartbeat: an elapsed-time line, plus what the model is doing when known.
+
+    With a progress summary (``summary`` and its ``summary_revision``) the line ends with the
+    sentence — ``Still thinking… 40s — Checking the failing test.`` — and ``_meta.acpProgress.summary``
+    carries ``{summary, revision}`` so a client can replace the status it shows by revision.
+    """
     line = f"Still thinking… {format_elapsed(elapsed)}"
     if status:
         line += f" — {one_line(status, 120)}"
+    shown = one_line(summary, SUMMARY_CAP) if summary else ""
+    if shown:
+        line += f" — {shown}"
     update = update_tool_call(tool_call_id, status="in_progress", content=_text(line))
     meta: dict[str, Any] = {"phase": "thinking", "elapsedMs": round(elapsed * 1000)}
     if status:
         meta["status"] = one_line(status, 120)
+    if shown:
+        meta["summary"] = {"summary": shown, "revision": summary_revision or 0}
     return _with_meta(update, meta)
 
 
@@ -122,8 +141,9 @@ def build_tool_progress(
 
     Only reported fields appear: a message-only update has no value or total.
     """
-    if message:
-        line = one_line(message, 160)
+    shown = one_line(message, 160) if message else ""
+    if shown:
+        line = shown
     else:
         line = f"Progress: {_num(value)}/{_num(total)}" if total is not None else f"Progress: {_num(value)}"
     progress: dict[str, Any] = {}
@@ -131,9 +151,15 @@ def build_tool_progress(
         progress["value"] = value
     if total is not None:
         progress["total"] = total
-    if message:
-        progress["message"] = one_line(message, 160)
+    if shown:
+        progress["message"] = shown
     update = update_tool_call(tool_call_id, status="in_progress", content=_text(line))
+    if all(isinstance(v, int | float) for k, v in progress.items() if k != "message"):
+        # the hot path of a busy tool: the message is redacted above and the rest are numbers,
+        # so walking the meta through the redactor again would only cost time
+        return update.model_copy(
+            update={"field_meta": {META_KEY: {"phase": "progress", "progress": progress}}}
+        )
     return _with_meta(update, {"phase": "progress", "progress": progress})
 
 

@@ -50,6 +50,7 @@ class _Card:
     kind: str  # "think" or "tool"
     name: str
     started: float
+    status: str | None = None  # a think card's last heartbeat status (repeated with a new summary)
 
 
 class SessionStream:
@@ -73,6 +74,7 @@ class SessionStream:
         self._seq = itertools.count(1)
         self._held_text = _new_text_redactors()
         self._claimed_ids: set[str] = set()
+        self._summary: tuple[str, int] | None = None  # the turn's latest progress summary
 
     def claim_card_id(self, model_id: str) -> str:
         """A card id for a model tool-call id, unique for the whole session.
@@ -106,6 +108,7 @@ class SessionStream:
             self._turn_open = True
             self._cards.clear()
             self._think_by_name.clear()
+            self._summary = None
 
     def end_turn(self, *, reason: str | None = None, cancelled: bool = False) -> int:
         """Close every open card (think: completed unless cancelled/failed; tools: failed) and stop
@@ -129,6 +132,7 @@ class SessionStream:
             self._cards.clear()
             self._think_by_name.clear()
             self._turn_open = False
+            self._summary = None
             return closed
 
     async def flush(self) -> None:
@@ -201,7 +205,30 @@ class SessionStream:
                 return False
             card = self._cards[card_id]
             shown = elapsed if elapsed is not None else self._clock() - card.started
-            self._submit(build_thinking_progress(card_id, shown, status))
+            card.status = status
+            self._submit(self._think_progress_locked(card_id, shown, status))
+            return True
+
+    def _think_progress_locked(self, card_id: str, elapsed: float, status: str | None) -> ToolCallProgress:
+        if self._summary is None:
+            return build_thinking_progress(card_id, elapsed, status)
+        text, revision = self._summary
+        return build_thinking_progress(card_id, elapsed, status, summary=text, summary_revision=revision)
+
+    def show_summary(self, summary: str, revision: int) -> bool:
+        """A new progress summary for this turn: the open think card shows it now (an extra
+        heartbeat), and every later heartbeat of the turn carries it. Never the thought channel.
+
+        Dropped (False) after the turn ended or when the revision is not newer; with no think card
+        open it is only remembered for the next one."""
+        with self._lock:
+            if not self._turn_open or (self._summary is not None and revision <= self._summary[1]):
+                return False
+            self._summary = (summary, revision)
+            now = self._clock()
+            for card_id in self._think_by_name.values():
+                card = self._cards[card_id]
+                self._submit(self._think_progress_locked(card_id, now - card.started, card.status))
             return True
 
     def think_complete(self, name: str = "llm_response", error: str | None = None) -> bool:

@@ -3,6 +3,11 @@
 It spawns an ACP agent (this project's by default), sends one prompt and shows what an editor
 would: an animated spinner on in-progress cards with their heartbeat text, ✅/❌ when they end,
 then the streamed answer. On a non-terminal it prints one line per card event instead.
+
+It also runs the progress summary itself, as a front-end over the agent's stream (on by default
+here: ``--summary off`` turns it off): a status line under the card stack on a terminal, one
+``… summary: <text>`` line per new revision on a pipe. The agent is asked not to run its own
+(``ACP_PROGRESS_SUMMARY=off`` in its environment), so one turn never pays for two summarizers.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from acp.schema import DeniedOutcome, PromptResponse, RequestPermissionResponse
 from rich.console import Console
 
 from .client import AgentDriver, AgentError, PermissionRequest, Turn, permission_response
-from .config import Settings
+from .config import ConfigError, Settings
 from .render import CardBoard
+from .summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 from .terminal_view import CardRenderer, LiveView, PlainView
 
 __all__ = ["WatchClient", "run_watch"]
@@ -48,6 +54,8 @@ class WatchClient:
             if animate
             else PlainView(out, stdin=self.stdin, interrupt=interrupt)
         )
+        #: the turn's progress summary (None: off); it observes every update the view gets
+        self.summary: ProgressSummary | None = None
 
     @property
     def board(self) -> CardBoard:
@@ -61,6 +69,11 @@ class WatchClient:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.view.apply(update)
+        if self.summary is not None:
+            self.summary.observe(update)
+
+    def show_summary(self, event: SummaryEvent) -> None:
+        self.view.show_summary(event.summary, event.revision)
 
     async def ask_permission(self, request: PermissionRequest) -> RequestPermissionResponse:
         """The permission policy of ``watch``: ``--yes`` allows, a terminal asks, no terminal denies."""
@@ -100,11 +113,18 @@ class WatchClient:
 
 
 def _agent_env(settings: Settings) -> dict[str, str]:
-    return settings.to_env()  # the driver merges it over this process's environment
+    env = settings.to_env()  # the driver merges it over this process's environment
+    env["ACP_PROGRESS_SUMMARY"] = "off"  # watch writes the summary itself (see the module doc)
+    return env
 
 
 async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd: str) -> int:
     animate = out.isatty() and not args.no_animation
+    try:
+        summaries = SummaryFactory.from_settings(settings, default_mode="embedded")
+    except ConfigError as exc:
+        print(f"acp-progress watch: {exc}", file=sys.stderr)
+        return 2
     loop = asyncio.get_running_loop()
     interrupted = asyncio.Event()  # Ctrl-C: also answers a pending permission question with no
     client = WatchClient(out, animate=animate, auto_allow=args.yes, interrupt=interrupted)
@@ -124,8 +144,12 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
             client_name="acp-progress-watch",
         ) as driver:
             session_id = await driver.new_session(cwd)
-            turn = driver.prompt(session_id, " ".join(args.prompt))
+            text = " ".join(args.prompt)
+            if summaries is not None:
+                client.summary = summaries.create(user_text=text, on_summary=client.show_summary).start()
+            turn = driver.prompt(session_id, text)
             response = await _follow(turn, client, animate, interrupted)
+            _stop_summary(client, "cancelled" if response is None else None)
             if response is None:  # Ctrl-C: the turn was cancelled and its cards closed
                 client._clear_live()
                 client._note("⏹  cancelled")
@@ -134,13 +158,25 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         client.finish(response.stop_reason)
         return 1 if client.turn_failed else 0
     except AgentError as exc:
+        _stop_summary(client, "failed")
         client._clear_live()
         print(f"acp-progress watch: {exc}", file=sys.stderr)
         return 1
     finally:
+        _stop_summary(client, "failed")  # a no-op unless the turn ended some other way
+        if summaries is not None:
+            await summaries.aclose()
         client._clear_live()  # the terminal is restored (live region erased, cursor shown) on every exit
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
+
+
+def _stop_summary(client: WatchClient, outcome: Outcome | None) -> None:
+    """Stop the turn's summary before anything final is drawn (no status after the end);
+    ``None``: finished, or failed when the model call failed."""
+    summary = client.summary
+    if summary is not None and not summary.stopped:
+        summary.stop(outcome or ("failed" if client.turn_failed else "finished"))
 
 
 async def _follow(
