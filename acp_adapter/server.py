@@ -315,9 +315,17 @@ class ProgressAgent:
         interrupted = False
         summary: ProgressSummary | None = None
         try:
-            agent = self._build_agent(session, cancel, loop)
             text = prompt_to_text(prompt)
-            summary = self._begin_summary(session, text)
+            summary = self._begin_summary(session, text)  # it must see the turn from its first card
+            # The spinner goes out first, from the event loop, as the prompt lands: the agent's
+            # hook A adopts this card, so the person never waits for the hop to a worker thread.
+            session.stream.think_open_early()
+            await _await_through_cancel(
+                asyncio.ensure_future(session.stream.flush()),
+                lambda: cancel.cancel("the client connection closed"),
+                lambda: self._abandoned,
+            )
+            agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
                 self._executor, lambda: agent.run_conversation(text, history)

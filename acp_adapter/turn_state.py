@@ -51,6 +51,7 @@ class _Card:
     name: str
     started: float
     status: str | None = None  # a think card's last heartbeat status (repeated with a new summary)
+    early: bool = False  # opened by think_open_early and not yet adopted by the agent's start
 
 
 class SessionStream:
@@ -154,6 +155,8 @@ class SessionStream:
         with self._lock:
             if not self._turn_open or not text:
                 return False
+            if channel == "message":
+                self._close_early_locked()  # answer text means the model is done thinking
             self._flush_text_locked(keep=channel)  # switching channels releases the other's text
             if safe := self._held_text[channel].feed(text):
                 self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](safe))
@@ -184,16 +187,36 @@ class SessionStream:
     # ------------------------------------------------------------ the think card
 
     def think_start(self, name: str = "llm_response") -> str | None:
-        """Open a think card with a fresh id; closes any think card still open (one at a time)."""
+        """Open a think card with a fresh id; closes any think card still open (one at a time).
+
+        A card opened early by :meth:`think_open_early` for the same ``name`` is adopted instead:
+        the agent's hook A then continues the spinner the person already sees."""
         with self._lock:
             if not self._turn_open:
                 return None
+            early = self._think_by_name.get(name)
+            if early is not None and self._cards[early].early:
+                self._cards[early].early = False
+                return early
             self._close_thinking_locked()
             card_id = f"think-{uuid.uuid4().hex[:12]}-{next(self._seq)}"
             self._cards[card_id] = _Card("think", name, self._clock())
             self._think_by_name[name] = card_id
             self._submit(build_thinking_start(card_id))
             return card_id
+
+    def think_open_early(self, name: str = "llm_response") -> str | None:
+        """Open the turn's first think card before the agent loop runs (the server calls this on
+        the event loop as the prompt arrives), so the spinner does not wait for the hop to a worker
+        thread and the agent's setup. The agent's first ``start`` adopts it; a turn that ends before
+        any start closes it like any other card."""
+        card_id = self.think_start(name)
+        if card_id is not None:
+            with self._lock:
+                card = self._cards.get(card_id)
+                if card is not None:
+                    card.early = True
+        return card_id
 
     def think_heartbeat(
         self, name: str = "llm_response", elapsed: float | None = None, status: str | None = None
@@ -243,6 +266,12 @@ class SessionStream:
             else:
                 self._submit(build_thinking_complete(card_id, elapsed))
             return True
+
+    def _close_early_locked(self) -> None:
+        """Complete an early card the agent never adopted (its hook A failed or never ran)."""
+        for name, card_id in list(self._think_by_name.items()):
+            if self._cards[card_id].early:
+                self.think_complete(name)
 
     def _close_thinking_locked(self) -> None:
         for name in list(self._think_by_name):

@@ -45,6 +45,9 @@ async def test_think_card_opens_beats_and_completes_before_the_answer(tmp_path):
     gaps = [b - a for a, b in itertools.pairwise(beat_times)]
     assert gaps and max(gaps) < 0.4 and sum(gaps) / len(gaps) > 0.03
 
+    think_cards = [u for u in updates if isinstance(u, ToolCallStart) and u.kind == "think"]
+    assert len(think_cards) == 1, "the card opened as the prompt landed is the one hook A continues"
+
     index_complete = updates.index(card[-1])
     first_chunk = next(i for i, u in enumerate(updates) if isinstance(u, AgentMessageChunk))
     assert index_complete < first_chunk, "the think card must complete before the first answer chunk"

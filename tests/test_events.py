@@ -234,3 +234,33 @@ async def test_observers_see_exactly_what_the_client_gets_and_cannot_break_it():
     stream.end_turn()
     await outbox.flush()
     assert seen == sink.sent and len(seen) == 4  # start, complete, "hello ", "world" (held to end)
+
+
+async def test_an_early_card_is_adopted_by_the_agents_first_start():
+    sink, outbox, stream = await make_stream()
+    early = stream.think_open_early()
+    cb = make_agent_progress_cb(sink, "s1", asyncio.get_running_loop(), stream=stream)
+    cb("start", "llm_response", {})  # hook A: continues the card the person already sees
+    cb("heartbeat", "llm_response", {"elapsed": 30.0})
+    cb("complete", "llm_response", {})
+    cb("start", "llm_response", {})  # the next model call gets a card of its own
+    stream.end_turn()
+    await outbox.flush()
+    ids = [u.tool_call_id for _, u in sink.sent]
+    assert statuses(sink) == [
+        ("ToolCallStart", "in_progress"),
+        ("ToolCallProgress", "in_progress"),
+        ("ToolCallProgress", "completed"),
+        ("ToolCallStart", "in_progress"),
+        ("ToolCallProgress", "completed"),
+    ]
+    assert ids[:3] == [early] * 3 and ids[3] != early
+
+
+async def test_an_early_card_is_closed_when_the_turn_ends_before_any_start():
+    sink, outbox, stream = await make_stream()
+    early = stream.think_open_early()
+    stream.end_turn(cancelled=True)
+    assert stream.think_open_early() is None, "nothing opens after the end"
+    await outbox.flush()
+    assert [(u.tool_call_id, u.status) for _, u in sink.sent] == [(early, "in_progress"), (early, "failed")]

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError, text_block
+from acp.schema import AgentMessageChunk
 
 import acp_adapter.server as server_module
 from acp_adapter.server import ProgressAgent, prompt_to_text
@@ -48,7 +49,14 @@ async def test_a_raising_progress_callback_still_gives_the_answer(tmp_path, monk
         response = await conn.prompt(session_id=session.session_id, prompt=[text_block("what is 5+5")])
     assert response.stop_reason == "end_turn"
     assert "5+5 = 10" in client.answer()
-    assert client.think_cards() == {}
+    # only the card the server opened as the prompt landed: closed by the first answer text
+    ((card_id, card),) = client.think_cards().items()
+    assert [u.status for u in card] == ["in_progress", "completed"]
+    first_chunk = next(i for i, r in enumerate(client.updates) if isinstance(r.update, AgentMessageChunk))
+    last_card = max(
+        i for i, r in enumerate(client.updates) if getattr(r.update, "tool_call_id", None) == card_id
+    )
+    assert last_card < first_chunk
 
 
 async def test_a_second_concurrent_prompt_in_the_same_session_is_refused_clearly(tmp_path):
