@@ -12,8 +12,8 @@ reads raw lines from the real protocol reader and
 * answers a batch (an array) with an array holding one ``-32600`` per element that carries an id
   (batches are not supported: send one message per line), or a single ``-32600`` for an empty
   array, and nothing when every element is a notification, as JSON-RPC 2.0 asks;
-* passes every single JSON object through unchanged to the :class:`asyncio.StreamReader` the SDK
-  connection reads.
+* passes every single JSON object through unchanged to the SDK connection, which reads from
+  the :class:`GuardedReader`.
 
 Error objects come from the SDK (``RequestError(...).to_error_obj()``); answers are written as
 whole lines in one ``write`` call, so they never interleave with the SDK's own messages.
@@ -30,7 +30,7 @@ from acp import RequestError
 
 from .redact import redact_text
 
-__all__ = ["classify_line", "guard_reader"]
+__all__ = ["GuardedReader", "classify_line", "guard_reader"]
 
 log = logging.getLogger("acp_progress.jsonrpc")
 
@@ -80,42 +80,62 @@ def classify_line(line: bytes) -> tuple[bool, Any]:
     )
 
 
-def guard_reader(
-    source: asyncio.StreamReader, writer: asyncio.StreamWriter, *, limit: int = 2**16
-) -> asyncio.StreamReader:
-    """Return a reader that yields only the single-object lines of ``source``; every other line
-    is answered on ``writer``. Runs a pump task on the current loop until ``source`` ends."""
-    guarded = asyncio.StreamReader(limit=limit)
+class GuardedReader(asyncio.StreamReader):
+    """The reader the SDK's transport sees: :meth:`readuntil` returns the next line of ``source``
+    that is one JSON object, answering every other line on ``writer`` on the way.
 
-    def answer(message: Any) -> None:
-        if message is not None and not writer.is_closing():
-            writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+    It filters inline, in the SDK's own read call, rather than through a pump task and a second
+    buffer: a request reaches the SDK with no extra event-loop hop (a prompt's think card and a
+    cancel each arrive that much sooner). The SDK calls ``readuntil(b"\n")`` and, only after a
+    ``LimitOverrunError`` (which this reader never raises: over-long lines are answered here),
+    ``readexactly``. It is a :class:`asyncio.StreamReader` only because the SDK checks for one;
+    its own buffer stays empty.
+    """
 
-    async def pump() -> None:
-        try:
-            while True:
-                try:
-                    line = await source.readline()
-                except ValueError as exc:  # longer than the reader's limit: dropped, answered
-                    log.warning("dropped an over-long JSON-RPC line: %s", exc)
-                    answer(_error(RequestError.parse_error({"details": "message too long"})))
-                    continue
-                if not line:
-                    break
-                passes, response = classify_line(line)
-                if passes:
-                    guarded.feed_data(line if line.endswith(b"\n") else line + b"\n")
-                else:
-                    answer(response)
-        except ConnectionError as exc:
-            log.warning("protocol input ended: %s", redact_text(str(exc)) or type(exc).__name__)
-        finally:
-            guarded.feed_eof()
+    def __init__(self, source: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        super().__init__()
+        self._source = source
+        self._writer = writer
 
-    task = asyncio.get_running_loop().create_task(pump(), name="acp-progress-jsonrpc-guard")
-    _PUMPS.add(task)
-    task.add_done_callback(_PUMPS.discard)
-    return guarded
+    def _answer(self, message: Any) -> None:
+        if message is not None and not self._writer.is_closing():
+            self._writer.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+
+    async def readline(self) -> bytes:
+        """The next single-object line (ending in a newline), or ``b""`` at the end of input."""
+        while True:
+            try:
+                line = await self._source.readline()
+            except ValueError as exc:  # longer than the reader's limit: dropped, answered
+                log.warning("dropped an over-long JSON-RPC line: %s", exc)
+                self._answer(_error(RequestError.parse_error({"details": "message too long"})))
+                continue
+            except ConnectionError as exc:
+                log.warning("protocol input ended: %s", redact_text(str(exc)) or type(exc).__name__)
+                return b""
+            if not line:
+                return b""
+            passes, response = classify_line(line)
+            if passes:
+                return line if line.endswith(b"\n") else line + b"\n"
+            self._answer(response)
+
+    async def readuntil(self, separator: Any = b"\n") -> bytes:
+        if bytes(separator) != b"\n":
+            raise ValueError("the JSON-RPC guard reads newline-delimited lines only")
+        line = await self.readline()
+        if not line:
+            raise asyncio.IncompleteReadError(b"", None)
+        return line
+
+    async def readexactly(self, n: int) -> bytes:
+        raise asyncio.IncompleteReadError(b"", n)
+
+    def at_eof(self) -> bool:
+        return self._source.at_eof()
 
 
-_PUMPS: set[asyncio.Task[None]] = set()  # strong references: a pending task must not be collected
+def guard_reader(source: asyncio.StreamReader, writer: asyncio.StreamWriter) -> GuardedReader:
+    """Return the reader to hand the SDK: only the single-object lines of ``source``; every other
+    line is answered on ``writer``."""
+    return GuardedReader(source, writer)

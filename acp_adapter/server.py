@@ -420,18 +420,18 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
     from acp import run_agent
 
     from .jsonrpc_guard import guard_reader
-    from .stdio_guard import STREAM_LIMIT, open_protocol_streams, protect_stdio
+    from .stdio_guard import open_protocol_streams, protect_stdio
 
     fds = protect_stdio()
     agent = ProgressAgent(settings, model=model)
     # the end of input reaches the SDK only after the running turns were handled (hang_up)
     reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
-    reader = guard_reader(reader, writer, limit=STREAM_LIMIT)  # bad lines are answered, never fatal
+    guarded = guard_reader(reader, writer)  # bad lines are answered, never fatal
     try:
         # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
         # subclassing acp.Agent (whose stubs would answer methods it does not implement).
         with contextlib.suppress(ConnectionError):
-            await run_agent(agent, writer, reader)  # type: ignore[arg-type]
+            await run_agent(agent, writer, guarded)  # type: ignore[arg-type]
     finally:
         with anyio.CancelScope(shield=True):
             await agent.hang_up()  # idempotent: already run at end of input, not on other exits

@@ -56,10 +56,17 @@ def _with_meta(update: Any, meta: Mapping[str, Any]) -> Any:
 # ---------------------------------------------------------------- the virtual think card
 
 
+_THINKING_START: ToolCallStart = start_tool_call("think", THINKING_TITLE, kind="think", status="in_progress")
+
+
 def build_thinking_start(tool_call_id: str) -> ToolCallStart:
-    """Open the spinner. ``in_progress`` (not ``pending``, which means awaiting approval in ACP)."""
-    update = start_tool_call(tool_call_id, THINKING_TITLE, kind="think", status="in_progress")
-    return _with_meta(update, {"phase": "thinking", "elapsedMs": 0})
+    """Open the spinner. ``in_progress`` (not ``pending``, which means awaiting approval in ACP).
+
+    Every start is the same card but for its id, so it is copied from one built with the SDK
+    helper (a copy costs a fraction of a validated build, on the path to the first thing the
+    person sees); its strings are constants, with nothing to redact."""
+    meta = {META_KEY: {"phase": "thinking", "elapsedMs": 0}}
+    return _THINKING_START.model_copy(update={"tool_call_id": tool_call_id, "field_meta": meta})
 
 
 def build_thinking_progress(

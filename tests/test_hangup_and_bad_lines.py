@@ -156,7 +156,7 @@ async def test_an_over_long_line_is_answered_and_reading_goes_on():
 
     source = asyncio.StreamReader(limit=64)
     writer = _Writer()
-    guarded = guard_reader(source, writer)  # type: ignore[arg-type]
+    guarded = guard_reader(source, writer)  # type: ignore[arg-type]  # a recording writer
     source.feed_data(b'{"jsonrpc": "2.0", "method": "a"}\n')
     source.feed_data(b'{"jsonrpc": "2.0", "method": "' + b"x" * 200 + b'"}\n')
     source.feed_data(b'{"jsonrpc": "2.0", "method": "b"}\n')
