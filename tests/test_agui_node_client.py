@@ -2,7 +2,8 @@
 
 ``tests/agui_client/run_agent.mjs`` uses the npm package ``@ag-ui/client`` (its ``HttpAgent``,
 whose verifier rejects any stream that breaks the AG-UI event rules) to run prompts on the
-endpoint started as a subprocess with the command line a user types. Node ≥ 18 and npm are
+endpoint started as a subprocess with the command line a user types: tool progress and the
+progress summary, each an activity the client replaces in place. Node ≥ 18 and npm are
 required: this test fails, never skips, without them, so CI cannot pass by not running it.
 ``npm ci`` installs the locked client into ``tests/agui_client/node_modules`` when it is missing.
 """
@@ -69,7 +70,11 @@ def _cli() -> list[str]:
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``acp-progress agui --port N --redact tests.agents.agui_policies:counts_only`` on loopback."""
+    """``acp-progress agui --port N --redact tests.agents.agui_policies:counts_only`` on loopback.
+
+    Progress summaries are on, as they are by default for ``agui``; event-driven
+    (``ACP_PROGRESS_SUMMARY_INTERVAL=0``) so a short run still has several revisions.
+    """
     workspace = tmp_path_factory.mktemp("agui-node-ws")
     (workspace / "main.py").write_text("# TODO: first\nprint(1)\n")
     (workspace / "docs.txt").write_text("TODO second\n")
@@ -77,6 +82,8 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
     env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")}
     env.pop("ACP_PROGRESS_AGUI_TOOL_PROGRESS", None)
+    env.pop("ACP_PROGRESS_SUMMARY", None)
+    env["ACP_PROGRESS_SUMMARY_INTERVAL"] = "0"
     argv = [
         *_cli(),
         "agui",
@@ -128,6 +135,10 @@ def _run_client(node: str, url: str, thread: str, forwarded: dict[str, Any], *pr
     return report
 
 
+def _of(items: list[dict[str, Any]], activity_type: str) -> list[dict[str, Any]]:
+    return [item for item in items if item["activityType"] == activity_type]
+
+
 def test_http_agent_sees_tool_progress_replaced_in_place(node: str, endpoint: str) -> None:
     on = {"emitToolProgress": True}
     report = _run_client(node, endpoint, "node-thread", on, "search for TODO", "hello")
@@ -135,7 +146,7 @@ def test_http_agent_sees_tool_progress_replaced_in_place(node: str, endpoint: st
 
     assert first["types"][0] == "RUN_STARTED" and first["types"][-1] == "RUN_FINISHED"
     assert first["outcome"] == {"type": "success"}
-    shots = first["snapshots"]
+    shots = _of(first["snapshots"], "TOOL_PROGRESS")
     assert len(shots) >= 2, first["types"]
     call_id = shots[0]["content"]["toolCallId"]
     activity_id = f"{first['runId']}:progress:{call_id}"
@@ -146,12 +157,36 @@ def test_http_agent_sees_tool_progress_replaced_in_place(node: str, endpoint: st
     assert shots[0]["content"] == {"toolCallId": call_id, "progress": {"value": 0, "total": 2}}
     assert shots[-1]["content"] == {"toolCallId": call_id, "progress": {"value": 2, "total": 2}}
     assert [s["replacedExisting"] for s in shots] == [False] + [True] * (len(shots) - 1)
-    (activity,) = first["activities"]
+    (activity,) = _of(first["activities"], "TOOL_PROGRESS")
     assert activity["id"] == activity_id and activity["activityType"] == "TOOL_PROGRESS"
     assert activity["content"] == shots[-1]["content"]
     assert any("2 matches in 2 files" in result for result in first["toolResults"])
     assert "found 2 matches" in first["text"]
 
     # the same thread again: the client sends its history, the latest user message is the prompt
-    assert second["types"][-1] == "RUN_FINISHED" and not second["snapshots"]
+    assert second["types"][-1] == "RUN_FINISHED" and not _of(second["snapshots"], "TOOL_PROGRESS")
     assert second["text"] and second["runId"] != first["runId"]
+
+
+def test_http_agent_sees_the_progress_summary_replaced_in_place(node: str, endpoint: str) -> None:
+    report = _run_client(node, endpoint, "node-summary", {}, "search for TODO")
+    (run,) = report["runs"]
+    assert run["types"][-1] == "RUN_FINISHED"
+    shots = _of(run["snapshots"], "PROGRESS_SUMMARY")
+    assert len(shots) >= 2, run["types"]
+    # one activity per run, each revision replacing the last in the client's message list
+    assert {s["messageId"] for s in shots} == {f"{run['runId']}:progress-summary"}
+    assert all(s["replace"] is True for s in shots)
+    assert [s["replacedExisting"] for s in shots] == [False] + [True] * (len(shots) - 1)
+    revisions = [s["content"]["revision"] for s in shots]
+    assert revisions == list(range(1, len(shots) + 1))
+    assert all(set(s["content"]) == {"summary", "revision"} and s["content"]["summary"] for s in shots)
+    assert any("TODO" in s["content"]["summary"] for s in shots)
+    # every summary arrived before the terminal event
+    last_summary = max(i for i, t in enumerate(run["types"]) if t == "ACTIVITY_SNAPSHOT")
+    assert last_summary < run["types"].index("RUN_FINISHED")
+    (activity,) = _of(run["activities"], "PROGRESS_SUMMARY")
+    assert activity["content"] == shots[-1]["content"]
+
+    off = _run_client(node, endpoint, "node-summary", {"emitProgressSummary": False}, "search for TODO")
+    assert not _of(off["runs"][0]["snapshots"], "PROGRESS_SUMMARY")

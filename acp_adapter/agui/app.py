@@ -12,6 +12,10 @@ by the first run and never stopped explicitly.
   :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn.
 * ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``.
 
+Progress summaries (``summary=``, see :mod:`.summaries`): each run that has them publishes a
+``PROGRESS_SUMMARY`` activity snapshot per new revision, one ``messageId`` per run, replaced in
+place, all before the run's terminal event.
+
 Permission requests from the agent are answered by ``permission_policy``: by default
 :func:`~acp_adapter.client.deny_all` (an AG-UI client has no channel to ask its person here), so
 dangerous tools are denied and the agent says so on the card; ``allow_all`` (``--yes``) allows.
@@ -31,12 +35,15 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ..client import PermissionPolicy, deny_all, parse_agent_command
+from ..config import Settings
+from ..summary import SummaryFactory
 from .active import ActiveRun
 from .observers import RunObserverFactory
 from .options import global_tool_progress
 from .policy import RedactPolicy, load_policy
 from .request import MAX_BODY_BYTES, BadRunInput, parse_run_request
 from .service import CANCEL_GRACE, AguiService
+from .summaries import SummarySetup, summary_setup
 from .threads import ThreadBusy
 
 __all__ = ["create_app"]
@@ -44,6 +51,9 @@ __all__ = ["create_app"]
 log = logging.getLogger("acp_progress.agui.app")
 
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+#: The agent's own summary would only decorate think cards, which AG-UI drops: the endpoint
+#: writes the run's summary itself, so the agent is asked not to pay for a second one.
+_AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
 
 
 class _RunStream(StreamingResponse):
@@ -97,6 +107,7 @@ def create_app(
     init_timeout: float = 30.0,
     agent_log: str | os.PathLike[str] | None = None,
     cancel_grace: float = CANCEL_GRACE,
+    summary: SummaryFactory | Settings | SummarySetup | None = None,
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
@@ -107,8 +118,12 @@ def create_app(
     ``forwardedProps.emitToolProgress``. ``cwd`` is the agent's directory and every session's
     workspace (default: the current directory). ``agent_env`` is merged over this process's
     environment for the agent. ``run_observers`` are factories called once per run with its
-    :class:`~acp_adapter.agui.observers.RunContext` (see that module). Bad arguments raise here,
-    before anything is served.
+    :class:`~acp_adapter.agui.observers.RunContext` (see that module). ``summary`` turns on
+    progress summaries: a :class:`~acp_adapter.summary.SummaryFactory` (used as given), or
+    :class:`~acp_adapter.config.Settings` (``ACP_PROGRESS_SUMMARY``, ``auto`` meaning embedded —
+    what ``acp-progress agui`` passes); ``None`` (the default) keeps them off unless a run asks
+    with ``forwardedProps.emitProgressSummary: true``. Bad arguments raise here, before anything
+    is served (a summary set-up that cannot work raises :class:`~acp_adapter.config.ConfigError`).
     """
     argv = parse_agent_command(agent_command)
     resolved_policy = load_policy(policy)
@@ -116,17 +131,21 @@ def create_app(
     workspace = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
     if not os.path.isdir(workspace):
         raise ValueError(f"cwd {workspace!r} is not a directory")
+    summaries = summary_setup(summary)
+    env = dict(agent_env or {})
+    env.setdefault(_AGENT_SUMMARY_ENV, "off")
     service = AguiService(
         argv,
         cwd=workspace,
         policy=resolved_policy,
         tool_progress=progress_default,
         permission_policy=permission_policy,
-        agent_env=agent_env,
+        agent_env=env,
         run_observers=run_observers,
         init_timeout=init_timeout,
         agent_log=agent_log,
         cancel_grace=cancel_grace,
+        summary=summaries,
     )
 
     @contextlib.asynccontextmanager
@@ -155,7 +174,7 @@ def create_app(
     async def run(request: Request) -> Response:
         try:
             body = await _read_body(request)
-            run_request = parse_run_request(body, service.tool_progress)
+            run_request = parse_run_request(body, service.tool_progress, service.progress_summary)
         except BadRunInput as exc:
             return JSONResponse({"detail": str(exc)}, status_code=exc.status)
         try:

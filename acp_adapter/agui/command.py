@@ -86,6 +86,12 @@ def add_agui_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long to wait for the agent to answer initialize (default 30)",
     )
+    # --summary, --summary-interval, --summary-max-length: the same flags (and validation) as on
+    # watch, serve and relay. On by default here (auto = embedded): each run publishes a
+    # PROGRESS_SUMMARY activity; a run opts out with forwardedProps.emitProgressSummary: false.
+    from ..cli import SUMMARY_FLAGS, _add_model_flags
+
+    _add_model_flags(agui, only=SUMMARY_FLAGS)
     return agui
 
 
@@ -131,7 +137,9 @@ def run_agui_command(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
+        from ..cli import SUMMARY_FLAGS
         from ..client import AgentStartError, allow_all, deny_all
+        from ..config import ConfigError, Settings
         from .app import create_app
         from .options import ToolProgressOptionError
         from .policy import PolicyError
@@ -145,6 +153,11 @@ def run_agui_command(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.cwd):
         print(f"acp-progress agui: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
         return 2
+    try:
+        settings = Settings.load(flags={name: getattr(args, name, None) for name in SUMMARY_FLAGS})
+    except ConfigError as exc:
+        print(f"acp-progress agui: {exc}", file=sys.stderr)
+        return 2
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
     try:
@@ -156,8 +169,9 @@ def run_agui_command(args: argparse.Namespace) -> int:
             permission_policy=allow_all if args.yes else deny_all,
             init_timeout=args.init_timeout,
             agent_log=args.agent_log,
+            summary=settings,
         )
-    except (AgentStartError, PolicyError, ToolProgressOptionError, ValueError) as exc:
+    except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)
         return 2
     if not _is_loopback(args.host):

@@ -72,6 +72,8 @@ class RunContext:
     input: RunAgentInput
     emitter: RunEmitter
     tool_progress: bool
+    #: whether this run publishes PROGRESS_SUMMARY activities (endpoint default, or forwardedProps)
+    progress_summary: bool = False
     session_id: str | None = None
     #: free-form per-run state for observers that cooperate (e.g. a summary and its renderer)
     extras: dict[str, Any] = field(default_factory=dict)

@@ -1,9 +1,14 @@
-"""Whether a run publishes tool progress: off by default, on globally, overridden per run.
+"""Per-run switches: tool progress and progress summaries, each a global default a run overrides.
 
 Seed 001: the global switch (``--tool-progress`` / ``ACP_PROGRESS_AGUI_TOOL_PROGRESS=1``) is the
 default; ``forwardedProps.emitToolProgress`` of one run overrides it either way (``true`` enables,
 ``false`` disables a global opt-in). Any other value of that key is a client error, reported as such
 rather than guessed at.
+
+Progress summaries (issue 10) follow the same rule with ``forwardedProps.emitProgressSummary``
+over the endpoint's summary setting (``--summary`` / ``ACP_PROGRESS_SUMMARY``), so a client that
+renders no status line can opt out per run, and one that does can opt in on an endpoint that
+keeps them off by default.
 """
 
 from __future__ import annotations
@@ -15,19 +20,32 @@ from typing import Any, Final
 __all__ = [
     "ENV_TOOL_PROGRESS",
     "FORWARDED_PROP",
+    "SUMMARY_PROP",
+    "ForwardedSwitchError",
+    "ProgressSummaryOptionError",
     "ToolProgressOptionError",
     "global_tool_progress",
+    "run_progress_summary",
     "run_tool_progress",
 ]
 
 ENV_TOOL_PROGRESS: Final = "ACP_PROGRESS_AGUI_TOOL_PROGRESS"
 FORWARDED_PROP: Final = "emitToolProgress"
+SUMMARY_PROP: Final = "emitProgressSummary"
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"", "0", "false", "no", "off"})
 
 
-class ToolProgressOptionError(ValueError):
+class ForwardedSwitchError(ValueError):
+    """A value for a per-run switch that is neither true nor false."""
+
+
+class ToolProgressOptionError(ForwardedSwitchError):
     """A value for the progress switch that is neither true nor false."""
+
+
+class ProgressSummaryOptionError(ForwardedSwitchError):
+    """A value for the progress-summary switch that is neither true nor false."""
 
 
 def global_tool_progress(environ: Mapping[str, str] | None = None) -> bool:
@@ -40,17 +58,24 @@ def global_tool_progress(environ: Mapping[str, str] | None = None) -> bool:
     raise ToolProgressOptionError(f"{ENV_TOOL_PROGRESS}: expected 1 or 0, got {raw!r}")
 
 
-def run_tool_progress(global_default: bool, forwarded_props: Any) -> bool:
-    """The setting for one run: ``forwardedProps.emitToolProgress`` when given, else the global one."""
-    if not isinstance(forwarded_props, Mapping) or FORWARDED_PROP not in forwarded_props:
+def _run_switch(
+    global_default: bool, forwarded_props: Any, key: str, error: type[ForwardedSwitchError]
+) -> bool:
+    if not isinstance(forwarded_props, Mapping) or key not in forwarded_props:
         return global_default
-    value = forwarded_props[FORWARDED_PROP]
+    value = forwarded_props[key]
     if value is None:
         return global_default
     if not isinstance(value, bool):
-        raise ToolProgressOptionError(
-            f"forwardedProps.{FORWARDED_PROP} must be true or false, got {type(value).__name__} {value!r}"[
-                :200
-            ]
-        )
+        raise error(f"forwardedProps.{key} must be true or false, got {type(value).__name__} {value!r}"[:200])
     return value
+
+
+def run_tool_progress(global_default: bool, forwarded_props: Any) -> bool:
+    """The setting for one run: ``forwardedProps.emitToolProgress`` when given, else the global one."""
+    return _run_switch(global_default, forwarded_props, FORWARDED_PROP, ToolProgressOptionError)
+
+
+def run_progress_summary(global_default: bool, forwarded_props: Any) -> bool:
+    """Whether one run publishes summaries: ``forwardedProps.emitProgressSummary``, else the default."""
+    return _run_switch(global_default, forwarded_props, SUMMARY_PROP, ProgressSummaryOptionError)

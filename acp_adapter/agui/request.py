@@ -15,7 +15,7 @@ from ag_ui.core import RunAgentInput, TextInputContent, UserMessage
 from pydantic import ValidationError
 
 from ..redact import redact_text
-from .options import ToolProgressOptionError, run_tool_progress
+from .options import ForwardedSwitchError, run_progress_summary, run_tool_progress
 
 __all__ = ["MAX_BODY_BYTES", "BadRunInput", "RunRequest", "parse_run_request", "prompt_text"]
 
@@ -35,14 +35,17 @@ class BadRunInput(ValueError):
 
 
 class RunRequest:
-    """A validated run: the protocol input, the prompt for the agent, the progress switch."""
+    """A validated run: the protocol input, the prompt for the agent, the per-run switches."""
 
-    __slots__ = ("input", "prompt", "tool_progress")
+    __slots__ = ("input", "progress_summary", "prompt", "tool_progress")
 
-    def __init__(self, input: RunAgentInput, prompt: str, tool_progress: bool) -> None:
+    def __init__(
+        self, input: RunAgentInput, prompt: str, tool_progress: bool, progress_summary: bool = False
+    ) -> None:
         self.input = input
         self.prompt = prompt
         self.tool_progress = tool_progress
+        self.progress_summary = progress_summary
 
 
 def _describe(exc: ValidationError) -> str:
@@ -71,8 +74,14 @@ def prompt_text(run_input: RunAgentInput) -> str:
     return ""
 
 
-def parse_run_request(body: bytes, global_tool_progress: bool) -> RunRequest:
-    """Validate ``body``; raise :class:`BadRunInput` with a clear message when it is unusable."""
+def parse_run_request(
+    body: bytes, global_tool_progress: bool, global_progress_summary: bool = False
+) -> RunRequest:
+    """Validate ``body``; raise :class:`BadRunInput` with a clear message when it is unusable.
+
+    The ``global_*`` arguments are the endpoint's defaults for the per-run switches, which the
+    run's ``forwardedProps`` may override (:mod:`.options`).
+    """
     if not body.strip():
         raise BadRunInput("the request body is empty; POST a RunAgentInput as JSON")
     try:
@@ -88,6 +97,7 @@ def parse_run_request(body: bytes, global_tool_progress: bool) -> RunRequest:
         )
     try:
         tool_progress = run_tool_progress(global_tool_progress, run_input.forwarded_props)
-    except ToolProgressOptionError as exc:
+        progress_summary = run_progress_summary(global_progress_summary, run_input.forwarded_props)
+    except ForwardedSwitchError as exc:
         raise BadRunInput(str(exc)) from None
-    return RunRequest(run_input, prompt, tool_progress)
+    return RunRequest(run_input, prompt, tool_progress, progress_summary)

@@ -22,6 +22,7 @@ from .policy import RedactPolicy
 from .projection import RunProjection
 from .request import RunRequest
 from .run import RunEmitter
+from .summaries import SummarySetup, summary_observers
 from .threads import ThreadRegistry
 
 __all__ = ["CANCEL_GRACE", "AguiService"]
@@ -48,10 +49,16 @@ class AguiService:
         init_timeout: float = 30.0,
         agent_log: str | os.PathLike[str] | None = None,
         cancel_grace: float = CANCEL_GRACE,
+        summary: SummarySetup | None = None,
     ) -> None:
         self.policy = policy
         self.tool_progress = tool_progress
+        #: how runs get progress summaries (None: never, not even on request)
+        self.summary = summary
         self.run_observers = list(run_observers)
+        if summary is not None:
+            # first, so the summary stops before slower observers' on_end hooks are awaited
+            self.run_observers.insert(0, summary_observers(summary))
         self.cancel_grace = cancel_grace
         self.host = AgentHost(
             argv,
@@ -66,6 +73,11 @@ class AguiService:
         self.started = False
         #: why the agent did not start at app startup (one redacted line), for a one-line report
         self.start_error: str | None = None
+
+    @property
+    def progress_summary(self) -> bool:
+        """The endpoint's default for runs' progress summaries (a run's forwardedProps may override)."""
+        return self.summary is not None and self.summary.default
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -87,6 +99,8 @@ class AguiService:
             with contextlib.suppress(BaseException):
                 await task
         await self.host.close()
+        if self.summary is not None:
+            await self.summary.aclose()
         self.started = False
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
@@ -114,6 +128,7 @@ class AguiService:
             input=run_input,
             emitter=emitter,
             tool_progress=request.tool_progress,
+            progress_summary=request.progress_summary and self.summary is not None,
         )
         active = ActiveRun(context, host=self.host, threads=self.threads, spawn=self.spawn)
         slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
@@ -121,10 +136,11 @@ class AguiService:
         emitter.start()
         self.spawn(active.drive(slot), f"agui-run-{run_input.run_id}")
         log.info(
-            "run %s on thread %s started (tool progress %s)",
+            "run %s on thread %s started (tool progress %s, progress summary %s)",
             redact_text(run_input.run_id),
             redact_text(run_input.thread_id),
             "on" if request.tool_progress else "off",
+            "on" if context.progress_summary else "off",
         )
         return active
 

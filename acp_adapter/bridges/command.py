@@ -15,6 +15,7 @@ from typing import Any, Final, get_args
 
 from ..redact import redact_text
 from .config import (
+    SUMMARY_CHOICES,
     BridgeConfigError,
     BridgeInstance,
     BridgeStore,
@@ -25,6 +26,7 @@ from .config import (
     merge_update,
     new_instance,
     resolve_progress,
+    resolve_summary_mode,
 )
 
 __all__ = ["add_bridge_parser", "last_run_path", "run_bridge_command"]
@@ -75,6 +77,17 @@ def _progress_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _summary_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--summary",
+        dest="instance_summary",
+        choices=SUMMARY_CHOICES,
+        metavar="MODE",
+        help="progress-summary placeholder of this instance: off, embedded or openai; auto clears it "
+        "(then ACP_PROGRESS_SUMMARY decides, default embedded)",
+    )
+
+
 def _routing_flags(parser: argparse.ArgumentParser, *, create: bool) -> None:
     parser.add_argument(
         "--chat-id",
@@ -103,11 +116,13 @@ def add_bridge_parser(sub: Any) -> None:
     create.add_argument("--platform", required=True, choices=("telegram", "console"))
     _routing_flags(create, create=True)
     _progress_flags(create)
+    _summary_flag(create)
 
     update = actions.add_parser("update", help="change an instance (flags merge; routing is kept)")
     update.add_argument("name")
     _routing_flags(update, create=False)
     _progress_flags(update)
+    _summary_flag(update)
 
     actions.add_parser("list", help="list bridge instances")
     show = actions.add_parser("show", help="show an instance, its effective progress and last run's metrics")
@@ -118,6 +133,11 @@ def add_bridge_parser(sub: Any) -> None:
     run = actions.add_parser("run", help="run an instance until interrupted (console: until end of input)")
     run.add_argument("name")
     run.add_argument("--agent-log", metavar="FILE", help="append the agent's stderr to FILE")
+    # --summary, --summary-interval, --summary-max-length: the flags (and validation) of watch and
+    # serve; --summary here overrides the instance's delivery_defaults.summary for this run.
+    from ..cli import SUMMARY_FLAGS, _add_model_flags
+
+    _add_model_flags(run, only=SUMMARY_FLAGS)
 
 
 def _progress_changes(args: argparse.Namespace) -> dict[str, Any]:
@@ -133,11 +153,23 @@ def last_run_path(name: str) -> Path:
 def _describe(instance: BridgeInstance) -> dict[str, Any]:
     out: dict[str, Any] = instance.model_dump(mode="json")
     out["effective_progress"] = resolve_progress(instance).model_dump(mode="json")
+    out["effective_summary"] = _effective_summary(instance)
     try:
         out["last_run"] = json.loads(last_run_path(instance.name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         out["last_run"] = None
     return out
+
+
+def _effective_summary(instance: BridgeInstance) -> str:
+    """The summary mode ``bridge run`` would use now (instance, then ``ACP_PROGRESS_SUMMARY``)."""
+    from ..config import ConfigError, Settings
+
+    try:
+        settings = Settings.from_env()
+    except ConfigError:
+        settings = Settings()  # a bad unrelated variable must not break show/list
+    return resolve_summary_mode(instance, settings)
 
 
 def run_bridge_command(args: argparse.Namespace) -> int:
@@ -147,7 +179,12 @@ def run_bridge_command(args: argparse.Namespace) -> int:
         action = args.bridge_command
         if action == "create":
             base = new_instance(
-                args.name, args.platform, chat_ids=args.chat_ids, agent=args.agent, cwd=args.cwd
+                args.name,
+                args.platform,
+                chat_ids=args.chat_ids,
+                agent=args.agent,
+                cwd=args.cwd,
+                summary=args.instance_summary,
             )
             changes = _progress_changes(args)
             instance = merge_update(base, progress=changes) if changes else base
@@ -161,6 +198,7 @@ def run_bridge_command(args: argparse.Namespace) -> int:
                 chat_ids=args.chat_ids,
                 agent=args.agent,
                 cwd=args.cwd,
+                summary=args.instance_summary,
             )
             store.replace(instance)
             print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
@@ -170,7 +208,8 @@ def run_bridge_command(args: argparse.Namespace) -> int:
                 p = resolve_progress(inst)
                 print(
                     f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
-                    f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}"
+                    f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}\t"
+                    f"summary={_effective_summary(inst)}"
                 )
             return 0
         if action == "show":
@@ -179,17 +218,27 @@ def run_bridge_command(args: argparse.Namespace) -> int:
         if action == "delete":
             store.delete(args.name)
             return 0
-        return _run(store.get(args.name), args.agent_log)
+        return _run(store.get(args.name), args)
     except BridgeConfigError as exc:
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 2
 
 
-def _run(instance: BridgeInstance, agent_log: str | None) -> int:
+def _run(instance: BridgeInstance, args: argparse.Namespace) -> int:
+    from ..cli import SUMMARY_FLAGS
     from ..client import AgentError
+    from ..config import ConfigError, Settings
+    from ..summary import SummaryFactory
     from .runner import BridgeRunner
 
-    runner = BridgeRunner(instance, stderr_log=agent_log)
+    try:
+        settings = Settings.load(flags={name: getattr(args, name, None) for name in SUMMARY_FLAGS})
+        mode = resolve_summary_mode(instance, settings, getattr(args, "summary", None))
+        summary = SummaryFactory.from_settings(settings.replace(summary=mode))
+    except ConfigError as exc:
+        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        return 2
+    runner = BridgeRunner(instance, stderr_log=args.agent_log, summary=summary)
     try:
         if instance.platform == "console":
             from .platforms.console import run_console

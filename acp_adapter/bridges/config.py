@@ -10,6 +10,11 @@ Progress resolution (seed ``000``): the instance's block replaces the platform d
 daemon default (``off`` with ``accumulate``). Fields missing from an explicit block take the
 daemon default, never the platform's, so "replaces whole" stays true.
 
+``delivery_defaults.summary`` (``off``/``embedded``/``openai``; absent = unset) chooses the
+instance's progress-summary placeholder. Resolution: ``bridge run --summary`` > the instance's
+value > ``ACP_PROGRESS_SUMMARY`` > on (``embedded``), chats being a surface where a status line
+helps; interval and length always come from the settings (``ACP_PROGRESS_SUMMARY_INTERVAL`` …).
+
 Instances live in one JSON file under the user's config directory, written atomically
 (temporary file in the same directory, fsync, ``os.replace``) so a crash mid-write leaves the
 previous file intact. Secrets (bot tokens) are never stored: they come from the environment.
@@ -25,14 +30,26 @@ import shlex
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..summary import SummaryMode
 
 __all__ = [
     "CONFIG_DIR_ENV",
     "DAEMON_DEFAULT",
     "PLATFORM_DEFAULTS",
+    "SUMMARY_CHOICES",
     "BridgeConfigError",
     "BridgeInstance",
     "BridgeStore",
@@ -40,11 +57,13 @@ __all__ = [
     "Platform",
     "ProgressConfig",
     "Routing",
+    "SummarySetting",
     "atomic_write_text",
     "config_dir",
     "merge_update",
     "new_instance",
     "resolve_progress",
+    "resolve_summary_mode",
 ]
 
 log = logging.getLogger("acp_progress.bridges.config")
@@ -56,6 +75,9 @@ FILE_VERSION: Final = 1
 Platform = Literal["telegram", "console"]
 ToolProgressMode = Literal["off", "new", "all", "verbose"]
 Grouping = Literal["accumulate", "separate"]
+SummarySetting = Literal["off", "embedded", "openai"]
+#: On the command line, ``auto`` clears the instance's summary (the settings decide again).
+SUMMARY_CHOICES: Final = ("auto", "off", "embedded", "openai")
 
 _CLOSED = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -86,11 +108,21 @@ PLATFORM_DEFAULTS: Final[Mapping[str, ProgressConfig]] = {
 
 
 class DeliveryDefaults(BaseModel):
-    """Per-instance delivery defaults; today only the progress block."""
+    """Per-instance delivery defaults: the progress block and the summary placeholder mode."""
 
     model_config = _CLOSED
 
     progress: ProgressConfig | None = None
+    summary: SummarySetting | None = None
+    """Progress-summary placeholder: ``off``, ``embedded`` or ``openai``; None: the settings decide."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_summary(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """An unset summary is not written: files and ``bridge show`` stay as they were without it."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("summary") is None:
+            data.pop("summary", None)
+        return data
 
 
 class Routing(BaseModel):
@@ -177,6 +209,25 @@ def resolve_progress(instance: BridgeInstance) -> ProgressConfig:
     return PLATFORM_DEFAULTS.get(instance.platform, DAEMON_DEFAULT)
 
 
+def resolve_summary_mode(
+    instance: BridgeInstance, settings: Settings, override: str | None = None
+) -> SummaryMode:
+    """Flag (``bridge run --summary``; ``auto`` = none) > instance > settings > ``embedded``."""
+    from ..summary import resolve_mode
+
+    if override in ("off", "embedded", "openai"):
+        return cast("SummaryMode", override)
+    configured = instance.delivery_defaults.summary
+    if configured is not None:
+        return configured
+    return resolve_mode(settings, "embedded")
+
+
+def _summary_value(summary: str | None) -> str | None:
+    """A ``--summary`` value as stored: ``auto`` (and None) is unset."""
+    return None if summary in (None, "auto") else summary
+
+
 def _agent_argv(agent: str | None) -> tuple[str, ...] | None:
     if agent is None:
         return None
@@ -197,15 +248,19 @@ def new_instance(
     agent: str | None = None,
     cwd: str | None = None,
     progress: Mapping[str, Any] | None = None,
+    summary: str | None = None,
 ) -> BridgeInstance:
     """Build and validate a new instance (the workspace defaults to the current directory)."""
+    defaults: dict[str, Any] = {"progress": dict(progress) if progress else None}
+    if _summary_value(summary) is not None:
+        defaults["summary"] = summary
     data: dict[str, Any] = {
         "name": name,
         "platform": platform,
         "routing": {"chat_ids": tuple(chat_ids or ())},
         "agent": _agent_argv(agent),
         "cwd": os.path.abspath(cwd or os.getcwd()),
-        "delivery_defaults": {"progress": dict(progress) if progress else None},
+        "delivery_defaults": defaults,
     }
     return _validate_instance(data)
 
@@ -217,8 +272,11 @@ def merge_update(
     chat_ids: list[int] | None = None,
     agent: str | None = None,
     cwd: str | None = None,
+    summary: str | None = None,
 ) -> BridgeInstance:
     """Merge changes into ``instance``; fields not mentioned keep their values.
+
+    ``summary`` sets the instance's summary mode; ``"auto"`` clears it (the settings decide).
 
     Changing progress never clears routing. When the instance has no explicit progress
     block yet, the merge starts from the *effective* config (the platform default), so
@@ -230,6 +288,14 @@ def merge_update(
         base = resolve_progress(instance).model_dump()
         base.update(progress)
         data["delivery_defaults"] = {**data["delivery_defaults"], "progress": base}
+    if summary is not None:
+        defaults = {**data["delivery_defaults"]}
+        value = _summary_value(summary)
+        if value is None:
+            defaults.pop("summary", None)
+        else:
+            defaults["summary"] = value
+        data["delivery_defaults"] = defaults
     if chat_ids is not None:
         data["routing"] = {**data["routing"], "chat_ids": tuple(chat_ids)}
     if agent is not None:

@@ -9,6 +9,14 @@ Answer text closes the bubble: a later tool starts a new bubble below the answer
 
 ``separate``: one message per line, no progress edits.
 
+Progress summaries (seed ``002``, "Channel placeholders"): the turn's latest summary is shown in
+one placeholder message (``⏳ <summary>``), posted once the turn has had a summary for
+``placeholder_delay`` seconds (a turn answered sooner needs no status message and costs no post,
+delete or extra notification) and then edited in place under the same edit budget as progress.
+When the turn ends the placeholder is deleted *before* the final reply is posted, so the reply is
+a new message and the platform notifies the person as it does for any message. A summary that
+reaches delivery outside its turn, or is not newer than the one shown, is ignored.
+
 Typing is kept on while a tool or think card is active (re-sent before the platform lets it
 lapse) and turned off at terminal phases. Reactions go on the user's message. Every text
 handed to the sink passes the canonical redactor right here, at the edge; a failing platform
@@ -38,6 +46,7 @@ from .events import (
     ProgressPayload,
     ReactionEvent,
     ReactionKind,
+    SummaryUpdate,
     TurnEnd,
     TurnStart,
 )
@@ -46,6 +55,8 @@ from .sink import ChatSink, MessageId, split_to_fit, truncate_to_fit
 __all__ = [
     "COALESCE_WINDOW",
     "LONG_TOOL_MS",
+    "PLACEHOLDER_DELAY",
+    "PLACEHOLDER_PREFIX",
     "DeliveryStats",
     "RouteDelivery",
     "collapse_lines",
@@ -60,6 +71,10 @@ LONG_TOOL_MS: Final = 30_000
 """Completed lines show the duration when the tool ran at least this long."""
 TYPING_REFRESH: Final = 0.8
 """Re-send typing after this fraction of the platform's typing lifetime."""
+PLACEHOLDER_PREFIX: Final = "⏳ "
+"""The summary placeholder reads ``⏳ <summary>``."""
+PLACEHOLDER_DELAY: Final = 3.0
+"""Seconds a turn has had a summary before its placeholder is posted (0: at the first summary)."""
 
 
 def render_line(payload: ProgressPayload) -> str:
@@ -125,11 +140,13 @@ class RouteDelivery:
         clock: Callable[[], float],
         *,
         window: float = COALESCE_WINDOW,
+        placeholder_delay: float = PLACEHOLDER_DELAY,
     ) -> None:
         self.sink = sink
         self.config = config
         self.clock = clock
         self.window = window
+        self.placeholder_delay = placeholder_delay
         self.stats = DeliveryStats()
         self._current: _Message | None = None
         self._started_at: dict[str, tuple[_Message, int]] = {}
@@ -141,6 +158,12 @@ class RouteDelivery:
         self._react_target: MessageId = None
         self._typing_on = False
         self._typing_next = math.inf
+        # the progress-summary placeholder of the running turn
+        self._in_turn = False
+        self._placeholder: _Message | None = None  # posted (or its post attempted)
+        self._placeholder_line: str | None = None  # waiting for its delay before the first post
+        self._placeholder_due = math.inf
+        self._summary_revision = 0
 
     # ------------------------------------------------------------------------- turn
 
@@ -149,6 +172,7 @@ class RouteDelivery:
         self._react_target = user_message
         self._close_bubble()
         self._answered = False
+        self._in_turn = True
 
     async def handle(self, event: BridgeEvent) -> None:
         """Deliver one event from the route queue."""
@@ -166,18 +190,23 @@ class RouteDelivery:
             self._close_bubble()
         elif isinstance(event, ReactionEvent):
             await self._react(event.kind)
+        elif isinstance(event, SummaryUpdate):
+            await self._summary(event)
         elif isinstance(event, ErrorNotice):
+            await self._end_placeholder()
             await self._post_answer()
             self._close_bubble()
             await self._post(f"⚠️ {event.text}")
             self._answered = True
         elif isinstance(event, TurnStart):
+            await self._end_placeholder()
             await self._post_answer()
             self.begin_turn(event.user_message)
         elif isinstance(event, DeleteMessage):
             await self._call("delete", self.sink.delete(event.message_id))
             self.stats.deletes += 1
         elif isinstance(event, TurnEnd):
+            await self._end_placeholder()  # first: the final reply below is a new message
             await self._post_answer()
             self._close_bubble()
             await self.set_typing(False)
@@ -254,6 +283,58 @@ class RouteDelivery:
             if not force:
                 return
 
+    # -------------------------------------------------------------------- placeholder
+
+    async def _summary(self, event: SummaryUpdate) -> None:
+        if not self._in_turn or event.revision <= self._summary_revision:
+            return  # after its turn, or older than what is shown: never displayed
+        self._summary_revision = event.revision
+        text = " ".join(event.summary.split())
+        if not text:
+            return
+        line = truncate_to_fit(PLACEHOLDER_PREFIX + text, self.sink.limit, self.sink.measure)
+        msg = self._placeholder
+        if msg is not None:
+            msg.entries[0][1] = line
+            self._mark_dirty(msg)  # an edit, under the route's edit budget
+            return
+        self._placeholder_line = line
+        if self._placeholder_due == math.inf:
+            self._placeholder_due = self.clock() + self.placeholder_delay
+        await self._post_placeholder_if_due()
+
+    async def _post_placeholder_if_due(self) -> None:
+        line = self._placeholder_line
+        if line is None or self.clock() < self._placeholder_due:
+            return
+        self._placeholder_line = None
+        self._placeholder_due = math.inf
+        msg = _Message(entries=[["", line]])
+        self._placeholder = msg
+        msg.message_id = await self._post(line)
+        msg.shown = line
+
+    async def _end_placeholder(self) -> None:
+        """The turn is over: no summary is shown any more; a posted placeholder is deleted."""
+        self._in_turn = False
+        self._placeholder_line = None
+        self._placeholder_due = math.inf
+        self._summary_revision = 0
+        msg, self._placeholder = self._placeholder, None
+        if msg is None:
+            return
+        if msg in self._dirty:
+            self._dirty.remove(msg)
+        if msg.message_id is not None:
+            self.stats.deletes += 1
+            if not await self._call("delete", self.sink.delete(msg.message_id)):
+                self.stats.failures += 1
+
+    @property
+    def placeholder(self) -> MessageId:
+        """The platform id of the turn's posted placeholder, or None."""
+        return self._placeholder.message_id if self._placeholder is not None else None
+
     # ------------------------------------------------------------------------ answer
 
     async def _post_answer(self) -> None:
@@ -300,16 +381,20 @@ class RouteDelivery:
         times = [self._typing_next] if self._typing_on else []
         if self._dirty:
             times.append(self._last_edit + self.window)
+        if self._placeholder_line is not None:
+            times.append(self._placeholder_due)
         return min(times) if times else None
 
     async def tick(self) -> None:
-        """Run what is due: the trailing edit flush and the typing refresh."""
+        """Run what is due: the placeholder's first post, the trailing edit flush, the typing refresh."""
+        await self._post_placeholder_if_due()
         await self._flush_edits()
         if self._typing_on and self.clock() >= self._typing_next:
             await self._send_typing()
 
     async def close(self) -> None:
-        """Shutting down: flush every pending edit and post any pending answer now."""
+        """Shutting down: drop the placeholder, flush every pending edit and post any pending answer."""
+        await self._end_placeholder()
         await self._post_answer()
         await self._flush_edits(force=True)
         await self.set_typing(False)

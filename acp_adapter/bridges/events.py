@@ -19,6 +19,7 @@ __all__ = [
     "ProgressPayload",
     "ReactionEvent",
     "ReactionKind",
+    "SummaryUpdate",
     "TurnEnd",
     "TurnStart",
     "is_terminal",
@@ -98,6 +99,19 @@ class DeleteMessage:
 
 
 @dataclass(frozen=True)
+class SummaryUpdate:
+    """A new progress summary of the running turn, for its placeholder message.
+
+    Only the latest revision matters: the queue keeps one per turn (a newer one replaces an
+    unsent older one) and delivery ignores anything outside its turn or not newer than what the
+    placeholder shows.
+    """
+
+    summary: str
+    revision: int
+
+
+@dataclass(frozen=True)
 class TurnStart:
     """A prompt from the chat begins: reactions go on ``user_message``; a new bubble will open."""
 
@@ -111,7 +125,16 @@ class TurnEnd:
     stop_reason: str
 
 
-BridgeEvent = ProgressEvent | AnswerText | ReactionEvent | ErrorNotice | DeleteMessage | TurnStart | TurnEnd
+BridgeEvent = (
+    ProgressEvent
+    | AnswerText
+    | ReactionEvent
+    | SummaryUpdate
+    | ErrorNotice
+    | DeleteMessage
+    | TurnStart
+    | TurnEnd
+)
 
 
 def is_terminal(event: BridgeEvent) -> bool:

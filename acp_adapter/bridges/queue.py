@@ -6,9 +6,12 @@ Backpressure rules (seed ``000``):
   one in place (it is a superset, so nothing is lost);
 * progress coalesces only when ``tool_call_id`` *and* ``phase`` both match; distinct tool calls
   are never merged into each other's status;
+* a progress summary coalesces with the turn's unsent one (only the latest revision matters);
+* coalescing never reaches across a turn boundary (``TurnStart``/``TurnEnd``): segment numbers
+  restart each turn, and a newer turn's text or summary must not overwrite an older turn's;
 * at the soft bound, the oldest queued intermediate ``started`` line is evicted to make room
-  (or, when there is none to evict, an incoming ``started`` line or reaction is dropped); each
-  drop is counted by reason in ``delivery_dropped_by_reason``;
+  (or, when there is none to evict, an incoming ``started`` line, reaction or summary is
+  dropped); each drop is counted by reason in ``delivery_dropped_by_reason``;
 * terminal progress, final (turn end), error and delete events are never dropped, even past
   the soft bound: degradation costs status visibility, never the outcome.
 
@@ -22,7 +25,16 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .events import AnswerText, BridgeEvent, ProgressEvent, ReactionEvent, is_terminal
+from .events import (
+    AnswerText,
+    BridgeEvent,
+    ProgressEvent,
+    ReactionEvent,
+    SummaryUpdate,
+    TurnEnd,
+    TurnStart,
+    is_terminal,
+)
 
 __all__ = ["DEFAULT_SOFT_BOUND", "QueueClosed", "QueueMetrics", "RouteQueue"]
 
@@ -31,6 +43,7 @@ DEFAULT_SOFT_BOUND: Final = 256
 EVICTED_STARTED: Final = "evicted_started"
 DROPPED_STARTED: Final = "queue_full_started"
 DROPPED_REACTION: Final = "queue_full_reaction"
+DROPPED_SUMMARY: Final = "queue_full_summary"
 
 
 class QueueClosed(Exception):
@@ -77,6 +90,8 @@ def _coalesce_key(event: BridgeEvent) -> tuple[Any, ...] | None:
         return ("text", event.segment)
     if isinstance(event, ProgressEvent):
         return ("progress", event.payload.tool_call_id, event.payload.phase)
+    if isinstance(event, SummaryUpdate):
+        return ("summary",)
     return None
 
 
@@ -122,12 +137,17 @@ class RouteQueue:
             if isinstance(event, ReactionEvent):
                 self.metrics.drop(DROPPED_REACTION)
                 return False
+            if isinstance(event, SummaryUpdate):
+                self.metrics.drop(DROPPED_SUMMARY)
+                return False
         if len(self._items) >= self.soft_bound:
             self.metrics.over_soft_bound += 1
         new_cell = [event]
         self._items.append(new_cell)
         if key is not None:
             self._cells[key] = new_cell
+        elif isinstance(event, TurnStart | TurnEnd):
+            self._cells.clear()  # a turn boundary: nothing queued before it coalesces with what follows
         self.metrics.enqueued += 1
         self.metrics.max_depth = max(self.metrics.max_depth, len(self._items))
         self._ready.set()

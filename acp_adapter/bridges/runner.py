@@ -6,9 +6,16 @@ ACP session, its own ordered :class:`~.queue.RouteQueue` and a delivery worker t
 onto the chat's sink, so a slow chat never holds up another.
 
 Transcript boundary (seed ``000``): the only thing ever sent to the agent is the person's own
-message text. Progress lines, typing, reactions and answers are bridge-only deliveries; they
-are never stored in the session or fed back as prompt content, so the agent's history holds
-exactly its own ACP events.
+message text. Progress lines, typing, reactions, summaries and answers are bridge-only
+deliveries; they are never stored in the session or fed back as prompt content, so the agent's
+history holds exactly its own ACP events.
+
+Progress summaries (``summary=``, a :class:`~acp_adapter.summary.SummaryFactory`; ``None``: off):
+each turn gets a :class:`~acp_adapter.summary.ProgressSummary` fed with every update of the
+turn; its revisions go through the route's ordered queue as :class:`~.events.SummaryUpdate` and
+the delivery layer shows them in a placeholder message. The summary is stopped before the
+turn's ``TurnEnd`` is queued, so no revision of a turn can follow its end. A summary that fails
+to start or to generate costs the chat its status line, never its answer.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from acp.schema import RequestPermissionResponse
 from ..client import AgentCrashed, AgentDriver, AgentError, PermissionRequest, permission_response
 from ..presentation import PresentationRegistry
 from ..redact import redact_text
+from ..summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 from .config import BridgeInstance, ProgressConfig, resolve_progress
-from .delivery import COALESCE_WINDOW, DeliveryStats, RouteDelivery
-from .events import ErrorNotice, TurnEnd, TurnStart
+from .delivery import COALESCE_WINDOW, PLACEHOLDER_DELAY, DeliveryStats, RouteDelivery
+from .events import ErrorNotice, SummaryUpdate, TurnEnd, TurnStart
 from .projection import TurnProjection
 from .queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
 from .sink import ChatSink, MessageId
@@ -42,6 +50,10 @@ PERMISSION_TIMEOUT = 120.0
 
 PermissionAsker = Callable[[Any, PermissionRequest, float], Awaitable[bool]]
 """``(chat_id, request, timeout) -> allowed``: the platform asks the chat (buttons, a reply…)."""
+
+AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
+"""The agent's own summary would only decorate think cards, which a chat never shows: the bridge
+writes the turn's summary itself and asks the agent (unless ``agent_env`` says otherwise) not to."""
 
 
 @dataclass
@@ -71,10 +83,18 @@ class BridgeRunner:
         registry: PresentationRegistry | None = None,
         stderr_log: str | None = None,
         config: ProgressConfig | None = None,
+        summary: SummaryFactory | None = None,
+        placeholder_delay: float = PLACEHOLDER_DELAY,
+        summary_clock: Clock | None = None,
     ) -> None:
         self.instance = instance
         self.config = config or resolve_progress(instance)
         self.agent_env = dict(agent_env or {})
+        self.agent_env.setdefault(AGENT_SUMMARY_ENV, "off")
+        #: makes each turn's progress summary (None: no summaries, no placeholder)
+        self.summary = summary
+        self.placeholder_delay = placeholder_delay
+        self.summary_clock = summary_clock
         self.clock = clock
         self.window = window
         self.soft_bound = soft_bound
@@ -137,7 +157,9 @@ class BridgeRunner:
         route = self._routes.get(chat_id)
         if route is None:
             queue = RouteQueue(self.soft_bound)
-            delivery = RouteDelivery(sink, self.config, self.clock, window=self.window)
+            delivery = RouteDelivery(
+                sink, self.config, self.clock, window=self.window, placeholder_delay=self.placeholder_delay
+            )
             route = Route(chat_id=chat_id, session_id="", queue=queue, delivery=delivery)
             route.worker = asyncio.create_task(self._deliver(route), name=f"bridge-route-{chat_id}")
             self._routes[chat_id] = route
@@ -175,26 +197,52 @@ class BridgeRunner:
         async with route.lock:
             route.queue.put(TurnStart(user_message))
             projection = TurnProjection(self.config, registry=self.registry, workspace_id=self.instance.cwd)
+            summary: ProgressSummary | None = None
             try:
                 driver = await self._ensure_driver()
                 if not route.session_id:
                     route.session_id = await driver.new_session(cwd=self.instance.cwd)
                     self._chat_of_session[route.session_id] = chat_id
+                summary = self._start_summary(route, text)
                 turn = driver.prompt(route.session_id, text)
                 async for update in turn:
+                    if summary is not None:
+                        _observe(summary, update)
                     for event in projection.project(update, self.clock()):
                         route.queue.put(event)
                     await route.delivery.set_typing(projection.active)
                 stop = turn.response.stop_reason if turn.response is not None else "end_turn"
+                _stop(summary, "cancelled" if str(stop) == "cancelled" else "finished")
                 route.queue.put(TurnEnd(str(stop)))
             except AgentError as exc:
+                _stop(summary, "failed")
                 log.warning("bridge %s: turn failed: %s", self.instance.name, exc)
                 route.queue.put(ErrorNotice(redact_text(str(exc))))
                 route.queue.put(TurnEnd("error"))
                 if isinstance(exc, AgentCrashed) or self._driver is None:
                     await self._drop_driver()
             finally:
+                _stop(summary, "failed")  # a no-op unless the turn ended some other way
                 await route.delivery.set_typing(False)
+
+    def _start_summary(self, route: Route, text: str) -> ProgressSummary | None:
+        """The turn's progress summary, its revisions queued for the route's placeholder."""
+        if self.summary is None:
+            return None
+        queue = route.queue
+
+        def show(event: SummaryEvent) -> None:
+            queue.put(SummaryUpdate(redact_text(event.summary), event.revision))
+
+        try:
+            return self.summary.create(user_text=text, on_summary=show, clock=self.summary_clock).start()
+        except Exception as exc:
+            log.warning(
+                "bridge %s: progress summary unavailable for this turn: %s",
+                self.instance.name,
+                redact_text(f"{type(exc).__name__}: {exc}")[:300],
+            )
+            return None
 
     async def cancel(self, chat_id: Any) -> bool:
         """Cancel the chat's running turn (``session/cancel``); False when nothing runs."""
@@ -234,6 +282,8 @@ class BridgeRunner:
         if self._driver is not None:
             await self._driver.close()
             self._driver = None
+        if self.summary is not None:
+            await self.summary.aclose()  # the summary model's connections, on this loop
         m = self.metrics()
         s = self.delivery_stats()
         log.info(
@@ -249,3 +299,21 @@ class BridgeRunner:
             s.edits,
             s.failures,
         )
+
+
+def _observe(summary: ProgressSummary, update: Any) -> None:
+    """Feed the summary one update; a summary bug costs the status line, never the turn."""
+    try:
+        summary.observe(update)
+    except Exception as exc:
+        log.warning("progress summary failed on an update; ignored: %s", redact_text(str(exc))[:300])
+
+
+def _stop(summary: ProgressSummary | None, outcome: Outcome) -> None:
+    """Stop the turn's summary (idempotent): once this returned it queues nothing more."""
+    if summary is None:
+        return
+    try:
+        summary.stop(outcome)
+    except Exception as exc:
+        log.warning("stopping the progress summary failed: %s", redact_text(str(exc))[:300])
