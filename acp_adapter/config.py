@@ -55,7 +55,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 ModelName = Literal["embedded", "openai"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-#: ``auto`` is each front-end's own default: embedded for watch and bridges, off for serve and relay.
+#: ``auto`` is each front-end's own default: embedded for watch, agui and bridges, off for serve and relay.
 SummaryModeSetting = Literal["auto", "off", "embedded", "openai"]
 
 
@@ -350,7 +350,7 @@ class Settings(_Section):
         env="ACP_PROGRESS_SUMMARY",
         flag="--summary",
         metavar="MODE",
-        help="progress summaries: off, embedded or openai (auto: embedded in watch, off in serve, relay)",
+        help="progress summaries: off, embedded, openai (auto: on in watch/agui/bridge, off in serve/relay)",
     )
     summary_interval: float = setting(
         10.0,

@@ -333,6 +333,12 @@ def test_the_embedded_writer_says_what_is_happening() -> None:
     assert embedded_summary(_snap(user_text="", reasoning_active=True)) == "Thinking about the request."
 
 
+def test_a_title_that_ends_the_sentence_gets_no_second_full_stop() -> None:
+    assert embedded_summary(_snap(active_tools=("Listing .",))) == "Listing ."
+    assert embedded_summary(_snap(active_tools=("Reading a/very/long/pa…",))) == "Reading a/very/long/pa…"
+    assert embedded_summary(_snap(active_tools=("Listing .",), previous="Listing .")) == "Still listing ."
+
+
 def test_the_embedded_writer_moves_on_a_long_wait_without_inventing_progress() -> None:
     first = embedded_summary(_snap(reasoning_active=True))
     second = embedded_summary(_snap(reasoning_active=True, previous=first, elapsed=10))

@@ -326,13 +326,21 @@ def _base_sentence(s: ProgressSnapshot) -> str:
     return f"Getting started on {_topic(s.user_text)}."
 
 
+def _finished(sentence: str) -> str:
+    """One full stop: a tool title may already end the sentence (``Listing .``, ``Reading a/b…``)."""
+    for doubled, single in (("..", "."), ("….", "…"), ("?.", "?"), ("!.", "!")):
+        if sentence.endswith(doubled):
+            return sentence[: -len(doubled)] + single
+    return sentence
+
+
 def embedded_summary(snapshot: ProgressSnapshot) -> str:
     """The embedded writer: what the agent is doing, from the snapshot alone (no network, pure).
 
     When nothing changed since the previous summary it says "Still …", and after a minute it adds
     how long ("…, 2 min in."), so a long wait still shows movement without inventing progress.
     """
-    base = _base_sentence(snapshot)
+    base = _finished(_base_sentence(snapshot))
     still = "Still " + _lower_first(base)
     previous = snapshot.previous
     if previous is None or not (previous == base or previous.startswith(still.rstrip("."))):
