@@ -221,7 +221,8 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         direct_response = await prompt_text(conn, session.session_id, prompt)
     relayed = RecordingClient(permission="allow")
-    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.5")
+    # think-after well above the agent's 0.1 s heartbeat: a loaded machine must not make a gap
+    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="2")
     async with spawn_agent(relayed, env=env, argv=argv) as (conn, _p, _log):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         relayed_response = await prompt_text(conn, session.session_id, prompt)

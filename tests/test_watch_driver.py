@@ -80,6 +80,7 @@ def test_a_good_turn_exits_zero(fast_agent_env: None, capsys: pytest.CaptureFixt
 
 def test_ctrl_c_cancels_the_turn_and_exits_130_in_one_press(tmp_path) -> None:
     env = {**os.environ, **agent_env()}
+    agent_log = tmp_path / "agent.log"
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -88,6 +89,8 @@ def test_ctrl_c_cancels_the_turn_and_exits_130_in_one_press(tmp_path) -> None:
             "watch",
             "--agent",
             f"{SCRIPTED} silent 60",
+            "--agent-log",
+            str(agent_log),
             "--cwd",
             str(tmp_path),
             "wait forever",
@@ -98,7 +101,10 @@ def test_ctrl_c_cancels_the_turn_and_exits_130_in_one_press(tmp_path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)  # the agent is up and the prompt is outstanding
+    deadline = time.monotonic() + 30  # wait until the prompt is outstanding, however slow the start
+    while "prompt received" not in (agent_log.read_text() if agent_log.exists() else ""):
+        assert proc.poll() is None and time.monotonic() < deadline, "the agent never got the prompt"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=15)
     assert proc.returncode == 130, err

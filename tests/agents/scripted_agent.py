@@ -87,6 +87,7 @@ class ScriptedAgent:
         self.cancelled[session_id] = asyncio.Event()
         seconds = float(self.arg or 1)
         if self.mode == "silent":
+            print("scripted agent: prompt received", file=sys.stderr, flush=True)  # tests wait on it
             if await self._quiet(session_id, seconds):
                 return PromptResponse(stop_reason="cancelled")
             await self._say(session_id, "done after silence")
