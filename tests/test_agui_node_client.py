@@ -10,6 +10,7 @@ required: this test fails, never skips, without them, so CI cannot pass by not r
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -47,10 +48,13 @@ def node() -> str:
     version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout
     match = re.match(r"v(\d+)\.", version.strip())
     assert match and int(match.group(1)) >= 18, f"Node.js >= 18 is required, found {version.strip()}"
-    if not (CLIENT_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").is_file():
-        npm_ci = [npm, "ci", "--no-audit", "--no-fund"]
-        done = subprocess.run(npm_ci, cwd=CLIENT_DIR, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+    # test workers (pytest -n 2) may both get here on a fresh checkout: one installs, the other waits
+    with open(CLIENT_DIR / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (CLIENT_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").is_file():
+            npm_ci = [npm, "ci", "--no-audit", "--no-fund"]
+            done = subprocess.run(npm_ci, cwd=CLIENT_DIR, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
     return node
 
 
