@@ -336,4 +336,4 @@ def test_packaging_truths():
     assert not [line for line in ci.splitlines() if "--upgrade pip" in line and not line.startswith("#")]
     readme = (ROOT / "README.md").read_text()
     assert "python3 -m venv .venv" in readme.split("<!-- ci:test -->")[0]
-    assert "a few minutes" not in readme and "1½ minutes" in readme
+    assert "a few minutes" not in readme and "about 3 minutes on" in readme

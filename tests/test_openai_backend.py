@@ -722,6 +722,27 @@ def test_the_agent_closes_the_model_it_built_on_shutdown(server):
     borrowed.close()
 
 
+def _read_request(conn: socket.socket) -> None:
+    """Read one whole HTTP request (headers, then Content-Length bytes of body)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
+
+
 def test_a_server_that_closes_without_responding_is_retried_and_named():
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -736,7 +757,7 @@ def test_a_server_that_closes_without_responding_is_retried_and_named():
                     conn, _ = listener.accept()
                 except TimeoutError:
                     continue
-                conn.recv(65536)
+                _read_request(conn)  # all of it: closing on unread bytes would be a reset, not a close
                 conn.close()
 
         thread = threading.Thread(target=slam, daemon=True)
