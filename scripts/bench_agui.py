@@ -72,6 +72,8 @@ def start_endpoint(log: Any) -> tuple[subprocess.Popen[bytes], str]:
         "--tool-progress",
         "--redact",
         "none",
+        "--summary",
+        "off",  # this measures tool progress: no summary activity in the stream
         "--cwd",
         tempfile.gettempdir(),
     ]
@@ -143,7 +145,7 @@ def paced(client: httpx.Client, url: str, count: int, gap_ms: float) -> list[flo
                 continue
             arrived = time.monotonic()
             event = json.loads(line[len("data: ") :])
-            if event["type"] == "ACTIVITY_SNAPSHOT":
+            if event["type"] == "ACTIVITY_SNAPSHOT" and event.get("activityType") == "TOOL_PROGRESS":
                 message = event["content"]["progress"].get("message", "")
                 if message.startswith("t="):
                     latencies.append(arrived - float(message[2:]))
