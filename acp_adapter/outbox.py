@@ -84,7 +84,7 @@ class UpdateOutbox:
 
     def submit(self, session_id: str, update: AnyUpdate) -> None:
         self._items.append(_Item(session_id, update))
-        self._schedule_wake()
+        self._schedule_wake(first=len(self._items) == 1)
 
     async def flush(self) -> None:
         """Return once everything submitted before this call has been written (or has failed)."""
@@ -93,7 +93,7 @@ class UpdateOutbox:
         self._wake()
         await future
 
-    def _schedule_wake(self) -> None:
+    def _schedule_wake(self, first: bool = True) -> None:
         if self._wake_scheduled:
             return
         self._wake_scheduled = True
@@ -109,7 +109,11 @@ class UpdateOutbox:
             except RuntimeError:  # loop closed: the connection is gone, nothing can be delivered
                 self._wake_scheduled = False
                 return
-            time.sleep(0)  # hand the GIL over so the woken loop can send now, not a switch interval later
+            if first:
+                # hand the GIL over so the woken loop sends this update now, not a switch interval
+                # later; behind queued updates (a burst) the loop is already busy sending, and
+                # yielding on every one would only multiply thread switches
+                time.sleep(0)
 
     def _wake(self) -> None:
         self._wake_scheduled = False

@@ -5,8 +5,10 @@ Spawns the real agent (``python -m acp_adapter``) over stdio and drives it with 
 side, N prompts in a row, and reports the median and p95 latency to the first ``tool_call`` with
 ``kind="think"``. The baseline, measured in the same run because these machines are shared and
 noisy, is a bare SDK agent process that sends one ``session_update`` as soon as it gets the prompt.
+Both processes stay up for the whole run and are prompted in alternating rounds, so a change in the
+machine's load during the run falls on both sides alike.
 
-Usage: python scripts/bench_spinner_latency.py [--runs 200]
+Usage: python scripts/bench_spinner_latency.py [--runs 200] [--rounds 10]
 """
 
 from __future__ import annotations
@@ -73,24 +75,61 @@ class FirstUpdateClock:
         raise NotImplementedError
 
 
-async def measure(command: list[str], env: dict[str, str], runs: int, want_think: bool) -> list[float]:
-    clock = FirstUpdateClock(want_think)
-    samples: list[float] = []
-    with open(os.devnull, "wb") as devnull:
-        async with spawn_agent_process(
-            clock, command[0], *command[1:], env=env, cwd=str(ROOT), transport_kwargs={"stderr": devnull}
-        ) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
-            for i in range(runs + 5):
-                clock.arrived = None
-                sent = time.perf_counter()
-                await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
-                if clock.arrived is None:
-                    raise RuntimeError("no matching update arrived")
-                if i >= 5:  # warm-up
-                    samples.append(clock.arrived - sent)
-    return samples
+class Side:
+    """One agent process kept running for the whole benchmark, prompted in rounds."""
+
+    def __init__(self, command: list[str], env: dict[str, str], want_think: bool) -> None:
+        self.command, self.env, self.want_think = command, env, want_think
+        self.samples: list[float] = []
+
+    async def run(self, rounds: list[asyncio.Event], turn: list[asyncio.Event], per_round: int) -> None:
+        clock = FirstUpdateClock(self.want_think)
+        with open(os.devnull, "wb") as devnull:
+            async with spawn_agent_process(
+                clock,
+                self.command[0],
+                *self.command[1:],
+                env=self.env,
+                cwd=str(ROOT),
+                transport_kwargs={"stderr": devnull},
+            ) as (conn, _process):
+                await conn.initialize(protocol_version=PROTOCOL_VERSION)
+                session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
+                for _warm in range(5):
+                    await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+                for mine, done in zip(rounds, turn, strict=True):
+                    await mine.wait()
+                    for _ in range(per_round):
+                        clock.arrived = None
+                        sent = time.perf_counter()
+                        await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+                        if clock.arrived is None:
+                            raise RuntimeError("no matching update arrived")
+                        self.samples.append(clock.arrived - sent)
+                    done.set()
+
+
+async def measure_interleaved(
+    bare: Side, ours: Side, runs: int, rounds: int
+) -> tuple[list[float], list[float]]:
+    """Both agents stay up; their rounds alternate, so a change in the machine's load hits both."""
+    per_round = max(1, runs // rounds)
+    bare_go = [asyncio.Event() for _ in range(rounds)]
+    bare_done = [asyncio.Event() for _ in range(rounds)]
+    ours_go = [asyncio.Event() for _ in range(rounds)]
+    ours_done = [asyncio.Event() for _ in range(rounds)]
+
+    async def conduct() -> None:
+        for i in range(rounds):
+            bare_go[i].set()
+            await bare_done[i].wait()
+            ours_go[i].set()
+            await ours_done[i].wait()
+
+    await asyncio.gather(
+        bare.run(bare_go, bare_done, per_round), ours.run(ours_go, ours_done, per_round), conduct()
+    )
+    return bare.samples, ours.samples
 
 
 def describe(samples: list[float]) -> str:
@@ -102,6 +141,7 @@ def describe(samples: list[float]) -> str:
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=10, help="alternating rounds per side")
     args = parser.parse_args()
     env = {
         "PYTHONPATH": str(ROOT),
@@ -115,11 +155,15 @@ async def main() -> int:
         handle.write(BARE_AGENT)
         bare_path = handle.name
     try:
-        baseline = await measure([sys.executable, bare_path], env, args.runs, want_think=False)
-        ours = await measure([sys.executable, "-m", "acp_adapter"], env, args.runs, want_think=True)
+        baseline, ours = await measure_interleaved(
+            Side([sys.executable, bare_path], env, want_think=False),
+            Side([sys.executable, "-m", "acp_adapter"], env, want_think=True),
+            args.runs,
+            args.rounds,
+        )
     finally:
         os.unlink(bare_path)
-    print(f"runs per side: {args.runs}")
+    print(f"runs per side: {len(ours)}, in {args.rounds} alternating rounds")
     print(f"bare SDK  prompt → first notification : {describe(baseline)}")
     print(f"acp-progress prompt → think card      : {describe(ours)}")
     print(f"ratio (median): {statistics.median(ours) / statistics.median(baseline):.2f}x")

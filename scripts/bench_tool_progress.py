@@ -8,9 +8,10 @@ Reports the median single-update latency and the sustained throughput (updates/s
 their ratio; the baselines are measured in the same run because these machines are shared and noisy.
 Two baselines: the raw SDK sending the *same* progress update (content line plus ``_meta`` progress,
 built with the SDK helpers), which isolates what this package adds (redaction, the turn state machine,
-the thread hand-off); and the historical one, a much smaller ``raw_output``-only update.
+the thread hand-off); and the historical one, a much smaller ``raw_output``-only update. The three
+paths run in alternating rounds, so a change in the machine's load during the run hits all of them.
 
-Usage: python scripts/bench_tool_progress.py [--latency-runs 2000] [--burst 20000]
+Usage: python scripts/bench_tool_progress.py [--latency-runs 2000] [--burst 20000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -166,10 +167,24 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-runs", type=int, default=2000)
     parser.add_argument("--burst", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the three paths")
     args = parser.parse_args()
-    bare_lat, bare_rate = await bench_bare(args.latency_runs, args.burst)
-    same_lat, same_rate = await bench_bare(args.latency_runs, args.burst, same_update)
-    ours_lat, ours_rate = await bench_ours(args.latency_runs, args.burst)
+    runs, burst = max(1, args.latency_runs // args.rounds), max(1, args.burst // args.rounds)
+    bare_lat: list[float] = []
+    same_lat: list[float] = []
+    ours_lat: list[float] = []
+    rates: dict[str, list[float]] = {"bare": [], "same": [], "ours": []}
+    for _round in range(args.rounds):  # alternate, so a change in the machine's load hits all three
+        for name, lat, run in (
+            ("bare", bare_lat, bench_bare(runs, burst)),
+            ("same", same_lat, bench_bare(runs, burst, same_update)),
+            ("ours", ours_lat, bench_ours(runs, burst)),
+        ):
+            samples, rate = await run
+            lat.extend(samples)
+            rates[name].append(rate)
+    bare_rate, same_rate, ours_rate = (statistics.median(rates[k]) for k in ("bare", "same", "ours"))
+    print(f"{args.rounds} alternating rounds; burst rates are the median round's")
     print(f"bare SDK, small update            : {fmt(bare_lat)}  burst {bare_rate:9.0f} updates/s")
     print(f"bare SDK, the same progress update: {fmt(same_lat)}  burst {same_rate:9.0f} updates/s")
     print(f"tool ctx.progress → client handler: {fmt(ours_lat)}  burst {ours_rate:9.0f} updates/s")
