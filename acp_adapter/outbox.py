@@ -93,7 +93,7 @@ class UpdateOutbox:
         self._wake()
         await future
 
-    def _schedule_wake(self, first: bool = True) -> None:
+    def _schedule_wake(self, first: bool) -> None:
         if self._wake_scheduled:
             return
         self._wake_scheduled = True

@@ -210,13 +210,11 @@ class SessionStream:
         the event loop as the prompt arrives), so the spinner does not wait for the hop to a worker
         thread and the agent's setup. The agent's first ``start`` adopts it; a turn that ends before
         any start closes it like any other card."""
-        card_id = self.think_start(name)
-        if card_id is not None:
-            with self._lock:
-                card = self._cards.get(card_id)
-                if card is not None:
-                    card.early = True
-        return card_id
+        with self._lock:  # one hold: no start from another thread can slip in before the mark
+            card_id = self.think_start(name)
+            if card_id is not None:
+                self._cards[card_id].early = True
+            return card_id
 
     def think_heartbeat(
         self, name: str = "llm_response", elapsed: float | None = None, status: str | None = None
