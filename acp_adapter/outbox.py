@@ -5,6 +5,10 @@ whatever thread made them) and a single pump task on the event loop sends them. 
 barrier a prompt awaits before it answers, so all of a turn's updates precede the response.
 Observers (bridges, AG-UI, summaries) see exactly the updates handed to the connection, in order.
 
+A producer thread that outruns the connection (a tool reporting progress thousands of times a
+second) is paced by :meth:`UpdateOutbox.wait_for_room`, so the backlog, its memory and the lag of
+the newest update stay bounded instead of queueing seconds of stale progress.
+
 :func:`shared_outbox` gives every caller that names the same connection the same outbox, so
 callbacks made separately for one connection (``make_agent_progress_cb``, ``make_thinking_cb``,
 a :class:`~acp_adapter.turn.ProgressTurn`) still share one ordered path.
@@ -13,6 +17,7 @@ a :class:`~acp_adapter.turn.ProgressTurn`) still share one ordered path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -46,6 +51,14 @@ UpdateObserver = Callable[[str, AnyUpdate], None]
 
 V = TypeVar("V")
 
+#: Backlog at which :meth:`UpdateOutbox.wait_for_room` makes a producer thread wait …
+PACE_HIGH = 256
+#: … until the pump has drained it below this (a gap, so a paced producer is not woken per update).
+PACE_LOW = 64
+#: Longest a producer waits for a pump that does not drain (a stopped loop); pacing is then off
+#: until the pump runs again, so a dead loop costs a tool one wait, not one per report.
+PACE_TIMEOUT = 1.0
+
 
 class SessionUpdateSink(Protocol):
     """Anything that can deliver a session update: the SDK's agent-side connection is one."""
@@ -61,7 +74,9 @@ class _Barrier:
 @dataclass(slots=True)
 class _Item:
     session_id: str
-    update: AnyUpdate
+    update: AnyUpdate | None
+    #: builds ``update`` on the loop, just before it is sent (see :meth:`UpdateOutbox.submit_built`)
+    build: Callable[[], AnyUpdate] | None = None
 
 
 class UpdateOutbox:
@@ -76,15 +91,62 @@ class UpdateOutbox:
         self._loop = loop
         self._items: deque[_Item | _Barrier] = deque()
         self._wake_scheduled = False
+        #: the pump is inside its drain loop and will see anything appended: no wake needed
+        self._draining = False
         self._event: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self.observers: list[UpdateObserver] = []
         self.sent = 0
         self.failed = 0
+        self._room = threading.Event()
+        self._room.set()
+        self._pacing = True
 
     def submit(self, session_id: str, update: AnyUpdate) -> None:
         self._items.append(_Item(session_id, update))
         self._schedule_wake(first=len(self._items) == 1)
+
+    def submit_built(self, session_id: str, build: Callable[[], AnyUpdate]) -> None:
+        """Queue an update that ``build`` makes on the event loop, in this place of the order.
+
+        For the busiest producer (a tool reporting progress from its worker thread): the facts
+        are queued as they are and the validated schema object is made on the loop right before
+        it is serialised. Built in the producer's thread, the objects are made on one core and
+        read on another while the two threads trade the GIL, which costs the burst about a tenth
+        of its throughput. ``build`` must be pure (it runs later, on another thread); one that
+        raises is logged and counted as failed, and the pump goes on.
+        """
+        self._items.append(_Item(session_id, None, build))
+        self._schedule_wake(first=len(self._items) == 1)
+
+    def wait_for_room(self) -> None:
+        """Block a producer thread while the backlog is at :data:`PACE_HIGH` or more.
+
+        Call it outside any lock the event loop might need (the pump that makes room runs there).
+        It returns at once on the loop's own thread, which must never wait for itself.
+        """
+        if len(self._items) < PACE_HIGH or not self._pacing:
+            return
+        try:
+            if asyncio.get_running_loop() is self._loop:
+                return
+        except RuntimeError:
+            pass
+        self._room.clear()
+        # the pump sets the event once it has drained below PACE_LOW; checking again after the
+        # clear closes the race with a pump that drained in between
+        if len(self._items) >= PACE_HIGH and not self._room.wait(PACE_TIMEOUT):
+            self._pacing = False
+            log.debug("the outbox is not draining; producers are no longer paced")
+
+    async def aclose(self) -> None:
+        """Deliver what is queued, then stop the pump (for owners that outlive their loop's run)."""
+        await self.flush()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
 
     async def flush(self) -> None:
         """Return once everything submitted before this call has been written (or has failed)."""
@@ -94,7 +156,8 @@ class UpdateOutbox:
         await future
 
     def _schedule_wake(self, first: bool) -> None:
-        if self._wake_scheduled:
+        if self._wake_scheduled or self._draining:
+            # a burst behind a draining pump costs no self-pipe write and no loop wake-up per update
             return
         self._wake_scheduled = True
         try:
@@ -125,27 +188,48 @@ class UpdateOutbox:
 
     async def _pump(self) -> None:
         assert self._event is not None
-        while True:
-            while self._items:
-                item = self._items.popleft()
-                if isinstance(item, _Barrier):
-                    if not item.future.done():
-                        item.future.set_result(None)
+        try:
+            while True:
+                self._draining = True
+                while self._items:
+                    item = self._items.popleft()
+                    if len(self._items) < PACE_LOW and not self._room.is_set():
+                        self._pacing = True
+                        self._room.set()
+                    if isinstance(item, _Barrier):
+                        if not item.future.done():
+                            item.future.set_result(None)
+                        continue
+                    await self._deliver(item)
+                # in this order: a producer that saw ``_draining`` still set appended before the
+                # check below, which then finds its item; one that sees it cleared wakes the pump
+                self._draining = False
+                self._event.clear()
+                if self._items:
                     continue
-                await self._deliver(item)
-            self._event.clear()
-            if self._items:
-                continue
-            await self._event.wait()
+                await self._event.wait()
+        finally:
+            self._draining = False  # a pump that stopped (cancelled) must not silence later wakes
 
     async def _deliver(self, item: _Item) -> None:
+        update = item.update
+        if update is None:
+            assert item.build is not None
+            try:
+                update = item.build()
+            except Exception as exc:
+                self.failed += 1
+                log.error(
+                    "could not build a session update (%s)", redact_text(str(exc)) or type(exc).__name__
+                )
+                return
         for observer in list(self.observers):
             try:
-                observer(item.session_id, item.update)
+                observer(item.session_id, update)
             except Exception:
                 log.exception("update observer failed")
         try:
-            await self._sink.session_update(session_id=item.session_id, update=item.update)
+            await self._sink.session_update(session_id=item.session_id, update=update)
             self.sent += 1
         except Exception as exc:
             self.failed += 1

@@ -8,11 +8,19 @@ can forget it (DESIGN contract 5).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from acp import start_tool_call, text_block, tool_content, update_tool_call
-from acp.schema import ToolCallLocation, ToolCallProgress, ToolCallStart, ToolKind
+from acp.schema import (
+    ContentToolCallContent,
+    TextContentBlock,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolKind,
+)
 
 from .redact import redact_text, redact_value
 from .timefmt import format_elapsed
@@ -29,6 +37,7 @@ __all__ = [
     "build_tool_progress",
     "build_tool_start",
     "one_line",
+    "progress_number",
 ]
 
 THINKING_TITLE = "Thinking..."
@@ -146,7 +155,10 @@ def build_tool_progress(
 ) -> ToolCallProgress:
     """Tool-reported progress, shown on the card (replace semantics) and mirrored in ``_meta``.
 
-    Only reported fields appear: a message-only update has no value or total.
+    Only reported fields appear: a message-only update has no value or total. This is the hot
+    path of a busy tool (thousands a second), so the update is one validated construction of the
+    schema types rather than helper calls plus a copy: the message is redacted by ``one_line``,
+    the line built from numbers has nothing to redact, and the numbers need no redaction walk.
     """
     shown = one_line(message, 160) if message else ""
     if shown:
@@ -160,14 +172,13 @@ def build_tool_progress(
         progress["total"] = total
     if shown:
         progress["message"] = shown
-    update = update_tool_call(tool_call_id, status="in_progress", content=_text(line))
-    if all(isinstance(v, int | float) for k, v in progress.items() if k != "message"):
-        # the hot path of a busy tool: the message is redacted above and the rest are numbers,
-        # so walking the meta through the redactor again would only cost time
-        return update.model_copy(
-            update={"field_meta": {META_KEY: {"phase": "progress", "progress": progress}}}
-        )
-    return _with_meta(update, {"phase": "progress", "progress": progress})
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=tool_call_id,
+        status="in_progress",
+        content=[ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=line))],
+        field_meta={META_KEY: {"phase": "progress", "progress": progress}},
+    )
 
 
 def build_tool_complete(
@@ -192,6 +203,21 @@ def build_tool_failed(tool_call_id: str, error: str, *, duration: float | None =
     if duration is not None:
         meta["durationMs"] = round(duration * 1000)
     return _with_meta(update, meta)
+
+
+def progress_number(field: str, value: object) -> float | None:
+    """``value`` as a progress number, or ``ValueError`` naming ``field``.
+
+    Progress travels as JSON, where NaN and infinity have no spelling (they would arrive as
+    ``null``, a reported field that says nothing) and a bool is not a count; ``None`` is "unknown".
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"progress {field} must be a number, not {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"progress {field} must be finite, not {value!r}")
+    return value
 
 
 def _num(value: float | None) -> str:

@@ -8,7 +8,9 @@ cards open and close here, updates for closed cards or after the turn ended are 
 
 from __future__ import annotations
 
+import functools
 import itertools
+import logging
 import threading
 import time
 import uuid
@@ -30,9 +32,20 @@ from .tools import (
     build_tool_failed,
     build_tool_progress,
     build_tool_start,
+    progress_number,
 )
 
 __all__ = ["SessionStream"]
+
+log = logging.getLogger("acp_progress.turn_state")
+
+
+def _checked_number(field: str, value: object) -> float | None:
+    try:
+        return progress_number(field, value)
+    except ValueError as exc:
+        log.warning("tool progress: %s; the field is left out", exc)
+        return None
 
 
 _TEXT_UPDATE: dict[str, Callable[[str], AnyUpdate]] = {
@@ -321,13 +334,31 @@ class SessionStream:
         total: float | None = None,
         message: str | None = None,
     ) -> bool:
-        """Tool-reported progress: empty updates publish nothing; late ones are dropped."""
+        """Tool-reported progress: empty updates publish nothing; late ones are dropped.
+
+        A value or total that is not a finite number is dropped with a warning naming it, and
+        the rest of the report still goes out (a tool's bad arithmetic must not cost its message).
+        """
+        value, total = _checked_number("value", value), _checked_number("total", total)
+        if message is not None and not isinstance(message, str):
+            log.warning(
+                "tool progress: the message must be text, not %s; it is left out", type(message).__name__
+            )
+            message = None
         if value is None and total is None and not message:
             return False
+        self._outbox.wait_for_room()
         with self._lock:
             if not self.tool_is_open(tool_call_id):
                 return False
-            self._submit(build_tool_progress(tool_call_id, value=value, total=total, message=message))
+            self._flush_text_locked()
+            # built on the loop (see UpdateOutbox.submit_built): a busy tool reports thousands a second
+            self._outbox.submit_built(
+                self.session_id,
+                functools.partial(
+                    build_tool_progress, tool_call_id, value=value, total=total, message=message
+                ),
+            )
             return True
 
     def tool_finish(

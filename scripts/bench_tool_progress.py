@@ -117,7 +117,8 @@ async def bench_bare(latency_runs: int, burst: int, make: Any = small_update) ->
 async def bench_ours(latency_runs: int, burst: int) -> tuple[list[float], float]:
     agent_conn, client_conn, arrivals = await connect()
     loop = asyncio.get_running_loop()
-    stream = SessionStream("s", UpdateOutbox(agent_conn, loop))
+    outbox = UpdateOutbox(agent_conn, loop)
+    stream = SessionStream("s", outbox)
     stream.begin_turn()
     cancel = CancelToken()
     observer = AcpToolObserver(stream, conn=agent_conn, loop=loop, cancel=cancel, workspace=str(ROOT))
@@ -152,6 +153,7 @@ async def bench_ours(latency_runs: int, burst: int) -> tuple[list[float], float]
     await asyncio.to_thread(burst_thread)
     await arrivals.reached.wait()  # type: ignore[union-attr]
     rate = burst / (arrivals.last_at - started)
+    await outbox.aclose()
     await client_conn.close()
     await agent_conn.close()
     return latencies, rate

@@ -138,6 +138,27 @@ async def test_empty_progress_publishes_nothing():
     assert meta == {"message": "halfway"}, "unknown fields must be absent, not estimated"
 
 
+async def test_progress_numbers_that_json_cannot_carry_are_left_out_with_a_warning(caplog):
+    sink, outbox, stream = await make_stream()
+    stream.tool_start("c", "t", "other")
+    with caplog.at_level("WARNING", logger="acp_progress.turn_state"):
+        assert stream.tool_progress("c", value=float("nan"), total=10, message="still going")
+        assert not stream.tool_progress("c", value=True, total=float("inf"))  # nothing left
+        assert not stream.tool_progress("c", value="3")  # type: ignore[arg-type]
+        assert not stream.tool_progress("c", message=42)  # type: ignore[arg-type]
+    await outbox.flush()
+    metas = [u.field_meta["acpProgress"]["progress"] for _, u in sink.sent[1:]]
+    assert metas == [{"total": 10, "message": "still going"}]
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool progress: progress value must be finite, not nan; the field is left out",
+        "tool progress: progress value must be a number, not bool; the field is left out",
+        "tool progress: progress total must be finite, not inf; the field is left out",
+        "tool progress: progress value must be a number, not str; the field is left out",
+        "tool progress: the message must be text, not int; it is left out",
+    ]
+    assert sink.sent[1][1].content[0].content.text == "still going"
+
+
 async def test_updates_from_many_threads_keep_each_threads_order():
     sink, outbox, stream = await make_stream()
 
