@@ -32,14 +32,20 @@ class SlowSink:
         await asyncio.sleep(0)  # every update costs the loop a turn, like a real write
 
 
-async def test_a_tool_that_outruns_the_client_is_paced_and_loses_nothing():
+def scanning_card(loop: asyncio.AbstractEventLoop) -> tuple[SlowSink, UpdateOutbox, SessionStream]:
+    """A turn with one open tool card, over a :class:`SlowSink` that sees the outbox's backlog."""
     ref: list[UpdateOutbox] = []
     sink = SlowSink(ref)
-    outbox = UpdateOutbox(sink, asyncio.get_running_loop())
+    outbox = UpdateOutbox(sink, loop)
     ref.append(outbox)
     stream = SessionStream("s", outbox)
     stream.begin_turn()
     stream.tool_start("c", "Scanning", "search")
+    return sink, outbox, stream
+
+
+async def test_a_tool_that_outruns_the_client_is_paced_and_loses_nothing():
+    sink, outbox, stream = scanning_card(asyncio.get_running_loop())
     reports = 3000
 
     def tool() -> None:
@@ -55,12 +61,7 @@ async def test_a_tool_that_outruns_the_client_is_paced_and_loses_nothing():
 
 
 async def test_the_loop_thread_itself_is_never_paced():
-    ref: list[UpdateOutbox] = []
-    outbox = UpdateOutbox(SlowSink(ref), asyncio.get_running_loop())
-    ref.append(outbox)
-    stream = SessionStream("s", outbox)
-    stream.begin_turn()
-    stream.tool_start("c", "Scanning", "search")
+    _sink, outbox, stream = scanning_card(asyncio.get_running_loop())
     started = time.perf_counter()
     for i in range(outbox_module.PACE_HIGH * 3):  # the pump cannot run while this loop does
         stream.tool_progress("c", value=i)
@@ -73,11 +74,7 @@ def test_a_loop_that_stops_draining_costs_the_tool_one_wait(monkeypatch):
     monkeypatch.setattr(outbox_module, "PACE_TIMEOUT", 0.2)
     loop = asyncio.new_event_loop()  # never run: nothing drains
     try:
-        sink = SlowSink([])
-        outbox = UpdateOutbox(sink, loop)
-        stream = SessionStream("s", outbox)
-        stream.begin_turn()
-        stream.tool_start("c", "Scanning", "search")
+        _sink, outbox, stream = scanning_card(loop)
         timings: list[float] = []
 
         def tool() -> None:
@@ -99,13 +96,7 @@ def test_a_loop_that_stops_draining_costs_the_tool_one_wait(monkeypatch):
 
 async def test_pacing_resumes_once_the_pump_drains_again(monkeypatch):
     monkeypatch.setattr(outbox_module, "PACE_TIMEOUT", 0.05)
-    ref: list[UpdateOutbox] = []
-    sink = SlowSink(ref)
-    outbox = UpdateOutbox(sink, asyncio.get_running_loop())
-    ref.append(outbox)
-    stream = SessionStream("s", outbox)
-    stream.begin_turn()
-    stream.tool_start("c", "Scanning", "search")
+    _sink, outbox, stream = scanning_card(asyncio.get_running_loop())
     # the loop is busy in this coroutine (not draining) while a thread floods the outbox
     worker = threading.Thread(
         target=lambda: [stream.tool_progress("c", value=i) for i in range(outbox_module.PACE_HIGH + 10)]
