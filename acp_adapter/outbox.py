@@ -165,7 +165,9 @@ class UpdateOutbox:
         except RuntimeError:
             running = None
         if running is self._loop:
-            self._loop.call_soon(self._wake)
+            # on the loop itself the pump is woken now, not a loop iteration later: the think card
+            # of a prompt goes out on the very next iteration (one hop less to the first spinner)
+            self._wake()
         else:
             try:
                 self._loop.call_soon_threadsafe(self._wake)

@@ -168,3 +168,24 @@ async def test_a_pump_cancelled_mid_delivery_does_not_silence_later_updates():
         await asyncio.sleep(0.01)
     assert sent == ["stuck", "b"]
     await outbox.aclose()
+
+
+async def test_an_update_submitted_on_the_loop_goes_out_on_the_next_iteration():
+    """The prompt's think card is submitted on the loop: the pump runs on the very next loop
+    iteration, with no extra hop through a scheduled wake-up."""
+    sent: list[Any] = []
+
+    class Sink:
+        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+            sent.append(update)
+
+    outbox = UpdateOutbox(Sink(), asyncio.get_running_loop())
+    stream = SessionStream("s", outbox)
+    for turn in range(3):  # the first creates the pump; later ones wake it from idle
+        stream.begin_turn()
+        stream.think_open_early()
+        await asyncio.sleep(0)
+        assert len(sent) == 2 * turn + 1, f"turn {turn}: the card waited for another iteration"
+        stream.end_turn()
+        await outbox.flush()
+    await outbox.aclose()
