@@ -167,6 +167,17 @@ async def main() -> int:
     print(f"bare SDK  prompt → first notification : {describe(baseline)}")
     print(f"acp-progress prompt → think card      : {describe(ours)}")
     print(f"ratio (median): {statistics.median(ours) / statistics.median(baseline):.2f}x")
+    # a round of each side runs back to back: the ratio of their medians is free of the drift
+    # in the machine's load between rounds
+    per_round = max(1, args.runs // args.rounds)
+    shares = sorted(
+        statistics.median(ours[i : i + per_round]) / statistics.median(baseline[i : i + per_round])
+        for i in range(0, min(len(ours), len(baseline)), per_round)
+    )
+    print(
+        f"ratio, median of the rounds' own ratios: {statistics.median(shares):.2f}x"
+        f" (rounds {shares[0]:.2f}–{shares[-1]:.2f})"
+    )
     return 0
 
 
