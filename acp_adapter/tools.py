@@ -1,7 +1,8 @@
 """Pure builders of ACP session updates: think cards, real tool cards, progress content.
 
 No I/O and no state: each function maps facts to one SDK schema object built with the SDK helpers
-(``start_tool_call``, ``update_tool_call``, ``tool_content``, ``text_block``). Every string that
+(``start_tool_call``, ``update_tool_call``, ``tool_content``, ``text_block``), or on the hot path of
+tool progress with one validated construction of the SDK's schema types. Every string that
 goes into an update passes the canonical redactor here, at the single choke point, so no caller
 can forget it (DESIGN contract 5).
 """
@@ -172,6 +173,10 @@ def build_tool_progress(
         progress["total"] = total
     if shown:
         progress["message"] = shown
+    if not (isinstance(value, _NUMBER_OR_NONE) and isinstance(total, _NUMBER_OR_NONE)):
+        # not what the type says (a caller that skipped SessionStream's checks): the redactor
+        # still sees whatever it is, as every other string of an update does
+        progress = redact_value(progress)
     return ToolCallProgress(
         session_update="tool_call_update",
         tool_call_id=tool_call_id,
@@ -203,6 +208,9 @@ def build_tool_failed(tool_call_id: str, error: str, *, duration: float | None =
     if duration is not None:
         meta["durationMs"] = round(duration * 1000)
     return _with_meta(update, meta)
+
+
+_NUMBER_OR_NONE = (int, float, type(None))
 
 
 def progress_number(field: str, value: object) -> float | None:

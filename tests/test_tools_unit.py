@@ -194,6 +194,8 @@ def test_tool_card_builders_redact_everything():
         assert secret not in update.model_dump_json()
     assert start.status == "in_progress" and start.raw_input == {"token": "[REDACTED]"}
     assert progress.field_meta["acpProgress"]["progress"]["value"] == 3
+    odd = build_tool_progress("c1", value=f"token {secret}", message="m")  # type: ignore[arg-type]
+    assert secret not in odd.model_dump_json(), "a value that is not a number is still redacted"
     only_counts = build_tool_progress("c1", value=3, total=10)
     assert only_counts.content[0].content.text == "Progress: 3/10"
     assert "message" not in only_counts.field_meta["acpProgress"]["progress"]
