@@ -40,14 +40,6 @@ __all__ = ["SessionStream"]
 log = logging.getLogger("acp_progress.turn_state")
 
 
-def _checked_number(field: str, value: object) -> float | None:
-    try:
-        return progress_number(field, value)
-    except ValueError as exc:
-        log.warning("tool progress: %s; the field is left out", exc)
-        return None
-
-
 _TEXT_UPDATE: dict[str, Callable[[str], AnyUpdate]] = {
     "message": update_agent_message_text,
     "thought": update_agent_thought_text,
@@ -89,6 +81,8 @@ class SessionStream:
         self._held_text = _new_text_redactors()
         self._claimed_ids: set[str] = set()
         self._summary: tuple[str, int] | None = None  # the turn's latest progress summary
+        #: kinds of bad progress input already warned about (a tool in a loop must not flood the log)
+        self._progress_warnings: set[str] = set()
 
     def claim_card_id(self, model_id: str) -> str:
         """A card id for a model tool-call id, unique for the whole session.
@@ -339,15 +333,13 @@ class SessionStream:
         A value or total that is not a finite number is dropped with a warning naming it, and
         the rest of the report still goes out (a tool's bad arithmetic must not cost its message).
         """
-        value, total = _checked_number("value", value), _checked_number("total", total)
+        value, total = self._checked_number("value", value), self._checked_number("total", total)
         if message is not None and not isinstance(message, str):
-            log.warning(
-                "tool progress: the message must be text, not %s; it is left out", type(message).__name__
-            )
+            self._warn_once(f"the message must be text, not {type(message).__name__}; it is left out")
             message = None
         if value is None and total is None and not message:
             return False
-        self._outbox.wait_for_room()
+        self._outbox.wait_for_room()  # a tool that outruns the client is paced, outside the lock
         with self._lock:
             if not self.tool_is_open(tool_call_id):
                 return False
@@ -360,6 +352,19 @@ class SessionStream:
                 ),
             )
             return True
+
+    def _checked_number(self, field: str, value: object) -> float | None:
+        try:
+            return progress_number(field, value)
+        except ValueError as exc:
+            self._warn_once(f"{exc}; the field is left out")
+            return None
+
+    def _warn_once(self, problem: str) -> None:
+        """Warn about a kind of bad progress input the first time this session's tools send it."""
+        if problem not in self._progress_warnings and len(self._progress_warnings) < 64:
+            self._progress_warnings.add(problem)
+            log.warning("tool progress: %s", problem)
 
     def tool_finish(
         self, tool_call_id: str, *, result_text: str = "", error: str | None = None, raw_output: Any = None

@@ -146,9 +146,11 @@ async def test_progress_numbers_that_json_cannot_carry_are_left_out_with_a_warni
         assert not stream.tool_progress("c", value=True, total=float("inf"))  # nothing left
         assert not stream.tool_progress("c", value="3")  # type: ignore[arg-type]
         assert not stream.tool_progress("c", message=42)  # type: ignore[arg-type]
+        for _ in range(100):  # the same mistake in a loop is warned about once
+            stream.tool_progress("c", value=float("nan"), message="again")
     await outbox.flush()
     metas = [u.field_meta["acpProgress"]["progress"] for _, u in sink.sent[1:]]
-    assert metas == [{"total": 10, "message": "still going"}]
+    assert metas == [{"total": 10, "message": "still going"}] + [{"message": "again"}] * 100
     assert [r.getMessage() for r in caplog.records] == [
         "tool progress: progress value must be finite, not nan; the field is left out",
         "tool progress: progress value must be a number, not bool; the field is left out",
