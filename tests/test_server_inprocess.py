@@ -165,14 +165,19 @@ async def test_thousands_of_open_sessions_cost_no_thread_each(tmp_path):
     assert all(r.stop_reason == "end_turn" for r in responses)
     assert after - before <= len(busy) + 2, "threads grew beyond one worker per running turn"
     assert len(agent.sessions) == 3000
-    beats = [
-        u
+    beats = {
+        sid: [
+            u
+            for ups in client.think_cards(sid).values()
+            for u in ups
+            if u.status == "in_progress" and u.content
+        ]
         for sid in busy
-        for cid, ups in client.think_cards(sid).items()
-        for u in ups
-        if u.status == "in_progress" and u.content
-    ]
-    assert len(beats) >= len(busy) * 3, "every waiting turn should have heartbeated on the one scheduler"
+    }
+    # each turn waits 0.3 s against a 0.05 s interval: one scheduler thread beats for all of them
+    # (how many beats each gets depends on the machine's load, so only "every one" is asserted)
+    silent = [sid for sid, got in beats.items() if not got]
+    assert not silent, f"{len(silent)} waiting turns never heartbeated on the one scheduler"
 
 
 async def test_read_card_has_kind_title_and_the_file_location(tmp_path):
