@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp.schema import StopReason, UsageUpdate
 
@@ -37,6 +38,10 @@ from .outbox import PerConnection, SessionUpdateSink, shared_outbox
 from .presentation import PresentationRegistry
 from .tool_cards import AcpToolObserver
 from .turn_state import SessionStream
+
+if TYPE_CHECKING:
+    from .outbox import AnyUpdate
+    from .summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 __all__ = ["AgentProgressCallback", "ProgressTurn", "progress_callback", "session_stream"]
 
@@ -94,6 +99,12 @@ class ProgressTurn:
     ``loop`` is the event loop the connection runs on (default: the running loop). ``cancel`` is
     the turn's cancel signal (tools and permission questions honour it; call ``turn.cancel.cancel()``
     from your ``cancel`` handler). ``registry``/``workspace`` configure tool card titles and paths.
+
+    ``summary`` (a :class:`~acp_adapter.summary.SummaryFactory`) gives the turn a progress summary,
+    as ``serve`` has: it sees every update of the turn from the first, and its sentence is shown on
+    the open think card (``Still thinking… 40s — <summary>``, with ``_meta.acpProgress.summary``).
+    ``user_text`` is the prompt it summarises against. It stops before the turn's cards close, so
+    no summary lands after the end.
     """
 
     def __init__(
@@ -107,6 +118,8 @@ class ProgressTurn:
         workspace: str | None = None,
         stream: SessionStream | None = None,
         flush_timeout: float = 10.0,
+        summary: SummaryFactory | None = None,
+        user_text: str = "",
     ) -> None:
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         self.session_id = session_id
@@ -124,6 +137,10 @@ class ProgressTurn:
         self.tool_observer = AcpToolObserver(
             self.stream, conn=conn, loop=self.loop, cancel=self.cancel, registry=registry, workspace=workspace
         )
+        self._summaries = summary
+        self._user_text = user_text
+        #: this turn's progress summary while it runs (None without a ``summary`` factory)
+        self.summary: ProgressSummary | None = None
 
     # ------------------------------------------------------------ callbacks
 
@@ -151,6 +168,8 @@ class ProgressTurn:
             self.stream.end_turn()
         self.stream.begin_turn()
         self.stop_reason = None
+        if self._summaries is not None:
+            self._on_loop(self._start_summary)  # before any update of the turn is sent
         return self
 
     def end(self, stop_reason: StopReason = "end_turn", *, error: str | None = None) -> int:
@@ -159,7 +178,50 @@ class ProgressTurn:
         if self.stop_reason is not None:
             return 0
         self.stop_reason = stop_reason
+        if self.summary is not None:
+            outcome: Outcome = (
+                "cancelled" if stop_reason == "cancelled" else "failed" if error else "finished"
+            )
+            self._on_loop(lambda: self._stop_summary(outcome))
         return self.stream.end_turn(reason=error, cancelled=stop_reason == "cancelled")
+
+    # ------------------------------------------------------------ progress summary
+
+    def _start_summary(self) -> None:
+        assert self._summaries is not None
+        stream = self.stream
+
+        def show(event: SummaryEvent) -> None:
+            stream.show_summary(event.summary, event.revision)
+
+        summary = self._summaries.create(user_text=self._user_text, on_summary=show).start()
+        self.summary = summary
+        stream.outbox.observers.append(self._observe)
+
+    def _observe(self, session_id: str, update: AnyUpdate) -> None:
+        if session_id == self.session_id and self.summary is not None:
+            self.summary.observe(update)
+
+    def _stop_summary(self, outcome: Outcome) -> None:
+        with contextlib.suppress(ValueError):
+            self.stream.outbox.observers.remove(self._observe)
+        if self.summary is not None:
+            self.summary.stop(outcome)
+            self.summary = None
+
+    def _on_loop(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on the loop's thread and return once it ran (the summary lives there)."""
+        if self._on_loop_thread():
+            work()
+            return
+
+        async def run() -> None:
+            work()
+
+        try:
+            asyncio.run_coroutine_threadsafe(run(), self.loop).result(self.flush_timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            log.warning("progress summary not started or stopped: %s", type(exc).__name__)
 
     def _end_for(self, exc: BaseException | None) -> None:
         if exc is None:

@@ -102,6 +102,11 @@ class SessionStream:
     # ------------------------------------------------------------ turn lifecycle
 
     @property
+    def outbox(self) -> UpdateOutbox:
+        """The connection's ordered path this stream writes to (observers attach there)."""
+        return self._outbox
+
+    @property
     def turn_open(self) -> bool:
         return self._turn_open
 
