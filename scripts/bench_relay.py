@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block  # noqa: E402
 from acp.schema import ClientCapabilities, Implementation, ToolCallProgress  # noqa: E402
+from paired_rounds import round_ratios  # noqa: E402
 
 AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "scripted_agent.py")]
 RELAY = [sys.executable, "-m", "acp_adapter.cli", "relay", "--no-heartbeat", "--"]
@@ -73,7 +74,7 @@ async def main() -> None:
     rates: dict[str, list[float]] = {"direct": [], "relay": []}
     latencies: dict[str, list[float]] = {"direct": [], "relay": []}
     for _ in range(args.rounds):
-        # the two bursts of a round run back to back, so their ratio is free of the drift between rounds
+        # the two bursts of a round run back to back (see paired_rounds)
         for name, prefix in (("direct", AGENT), ("relay", RELAY + AGENT)):
             elapsed, client = await one_run(prefix, ["burst", str(args.burst)])
             assert client.count >= args.burst, f"{name}: only {client.count} updates arrived"
@@ -88,10 +89,10 @@ async def main() -> None:
     print(f"throughput, {args.burst} updates, median of {args.rounds} runs:")
     print(f"  direct  {direct_rate:10.0f} updates/s")
     print(f"  relay   {relay_rate:10.0f} updates/s")
-    shares = sorted(r / d for r, d in zip(rates["relay"], rates["direct"], strict=True))
+    shares = round_ratios(rates["relay"], rates["direct"])
     print(
-        f"  ratio   {statistics.median(shares):10.2f}x direct (goal >= 0.7x; median of the rounds' own"
-        f" ratios, rounds {shares[0]:.2f}–{shares[-1]:.2f})"
+        f"  ratio   {shares.median:10.2f}x direct (goal >= 0.7x; median of the rounds' own"
+        f" ratios, {shares.spread()})"
     )
     print(
         f"latency, {len(latencies['relay'])} updates {args.gap_ms:g} ms apart, agent send -> client handler:"

@@ -32,6 +32,7 @@ from typing import Any
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import ToolCallStart
+from paired_rounds import round_medians, round_ratios
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,15 +137,6 @@ async def measure_interleaved(sides: list[Side], runs: int, rounds: int) -> list
     return [side.samples for side in sides]
 
 
-def round_ratios(ours: list[float], baseline: list[float], per_round: int) -> list[float]:
-    """Each round's median ratio: a round of each side runs back to back, so their ratio is free
-    of the drift in the machine's load between rounds."""
-    return sorted(
-        statistics.median(ours[i : i + per_round]) / statistics.median(baseline[i : i + per_round])
-        for i in range(0, min(len(ours), len(baseline)), per_round)
-    )
-
-
 def describe(samples: list[float]) -> str:
     ordered = sorted(samples)
     p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
@@ -185,11 +177,10 @@ async def main() -> int:
     print(f"  same, with a worker-thread turn     : {describe(threaded)}")
     print(f"acp-progress prompt → think card      : {describe(ours)}")
     for name, base in (("bare SDK", baseline), ("bare SDK with a worker-thread turn", threaded)):
-        shares = round_ratios(ours, base, per_round)
+        shares = round_ratios(round_medians(ours, per_round), round_medians(base, per_round))
         print(
             f"vs {name}: ratio of medians {statistics.median(ours) / statistics.median(base):.2f}x,"
-            f" median of the rounds' own ratios {statistics.median(shares):.2f}x"
-            f" (rounds {shares[0]:.2f}–{shares[-1]:.2f})"
+            f" median of the rounds' own ratios {shares.median:.2f}x ({shares.spread()})"
         )
     return 0
 

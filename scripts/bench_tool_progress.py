@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from acp import text_block, tool_content, update_tool_call  # noqa: E402
 from acp.core import AgentSideConnection, ClientSideConnection  # noqa: E402
+from paired_rounds import round_ratios  # noqa: E402
 
 from acp_adapter.cancel import CancelToken  # noqa: E402
 from acp_adapter.events import SessionStream, UpdateOutbox  # noqa: E402
@@ -193,12 +194,10 @@ async def main() -> int:
     print(f"tool ctx.progress → client handler: {fmt(ours_lat)}  burst {ours_rate:9.0f} updates/s")
     for name, lat, key in (("small update", bare_lat, "bare"), ("same update", same_lat, "same")):
         ratio = statistics.median(ours_lat) / statistics.median(lat)
-        # each round's paths ran back to back, so their ratio is free of the drift between rounds
-        shares = sorted(o / b for o, b in zip(rates["ours"], rates[key], strict=True))
-        spread = f"rounds {shares[0]:.2f}–{shares[-1]:.2f}"
+        shares = round_ratios(rates["ours"], rates[key])
         print(
             f"vs bare SDK, {name:12s}: latency {ratio:.2f}x, "
-            f"throughput {statistics.median(shares):.2f}x of the SDK's (median of rounds; {spread})"
+            f"throughput {shares.median:.2f}x of the SDK's (median of rounds; {shares.spread()})"
         )
     return 0
 
