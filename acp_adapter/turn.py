@@ -27,7 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -218,10 +218,15 @@ class ProgressTurn:
         async def run() -> None:
             work()
 
+        self._wait_on_loop(run(), "progress summary not started or stopped")
+
+    def _wait_on_loop(self, job: Coroutine[Any, Any, None], failure: str) -> None:
+        """Run ``job`` on the loop from another thread and wait at most ``flush_timeout`` for it;
+        a loop that is gone or too slow is logged as ``failure``, never raised into the embedder."""
         try:
-            asyncio.run_coroutine_threadsafe(run(), self.loop).result(self.flush_timeout)
+            asyncio.run_coroutine_threadsafe(job, self.loop).result(self.flush_timeout)
         except (concurrent.futures.TimeoutError, RuntimeError) as exc:
-            log.warning("progress summary not started or stopped: %s", type(exc).__name__)
+            log.warning("%s: %s", failure, type(exc).__name__)
 
     def _end_for(self, exc: BaseException | None) -> None:
         if exc is None:
@@ -248,10 +253,7 @@ class ProgressTurn:
         """:meth:`flush` from a thread other than the loop's (waits at most ``flush_timeout``)."""
         if self._on_loop_thread():
             raise RuntimeError("ProgressTurn: on the event loop thread use 'async with' / 'await flush()'")
-        try:
-            asyncio.run_coroutine_threadsafe(self.flush(), self.loop).result(self.flush_timeout)
-        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
-            log.warning("turn updates not confirmed delivered: %s", type(exc).__name__)
+        self._wait_on_loop(self.flush(), "turn updates not confirmed delivered")
 
     def __enter__(self) -> ProgressTurn:
         if self._on_loop_thread():
