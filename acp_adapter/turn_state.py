@@ -157,6 +157,11 @@ class SessionStream:
         self._flush_text_locked()
         self._outbox.submit(self.session_id, update)
 
+    def _submit_built(self, build: Callable[[], AnyUpdate]) -> None:
+        """:meth:`_submit` for an update built on the loop (see ``UpdateOutbox.submit_built``)."""
+        self._flush_text_locked()
+        self._outbox.submit_built(self.session_id, build)
+
     def _flush_text_locked(self, keep: str | None = None) -> None:
         """Release text held back for redaction (except channel ``keep``), in channel order."""
         for channel, redactor in self._held_text.items():
@@ -348,13 +353,11 @@ class SessionStream:
         with self._lock:
             if not self.tool_is_open(tool_call_id):
                 return False
-            self._flush_text_locked()
-            # built on the loop (see UpdateOutbox.submit_built): a busy tool reports thousands a second
-            self._outbox.submit_built(
-                self.session_id,
+            # built on the loop: a busy tool reports thousands a second
+            self._submit_built(
                 functools.partial(
                     build_tool_progress, tool_call_id, value=value, total=total, message=message
-                ),
+                )
             )
             return True
 
