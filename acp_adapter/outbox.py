@@ -125,13 +125,8 @@ class UpdateOutbox:
         Call it outside any lock the event loop might need (the pump that makes room runs there).
         It returns at once on the loop's own thread, which must never wait for itself.
         """
-        if len(self._items) < PACE_HIGH or not self._pacing:
+        if len(self._items) < PACE_HIGH or not self._pacing or self._on_own_loop():
             return
-        try:
-            if asyncio.get_running_loop() is self._loop:
-                return
-        except RuntimeError:
-            pass
         self._room.clear()
         # the pump sets the event once it has drained below PACE_LOW; checking again after the
         # clear closes the race with a pump that drained in between
@@ -160,11 +155,7 @@ class UpdateOutbox:
             # a burst behind a draining pump costs no self-pipe write and no loop wake-up per update
             return
         self._wake_scheduled = True
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
+        if self._on_own_loop():
             # on the loop itself the pump is woken now, not a loop iteration later: the think card
             # of a prompt goes out on the very next iteration (one hop less to the first spinner)
             self._wake()
@@ -179,6 +170,13 @@ class UpdateOutbox:
                 # later; behind queued updates (a burst) the loop is already busy sending, and
                 # yielding on every one would only multiply thread switches
                 time.sleep(0)
+
+    def _on_own_loop(self) -> bool:
+        """Whether the caller runs on this outbox's event loop (its thread, inside the loop)."""
+        try:
+            return asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            return False
 
     def _wake(self) -> None:
         self._wake_scheduled = False
