@@ -236,6 +236,14 @@ def sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
             yield event
 
 
+def assert_bad_switch_is_a_422(url: str, thread_id: str, prompt: str, switch: str) -> None:
+    """A per-run ``forwardedProps`` switch that is not a bool is refused with 422, naming it."""
+    body = run_input(thread_id, prompt, forwarded={switch: "yes"})
+    response = httpx.post(url + "/", json=body, timeout=5)
+    assert response.status_code == 422
+    assert f"{switch} must be true or false" in response.json()["detail"]
+
+
 def run(url: str, body: dict[str, Any], timeout: float = 15.0) -> list[dict[str, Any]]:
     with (
         httpx.Client(timeout=timeout) as client,
@@ -323,13 +331,7 @@ def test_per_run_opt_out_and_a_bad_switch(servers: dict[str, Served]) -> None:
     off = {"emitToolProgress": False}
     events = run(servers["real"].url, run_input("t-optout", "search for TODO", forwarded=off))
     assert not of_type(events, "ACTIVITY_SNAPSHOT")
-    response = httpx.post(
-        servers["real"].url + "/",
-        json=run_input("t-optout", "search for TODO", forwarded={"emitToolProgress": "yes"}),
-        timeout=5,
-    )
-    assert response.status_code == 422
-    assert "emitToolProgress must be true or false" in response.json()["detail"]
+    assert_bad_switch_is_a_422(servers["real"].url, "t-optout", "search for TODO", "emitToolProgress")
 
 
 def test_global_opt_in_and_per_run_opt_out(servers: dict[str, Served]) -> None:

@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from acp import start_tool_call, update_agent_message_text, update_agent_thought_text, update_tool_call
 from ag_ui.core import ActivitySnapshotEvent, RunAgentInput, RunFinishedEvent, UserMessage
@@ -40,7 +39,7 @@ from tests.agents.progress_agent import SECRET
 
 from .agui_checks import parse_wire
 from .conftest import agent_env
-from .test_agui_app import Recorder, Served, of_type, run, run_input, text_of
+from .test_agui_app import Recorder, Served, assert_bad_switch_is_a_422, of_type, run, run_input, text_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -135,13 +134,7 @@ def test_summaries_off_publish_nothing_and_a_run_can_opt_either_way(apps: dict[s
 
 
 def test_a_bad_switch_is_a_422(apps: dict[str, Served]) -> None:
-    response = httpx.post(
-        apps["on"].url + "/",
-        json=run_input("t-bad", "hello", forwarded={"emitProgressSummary": "yes"}),
-        timeout=5,
-    )
-    assert response.status_code == 422
-    assert "emitProgressSummary must be true or false" in response.json()["detail"]
+    assert_bad_switch_is_a_422(apps["on"].url, "t-bad", "hello", "emitProgressSummary")
 
 
 def test_a_secret_in_the_prompt_never_reaches_a_summary(apps: dict[str, Served]) -> None:
