@@ -2,19 +2,25 @@
 """Time from sending ``session/prompt`` to the think card's arrival at the client.
 
 Spawns the real agent (``python -m acp_adapter``) over stdio and drives it with the SDK's client
-side, N prompts in a row, and reports the median and p95 latency to the first ``tool_call`` with
+side, N prompts per mode, and reports the median and p95 latency to the first ``tool_call`` with
 ``kind="think"``. The baseline, measured in the same run because these machines are shared and
 noisy, is a bare SDK agent process that sends one ``session_update`` as soon as it gets the prompt.
-A second baseline is the same bare agent whose turn then waits 20 ms on a worker thread, the shape
-of our turn here (a synchronous agent loop on a worker thread, a model that takes 20 ms). That shape
-alone slows the next prompt's first notification: on these VMs a process that sat idle for 20 ms
-wakes up slower (the bare agent sleeping 20 ms on its loop instead shows most of the same slowdown;
-a thread hop without the wait, a little), so this baseline separates what the package adds from
-what the turn's shape costs on this machine.
-All processes stay up for the whole run and are prompted in alternating rounds, so a change in the
-machine's load during the run falls on every side alike.
 
-Usage: python scripts/bench_spinner_latency.py [--runs 200] [--rounds 10]
+Two modes, each a fresh set of processes:
+
+* **after idle** (the figure the goal is about): every side's prompts come ``--idle`` seconds
+  apart, as a person's do in an editor. Every side then starts each prompt from the same state.
+* **back to back**: each prompt is sent the moment the last one is answered. Only our turn idles
+  here (its model takes 20 ms, as a real back-end waits on its socket), and on these VMs a process
+  pair that sat idle for even 20 ms handles the next message far slower than one that never
+  idled, so this mode mostly compares idle processes with busy ones. A second baseline shows it:
+  the same bare agent whose turn also waits 20 ms on a worker thread, the shape of our turn.
+
+In each mode all processes stay up and are prompted in alternating rounds, so a change in the
+machine's load during the run falls on every side alike; the ratios are the median of the rounds'
+own ratios, with their spread.
+
+Usage: python scripts/bench_spinner_latency.py [--runs 200] [--rounds 10] [--idle 0.05]
 """
 
 from __future__ import annotations
@@ -94,7 +100,9 @@ class Side:
         self.command, self.env, self.want_think = command, env, want_think
         self.samples: list[float] = []
 
-    async def run(self, rounds: list[asyncio.Event], turn: list[asyncio.Event], per_round: int) -> None:
+    async def run(
+        self, rounds: list[asyncio.Event], turn: list[asyncio.Event], per_round: int, idle: float
+    ) -> None:
         clock = FirstUpdateClock(self.want_think)
         with open(os.devnull, "wb") as devnull:
             async with spawn_agent_process(
@@ -112,6 +120,8 @@ class Side:
                 for mine, done in zip(rounds, turn, strict=True):
                     await mine.wait()
                     for _ in range(per_round):
+                        if idle:
+                            await asyncio.sleep(idle)
                         clock.arrived = None
                         sent = time.perf_counter()
                         await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
@@ -121,7 +131,7 @@ class Side:
                     done.set()
 
 
-async def measure_interleaved(sides: list[Side], runs: int, rounds: int) -> list[list[float]]:
+async def measure_interleaved(sides: list[Side], runs: int, rounds: int, idle: float) -> list[list[float]]:
     """Every agent stays up; their rounds alternate, so a change in the machine's load hits all."""
     per_round = max(1, runs // rounds)
     go = [[asyncio.Event() for _ in range(rounds)] for _ in sides]
@@ -133,7 +143,9 @@ async def measure_interleaved(sides: list[Side], runs: int, rounds: int) -> list
                 go[side][i].set()
                 await done[side][i].wait()
 
-    await asyncio.gather(*(side.run(go[k], done[k], per_round) for k, side in enumerate(sides)), conduct())
+    await asyncio.gather(
+        *(side.run(go[k], done[k], per_round, idle) for k, side in enumerate(sides)), conduct()
+    )
     return [side.samples for side in sides]
 
 
@@ -147,6 +159,9 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=10, help="alternating rounds per side")
+    parser.add_argument(
+        "--idle", type=float, default=0.05, help="seconds between prompts in the after-idle mode"
+    )
     args = parser.parse_args()
     env = {
         "PYTHONPATH": str(ROOT),
@@ -160,29 +175,34 @@ async def main() -> int:
         handle.write(BARE_AGENT)
         bare_path = handle.name
     try:
-        baseline, threaded, ours = await measure_interleaved(
-            [
+        for mode, idle in (
+            (f"after idle ({args.idle * 1000:g} ms between prompts)", args.idle),
+            ("back to back", 0.0),
+        ):
+            sides = [
                 Side([sys.executable, bare_path], env, want_think=False),
                 Side([sys.executable, bare_path, "--worker-thread"], env, want_think=False),
                 Side([sys.executable, "-m", "acp_adapter"], env, want_think=True),
-            ],
-            args.runs,
-            args.rounds,
-        )
+            ]
+            report(mode, await measure_interleaved(sides, args.runs, args.rounds, idle), args.rounds)
     finally:
         os.unlink(bare_path)
-    per_round = max(1, args.runs // args.rounds)
-    print(f"runs per side: {len(ours)}, in {args.rounds} alternating rounds")
-    print(f"bare SDK  prompt → first notification : {describe(baseline)}")
-    print(f"  same, with a worker-thread turn     : {describe(threaded)}")
-    print(f"acp-progress prompt → think card      : {describe(ours)}")
+    return 0
+
+
+def report(mode: str, samples: list[list[float]], rounds: int) -> None:
+    baseline, threaded, ours = samples
+    per_round = max(1, len(ours) // rounds)
+    print(f"{mode}: {len(ours)} prompts per side, in {rounds} alternating rounds")
+    print(f"  bare SDK  prompt → first notification : {describe(baseline)}")
+    print(f"    same, with a worker-thread turn     : {describe(threaded)}")
+    print(f"  acp-progress prompt → think card      : {describe(ours)}")
     for name, base in (("bare SDK", baseline), ("bare SDK with a worker-thread turn", threaded)):
         shares = round_ratios(round_medians(ours, per_round), round_medians(base, per_round))
         print(
-            f"vs {name}: ratio of medians {statistics.median(ours) / statistics.median(base):.2f}x,"
+            f"  vs {name}: ratio of medians {statistics.median(ours) / statistics.median(base):.2f}x,"
             f" median of the rounds' own ratios {shares.median:.2f}x ({shares.spread()})"
         )
-    return 0
 
 
 if __name__ == "__main__":
