@@ -10,20 +10,24 @@ Two baselines: the raw SDK sending the *same* progress update (content line plus
 built with the SDK helpers), which isolates what this package adds (redaction, the turn state machine,
 the thread hand-off); and the historical one, a much smaller ``raw_output``-only update. The three
 paths run in alternating rounds, so a change in the machine's load during the run hits all of them,
-and the throughput ratio is the median of the rounds' own ratios.
+with their order rotated each round and the garbage collected before each path, so none always
+runs first or inherits another's garbage; the throughput ratio is the median of the rounds' own
+ratios.
 
-Usage: python scripts/bench_tool_progress.py [--latency-runs 2000] [--burst 20000] [--rounds 6]
+Usage: python scripts/bench_tool_progress.py [--latency-runs 2000] [--burst 20000] [--rounds 9]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import socket
 import statistics
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,20 +175,23 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-runs", type=int, default=2000)
     parser.add_argument("--burst", type=int, default=20000)
-    parser.add_argument("--rounds", type=int, default=6, help="alternating rounds of the three paths")
+    parser.add_argument("--rounds", type=int, default=9, help="alternating rounds of the three paths")
     args = parser.parse_args()
     runs, burst = max(1, args.latency_runs // args.rounds), max(1, args.burst // args.rounds)
     bare_lat: list[float] = []
     same_lat: list[float] = []
     ours_lat: list[float] = []
     rates: dict[str, list[float]] = {"bare": [], "same": [], "ours": []}
-    for _round in range(args.rounds):  # alternate, so a change in the machine's load hits all three
-        for name, lat, run in (
-            ("bare", bare_lat, bench_bare(runs, burst)),
-            ("same", same_lat, bench_bare(runs, burst, same_update)),
-            ("ours", ours_lat, bench_ours(runs, burst)),
-        ):
-            samples, rate = await run
+    paths: list[tuple[str, list[float], Callable[[], Awaitable[tuple[list[float], float]]]]] = [
+        ("bare", bare_lat, lambda: bench_bare(runs, burst)),
+        ("same", same_lat, lambda: bench_bare(runs, burst, same_update)),
+        ("ours", ours_lat, lambda: bench_ours(runs, burst)),
+    ]
+    for round_ in range(args.rounds):  # alternate, so a change in the machine's load hits all three
+        turn = round_ % len(paths)  # and rotate, so no path always runs first or right after another
+        for name, lat, run in paths[turn:] + paths[:turn]:
+            gc.collect()  # no path pays for the garbage the one before it left
+            samples, rate = await run()
             lat.extend(samples)
             rates[name].append(rate)
     bare_rate, same_rate, ours_rate = (statistics.median(rates[k]) for k in ("bare", "same", "ours"))

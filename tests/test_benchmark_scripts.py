@@ -1,0 +1,58 @@
+"""The benchmark scripts the closing notes quote still run and print the figures they promise.
+
+Each runs as a real process with tiny sizes (the figures are meaningless at that size; whether the
+script runs end to end, with its baselines and both modes, is what is checked), plus the statistic
+they share.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from paired_rounds import round_medians, round_ratios  # noqa: E402
+
+
+def run_script(name: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / name), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_round_ratios_pair_rounds_and_report_their_median_and_spread() -> None:
+    shares = round_ratios([2.0, 3.0, 8.0], [1.0, 2.0, 2.0])
+    assert (shares.median, shares.low, shares.high) == (2.0, 1.5, 4.0)
+    assert shares.spread() == "rounds 1.50–4.00"
+    with pytest.raises(ValueError):
+        round_ratios([1.0], [1.0, 2.0])  # rounds that do not pair up are a mistake, not a figure
+    assert round_medians([1.0, 9.0, 5.0, 2.0, 4.0, 3.0], 3) == [5.0, 3.0]
+
+
+@pytest.mark.slow
+def test_spinner_benchmark_reports_both_modes_against_both_baselines() -> None:
+    out = run_script("bench_spinner_latency.py", "--runs", "4", "--rounds", "2", "--idle", "0.005")
+    assert re.search(r"^after idle \(5 ms between prompts\): 4 prompts per side", out, re.M), out
+    assert re.search(r"^back to back: 4 prompts per side", out, re.M), out
+    # each mode compares with the bare agent and with the bare agent of our turn's shape
+    assert len(re.findall(r"vs bare SDK: ratio of medians \d+\.\d\dx", out)) == 2, out
+    assert len(re.findall(r"vs bare SDK with a worker-thread turn: .* \(rounds \d", out)) == 2, out
+
+
+def test_tool_progress_benchmark_reports_both_baselines() -> None:
+    out = run_script("bench_tool_progress.py", "--latency-runs", "6", "--burst", "90", "--rounds", "3")
+    assert "3 alternating rounds of 30 updates per path" in out, out
+    for name in ("small update", "same update "):
+        assert re.search(rf"vs bare SDK, {name}: latency \d+\.\d\dx, throughput \d+\.\d\dx", out), out
