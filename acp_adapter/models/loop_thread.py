@@ -117,7 +117,15 @@ class LoopThread:
             future.cancel()
 
     def close(self, timeout: float = 2.0) -> None:
-        """Cancel what still runs, stop the loop and join its thread (idempotent)."""
+        """Cancel what still runs, close the async generators still open, stop the loop and join
+        its thread (idempotent).
+
+        The same shutdown as :func:`asyncio.run`: a stream a request abandoned mid-way (an
+        exception in its consumer, kept alive by the traceback) is an async generator suspended on
+        this loop. Closed here, its ``finally`` blocks run while the loop still runs; left to the
+        garbage collector, they would run after the loop closed, or not at all, and report
+        "async generator already executing" from the HTTP client's stream at some later moment.
+        """
         if self._closed:
             return
         self._closed = True
@@ -128,6 +136,7 @@ class LoopThread:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.get_running_loop().shutdown_asyncgens()
 
         try:
             asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout)
