@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -234,11 +235,20 @@ def test_bad_config_stops_the_server_with_a_clear_message():
     assert proc.stdout == ""
 
 
-@pytest.mark.skipif(shutil.which("acp-progress") is None, reason="console script not installed")
+def console_script() -> str:
+    """The installed ``acp-progress`` entry point: beside this interpreter (a venv that is not
+    activated), else on ``PATH``. The README installs the package, so a missing one is a failure."""
+    found = shutil.which("acp-progress", path=str(Path(sys.executable).parent)) or shutil.which(
+        "acp-progress"
+    )
+    assert found, "the acp-progress console script is not installed (pip install -e .)"
+    return found
+
+
 def test_console_script_watch_renders_cards_and_answer(tmp_path):
     env = {**os.environ, **agent_env()}
     proc = subprocess.run(
-        ["acp-progress", "watch", "--embedded-delay", "0.4", "--heartbeat-interval", "0.1", "what is 2^10"],
+        [console_script(), "watch", "--embedded-delay", "0.4", "--heartbeat-interval", "0.1", "what is 2^10"],
         capture_output=True,
         text=True,
         env=env,
