@@ -56,3 +56,4 @@ def test_tool_progress_benchmark_reports_both_baselines() -> None:
     assert "3 alternating rounds of 30 updates per path" in out, out
     for name in ("small update", "same update "):
         assert re.search(rf"vs bare SDK, {name}: latency \d+\.\d\dx, throughput \d+\.\d\dx", out), out
+    assert re.search(r"the SDK alone, same update vs small update: throughput \d+\.\d\dx", out), out
