@@ -9,8 +9,8 @@ their ratio; the baselines are measured in the same run because these machines a
 Two baselines: the raw SDK sending the *same* progress update (content line plus ``_meta`` progress,
 built with the SDK helpers), which isolates what this package adds (redaction, the turn state machine,
 the thread hand-off); and the historical one, a much smaller ``raw_output``-only update. The SDK's
-own ratio of the two is printed too: it is the ceiling of the ratio against the small update, since
-the package can only add to what the SDK costs for the update it sends. The three
+own ratio of the two is printed too: in practice the ceiling of the ratio against the small update,
+since the package adds its own work to what the SDK costs for the update it sends. The three
 paths run in alternating rounds, so a change in the machine's load during the run hits all of them,
 with their order rotated each round and the garbage collected before each path, so none always
 runs first or inherits another's garbage; the throughput ratio is the median of the rounds' own
@@ -208,7 +208,7 @@ async def main() -> int:
             f"vs bare SDK, {name:12s}: latency {ratio:.2f}x, "
             f"throughput {shares.median:.2f}x of the SDK's (median of rounds; {shares.spread()})"
         )
-    # the ceiling of the first ratio: what the update's size alone costs the SDK, with no package
+    # in practice the ceiling of the first ratio: what the update's size alone costs the SDK
     payload = round_ratios(rates["same"], rates["bare"])
     print(
         f"the SDK alone, same update vs small update: throughput {payload.median:.2f}x "
