@@ -13,6 +13,8 @@ import pytest
 from acp_adapter import outbox as outbox_module
 from acp_adapter.events import SessionStream, UpdateOutbox
 
+from .test_events import Sink
+
 pytestmark = pytest.mark.anyio
 
 
@@ -110,13 +112,8 @@ async def test_pacing_resumes_once_the_pump_drains_again(monkeypatch):
 
 
 async def test_an_update_built_on_the_loop_keeps_its_place_and_a_failing_build_loses_only_itself(caplog):
-    sent: list[str] = []
-
-    class Sink:
-        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-            sent.append(update.tool_call_id)
-
-    outbox = UpdateOutbox(Sink(), asyncio.get_running_loop())
+    sink = Sink()
+    outbox = UpdateOutbox(sink, asyncio.get_running_loop())
     seen: list[str] = []
     outbox.observers.append(lambda _sid, update: seen.append(update.tool_call_id))
     stream = SessionStream("s", outbox)
@@ -131,6 +128,7 @@ async def test_an_update_built_on_the_loop_keeps_its_place_and_a_failing_build_l
     stream.tool_start("b", "B", "other")
     with caplog.at_level("ERROR", logger="acp_progress.events"):
         await outbox.flush()
+    sent = [update.tool_call_id for _, update in sink.sent]
     assert sent == ["a", "a", "b"] and seen == sent
     assert outbox.failed == 1
     assert "could not build a session update" in caplog.text
@@ -173,19 +171,14 @@ async def test_a_pump_cancelled_mid_delivery_does_not_silence_later_updates():
 async def test_an_update_submitted_on_the_loop_goes_out_on_the_next_iteration():
     """The prompt's think card is submitted on the loop: the pump runs on the very next loop
     iteration, with no extra hop through a scheduled wake-up."""
-    sent: list[Any] = []
-
-    class Sink:
-        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-            sent.append(update)
-
-    outbox = UpdateOutbox(Sink(), asyncio.get_running_loop())
+    sink = Sink()
+    outbox = UpdateOutbox(sink, asyncio.get_running_loop())
     stream = SessionStream("s", outbox)
     for turn in range(3):  # the first creates the pump; later ones wake it from idle
         stream.begin_turn()
         stream.think_open_early()
         await asyncio.sleep(0)
-        assert len(sent) == 2 * turn + 1, f"turn {turn}: the card waited for another iteration"
+        assert len(sink.sent) == 2 * turn + 1, f"turn {turn}: the card waited for another iteration"
         stream.end_turn()
         await outbox.flush()
     await outbox.aclose()
