@@ -182,35 +182,78 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 # Process groups of the commands run so far. A command that backgrounds a job (``sleep 300 &``)
 # returns while the job lives on in the command's group; the agent kills those groups when it
 # shuts down (``kill_started_processes``), so nothing it started outlives it.
-_GROUPS: set[int] = set()
+#
+# A process group id is a pid, and the kernel recycles it once the group is empty. Killing a
+# remembered pgid blindly at shutdown could therefore hit a stranger's group that took the
+# number. So each group is remembered with the identity (pid, start time) of the members it had
+# when its command ended, a group is forgotten as soon as its command ends with no member left,
+# and a group is signalled only while one of its remembered members is still in it: a pgid cannot
+# be recycled while any member of the group exists.
+_GROUPS: dict[int, frozenset[tuple[int, int]]] = {}
 _GROUPS_LOCK = threading.Lock()
+_PROC = "/proc"
 
 
-def _group_alive(pgid: int) -> bool:
+def _start_time(stat: str) -> tuple[int, int] | None:
+    """``(pgid, start time in clock ticks)`` from a ``/proc/PID/stat`` line."""
+    fields = stat[stat.rfind(")") + 2 :].split()
     try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        return int(fields[2]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _group_members(pgid: int) -> frozenset[tuple[int, int]]:
+    """The ``(pid, start time)`` of every live process in group ``pgid`` (empty when none, or when
+    ``/proc`` cannot be read)."""
+    members: set[tuple[int, int]] = set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_PROC):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"{_PROC}/{entry.name}/stat", encoding="ascii", errors="replace") as f:
+                    parsed = _start_time(f.read())
+            except OSError:
+                continue
+            if parsed is not None and parsed[0] == pgid:
+                members.add((int(entry.name), parsed[1]))
+    return frozenset(members)
+
+
+def _still_ours(pgid: int, members: frozenset[tuple[int, int]]) -> bool:
+    return bool(members & _group_members(pgid))
 
 
 def _remember_group(pgid: int) -> None:
+    """Called once the command's leader runs (unreaped, so the pgid is ours while it lives)."""
     with _GROUPS_LOCK:
-        _GROUPS.difference_update([g for g in _GROUPS if not _group_alive(g)])
-        _GROUPS.add(pgid)
+        _GROUPS[pgid] = _group_members(pgid)
+
+
+def _settle_group(pgid: int) -> None:
+    """Called once the command ended: keep the group only while something of it lives on."""
+    members = _group_members(pgid)
+    with _GROUPS_LOCK:
+        if members:
+            _GROUPS[pgid] = members
+        else:
+            _GROUPS.pop(pgid, None)
 
 
 def kill_started_processes() -> int:
     """Kill every process group a command started that still has members; returns how many."""
     with _GROUPS_LOCK:
-        groups = [g for g in _GROUPS if _group_alive(g)]
+        groups = dict(_GROUPS)
         _GROUPS.clear()
-    for pgid in groups:
+    killed = 0
+    for pgid, members in groups.items():
+        if not _still_ours(pgid, members):
+            continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
-    return len(groups)
+            killed += 1
+    return killed
 
 
 def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
@@ -264,6 +307,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         if proc.poll() is None:
             _kill_group(proc)
         proc.wait()
+        _settle_group(proc.pid)
         reader.join(timeout=2)
     output = b"".join(chunks).decode("utf-8", errors="replace")
     if size > OUTPUT_CAP:

@@ -240,32 +240,53 @@ class UpdateOutbox:
 
 class PerConnection(Generic[V]):
     """A value per connection object, by identity (connections need not be hashable), forgotten
-    when the connection is garbage-collected."""
+    when the connection is garbage-collected.
+
+    The weakref callback that reports a collected connection may run at any allocation in any
+    thread, including inside ``make()`` while :meth:`get` holds the lock. So the callback takes no
+    lock: it only appends the dead key to a deque (atomic), and :meth:`get` purges dead keys under
+    the lock. ``make()`` itself runs outside the lock, so it may allocate, collect or even call
+    :meth:`get` again; when two threads race to make a value, the first stored one wins.
+    """
 
     def __init__(self) -> None:
         self._values: dict[int, tuple[Callable[[], object], V]] = {}
         self._lock = threading.Lock()
+        self._dead: deque[int] = deque()
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._purge()
+            return len(self._values)
 
     def get(self, conn: object, make: Callable[[], V]) -> V:
         key = id(conn)
         with self._lock:
+            self._purge()
             entry = self._values.get(key)
             if entry is not None and entry[0]() is conn:
                 return entry[1]
-            value = make()
-            ref: Callable[[], object]
-            try:
-                ref = weakref.ref(conn, lambda _r: self._forget(key))
-            except TypeError:  # cannot be weakly referenced: keep it alive with its value
+        value = make()
+        ref: Callable[[], object]
+        try:
+            ref = weakref.ref(conn, lambda _r: self._dead.append(key))
+        except TypeError:  # cannot be weakly referenced: keep it alive with its value
 
-                def ref() -> object:
-                    return conn
+            def ref() -> object:
+                return conn
 
+        with self._lock:
+            self._purge()
+            entry = self._values.get(key)
+            if entry is not None and entry[0]() is conn:  # another thread made it first
+                return entry[1]
             self._values[key] = (ref, value)
             return value
 
-    def _forget(self, key: int) -> None:
-        with self._lock:
+    def _purge(self) -> None:
+        """Forget the connections whose weakref callbacks fired (called with the lock held)."""
+        while self._dead:
+            key = self._dead.popleft()
             entry = self._values.get(key)
             if entry is not None and entry[0]() is None:
                 del self._values[key]

@@ -66,3 +66,51 @@ def test_plain_run_kills_background_jobs_when_it_exits(tmp_path):
     finally:
         if _alive(pid):
             os.kill(pid, 9)
+
+
+# ------------------------------------------------ process groups are forgotten when their command ends
+
+
+def _run_command(tmp_path: Path, command: str) -> None:
+    from acp_adapter.builtin_tools import run_command
+    from acp_adapter.cancel import CancelToken
+    from acp_adapter.models.base import ToolCall
+    from acp_adapter.toolbox import ToolContext
+
+    ctx = ToolContext(ToolCall("c", "run_command", {}), cwd=tmp_path, cancel=CancelToken(), report=print)
+    run_command({"command": command}, ctx)
+
+
+def test_a_command_that_leaves_nothing_behind_is_forgotten_at_once(tmp_path):
+    from acp_adapter import builtin_tools
+
+    builtin_tools.kill_started_processes()
+    _run_command(tmp_path, "true")
+    assert builtin_tools._GROUPS == {}  # nothing to kill at shutdown, nothing to mistake later
+
+
+def test_a_recycled_process_group_number_is_never_killed_at_shutdown(tmp_path):
+    """A remembered group whose members are all gone may have had its number reused by a stranger."""
+    from acp_adapter import builtin_tools
+
+    builtin_tools.kill_started_processes()
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        # as if an earlier command's group had this number: same pgid, a member that no longer exists
+        builtin_tools._GROUPS[stranger.pid] = frozenset({(stranger.pid, 1)})
+        assert builtin_tools.kill_started_processes() == 0
+        assert stranger.poll() is None, "a stranger's process group was killed"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+def test_a_background_job_keeps_its_group_remembered_and_is_killed(tmp_path):
+    from acp_adapter import builtin_tools
+
+    builtin_tools.kill_started_processes()
+    _run_command(tmp_path, "sleep 30 >/dev/null 2>&1 & echo $! > job.pid")
+    pid = int((tmp_path / "job.pid").read_text())
+    assert _alive(pid)
+    assert builtin_tools.kill_started_processes() == 1
+    assert _gone_within(pid, 5)
