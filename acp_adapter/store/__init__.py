@@ -1,0 +1,90 @@
+"""Durable state: sessions (the canonical conversation), the permission audit, and the small
+state front-ends keep (a chat's session, an update offset, a thread's session).
+
+SQLite in the user's state directory by default; in memory when state is off or the database
+cannot be used. :func:`open_store` chooses, and never stops the agent over its state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from .base import (
+    JsonObject,
+    KeyValueStore,
+    PermissionDecision,
+    SessionPage,
+    SessionRecord,
+    SessionStore,
+    StoredSession,
+    StoreError,
+    StoreVersionError,
+)
+from .memory import MemoryStore
+from .sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore
+from .writer import BackgroundWriter
+
+__all__ = [
+    "DATABASE_NAME",
+    "SCHEMA_VERSION",
+    "BackgroundWriter",
+    "JsonObject",
+    "KeyValueStore",
+    "MemoryStore",
+    "PermissionDecision",
+    "SessionPage",
+    "SessionRecord",
+    "SessionStore",
+    "SqliteStore",
+    "StoreError",
+    "StoreVersionError",
+    "StoredSession",
+    "default_state_dir",
+    "open_store",
+]
+
+log = logging.getLogger("acp_progress.store")
+
+DAY = 86_400.0
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/acp-progress``, else ``~/.local/state/acp-progress``."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "acp-progress"
+
+
+def open_store(
+    directory: Path | None, *, enabled: bool = True, retention_days: float = 30.0
+) -> SqliteStore | MemoryStore:
+    """The store to use: SQLite in ``directory`` (default :func:`default_state_dir`), or memory
+    when ``enabled`` is False or the database cannot be opened (one error line says why).
+
+    Sessions not updated for ``retention_days`` are removed on open (0 keeps everything).
+    """
+    if not enabled:
+        return MemoryStore()
+    where = directory if directory is not None else default_state_dir()
+    try:
+        store = SqliteStore(where)
+    except StoreVersionError as exc:
+        log.error("%s; sessions are kept in memory only", exc)
+        return MemoryStore()
+    except (OSError, StoreError, Exception) as exc:  # unwritable directory, a disk error …
+        log.error("cannot use the session store in %s (%s); sessions are kept in memory only", where, exc)
+        return MemoryStore()
+    if retention_days > 0:
+        try:
+            removed = store.prune(time.time() - retention_days * DAY)
+        except Exception as exc:
+            log.warning("could not remove sessions older than %g days: %s", retention_days, exc)
+        else:
+            if removed:
+                log.info("removed %d sessions older than %g days", removed, retention_days)
+    return store

@@ -1,0 +1,146 @@
+"""What a session store keeps, and the small interface every back-end implements.
+
+A stored session is the *canonical* conversation (DESIGN contract 10, seed 000): the user's
+messages, the agent's message and thought text, each tool call in its final state, plans and
+usage — as ACP update JSON, so replaying it is sending those updates again — plus the model
+history the agent needs to go on. Never heartbeats, progress snapshots, spinner cards or anything
+a front-end only displayed: the recorder that feeds the store decides that, the store only keeps
+what it is given.
+
+The store is also the last gate for secrets: every string of every record passes the canonical
+redactor on its way in (:func:`scrub`), so a secret a tool read never lands on disk, whoever
+called the store.
+
+The interface is deliberately small and synchronous (SQLite is; a back-end that shares sessions
+between hosts can come later). Callers on an event loop go through
+:class:`~acp_adapter.store.writer.BackgroundWriter`, which batches writes on a thread of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..redact import redact_value
+
+__all__ = [
+    "JsonObject",
+    "KeyValueStore",
+    "PermissionDecision",
+    "SessionPage",
+    "SessionRecord",
+    "SessionStore",
+    "StoreError",
+    "StoreVersionError",
+    "StoredSession",
+    "dumps",
+    "scrub",
+]
+
+JsonObject = dict[str, Any]
+
+
+class StoreError(Exception):
+    """The session store cannot do what was asked (the message says what and where)."""
+
+
+class StoreVersionError(StoreError):
+    """The database was written by a newer acp-progress, whose schema this one cannot read."""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """What ``session/list`` shows of a session."""
+
+    session_id: str
+    cwd: str
+    title: str | None
+    created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class StoredSession:
+    """A whole stored session: its record, its canonical events in order, its model history."""
+
+    record: SessionRecord
+    events: list[JsonObject]
+    history: list[JsonObject] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    sessions: list[SessionRecord]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    """One audited permission answer: written before the agent is told "allow"."""
+
+    at: float
+    session_id: str
+    tool_call_id: str
+    title: str
+    allowed: bool
+    #: who decided: a person ("telegram:12345", "terminal"), or "auto" (``--yes``, a policy)
+    decided_by: str
+    #: where: "acp", "watch", "telegram", "agui", "plain" …
+    surface: str
+
+
+def dumps(value: Any) -> str:
+    """Strict JSON (no NaN/Infinity) for the database."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def scrub(value: Any) -> Any:
+    """``value`` with every string passed through the canonical redactor."""
+    return redact_value(value)
+
+
+class SessionStore(Protocol):
+    """The session store's interface; :class:`~acp_adapter.store.sqlite.SqliteStore` and
+    :class:`~acp_adapter.store.memory.MemoryStore` implement it."""
+
+    def upsert_session(self, record: SessionRecord) -> None: ...
+
+    def append_events(self, session_id: str, events: Sequence[JsonObject], updated_at: float) -> None: ...
+
+    def replace_history(self, session_id: str, history: Sequence[JsonObject]) -> None: ...
+
+    def load(self, session_id: str) -> StoredSession | None: ...
+
+    def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> SessionPage: ...
+
+    def delete(self, session_id: str) -> bool: ...
+
+    def prune(self, older_than: float) -> int: ...
+
+    def record_permission(self, decision: PermissionDecision) -> None: ...
+
+    def permission_audit(self, limit: int = 100) -> list[PermissionDecision]: ...
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Group the writes made inside it into one transaction."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class KeyValueStore(Protocol):
+    """Small durable state of the front-ends: a chat's session id, an update offset, a thread's
+    session. Namespaced so front-ends never collide."""
+
+    def put(self, namespace: str, key: str, value: Any) -> None: ...
+
+    def get(self, namespace: str, key: str) -> Any | None: ...
+
+    def items(self, namespace: str) -> list[tuple[str, Any]]: ...
+
+    def remove(self, namespace: str, key: str) -> None: ...

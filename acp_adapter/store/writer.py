@@ -1,0 +1,106 @@
+"""Writes off the hot path: a thread of the store's own that batches them.
+
+The agent's event loop must never wait for the disk (time to the first think card and tool-progress
+throughput are the product). Callers hand the writer small closures; its thread runs everything
+queued since its last wake-up in one transaction (one fsync for many events). :meth:`flush` is the
+barrier for the rare caller that must see its writes (a ``session/load`` of a session this process
+is still writing, a test, shutdown).
+
+A write that fails is logged (redacted, one line) and the writer goes on: the conversation the
+user is having matters more than its copy on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..redact import redact_text
+
+__all__ = ["BackgroundWriter"]
+
+log = logging.getLogger("acp_progress.store")
+
+Write = Callable[[], None]
+
+
+class BackgroundWriter:
+    """Run store writes on one daemon thread, batched into transactions, in submission order."""
+
+    def __init__(self, store: Any, *, name: str = "acp-progress-store") -> None:
+        self._store = store
+        self._queue: queue.SimpleQueue[Write | threading.Event | None] = queue.SimpleQueue()
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, write: Write) -> None:
+        """Queue ``write`` (a closure calling the store); never blocks."""
+        if not self._closed:
+            self._queue.put(write)
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything submitted so far is written; False on time-out."""
+        if self._closed or not self._thread.is_alive():
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued, then stop the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            batch: list[Write] = []
+            barriers: list[threading.Event] = []
+            stop = False
+            while True:
+                if item is None:
+                    stop = True
+                elif isinstance(item, threading.Event):
+                    barriers.append(item)
+                else:
+                    batch.append(item)
+                if len(batch) >= 500:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            self._write(batch)
+            for barrier in barriers:
+                barrier.set()
+            if stop:
+                return
+
+    def _write(self, batch: list[Write]) -> None:
+        if not batch:
+            return
+        try:
+            with self._store.batch():
+                for write in batch:
+                    write()
+            return
+        except Exception as exc:  # one bad write must not take its neighbours with it: go one by one
+            log.warning(
+                "a batch of %d session changes failed (%s); retrying one by one", len(batch), _why(exc)
+            )
+        for write in batch:
+            try:
+                write()
+            except Exception as exc:
+                log.error("could not save a session change: %s", _why(exc))
+
+
+def _why(exc: BaseException) -> str:
+    return redact_text(str(exc)) or type(exc).__name__
