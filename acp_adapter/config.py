@@ -344,6 +344,25 @@ class Settings(_Section):
         gt=0,
         le=30 * 86400,
     )
+    state: bool = setting(
+        True,
+        env="ACP_PROGRESS_STATE",
+        help="keep sessions in the SQLite session store (off: in memory only, as before)",
+    )
+    state_dir: str | None = setting(
+        None,
+        env="ACP_PROGRESS_STATE_DIR",
+        metavar="DIR",
+        help="directory of the session store (default $XDG_STATE_HOME/acp-progress, "
+        "else ~/.local/state/acp-progress)",
+    )
+    session_retention_days: float = setting(
+        30.0,
+        env="ACP_PROGRESS_SESSION_RETENTION_DAYS",
+        help="days a stored session is kept after its last use (0 keeps sessions forever)",
+        ge=0,
+        le=36500,
+    )
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     summary: SummaryModeSetting = setting(
         "auto",

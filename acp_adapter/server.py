@@ -11,10 +11,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import datetime
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -27,10 +30,16 @@ from acp.schema import (
     ImageContentBlock,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    SessionCapabilities,
+    SessionInfo,
+    SessionInfoUpdate,
+    SessionListCapabilities,
     TextContentBlock,
     TextResourceContents,
     Usage,
@@ -44,7 +53,9 @@ from .events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_
 from .heartbeat import HeartbeatScheduler, default_scheduler
 from .models import ChatModel, UsageReport, create_model
 from .presentation import PresentationRegistry
-from .session import Session, SessionStore
+from .session import LiveSessions, Session, history_from_json, history_to_json
+from .store import BackgroundWriter, MemoryStore, SessionStore, StoreError, open_store
+from .store.recorder import ConversationRecorder, replay_updates
 from .tool_cards import AcpToolObserver
 
 if TYPE_CHECKING:
@@ -62,6 +73,8 @@ T = TypeVar("T")
 #: Seconds a running turn gets to finish (cancelled) after the client hung up; then it is abandoned,
 #: so the agent exits within about twice this whatever the turn is doing.
 HANGUP_GRACE = 0.8
+#: Longest a prompt's answer waits for its turn to reach the session store.
+STORE_FLUSH_TIMEOUT = 2.0
 
 SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
@@ -137,15 +150,22 @@ class ProgressAgent:
         model: ChatModel | None = None,
         scheduler: HeartbeatScheduler | None = None,
         registry: PresentationRegistry | None = None,
+        store: SessionStore | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         self.scheduler = scheduler or default_scheduler()
         self.registry = registry or PresentationRegistry()
-        self.sessions = SessionStore(
+        self.sessions = LiveSessions(
             max_sessions=self.settings.max_sessions, idle_timeout=self.settings.session_idle_timeout
         )
+        #: the durable copy of every conversation (SQLite unless ACP_PROGRESS_STATE=off); writes
+        #: go through a thread of their own, never the event loop
+        self.store: SessionStore = store if store is not None else _open_store(self.settings)
+        self._writer = BackgroundWriter(self.store)
+        self.recorder = ConversationRecorder(self.store, self._writer)
+        self.sessions.on_free = self._forget_freed
         self._conn: Any = None
         self._outbox: UpdateOutbox | None = None
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
@@ -165,10 +185,18 @@ class ProgressAgent:
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
 
+    def _forget_freed(self, session_id: str) -> None:
+        """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
+        store) it is gone altogether, as before durable sessions, so memory stays bounded."""
+        self.recorder.forget(session_id)
+        if isinstance(self.store, MemoryStore):
+            self._writer.submit(lambda: self.store.delete(session_id))
+
     @property
     def outbox(self) -> UpdateOutbox:
         if self._outbox is None:
             self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop())
+            self._outbox.observers.append(self.recorder.observe)
             if self.summaries is not None:
                 self._outbox.observers.append(self._observe_for_summary)
         return self._outbox
@@ -252,6 +280,9 @@ class ProgressAgent:
         self._executor.shutdown(wait=False, cancel_futures=True)
         if killed := kill_started_processes():
             log.info("killed %d background job group(s) started by commands", killed)
+        self._writer.close()  # what the turns recorded reaches the disk before the process ends
+        with contextlib.suppress(Exception):
+            self.store.close()
         close = getattr(self.model, "close", None)
         if self._owns_model and callable(close):
             try:
@@ -267,7 +298,9 @@ class ProgressAgent:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=False, prompt_capabilities=PromptCapabilities(embedded_context=True)
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
         )
@@ -276,14 +309,86 @@ class ProgressAgent:
         return AuthenticateResponse()
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        await self._check_cwd(cwd)
+        session = self.sessions.create(cwd, self.outbox)
+        session.toolbox = default_toolbox(cwd)
+        self.recorder.open_session(session.id, cwd)
+        log.info("new session %s in %s", session.id, cwd)
+        return NewSessionResponse(session_id=session.id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Replay a stored conversation as ``session/update`` notifications, then answer; later
+        prompts go on with its model history. Every card arrives in its final state."""
+        await self._check_cwd(cwd)
+        live = self.sessions.find(session_id)
+        if live is not None and live.cancel is not None:
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
+            )
+        await self._writer.flush_async()
+        stored = await anyio.to_thread.run_sync(self.store.load, session_id)
+        if stored is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
+            )
+        session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
+        session.toolbox = default_toolbox(cwd)
+        self.recorder.open_session(session_id, cwd, stored.record.title)
+        for update in replay_updates(session_id, stored.events):
+            self.outbox.submit(session_id, update)
+        if stored.record.title:
+            info = SessionInfoUpdate(
+                session_update="session_info_update",
+                title=stored.record.title,
+                updated_at=_iso(stored.record.updated_at),
+            )
+            self.outbox.submit(session_id, info)
+        await self.outbox.flush()
+        log.info("loaded session %s (%d stored entries) in %s", session_id, len(stored.events), cwd)
+        return LoadSessionResponse()
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The stored sessions, newest first, 50 a page (``cursor`` from the previous page)."""
+        await self._writer.flush_async()
+        try:
+            page = await anyio.to_thread.run_sync(lambda: self.store.list_sessions(cwd, cursor, 50))
+        except StoreError as exc:
+            raise RequestError.invalid_params({"cursor": cursor, "details": str(exc)}) from None
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=_iso(r.updated_at))
+                for r in page.sessions
+            ],
+            next_cursor=page.next_cursor,
+        )
+
+    async def _check_cwd(self, cwd: str) -> None:
         if not os.path.isabs(cwd):
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
         if not await anyio.Path(cwd).is_dir():
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
-        session = self.sessions.create(cwd, self.outbox)
-        session.toolbox = default_toolbox(cwd)
-        log.info("new session %s in %s", session.id, cwd)
-        return NewSessionResponse(session_id=session.id)
+
+    async def _session_for_prompt(self, session_id: str) -> Session:
+        """The live session, or one freed for idleness (or from an earlier process) brought back
+        from the store with its history, without a replay: the client already shows it."""
+        try:
+            return self.sessions.get(session_id)
+        except RequestError:
+            await self._writer.flush_async()
+            stored = await anyio.to_thread.run_sync(self.store.load, session_id)
+            if stored is None:
+                raise
+            session = self.sessions.adopt(
+                session_id, stored.record.cwd, self.outbox, history_from_json(stored.history)
+            )
+            session.toolbox = default_toolbox(stored.record.cwd)
+            self.recorder.open_session(session_id, stored.record.cwd, stored.record.title)
+            log.info("session %s brought back from the store for a prompt", session_id)
+            return self.sessions.get(session_id)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
@@ -291,7 +396,7 @@ class ProgressAgent:
             session.cancel.cancel("cancelled by the user")
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        session = self.sessions.get(session_id)
+        session = await self._session_for_prompt(session_id)
         cancel = session.begin_turn()
         loop = asyncio.get_running_loop()
         running: asyncio.Future[None] = loop.create_future()
@@ -320,6 +425,11 @@ class ProgressAgent:
             # The spinner goes out first, from the event loop, as the prompt lands: the agent's
             # hook A adopts this card, so the person never waits for the hop to a worker thread.
             session.stream.think_open_early()
+            title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
+            if title is not None:  # the first prompt names the session, for session/list and the client
+                session.stream.send(
+                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=_iso())
+                )
             await _await_through_cancel(
                 asyncio.ensure_future(session.stream.flush()),
                 lambda: cancel.cancel("the client connection closed"),
@@ -349,6 +459,13 @@ class ProgressAgent:
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
         )
         session.finish_turn(result.messages if result is not None else [])
+        self.recorder.end_turn(session.id, history_to_json(session.history))
+        # the turn is on disk before its answer, so an agent killed right after still has it;
+        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT
+        await _await_through_cancel(
+            asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
+            give_up=lambda: self._abandoned,
+        )
         self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
         total = result.usage if result is not None else None
         return PromptResponse(
@@ -389,6 +506,20 @@ class ProgressAgent:
             settings=self.settings,
             system_prompt=SYSTEM_PROMPT,
         )
+
+
+def _iso(at: float | None = None) -> str:
+    """An ISO 8601 UTC timestamp (what ``SessionInfo.updatedAt`` carries)."""
+    moment = datetime.datetime.fromtimestamp(time.time() if at is None else at, tz=datetime.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _open_store(settings: Settings) -> SessionStore:
+    return open_store(
+        Path(settings.state_dir).expanduser() if settings.state_dir else None,
+        enabled=settings.state,
+        retention_days=settings.session_retention_days,
+    )
 
 
 def _summary_factory(settings: Settings) -> SummaryFactory | None:

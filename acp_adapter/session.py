@@ -9,16 +9,17 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from acp import RequestError
 
 from .cancel import CancelToken
-from .models.base import Message
+from .models.base import Message, ToolCall
 from .outbox import UpdateOutbox
 from .toolbox import Toolbox
 from .turn_state import SessionStream
 
-__all__ = ["MAX_HISTORY", "Session", "SessionStore", "trim_history"]
+__all__ = ["MAX_HISTORY", "LiveSessions", "Session", "history_from_json", "history_to_json", "trim_history"]
 
 MAX_HISTORY = 200
 
@@ -70,7 +71,47 @@ def trim_history(history: list[Message], limit: int = MAX_HISTORY) -> None:
     del history[:cut]
 
 
-class SessionStore:
+def history_to_json(history: list[Message]) -> list[dict[str, Any]]:
+    """The model history as JSON for the session store (the store redacts it on the way in)."""
+    out: list[dict[str, Any]] = []
+    for m in history:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in m.tool_calls
+            ]
+        if m.tool_call_id is not None:
+            item["tool_call_id"] = m.tool_call_id
+        if m.name is not None:
+            item["name"] = m.name
+        out.append(item)
+    return out
+
+
+def history_from_json(items: list[dict[str, Any]]) -> list[Message]:
+    """The stored model history back as messages; an item this version cannot read is skipped
+    (a history that starts mid-turn is trimmed to its first user message by the next turn)."""
+    history: list[Message] = []
+    for item in items:
+        try:
+            calls = tuple(
+                ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+                for c in item.get("tool_calls") or ()
+            )
+            role = item["role"]
+            if role not in ("system", "user", "assistant", "tool"):
+                raise ValueError(role)
+            history.append(
+                Message(
+                    role, str(item.get("content") or ""), calls, item.get("tool_call_id"), item.get("name")
+                )
+            )
+        except (KeyError, TypeError, ValueError):
+            log.warning("skipped a stored history message this version cannot read")
+    return history
+
+
+class LiveSessions:
     """All sessions of one connection, freed when idle so the process does not grow without bound.
 
     An editor opens sessions all day and never says it is done with one (ACP has no close), so a
@@ -95,6 +136,9 @@ class SessionStore:
         self._last_used: dict[str, float] = {}
         self._freed: OrderedDict[str, str] = OrderedDict()  # recently freed id -> why (bounded)
         self._lock = threading.Lock()
+        #: called with the id of each session freed (the in-memory store forgets it too, so
+        #: memory stays bounded when state is off)
+        self.on_free: Callable[[str], None] | None = None
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -114,6 +158,37 @@ class SessionStore:
                 )
             self._sessions[session_id] = session
             self._last_used[session_id] = now
+        return session
+
+    def adopt(self, session_id: str, cwd: str, outbox: UpdateOutbox, history: list[Message]) -> Session:
+        """Make a stored session live again under its own id (``session/load``, or a prompt to a
+        session this process freed or never had), replacing an idle live copy."""
+        session = Session(session_id, cwd, SessionStream(session_id, outbox), history)
+        with self._lock:
+            now = self._clock()
+            self._sweep_locked(now)
+            old = self._sessions.get(session_id)
+            if old is not None and old.cancel is not None:
+                raise RequestError.invalid_request(
+                    {
+                        "sessionId": session_id,
+                        "details": "a prompt is running in this session; cancel it first",
+                    }
+                )
+            if (
+                old is None
+                and len(self._sessions) >= self.max_sessions
+                and not self._free_oldest_idle_locked()
+            ):
+                raise RequestError.invalid_request(
+                    {
+                        "details": f"{len(self._sessions)} sessions are busy running prompts; "
+                        "retry when one finishes"
+                    }
+                )
+            self._sessions[session_id] = session
+            self._freed.pop(session_id, None)
+            self._touch_locked(session_id, now)
         return session
 
     def get(self, session_id: str) -> Session:
@@ -169,6 +244,11 @@ class SessionStore:
         while len(self._freed) > _FREED_MEMORY:
             self._freed.popitem(last=False)
         log.info("freed session %s (%s)", session_id, why)
+        if self.on_free is not None:
+            try:
+                self.on_free(session_id)
+            except Exception:
+                log.exception("forgetting freed session %s failed", session_id)
 
     def _sweep_locked(self, now: float) -> int:
         expired: list[str] = []

@@ -28,6 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# Every agent a test starts, in this process or spawned, keeps its sessions in a temporary state
+# directory of this test process (each xdist worker has its own), never the user's own.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="acp-progress-test-state-")
+os.environ.pop("ACP_PROGRESS_STATE_DIR", None)
+
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -122,6 +127,7 @@ def agent_env(**overrides: str) -> dict[str, str]:
         "ACP_PROGRESS_HEARTBEAT_INTERVAL": "0.05",
         "ACP_PROGRESS_LOG_LEVEL": "INFO",
         "PYTHONUNBUFFERED": "1",
+        "XDG_STATE_HOME": os.environ["XDG_STATE_HOME"],
     }
     env.update(overrides)
     return env

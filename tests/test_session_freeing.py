@@ -11,7 +11,7 @@ from acp import RequestError
 
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.server import ProgressAgent
-from acp_adapter.session import SessionStore
+from acp_adapter.session import LiveSessions
 
 from .conftest import RecordingClient, fast_settings, inprocess_agent, prompt_text
 
@@ -29,9 +29,9 @@ class NullOutbox:
         pass
 
 
-def _store(**kwargs: Any) -> tuple[SessionStore, Clock]:
+def _store(**kwargs: Any) -> tuple[LiveSessions, Clock]:
     clock = Clock()
-    return SessionStore(clock=clock, **kwargs), clock
+    return LiveSessions(clock=clock, **kwargs), clock
 
 
 def test_sessions_idle_longer_than_the_timeout_are_freed_with_a_clear_error():
@@ -90,7 +90,7 @@ def test_settings_name_the_variables():
 
 
 @pytest.mark.anyio
-async def test_the_agent_frees_idle_sessions_and_a_prompt_to_one_gets_a_clear_error(tmp_path):
+async def test_the_agent_frees_idle_sessions_and_brings_one_back_from_the_store(tmp_path):
     agent = ProgressAgent(fast_settings(max_sessions=2, session_idle_timeout=0.3))
     client = RecordingClient()
     async with inprocess_agent(client, agent) as conn:
@@ -98,10 +98,27 @@ async def test_the_agent_frees_idle_sessions_and_a_prompt_to_one_gets_a_clear_er
         assert (await prompt_text(conn, first, "what is 1+1")).stop_reason == "end_turn"
         await asyncio.sleep(0.4)
         second = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
-        with pytest.raises(RequestError) as err:
-            await prompt_text(conn, first, "what is 2+2")
-        assert "freed" in str(err.value.data)
+        assert agent.sessions.find(first) is None  # freed for idleness …
+        assert (await prompt_text(conn, first, "what is 2+2")).stop_reason == "end_turn"  # … and back
+        assert [m.content for m in agent.sessions.get(first).history if m.role == "user"] == [
+            "what is 1+1",
+            "what is 2+2",
+        ]
         assert (await prompt_text(conn, second, "what is 2+2")).stop_reason == "end_turn"
         for _ in range(5):
             await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         assert len(agent.sessions) == 2
+
+
+@pytest.mark.anyio
+async def test_with_state_off_a_freed_session_gets_a_clear_error(tmp_path):
+    agent = ProgressAgent(fast_settings(max_sessions=2, session_idle_timeout=0.3, state=False))
+    client = RecordingClient()
+    async with inprocess_agent(client, agent) as conn:
+        first = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, first, "what is 1+1")).stop_reason == "end_turn"
+        await asyncio.sleep(0.4)
+        await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        with pytest.raises(RequestError) as err:
+            await prompt_text(conn, first, "what is 2+2")
+        assert "freed" in str(err.value.data)

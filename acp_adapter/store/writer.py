@@ -12,10 +12,13 @@ user is having matters more than its copy on disk.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..redact import redact_text
@@ -24,7 +27,14 @@ __all__ = ["BackgroundWriter"]
 
 log = logging.getLogger("acp_progress.store")
 
-Write = Callable[[], None]
+Write = Callable[[], object]
+
+
+@dataclass(frozen=True, slots=True)
+class _LoopBarrier:
+    """A flush barrier whose waiter is on an event loop: ``set`` schedules its wake-up there."""
+
+    set: Callable[[], object]
 
 
 class BackgroundWriter:
@@ -32,7 +42,7 @@ class BackgroundWriter:
 
     def __init__(self, store: Any, *, name: str = "acp-progress-store") -> None:
         self._store = store
-        self._queue: queue.SimpleQueue[Write | threading.Event | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Write | threading.Event | _LoopBarrier | None] = queue.SimpleQueue()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -50,6 +60,25 @@ class BackgroundWriter:
         self._queue.put(done)
         return done.wait(timeout)
 
+    async def flush_async(self, within: float = 10.0) -> bool:
+        """:meth:`flush` for a caller on an event loop, with no thread of its own: the writer's
+        thread wakes the awaiting task when it passes the barrier."""
+        if self._closed or not self._thread.is_alive():
+            return True
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        self._queue.put(_LoopBarrier(lambda: loop.call_soon_threadsafe(wake)))
+        try:
+            await asyncio.wait_for(asyncio.shield(done), within)
+        except TimeoutError:
+            return False
+        return True
+
     def close(self, timeout: float = 10.0) -> None:
         """Write what is queued, then stop the thread."""
         if self._closed:
@@ -62,12 +91,12 @@ class BackgroundWriter:
         while True:
             item = self._queue.get()
             batch: list[Write] = []
-            barriers: list[threading.Event] = []
+            barriers: list[threading.Event | _LoopBarrier] = []
             stop = False
             while True:
                 if item is None:
                     stop = True
-                elif isinstance(item, threading.Event):
+                elif isinstance(item, threading.Event | _LoopBarrier):
                     barriers.append(item)
                 else:
                     batch.append(item)
@@ -79,7 +108,8 @@ class BackgroundWriter:
                     break
             self._write(batch)
             for barrier in barriers:
-                barrier.set()
+                with contextlib.suppress(RuntimeError):  # the awaiting loop closed meanwhile
+                    barrier.set()
             if stop:
                 return
 

@@ -1,0 +1,218 @@
+"""From the live update stream to the canonical conversation a session keeps (seed 000's rule).
+
+The stream a client sees is full of things that only matter while they happen: think-card
+spinners and their heartbeats, progress snapshots, text in dozens of chunks. What a session keeps
+is what happened: the user's prompt, the agent's thought and message text (coalesced — one entry
+per run of chunks), each real tool call once, in its final state (kind, title, locations, status,
+content, raw input and output), the last plan, the last usage. Replaying those entries as
+``session/update`` notifications rebuilds every card in its final state and injects no old
+presentation; none is left ``in_progress``.
+
+The recorder keeps a turn's entries in memory while it runs (it is fed on the event loop by the
+outbox's observer) and hands them to the store's background writer when the turn ends, with the
+model history the agent needs to go on, so the disk never sits on the hot path.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    SessionInfoUpdate,
+    SessionNotification,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+from ..redact import redact_text
+from .base import JsonObject, SessionRecord
+from .writer import BackgroundWriter
+
+__all__ = ["TITLE_CAP", "ConversationRecorder", "replay_updates", "title_from"]
+
+log = logging.getLogger("acp_progress.store")
+
+#: Longest session title (from the first prompt's first line).
+TITLE_CAP = 80
+_META_KEY = "acpProgress"
+_TERMINAL = {"completed", "failed"}
+
+
+def title_from(text: str) -> str | None:
+    """A session's title: the first non-empty line of its first prompt, redacted, capped."""
+    for line in redact_text(text).splitlines():
+        flat = " ".join(line.split())
+        if flat:
+            return flat if len(flat) <= TITLE_CAP else flat[: TITLE_CAP - 1].rstrip() + "…"
+    return None
+
+
+def _dump(update: Any) -> JsonObject:
+    dumped: JsonObject = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return dumped
+
+
+def _is_think_card(update: ToolCallStart) -> bool:
+    meta = update.field_meta or {}
+    ours = meta.get(_META_KEY)
+    return isinstance(ours, dict) and ours.get("phase") == "thinking"
+
+
+def _is_progress(update: ToolCallProgress) -> bool:
+    meta = update.field_meta or {}
+    ours = meta.get(_META_KEY)
+    return isinstance(ours, dict) and ours.get("phase") == "progress"
+
+
+@dataclass
+class _Turn:
+    entries: list[JsonObject] = field(default_factory=list)
+    #: tool-call id -> its entry (a dict inside ``entries``, updated in place)
+    tools: dict[str, JsonObject] = field(default_factory=dict)
+    think_cards: set[str] = field(default_factory=set)
+    plan_at: int | None = None
+    usage: JsonObject | None = None
+
+
+class ConversationRecorder:
+    """Collects each session's canonical entries; writes them when a turn ends.
+
+    ``store`` is a :class:`~acp_adapter.store.base.SessionStore`; ``writer`` runs the writes on its
+    own thread. Every method is cheap and never raises into the caller (a recorder failure must not
+    break a turn: DESIGN contract 6).
+    """
+
+    def __init__(self, store: Any, writer: BackgroundWriter, clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.writer = writer
+        self._clock = clock
+        self._turns: dict[str, _Turn] = {}
+        self._titled: set[str] = set()
+
+    def open_session(self, session_id: str, cwd: str, title: str | None = None) -> None:
+        now = self._clock()
+        if title is not None:
+            self._titled.add(session_id)
+        record = SessionRecord(session_id, cwd, title, now, now)
+        self.writer.submit(lambda: self.store.upsert_session(record))
+
+    def knows_title(self, session_id: str) -> bool:
+        return session_id in self._titled
+
+    def begin_turn(self, session_id: str, cwd: str, prompt: Sequence[Any], text: str) -> str | None:
+        """Record the user's prompt; returns the session's new title when this prompt gives it one."""
+        turn = self._turns[session_id] = _Turn()
+        for block in prompt:
+            chunk = UserMessageChunk(session_update="user_message_chunk", content=block)
+            turn.entries.append(_dump(chunk))
+        if session_id in self._titled:
+            return None
+        title = title_from(text)
+        if title is None:
+            return None
+        self._titled.add(session_id)
+        now = self._clock()
+        record = SessionRecord(session_id, cwd, title, now, now)
+        self.writer.submit(lambda: self.store.upsert_session(record))
+        return title
+
+    def observe(self, session_id: str, update: Any) -> None:
+        """The outbox observer: called for every update handed to the connection, in order."""
+        turn = self._turns.get(session_id)
+        if turn is None:
+            return
+        try:
+            self._observe(turn, update)
+        except Exception:
+            log.exception("recording a session update failed")
+
+    def _observe(self, turn: _Turn, update: Any) -> None:
+        if isinstance(update, AgentMessageChunk | AgentThoughtChunk):
+            self._text(turn, update)
+        elif isinstance(update, ToolCallStart):
+            if _is_think_card(update):
+                turn.think_cards.add(update.tool_call_id)
+                return
+            entry = _dump(update)
+            turn.tools[update.tool_call_id] = entry
+            turn.entries.append(entry)
+        elif isinstance(update, ToolCallProgress):
+            if update.tool_call_id in turn.think_cards or _is_progress(update):
+                return  # spinner heartbeats and progress snapshots are presentation, not history
+            found = turn.tools.get(update.tool_call_id)
+            if found is None:
+                return
+            changes = _dump(update)
+            changes.pop("sessionUpdate", None)
+            changes.pop("_meta", None)
+            found.update(changes)
+        elif isinstance(update, AgentPlanUpdate):
+            entry = _dump(update)
+            if turn.plan_at is not None:
+                turn.entries[turn.plan_at] = entry
+            else:
+                turn.plan_at = len(turn.entries)
+                turn.entries.append(entry)
+        elif isinstance(update, UsageUpdate):
+            turn.usage = _dump(update)
+        elif isinstance(update, SessionInfoUpdate):
+            turn.entries.append(_dump(update))
+
+    def _text(self, turn: _Turn, update: AgentMessageChunk | AgentThoughtChunk) -> None:
+        content = update.content
+        last = turn.entries[-1] if turn.entries else None
+        if (
+            isinstance(content, TextContentBlock)
+            and last is not None
+            and last.get("sessionUpdate") == update.session_update
+            and last.get("content", {}).get("type") == "text"
+        ):
+            last["content"]["text"] += content.text
+            return
+        turn.entries.append(_dump(update))
+
+    def end_turn(self, session_id: str, history: Sequence[JsonObject]) -> None:
+        """The turn answered: queue its entries (every tool in a terminal state) and the history."""
+        turn = self._turns.pop(session_id, None)
+        entries = list(turn.entries) if turn is not None else []
+        for entry in entries:
+            if entry.get("sessionUpdate") == "tool_call" and entry.get("status") not in _TERMINAL:
+                entry["status"] = "failed"  # cannot happen (contract 1), but a replay never spins
+        if turn is not None and turn.usage is not None:
+            entries.append(turn.usage)
+        now = self._clock()
+        snapshot = list(history)
+
+        def write() -> None:
+            self.store.append_events(session_id, entries, now)
+            self.store.replace_history(session_id, snapshot)
+
+        self.writer.submit(write)
+
+    def forget(self, session_id: str) -> None:
+        self._turns.pop(session_id, None)
+        self._titled.discard(session_id)
+
+
+def replay_updates(session_id: str, events: Sequence[JsonObject]) -> list[Any]:
+    """The stored entries as schema update objects, in order; an entry that no longer validates
+    (written by another version) is skipped with a warning rather than failing the load."""
+    updates: list[Any] = []
+    for event in events:
+        try:
+            note = SessionNotification.model_validate({"sessionId": session_id, "update": event})
+        except ValueError:
+            log.warning("skipped a stored %s entry that no longer validates", event.get("sessionUpdate"))
+            continue
+        updates.append(note.update)
+    return updates

@@ -1,0 +1,184 @@
+"""Durable sessions on the agent side: session/list and session/load across processes.
+
+A conversation in one agent process; the process ends (or is killed); a new process lists it,
+loads it (the replay is checked update by update: every card in its final state, no spinner, no
+heartbeat, no progress snapshot) and goes on with the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError
+from acp.schema import (
+    AgentMessageChunk,
+    SessionInfoUpdate,
+    ToolCallProgress,
+    ToolCallStart,
+    UserMessageChunk,
+)
+
+from acp_adapter.server import ProgressAgent
+from acp_adapter.store import DATABASE_NAME
+
+from .conftest import RecordingClient, agent_env, fast_settings, inprocess_agent, prompt_text, spawn_agent
+
+SECRET = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
+
+
+def _kinds(updates: list[Any]) -> list[str]:
+    return [u.session_update for u in updates]
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.py").write_text("# TODO: write the docs\nprint('hi')\n")
+    (ws / "secrets.txt").write_text(f"GITHUB_TOKEN={SECRET}\n")
+    return ws
+
+
+@pytest.mark.anyio
+async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_on(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    state = str(tmp_path / "state")
+    first = ProgressAgent(fast_settings(state_dir=state))
+    async with inprocess_agent(RecordingClient(), first) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "search the workspace for TODO")).stop_reason == "end_turn"
+        assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+
+    client = RecordingClient()
+    second = ProgressAgent(fast_settings(state_dir=state))
+    async with inprocess_agent(client, second) as conn:
+        listed = await conn.list_sessions(cwd=str(ws))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        assert listed.sessions[0].title == "search the workspace for TODO"
+        assert listed.sessions[0].updated_at and listed.sessions[0].updated_at.endswith("Z")
+        assert (await conn.list_sessions(cwd=str(tmp_path))).sessions == []
+
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        replay = [r.update for r in client.updates]
+        kinds = _kinds(replay)
+        assert kinds.count("user_message_chunk") == 2
+        users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
+        assert users == ["search the workspace for TODO", "what is 2+2"]
+        tools = [u for u in replay if isinstance(u, ToolCallStart)]
+        assert len(tools) == 1 and tools[0].status == "completed" and tools[0].kind == "search"
+        assert not any(isinstance(u, ToolCallProgress) for u in replay), "progress/heartbeats replayed"
+        assert not any(t.kind == "think" for t in tools), "a spinner card was replayed"
+        answers = [u for u in replay if isinstance(u, AgentMessageChunk)]
+        assert len(answers) == 2, "answer text is coalesced: one entry per answer"
+        assert "TODO" in answers[0].content.text
+        assert (
+            isinstance(replay[-1], SessionInfoUpdate) and replay[-1].title == "search the workspace for TODO"
+        )
+
+        before = len(client.updates)
+        assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
+        assert len(client.updates) > before
+        users_seen = [m.content for m in second.sessions.get(sid).history if m.role == "user"]
+        assert users_seen == ["search the workspace for TODO", "what is 2+2", "what is 3+3"]
+
+
+@pytest.mark.anyio
+async def test_load_and_list_errors_name_what_is_wrong(tmp_path: Path) -> None:
+    agent = ProgressAgent(fast_settings(state_dir=str(tmp_path / "state")))
+    async with inprocess_agent(RecordingClient(), agent) as conn:
+        with pytest.raises(RequestError) as err:
+            await conn.load_session(cwd=str(tmp_path), session_id="sess_nope", mcp_servers=[])
+        assert err.value.code == -32602 and "sess_nope" in str(err.value.data)
+        with pytest.raises(RequestError) as err:
+            await conn.load_session(cwd="relative", session_id="sess_nope", mcp_servers=[])
+        assert "absolute" in str(err.value.data)
+        with pytest.raises(RequestError) as err:
+            await conn.list_sessions(cursor="garbage")
+        assert err.value.code == -32602 and "cursor" in str(err.value.data)
+
+
+@pytest.mark.anyio
+async def test_list_pages_with_a_cursor(tmp_path: Path) -> None:
+    agent = ProgressAgent(fast_settings(state_dir=str(tmp_path / "state")))
+    async with inprocess_agent(RecordingClient(), agent) as conn:
+        made = {(await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id for _ in range(55)}
+        page = await conn.list_sessions()
+        seen = [s.session_id for s in page.sessions]
+        assert len(seen) == 50 and page.next_cursor
+        page = await conn.list_sessions(cursor=page.next_cursor)
+        seen += [s.session_id for s in page.sessions]
+        assert page.next_cursor is None and set(seen) == made and len(seen) == 55
+
+
+@pytest.mark.anyio
+async def test_initialize_advertises_load_and_list(tmp_path: Path) -> None:
+    async with spawn_agent(RecordingClient(), env=agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path))) as (
+        conn,
+        _proc,
+        _log,
+    ):
+        from acp import PROTOCOL_VERSION
+
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        assert init.agent_capabilities.load_session is True
+        assert init.agent_capabilities.session_capabilities.list is not None
+
+
+@pytest.mark.anyio
+async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on_disk(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    state = tmp_path / "state"
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, proc, _log):
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        first = await prompt_text(conn, sid, "read secrets.txt")
+        assert first.stop_reason == "end_turn"
+        proc.send_signal(signal.SIGKILL)  # no shutdown, no goodbye: the turn must already be on disk
+        await asyncio.wait_for(proc.wait(), 10)
+
+    for path in state.iterdir():
+        assert SECRET.encode() not in path.read_bytes(), f"the secret reached {path.name}"
+    assert (state / DATABASE_NAME).exists()
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        listed = await conn.list_sessions(cwd=str(ws))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        replay = client.for_session(sid)
+        tools = [u for u in replay if isinstance(u, ToolCallStart)]
+        assert [t.status for t in tools] == ["completed"]
+        assert "GITHUB_TOKEN" in repr(tools[0].content)  # the result was kept, its secret was not
+        assert SECRET not in repr(replay)
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+
+
+@pytest.mark.anyio
+async def test_two_agent_processes_on_one_store(tmp_path: Path) -> None:
+    """Two editor windows: a session prompted in one is listed and loaded by the other."""
+    ws = _workspace(tmp_path)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    one, two = RecordingClient(), RecordingClient()
+    async with spawn_agent(one, env=env) as (a, _pa, _la), spawn_agent(two, env=env) as (b, _pb, _lb):
+        sa = (await a.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        sb = (await b.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        await asyncio.gather(prompt_text(a, sa, "what is 1+1"), prompt_text(b, sb, "what is 2+2"))
+        listed_in_b = {s.session_id for s in (await b.list_sessions(cwd=str(ws))).sessions}
+        assert {sa, sb} <= listed_in_b
+        await b.load_session(cwd=str(ws), session_id=sa, mcp_servers=[])
+        users = [u.content.text for u in two.for_session(sa) if isinstance(u, UserMessageChunk)]
+        assert users == ["what is 1+1"]
+
+
+@pytest.mark.anyio
+async def test_with_state_off_nothing_is_written(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_STATE="off")
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await prompt_text(conn, sid, "what is 1+1")
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]  # this process only
+    assert not state.exists()
