@@ -133,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_model_flags(run, skip=SUMMARY_FLAGS)
 
+    audit = sub.add_parser("audit", help="show the permission decisions kept in the session store")
+    audit.add_argument("--limit", type=int, default=50, metavar="N", help="newest N decisions (default 50)")
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
+
     from .bridges.command import add_bridge_parser
 
     add_bridge_parser(sub)
@@ -192,6 +196,29 @@ def _relay(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     return anyio.run(run_relay, argv, options, backend="asyncio")
 
 
+def _audit(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    from .store import open_store
+    from .store.report import audit_json_lines, audit_lines
+
+    if not settings.state:
+        print("acp-progress audit: the session store is off (ACP_PROGRESS_STATE=off)", file=sys.stderr)
+        return 2
+    if args.limit < 1:
+        print("acp-progress audit: --limit must be at least 1", file=sys.stderr)
+        return 2
+    directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
+    store = open_store(directory, retention_days=0)
+    try:
+        decisions = store.permission_audit(args.limit)
+    finally:
+        store.close()
+    for line in (audit_json_lines if args.json else audit_lines)(decisions):
+        print(line)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -232,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_agui_command(args)
     if args.command == "relay":
         return _relay(parser, args, settings)
+    if args.command == "audit":
+        return _audit(args, settings)
     if args.command == "watch":
         from .watch import run_watch
 

@@ -55,6 +55,7 @@ from .models import ChatModel, UsageReport, create_model
 from .presentation import PresentationRegistry
 from .session import LiveSessions, Session, history_from_json, history_to_json
 from .store import BackgroundWriter, MemoryStore, SessionStore, StoreError, open_store
+from .store import PermissionDecision as StoredPermission
 from .store.recorder import ConversationRecorder, replay_updates
 from .tool_cards import AcpToolObserver
 
@@ -184,6 +185,14 @@ class ProgressAgent:
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
+
+    def _audit(self, session_id: str, card_id: str, title: str, allowed: bool, automatic: bool) -> None:
+        """Record a permission answer, on this worker thread, before the tool runs: the audit
+        holds every command that was allowed even if the process dies while it runs."""
+        decided_by = "auto" if automatic else "client"
+        self.store.record_permission(
+            StoredPermission(time.time(), session_id, card_id, title, allowed, decided_by, "acp")
+        )
 
     def _forget_freed(self, session_id: str) -> None:
         """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
@@ -499,7 +508,15 @@ class ProgressAgent:
             message_callback=make_message_cb(conn, session.id, loop, stream=stream),
             usage_callback=on_usage,
             tool_observer=AcpToolObserver(
-                stream, conn=conn, loop=loop, cancel=cancel, registry=self.registry, workspace=session.cwd
+                stream,
+                conn=conn,
+                loop=loop,
+                cancel=cancel,
+                registry=self.registry,
+                workspace=session.cwd,
+                audit=lambda card_id, title, allowed, automatic: self._audit(
+                    session.id, card_id, title, allowed, automatic
+                ),
             ),
             scheduler=self.scheduler,
             cancel=cancel,

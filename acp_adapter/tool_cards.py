@@ -14,7 +14,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from acp import update_tool_call
@@ -53,8 +53,12 @@ class AcpToolObserver:
         registry: PresentationRegistry | None = None,
         workspace: str | None = None,
         workspace_id: str | None = None,
+        audit: Callable[[str, str, bool, bool], None] | None = None,
     ) -> None:
         self._stream = stream
+        #: ``audit(card_id, title, allowed, automatic)``: called with every answer before the tool
+        #: runs (the session store's permission audit)
+        self._audit = audit
         self._conn = conn
         self._loop = loop
         self._cancel = cancel
@@ -149,9 +153,15 @@ class AcpToolObserver:
         finally:
             remove_hook()
         allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
+        automatic = answered_automatically(response)
+        if self._audit is not None:
+            try:
+                self._audit(card_id, request.title or call.name, allowed, automatic)
+            except Exception:
+                log.exception("recording the permission decision failed")
         if allowed:
             self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
-        return PermissionDecision(allowed, automatic=answered_automatically(response))
+        return PermissionDecision(allowed, automatic=automatic)
 
 
 def answered_automatically(response: Any) -> bool:

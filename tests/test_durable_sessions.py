@@ -182,3 +182,52 @@ async def test_with_state_off_nothing_is_written(tmp_path: Path) -> None:
         await prompt_text(conn, sid, "what is 1+1")
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]  # this process only
     assert not state.exists()
+
+
+COUNT_AUDIT = (
+    "python3 -c 'import sqlite3,sys; db = sqlite3.connect(sys.argv[1]); "
+    'print("audited:", db.execute("select count(*) from permissions").fetchone()[0])'
+    "' {db}"
+)
+
+
+def _cli(env: dict[str, str], *args: str) -> Any:
+    import subprocess
+    import sys
+
+    code = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.anyio
+async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path: Path) -> None:
+    import json
+
+    import anyio
+
+    state = tmp_path / "state"
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    client = RecordingClient(permission="allow")
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        command = COUNT_AUDIT.format(db=state / DATABASE_NAME)
+        assert (await prompt_text(conn, sid, f"run `{command}`")).stop_reason == "end_turn"
+        outputs = [
+            repr(u.content) for u in client.for_session(sid) if isinstance(u, ToolCallProgress) and u.content
+        ]
+        assert any("audited: 1" in o for o in outputs), "the command ran before its permission was audited"
+        client.permission = "reject"
+        await prompt_text(conn, sid, "run `echo denied`")
+
+    out = await anyio.to_thread.run_sync(lambda: _cli(env, "audit", "--json"))
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [(r["allowed"], r["decidedBy"], r["surface"]) for r in rows] == [
+        (False, "client", "acp"),
+        (True, "client", "acp"),
+    ]
+    assert "echo denied" in rows[0]["title"] and rows[0]["sessionId"] == sid
+    text = await anyio.to_thread.run_sync(lambda: _cli(env, "audit"))
+    assert "denied" in text.stdout and "allowed" in text.stdout

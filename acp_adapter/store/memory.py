@@ -97,6 +97,7 @@ class MemoryStore:
     def prune(self, older_than: float) -> int:
         with self._lock:
             old = [sid for sid, r in self._records.items() if r.updated_at < older_than]
+            self._audit = [d for d in self._audit if d.at >= older_than]
         return sum(self.delete(sid) for sid in old)
 
     def record_permission(self, decision: PermissionDecision) -> None:

@@ -317,7 +317,10 @@ class SqliteStore:
             return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
     def prune(self, older_than: float) -> int:
+        """Remove sessions last used before ``older_than`` (and audit entries as old); returns
+        how many sessions went."""
         with self._tx() as db:
+            db.execute("DELETE FROM permissions WHERE at < ?", (older_than,))
             return db.execute("DELETE FROM sessions WHERE updated_at < ?", (older_than,)).rowcount
 
     # ------------------------------------------------------------------ permission audit

@@ -1,0 +1,51 @@
+"""Plain-text and JSON views of what the store keeps, for ``acp-progress audit`` (pure functions:
+records in, lines out; the command line does the I/O)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+
+from .base import PermissionDecision
+
+__all__ = ["audit_json_lines", "audit_lines", "local_time"]
+
+
+def local_time(at: float) -> str:
+    """``2026-12-02 07:15:03`` in the local time zone."""
+    return datetime.datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def audit_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
+    """One line per decision, newest first: when, allowed/denied, by whom, where, what."""
+    if not decisions:
+        return ["no permission decisions recorded"]
+    lines = []
+    for d in decisions:
+        verdict = "allowed" if d.allowed else "denied "
+        title = " ".join(d.title.split())
+        lines.append(
+            f"{local_time(d.at)}  {verdict}  {d.decided_by:<14} {d.surface:<8} {title}  [{d.session_id}]"
+        )
+    return lines
+
+
+def audit_json_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
+    """One JSON object per decision (strict JSON), newest first."""
+    return [
+        json.dumps(
+            {
+                "at": d.at,
+                "sessionId": d.session_id,
+                "toolCallId": d.tool_call_id,
+                "title": d.title,
+                "allowed": d.allowed,
+                "decidedBy": d.decided_by,
+                "surface": d.surface,
+            },
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        for d in decisions
+    ]
