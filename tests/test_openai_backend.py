@@ -947,3 +947,39 @@ async def test_e2e_retry_shows_in_the_heartbeat_and_cancel_answers_within_200ms(
     assert disconnected is not None and disconnected - cancelled_at < CANCEL_BOUND, "HTTP request not aborted"
     last_card = list(client.think_cards(sid).values())[-1]
     assert final_status(last_card) == "failed" and "Cancelled" in texts(last_card[-1])
+
+
+@pytest.mark.anyio
+async def test_e2e_a_stored_session_continues_in_a_new_process_with_its_history(server, tmp_path):
+    """Durable sessions (issue 20): the process that had the conversation is killed; a new one
+    loads the session and its next request to the model carries the earlier messages, the tool
+    call and its result paired as the API demands."""
+    (tmp_path / "notes.txt").write_text("the needle is here\n")
+    server.script(
+        tool_reply([("call_n1", "search", {"query": "needle"})]),
+        text_reply("It is in notes.txt."),
+        text_reply("You asked where the needle is."),
+    )
+    env = openai_env(server, ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, proc, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "where is the needle?")).stop_reason == "end_turn"
+        proc.kill()
+        await proc.wait()
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+        assert (await prompt_text(conn, sid, "what did I ask?")).stop_reason == "end_turn"
+
+    messages = server.chat_bodies[-1]["messages"]
+    roles = [m["role"] for m in messages if m["role"] != "system"]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    assert messages[1 if messages[0]["role"] == "system" else 0]["content"] == "where is the needle?"
+    call = next(m for m in messages if m.get("tool_calls"))
+    assert call["tool_calls"][0]["id"] == "call_n1"
+    tool = next(m for m in messages if m["role"] == "tool")
+    assert tool["tool_call_id"] == "call_n1" and "needle" in tool["content"]
+    assert messages[-1] == {"role": "user", "content": "what did I ask?"}
+    answer = "".join(u.content.text for u in client.for_session(sid) if isinstance(u, AgentMessageChunk))
+    assert answer.endswith("You asked where the needle is.")  # the replayed answer, then the new one
