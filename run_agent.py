@@ -99,8 +99,12 @@ class AIAgent:
         system_prompt: str | None = None,
         printer: TerminalPrinter | None = None,
         settings: Settings | None = None,
+        error_note: bool = True,
     ) -> None:
         self.settings = settings or Settings.from_env()
+        #: write "⚠️ The model request failed: …" into the answer; off under ACP, where the prompt's
+        #: JSON-RPC error carries the reason instead (a client shows it once, as an error)
+        self.error_note = error_note
         self.model = model or create_model(self.settings)
         self.toolbox = toolbox
         self.agent_progress_callback = agent_progress_callback
@@ -315,8 +319,9 @@ class AIAgent:
             return TurnResult("cancelled", answer, new, usage=self._usage_total)
         except ModelError as exc:
             reason = redact_text(exc.reason)
-            note = f"⚠️ The model request failed: {reason}"
-            self._emit_answer(("\n\n" if answer else "") + note)
+            if self.error_note:
+                note = f"⚠️ The model request failed: {reason}"
+                self._emit_answer(("\n\n" if answer else "") + note)
             close_tool_pairs(new, f"not run: {reason}")
             return TurnResult("end_turn", answer, new, error=reason, usage=self._usage_total)
 

@@ -58,6 +58,7 @@ from .store import BackgroundWriter, MemoryStore, SessionStore, StoreError, open
 from .store import PermissionDecision as StoredPermission
 from .store.recorder import ConversationRecorder, replay_updates
 from .tool_cards import AcpToolObserver
+from .tools import META_KEY, one_line
 
 if TYPE_CHECKING:
     from run_agent import AIAgent, TurnResult
@@ -458,7 +459,6 @@ class ProgressAgent:
             error = exc
         if error is not None:
             log.error("agent turn crashed: %s", type(error).__name__, exc_info=error)
-            session.stream.send_message_text(f"⚠️ The agent hit an internal error: {type(error).__name__}")
         stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
         if result is not None and not cancel.cancelled:
             stop_reason = result.stop_reason
@@ -476,17 +476,26 @@ class ProgressAgent:
             give_up=lambda: self._abandoned,
         )
         self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
+        failure = _turn_failure(stop_reason, error, result)
+        if failure is not None:
+            raise failure  # every card is closed and flushed: the error is the prompt's honest answer
         total = result.usage if result is not None else None
-        return PromptResponse(
-            stop_reason=stop_reason,  # type: ignore[arg-type]
-            usage=Usage(
-                total_tokens=total.total_tokens,
-                input_tokens=total.input_tokens,
-                output_tokens=total.output_tokens,
-            )
+        # token usage travels in _meta (the stable v1 PromptResponse has no root-level usage) and,
+        # with a known context window, as usage_update during the turn
+        meta = (
+            {
+                META_KEY: {
+                    "usage": Usage(
+                        total_tokens=total.total_tokens,
+                        input_tokens=total.input_tokens,
+                        output_tokens=total.output_tokens,
+                    ).model_dump(by_alias=True, exclude_none=True)
+                }
+            }
             if total is not None
-            else None,
+            else None
         )
+        return PromptResponse(stop_reason=stop_reason, field_meta=meta)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ wiring one turn
 
@@ -522,7 +531,28 @@ class ProgressAgent:
             cancel=cancel,
             settings=self.settings,
             system_prompt=SYSTEM_PROMPT,
+            error_note=False,
         )
+
+
+def _turn_failure(
+    stop_reason: str, error: BaseException | None, result: TurnResult | None
+) -> RequestError | None:
+    """The JSON-RPC error a failed turn answers with (None when it ended well or was cancelled):
+    the model call failed (HTTP 500, a refused connection, a stream that broke off) or the turn
+    crashed. The message says what happened; ``data.details`` carries the short redacted reason."""
+    if stop_reason == "cancelled":
+        return None
+    if error is not None:
+        return RequestError(
+            -32603,
+            f"The agent hit an internal error ({type(error).__name__})",
+            {"details": one_line(f"{type(error).__name__}: {error}")},
+        )
+    if result is not None and result.error:
+        reason = one_line(result.error)
+        return RequestError(-32603, f"The model request failed: {reason}", {"details": reason})
+    return None
 
 
 def _iso(at: float | None = None) -> str:

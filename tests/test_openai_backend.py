@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from acp import RequestError
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallStart, UsageUpdate
 
 from acp_adapter.builtin_tools import default_toolbox
@@ -844,7 +845,8 @@ async def test_e2e_spinner_reasoning_usage_and_a_tool_loop(server, tmp_path):
     assert answer1 == "Hello there"
     usage_updates = [u for u in updates if isinstance(u, UsageUpdate)]
     assert usage_updates and usage_updates[-1].used == 18 and usage_updates[-1].size == 8192
-    assert first.usage is not None and first.usage.total_tokens == 18 and first.usage.input_tokens == 11
+    usage1 = first.field_meta["acpProgress"]["usage"]
+    assert usage1["totalTokens"] == 18 and usage1["inputTokens"] == 11
 
     # --- turn 2: the model calls search (arguments split across chunks), then answers
     assert second.stop_reason == "end_turn"
@@ -858,7 +860,7 @@ async def test_e2e_spinner_reasoning_usage_and_a_tool_loop(server, tmp_path):
         r.update.content.text for r in client.updates[n_first:] if isinstance(r.update, AgentMessageChunk)
     )
     assert answer2 == "Found it in notes.txt."
-    assert second.usage is not None and second.usage.total_tokens == 25 + 46
+    assert second.field_meta["acpProgress"]["usage"]["totalTokens"] == 25 + 46
 
     bodies = server.chat_bodies
     assert len(bodies) == 3
@@ -890,8 +892,20 @@ async def test_e2e_errors_fail_the_card_never_leak_the_key_and_the_session_recov
     async with spawn_agent(client, env=env) as (conn, _proc, log_path):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
-        responses = [await prompt_text(conn, sid, f"prompt {i}") for i in range(4)]
-    assert [r.stop_reason for r in responses] == ["end_turn"] * 4
+        failures: list[RequestError] = []
+        for i in range(3):
+            with pytest.raises(RequestError) as err:
+                await prompt_text(conn, sid, f"prompt {i}")
+            failures.append(err.value)
+        recovered = await prompt_text(conn, sid, "prompt 3")
+    # honest endings: a failed model call answers the prompt with a JSON-RPC error, not end_turn
+    assert recovered.stop_reason == "end_turn"
+    assert [f.code for f in failures] == [-32603] * 3
+    assert (
+        str(failures[0]) == "The model request failed: Authentication failed (HTTP 401): check OPENAI_API_KEY"
+    )
+    assert failures[1].data["details"].startswith("Server error (HTTP 500): backend crashed while using")
+    assert "The stream ended unexpectedly after 1 chunk" in failures[2].data["details"]
     cards = list(client.think_cards(sid).values())
     assert [final_status(c) for c in cards] == ["failed", "failed", "completed", "completed"]
     reasons = [
@@ -901,10 +915,10 @@ async def test_e2e_errors_fail_the_card_never_leak_the_key_and_the_session_recov
     for card, reason in zip(cards, reasons, strict=False):
         assert reason in texts(card[-1])
     answer = client.answer(sid)
-    assert "⚠️ The model request failed: Authentication failed (HTTP 401): check OPENAI_API_KEY" in answer
-    assert "⚠️ The model request failed: Server error (HTTP 500)" in answer
-    assert "partial" in answer and "The stream ended unexpectedly after 1 chunk" in answer
+    assert "⚠️" not in answer, "the reason is the error's, not a second copy in the answer"
+    assert "partial" in answer
     assert answer.endswith("recovered")
+    responses = [recovered, *(f.data for f in failures)]
     no_key_anywhere(client, *responses)
     assert KEY not in log_path.read_text(errors="replace"), "the API key leaked into the agent's log"
 
