@@ -500,8 +500,71 @@ def _sub_grouped(pattern: re.Pattern[str], table: tuple[tuple[str, int], ...], t
     return "".join(out)
 
 
+# AGH claim tokens (seed 000's first family): ``agh_claim_`` + a base64url body, which may hold
+# ``-`` and ``_`` (AGH's own tests use ``agh_claim_raw-claim-value``). The prefix alone identifies
+# one, so every form is caught: bare, ``--claim X``, ``--claim=X``, ``"claim": "X"``, a query string.
+_CLAIM: Final = re.compile(r"agh_claim_(?<![\]A-Za-z0-9_-]agh_claim_)[A-Za-z0-9_-]{4,4096}")
+_CLAIM_MORE: Final = re.compile(r"[A-Za-z0-9_-]{1,4096}")
+
+
+def _redact_claims(text: str) -> str:
+    """Replace AGH claim tokens; a body longer than one bounded match is walked to its end."""
+    if "agh_claim_" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for m in _CLAIM.finditer(text):
+        if m.start() < last:
+            continue
+        out.append(text[last : m.start()])
+        out.append(REDACTED)
+        last = _extend(text, m.end(), _CLAIM_MORE)
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
+# AWS secret access keys have no prefix: 40 characters of base64 (``[A-Za-z0-9/+]``). Alone that is
+# indistinguishable from a SHA-1 or a path, so one is taken only right after the word ``aws`` or
+# ``secret`` (or an identifier starting with one: ``AWS_SECRET_ACCESS_KEY``), with at most five
+# connecting words between (``aws secret key is …``, ``secret: …``, ``the AWS secret access key = …``),
+# and only when it mixes upper and lower case: a git SHA-1 (lower-case hex) next to "secret" is
+# left alone, while a random 40-character key lacks either case with odds of about 1e-9.
+_AWS_GAP: Final = r"(?:[ \t]{1,4}|[ \t]{0,4}[:=][ \t]{0,4})"
+_AWS_WORDS: Final = (
+    "is|was|are|be|to|set|now|here|new|old|the|my|your|our|its|of|for|aws|iam|s3|secret|access|key|keys"
+    "|value|id|account|token"
+)
+_AWS_TAIL: Final = (
+    r"[a-z0-9_-]{0,40}(?:" + _AWS_GAP + r"(?:" + _AWS_WORDS + r")(?![a-z0-9_-])){0,5}"
+    + _AWS_GAP
+    + r"[\"'`]?(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=_-])(?!\.[a-z0-9])"
+)
+_AWS_PROSE: Final = (
+    re.compile(r"aws(?<![a-z0-9]aws)" + _AWS_TAIL),
+    re.compile(r"secret(?<![a-z0-9]secret)" + _AWS_TAIL),
+)
+
+
+def _redact_aws_prose(text: str) -> str:
+    """Hide an AWS secret access key written next to the word ``aws`` / ``secret`` in prose."""
+    low = _ascii_lower(text)
+    if "aws" not in low and "secret" not in low:
+        return text
+    spans: list[tuple[int, int]] = []
+    for pattern in _AWS_PROSE:
+        for m in pattern.finditer(low):
+            start, end = m.span("v")
+            value = text[start:end]
+            if value.lower() != value and value.upper() != value:
+                spans.append((start, end))
+    return _replace_spans(text, spans) if spans else text
+
+
 def _redact_shapes(text: str) -> str:
     """Replace tokens recognisable by their shape alone, wherever they appear."""
+    text = _redact_claims(text)
     for pattern, back in _SHAPES:
         text = pattern.sub(REDACTED, text) if back == 0 else _sub_back(pattern, back, text)
     for pattern, table in _GROUPED_SHAPES:
@@ -513,7 +576,7 @@ def _redact_shapes(text: str) -> str:
             text = _sub_back(pattern, back, text)
         else:
             text = pattern.sub(REDACTED, text)
-    return _redact_discord(text)
+    return _redact_aws_prose(_redact_discord(text))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1150,6 +1213,8 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 _SCREEN_LITERALS: Final = (
     "-----begin",
     "://",
+    "agh_claim_",
+    "aws",
     "github_pat_",
     "sk-",
     "k_live_",
