@@ -37,7 +37,15 @@ from typing import Any, Final
 from .redact_cli import redact_command_lines
 from .redact_shapes import BOUNDARY, PROVIDER_TRIGGERS, SPECIAL_SHAPES, grouped_patterns
 
-__all__ = ["REDACTED", "is_sensitive_key", "is_sensitive_name", "redact_text", "redact_value"]
+__all__ = [
+    "REDACTED",
+    "is_sensitive_key",
+    "is_sensitive_name",
+    "private_key_blocks",
+    "private_key_end",
+    "redact_text",
+    "redact_value",
+]
 
 REDACTED: Final[str] = "[REDACTED]"
 """Placeholder for a removed secret.
@@ -300,6 +308,31 @@ _PEM_BEGIN: Final = re.compile(r"-----BEGIN[A-Z0-9 ]{0,48}PRIVATE KEY(?: BLOCK)?
 _PEM_END: Final = re.compile(r"-----END[A-Z0-9 ]{0,48}PRIVATE KEY(?: BLOCK)?-----")
 
 
+def private_key_blocks(text: str, stop: int) -> tuple[int, int | None] | None:
+    """The first private-key block that :func:`redact_text` would find open at ``stop``: (start of
+    its BEGIN marker, end of its END marker or None when there is none yet), else None.
+
+    For the stream redactor, which must not cut a block that this module redacts as one unit."""
+    pos = 0
+    while text.find("-----BEGIN", pos, stop) != -1:
+        begin = _PEM_BEGIN.search(text, pos)
+        if begin is None or begin.start() >= stop:
+            return None
+        end = _PEM_END.search(text, begin.end())
+        if end is None:
+            return begin.start(), None
+        if end.end() > stop:
+            return begin.start(), end.end()
+        pos = end.end()
+    return None
+
+
+def private_key_end(text: str) -> int | None:
+    """End of the first private-key END marker in ``text`` (None if there is none)."""
+    end = _PEM_END.search(text)
+    return None if end is None else end.end()
+
+
 def _redact_pem(text: str) -> str:
     """Replace whole private-key blocks; an unterminated one runs to the end of input.
 
@@ -537,7 +570,11 @@ _AWS_WORDS: Final = (
     "|value|id|account|token"
 )
 _AWS_TAIL: Final = (
-    r"[a-z0-9_-]{0,40}(?:" + _AWS_GAP + r"(?:" + _AWS_WORDS + r")(?![a-z0-9_-])){0,5}"
+    r"[a-z0-9_-]{0,40}(?:"
+    + _AWS_GAP
+    + r"(?:"
+    + _AWS_WORDS
+    + r")(?![a-z0-9_-])){0,5}"
     + _AWS_GAP
     + r"[\"'`]?(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=_-])(?!\.[a-z0-9])"
 )
@@ -547,11 +584,9 @@ _AWS_PROSE: Final = (
 )
 
 
-def _redact_aws_prose(text: str) -> str:
-    """Hide an AWS secret access key written next to the word ``aws`` / ``secret`` in prose."""
-    low = _ascii_lower(text)
-    if "aws" not in low and "secret" not in low:
-        return text
+def _aws_prose_spans(text: str, low: str) -> list[tuple[int, int]]:
+    """Spans of AWS secret access keys written next to the word ``aws`` / ``secret`` in prose
+    (``low`` is the length-preserving lower-case copy of ``text``)."""
     spans: list[tuple[int, int]] = []
     for pattern in _AWS_PROSE:
         for m in pattern.finditer(low):
@@ -559,7 +594,7 @@ def _redact_aws_prose(text: str) -> str:
             value = text[start:end]
             if value.lower() != value and value.upper() != value:
                 spans.append((start, end))
-    return _replace_spans(text, spans) if spans else text
+    return spans
 
 
 def _redact_shapes(text: str) -> str:
@@ -576,7 +611,7 @@ def _redact_shapes(text: str) -> str:
             text = _sub_back(pattern, back, text)
         else:
             text = pattern.sub(REDACTED, text)
-    return _redact_aws_prose(_redact_discord(text))
+    return _redact_discord(text)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1316,8 +1351,11 @@ def _redact_passes(text: str) -> str:
 
 
 def _redact_cli(text: str) -> str:
-    """Pass 5: credentials given as command-line arguments (see :mod:`acp_adapter.redact_cli`)."""
-    spans = redact_command_lines(text, _ascii_lower(text), is_sensitive_key)
+    """Pass 5: credentials given as command-line arguments (see :mod:`acp_adapter.redact_cli`),
+    and AWS secret keys in prose, which need the same lower-case copy of the text."""
+    low = _ascii_lower(text)
+    spans = redact_command_lines(text, low, is_sensitive_key)
+    spans.extend(_aws_prose_spans(text, low))
     return _replace_spans(text, spans) if spans else text
 
 
