@@ -58,6 +58,8 @@ def _looks_like_password(value: str) -> bool:
         any(not c.isalnum() for c in value),
     )
     return sum(kinds) >= 2
+
+
 # ``set KEY VALUE`` (fish, tcsh ``setenv``, redis ``CONFIG SET``, ``npm/yarn config set``) and
 # ``git config [--global] KEY VALUE``: the value when the key names a secret.
 _SET_TAIL: Final = (

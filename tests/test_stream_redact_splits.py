@@ -9,6 +9,7 @@ secret scanner would flag.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -188,7 +189,7 @@ _text = st.lists(st.sampled_from(_PIECES) | st.text(alphabet="abcXYZ019_-./", ma
 def _chunks(text: str, cuts: list[int]) -> list[str]:
     points = sorted({c % (len(text) + 1) for c in cuts})
     edges = [0, *points, len(text)]
-    return [text[a:b] for a, b in zip(edges, edges[1:], strict=False)]
+    return [text[a:b] for a, b in itertools.pairwise(edges)]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
