@@ -37,7 +37,15 @@ from typing import Any, Final
 from .redact_cli import redact_command_lines
 from .redact_shapes import BOUNDARY, PROVIDER_TRIGGERS, SPECIAL_SHAPES, grouped_patterns
 
-__all__ = ["REDACTED", "is_sensitive_key", "is_sensitive_name", "redact_text", "redact_value"]
+__all__ = [
+    "REDACTED",
+    "is_sensitive_key",
+    "is_sensitive_name",
+    "private_key_blocks",
+    "private_key_end",
+    "redact_text",
+    "redact_value",
+]
 
 REDACTED: Final[str] = "[REDACTED]"
 """Placeholder for a removed secret.
@@ -300,6 +308,31 @@ _PEM_BEGIN: Final = re.compile(r"-----BEGIN[A-Z0-9 ]{0,48}PRIVATE KEY(?: BLOCK)?
 _PEM_END: Final = re.compile(r"-----END[A-Z0-9 ]{0,48}PRIVATE KEY(?: BLOCK)?-----")
 
 
+def private_key_blocks(text: str, stop: int) -> tuple[int, int | None] | None:
+    """The first private-key block that :func:`redact_text` would find open at ``stop``: (start of
+    its BEGIN marker, end of its END marker or None when there is none yet), else None.
+
+    For the stream redactor, which must not cut a block that this module redacts as one unit."""
+    pos = 0
+    while text.find("-----BEGIN", pos, stop) != -1:
+        begin = _PEM_BEGIN.search(text, pos)
+        if begin is None or begin.start() >= stop:
+            return None
+        end = _PEM_END.search(text, begin.end())
+        if end is None:
+            return begin.start(), None
+        if end.end() > stop:
+            return begin.start(), end.end()
+        pos = end.end()
+    return None
+
+
+def private_key_end(text: str) -> int | None:
+    """End of the first private-key END marker in ``text`` (None if there is none)."""
+    end = _PEM_END.search(text)
+    return None if end is None else end.end()
+
+
 def _redact_pem(text: str) -> str:
     """Replace whole private-key blocks; an unterminated one runs to the end of input.
 
@@ -500,8 +533,73 @@ def _sub_grouped(pattern: re.Pattern[str], table: tuple[tuple[str, int], ...], t
     return "".join(out)
 
 
+# AGH claim tokens (seed 000's first family): ``agh_claim_`` + a base64url body, which may hold
+# ``-`` and ``_`` (AGH's own tests use ``agh_claim_raw-claim-value``). The prefix alone identifies
+# one, so every form is caught: bare, ``--claim X``, ``--claim=X``, ``"claim": "X"``, a query string.
+_CLAIM: Final = re.compile(r"agh_claim_(?<![\]A-Za-z0-9_-]agh_claim_)[A-Za-z0-9_-]{4,4096}")
+_CLAIM_MORE: Final = re.compile(r"[A-Za-z0-9_-]{1,4096}")
+
+
+def _redact_claims(text: str) -> str:
+    """Replace AGH claim tokens; a body longer than one bounded match is walked to its end."""
+    if "agh_claim_" not in text:
+        return text
+    out: list[str] = []
+    last = 0
+    for m in _CLAIM.finditer(text):
+        if m.start() < last:
+            continue
+        out.append(text[last : m.start()])
+        out.append(REDACTED)
+        last = _extend(text, m.end(), _CLAIM_MORE)
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
+# AWS secret access keys have no prefix: 40 characters of base64 (``[A-Za-z0-9/+]``). Alone that is
+# indistinguishable from a SHA-1 or a path, so one is taken only right after the word ``aws`` or
+# ``secret`` (or an identifier starting with one: ``AWS_SECRET_ACCESS_KEY``), with at most five
+# connecting words between (``aws secret key is …``, ``secret: …``, ``the AWS secret access key = …``),
+# and only when it mixes upper and lower case: a git SHA-1 (lower-case hex) next to "secret" is
+# left alone, while a random 40-character key lacks either case with odds of about 1e-9.
+_AWS_GAP: Final = r"(?:[ \t]{1,4}|[ \t]{0,4}[:=][ \t]{0,4})"
+_AWS_WORDS: Final = (
+    "is|was|are|be|to|set|now|here|new|old|the|my|your|our|its|of|for|aws|iam|s3|secret|access|key|keys"
+    "|value|id|account|token"
+)
+_AWS_TAIL: Final = (
+    r"[a-z0-9_-]{0,40}(?:"
+    + _AWS_GAP
+    + r"(?:"
+    + _AWS_WORDS
+    + r")(?![a-z0-9_-])){0,5}"
+    + _AWS_GAP
+    + r"[\"'`]?(?P<v>[a-z0-9/+]{40})(?![a-z0-9/+=_-])(?!\.[a-z0-9])"
+)
+_AWS_PROSE: Final = (
+    re.compile(r"aws(?<![a-z0-9]aws)" + _AWS_TAIL),
+    re.compile(r"secret(?<![a-z0-9]secret)" + _AWS_TAIL),
+)
+
+
+def _aws_prose_spans(text: str, low: str) -> list[tuple[int, int]]:
+    """Spans of AWS secret access keys written next to the word ``aws`` / ``secret`` in prose
+    (``low`` is the length-preserving lower-case copy of ``text``)."""
+    spans: list[tuple[int, int]] = []
+    for pattern in _AWS_PROSE:
+        for m in pattern.finditer(low):
+            start, end = m.span("v")
+            value = text[start:end]
+            if value.lower() != value and value.upper() != value:
+                spans.append((start, end))
+    return spans
+
+
 def _redact_shapes(text: str) -> str:
     """Replace tokens recognisable by their shape alone, wherever they appear."""
+    text = _redact_claims(text)
     for pattern, back in _SHAPES:
         text = pattern.sub(REDACTED, text) if back == 0 else _sub_back(pattern, back, text)
     for pattern, table in _GROUPED_SHAPES:
@@ -1150,6 +1248,8 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 _SCREEN_LITERALS: Final = (
     "-----begin",
     "://",
+    "agh_claim_",
+    "aws",
     "github_pat_",
     "sk-",
     "k_live_",
@@ -1251,8 +1351,11 @@ def _redact_passes(text: str) -> str:
 
 
 def _redact_cli(text: str) -> str:
-    """Pass 5: credentials given as command-line arguments (see :mod:`acp_adapter.redact_cli`)."""
-    spans = redact_command_lines(text, _ascii_lower(text), is_sensitive_key)
+    """Pass 5: credentials given as command-line arguments (see :mod:`acp_adapter.redact_cli`),
+    and AWS secret keys in prose, which need the same lower-case copy of the text."""
+    low = _ascii_lower(text)
+    spans = redact_command_lines(text, low, is_sensitive_key)
+    spans.extend(_aws_prose_spans(text, low))
     return _replace_spans(text, spans) if spans else text
 
 

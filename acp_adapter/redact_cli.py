@@ -43,6 +43,23 @@ _GLUED_P: Final = re.compile(
     r"(?<![\w-])-p(?P<pw>[^\s\"'|;&<>-][^\s\"'|;&<>]{0,511}|\"[^\"\n]{1,512}\"|'[^'\n]{1,512}')"
 )
 _SSHPASS_P: Final = re.compile(r"(?<![\w-])-p[ \t]{1,8}(?P<pw>" + _VALUE + ")")
+# ``mysql -p PASS``: to mysql the word after ``-p `` is the database and the password is prompted
+# for, but the spaced form is a common mistake, so a word there that looks like a password (two
+# kinds of character of lower case, upper case, digits, symbols: ``R00tPa55``) is hidden, while a
+# plain name (``mysql -u root -p app``) stays.
+_SPACED_P: Final = re.compile(r"(?<![\w-])-p[ \t]{1,8}(?P<pw>[^\s\"'|;&<>-][^\s\"'|;&<>]{0,511})")
+
+
+def _looks_like_password(value: str) -> bool:
+    kinds = (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+        any(not c.isalnum() for c in value),
+    )
+    return sum(kinds) >= 2
+
+
 # ``set KEY VALUE`` (fish, tcsh ``setenv``, redis ``CONFIG SET``, ``npm/yarn config set``) and
 # ``git config [--global] KEY VALUE``: the value when the key names a secret.
 _SET_TAIL: Final = (
@@ -102,6 +119,11 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
             start, end = _unquoted(p, "pw")
             if not _is_reference(text[start:end]):
                 spans.append((start, end))
+        if pattern is _GLUED_P:
+            for p in _SPACED_P.finditer(text, m.end(), line_end):
+                value = p.group("pw")
+                if _looks_like_password(value) and not _is_reference(value):
+                    spans.append(p.span("pw"))
         cursor = line_end
     if "set" in low or "config" in low:
         for m in (m for form in _SET_FORMS for m in form.finditer(low)):

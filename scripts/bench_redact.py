@@ -7,11 +7,14 @@ throughput next to a trivial ``str.replace`` over the same text, because the rat
 the two is what stays comparable across machines and noisy runs.  Exits non-zero if any
 planted secret survives redaction, or if any ordinary line comes out changed.
 
-Run from the project root: ``python scripts/bench_redact.py``.
+Run from the project root: ``python scripts/bench_redact.py`` (``--help`` for the options:
+``--repeats``, ``--stream`` to also time :class:`~acp_adapter.stream_redact.StreamRedactor` fed
+the same log in small chunks and check its output equals the one-shot redaction).
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import string
 import sys
@@ -24,10 +27,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from acp_adapter.redact import REDACTED, redact_text  # noqa: E402
+from acp_adapter.stream_redact import StreamRedactor  # noqa: E402
 
 TARGET_BYTES = 10 * 1024 * 1024
 SECRET_LINE_RATE = 0.01
 REPEATS = 3
+STREAM_CHUNK = 40  # characters per streamed chunk, about what a model's answer delta carries
 
 
 def _rand(rng: random.Random, alphabet: str, n: int) -> str:
@@ -157,11 +162,23 @@ def best_of(fn: Callable[[], str], repeats: int = REPEATS) -> tuple[float, str]:
     return best, out
 
 
-def main() -> int:
+def stream_redact(text: str, chunk: int = STREAM_CHUNK) -> str:
+    """``text`` through a :class:`StreamRedactor` in chunks of ``chunk`` characters."""
+    redactor = StreamRedactor()
+    out = [redactor.feed(text[i : i + chunk]) for i in range(0, len(text), chunk)]
+    out.append(redactor.flush())
+    return "".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="best of N runs (default %(default)s)")
+    parser.add_argument("--stream", action="store_true", help="also time the stream redactor")
+    args = parser.parse_args(argv)
     text, secrets, ordinary = build_log()
     mb = len(text.encode()) / 1e6
-    t_redact, redacted = best_of(lambda: redact_text(text))
-    t_base, _ = best_of(lambda: text.replace("needle-that-never-occurs", "x"))
+    t_redact, redacted = best_of(lambda: redact_text(text), args.repeats)
+    t_base, _ = best_of(lambda: text.replace("needle-that-never-occurs", "x"), args.repeats)
     rate = mb / t_redact
     base = mb / t_base
     print(
@@ -170,6 +187,13 @@ def main() -> int:
     )
     print(f"redact_text: {rate:.1f} MB/s  baseline(str.replace): {base:.0f} MB/s  ratio: {base / rate:.1f}x")
     status = 0
+    if args.stream:
+        t_stream, streamed = best_of(lambda: stream_redact(text), args.repeats)
+        ratio = base * t_stream / mb
+        print(f"stream ({STREAM_CHUNK}-char chunks): {mb / t_stream:.1f} MB/s  ratio: {ratio:.1f}x")
+        if streamed != redacted:
+            print("STREAM MISMATCH: streamed output differs from the one-shot redaction", file=sys.stderr)
+            status = 1
     leaked = [s for s in secrets if s in redacted]
     if leaked:
         print(f"LEAK: {len(leaked)} planted secrets survived, e.g. {leaked[0]!r}", file=sys.stderr)

@@ -162,6 +162,11 @@ _MB = 1_000_000
         ":AA",
         "Q~",
         "a.b.",
+        "agh_claim_",
+        "agh_claim_a-",
+        "aws secret is ",
+        "secret key ",
+        "AWS_SECRET_ACCESS_KEY=",
     ],
 )
 def test_new_passes_stay_linear(unit: str) -> None:
@@ -218,3 +223,72 @@ def test_new_families_mixed_together_stay_idempotent() -> None:
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12)))
         once = redact_text(text)
         assert redact_text(once) == once, text
+
+
+# --- issue 18: AGH claim tokens and AWS secret keys in prose --------------------------------
+
+CLAIM = "agh" + "_claim_" + "PjKY" + _tok("", 39, _ALNUM + "-_", offset=2)
+AWS_SECRET = "r8Vq" + _tok("", 36, _ALNUM + "/+", offset=6)
+SHA1 = _tok("", 40, _HEX, offset=1)
+
+ISSUE18_CASES: list[tuple[str, str, str | None]] = [
+    (f"agh task release T-42 --claim {CLAIM}", CLAIM, "agh task release T-42 --claim "),
+    (f"agh task release T-42 --claim={CLAIM} --force", CLAIM, "--claim="),
+    (f'{{"task": "T-42", "claim": "{CLAIM}"}}', CLAIM, '"claim": "'),
+    (f"POST /v1/tasks/T-42/release?claim={CLAIM}&actor=bob", CLAIM, "&actor=bob"),
+    (f"GET https://agh.local/claims/{CLAIM}/status", CLAIM, "/status"),
+    ("released with " + "agh" + "_claim_raw-claim-value ok", "raw-claim-value", "released with "),
+    (f"claim={CLAIM}", CLAIM, "claim="),
+    (f"aws secret key is {AWS_SECRET}", AWS_SECRET, "aws secret key is "),
+    (f"secret: {AWS_SECRET}", AWS_SECRET, "secret: "),
+    (f"secret {AWS_SECRET} rotated", AWS_SECRET, " rotated"),
+    (f"AWS_SECRET_ACCESS_KEY {AWS_SECRET}", AWS_SECRET, "AWS_SECRET_ACCESS_KEY "),
+    (f"the AWS secret access key = `{AWS_SECRET}`.", AWS_SECRET, "`."),
+    (f"Your AWS secret is {AWS_SECRET}, keep it safe", AWS_SECRET, ", keep it safe"),
+]
+
+ISSUE18_BENIGN: list[str] = [
+    # a git SHA-1 next to "secret" is a commit, not a key (lower-case hex: no mixed case)
+    f"secret {SHA1}",
+    f"rotated the aws secret in commit {SHA1}",
+    f"aws secret key is {SHA1}",
+    # a word that merely contains the anchor, or a key that is one character short / long
+    f"nosecret {AWS_SECRET}",
+    f"secret {AWS_SECRET[:39]}",
+    f"secret {AWS_SECRET}x",
+    "the aws cli lives in /usr/local/aws-cli/v2/current/bin",
+    # command lines that carry no credential
+    "mysql -p",
+    "mysql -u root -p app",
+    "curl -u bob https://example.com/",
+    "curl -u bob: https://example.com/",
+    # mentions of the claim shape without a token
+    "tokens look like agh" + "_claim_… or agh" + "_claim_<value>",
+]
+
+
+@pytest.mark.parametrize(
+    ("context", "secret", "survivor"), ISSUE18_CASES, ids=[c[0][:30] for c in ISSUE18_CASES]
+)
+def test_issue18_family_is_redacted(context: str, secret: str, survivor: str | None) -> None:
+    out = redact_text(context)
+    assert secret not in out, out
+    assert REDACTED in out
+    if survivor is not None:
+        assert survivor in out, out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize("text", ISSUE18_BENIGN)
+def test_issue18_benign_text_is_unchanged(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_claim_token_longer_than_one_match_is_redacted_to_its_end() -> None:
+    long_claim = "agh" + "_claim_" + "Ab1-" * 2000
+    out = redact_text(f"--claim {long_claim} done")
+    assert out == f"--claim {REDACTED} done"
+
+
+def test_claim_token_in_a_value_is_redacted() -> None:
+    assert redact_value({"args": ["--claim", CLAIM]}) == {"args": ["--claim", REDACTED]}
