@@ -366,7 +366,9 @@ class FakeTelegram:
             pending = self._faults.get(method) if path.startswith(f"/bot{self.token}/") else None
             kind = pending.pop(0) if pending else None
             if kind is not None:
-                call = Call(method, self._parse_quietly(content_type, body), body, time.monotonic(), fault=kind)
+                call = Call(
+                    method, self._parse_quietly(content_type, body), body, time.monotonic(), fault=kind
+                )
                 call.status = 500 if kind.endswith("500") else 0
                 self.calls.append(call)
         if kind == "json500":

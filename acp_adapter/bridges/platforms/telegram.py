@@ -246,9 +246,7 @@ async def call_api(
             wait = policy.flood_wait(what, _retry_seconds(exc), floods)
             log.info("%s: Telegram asked to retry after %.1fs", what, wait)
             if not await policy.sleep(wait):
-                raise DeliveryDropped(
-                    "bridge_stopping", f"{what}: the bridge stopped during a wait"
-                ) from None
+                raise DeliveryDropped(DROPPED_STOPPING, f"{what}: the bridge stopped during a wait") from None
         except BadRequest as exc:
             if "message is not modified" in exc.message.lower():
                 return None
