@@ -120,6 +120,7 @@ EXPIRED: Final = "This question is no longer open."
 STOPPED_VERDICT: Final = "⏹ the bridge stopped; nobody answered"
 
 _CALLBACK: Final = re.compile(r"perm:([A-Za-z0-9_-]{16}):(once|deny)")
+_WORDISH: Final = re.compile(r"[A-Za-z0-9_-]{8,}")
 
 T = TypeVar("T")
 
@@ -146,12 +147,15 @@ class TokenScrubber(logging.Filter):
         if len(secret) >= 8:
             parts.append(secret)
         self._parts = re.compile("|".join(re.escape(x) for x in sorted(parts, key=len, reverse=True)))
+        self._secret = secret
         self._id = re.compile(rf"(?<![0-9]){re.escape(bot_id)}:\S*") if bot_id.isdigit() else None
 
     def scrub(self, text: str) -> str:
         text = self._parts.sub("[REDACTED]", text)
         if self._id is not None:
             text = self._id.sub("[REDACTED]", text)
+        if len(self._secret) >= 8:  # a piece of the secret (a truncated quote, a line split): 8+ chars
+            text = _WORDISH.sub(lambda m: "[REDACTED]" if m.group(0) in self._secret else m.group(0), text)
         return text
 
     def filter(self, record: logging.LogRecord) -> bool:
