@@ -162,6 +162,7 @@ async def test_stale_and_forged_callback_data_do_nothing(fake: FakeTelegram) -> 
         data = buttons(q)
         assert all(len(d.encode()) <= 64 for d in data.values())
         nonce = data["Allow once"].split(":")[1]
+        await until(lambda: shown(fake, "💻 Running echo bridged"), what="the running line")
         progress = next(m for m in fake.bot_messages(GROUP) if m.text.startswith("💻"))
         forged = [
             (f"perm:{nonce}:always", q.message_id),  # a choice the bridge never offers

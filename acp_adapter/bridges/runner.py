@@ -344,6 +344,15 @@ class BridgeRunner:
             total.failures += stats.failures
         return total
 
+    def interrupt(self, reason: str = STOPPED) -> list[asyncio.Task[None]]:
+        """Cancel every running turn now (nothing the agent sends afterwards reaches a chat)."""
+        if self._stopping is None:
+            self._stopping = reason
+        turns = [r.turn for r in self._routes.values() if r.turn is not None and not r.turn.done()]
+        for task in turns:
+            task.cancel()
+        return turns
+
     async def shutdown(self, reason: str = STOPPED, *, grace: float = 3.0) -> None:
         """Stop now (Ctrl-C, SIGTERM): cancel running turns, deliver their last lines, stop the agent.
 
@@ -353,13 +362,9 @@ class BridgeRunner:
         interrupt), then whatever is still in flight is cancelled. Idempotent; :meth:`close` after it
         only logs the metrics.
         """
-        if self._stopping is None:
-            self._stopping = reason
+        turns = self.interrupt(reason)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
-        turns = [r.turn for r in self._routes.values() if r.turn is not None]
-        for task in turns:
-            task.cancel()
         if turns:
             await asyncio.wait(turns, timeout=max(0.0, deadline - loop.time()))
         await self.close(deadline=deadline)

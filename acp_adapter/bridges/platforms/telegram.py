@@ -601,6 +601,7 @@ class TelegramBridge:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         self.policy.stopping.set()
+        self.runner.interrupt(STOPPED)  # first: no answer to a closed question reaches the chat
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.stop_questions(), max(0.1, deadline - loop.time()))
         await self.runner.shutdown(STOPPED, grace=max(0.1, deadline - loop.time()))
