@@ -99,6 +99,7 @@ def test_a_signal_stops_the_bridge_within_5s_in_a_long_retry_after_with_a_questi
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+    print(f"{sig.name}: stopped in {took:.2f}s")
     assert took < 5, f"stopped after {took:.1f}s"
     assert proc.returncode == 0, err
     q = next(m for m in fake.bot_messages(CHAT) if m.text.startswith("🔐"))
