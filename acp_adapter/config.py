@@ -46,6 +46,7 @@ __all__ = [
     "OpenAISettings",
     "Settings",
     "SummaryOpenAISettings",
+    "TelegramSettings",
     "parse_bool",
     "setting",
 ]
@@ -284,6 +285,67 @@ class SummaryOpenAISettings(_Section):
     )
 
 
+class TelegramSettings(_Section):
+    """Limits of the Telegram bridge (``bridge run`` of a telegram instance)."""
+
+    retry_after_cap: float = setting(
+        60.0,
+        env="ACP_PROGRESS_TELEGRAM_RETRY_AFTER_CAP",
+        help="longest 429 retry_after (seconds) a delivery waits; a longer one drops that delivery",
+        ge=0,
+        le=3600,
+    )
+    answer_retries: int = setting(
+        4,
+        env="ACP_PROGRESS_TELEGRAM_ANSWER_RETRIES",
+        help="retries of an answer, error or question after a 5xx, malformed reply or timeout",
+        ge=0,
+        le=10,
+    )
+    retry_backoff: float = setting(
+        0.5,
+        env="ACP_PROGRESS_TELEGRAM_RETRY_BACKOFF",
+        help="first backoff (seconds) between those retries; doubles each time, at most 8 s",
+        gt=0,
+        le=60,
+    )
+    http_timeout: float = setting(
+        10.0,
+        env="ACP_PROGRESS_TELEGRAM_HTTP_TIMEOUT",
+        help="seconds one Bot API call may take (connect, write, read) before it counts as a timeout",
+        gt=0,
+        le=300,
+    )
+    refusal_interval: float = setting(
+        3600.0,
+        env="ACP_PROGRESS_TELEGRAM_REFUSAL_INTERVAL",
+        help="seconds between two refusals sent to the same stranger chat",
+        ge=0,
+        le=604800,
+    )
+    refusals_per_hour: int = setting(
+        60,
+        env="ACP_PROGRESS_TELEGRAM_REFUSALS_PER_HOUR",
+        help="refusals sent to all strangers together per hour (the rest are silent)",
+        ge=0,
+        le=100000,
+    )
+    refusal_memory: int = setting(
+        4096,
+        env="ACP_PROGRESS_TELEGRAM_REFUSAL_MEMORY",
+        help="stranger chats the refusal limiter remembers (oldest forgotten first)",
+        ge=1,
+        le=1_000_000,
+    )
+    stop_grace: float = setting(
+        3.0,
+        env="ACP_PROGRESS_TELEGRAM_STOP_GRACE",
+        help="seconds Ctrl-C/SIGTERM leaves for the last edits (stopped lines, unanswered questions)",
+        gt=0,
+        le=4,
+    )
+
+
 class Settings(_Section):
     """Everything the agent reads from its environment and flags, already validated."""
 
@@ -396,6 +458,7 @@ class Settings(_Section):
         max_length=2000,
     )
     summary_openai: SummaryOpenAISettings = Field(default_factory=SummaryOpenAISettings)
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
 
     @field_validator("summary", mode="before")
     @classmethod

@@ -10,11 +10,19 @@ Telegram's own error shapes and descriptions:
   400 "message is not modified";
 * ``setMessageReaction``: only the emoji Telegram accepts (✅ and ❌ are *not* among them);
 * ``sendChatAction``: only the documented actions;
-* ``answerCallbackQuery``: only ids of queries it delivered, once each;
-* any method can be told to answer 429 with ``retry_after`` (:meth:`FakeTelegram.rate_limit`).
+* ``answerCallbackQuery``: only ids of queries it delivered, once each, text at most 200 characters;
+* inline buttons: callback data of 1-64 bytes (``BUTTON_DATA_INVALID`` otherwise);
+* ``getUpdates`` delivers only the update types of the last ``allowed_updates`` it was given (as
+  Telegram does), unless a test sets :attr:`FakeTelegram.ignore_allowed_updates` to play a server
+  (or a proxy) that sends them anyway;
+* any method can be told to answer 429 with ``retry_after`` (:meth:`FakeTelegram.rate_limit`) or
+  to fail (:meth:`FakeTelegram.fault`): a JSON 500, an HTML 500 page, a 200 whose body is not JSON,
+  or a reply that never comes (the client times out; nothing was done).
 
-Tests push updates (:meth:`FakeTelegram.user_says`, :meth:`FakeTelegram.press`) and inspect
-what the bot did (:attr:`FakeTelegram.calls`, :meth:`FakeTelegram.chat_view`).
+Tests push updates (:meth:`FakeTelegram.user_says` in private or group chats, by any user,
+:meth:`FakeTelegram.press` by any user, :meth:`FakeTelegram.edit_by_user`,
+:meth:`FakeTelegram.channel_post`) and inspect what the bot did (:attr:`FakeTelegram.calls`,
+:meth:`FakeTelegram.chat_view`).
 """
 
 from __future__ import annotations
@@ -146,6 +154,20 @@ class Call:
     body: bytes
     at: float
     status: int = 200
+    fault: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the HTTP handler sends: a status, a content type and raw bytes (or nothing: ``hang``)."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    hang: float = 0.0
+
+
+FAULTS = ("json500", "html500", "malformed", "timeout")
 
 
 @dataclass
@@ -171,6 +193,12 @@ class FakeTelegram:
         self._updates: list[dict[str, Any]] = []
         self._queries: dict[str, bool] = {}  # callback query id -> answered
         self._limits: dict[str, list[int]] = {}
+        self._faults: dict[str, list[str]] = {}
+        self.hang_seconds = 3.0
+        self.chat_types: dict[int, str] = {}
+        self.names: dict[int, str] = {}
+        self.allowed_updates: list[str] | None = None
+        self.ignore_allowed_updates = False
         self._cond = threading.Condition()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -190,14 +218,17 @@ class FakeTelegram:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                status, payload = fake.handle_http(self.path, self.headers.get("Content-Type", ""), body)
-                data = json.dumps(payload).encode()
+                reply = fake.handle_raw(self.path, self.headers.get("Content-Type", ""), body)
                 try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    if reply.hang:
+                        time.sleep(reply.hang)  # the client has timed out by now
+                        self.close_connection = True
+                        return
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    self.send_header("Content-Length", str(len(reply.body)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    self.wfile.write(reply.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up on a long poll while shutting down
 
@@ -221,21 +252,59 @@ class FakeTelegram:
 
     # ------------------------------------------------------------------ test controls
 
+    def group(self, chat_id: int, kind: str = "supergroup") -> int:
+        """Make ``chat_id`` a group chat (Telegram's group ids are negative)."""
+        assert chat_id < 0, "group chat ids are negative"
+        with self._cond:
+            self.chat_types[chat_id] = kind
+            self.chats.add(chat_id)
+        return chat_id
+
     def user_says(self, chat_id: int, text: str, user_id: int | None = None) -> int:
-        """A person writes ``text`` in ``chat_id``; returns the new message id."""
+        """A person (``user_id``; default: the private chat's owner) writes ``text`` in ``chat_id``."""
         with self._cond:
             self.chats.add(chat_id)
             mid = next(self._message_ids)
             self.messages[(chat_id, mid)] = StoredMessage(mid, chat_id, text, from_bot=False)
             message = self._message_json(self.messages[(chat_id, mid)], user_id or chat_id)
-            self._updates.append({"update_id": next(self._update_ids), "message": message})
-            self._cond.notify_all()
+            self._push("message", message)
             return mid
 
-    def press(self, chat_id: int, message_id: int, data: str, user_id: int | None = None) -> str:
-        """A person presses an inline button with callback ``data`` under a bot message."""
+    def edit_by_user(self, chat_id: int, message_id: int, text: str, user_id: int | None = None) -> None:
+        """The person edits their earlier message: an ``edited_message`` update."""
         with self._cond:
             stored = self.messages[(chat_id, message_id)]
+            stored.text = text
+            message = self._message_json(stored, user_id or chat_id)
+            message["edit_date"] = int(time.time())
+            self._push("edited_message", message)
+
+    def channel_post(self, chat_id: int, text: str) -> int:
+        """A post in a channel (no ``from`` user): a ``channel_post`` update."""
+        with self._cond:
+            self.chats.add(chat_id)
+            self.chat_types[chat_id] = "channel"
+            mid = next(self._message_ids)
+            self.messages[(chat_id, mid)] = StoredMessage(mid, chat_id, text, from_bot=False)
+            message = self._message_json(self.messages[(chat_id, mid)], 0)
+            message.pop("from")
+            message["sender_chat"] = message["chat"]
+            self._push("channel_post", message)
+            return mid
+
+    def _push(self, kind: str, payload: dict[str, Any]) -> None:
+        self._updates.append({"update_id": next(self._update_ids), kind: payload})
+        self._cond.notify_all()
+
+    def press(
+        self, chat_id: int, message_id: int, data: str, user_id: int | None = None, *, on: int | None = None
+    ) -> str:
+        """``user_id`` presses an inline button with callback ``data`` under a bot message.
+
+        ``data`` is whatever the client sends, so a test can forge it; ``on`` forges which message
+        the press claims to come from (default: ``message_id``)."""
+        with self._cond:
+            stored = self.messages[(chat_id, on if on is not None else message_id)]
             qid = f"cq{next(self._update_ids)}"
             self._queries[qid] = False
             query = {
@@ -245,9 +314,23 @@ class FakeTelegram:
                 "data": data,
                 "message": self._message_json(stored, BOT["id"]),
             }
-            self._updates.append({"update_id": next(self._update_ids), "callback_query": query})
-            self._cond.notify_all()
+            self._push("callback_query", query)
             return qid
+
+    def fault(self, method: str, kind: str, times: int = 1) -> None:
+        """The next ``times`` calls of ``method`` fail with ``kind`` (one of :data:`FAULTS`)."""
+        assert kind in FAULTS, kind
+        with self._cond:
+            self._faults.setdefault(method, []).extend([kind] * times)
+
+    def answers_to(self, query_id: str) -> list[str]:
+        """The texts the bot answered callback query ``query_id`` with."""
+        with self._cond:
+            return [
+                str(c.params.get("text", ""))
+                for c in self.calls
+                if c.method == "answerCallbackQuery" and c.params.get("callback_query_id") == query_id
+            ]
 
     def rate_limit(self, method: str, retry_after: int = 1, times: int = 1) -> None:
         """The next ``times`` calls of ``method`` answer 429 with ``retry_after``."""
@@ -275,6 +358,37 @@ class FakeTelegram:
             time.sleep(0.02)
 
     # ------------------------------------------------------------------ HTTP → methods
+
+    def handle_raw(self, path: str, content_type: str, body: bytes) -> Reply:
+        """One HTTP request: fault injection first, then the method (as JSON)."""
+        method = path.rsplit("/", 1)[-1].split("?")[0]
+        with self._cond:
+            pending = self._faults.get(method) if path.startswith(f"/bot{self.token}/") else None
+            kind = pending.pop(0) if pending else None
+            if kind is not None:
+                call = Call(
+                    method, self._parse_quietly(content_type, body), body, time.monotonic(), fault=kind
+                )
+                call.status = 500 if kind.endswith("500") else 0
+                self.calls.append(call)
+        if kind == "json500":
+            data = {"ok": False, "error_code": 500, "description": "Internal Server Error"}
+            return Reply(500, json.dumps(data).encode())
+        if kind == "html500":
+            page = b"<html><head><title>500 Internal Server Error</title></head><body>nginx</body></html>"
+            return Reply(500, page, "text/html")
+        if kind == "malformed":
+            return Reply(200, b'{"ok": true, "result": {"message_id": ')
+        if kind == "timeout":
+            return Reply(0, b"", hang=self.hang_seconds)
+        status, payload = self.handle_http(path, content_type, body)
+        return Reply(status, json.dumps(payload).encode())
+
+    def _parse_quietly(self, content_type: str, body: bytes) -> dict[str, Any]:
+        try:
+            return self._parse(content_type, body)
+        except ValueError:
+            return {}
 
     def handle_http(self, path: str, content_type: str, body: bytes) -> tuple[int, dict[str, Any]]:
         prefix = f"/bot{self.token}/"
@@ -333,17 +447,21 @@ class FakeTelegram:
 
     # ------------------------------------------------------------------ helpers
 
-    @staticmethod
-    def _user(user_id: int) -> dict[str, Any]:
-        return {"id": user_id, "is_bot": False, "first_name": "Person"}
+    def _user(self, user_id: int) -> dict[str, Any]:
+        return {"id": user_id, "is_bot": False, "first_name": self.names.get(user_id, "Person")}
 
-    @staticmethod
-    def _message_json(m: StoredMessage, from_id: int) -> dict[str, Any]:
+    def _message_json(self, m: StoredMessage, from_id: int) -> dict[str, Any]:
+        kind = self.chat_types.get(m.chat_id, "private")
+        chat: dict[str, Any] = {"id": m.chat_id, "type": kind}
+        if kind == "private":
+            chat["first_name"] = self.names.get(m.chat_id, "Person")
+        else:
+            chat["title"] = f"{kind} {m.chat_id}"
         out: dict[str, Any] = {
             "message_id": m.message_id,
             "date": int(time.time()),
-            "chat": {"id": m.chat_id, "type": "private", "first_name": "Person"},
-            "from": BOT if m.from_bot else FakeTelegram._user(from_id),
+            "chat": chat,
+            "from": BOT if m.from_bot else self._user(from_id),
             "text": m.text,
         }
         if m.reply_markup:
@@ -374,6 +492,24 @@ class FakeTelegram:
             raise ApiError(400, "Bad Request: message is too long")
         return text
 
+    @staticmethod
+    def _markup(p: dict[str, Any]) -> Any:
+        markup = p.get("reply_markup")
+        if markup is None:
+            return None  # editMessageText without reply_markup removes the inline keyboard
+        if not isinstance(markup, dict):
+            raise ApiError(400, "Bad Request: can't parse reply keyboard markup JSON object")
+        rows = markup.get("inline_keyboard")
+        if rows is not None:
+            for row in rows:
+                for button in row:
+                    data = button.get("callback_data")
+                    if data is not None and not 1 <= len(str(data).encode()) <= 64:
+                        raise ApiError(400, "Bad Request: BUTTON_DATA_INVALID")
+            if not rows:
+                return None
+        return markup
+
     def _message(self, chat_id: int, p: dict[str, Any]) -> StoredMessage:
         mid = self._int(p, "message_id")
         m = self.messages.get((chat_id, mid))
@@ -394,18 +530,24 @@ class FakeTelegram:
         timeout = min(float(p.get("timeout") or 0), 5.0)
         deadline = time.monotonic() + timeout
         with self._cond:
-            self._updates = [u for u in self._updates if u["update_id"] >= offset]
-            while not self._updates and time.monotonic() < deadline:
+            if "allowed_updates" in p:  # Telegram remembers the last list it was given
+                self.allowed_updates = list(p["allowed_updates"]) or None
+
+            def wanted() -> list[dict[str, Any]]:
+                self._updates = [u for u in self._updates if u["update_id"] >= offset]
+                if self.ignore_allowed_updates or self.allowed_updates is None:
+                    return list(self._updates)
+                return [u for u in self._updates if any(k in u for k in self.allowed_updates)]
+
+            while not wanted() and time.monotonic() < deadline:
                 self._cond.wait(max(0.0, deadline - time.monotonic()))
-            return list(self._updates)
+            return wanted()
 
     def _m_sendMessage(self, p: dict[str, Any]) -> Any:
         with self._cond:
             chat_id = self._chat(p)
             text = self._text(p)
-            markup = p.get("reply_markup")
-            if markup is not None and not isinstance(markup, dict):
-                raise ApiError(400, "Bad Request: can't parse reply keyboard markup JSON object")
+            markup = self._markup(p)
             m = StoredMessage(next(self._message_ids), chat_id, text, from_bot=True, reply_markup=markup)
             self.messages[(chat_id, m.message_id)] = m
             return self._message_json(m, BOT["id"])
@@ -417,7 +559,7 @@ class FakeTelegram:
             text = self._text(p)
             if not m.from_bot:
                 raise ApiError(400, "Bad Request: message can't be edited")
-            markup = p.get("reply_markup")
+            markup = self._markup(p)
             if text == m.text and markup == m.reply_markup:
                 raise ApiError(
                     400,
@@ -466,5 +608,7 @@ class FakeTelegram:
                 raise ApiError(
                     400, "Bad Request: query is too old and response timeout expired or query ID is invalid"
                 )
+            if len(str(p.get("text", ""))) > 200:
+                raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
             self._queries[qid] = True
             return True

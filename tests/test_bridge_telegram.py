@@ -106,6 +106,7 @@ async def test_a_chat_not_on_the_allowlist_runs_nothing(fake: FakeTelegram) -> N
         await asyncio.sleep(0.3)
         assert runner._driver is None and runner.route(STRANGER) is None  # no agent, no session
     assert fake.chat_view(STRANGER) == ["search for TODO", REFUSAL]
+    assert runner.route(STRANGER) is None
     assert [c.method for c in fake.calls if c.method not in {"getMe", "getUpdates", "deleteWebhook"}] == [
         "sendMessage"
     ]
@@ -125,11 +126,13 @@ async def test_permission_through_buttons(fake: FakeTelegram, button: str, line:
         q = question()
         assert q.text.startswith("🔐 Allow Running echo bridged")
         buttons = {b["text"]: b["callback_data"] for b in q.reply_markup["inline_keyboard"][0]}
-        assert set(buttons) == {"Allow", "Deny"}
-        fake.press(CHAT, q.message_id, buttons[button.capitalize()])
+        assert set(buttons) == {"Allow once", "Deny"}  # never "always"
+        fake.press(CHAT, q.message_id, buttons["Allow once" if button == "allow" else "Deny"])
         await until(lambda: any(t.startswith(line) for t in fake.chat_view(CHAT)), what=line)
         await until(lambda: len(fake.calls_of("answerCallbackQuery")) == 1, what="callback answer")
-    assert fake.messages[(CHAT, q.message_id)].text.endswith("allowed" if button == "allow" else "denied")
+    verdict = "✅ allowed once by Person" if button == "allow" else "❌ denied by Person"
+    assert fake.messages[(CHAT, q.message_id)].text.endswith(verdict)
+    assert fake.messages[(CHAT, q.message_id)].reply_markup is None  # the buttons are gone
     if button == "deny":
         assert any("Permission denied by the user" in t for t in fake.chat_view(CHAT))
 
@@ -139,7 +142,8 @@ async def test_unanswered_permission_is_denied_after_the_timeout(fake: FakeTeleg
         fake.user_says(CHAT, "run echo bridged")
         denied = "❌ Running echo bridged"
         await until(lambda: any(t.startswith(denied) for t in fake.chat_view(CHAT)), what="deny")
-    assert any(t.endswith("denied (no answer in time)") for t in fake.chat_view(CHAT))
+    assert any(t.endswith("⌛ denied: nobody answered within 0.5s") for t in fake.chat_view(CHAT))
+    assert all(m.reply_markup is None for m in fake.bot_messages(CHAT))
 
 
 async def test_secrets_and_the_token_never_reach_the_server_or_the_logs(fake: FakeTelegram) -> None:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final, get_args
 
-from ..redact import redact_text
+from ..redact import redact_text, redact_value
 from .config import (
     SUMMARY_CHOICES,
     BridgeConfigError,
@@ -98,6 +98,25 @@ def _routing_flags(parser: argparse.ArgumentParser, *, create: bool) -> None:
         help="a chat allowed to drive the agent (repeat for several; Telegram allowlist)"
         + ("" if create else "; replaces the list"),
     )
+    replaces = "" if create else "; replaces the list"
+    parser.add_argument(
+        "--user-id",
+        dest="user_ids",
+        type=int,
+        action="append",
+        metavar="USER_ID",
+        help="only this person may prompt (repeat for several; default: anyone in an allowed chat)"
+        + replaces,
+    )
+    parser.add_argument(
+        "--approver",
+        dest="approvers",
+        type=int,
+        action="append",
+        metavar="USER_ID",
+        help="this person may also answer others' permission questions (repeat for several; "
+        "default: only the person who sent the prompt)" + replaces,
+    )
     parser.add_argument(
         "--agent",
         help="ACP agent command line (default: this project's agent)" if create else "new agent command",
@@ -151,7 +170,9 @@ def last_run_path(name: str) -> Path:
 
 
 def _describe(instance: BridgeInstance) -> dict[str, Any]:
-    out: dict[str, Any] = instance.model_dump(mode="json")
+    """What create/update/show print: redacted (an instance file written before ``--agent`` secrets
+    were refused may still hold one, and a path may carry a credential)."""
+    out: dict[str, Any] = redact_value(instance.model_dump(mode="json"))
     out["effective_progress"] = resolve_progress(instance).model_dump(mode="json")
     out["effective_summary"] = _effective_summary(instance)
     try:
@@ -185,6 +206,8 @@ def run_bridge_command(args: argparse.Namespace) -> int:
                 agent=args.agent,
                 cwd=args.cwd,
                 summary=args.instance_summary,
+                user_ids=args.user_ids,
+                approvers=args.approvers,
             )
             changes = _progress_changes(args)
             instance = merge_update(base, progress=changes) if changes else base
@@ -199,6 +222,8 @@ def run_bridge_command(args: argparse.Namespace) -> int:
                 agent=args.agent,
                 cwd=args.cwd,
                 summary=args.instance_summary,
+                user_ids=args.user_ids,
+                approvers=args.approvers,
             )
             store.replace(instance)
             print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
@@ -207,9 +232,11 @@ def run_bridge_command(args: argparse.Namespace) -> int:
             for inst in store.load().values():
                 p = resolve_progress(inst)
                 print(
-                    f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
-                    f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}\t"
-                    f"summary={_effective_summary(inst)}"
+                    redact_text(
+                        f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
+                        f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}\t"
+                        f"summary={_effective_summary(inst)}"
+                    )
                 )
             return 0
         if action == "show":
@@ -248,7 +275,7 @@ def _run(instance: BridgeInstance, args: argparse.Namespace) -> int:
             from .platforms.telegram import TelegramSetupError, run_telegram
 
             try:
-                asyncio.run(run_telegram(instance, runner=runner))
+                asyncio.run(run_telegram(instance, runner=runner, settings=settings.telegram))
             except TelegramSetupError as exc:
                 print(f"acp-progress bridge: {exc}", file=sys.stderr)
                 return 2

@@ -26,6 +26,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shlex
 import tempfile
 from collections.abc import Mapping
@@ -40,6 +41,8 @@ from pydantic import (
     ValidationError,
     model_serializer,
 )
+
+from ..redact import is_sensitive_name, redact_text
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -64,6 +67,7 @@ __all__ = [
     "new_instance",
     "resolve_progress",
     "resolve_summary_mode",
+    "secret_argument",
 ]
 
 log = logging.getLogger("acp_progress.bridges.config")
@@ -126,11 +130,29 @@ class DeliveryDefaults(BaseModel):
 
 
 class Routing(BaseModel):
-    """Which chats an instance serves. For Telegram: the allowlist of chat ids."""
+    """Which chats an instance serves and who in them may do what.
+
+    ``chat_ids``: the allowlist of chats (Telegram chat ids). ``user_ids``: when not empty, only
+    these people may prompt (in an allowlisted group, not every member drives the agent).
+    ``approvers``: people who may answer *anyone's* permission question; the person who sent a
+    prompt may always answer its own questions, nobody else may unless listed here.
+    """
 
     model_config = _CLOSED
 
     chat_ids: tuple[int, ...] = ()
+    user_ids: tuple[int, ...] = ()
+    approvers: tuple[int, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_people(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Empty ``user_ids``/``approvers`` are not written: older files and output stay as they were."""
+        data = handler(self)
+        if isinstance(data, dict):
+            for key in ("user_ids", "approvers"):
+                if not data.get(key):
+                    data.pop(key, None)
+        return data
 
 
 class BridgeInstance(BaseModel):
@@ -228,16 +250,61 @@ def _summary_value(summary: str | None) -> str | None:
     return None if summary in (None, "auto") else summary
 
 
+_FLAG_WITH_VALUE: Final = re.compile(r"^--?([A-Za-z][A-Za-z0-9_.-]*)=(.*)$", re.DOTALL)
+_FLAG: Final = re.compile(r"^--?([A-Za-z][A-Za-z0-9_.-]*)$")
+_SMALL_NUMBER: Final = re.compile(r"^\d{1,6}$")  # --max-tokens 100 is a limit, not a credential
+
+
+def secret_argument(argv: tuple[str, ...] | list[str]) -> int | None:
+    """The index of the first argument of ``argv`` that looks like a secret, or None.
+
+    An argument is a secret when the canonical redactor would change it (a key shape, ``KEY=…``)
+    or when it is the value of a flag whose name says secret (``--token=…``, ``--api-key …``,
+    ``--password …``). The whole command line is checked too, so a value split from its flag
+    is still found.
+    """
+    for i, arg in enumerate(argv):
+        if redact_text(arg) != arg:
+            return i
+        m = _FLAG_WITH_VALUE.match(arg)
+        if m and is_sensitive_name(m.group(1)) and m.group(2) and not _SMALL_NUMBER.match(m.group(2)):
+            return i
+        m = _FLAG.match(arg)
+        if m and is_sensitive_name(m.group(1)) and i + 1 < len(argv):
+            value = argv[i + 1]
+            if value and not value.startswith("-") and not _SMALL_NUMBER.match(value):
+                return i + 1
+    joined = shlex.join(argv)
+    if redact_text(joined) != joined:
+        return len(argv) - 1
+    return None
+
+
 def _agent_argv(agent: str | None) -> tuple[str, ...] | None:
     if agent is None:
         return None
     try:
         argv = shlex.split(agent)
     except ValueError as exc:
-        raise BridgeConfigError(f"--agent: cannot parse {agent!r}: {exc}") from None
+        raise BridgeConfigError(f"--agent: cannot parse {redact_text(agent)!r}: {exc}") from None
     if not argv:
         raise BridgeConfigError("--agent: empty command")
+    at = secret_argument(argv)
+    if at is not None:
+        raise BridgeConfigError(
+            f"--agent: argument {at + 1} looks like a secret ({redact_text(shlex.join(argv[: at + 1]))} …); "
+            "it would be stored in bridges.json and shown by bridge show. Put it in an environment "
+            "variable instead (the agent inherits the environment of bridge run, e.g. "
+            "OPENAI_API_KEY=… acp-progress bridge run NAME) and leave it off --agent"
+        )
     return tuple(argv)
+
+
+def _people(ids: list[int] | None, what: str) -> tuple[int, ...]:
+    out = tuple(dict.fromkeys(ids or ()))  # de-duplicated, order kept
+    if any(i <= 0 for i in out):
+        raise BridgeConfigError(f"{what}: a Telegram user id is a positive number")
+    return out
 
 
 def new_instance(
@@ -249,6 +316,8 @@ def new_instance(
     cwd: str | None = None,
     progress: Mapping[str, Any] | None = None,
     summary: str | None = None,
+    user_ids: list[int] | None = None,
+    approvers: list[int] | None = None,
 ) -> BridgeInstance:
     """Build and validate a new instance (the workspace defaults to the current directory)."""
     defaults: dict[str, Any] = {"progress": dict(progress) if progress else None}
@@ -257,7 +326,11 @@ def new_instance(
     data: dict[str, Any] = {
         "name": name,
         "platform": platform,
-        "routing": {"chat_ids": tuple(chat_ids or ())},
+        "routing": {
+            "chat_ids": tuple(chat_ids or ()),
+            "user_ids": _people(user_ids, "--user-id"),
+            "approvers": _people(approvers, "--approver"),
+        },
         "agent": _agent_argv(agent),
         "cwd": os.path.abspath(cwd or os.getcwd()),
         "delivery_defaults": defaults,
@@ -273,6 +346,8 @@ def merge_update(
     agent: str | None = None,
     cwd: str | None = None,
     summary: str | None = None,
+    user_ids: list[int] | None = None,
+    approvers: list[int] | None = None,
 ) -> BridgeInstance:
     """Merge changes into ``instance``; fields not mentioned keep their values.
 
@@ -298,6 +373,10 @@ def merge_update(
         data["delivery_defaults"] = defaults
     if chat_ids is not None:
         data["routing"] = {**data["routing"], "chat_ids": tuple(chat_ids)}
+    if user_ids is not None:
+        data["routing"] = {**data["routing"], "user_ids": _people(user_ids, "--user-id")}
+    if approvers is not None:
+        data["routing"] = {**data["routing"], "approvers": _people(approvers, "--approver")}
     if agent is not None:
         data["agent"] = _agent_argv(agent)
     if cwd is not None:

@@ -49,7 +49,9 @@ from .events import (
     SummaryUpdate,
     TurnEnd,
     TurnStart,
+    TypingEvent,
 )
+from .retry import DeliveryDropped
 from .sink import ChatSink, MessageId, split_to_fit, truncate_to_fit
 
 __all__ = [
@@ -128,6 +130,11 @@ class DeliveryStats:
     reactions: int = 0
     failures: int = 0
     edit_times: list[float] = field(default_factory=list)
+    dropped_by_reason: dict[str, int] = field(default_factory=dict)
+    """Deliveries the platform layer gave up on by policy (e.g. ``retry_after_over_cap``)."""
+
+    def drop(self, reason: str) -> None:
+        self.dropped_by_reason[reason] = self.dropped_by_reason.get(reason, 0) + 1
 
 
 class RouteDelivery:
@@ -150,6 +157,7 @@ class RouteDelivery:
         self.stats = DeliveryStats()
         self._current: _Message | None = None
         self._started_at: dict[str, tuple[_Message, int]] = {}
+        self._open: dict[str, ProgressPayload] = {}  # started lines shown, not yet terminal
         self._dirty: list[_Message] = []
         self._last_edit = -math.inf
         self._answer_segment: int | None = None
@@ -171,17 +179,16 @@ class RouteDelivery:
         """A new prompt: reactions go on ``user_message``; the next progress opens a new bubble."""
         self._react_target = user_message
         self._close_bubble()
+        self._open = {}
         self._answered = False
         self._in_turn = True
 
     async def handle(self, event: BridgeEvent) -> None:
         """Deliver one event from the route queue."""
         if isinstance(event, ProgressEvent):
-            await self._post_answer()
-            if self.config.grouping == "separate":
-                await self._post(render_line(event.payload))
-            else:
-                await self._accumulate(event.payload)
+            await self._progress(event.payload)
+        elif isinstance(event, TypingEvent):
+            await self.set_typing(event.on)
         elif isinstance(event, AnswerText):
             if self._answer_segment is not None and event.segment != self._answer_segment:
                 await self._post_answer()
@@ -207,14 +214,47 @@ class RouteDelivery:
             self.stats.deletes += 1
         elif isinstance(event, TurnEnd):
             await self._end_placeholder()  # first: the final reply below is a new message
+            if event.interrupted is not None:
+                await self._fail_open(event.interrupted)
             await self._post_answer()
             self._close_bubble()
             await self.set_typing(False)
             if not self._answered:
-                cancelled = event.stop_reason == "cancelled"
-                await self._post("⏹ Cancelled." if cancelled else f"(no answer: {event.stop_reason})")
+                if event.interrupted is not None:
+                    await self._post(f"⏹ Stopped: {event.interrupted}.")
+                elif event.stop_reason == "cancelled":
+                    await self._post("⏹ Cancelled.")
+                else:
+                    await self._post(f"(no answer: {event.stop_reason})")
                 self._answered = True
         await self.tick()
+
+    async def _progress(self, payload: ProgressPayload) -> None:
+        await self._post_answer()
+        if payload.phase == "started":
+            self._open[payload.tool_call_id] = payload
+        else:
+            self._open.pop(payload.tool_call_id, None)
+        if self.config.grouping == "separate":
+            await self._post(render_line(payload))
+        else:
+            await self._accumulate(payload)
+
+    async def _fail_open(self, reason: str) -> None:
+        """The turn was cut short: every line still showing a running tool ends ``❌ … — reason``."""
+        for payload in list(self._open.values()):
+            failed = ProgressPayload(
+                tool_call_id=payload.tool_call_id,
+                tool_id=payload.tool_id,
+                phase="failed",
+                label=payload.label,
+                preview=payload.preview,
+                emoji=payload.emoji,
+                index=payload.index,
+                error=reason,
+            )
+            await self._progress(failed)
+        await self._flush_edits(force=True)
 
     # --------------------------------------------------------------------- accumulate
 
@@ -409,6 +449,10 @@ class RouteDelivery:
         self.stats.posts += 1
         try:
             return await self.sink.post(redact_text(text))
+        except DeliveryDropped as exc:
+            self.stats.drop(exc.reason)
+            log.info("post dropped: %s", exc)
+            return None
         except Exception as exc:
             self.stats.failures += 1
             log.warning("post failed: %s", redact_text(str(exc)))
@@ -417,6 +461,10 @@ class RouteDelivery:
     async def _call(self, what: str, op: Any) -> bool:
         try:
             await op
+        except DeliveryDropped as exc:
+            self.stats.drop(exc.reason)
+            log.info("%s dropped: %s", what, exc)
+            return False
         except Exception as exc:
             log.warning("%s failed: %s", what, redact_text(str(exc)))
             return False

@@ -22,6 +22,7 @@ __all__ = [
     "SummaryUpdate",
     "TurnEnd",
     "TurnStart",
+    "TypingEvent",
     "is_terminal",
 ]
 
@@ -120,9 +121,26 @@ class TurnStart:
 
 @dataclass(frozen=True)
 class TurnEnd:
-    """The final delivery event of a turn: flush everything, close the bubble, post the answer."""
+    """The final delivery event of a turn: flush everything, close the bubble, post the answer.
+
+    ``interrupted``: why the turn was cut short by the bridge itself (``"the bridge stopped"``);
+    every progress line still open ends as ``❌ … — <interrupted>`` instead of spinning on.
+    """
 
     stop_reason: str
+    interrupted: str | None = None
+
+
+@dataclass(frozen=True)
+class TypingEvent:
+    """Typing on/off for the chat, queued in order with everything else the route delivers.
+
+    Through the queue (not a direct sink call from the turn) so a typing indicator can never
+    overtake a message queued before it or race a delivery in flight; droppable under pressure
+    (the turn's end turns typing off anyway).
+    """
+
+    on: bool
 
 
 BridgeEvent = (
@@ -134,6 +152,7 @@ BridgeEvent = (
     | DeleteMessage
     | TurnStart
     | TurnEnd
+    | TypingEvent
 )
 
 

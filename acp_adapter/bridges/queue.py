@@ -10,7 +10,7 @@ Backpressure rules (seed ``000``):
 * coalescing never reaches across a turn boundary (``TurnStart``/``TurnEnd``): segment numbers
   restart each turn, and a newer turn's text or summary must not overwrite an older turn's;
 * at the soft bound, the oldest queued intermediate ``started`` line is evicted to make room
-  (or, when there is none to evict, an incoming ``started`` line, reaction or summary is
+  (or, when there is none to evict, an incoming ``started`` line, reaction, summary or typing is
   dropped); each drop is counted by reason in ``delivery_dropped_by_reason``;
 * terminal progress, final (turn end), error and delete events are never dropped, even past
   the soft bound: degradation costs status visibility, never the outcome.
@@ -33,6 +33,7 @@ from .events import (
     SummaryUpdate,
     TurnEnd,
     TurnStart,
+    TypingEvent,
     is_terminal,
 )
 
@@ -44,6 +45,7 @@ EVICTED_STARTED: Final = "evicted_started"
 DROPPED_STARTED: Final = "queue_full_started"
 DROPPED_REACTION: Final = "queue_full_reaction"
 DROPPED_SUMMARY: Final = "queue_full_summary"
+DROPPED_TYPING: Final = "queue_full_typing"
 
 
 class QueueClosed(Exception):
@@ -139,6 +141,9 @@ class RouteQueue:
                 return False
             if isinstance(event, SummaryUpdate):
                 self.metrics.drop(DROPPED_SUMMARY)
+                return False
+            if isinstance(event, TypingEvent):
+                self.metrics.drop(DROPPED_TYPING)
                 return False
         if len(self._items) >= self.soft_bound:
             self.metrics.over_soft_bound += 1

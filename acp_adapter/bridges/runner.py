@@ -26,9 +26,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
-from acp.schema import RequestPermissionResponse
+from acp.schema import DeniedOutcome, RequestPermissionResponse
 
 from ..client import AgentCrashed, AgentDriver, AgentError, PermissionRequest, permission_response
 from ..presentation import PresentationRegistry
@@ -36,20 +36,34 @@ from ..redact import redact_text
 from ..summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 from .config import BridgeInstance, ProgressConfig, resolve_progress
 from .delivery import COALESCE_WINDOW, PLACEHOLDER_DELAY, DeliveryStats, RouteDelivery
-from .events import ErrorNotice, SummaryUpdate, TurnEnd, TurnStart
+from .events import ErrorNotice, SummaryUpdate, TurnEnd, TurnStart, TypingEvent
 from .projection import TurnProjection
 from .queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
 from .sink import ChatSink, MessageId
 
-__all__ = ["PERMISSION_TIMEOUT", "BridgeRunner", "PermissionAsker", "Route"]
+__all__ = ["PERMISSION_TIMEOUT", "STOPPED", "BridgeRunner", "PermissionAsker", "Person", "Route"]
 
 log = logging.getLogger("acp_progress.bridges.runner")
 
 PERMISSION_TIMEOUT = 120.0
 """Seconds a person has to answer a permission prompt before it is denied."""
 
-PermissionAsker = Callable[[Any, PermissionRequest, float], Awaitable[bool]]
-"""``(chat_id, request, timeout) -> allowed``: the platform asks the chat (buttons, a reply…)."""
+STOPPED: Final = "the bridge stopped"
+"""The reason shown on a turn's open progress lines when ``bridge run`` is stopped mid-turn."""
+
+
+@dataclass(frozen=True)
+class Person:
+    """Who sent a prompt: the platform's user id and a name to show ("only Ada can answer this")."""
+
+    id: Any
+    name: str
+
+
+PermissionAsker = Callable[[Any, PermissionRequest, float, "Person | None"], Awaitable["bool | None"]]
+"""``(chat_id, request, timeout, requester) -> allowed``: the platform asks the chat (buttons, a
+reply…). ``None``: nobody answered because the bridge is stopping (the agent is told "cancelled",
+never "denied by the user")."""
 
 AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
 """The agent's own summary would only decorate think cards, which a chat never shows: the bridge
@@ -66,6 +80,11 @@ class Route:
     delivery: RouteDelivery
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     worker: asyncio.Task[None] | None = None
+    #: the running turn's task (cancelled when the bridge stops) and who sent its prompt
+    turn: asyncio.Task[None] | None = None
+    sender: Person | None = None
+    #: the typing state last queued for the chat (typing goes through the queue, in order)
+    typing: bool = False
 
 
 class BridgeRunner:
@@ -106,6 +125,8 @@ class BridgeRunner:
         self._driver_lock = asyncio.Lock()
         self._routes: dict[Any, Route] = {}
         self._chat_of_session: dict[str, Any] = {}
+        self._stopping: str | None = None
+        self._closed = False
 
     # ------------------------------------------------------------------------ agent
 
@@ -136,17 +157,30 @@ class BridgeRunner:
 
     async def _permission_policy(self, request: PermissionRequest) -> RequestPermissionResponse:
         chat_id = self._chat_of_session.get(request.session_id)
+        if self._stopping is not None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         if chat_id is None or self.ask_permission is None:
             return permission_response(request, False, automatic=True)
         route = self._routes.get(chat_id)
         if route is not None:
-            await route.delivery.set_typing(False)  # waiting for the person, not working
+            self._typing(route, False)  # waiting for the person, not working
         try:
-            allowed = await self.ask_permission(chat_id, request, self.permission_timeout)
+            allowed = await self.ask_permission(
+                chat_id, request, self.permission_timeout, route.sender if route is not None else None
+            )
         except Exception as exc:
             log.warning("permission prompt failed, denying: %s", redact_text(str(exc)))
             return permission_response(request, False, automatic=True)
+        if allowed is None:  # the bridge is stopping: nobody answered, nobody denied
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
         return permission_response(request, allowed)
+
+    @staticmethod
+    def _typing(route: Route, on: bool) -> None:
+        """Queue a typing change (only changes): in order with the route's other deliveries."""
+        if route.typing != on:
+            route.typing = on
+            route.queue.put(TypingEvent(on))
 
     # ------------------------------------------------------------------------ routes
 
@@ -186,44 +220,79 @@ class BridgeRunner:
             await delivery.close()
 
     async def handle_message(
-        self, chat_id: Any, text: str, sink: ChatSink, user_message: MessageId = None
+        self,
+        chat_id: Any,
+        text: str,
+        sink: ChatSink,
+        user_message: MessageId = None,
+        sender: Person | None = None,
     ) -> None:
         """Run one chat message as a prompt in the chat's session; returns when the turn ended.
 
         Messages of one chat run one after another (the route lock is FIFO); other chats run
-        concurrently in their own sessions.
+        concurrently in their own sessions. ``sender`` is who may answer the turn's permission
+        questions (with the platform's approvers). Once the bridge is stopping, nothing new runs.
         """
+        if self._stopping is not None or self._closed:
+            return
         route = self._route_for(chat_id, sink)
         async with route.lock:
-            route.queue.put(TurnStart(user_message))
-            projection = TurnProjection(self.config, registry=self.registry, workspace_id=self.instance.cwd)
-            summary: ProgressSummary | None = None
+            if self._stopping is not None:
+                return
+            route.sender = sender
+            task = asyncio.create_task(self._turn(route, text, user_message), name=f"bridge-turn-{chat_id}")
+            route.turn = task
             try:
-                driver = await self._ensure_driver()
-                if not route.session_id:
-                    route.session_id = await driver.new_session(cwd=self.instance.cwd)
-                    self._chat_of_session[route.session_id] = chat_id
-                summary = self._start_summary(route, text)
-                turn = driver.prompt(route.session_id, text)
-                async for update in turn:
-                    if summary is not None:
-                        _observe(summary, update)
-                    for event in projection.project(update, self.clock()):
-                        route.queue.put(event)
-                    await route.delivery.set_typing(projection.active)
-                stop = turn.response.stop_reason if turn.response is not None else "end_turn"
-                _stop(summary, "cancelled" if str(stop) == "cancelled" else "finished")
-                route.queue.put(TurnEnd(str(stop)))
-            except AgentError as exc:
-                _stop(summary, "failed")
-                log.warning("bridge %s: turn failed: %s", self.instance.name, exc)
-                route.queue.put(ErrorNotice(redact_text(str(exc))))
-                route.queue.put(TurnEnd("error"))
-                if isinstance(exc, AgentCrashed) or self._driver is None:
-                    await self._drop_driver()
+                await asyncio.wait([task])  # the turn's own cancellation (bridge stopping) ends here
             finally:
-                _stop(summary, "failed")  # a no-op unless the turn ended some other way
-                await route.delivery.set_typing(False)
+                route.turn = None
+                route.sender = None
+            if not task.cancelled() and task.exception() is not None:
+                log.warning(
+                    "bridge %s: turn crashed: %s", self.instance.name, redact_text(str(task.exception()))
+                )
+
+    async def _turn(self, route: Route, text: str, user_message: MessageId) -> None:
+        route.queue.put(TurnStart(user_message))
+        projection = TurnProjection(self.config, registry=self.registry, workspace_id=self.instance.cwd)
+        summary: ProgressSummary | None = None
+        ended = False
+        try:
+            driver = await self._ensure_driver()
+            if not route.session_id:
+                route.session_id = await driver.new_session(cwd=self.instance.cwd)
+                self._chat_of_session[route.session_id] = route.chat_id
+            summary = self._start_summary(route, text)
+            turn = driver.prompt(route.session_id, text)
+            async for update in turn:
+                if summary is not None:
+                    _observe(summary, update)
+                for event in projection.project(update, self.clock()):
+                    route.queue.put(event)
+                self._typing(route, projection.active)
+            stop = turn.response.stop_reason if turn.response is not None else "end_turn"
+            _stop(summary, "cancelled" if str(stop) == "cancelled" else "finished")
+            route.queue.put(TurnEnd(str(stop)))
+            ended = True
+        except asyncio.CancelledError:
+            _stop(summary, "cancelled")
+            route.queue.put(TurnEnd("cancelled", interrupted=self._stopping or "cancelled"))
+            ended = True
+            raise
+        except AgentError as exc:
+            _stop(summary, "failed")
+            log.warning("bridge %s: turn failed: %s", self.instance.name, redact_text(str(exc)))
+            route.queue.put(ErrorNotice(redact_text(str(exc))))
+            route.queue.put(TurnEnd("error"))
+            ended = True
+            if isinstance(exc, AgentCrashed) or self._driver is None:
+                await self._drop_driver()
+        finally:
+            _stop(summary, "failed")  # a no-op unless the turn ended some other way
+            if not ended:  # a bug below us: the chat still learns the turn is over
+                route.queue.put(ErrorNotice("the bridge failed on this message"))
+                route.queue.put(TurnEnd("error"))
+            route.typing = False  # TurnEnd turns typing off in delivery
 
     def _start_summary(self, route: Route, text: str) -> ProgressSummary | None:
         """The turn's progress summary, its revisions queued for the route's placeholder."""
@@ -255,9 +324,13 @@ class BridgeRunner:
     # ------------------------------------------------------------------------ metrics / shutdown
 
     def metrics(self) -> QueueMetrics:
+        """Queue counters of every route; ``delivery_dropped_by_reason`` also counts what the
+        platform layer dropped by policy (a ``retry_after`` over the cap …)."""
         total = QueueMetrics()
         for route in self._routes.values():
             total.merge(route.queue.metrics)
+            for reason, n in route.delivery.stats.dropped_by_reason.items():
+                total.delivery_dropped_by_reason[reason] = total.delivery_dropped_by_reason.get(reason, 0) + n
         return total
 
     def delivery_stats(self) -> DeliveryStats:
@@ -271,17 +344,55 @@ class BridgeRunner:
             total.failures += stats.failures
         return total
 
-    async def close(self) -> None:
-        """Let queued events reach the chats, flush pending edits, stop the agent, log the metrics."""
+    def interrupt(self, reason: str = STOPPED) -> list[asyncio.Task[None]]:
+        """Cancel every running turn now (nothing the agent sends afterwards reaches a chat)."""
+        if self._stopping is None:
+            self._stopping = reason
+        turns = [r.turn for r in self._routes.values() if r.turn is not None and not r.turn.done()]
+        for task in turns:
+            task.cancel()
+        return turns
+
+    async def shutdown(self, reason: str = STOPPED, *, grace: float = 3.0) -> None:
+        """Stop now (Ctrl-C, SIGTERM): cancel running turns, deliver their last lines, stop the agent.
+
+        Running turns are cancelled; their open progress lines end ``❌ … — <reason>`` and the chat
+        reads ``⏹ Stopped: <reason>.``; pending permission questions are answered "cancelled".
+        Delivery gets ``grace`` seconds for those last edits (retry waits are the platform's to
+        interrupt), then whatever is still in flight is cancelled. Idempotent; :meth:`close` after it
+        only logs the metrics.
+        """
+        turns = self.interrupt(reason)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        if turns:
+            await asyncio.wait(turns, timeout=max(0.0, deadline - loop.time()))
+        await self.close(deadline=deadline)
+
+    async def close(self, *, deadline: float | None = None) -> None:
+        """Let queued events reach the chats, flush pending edits, stop the agent, log the metrics.
+
+        ``deadline`` (loop time): delivery workers still running then are cancelled, so a platform
+        that stalls cannot hold the process."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
         for route in list(self._routes.values()):
             route.queue.close()
-        for route in list(self._routes.values()):
-            if route.worker is not None:
-                with contextlib.suppress(Exception):
-                    await route.worker
+        workers = [r.worker for r in self._routes.values() if r.worker is not None]
+        if workers:
+            timeout = None if deadline is None else max(0.0, deadline - loop.time())
+            _, late = await asyncio.wait(workers, timeout=timeout)
+            for task in late:
+                log.warning("bridge %s: a chat's last deliveries did not finish in time", self.instance.name)
+                task.cancel()
+            if late:
+                await asyncio.wait(late, timeout=1.0)
         if self._driver is not None:
-            await self._driver.close()
-            self._driver = None
+            driver, self._driver = self._driver, None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(driver.close(grace=1.0 if deadline is not None else 2.0), 5.0)
         if self.summary is not None:
             await self.summary.aclose()  # the summary model's connections, on this loop
         m = self.metrics()

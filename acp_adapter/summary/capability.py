@@ -49,6 +49,7 @@ from .generators import (
     EmbeddedGenerator,
     ExecuteFunction,
     ExecuteGenerator,
+    GeneratorBusy,
     ModelGenerator,
     SummaryGenerator,
     SummaryRequest,
@@ -334,6 +335,14 @@ class ProgressSummary:
             raw = await self.generator.generate(request)
         except asyncio.CancelledError:
             raise
+        except GeneratorBusy:  # an earlier generation still holds every summary thread: skip
+            if self._current(seq):
+                self.stats.skipped_ticks += 1
+                self._task = None
+                if self._timeout_timer is not None:
+                    self._timeout_timer.cancel()
+                    self._timeout_timer = None
+            return
         except Exception as exc:
             self._failed(seq, "error", exc)
             return

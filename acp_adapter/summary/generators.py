@@ -8,7 +8,10 @@ a generator is just "facts in, sentence out":
   :class:`SummaryRequest`: the snapshot, the rendered prompt and chat messages, *and* the front-end's
   full run ``input`` and ``messages``; what it does with them is up to your code. A synchronous
   function runs in a worker thread so it can never stall the event loop that carries the primary
-  stream.
+  stream — one of at most :data:`SUMMARY_THREADS` threads of its own (:class:`BoundedThreads`),
+  never the loop's default executor: a function that hangs keeps its thread, and further ticks
+  are skipped (:class:`GeneratorBusy`) instead of taking one more thread each, so
+  ``asyncio.to_thread`` everywhere else (the console bridge's stdin reader …) keeps working.
 * :class:`ModelGenerator` asks an OpenAI-compatible chat model (``openai.AsyncOpenAI``) with its own
   base URL, model name and key — independent of the agent's primary model.
 * :class:`EmbeddedGenerator` writes a real sentence from the snapshot, offline and deterministic
@@ -18,12 +21,15 @@ a generator is just "facts in, sentence out":
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import re
+import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, cast
 
 from .clean import bound
 from .snapshot import ProgressSnapshot
@@ -33,9 +39,12 @@ if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
 __all__ = [
+    "SUMMARY_THREADS",
+    "BoundedThreads",
     "EmbeddedGenerator",
     "ExecuteFunction",
     "ExecuteGenerator",
+    "GeneratorBusy",
     "GeneratorResult",
     "ModelGenerator",
     "SummaryGenerator",
@@ -44,6 +53,73 @@ __all__ = [
 ]
 
 GeneratorResult: TypeAlias = str | Mapping[str, Any] | None
+_T = TypeVar("_T")
+
+SUMMARY_THREADS: Final = 2
+"""Threads sync ``execute`` summary generators may hold at once, all of them together."""
+
+
+class GeneratorBusy(Exception):
+    """Every summary thread is still busy (a previous generation has not returned): skip this tick."""
+
+
+class BoundedThreads:
+    """Runs sync functions in at most ``limit`` daemon threads of its own, never the default executor.
+
+    A call while ``limit`` earlier calls are still running raises :class:`GeneratorBusy` at once
+    instead of queueing: a function that never returns holds one thread forever and nothing more.
+    Daemon threads, so a hung function cannot keep the process from exiting either (a
+    ``ThreadPoolExecutor`` joins its threads at exit).
+    """
+
+    def __init__(self, limit: int = SUMMARY_THREADS) -> None:
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        self.limit = limit
+        self._busy = 0
+        self._lock = threading.Lock()
+
+    @property
+    def busy(self) -> int:
+        """Calls running now (a hung one included)."""
+        return self._busy
+
+    async def run(self, function: Callable[..., _T], *args: Any) -> _T:
+        with self._lock:
+            if self._busy >= self.limit:
+                raise GeneratorBusy(f"all {self.limit} summary threads are still busy")
+            self._busy += 1
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[_T] = loop.create_future()
+        context = contextvars.copy_context()
+
+        def settle(ok: bool, value: Any) -> None:
+            if future.done():
+                return  # the caller gave up (timeout, turn ended)
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+        def work() -> None:
+            try:
+                result = context.run(function, *args)
+            except BaseException as exc:
+                outcome: tuple[bool, Any] = (False, exc)
+            else:
+                outcome = (True, result)
+            finally:
+                with self._lock:
+                    self._busy -= 1
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+                loop.call_soon_threadsafe(settle, *outcome)
+
+        threading.Thread(target=work, name="acp-progress-summary", daemon=True).start()
+        return await future
+
+
+#: every sync ``execute`` generator shares these threads, so their number is bounded process-wide
+SUMMARY_EXECUTOR: Final = BoundedThreads()
 
 
 @dataclass(frozen=True)
@@ -81,11 +157,14 @@ class ExecuteGenerator:
     """Your function as a generator. Sync functions run in a thread (``in_thread=False`` runs them
     on the loop: only for functions that return at once)."""
 
-    def __init__(self, function: ExecuteFunction, *, in_thread: bool = True) -> None:
+    def __init__(
+        self, function: ExecuteFunction, *, in_thread: bool = True, threads: BoundedThreads | None = None
+    ) -> None:
         if not callable(function):
             raise TypeError("execute: expected a callable")
         self.function = function
         self.in_thread = in_thread
+        self.threads = threads or SUMMARY_EXECUTOR
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - an object with an async __call__
         )
@@ -94,7 +173,7 @@ class ExecuteGenerator:
         if self._is_async or not self.in_thread:
             result = self.function(request)
         else:
-            result = await asyncio.to_thread(self.function, request)
+            result = await self.threads.run(self.function, request)
         if inspect.isawaitable(result):
             result = await result
         return result

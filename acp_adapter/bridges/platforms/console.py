@@ -85,7 +85,7 @@ async def run_console(
     pending: list[asyncio.Future[bool]] = []
     input_done = False
 
-    async def ask(chat_id: Any, request: PermissionRequest, patience: float) -> bool:
+    async def ask(chat_id: Any, request: PermissionRequest, patience: float, requester: Any) -> bool | None:
         if input_done:
             sink._write(f"[permission] Allow {request.title}? no input left: denied")
             return False
