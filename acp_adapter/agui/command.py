@@ -279,11 +279,9 @@ def run_agui_command(args: argparse.Namespace) -> int:
             "host clients use with --allowed-host",
             args.host,
         )
-    backlog = min(2048, max(64, endpoint.max_connections))
+    max_connections, backlog = connection_cap(endpoint.max_connections)
     protocol = guarded_protocol(
-        AutoHTTPProtocol,
-        max_connections=connection_cap(endpoint.max_connections, backlog),
-        header_timeout=endpoint.body_timeout,
+        AutoHTTPProtocol, max_connections=max_connections, header_timeout=endpoint.body_timeout
     )
     print(
         f"acp-progress agui: starting the agent, then serving AG-UI on http://{args.host}:{args.port}/ "

@@ -50,20 +50,27 @@ _BUSY: Final = _raw_response(
 _TIMEOUT: Final = _raw_response("408 Request Timeout", "the request did not arrive in time")
 
 
-def connection_cap(max_connections: int, backlog: int) -> int:
-    """``max_connections``, lowered so open connections plus the backlog stay below the fd limit."""
+def connection_cap(max_connections: int) -> tuple[int, int]:
+    """``(connections, backlog)``: the cap and the listen backlog, both kept below the fd limit.
+
+    asyncio accepts up to ``backlog`` connections per wake-up before the cap can close them, so
+    open connections plus the backlog (plus :data:`FD_RESERVE`) must fit the soft
+    ``RLIMIT_NOFILE``; beyond it ``accept()`` fails with "Too many open files".
+    """
+    backlog = min(2048, max(16, max_connections))
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return max_connections
-    room = max(1, soft - FD_RESERVE - backlog)
-    if room < max_connections:
-        log.info(
-            "at most %d connections at once (asked %d): the file-descriptor limit is %d",
-            room,
-            max_connections,
-            soft,
-        )
-    return min(max_connections, room)
+    if soft == resource.RLIM_INFINITY or max_connections + backlog + FD_RESERVE <= soft:
+        return max_connections, backlog
+    budget = max(2, soft - FD_RESERVE)
+    backlog = max(1, min(backlog, budget // 4))
+    cap = max(1, min(max_connections, budget - backlog))
+    log.info(
+        "at most %d connections at once (asked %d): the file-descriptor limit is %d",
+        cap,
+        max_connections,
+        soft,
+    )
+    return cap, backlog
 
 
 def guarded_protocol(base: type[asyncio.Protocol], *, max_connections: int, header_timeout: float) -> type:
