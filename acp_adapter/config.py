@@ -36,12 +36,13 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 __all__ = [
     "LOG_LEVELS",
     "MODEL_CHOICES",
+    "AguiSettings",
     "ConfigError",
     "OpenAISettings",
     "Settings",
@@ -346,6 +347,108 @@ class TelegramSettings(_Section):
     )
 
 
+def _name_list(value: Any) -> Any:
+    """``a,b`` from an environment variable, or a list from repeated flags, as a tuple of names."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+class AguiSettings(_Section):
+    """Who the AG-UI endpoint admits and how much it takes (issue 18); ``acp-progress agui`` only.
+
+    Read from the environment with everything else; ``acp-progress agui`` lays its own flags on top
+    with :meth:`with_flags`. These are the endpoint's own: :meth:`to_env` exports none of them, so
+    the token never travels to a child agent through :meth:`Settings.to_env`.
+    """
+
+    token: SecretStr | None = setting(
+        None,
+        env="ACP_PROGRESS_AGUI_TOKEN",
+        help="bearer token every request must carry (Authorization: Bearer ...); "
+        "required when bound to a non-loopback address (at least 16 characters, checked by the command)",
+    )
+    allowed_hosts: tuple[str, ...] = setting(
+        (),
+        env="ACP_PROGRESS_AGUI_ALLOWED_HOSTS",
+        help="extra Host names admitted besides the bound loopback names (comma-separated)",
+    )
+    allowed_origins: tuple[str, ...] = setting(
+        (),
+        env="ACP_PROGRESS_AGUI_ALLOWED_ORIGINS",
+        help="extra browser origins admitted, with CORS (comma-separated, e.g. https://app.example)",
+    )
+    body_timeout: float = setting(
+        5.0,
+        env="ACP_PROGRESS_AGUI_BODY_TIMEOUT",
+        help="seconds a request's headers, and then its body, may take to arrive (408 after)",
+        gt=0,
+        le=600,
+    )
+    max_body_bytes: int = setting(
+        16 * 1024 * 1024,
+        env="ACP_PROGRESS_AGUI_MAX_BODY_BYTES",
+        help="largest POST body accepted (413 beyond)",
+        ge=1024,
+        le=1024 * 1024 * 1024,
+    )
+    max_connections: int = setting(
+        256,
+        env="ACP_PROGRESS_AGUI_MAX_CONNECTIONS",
+        help="open HTTP connections at once (beyond: 503 and closed); also kept below the fd limit",
+        ge=1,
+        le=100_000,
+    )
+    max_runs: int = setting(
+        32,
+        env="ACP_PROGRESS_AGUI_MAX_RUNS",
+        help="runs in flight at once (beyond: 503 with Retry-After)",
+        ge=1,
+        le=10_000,
+    )
+    max_id_length: int = setting(
+        256,
+        env="ACP_PROGRESS_AGUI_MAX_ID_LENGTH",
+        help="longest threadId, runId or message id in characters (422 beyond)",
+        ge=8,
+        le=4096,
+    )
+    max_queued_events: int = setting(
+        1024,
+        env="ACP_PROGRESS_AGUI_MAX_QUEUED_EVENTS",
+        help="events a run queues for a slow SSE reader before snapshots coalesce and the agent waits",
+        ge=16,
+        le=1_000_000,
+    )
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _split_names(cls, value: Any) -> Any:
+        return _name_list(value)
+
+    def to_env(self) -> dict[str, str]:
+        return {}  # the endpoint's own settings: never handed to a child process
+
+    def with_flags(self, flags: Mapping[str, tuple[str, Any]]) -> AguiSettings:
+        """A validated copy with ``{field: (flag, value)}`` applied (``None`` values skipped).
+
+        Errors are :class:`ConfigError` naming the flag, as :meth:`Settings.load` does.
+        """
+        data: dict[str, Any] = self.model_dump()
+        if self.token is not None:
+            data["token"] = self.token.get_secret_value()
+        labels: dict[tuple[str, ...], str] = {}
+        for name, (flag, value) in flags.items():
+            if value is None:
+                continue
+            data[name] = value
+            labels[(name,)] = flag
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as exc:
+            raise _config_error(exc, type(self), data, labels) from None
+
+
 class Settings(_Section):
     """Everything the agent reads from its environment and flags, already validated."""
 
@@ -459,6 +562,7 @@ class Settings(_Section):
     )
     summary_openai: SummaryOpenAISettings = Field(default_factory=SummaryOpenAISettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    agui: AguiSettings = Field(default_factory=AguiSettings)
 
     @field_validator("summary", mode="before")
     @classmethod

@@ -158,6 +158,7 @@ class ActiveRun:
             self._seen_update = True
             self.observers.update(update)
             emitter.feed(update)
+            await emitter.writable()  # a reader that is behind holds the update stream, not memory
         stop = str(turn.response.stop_reason) if turn.response is not None else "end_turn"
         return RunOutcome("cancelled" if stop == "cancelled" else "success", stop_reason=stop)
 

@@ -6,11 +6,21 @@ app under its own (Starlette does not run a mounted app's lifespan) enters it fr
 lifespan with ``async with app.router.lifespan_context(app)``; without that the agent is started
 by the first run and never stopped explicitly.
 
-* ``POST /`` — one run. ``422`` for a body that is not a usable ``RunAgentInput`` (the message
-  names the fields), ``413`` for a body over 16 MiB, ``409`` while the thread already has a run.
-  Otherwise ``200`` and ``text/event-stream``: every event is an ag-ui-protocol model encoded by
-  :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn.
-* ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``.
+* ``POST /`` — one run. ``415`` unless ``Content-Type: application/json`` (checked before the
+  body is read), ``503`` with ``Retry-After`` while ``max_runs`` runs are in flight, ``408`` for a
+  body that does not arrive within ``body_timeout``, ``413`` for one over ``max_body_bytes``,
+  ``422`` for a body that is not a usable ``RunAgentInput`` (the message names the fields; ids
+  over ``max_id_length`` characters too), ``409`` while the thread already has a run. Otherwise
+  ``200`` and ``text/event-stream``: every event is an ag-ui-protocol model encoded by
+  :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn; one gone
+  before its body arrived is one INFO line.
+* ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``; only
+  ``{"status": "ok"}`` to a caller without the token, when there is one.
+
+Every request first passes the admission gates of :mod:`.admission` (``admission=``: Host,
+Origin and ``Sec-Fetch-Site``, CORS for allowed origins, the bearer token); by default only the
+loopback names are admitted and there is no token. The limits are ``limits=``
+(:class:`~.limits.EndpointLimits`).
 
 Progress summaries (``summary=``, see :mod:`.summaries`): each run that has them publishes a
 ``PROGRESS_SUMMARY`` activity snapshot per new revision, one ``messageId`` per run, replaced in
@@ -23,6 +33,7 @@ dangerous tools are denied and the agent says so on the card; ``allow_all`` (``-
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -32,17 +43,20 @@ from typing import Any
 from ag_ui.encoder import EventEncoder
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from ..client import PermissionPolicy, deny_all, parse_agent_command
 from ..config import Settings
 from ..summary import SummaryFactory
 from .active import ActiveRun
+from .admission import Admission, bearer_ok, install_admission
+from .limits import RETRY_AFTER, EndpointLimits
 from .observers import RunObserverFactory
 from .options import global_tool_progress
 from .policy import RedactPolicy, load_policy
-from .request import MAX_BODY_BYTES, BadRunInput, parse_run_request
-from .service import CANCEL_GRACE, AguiService
+from .request import BadRunInput, parse_run_request
+from .service import CANCEL_GRACE, AguiService, TooManyRuns
 from .summaries import SummarySetup, summary_setup
 from .threads import ThreadBusy
 
@@ -83,16 +97,42 @@ async def _encoded(active: ActiveRun, encoder: EventEncoder) -> AsyncIterator[st
         yield "".join(encoder.encode(event) for event in batch)
 
 
-async def _read_body(request: Request) -> bytes:
+class _ClientGone(Exception):
+    """The client disconnected before its request body arrived."""
+
+
+def _is_json(content_type: str | None) -> bool:
+    """``application/json``, with parameters (``; charset=utf-8``) or without."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    return media_type == "application/json"
+
+
+async def _read_body(request: Request, limits: EndpointLimits) -> bytes:
+    """The whole body, within ``limits.body_timeout`` (408) and ``limits.max_body_bytes`` (413)."""
+    too_large = f"the request body is larger than {limits.max_body_bytes} bytes"
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise BadRunInput(f"the request body is larger than {MAX_BODY_BYTES} bytes", status=413)
+    if declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise BadRunInput(too_large, status=413)
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise BadRunInput(f"the request body is larger than {MAX_BODY_BYTES} bytes", status=413)
+    try:
+        async with asyncio.timeout(limits.body_timeout):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limits.max_body_bytes:
+                    raise BadRunInput(too_large, status=413)
+    except TimeoutError:
+        raise BadRunInput(
+            f"the request body did not arrive within {limits.body_timeout:g} seconds", status=408
+        ) from None
+    except ClientDisconnect:
+        raise _ClientGone(len(body)) from None
     return bytes(body)
+
+
+def _refusal(status: int, detail: str, **headers: str) -> JSONResponse:
+    if status in (408, 413):
+        headers["Connection"] = "close"  # the rest of that body is not read: the connection ends
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers or None)
 
 
 def create_app(
@@ -108,6 +148,8 @@ def create_app(
     agent_log: str | os.PathLike[str] | None = None,
     cancel_grace: float = CANCEL_GRACE,
     summary: SummaryFactory | Settings | SummarySetup | None = None,
+    admission: Admission | None = None,
+    limits: EndpointLimits | None = None,
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
@@ -124,7 +166,12 @@ def create_app(
     what ``acp-progress agui`` passes); ``None`` (the default) keeps them off unless a run asks
     with ``forwardedProps.emitProgressSummary: true``. Bad arguments raise here, before anything
     is served (a summary set-up that cannot work raises :class:`~acp_adapter.config.ConfigError`).
+    ``admission`` says whom the endpoint admits (:class:`~.admission.Admission`; default: the
+    loopback names, no token; a host that mounts the app under another name adds it to
+    ``allowed_hosts``) and ``limits`` how much it takes (:class:`~.limits.EndpointLimits`).
     """
+    admission = admission or Admission()
+    limits = limits or EndpointLimits()
     argv = parse_agent_command(agent_command)
     resolved_policy = load_policy(policy)
     progress_default = global_tool_progress() if tool_progress is None else tool_progress
@@ -146,6 +193,8 @@ def create_app(
         agent_log=agent_log,
         cancel_grace=cancel_grace,
         summary=summaries,
+        max_runs=limits.max_runs,
+        max_queued_events=limits.max_queued_events,
     )
 
     @contextlib.asynccontextmanager
@@ -165,22 +214,45 @@ def create_app(
         openapi_url=None,
     )
     app.state.agui = service
+    app.state.admission = admission
+    app.state.limits = limits
+    install_admission(app, admission)
 
     @app.get("/health")
-    async def health() -> dict[str, Any]:
+    async def health(request: Request) -> dict[str, Any]:
+        if not bearer_ok(request.headers, admission.token):
+            return {"status": "ok"}  # a probe learns that it lives, nothing about its runs
         return service.health()
 
     @app.post("/", response_model=None)
     async def run(request: Request) -> Response:
+        if not _is_json(request.headers.get("content-type")):
+            return _refusal(415, "POST a RunAgentInput with Content-Type: application/json")
+        if service.runs_full:
+            return _busy()
         try:
-            body = await _read_body(request)
-            run_request = parse_run_request(body, service.tool_progress, service.progress_summary)
+            body = await _read_body(request, limits)
+            run_request = parse_run_request(
+                body, service.tool_progress, service.progress_summary, max_id_length=limits.max_id_length
+            )
         except BadRunInput as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+            return _refusal(exc.status, str(exc))
+        except _ClientGone as exc:
+            log.info("a client disconnected before its request body arrived (%s bytes read)", exc.args[0])
+            return Response(status_code=400)  # nobody is there to read it
         try:
             active = await service.open_run(run_request)
         except ThreadBusy as exc:
             return JSONResponse({"detail": str(exc)}, status_code=409)
+        except TooManyRuns:
+            return _busy()
         return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))
+
+    def _busy() -> JSONResponse:
+        return _refusal(
+            503,
+            f"{limits.max_runs} runs are in progress, the most this endpoint serves at once; retry later",
+            **{"Retry-After": str(RETRY_AFTER)},
+        )
 
     return app

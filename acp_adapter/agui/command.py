@@ -3,6 +3,11 @@
 The top-level CLI only registers the subcommand and delegates here. Parsing needs nothing beyond
 the standard library, so ``acp-progress --help`` works without the ``agui`` extra; running the
 endpoint without it fails with the install line.
+
+Admission and limits (issue 18) come from :class:`~acp_adapter.config.AguiSettings`
+(``ACP_PROGRESS_AGUI_*``) with this command's flags on top. Binding to an address other than
+loopback needs a token (``--token`` or ``ACP_PROGRESS_AGUI_TOKEN``): without one the command
+refuses to start, in one line.
 """
 
 from __future__ import annotations
@@ -22,6 +27,20 @@ log = logging.getLogger("acp_progress.agui.command")
 
 #: Seconds uvicorn lets open runs finish at shutdown before it cancels them (and their turns).
 SHUTDOWN_GRACE: Final = 3
+#: Shortest token accepted: a bearer token is the only thing between the network and the agent.
+MIN_TOKEN_LENGTH: Final = 16
+#: ``{settings field: flag}`` of the admission and limit flags (AguiSettings fields).
+LIMIT_FLAGS: Final = {
+    "token": "--token",
+    "allowed_hosts": "--allowed-host",
+    "allowed_origins": "--allowed-origin",
+    "body_timeout": "--body-timeout",
+    "max_body_bytes": "--max-body-bytes",
+    "max_connections": "--max-connections",
+    "max_runs": "--max-runs",
+    "max_id_length": "--max-id-length",
+    "max_queued_events": "--max-queued-events",
+}
 
 
 def _port(text: str) -> int:
@@ -86,6 +105,7 @@ def add_agui_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long to wait for the agent to answer initialize (default 30)",
     )
+    _add_admission_flags(agui)
     # --summary, --summary-interval, --summary-max-length: the same flags (and validation) as on
     # watch, serve and relay. On by default here (auto = embedded): each run publishes a
     # PROGRESS_SUMMARY activity; a run opts out with forwardedProps.emitProgressSummary: false.
@@ -95,11 +115,58 @@ def add_agui_parser(sub: Any) -> argparse.ArgumentParser:
     return agui
 
 
+def _add_admission_flags(agui: argparse.ArgumentParser) -> None:
+    """Who is admitted and how much is taken; values are validated by AguiSettings (env defaults)."""
+    group = agui.add_argument_group(
+        "admission and limits", "each also an ACP_PROGRESS_AGUI_* variable; a flag wins over it"
+    )
+    group.add_argument(
+        "--token",
+        help="bearer token every request but /health must carry (Authorization: Bearer TOKEN; "
+        f"at least {MIN_TOKEN_LENGTH} characters; env ACP_PROGRESS_AGUI_TOKEN is better than the "
+        "command line); required with a non-loopback --host",
+    )
+    group.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        metavar="NAME",
+        help="also admit requests for this Host name (repeatable; default: the loopback names and "
+        "the bound address only)",
+    )
+    group.add_argument(
+        "--allowed-origin",
+        dest="allowed_origins",
+        action="append",
+        metavar="ORIGIN",
+        help="admit browser requests from this origin, with CORS (repeatable; e.g. https://app.example)",
+    )
+    numbers = [
+        (
+            "--body-timeout",
+            "body_timeout",
+            "SECONDS",
+            "seconds a request's head, then its body, may take (5)",
+        ),
+        ("--max-body-bytes", "max_body_bytes", "N", "largest request body (16 MiB)"),
+        ("--max-connections", "max_connections", "N", "open connections at once (256)"),
+        ("--max-runs", "max_runs", "N", "runs in flight at once (32)"),
+        ("--max-id-length", "max_id_length", "N", "longest threadId/runId/message id (256)"),
+        ("--max-queued-events", "max_queued_events", "N", "events queued per run for a slow reader (1024)"),
+    ]
+    for flag, dest, metavar, help_text in numbers:
+        group.add_argument(flag, dest=dest, metavar=metavar, help=help_text)
+
+
 def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
+    from .admission import is_loopback
+
+    return is_loopback(host)
+
+
+def _unspecified(host: str) -> bool:
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
     except ValueError:
         return False
 
@@ -136,11 +203,15 @@ def run_agui_command(args: argparse.Namespace) -> int:
     """Build the app from the flags and serve it until SIGINT/SIGTERM."""
     try:
         import uvicorn
+        from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
         from ..cli import SUMMARY_FLAGS
         from ..client import AgentStartError, allow_all, deny_all
         from ..config import ConfigError, Settings
+        from .admission import Admission
         from .app import create_app
+        from .connections import connection_cap, guarded_protocol
+        from .limits import EndpointLimits
         from .options import ToolProgressOptionError
         from .policy import PolicyError
     except ImportError as exc:
@@ -155,9 +226,29 @@ def run_agui_command(args: argparse.Namespace) -> int:
         return 2
     try:
         settings = Settings.load(flags={name: getattr(args, name, None) for name in SUMMARY_FLAGS})
+        endpoint = settings.agui.with_flags(
+            {name: (flag, getattr(args, name, None)) for name, flag in LIMIT_FLAGS.items()}
+        )
     except ConfigError as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)
         return 2
+    token = endpoint.token.get_secret_value() if endpoint.token is not None else None
+    if token is not None and len(token.strip()) < MIN_TOKEN_LENGTH:
+        print(f"acp-progress agui: the token must be at least {MIN_TOKEN_LENGTH} characters", file=sys.stderr)
+        return 2
+    if token is None and not _is_loopback(args.host):
+        print(
+            f"acp-progress agui: refusing to serve on {args.host}, which is not loopback, without a "
+            "token: set ACP_PROGRESS_AGUI_TOKEN (or --token) and send Authorization: Bearer <token>",
+            file=sys.stderr,
+        )
+        return 2
+    admission = Admission(
+        allowed_hosts=endpoint.allowed_hosts,
+        allowed_origins=endpoint.allowed_origins,
+        token=token.strip() if token is not None else None,
+        bind_host=args.host,
+    )
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
     try:
@@ -170,15 +261,28 @@ def run_agui_command(args: argparse.Namespace) -> int:
             init_timeout=args.init_timeout,
             agent_log=args.agent_log,
             summary=settings,
+            admission=admission,
+            limits=EndpointLimits.from_settings(endpoint),
         )
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)
         return 2
     if not _is_loopback(args.host):
         log.warning(
-            "serving on %s: the AG-UI endpoint has no authentication; anyone who reaches it drives the agent",
+            "serving on %s: anyone who reaches it and holds the token drives the agent; "
+            "use TLS in front of it (a reverse proxy) when it crosses a network",
             args.host,
         )
+    if _unspecified(args.host) and not endpoint.allowed_hosts:
+        log.warning(
+            "serving on %s: only requests for the loopback names are admitted until you name the "
+            "host clients use with --allowed-host",
+            args.host,
+        )
+    max_connections, backlog = connection_cap(endpoint.max_connections)
+    protocol = guarded_protocol(
+        AutoHTTPProtocol, max_connections=max_connections, header_timeout=endpoint.body_timeout
+    )
     print(
         f"acp-progress agui: starting the agent, then serving AG-UI on http://{args.host}:{args.port}/ "
         "(POST a RunAgentInput; GET /health)",
@@ -192,6 +296,8 @@ def run_agui_command(args: argparse.Namespace) -> int:
         log_config=None,  # our logging (stderr, redacted) is already configured
         timeout_graceful_shutdown=SHUTDOWN_GRACE,
         lifespan="on",
+        http=protocol,
+        backlog=backlog,
     )
     server = uvicorn.Server(config)
     previous = signal.signal(signal.SIGTERM, _stopped)

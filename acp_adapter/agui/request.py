@@ -9,20 +9,29 @@ rest of ``messages`` is history the ACP session already holds, since one session
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any, Final
 
 from ag_ui.core import RunAgentInput, TextInputContent, UserMessage
 from pydantic import ValidationError
 
 from ..redact import redact_text
+from .limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_ID_LENGTH
 from .options import ForwardedSwitchError, run_progress_summary, run_tool_progress
 
-__all__ = ["MAX_BODY_BYTES", "BadRunInput", "RunRequest", "parse_run_request", "prompt_text"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "BadRunInput",
+    "RunRequest",
+    "check_id_lengths",
+    "parse_run_request",
+    "prompt_text",
+]
 
 log = logging.getLogger("acp_progress.agui.request")
 
 #: Larger bodies are refused (413) before parsing: a thread's history, not a data upload.
-MAX_BODY_BYTES: Final = 16 * 1024 * 1024
+MAX_BODY_BYTES: Final = DEFAULT_MAX_BODY_BYTES
 _MAX_ERRORS: Final = 5
 
 
@@ -74,13 +83,41 @@ def prompt_text(run_input: RunAgentInput) -> str:
     return ""
 
 
+def _ids(run_input: RunAgentInput) -> Iterator[tuple[str, Any]]:
+    """Every id of the input that the endpoint echoes into events or logs, with where it is."""
+    yield "threadId", run_input.thread_id
+    yield "runId", run_input.run_id
+    yield "parentRunId", run_input.parent_run_id
+    for index, message in enumerate(run_input.messages):
+        yield f"messages.{index}.id", message.id
+        yield f"messages.{index}.toolCallId", getattr(message, "tool_call_id", None)
+        for call_index, call in enumerate(getattr(message, "tool_calls", None) or ()):
+            yield f"messages.{index}.toolCalls.{call_index}.id", call.id
+
+
+def check_id_lengths(run_input: RunAgentInput, max_length: int = DEFAULT_MAX_ID_LENGTH) -> None:
+    """Raise :class:`BadRunInput` (422, naming the field) for an id longer than ``max_length``.
+
+    Ids are repeated in every event of a run and in log lines: a megabyte ``runId`` would be
+    written into the stream ten times over.
+    """
+    for where, value in _ids(run_input):
+        if isinstance(value, str) and len(value) > max_length:
+            raise BadRunInput(f"invalid RunAgentInput: {where}: longer than {max_length} characters")
+
+
 def parse_run_request(
-    body: bytes, global_tool_progress: bool, global_progress_summary: bool = False
+    body: bytes,
+    global_tool_progress: bool,
+    global_progress_summary: bool = False,
+    *,
+    max_id_length: int = DEFAULT_MAX_ID_LENGTH,
 ) -> RunRequest:
     """Validate ``body``; raise :class:`BadRunInput` with a clear message when it is unusable.
 
     The ``global_*`` arguments are the endpoint's defaults for the per-run switches, which the
-    run's ``forwardedProps`` may override (:mod:`.options`).
+    run's ``forwardedProps`` may override (:mod:`.options`); ids longer than ``max_id_length``
+    are refused.
     """
     if not body.strip():
         raise BadRunInput("the request body is empty; POST a RunAgentInput as JSON")
@@ -90,6 +127,7 @@ def parse_run_request(
         raise BadRunInput(f"invalid RunAgentInput: {_describe(exc)}") from None
     if not run_input.thread_id or not run_input.run_id:
         raise BadRunInput("invalid RunAgentInput: threadId and runId must not be empty")
+    check_id_lengths(run_input, max_id_length)
     prompt = prompt_text(run_input)
     if not prompt.strip():
         raise BadRunInput(

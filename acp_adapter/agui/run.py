@@ -10,19 +10,26 @@ lock").
 
 The outbox is drained by exactly one consumer (the SSE writer) on the event loop; producers on other
 threads wake it with ``call_soon_threadsafe``.
+
+The outbox is bounded (issue 18): a reader that stops reading must not grow it. Past
+``max_queued`` events an ``ACTIVITY_SNAPSHOT`` that replaces its activity takes the place of that
+activity's snapshot still in the queue (latest wins, at the older position, so it can never move
+after the tool's result), and the driver's update pump waits in :meth:`RunEmitter.writable` until
+the reader took the queue — backpressure on the ACP update stream instead of memory. While the
+reader keeps up nothing is coalesced: every snapshot is delivered.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunErrorEvent, RunFinishedEvent
+from ag_ui.core import ActivitySnapshotEvent, BaseEvent, RunErrorEvent, RunFinishedEvent
 
+from .limits import DEFAULT_MAX_QUEUED_EVENTS
 from .projection import RunProjection
 
 __all__ = ["RunEmitter", "is_terminal"]
@@ -37,12 +44,23 @@ def is_terminal(event: BaseEvent) -> bool:
 class RunEmitter:
     """Thread-safe front of a :class:`RunProjection`, feeding an outbox that one consumer drains."""
 
-    def __init__(self, projection: RunProjection, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self,
+        projection: RunProjection,
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        max_queued: int = DEFAULT_MAX_QUEUED_EVENTS,
+    ) -> None:
         self.projection = projection
+        self.max_queued = max_queued
         self._lock = threading.Lock()
-        self._outbox: collections.deque[BaseEvent] = collections.deque()
+        self._outbox: list[BaseEvent] = []
+        #: where each activity's replacing snapshot sits in the outbox (cleared with the outbox)
+        self._queued_activity: dict[str, int] = {}
+        self.coalesced = 0
         self._loop = loop
         self._wake = asyncio.Event() if loop is not None else None
+        self._room = asyncio.Event() if loop is not None else None
         self._ended = False  # a terminal event was queued, or the run was abandoned
 
     @property
@@ -83,6 +101,7 @@ class RunEmitter:
             self._ended = True
             self.projection.abandon()
         self._notify()
+        self._make_room()
 
     def _write(self, produce: Callable[[], list[BaseEvent]]) -> bool:
         with self._lock:
@@ -94,12 +113,58 @@ class RunEmitter:
                 # a projection bug must not take the run down; the update is lost, the run goes on
                 log.exception("AG-UI projection failed; update dropped")
                 return False
-            self._outbox.extend(events)
+            for event in events:
+                self._queue(event)
             if events and is_terminal(events[-1]):
                 self._ended = True
         if events:
             self._notify()
         return bool(events)
+
+    def _queue(self, event: BaseEvent) -> None:
+        """Append ``event`` (under the lock); past ``max_queued`` a snapshot replaces its queued one."""
+        if isinstance(event, ActivitySnapshotEvent) and event.replace is not False:
+            index = self._queued_activity.get(event.message_id)
+            if index is not None and len(self._outbox) >= self.max_queued:
+                self._outbox[index] = event
+                self.coalesced += 1
+                return
+            self._queued_activity[event.message_id] = len(self._outbox)
+        self._outbox.append(event)
+
+    @property
+    def queued(self) -> int:
+        """Events waiting for the reader."""
+        with self._lock:
+            return len(self._outbox)
+
+    async def writable(self) -> None:
+        """Wait while the outbox holds more than ``max_queued`` events; for the update pump.
+
+        At exactly ``max_queued`` the pump goes on: an update whose snapshot replaces a queued one
+        does not grow the queue; the first one that does makes the pump wait for the reader.
+        Returns at once when the run ended (later writes are ignored).
+        """
+        if self._room is None:
+            return
+        while True:
+            with self._lock:
+                if self._ended or len(self._outbox) <= self.max_queued:
+                    return
+                self._room.clear()
+            await self._room.wait()
+
+    def _make_room(self) -> None:
+        if self._room is None or self._loop is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            self._room.set()
+        else:
+            self._loop.call_soon_threadsafe(self._room.set)
 
     def _notify(self) -> None:
         if self._loop is None or self._wake is None:
@@ -118,9 +183,11 @@ class RunEmitter:
     def drain(self) -> list[BaseEvent]:
         """Take every queued event, in order."""
         with self._lock:
-            events = list(self._outbox)
-            self._outbox.clear()
-            return events
+            events, self._outbox = self._outbox, []
+            self._queued_activity.clear()
+        if events:
+            self._make_room()
+        return events
 
     @property
     def finished(self) -> bool:

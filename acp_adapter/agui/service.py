@@ -17,6 +17,7 @@ from ..client import AgentError, PermissionPolicy, deny_all
 from ..redact import redact_text
 from .active import ActiveRun
 from .host import AgentHost
+from .limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MAX_RUNS
 from .observers import ObserverSet, RunContext, RunObserverFactory
 from .policy import RedactPolicy
 from .projection import RunProjection
@@ -25,12 +26,16 @@ from .run import RunEmitter
 from .summaries import SummarySetup, summary_observers
 from .threads import ThreadRegistry
 
-__all__ = ["CANCEL_GRACE", "AguiService"]
+__all__ = ["CANCEL_GRACE", "AguiService", "TooManyRuns"]
 
 log = logging.getLogger("acp_progress.agui.service")
 
 #: Seconds a new run waits for its thread's cancelled (disconnected) run to end before a 409.
 CANCEL_GRACE: Final = 10.0
+
+
+class TooManyRuns(Exception):
+    """As many runs as the endpoint allows are in flight (a 503 with ``Retry-After``)."""
 
 
 class AguiService:
@@ -50,8 +55,14 @@ class AguiService:
         agent_log: str | os.PathLike[str] | None = None,
         cancel_grace: float = CANCEL_GRACE,
         summary: SummarySetup | None = None,
+        max_runs: int = DEFAULT_MAX_RUNS,
+        max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
     ) -> None:
         self.policy = policy
+        self.max_runs = max_runs
+        self.max_queued_events = max_queued_events
+        #: runs admitted and not yet ended (counted from admission, before the thread is claimed)
+        self.runs_in_flight = 0
         self.tool_progress = tool_progress
         #: how runs get progress summaries (None: never, not even on request)
         self.summary = summary
@@ -111,8 +122,30 @@ class AguiService:
 
     # ------------------------------------------------------------------ runs
 
+    @property
+    def runs_full(self) -> bool:
+        return self.runs_in_flight >= self.max_runs
+
     async def open_run(self, request: RunRequest) -> ActiveRun:
-        """Claim the thread (or raise :class:`~.threads.ThreadBusy`), queue RUN_STARTED, start driving."""
+        """Claim the thread, queue RUN_STARTED, start driving.
+
+        Raises :class:`TooManyRuns` when ``max_runs`` are in flight (counted from here, so runs
+        waiting for their thread count too) and :class:`~.threads.ThreadBusy`.
+        """
+        if self.runs_full:
+            raise TooManyRuns(f"{self.max_runs} runs are in progress, the most this endpoint serves at once")
+        self.runs_in_flight += 1
+        try:
+            active = await self._open_run(request)
+        except BaseException:
+            self.runs_in_flight -= 1
+            raise
+        return active
+
+    def _run_ended(self, task: asyncio.Task[None]) -> None:
+        self.runs_in_flight -= 1
+
+    async def _open_run(self, request: RunRequest) -> ActiveRun:
         run_input = request.input
         projection = RunProjection(
             run_input.thread_id,
@@ -120,7 +153,7 @@ class AguiService:
             emit_tool_progress=request.tool_progress,
             policy=self.policy,
         )
-        emitter = RunEmitter(projection, asyncio.get_running_loop())
+        emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
         context = RunContext(
             thread_id=run_input.thread_id,
             run_id=run_input.run_id,
@@ -134,7 +167,7 @@ class AguiService:
         slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
         active.observers = ObserverSet.build(self.run_observers, context)
         emitter.start()
-        self.spawn(active.drive(slot), f"agui-run-{run_input.run_id}")
+        self.spawn(active.drive(slot), "agui-run").add_done_callback(self._run_ended)
         log.info(
             "run %s on thread %s started (tool progress %s, progress summary %s)",
             redact_text(run_input.run_id),
