@@ -1,6 +1,7 @@
 """The protocol layer: the one JSON-RPC line reader with its limits, and the stdio guard."""
 
 from .ndjson import (
+    CHUNK_BYTES,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_LINE_BYTES,
     Accepted,
@@ -21,6 +22,7 @@ from .ndjson import (
 )
 
 __all__ = [
+    "CHUNK_BYTES",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_LINE_BYTES",
     "Accepted",

@@ -414,7 +414,7 @@ class JsonRpcStream:
         *,
         answer_refusals: bool = True,
         on_refusal: Callable[[Refused], None] | None = None,
-        gate: Callable[[], Awaitable[None]] | None = None,
+        gate: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.limits = limits or StreamLimits()
         self._messages = MessageReader(reader, self.limits)
