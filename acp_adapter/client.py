@@ -416,8 +416,14 @@ class AgentDriver:
         except OSError as exc:
             raise AgentStartError(f"cannot start the agent {self.argv[0]!r}: {exc.strerror or exc}") from None
         self._stderr_task = asyncio.create_task(self._pump_stderr(), name="acp-agent-stderr")
-        self._transport = _AgentTransport(self.process, self.limits, gate=self._room.wait)
+        self._transport = _AgentTransport(self.process, self.limits, gate=self._wait_for_room)
         self._conn = connect_to_agent(_DriverClient(self), self._transport)  # type: ignore[arg-type]
+
+    async def _wait_for_room(self) -> None:
+        """Before the transport reads the next message: let the updates already read reach their
+        turns (the SDK delivers each in a task of its own), then wait while a turn is full."""
+        await asyncio.sleep(0)
+        await self._room.wait()
 
     def update_room(self) -> None:
         """Let the transport read the agent's stdout again once no live turn is full."""
