@@ -197,9 +197,9 @@ class Relay:
 
     def _answer_editor(self, key: str, reason: str) -> None:
         """Answer the pending editor request ``key`` with an error (it will get no other answer)."""
-        raw_id = self._editor_pending.pop(key, None)
-        if key not in self._turns and raw_id is None:
+        if key not in self._editor_pending:
             return
+        raw_id = self._editor_pending.pop(key)
         error = RequestError.internal_error({"details": reason})
         self._to_editor(_line(error_answer(error, raw_id)))
         self._note_answered()
