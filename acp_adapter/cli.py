@@ -169,6 +169,7 @@ def _relay(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     import anyio
 
     from .client import AgentStartError, parse_agent_command
+    from .protocol import StreamLimits
     from .relay import RelayOptions, run_relay
 
     command = list(args.agent_command)
@@ -192,6 +193,7 @@ def _relay(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
         think_after=None if args.no_think else args.think_after,
         heartbeat=None if settings.heartbeat_disabled else settings.heartbeat_interval,
         summary=summaries,
+        limits=StreamLimits.from_settings(settings.streams),
     )
     return anyio.run(run_relay, argv, options, backend="asyncio")
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import logging
 import os
 import shlex
@@ -46,6 +45,7 @@ from acp.schema import (
 
 from . import __version__
 from .procgroup import end_process_group
+from .protocol import CHUNK_BYTES, JsonRpcStream, Refused, StreamLimits
 from .redact import redact_text
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "AgentCrashed",
     "AgentDriver",
     "AgentError",
+    "AgentLogError",
     "AgentStartError",
     "PermissionPolicy",
     "PermissionRequest",
@@ -68,8 +69,6 @@ __all__ = [
 
 log = logging.getLogger("acp_progress.client")
 
-#: The SDK allows 50 MB lines (multimodal prompts); asyncio's default of 64 KiB is far too small.
-LINE_LIMIT = 50 * 1024 * 1024
 #: Lines of the agent's stderr kept for error messages.
 STDERR_TAIL_LINES = 12
 #: ``_meta`` on a permission answer that no person gave (a policy decided), so the agent can say so.
@@ -93,6 +92,10 @@ class AgentError(Exception):
 
 class AgentStartError(AgentError):
     """The agent could not be started or did not complete ``initialize``."""
+
+
+class AgentLogError(AgentStartError):
+    """The ``--agent-log`` file cannot be written (a usage error: the front-end exits 2)."""
 
 
 class AgentCrashed(AgentError):
@@ -176,52 +179,35 @@ async def deny_all(request: PermissionRequest) -> RequestPermissionResponse:
 # ---------------------------------------------------------------------------- transport
 
 
-class _StdioTransport:
-    """JSON-RPC messages over the agent's stdin/stdout, one JSON object per line.
+class _AgentTransport(JsonRpcStream):
+    """JSON-RPC messages over the agent's stdin/stdout through the package's one line reader.
 
-    Implements the SDK's message ``Transport`` seam (``send``/``receive``/``close``). Lines that are
-    not JSON objects are skipped with a warning and remembered: they explain a failed initialize.
+    Lines the reader refuses (not JSON, not an object, too long, too deep, not strict JSON) are
+    skipped with a warning and remembered: they explain a failed initialize. They are not answered:
+    an agent that writes garbage on stdout is not listening for our opinion of it.
     """
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        limits: StreamLimits,
+        gate: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         assert process.stdin is not None and process.stdout is not None
         self._stdin = process.stdin
-        self._stdout = process.stdout
-        self._send_lock = asyncio.Lock()
         self.skipped: collections.deque[str] = collections.deque(maxlen=3)
         self.skipped_count = 0
+        super().__init__(
+            process.stdout, process.stdin, limits, answer_refusals=False, on_refusal=self._skip, gate=gate
+        )
 
-    async def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
-        async with self._send_lock:
-            self._stdin.write(data)
-            await self._stdin.drain()
-
-    async def receive(self) -> dict[str, Any] | None:
-        while True:
-            try:
-                line = await self._stdout.readline()
-            except (asyncio.LimitOverrunError, ValueError):
-                self._skip("<a line longer than 50 MB>")
-                continue
-            if not line:
-                return None
-            text = line.strip()
-            if not text:
-                continue
-            try:
-                message = json.loads(text)
-            except ValueError:
-                message = None
-            if isinstance(message, dict):
-                return message
-            self._skip(text.decode(errors="replace"))
-
-    def _skip(self, text: str) -> None:
+    def _skip(self, refused: Refused) -> None:
         self.skipped_count += 1
-        sample = redact_text(text[:200])
+        sample = redact_text(refused.head[:200].decode(errors="replace").strip())
         self.skipped.append(sample)
-        log.warning("the agent wrote a line that is not a JSON-RPC message on stdout: %s", sample)
+        log.warning(
+            "the agent wrote a line that is not a JSON-RPC message on stdout (%s): %s", refused.reason, sample
+        )
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -241,7 +227,10 @@ class Turn:
     """One prompt's session updates, in order, then its :class:`PromptResponse`.
 
     Iterate it (``async for update in turn``) or ``await turn.wait()``. The prompt request is sent
-    when the turn is created, so updates queue up even before the caller starts iterating.
+    when the turn is created, so updates queue up even before the caller starts iterating — up to
+    ``max_queued_updates``: then the driver stops reading the agent's stdout until the consumer
+    catches up (the agent's writes then block in the pipe), so a slow consumer bounds memory instead
+    of growing a queue. Permission answers are written, never read, so they are not held up.
     """
 
     def __init__(self, driver: AgentDriver, session_id: str) -> None:
@@ -255,7 +244,14 @@ class Turn:
         self._sent = asyncio.Event()
 
     def _feed(self, update: SessionUpdate) -> None:
-        self._queue.put_nowait(update)
+        self._queue.put_nowait(update)  # never blocks: the driver stops reading while it is full
+        if self._queue.qsize() >= self._driver.limits.max_queued_updates:
+            self._driver.update_room()
+
+    @property
+    def full(self) -> bool:
+        """Holding as many unconsumed updates as the driver lets a turn hold."""
+        return not self._finished and self._queue.qsize() >= self._driver.limits.max_queued_updates
 
     def _start(self, blocks: list[PromptBlock]) -> None:
         self._task = asyncio.create_task(self._run(blocks), name=f"acp-prompt-{self.session_id}")
@@ -284,6 +280,7 @@ class Turn:
     async def __aiter__(self) -> AsyncIterator[SessionUpdate]:
         while not self._finished:
             item = await self._queue.get()
+            self._driver.update_room()
             if isinstance(item, _End):
                 self._finished = True
                 if item.error is not None:
@@ -342,8 +339,13 @@ class AgentDriver:
         client_name: str = "acp-progress",
         client_capabilities: ClientCapabilities | None = None,
         on_stray_update: Callable[[str, SessionUpdate], None] | None = None,
+        limits: StreamLimits | None = None,
     ) -> None:
         self.argv = parse_agent_command(command)
+        #: the stream limits (ACP_PROGRESS_MAX_LINE_BYTES …; from the environment unless given)
+        self.limits = limits or StreamLimits.from_env()
+        self._room = asyncio.Event()
+        self._room.set()
         self.env = dict(env or {})
         self.cwd = cwd
         self.permission_policy = permission_policy
@@ -355,7 +357,7 @@ class AgentDriver:
         self.initialize_response: InitializeResponse | None = None
         self.process: asyncio.subprocess.Process | None = None
         self._conn: Any = None
-        self._transport: _StdioTransport | None = None
+        self._transport: _AgentTransport | None = None
         self._turns: dict[str, Turn] = {}
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_task: asyncio.Task[None] | None = None
@@ -389,6 +391,13 @@ class AgentDriver:
 
     async def _spawn(self) -> None:
         env = {**os.environ, **self.env}
+        if self.stderr_log is not None:  # before the agent starts: a bad path must not leave it running
+            try:
+                self._log_file = open(self.stderr_log, "ab")  # noqa: SIM115, ASYNC230 - tiny; closed in close()
+            except OSError as exc:
+                raise AgentLogError(
+                    f"cannot write the agent log {os.fspath(self.stderr_log)}: {exc.strerror or exc}"
+                ) from None
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.argv,
@@ -397,7 +406,7 @@ class AgentDriver:
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
                 cwd=self.cwd,
-                limit=LINE_LIMIT,
+                limit=CHUNK_BYTES,  # the line reader enforces the line limit; this only sizes the pipe buffer
                 start_new_session=True,  # its own process group: shutdown reaches its children too
             )
         except FileNotFoundError:
@@ -406,11 +415,22 @@ class AgentDriver:
             raise AgentStartError(f"cannot start the agent {self.argv[0]!r}: permission denied") from None
         except OSError as exc:
             raise AgentStartError(f"cannot start the agent {self.argv[0]!r}: {exc.strerror or exc}") from None
-        if self.stderr_log is not None:
-            self._log_file = open(self.stderr_log, "ab")  # noqa: SIM115, ASYNC230 - tiny; closed in close()
         self._stderr_task = asyncio.create_task(self._pump_stderr(), name="acp-agent-stderr")
-        self._transport = _StdioTransport(self.process)
+        self._transport = _AgentTransport(self.process, self.limits, gate=self._wait_for_room)
         self._conn = connect_to_agent(_DriverClient(self), self._transport)  # type: ignore[arg-type]
+
+    async def _wait_for_room(self) -> None:
+        """Before the transport reads the next message: let the updates already read reach their
+        turns (the SDK delivers each in a task of its own), then wait while a turn is full."""
+        await asyncio.sleep(0)
+        await self._room.wait()
+
+    def update_room(self) -> None:
+        """Let the transport read the agent's stdout again once no live turn is full."""
+        if any(turn.full for turn in self._turns.values()):
+            self._room.clear()
+        else:
+            self._room.set()
 
     async def _pump_stderr(self) -> None:
         assert self.process is not None and self.process.stderr is not None
@@ -557,6 +577,7 @@ class AgentDriver:
     def turn_ended(self, turn: Turn) -> None:
         if self._turns.get(turn.session_id) is turn:
             del self._turns[turn.session_id]
+        self.update_room()
 
     def dispatch_update(self, session_id: str, update: SessionUpdate) -> None:
         turn = self._turns.get(session_id)

@@ -46,6 +46,7 @@ __all__ = [
     "ConfigError",
     "OpenAISettings",
     "Settings",
+    "StreamSettings",
     "SummaryOpenAISettings",
     "TelegramSettings",
     "parse_bool",
@@ -449,6 +450,57 @@ class AguiSettings(_Section):
             raise _config_error(exc, type(self), data, labels) from None
 
 
+class StreamSettings(_Section):
+    """Limits of every JSON-RPC stream the package reads (``serve``, the relay both ways, the client
+    driver): enforced in one place, :mod:`acp_adapter.protocol.ndjson`."""
+
+    max_line_bytes: int = setting(
+        50 * 1024 * 1024,
+        env="ACP_PROGRESS_MAX_LINE_BYTES",
+        help="longest JSON-RPC line in bytes; a longer line is skipped whole and answered once",
+        ge=1024,
+        le=50 * 1024 * 1024,
+    )
+    max_json_depth: int = setting(
+        256,
+        env="ACP_PROGRESS_MAX_JSON_DEPTH",
+        help="deepest nesting of arrays/objects in a JSON-RPC line; deeper lines are refused unparsed",
+        ge=2,
+        le=512,
+    )
+    max_in_flight: int = setting(
+        1024,
+        env="ACP_PROGRESS_MAX_IN_FLIGHT",
+        help="requests from the peer handled at once; at the limit the reader waits for answers",
+        ge=1,
+        le=100_000,
+    )
+    write_high_water: int = setting(
+        1024 * 1024,
+        env="ACP_PROGRESS_WRITE_HIGH_WATER",
+        help="bytes queued for a peer that is not reading before the reader stops reading",
+        ge=4096,
+        le=64 * 1024 * 1024,
+    )
+    max_queued_updates: int = setting(
+        1024,
+        env="ACP_PROGRESS_MAX_QUEUED_UPDATES",
+        help="a turn's updates waiting for a slow front-end before the client driver stops reading the agent",
+        ge=1,
+        le=1_000_000,
+    )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> StreamSettings:
+        """Just these limits from the environment (for code that has no :class:`Settings`)."""
+        labels: dict[tuple[str, ...], str] = {}
+        data = cls._env_data(os.environ if environ is None else environ, labels)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _config_error(exc, cls, data, labels) from None
+
+
 class Settings(_Section):
     """Everything the agent reads from its environment and flags, already validated."""
 
@@ -563,6 +615,7 @@ class Settings(_Section):
     summary_openai: SummaryOpenAISettings = Field(default_factory=SummaryOpenAISettings)
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     agui: AguiSettings = Field(default_factory=AguiSettings)
+    streams: StreamSettings = Field(default_factory=StreamSettings)
 
     @field_validator("summary", mode="before")
     @classmethod

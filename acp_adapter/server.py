@@ -590,26 +590,28 @@ def _summary_outcome(stop_reason: str, error: BaseException | None, result: Turn
 async def serve(settings: Settings | None = None, model: ChatModel | None = None) -> None:
     """Serve ACP over this process's stdio, with stdout structurally reserved for the protocol.
 
-    The SDK's ``acp.run_agent`` runs the connection on the protected streams (behind the JSON-RPC
-    line guard); the end of input reaches it only after :meth:`ProgressAgent.hang_up` handled the
-    running turns (``before_eof``), so a client that closes our stdin still reads every response
-    and the SDK closes a connection with nothing in flight. ``model`` replaces the configured
-    back-end (embedders and tests pass their own)."""
+    The SDK's ``acp.run_agent`` runs the connection on the protected streams through the package's
+    one JSON-RPC reader (:class:`~acp_adapter.protocol.JsonRpcStream`: line, depth and strictness
+    limits, bad lines answered and never fatal, no read while the client is not reading our answers);
+    the end of input reaches it only after :meth:`ProgressAgent.hang_up` handled the running turns
+    (``before_eof``), so a client that closes our stdin still reads every response and the SDK closes
+    a connection with nothing in flight. ``model`` replaces the configured back-end (embedders and
+    tests pass their own)."""
     from acp import run_agent
 
-    from .jsonrpc_guard import guard_reader
-    from .stdio_guard import open_protocol_streams, protect_stdio
+    from .protocol import JsonRpcStream, StreamLimits
+    from .protocol.stdio import open_protocol_streams, protect_stdio
 
     fds = protect_stdio()
     agent = ProgressAgent(settings, model=model)
     # the end of input reaches the SDK only after the running turns were handled (hang_up)
     reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
-    guarded = guard_reader(reader, writer)  # bad lines are answered, never fatal
+    stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
     try:
         # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
         # subclassing acp.Agent (whose stubs would answer methods it does not implement).
         with contextlib.suppress(ConnectionError):
-            await run_agent(agent, writer, guarded)  # type: ignore[arg-type]
+            await run_agent(agent, stream)  # type: ignore[arg-type]
     finally:
         with anyio.CancelScope(shield=True):
             await agent.hang_up()  # idempotent: already run at end of input, not on other exits

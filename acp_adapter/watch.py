@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from acp.schema import DeniedOutcome, PromptResponse, RequestPermissionResponse
 from rich.console import Console
 
-from .client import AgentDriver, AgentError, PermissionRequest, Turn, permission_response
+from .client import AgentDriver, AgentError, AgentLogError, PermissionRequest, Turn, permission_response
 from .config import ConfigError, Settings
 from .render import CardBoard
 from .summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
@@ -157,6 +157,9 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
                 return 130
         client.finish(response.stop_reason)
         return 1 if client.turn_failed else 0
+    except AgentLogError as exc:  # --agent-log names a file that cannot be written: a usage error
+        print(f"acp-progress watch: {exc}", file=sys.stderr)
+        return 2
     except AgentError as exc:
         _stop_summary(client, "failed")
         client._clear_live()

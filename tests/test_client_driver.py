@@ -187,3 +187,38 @@ def test_parse_agent_command_defaults_to_this_agent() -> None:
         "--x",
         "a b",
     ]
+
+
+async def test_a_slow_consumer_bounds_the_turn_queue_and_loses_nothing(tmp_path: Path) -> None:
+    """``Turn``'s queue grew without limit behind a consumer that did not keep up (issue 18)."""
+    from acp_adapter.protocol import StreamLimits
+
+    limits = StreamLimits(max_queued_updates=5)
+    async with AgentDriver(scripted("burst", "300"), env=agent_env(), limits=limits) as driver:
+        session_id = await driver.new_session(str(tmp_path))
+        turn = driver.prompt(session_id, "go")
+        await asyncio.sleep(1.0)  # nobody consumes: the driver must stop reading the agent
+        held = turn._queue.qsize()
+        updates = [update async for update in turn]
+    assert held <= limits.max_queued_updates + 1, f"{held} updates queued behind a stalled consumer"
+    progress = [u for u in updates if isinstance(u, ToolCallProgress)]
+    assert [u.raw_output["i"] for u in progress if u.raw_output] == list(range(300))  # in order, none lost
+    assert answer_of(updates) == "burst done" and turn.response is not None
+
+
+def test_an_unwritable_agent_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    import subprocess
+
+    missing = tmp_path / "no-such-dir" / "agent.log"
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_adapter.cli", "watch", "--agent-log", str(missing), "hello"],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **agent_env()},
+        cwd=str(tmp_path),
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"acp-progress watch: cannot write the agent log {missing}: No such file or directory"
+    ]

@@ -1,0 +1,43 @@
+"""The protocol layer: the one JSON-RPC line reader with its limits, and the stdio guard."""
+
+from .ndjson import (
+    CHUNK_BYTES,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_LINE_BYTES,
+    Accepted,
+    JsonRpcStream,
+    LineReader,
+    MessageReader,
+    NotStrictJson,
+    Refused,
+    StreamLimits,
+    TooLong,
+    classify_line,
+    dumps_line,
+    error_answer,
+    loads_strict,
+    nesting_exceeds,
+    sniff_response_id,
+    valid_id,
+)
+
+__all__ = [
+    "CHUNK_BYTES",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_LINE_BYTES",
+    "Accepted",
+    "JsonRpcStream",
+    "LineReader",
+    "MessageReader",
+    "NotStrictJson",
+    "Refused",
+    "StreamLimits",
+    "TooLong",
+    "classify_line",
+    "dumps_line",
+    "error_answer",
+    "loads_strict",
+    "nesting_exceeds",
+    "sniff_response_id",
+    "valid_id",
+]
