@@ -169,6 +169,9 @@ class TokenScrubber(logging.Filter):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = self.scrub(record.exc_text)
+            # the scrubbed text is the traceback now: a formatter that formats exc_info afresh
+            # (the package's does, never trusting a cached text) would bring the token back
+            record.exc_info = None
         if record.stack_info:
             record.stack_info = self.scrub(record.stack_info)
         return True
