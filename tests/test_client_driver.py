@@ -13,6 +13,7 @@ from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart
 from acp_adapter.client import (
     AgentCrashed,
     AgentDriver,
+    AgentError,
     AgentStartError,
     PermissionRequest,
     TurnInProgress,
@@ -222,3 +223,32 @@ def test_an_unwritable_agent_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines() == [
         f"acp-progress watch: cannot write the agent log {missing}: No such file or directory"
     ]
+
+
+async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_callback(
+    tmp_path: Path,
+) -> None:
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    async with AgentDriver(env=env) as driver:
+        assert driver.can_load_sessions and driver.can_list_sessions
+        sid = await driver.new_session(str(tmp_path))
+        _ = [u async for u in driver.prompt(sid, "what is 1+1")]
+    async with AgentDriver(env=env) as driver:
+        listed = await driver.list_sessions(str(tmp_path))
+        assert [s.session_id for s in listed] == [sid] and listed[0].title == "what is 1+1"
+        replayed: list[object] = []
+        await driver.load_session(sid, str(tmp_path), on_replay=replayed.append)
+        assert "2" in answer_of(replayed)
+        later = [u async for u in driver.prompt(sid, "what is 2+2")]
+        assert "4" in answer_of(later) and not any(u in replayed for u in later)
+        with pytest.raises(AgentError, match="could not load session sess_nope"):
+            await driver.load_session("sess_nope", str(tmp_path))
+
+
+async def test_an_agent_without_load_or_list_is_told_apart(tmp_path: Path) -> None:
+    async with AgentDriver(scripted("stream"), env=agent_env()) as driver:
+        assert not driver.can_load_sessions
+        with pytest.raises(AgentError, match="cannot load sessions"):
+            await driver.load_session("s", str(tmp_path))
+        with pytest.raises(AgentError, match="cannot list sessions"):
+            await driver.list_sessions()

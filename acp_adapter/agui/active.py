@@ -158,7 +158,8 @@ class ActiveRun:
             self._seen_update = True
             self.observers.update(update)
             emitter.feed(update)
-            await emitter.writable()  # a reader that is behind holds the update stream, not memory
+            if emitter.over_limit:  # a reader that is behind holds the update stream, not memory
+                await emitter.writable()
         stop = str(turn.response.stop_reason) if turn.response is not None else "end_turn"
         return RunOutcome("cancelled" if stop == "cancelled" else "success", stop_reason=stop)
 

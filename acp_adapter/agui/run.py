@@ -138,6 +138,12 @@ class RunEmitter:
         with self._lock:
             return len(self._outbox)
 
+    @property
+    def over_limit(self) -> bool:
+        """More than ``max_queued`` events wait (a lock-free peek: the update pump checks it for
+        every update, and only then awaits :meth:`writable`)."""
+        return len(self._outbox) > self.max_queued and not self._ended
+
     async def writable(self) -> None:
         """Wait while the outbox holds more than ``max_queued`` events; for the update pump.
 
@@ -155,7 +161,7 @@ class RunEmitter:
             await self._room.wait()
 
     def _make_room(self) -> None:
-        if self._room is None or self._loop is None:
+        if self._room is None or self._loop is None or self._room.is_set():
             return
         try:
             running = asyncio.get_running_loop()
