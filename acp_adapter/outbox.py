@@ -5,9 +5,14 @@ whatever thread made them) and a single pump task on the event loop sends them. 
 barrier a prompt awaits before it answers, so all of a turn's updates precede the response.
 Observers (bridges, AG-UI, summaries) see exactly the updates handed to the connection, in order.
 
-A producer thread that outruns the connection (a tool reporting progress thousands of times a
-second) is paced by :meth:`UpdateOutbox.wait_for_room`, so the backlog, its memory and the lag of
-the newest update stay bounded instead of queueing seconds of stale progress.
+Tool progress never waits for a slow client (seed 000's backpressure rule): while a progress
+update of a card still waits to be sent, a newer one for the same card *replaces* it in its place
+(:meth:`UpdateOutbox.submit_latest`: latest wins, position kept). Updates of different cards are
+never merged, and starts, terminal updates, text and permission requests are never dropped or
+reordered. So a tool that reports 20,000 values to a client reading 1,000 a second runs at its own
+speed, and the client ends with the last value and the terminal update. Other producer threads
+that outrun the connection (streamed text) are paced by :meth:`UpdateOutbox.wait_for_room`, so
+the backlog and its memory stay bounded.
 
 :func:`shared_outbox` gives every caller that names the same connection the same outbox, so
 callbacks made separately for one connection (``make_agent_progress_cb``, ``make_thinking_cb``,
@@ -77,6 +82,8 @@ class _Item:
     update: AnyUpdate | None
     #: builds ``update`` on the loop, just before it is sent (see :meth:`UpdateOutbox.submit_built`)
     build: Callable[[], AnyUpdate] | None = None
+    #: set for an update a newer one with the same key may replace while queued (``submit_latest``)
+    key: object = None
 
 
 class UpdateOutbox:
@@ -101,6 +108,12 @@ class UpdateOutbox:
         self._room = threading.Event()
         self._room.set()
         self._pacing = True
+        #: the queued item of each replaceable key, and the lock that makes replacing it and the
+        #: pump taking it one decision (a replacement is never lost between the two threads)
+        self._latest: dict[object, _Item] = {}
+        self._latest_lock = threading.Lock()
+        #: progress updates replaced in the queue by newer ones of the same card
+        self.replaced = 0
 
     def submit(self, session_id: str, update: AnyUpdate) -> None:
         self._items.append(_Item(session_id, update))
@@ -117,6 +130,21 @@ class UpdateOutbox:
         raises is logged and counted as failed, and the pump goes on.
         """
         self._items.append(_Item(session_id, None, build))
+        self._schedule_wake(first=len(self._items) == 1)
+
+    def submit_latest(self, session_id: str, key: object, build: Callable[[], AnyUpdate]) -> None:
+        """:meth:`submit_built` for a state that only its newest value matters of (a tool card's
+        progress): if an update with ``key`` still waits in the queue, ``build`` replaces it there
+        (latest wins, position kept); otherwise it is queued at the end. Never blocks."""
+        with self._latest_lock:
+            queued = self._latest.get(key)
+            if queued is not None:
+                queued.build = build
+                self.replaced += 1
+                return
+            item = _Item(session_id, None, build, key)
+            self._latest[key] = item
+            self._items.append(item)
         self._schedule_wake(first=len(self._items) == 1)
 
     def wait_for_room(self) -> None:
@@ -200,6 +228,10 @@ class UpdateOutbox:
                         if not item.future.done():
                             item.future.set_result(None)
                         continue
+                    if item.key is not None:
+                        with self._latest_lock:  # from here on a newer update queues anew
+                            if self._latest.get(item.key) is item:
+                                del self._latest[item.key]
                     await self._deliver(item)
                 # in this order: a producer that saw ``_draining`` still set appended before the
                 # check below, which then finds its item; one that sees it cleared wakes the pump

@@ -177,10 +177,9 @@ def build_tool_progress(
         # not what the type says (a caller that skipped SessionStream's checks): the redactor
         # still sees whatever it is, as every other string of an update does
         progress = redact_value(progress)
-    return ToolCallProgress(
+    return ToolCallProgress(  # only what changed: the card is in_progress since its start
         session_update="tool_call_update",
         tool_call_id=tool_call_id,
-        status="in_progress",
         content=[ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=line))],
         field_meta={META_KEY: {"phase": "progress", "progress": progress}},
     )

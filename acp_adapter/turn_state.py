@@ -157,11 +157,6 @@ class SessionStream:
         self._flush_text_locked()
         self._outbox.submit(self.session_id, update)
 
-    def _submit_built(self, build: Callable[[], AnyUpdate]) -> None:
-        """:meth:`_submit` for an update built on the loop (see ``UpdateOutbox.submit_built``)."""
-        self._flush_text_locked()
-        self._outbox.submit_built(self.session_id, build)
-
     def _flush_text_locked(self, keep: str | None = None) -> None:
         """Release text held back for redaction (except channel ``keep``), in channel order."""
         for channel, redactor in self._held_text.items():
@@ -169,6 +164,7 @@ class SessionStream:
                 self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](rest))
 
     def _send_text(self, channel: str, text: str) -> bool:
+        self._outbox.wait_for_room()  # text that outruns the client is paced, outside the lock
         with self._lock:
             if not self._turn_open or not text:
                 return False
@@ -349,15 +345,18 @@ class SessionStream:
             message = None
         if value is None and total is None and not message:
             return False
-        self._outbox.wait_for_room()  # a tool that outruns the client is paced, outside the lock
         with self._lock:
             if not self.tool_is_open(tool_call_id):
                 return False
-            # built on the loop: a busy tool reports thousands a second
-            self._submit_built(
+            # built on the loop (a busy tool reports thousands a second), and replacing this card's
+            # progress still queued: a slow client never makes the tool wait, and gets the newest
+            self._flush_text_locked()
+            self._outbox.submit_latest(
+                self.session_id,
+                (self.session_id, tool_call_id, "progress"),
                 functools.partial(
                     build_tool_progress, tool_call_id, value=value, total=total, message=message
-                )
+                ),
             )
             return True
 

@@ -60,13 +60,28 @@ class Arrivals:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.count += 1
         self.last_at = time.perf_counter()
-        if self.count >= self.target:
+        progress = ((update.field_meta or {}).get("acpProgress") or {}).get("progress")
+        if progress is not None:
+            self.value = progress.get("value", self.value)
+        if self.count >= self.target or (self.want_value is not None and self.value >= self.want_value):
             if self.reached is not None:
                 self.reached.set()
             self.reached_thread.set()
 
+    value: float = -1
+    want_value: float | None = None
+
     def expect(self, n: int) -> None:
         self.target = self.count + n
+        self.want_value = None
+        self.reached = asyncio.Event()
+        self.reached_thread.clear()
+
+    def expect_value(self, value: float) -> None:
+        """Wait for the client to hold ``value``: the package replaces queued progress, so a burst
+        is done when its last value arrived, not after one update per report."""
+        self.target = 2**62
+        self.want_value = value
         self.reached = asyncio.Event()
         self.reached_thread.clear()
 
@@ -151,7 +166,7 @@ async def bench_ours(latency_runs: int, burst: int) -> tuple[list[float], float]
     latencies: list[float] = []
     await asyncio.to_thread(tool_thread, latencies)
 
-    arrivals.expect(burst)
+    arrivals.expect_value(burst - 1)
     started = time.perf_counter()
 
     def burst_thread() -> None:
@@ -167,6 +182,78 @@ async def bench_ours(latency_runs: int, burst: int) -> tuple[list[float], float]
     return latencies, rate
 
 
+async def bench_slow_client(reports: int, read_interval: float) -> tuple[float, list[float], int]:
+    """A tool reporting ``reports`` values to a client that reads one line per ``read_interval``
+    (0: as fast as it can). Returns the tool's time to report them all, the client's staleness
+    samples (at each progress line it reads: the age of the value it now holds, i.e. now minus the
+    moment the tool reported that value, while the tool still runs) and the count delivered.
+
+    The buffers between the two are small (4 KiB socket buffers, a 4 KiB write high-water mark, a
+    client reader that pauses the socket past 4 KiB): what the package holds is then most of what
+    can go stale; bigger buffers (a 64 KiB pipe) add their own fill time to the client's staleness.
+    """
+    left, right = socket.socketpair()
+    for sock, opt in ((left, socket.SO_SNDBUF), (right, socket.SO_RCVBUF)):
+        sock.setsockopt(socket.SOL_SOCKET, opt, 4096)
+    agent_reader, agent_writer = await asyncio.open_connection(sock=left, limit=2**24)
+    # the client's own reader buffers little too (it pauses the socket past twice its limit)
+    client_reader, client_writer = await asyncio.open_connection(sock=right, limit=2048)
+    agent_writer.transport.set_write_buffer_limits(high=4096)
+    agent_conn = AgentSideConnection(NullAgent(), agent_writer, agent_reader)
+    loop = asyncio.get_running_loop()
+    outbox = UpdateOutbox(agent_conn, loop)
+    stream = SessionStream("s", outbox)
+    stream.begin_turn()
+    cancel = CancelToken()
+    observer = AcpToolObserver(stream, conn=agent_conn, loop=loop, cancel=cancel, workspace=str(ROOT))
+    call = ToolCall("call_1", "search", {"query": "TODO"})
+    observer.tool_started(call, None)
+    ctx = ToolContext(call, ROOT, cancel, lambda v, t, m: observer.tool_progress(call, v, t, m))
+    reported_at = [0.0] * reports
+    tool_done = threading.Event()
+    staleness: list[float] = []
+    delivered = 0
+
+    async def client() -> None:
+        nonlocal delivered
+        import json
+
+        while True:
+            line = await client_reader.readline()
+            if not line:
+                return
+            now = time.perf_counter()
+            update = json.loads(line).get("params", {}).get("update", {})
+            progress = (update.get("_meta") or {}).get("acpProgress", {}).get("progress")
+            if progress is not None:
+                delivered += 1
+                value = int(progress["value"])
+                if not tool_done.is_set():
+                    staleness.append(now - reported_at[value])
+                if value == reports - 1:
+                    return
+            if read_interval:
+                await asyncio.sleep(read_interval)
+
+    reader_task = asyncio.create_task(client())
+
+    def tool() -> float:
+        started = time.perf_counter()
+        for i in range(reports):
+            reported_at[i] = time.perf_counter()
+            ctx.progress(i, reports, f"Scanned {i}/{reports} files")
+        took = time.perf_counter() - started
+        tool_done.set()
+        return took
+
+    took = await asyncio.to_thread(tool)
+    await asyncio.wait_for(reader_task, 60)
+    await outbox.aclose()
+    client_writer.close()
+    await agent_conn.close()
+    return took, staleness, delivered
+
+
 def fmt(latencies: list[float]) -> str:
     ordered = sorted(latencies)
     p95 = ordered[int(len(ordered) * 0.95)]
@@ -178,6 +265,10 @@ async def main() -> int:
     parser.add_argument("--latency-runs", type=int, default=2000)
     parser.add_argument("--burst", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=9, help="alternating rounds of the three paths")
+    parser.add_argument("--slow-reports", type=int, default=20000, help="values the slow-client case reports")
+    parser.add_argument(
+        "--read-interval", type=float, default=0.001, help="seconds the slow client takes per line (1,000/s)"
+    )
     args = parser.parse_args()
     runs, burst = max(1, args.latency_runs // args.rounds), max(1, args.burst // args.rounds)
     bare_lat: list[float] = []
@@ -213,6 +304,38 @@ async def main() -> int:
     print(
         f"the SDK alone, same update vs small update: throughput {payload.median:.2f}x "
         f"(median of rounds; {payload.spread()})"
+    )
+    # a slow client: the tool's speed must not depend on it, and what the client holds stays fresh
+    instant_times: list[float] = []
+    slow_times: list[float] = []
+    stale: list[float] = []
+    delivered: list[int] = []
+    for round_ in range(3):
+        for slow in (round_ % 2 == 0, round_ % 2 != 0):
+            gc.collect()
+            took, samples, count = await bench_slow_client(
+                args.slow_reports, args.read_interval if slow else 0
+            )
+            if slow:
+                slow_times.append(took)
+                stale.extend(samples)
+                delivered.append(count)
+            else:
+                instant_times.append(took)
+    ratio = round_ratios(slow_times, instant_times)
+    interval_ms = args.read_interval * 1000
+    ordered = sorted(stale) or [0.0]
+    print(
+        f"slow client ({1 / args.read_interval:,.0f} lines/s), {args.slow_reports} reports: tool took "
+        f"{statistics.median(slow_times) * 1000:.0f} ms vs {statistics.median(instant_times) * 1000:.0f} ms "
+        f"with an instant client ({ratio.median:.2f}x; {ratio.spread()})"
+    )
+    print(
+        f"  staleness of the client's value: median {statistics.median(ordered) * 1000:.2f} ms, "
+        f"p95 {ordered[int(len(ordered) * 0.95)] * 1000:.2f} ms "
+        f"({statistics.median(ordered) * 1000 / interval_ms:.1f} / "
+        f"{ordered[int(len(ordered) * 0.95)] * 1000 / interval_ms:.1f} read intervals); "
+        f"delivered {statistics.median(delivered):.0f} of {args.slow_reports} (the last value always)"
     )
     return 0
 

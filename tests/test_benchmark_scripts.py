@@ -52,8 +52,30 @@ def test_spinner_benchmark_reports_both_modes_against_both_baselines() -> None:
 
 
 def test_tool_progress_benchmark_reports_both_baselines() -> None:
-    out = run_script("bench_tool_progress.py", "--latency-runs", "6", "--burst", "90", "--rounds", "3")
+    out = run_script(
+        "bench_tool_progress.py",
+        "--latency-runs",
+        "6",
+        "--burst",
+        "90",
+        "--rounds",
+        "3",
+        "--slow-reports",
+        "300",
+    )
     assert "3 alternating rounds of 30 updates per path" in out, out
+    slow = re.search(r"slow client .*: tool took \d+ ms vs \d+ ms with an instant client \((\d+\.\d\d)x", out)
+    assert slow is not None, out
+    delivered = re.search(r"delivered (\d+) of 300", out)
+    assert delivered is not None and 1 <= int(delivered.group(1)) <= 300, out
     for name in ("small update", "same update "):
         assert re.search(rf"vs bare SDK, {name}: latency \d+\.\d\dx, throughput \d+\.\d\dx", out), out
     assert re.search(r"the SDK alone, same update vs small update: throughput \d+\.\d\dx", out), out
+
+
+def test_bench_sessions_reports_size_and_load_time_against_the_sdk() -> None:
+    out = run_script("bench_sessions.py", "--turns", "10", "--rounds", "1")
+    assert re.search(r"session of 10 turns: 50 stored entries, 51 updates replayed", out), out
+    size = re.search(r"database size: (\d+) KiB, (\d+) KiB per 100 turns", out)
+    assert size is not None and int(size.group(1)) > 0, out
+    assert re.search(r"load / bare SDK: \d+\.\d\dx", out), out

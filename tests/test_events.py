@@ -98,7 +98,7 @@ async def test_a_real_tool_card_completes_the_open_think_card_first():
         (think, "in_progress"),
         (think, "completed"),
         ("call_1", "in_progress"),
-        ("call_1", "in_progress"),
+        ("call_1", None),  # progress carries only what changed: no repeated status
         ("call_1", "completed"),
     ]
     progress = sink.sent[3][1]
@@ -146,11 +146,14 @@ async def test_progress_numbers_that_json_cannot_carry_are_left_out_with_a_warni
         assert not stream.tool_progress("c", value=True, total=float("inf"))  # nothing left
         assert not stream.tool_progress("c", value="3")  # type: ignore[arg-type]
         assert not stream.tool_progress("c", message=42)  # type: ignore[arg-type]
-        for _ in range(100):  # the same mistake in a loop is warned about once
-            stream.tool_progress("c", value=float("nan"), message="again")
+        await outbox.flush()
+        for i in range(100):  # the same mistake in a loop is warned about once
+            stream.tool_progress("c", value=float("nan"), message=f"again {i}")
     await outbox.flush()
     metas = [u.field_meta["acpProgress"]["progress"] for _, u in sink.sent[1:]]
-    assert metas == [{"total": 10, "message": "still going"}] + [{"message": "again"}] * 100
+    # the 100 reports queued while the loop was busy here: the newest replaced the others
+    assert metas == [{"total": 10, "message": "still going"}, {"message": "again 99"}]
+    assert outbox.replaced == 99
     assert [r.getMessage() for r in caplog.records] == [
         "tool progress: progress value must be finite, not nan; the field is left out",
         "tool progress: progress value must be a number, not bool; the field is left out",
