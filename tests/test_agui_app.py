@@ -309,7 +309,8 @@ def test_per_run_opt_in_publishes_default_redacted_snapshots(servers: dict[str, 
     call = tool_id(events, "search")
     shots = snapshots(events)
     # the search tool reports value, total *and* message: the default policy withholds each one
-    assert len(shots) >= 2
+    # (how many snapshots arrive depends on the reader: the agent replaces progress still queued)
+    assert shots
     for shot in shots:
         assert shot == {
             "type": "ACTIVITY_SNAPSHOT",
