@@ -435,16 +435,17 @@ class ProgressAgent:
             # The spinner goes out first, from the event loop, as the prompt lands: the agent's
             # hook A adopts this card, so the person never waits for the hop to a worker thread.
             session.stream.think_open_early()
-            title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
-            if title is not None:  # the first prompt names the session, for session/list and the client
-                session.stream.send(
-                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=_iso())
-                )
             await _await_through_cancel(
                 asyncio.ensure_future(session.stream.flush()),
                 lambda: cancel.cancel("the client connection closed"),
                 lambda: self._abandoned,
             )
+            # recorded once the spinner is out: the first card never waits for the session store
+            title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
+            if title is not None:  # the first prompt names the session, for session/list and the client
+                session.stream.send(
+                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=_iso())
+                )
             agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
