@@ -11,12 +11,14 @@ import logging
 import threading
 from collections.abc import Callable
 
+from .errors import AcpProgressError
+
 __all__ = ["CancelToken", "TurnCancelled"]
 
 log = logging.getLogger("acp_progress.cancel")
 
 
-class TurnCancelled(Exception):
+class TurnCancelled(AcpProgressError):
     """Raised inside the agent loop when the turn was cancelled; never escapes to the client."""
 
 

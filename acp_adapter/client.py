@@ -45,6 +45,7 @@ from acp.schema import (
 )
 
 from . import __version__
+from .errors import AcpProgressError
 from .procgroup import end_process_group
 from .protocol import CHUNK_BYTES, JsonRpcStream, Refused, StreamLimits
 from .redact import redact_text
@@ -84,7 +85,7 @@ PromptBlock = (
 )
 
 
-class AgentError(Exception):
+class AgentError(AcpProgressError):
     """A failure talking to the agent; ``str(exc)`` is one redacted line fit for a user."""
 
     def __init__(self, message: str) -> None:

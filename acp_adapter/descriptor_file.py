@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .errors import AcpProgressError
 from .presentation import (
     MCP_PREVIEW_KEY,
     MCP_VERB_KEY,
@@ -50,7 +51,7 @@ ENTRY_KEYS = frozenset({"friendly_verb", "preview"})
 OUR_META_PREFIX = MCP_VERB_KEY.split("/", 1)[0] + "/"
 
 
-class InputError(ValueError):
+class InputError(AcpProgressError, ValueError):
     """The file or ``--input`` cannot be read (not a descriptor problem)."""
 
 

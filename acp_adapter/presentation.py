@@ -37,6 +37,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, get_args
 
 from . import redact
+from .errors import AcpProgressError
 
 __all__ = [
     "EXTENSION_EMOJI",
@@ -107,7 +108,7 @@ _UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs"})
 _ERROR_VALUE_MAX: Final = 80
 
 
-class DescriptorError(ValueError):
+class DescriptorError(AcpProgressError, ValueError):
     """A tool descriptor broke a presentation rule.
 
     Subclasses :class:`ValueError` so generic validation handlers still catch it, and

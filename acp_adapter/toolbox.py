@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .cancel import CancelToken, TurnCancelled
+from .errors import AcpProgressError
 from .models.base import ToolCall, ToolSpec
 from .redact import redact_text
 
@@ -37,7 +38,7 @@ __all__ = [
 log = logging.getLogger("acp_progress.toolbox")
 
 
-class ToolError(Exception):
+class ToolError(AcpProgressError):
     """A tool failed in a way the user should read (bad path, timeout …): the message is shown."""
 
 

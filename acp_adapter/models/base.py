@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..cancel import CancelToken
+from ..errors import AcpProgressError
 
 __all__ = [
     "ChatModel",
@@ -98,7 +99,7 @@ ModelEvent = TextDelta | ReasoningDelta | ToolCallRequest | UsageReport | Status
 
 
 @dataclass
-class ModelError(Exception):
+class ModelError(AcpProgressError):
     """A model call failed; ``reason`` is short and fit to show a user (the caller redacts it).
 
     The other fields are what a retry loop needs, typed: whether it may be retried, the HTTP

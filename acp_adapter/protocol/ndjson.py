@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 
+from ..errors import AcpProgressError
 from ..redact import redact_text
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class StreamLimits:
 # ---------------------------------------------------------------------------- strict JSON
 
 
-class NotStrictJson(ValueError):
+class NotStrictJson(AcpProgressError, ValueError):
     """The line is not strict UTF-8 JSON (NaN, Infinity, an overflowing number, a bad byte …)."""
 
 

@@ -24,6 +24,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import AcpProgressError
 from ..redact import redact_value
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
 JsonObject = dict[str, Any]
 
 
-class StoreError(Exception):
+class StoreError(AcpProgressError):
     """The session store cannot do what was asked (the message says what and where)."""
 
 

@@ -1,0 +1,26 @@
+"""The root of every exception acp-progress raises on purpose.
+
+``except AcpProgressError`` catches anything this package decided to raise — a bad setting, an
+agent that would not start, a model call that failed, a tool that refused its input, a store
+that cannot be read — and nothing else: a bug (``TypeError``, ``KeyError`` …) or an error of a
+library underneath still surfaces as itself. Each error keeps the standard base a caller would
+already catch (``ValueError`` for bad input), so the root adds a way to catch, never removes one.
+
+The families, by where they come from:
+
+* configuration and input: ``config.ConfigError``, ``presentation.DescriptorError``,
+  ``descriptor_file.InputError``, ``protocol.NotStrictJson`` (all also ``ValueError``);
+* the agent's own turn: ``cancel.TurnCancelled``, ``models.ModelError``, ``toolbox.ToolError``;
+* driving an agent (the client side): ``client.AgentError`` and its kinds (``AgentStartError``,
+  ``AgentLogError``, ``AgentCrashed``, ``TurnInProgress``);
+* durable state: ``store.StoreError``, ``store.StoreVersionError``;
+* the front-ends: the AG-UI, bridge and relay errors in their own packages.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AcpProgressError"]
+
+
+class AcpProgressError(Exception):
+    """Base class of every exception this package raises on purpose."""
