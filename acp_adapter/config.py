@@ -236,10 +236,10 @@ def _label_for(
 def _raw_at(data: Mapping[str, Any], loc: tuple[str | int, ...]) -> Any:
     current: Any = data
     for part in loc:
-        if (isinstance(current, Mapping) and part in current) or (
-            isinstance(current, tuple | list) and isinstance(part, int) and 0 <= part < len(current)
-        ):
+        if isinstance(current, Mapping) and part in current:
             current = current[part]
+        elif isinstance(current, tuple | list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]  # an item of a list value (a settings file's array)
         else:
             return None
     return current
