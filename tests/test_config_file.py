@@ -201,3 +201,19 @@ def test_a_world_readable_file_without_secrets_is_not_warned_about(
     write(tmp_path, "[openai]\nmodel = 'm'\napi_key = ''\n", mode=0o644)
     Settings.from_env(env_for(tmp_path))
     assert caplog.records == []
+
+
+def test_the_readme_settings_file_example_loads(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    section = (root / "README.md").read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    write(tmp_path, section.split("```toml\n", 1)[1].split("```", 1)[0])
+    loaded = Settings.load_with_sources(env_for(tmp_path))
+    assert loaded.settings.openai.model == "llama3.2" and loaded.settings.heartbeat_interval == 10
+    assert loaded.settings.agui.allowed_origins == ("https://app.example",)
+    assert {s.kind for s in loaded.sources.values()} == {"file"}
+
+
+def test_a_directory_in_place_of_the_file_is_an_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").mkdir()
+    with pytest.raises(ConfigError, match=rf"^{tmp_path / 'config.toml'}: is a directory"):
+        Settings.from_env(env_for(tmp_path))
