@@ -1,11 +1,11 @@
-"""The acp-progress command line: serve, watch, run, descriptor."""
+"""The acp-progress command line: one subcommand per front-end (the top-level help lists them all)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, get_args, get_origin
 
 from . import __version__
@@ -15,11 +15,17 @@ from .logsetup import configure_logging
 __all__ = ["build_parser", "main"]
 
 DESCRIPTION = (
-    "Make an ACP agent visibly alive: thinking spinners, tool cards and progress. "
-    "serve speaks ACP over stdio (what an editor launches), watch drives an ACP agent and draws its "
-    "cards in this terminal, run answers one prompt in a plain terminal without ACP, descriptor "
-    "checks a tool presentation descriptor."
+    "Make an ACP agent visibly alive: thinking spinners, tool cards and progress, in an editor, "
+    "a terminal, a chat or a web page. Settings come from "
+    "~/.config/acp-progress/config.toml, the environment and flags (acp-progress config shows them)."
 )
+
+
+def _describe_commands(parser: argparse.ArgumentParser, commands: Iterable[str]) -> None:
+    """Name every registered subcommand in the description, from the parser itself, so a new
+    command can never be missing from the help's opening lines."""
+    names = ", ".join(commands)
+    parser.description = f"{DESCRIPTION} Commands: {names}. Run acp-progress COMMAND --help for one of them."
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
@@ -137,6 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--limit", type=int, default=50, metavar="N", help="newest N decisions (default 50)")
     audit.add_argument("--json", action="store_true", help="one JSON object per line")
 
+    config = sub.add_parser(
+        "config",
+        help="show every effective setting and where it came from (default, settings file, env, flag)",
+        description="Show every effective setting and its source: its default, the settings file "
+        "(~/.config/acp-progress/config.toml, or $ACP_PROGRESS_CONFIG_DIR/config.toml, or "
+        "$XDG_CONFIG_HOME/acp-progress/config.toml), an environment variable or a flag given here. "
+        "Secrets are never printed.",
+    )
+    config.add_argument("--json", action="store_true", help="one JSON object for machines")
+    _add_model_flags(config)
+
     from .bridges.command import add_bridge_parser
 
     add_bridge_parser(sub)
@@ -144,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .agui.command import add_agui_parser
 
     add_agui_parser(sub)
+    _describe_commands(parser, sub.choices)
     return parser
 
 
@@ -221,6 +239,27 @@ def _audit(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _config(args: argparse.Namespace) -> int:
+    import json
+
+    from .config_report import config_json, config_lines
+
+    flags = {name: getattr(args, name, None) for name, *_ in Settings.flag_fields()}
+    try:
+        loaded = Settings.load_with_sources(flags=flags)
+    except ConfigError as exc:
+        print(f"acp-progress config: {exc}", file=sys.stderr)
+        return 2
+    text = (
+        json.dumps(config_json(loaded), ensure_ascii=False) if args.json else "\n".join(config_lines(loaded))
+    )
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `acp-progress config | head`: the reader had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -231,6 +270,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Needs no settings: an unrelated bad environment variable must not fail it.
         configure_logging()
         return check_descriptor(args.file, args.tool_id, args.input)
+    if args.command == "config":
+        configure_logging()
+        return _config(args)
     try:
         settings = _settings_from(args)
     except ConfigError as exc:

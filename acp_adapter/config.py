@@ -34,17 +34,30 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
+
+from .config_file import (
+    ConfigFileError,
+    config_file_path,
+    file_label,
+    read_config_file,
+    warn_if_secret_exposed,
+)
 
 __all__ = [
     "LOG_LEVELS",
     "MODEL_CHOICES",
     "AguiSettings",
     "ConfigError",
+    "LoadedSettings",
     "OpenAISettings",
+    "SettingSource",
     "Settings",
     "StreamSettings",
     "SummaryOpenAISettings",
@@ -73,10 +86,16 @@ def setting(
     help: str,
     flag: str | None = None,
     metavar: str | None = None,
+    secret: bool = False,
     **constraints: Any,
 ) -> Any:
-    """Declare one setting: its default, environment variable, optional CLI flag and bounds."""
+    """Declare one setting: its default, environment variable, optional CLI flag and bounds.
+
+    ``secret=True`` marks a key or token: ``acp-progress config`` never prints it, and a settings
+    file that holds it is warned about when others may read the file."""
     extra: dict[str, Any] = {"env": env}
+    if secret:
+        extra["secret"] = True
     if flag is not None:
         extra["flag"] = flag
     if metavar is not None:
@@ -110,8 +129,14 @@ def _describe(error: ErrorDetails) -> str:
         return "expected a number"
     if kind in {"int_parsing", "int_type", "int_from_float"}:
         return "expected a whole number"
-    if kind in {"bool_parsing", "bool_type"}:
+    if kind == "bool_parsing":
         return _BOOL_HINT
+    if kind == "bool_type":  # only a settings file gives a non-string here
+        return "expected true or false"
+    if kind == "string_type":
+        return "expected a string"
+    if kind in {"tuple_type", "list_type"}:
+        return "expected a list of strings"
     if kind == "finite_number":
         return "must be a finite number"
     if kind == "greater_than":
@@ -187,8 +212,9 @@ def _label_for(
     model: type[_Section], loc: tuple[str | int, ...], labels: Mapping[tuple[str, ...], str]
 ) -> str:
     key = tuple(str(part) for part in loc)
-    if key in labels:
-        return labels[key]
+    for end in range(len(key), 0, -1):  # an item of a list value: the list's label, then its index
+        if key[:end] in labels:
+            return ".".join((labels[key[:end]], *key[end:]))
     # Not from the environment or a flag: name the variable if the field has one, else the field.
     current: type[_Section] = model
     for i, part in enumerate(key):
@@ -212,6 +238,8 @@ def _raw_at(data: Mapping[str, Any], loc: tuple[str | int, ...]) -> Any:
     for part in loc:
         if isinstance(current, Mapping) and part in current:
             current = current[part]
+        elif isinstance(current, tuple | list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]  # an item of a list value (a settings file's array)
         else:
             return None
     return current
@@ -233,13 +261,88 @@ def _config_error(
     return ConfigError("; ".join(lines))
 
 
+SourceKind = Literal["default", "file", "env", "flag"]
+
+
+@dataclass(frozen=True)
+class SettingSource:
+    """Where one setting's value came from: its default, the settings file (``name`` = its
+    path), an environment variable or a flag (``name`` = the variable or flag)."""
+
+    kind: SourceKind
+    name: str | None = None
+
+    def __str__(self) -> str:
+        return self.kind if self.name is None else f"{self.kind} {self.name}"
+
+
+DEFAULT_SOURCE = SettingSource("default")
+
+
+def _leaves(data: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            yield from _leaves(value, (*prefix, key))
+        else:
+            yield (*prefix, key)
+
+
+def _overlay(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, table by table (a section in both is merged key by key)."""
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        out[key] = (
+            _overlay(below, value) if isinstance(value, Mapping) and isinstance(below, Mapping) else value
+        )
+    return out
+
+
+ConfigFileChoice = bool | str | os.PathLike[str] | None
+"""``True``: the settings file of this environment (the default); ``False``/``None``: none; a
+path: that file."""
+
+
+def _file_layer(
+    model: type[_Section], env: Mapping[str, str], config_file: ConfigFileChoice
+) -> tuple[Path | None, dict[str, Any] | None]:
+    """The settings file's path and its data, strictly validated by ``model`` (None: no file)."""
+    if config_file is True:
+        path = config_file_path(env)
+    elif config_file is False or config_file is None:
+        path = None
+    else:
+        path = Path(config_file)
+    try:
+        raw = read_config_file(Settings, path)
+    except ConfigFileError as exc:
+        raise ConfigError(str(exc)) from None
+    if raw is None or path is None:
+        return path, None
+    if model is not Settings:  # a section read on its own: just its table
+        name = next(n for n, sec in Settings._sections() if sec is model)
+        raw = dict(raw.get(name, {}))
+        labels = {loc: file_label(path, (name, *loc)) for loc in _leaves(raw)}
+    else:
+        labels = {loc: file_label(path, loc) for loc in _leaves(raw)}
+    try:
+        model.model_validate(raw, strict=True)  # a file has types: "10" is not a number there
+    except ValidationError as exc:
+        raise _config_error(exc, model, raw, labels) from None
+    if model is Settings:
+        warn_if_secret_exposed(Settings, path, raw)
+    return path, raw
+
+
 class OpenAISettings(_Section):
     """Connection settings of the OpenAI-compatible back-end."""
 
     base_url: str = setting(
         "https://api.openai.com/v1", env="OPENAI_BASE_URL", help="the server's /v1 base URL"
     )
-    api_key: str = setting("", env="OPENAI_API_KEY", help="bearer token; local servers usually need none")
+    api_key: str = setting(
+        "", env="OPENAI_API_KEY", secret=True, help="bearer token; local servers usually need none"
+    )
     model: str = setting("gpt-4o-mini", env="ACP_PROGRESS_OPENAI_MODEL", help="model name", min_length=1)
     timeout: float = setting(
         120.0,
@@ -276,7 +379,7 @@ class SummaryOpenAISettings(_Section):
         "gpt-4o-mini", env="ACP_PROGRESS_SUMMARY_OPENAI_MODEL", help="summary model name", min_length=1
     )
     api_key: str = setting(
-        "", env="ACP_PROGRESS_SUMMARY_OPENAI_API_KEY", help="bearer token of the summary server"
+        "", env="ACP_PROGRESS_SUMMARY_OPENAI_API_KEY", secret=True, help="bearer token of the summary server"
     )
     timeout: float = setting(
         20.0,
@@ -366,6 +469,7 @@ class AguiSettings(_Section):
     token: SecretStr | None = setting(
         None,
         env="ACP_PROGRESS_AGUI_TOKEN",
+        secret=True,
         help="bearer token every request must carry (Authorization: Bearer ...); "
         "required when bound to a non-loopback address (at least 16 characters, checked by the command)",
     )
@@ -491,10 +595,19 @@ class StreamSettings(_Section):
     )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> StreamSettings:
-        """Just these limits from the environment (for code that has no :class:`Settings`)."""
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, config_file: ConfigFileChoice = True
+    ) -> StreamSettings:
+        """Just these limits from the settings file's ``[streams]`` and the environment (for code
+        that has no :class:`Settings`)."""
+        env = os.environ if environ is None else environ
+        path, file_data = _file_layer(cls, env, config_file)
         labels: dict[tuple[str, ...], str] = {}
-        data = cls._env_data(os.environ if environ is None else environ, labels)
+        if path is not None and file_data:
+            labels.update({loc: file_label(path, ("streams", *loc)) for loc in _leaves(file_data)})
+        env_labels: dict[tuple[str, ...], str] = {}
+        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
+        labels.update(env_labels)
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -638,18 +751,46 @@ class Settings(_Section):
         return value
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """Settings from the environment (``os.environ`` by default); unrelated variables are ignored."""
-        return cls.load(environ)
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, config_file: ConfigFileChoice = True
+    ) -> Settings:
+        """Settings from the settings file and the environment (``os.environ`` by default);
+        unrelated variables are ignored."""
+        return cls.load(environ, config_file=config_file)
 
     @classmethod
     def load(
-        cls, environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None
+        cls,
+        environ: Mapping[str, str] | None = None,
+        flags: Mapping[str, Any] | None = None,
+        *,
+        config_file: ConfigFileChoice = True,
     ) -> Settings:
-        """Settings from the environment with flag values (keyed by field name) on top."""
+        """Settings from the settings file, the environment over it, flag values (keyed by field
+        name) over both."""
+        return cls.load_with_sources(environ, flags, config_file=config_file).settings
+
+    @classmethod
+    def load_with_sources(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        flags: Mapping[str, Any] | None = None,
+        *,
+        config_file: ConfigFileChoice = True,
+    ) -> LoadedSettings:
+        """:meth:`load`, and where each setting came from (what ``acp-progress config`` shows)."""
         env = os.environ if environ is None else environ
+        path, file_data = _file_layer(cls, env, config_file)
         labels: dict[tuple[str, ...], str] = {}
-        data = cls._env_data(env, labels)
+        origins: dict[tuple[str, ...], SettingSource] = {}
+        if path is not None and file_data is not None:
+            for loc in _leaves(file_data):
+                labels[loc] = file_label(path, loc)
+                origins[loc] = SettingSource("file", str(path))
+        env_labels: dict[tuple[str, ...], str] = {}
+        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
+        labels.update(env_labels)
+        origins.update({loc: SettingSource("env", var) for loc, var in env_labels.items()})
         for name, value in (flags or {}).items():
             if value is None:
                 continue
@@ -657,10 +798,28 @@ class Settings(_Section):
             extra = cls.model_fields[name].json_schema_extra
             flag = extra.get("flag") if isinstance(extra, dict) else None
             labels[(name,)] = str(flag or name)
+            origins[(name,)] = SettingSource("flag", str(flag or name))
         try:
-            return cls.model_validate(data)
+            settings = cls.model_validate(data)
         except ValidationError as exc:
             raise _config_error(exc, cls, data, labels) from None
+        return LoadedSettings(
+            settings,
+            {".".join(loc): source for loc, source in origins.items()},
+            path,
+            file_data is not None,
+        )
+
+    @classmethod
+    def fields(cls) -> Iterator[tuple[str, FieldInfo]]:
+        """``(dotted name, field)`` of every setting, sections' fields included, in order."""
+        for name, info in cls.model_fields.items():
+            section = info.annotation
+            if isinstance(section, type) and issubclass(section, _Section):
+                for sub, sub_info in section.model_fields.items():
+                    yield f"{name}.{sub}", sub_info
+            else:
+                yield name, info
 
     @classmethod
     def flag_fields(cls) -> Iterator[tuple[str, str, str | None, str, Any]]:
@@ -685,3 +844,18 @@ class Settings(_Section):
             return type(self).model_validate(data)
         except ValidationError as exc:
             raise _config_error(exc, type(self), data, labels) from None
+
+
+@dataclass(frozen=True)
+class LoadedSettings:
+    """Settings with the provenance of each value (:meth:`Settings.load_with_sources`)."""
+
+    settings: Settings
+    #: dotted field name (``openai.timeout``) → where it came from; absent means the default
+    sources: Mapping[str, SettingSource]
+    #: the settings file looked for (None: none for this environment), and whether it was read
+    config_file: Path | None
+    config_file_found: bool
+
+    def source(self, name: str) -> SettingSource:
+        return self.sources.get(name, DEFAULT_SOURCE)

@@ -5,9 +5,13 @@ Your agent loop stays synchronous and runs on a worker thread; the turn hands it
 whatever happens — the card opened before a crash still ends (``failed``), and the client gets
 every update before the prompt response.
 
-Run it as an ACP agent on stdio (point any ACP client at it), for example::
+Run it as an ACP agent on stdio (point any ACP client at it), for example from any directory::
 
-    acp-progress watch --agent "python examples/embed_own_agent.py" "hello there"
+    acp-progress watch --agent "python /path/to/acp-progress/examples/embed_own_agent.py" "hello there"
+
+It heartbeats as the package's own agent does: every ``ACP_PROGRESS_HEARTBEAT_INTERVAL`` seconds
+(default 30, from the environment or the settings file), never with
+``ACP_PROGRESS_HEARTBEAT_DISABLED=1``.
 
 Prompts containing ``fail`` make the loop raise after opening the think card; ``slow`` makes the
 model wait long enough to cancel.
@@ -32,18 +36,26 @@ from acp.schema import (
 
 from acp_adapter import ProgressTurn
 from acp_adapter.cancel import TurnCancelled
+from acp_adapter.config import Settings
+
+SETTINGS = Settings.from_env()  # environment over ~/.config/acp-progress/config.toml
+HEARTBEAT = None if SETTINGS.heartbeat_disabled else SETTINGS.heartbeat_interval
+WAITING = "Waiting for the model"
 
 
 def my_agent_loop(turn: ProgressTurn, text: str) -> None:
     """Your agent loop (a worker thread): the seed's three hook sites, then thought and answer."""
     turn.progress("start", "llm_response", {})  # hook A: before the model call
     started = time.monotonic()
+    beats = 0
     think_time = 5.0 if "slow" in text else 0.3
     while time.monotonic() - started < think_time:  # the model "thinks"
         if turn.cancel.wait(0.1):
             raise TurnCancelled(turn.cancel.reason)
         elapsed = time.monotonic() - started
-        turn.progress("heartbeat", "llm_response", {"elapsed": elapsed, "status": "Waiting for the model"})
+        if HEARTBEAT is not None and elapsed >= (beats + 1) * HEARTBEAT:  # hook C: every interval
+            beats += 1
+            turn.progress("heartbeat", "llm_response", {"elapsed": elapsed, "status": WAITING})
     if "fail" in text:
         raise RuntimeError("the model crashed")  # the turn still ends: the open card fails
     turn.progress("complete", "llm_response", {})  # hook B: the first token arrived

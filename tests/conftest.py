@@ -32,6 +32,8 @@ if str(ROOT) not in sys.path:
 # directory of this test process (each xdist worker has its own), never the user's own.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="acp-progress-test-state-")
 os.environ.pop("ACP_PROGRESS_STATE_DIR", None)
+# ... and reads its settings file from an empty directory, never the user's ~/.config/acp-progress.
+os.environ["ACP_PROGRESS_CONFIG_DIR"] = tempfile.mkdtemp(prefix="acp-progress-test-config-")
 
 
 @pytest.fixture
@@ -128,6 +130,7 @@ def agent_env(**overrides: str) -> dict[str, str]:
         "ACP_PROGRESS_LOG_LEVEL": "INFO",
         "PYTHONUNBUFFERED": "1",
         "XDG_STATE_HOME": os.environ["XDG_STATE_HOME"],
+        "ACP_PROGRESS_CONFIG_DIR": os.environ["ACP_PROGRESS_CONFIG_DIR"],
     }
     env.update(overrides)
     return env

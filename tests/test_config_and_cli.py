@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -347,3 +348,132 @@ def test_packaging_truths():
     readme = (ROOT / "README.md").read_text()
     assert "python3 -m venv .venv" in readme.split("<!-- ci:test -->")[0]
     assert "a few minutes" not in readme and "about 3 minutes on" in readme
+
+
+def _subcommands() -> dict[str, str]:
+    """Every subcommand the parser registers, with its help line (from the parser, not a list)."""
+    import argparse
+
+    from acp_adapter.cli import build_parser
+
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
+    return {name: helps.get(name, "") for name in action.choices}
+
+
+def test_the_top_level_help_names_every_command_in_its_description():
+    commands = _subcommands()
+    assert {"serve", "watch", "run", "relay", "bridge", "agui", "descriptor", "audit", "config"} <= set(
+        commands
+    )
+    shown = _cli("--help")
+    assert shown.returncode == 0
+    description = " ".join(shown.stdout.split("positional arguments:")[0].split("\n")[1:])
+    listing = shown.stdout.split("positional arguments:")[1]
+    for name, help_text in commands.items():
+        assert re.search(rf"\b{re.escape(name)}\b", description), f"{name} missing from the description"
+        assert help_text and re.search(rf"^\s+{re.escape(name)}\b", listing, re.M), f"{name} not listed"
+
+
+def _config_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"ACP_PROGRESS_CONFIG_DIR": str(tmp_path), "ACP_PROGRESS_HEARTBEAT_INTERVAL": "", **extra}
+
+
+SECRETS = ("sk-file-secret-0123456789abcdef", "sk-env-secret-abcdef0123456789", "agui-token-0123456789abcdef")
+
+
+def _secret_config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""heartbeat_interval = 5
+[openai]
+api_key = "{SECRETS[0]}"
+model = "from-file"
+base_url = "http://user:{SECRETS[0]}@127.0.0.1:9/v1"
+[agui]
+token = "{SECRETS[2]}"
+""",
+        encoding="utf-8",
+    )
+    path.chmod(0o600)
+    return path
+
+
+def test_config_shows_each_value_and_where_it_came_from_never_a_secret(tmp_path):
+    path = _secret_config(tmp_path)
+    env = _config_env(
+        tmp_path, ACP_PROGRESS_OPENAI_MODEL="from-env", ACP_PROGRESS_SUMMARY_OPENAI_API_KEY=SECRETS[1]
+    )
+    shown = _cli("config", "--summary-interval", "3", env=env)
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line for line in shown.stdout.splitlines()[3:]}
+    assert shown.stdout.splitlines()[0] == f"settings file: {path} (read)"
+    assert rows["heartbeat_interval"].split()[1:] == ["5.0", "file", str(path)]
+    assert rows["openai.model"].split()[1:] == ['"from-env"', "env", "ACP_PROGRESS_OPENAI_MODEL"]
+    assert rows["summary_interval"].split()[1:] == ["3.0", "flag", "--summary-interval"]
+    assert rows["max_turns"].split()[1:] == ["8", "default"]
+    assert rows["openai.api_key"].split()[1:] == ["[hidden]", "file", str(path)]
+    assert rows["summary_openai.api_key"].split()[1:] == [
+        "[hidden]",
+        "env",
+        "ACP_PROGRESS_SUMMARY_OPENAI_API_KEY",
+    ]
+    assert rows["agui.token"].split()[1] == "[hidden]"
+    assert rows["openai.base_url"].split()[1] == '"http://user:[REDACTED]@127.0.0.1:9/v1"'
+    assert set(rows) == set(_settings_names())
+    for secret in SECRETS:
+        assert secret not in shown.stdout + shown.stderr
+
+
+def _settings_names() -> list[str]:
+    return [name for name, _ in Settings.fields()]
+
+
+def test_config_json_is_one_object_for_machines_without_secrets(tmp_path):
+    import json
+
+    path = _secret_config(tmp_path)
+    shown = _cli("config", "--json", env=_config_env(tmp_path, OPENAI_API_KEY=SECRETS[1]))
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["configFile"] == str(path) and report["configFileFound"] is True
+    settings = report["settings"]
+    assert list(settings) == _settings_names()
+    assert settings["heartbeat_interval"] == {
+        "value": 5.0,
+        "source": "file",
+        "from": str(path),
+        "env": "ACP_PROGRESS_HEARTBEAT_INTERVAL",
+        "secret": False,
+    }
+    assert settings["openai.api_key"]["value"] == "[hidden]" and settings["openai.api_key"]["source"] == "env"
+    assert settings["state_dir"]["value"] is None and settings["state_dir"]["source"] == "default"
+    for secret in SECRETS:
+        assert secret not in shown.stdout
+
+
+def test_config_reports_a_bad_file_naming_it_and_exits_2(tmp_path):
+    (tmp_path / "config.toml").write_text("[openai]\ntimeuot = 5\n", encoding="utf-8")
+    shown = _cli("config", env=_config_env(tmp_path))
+    assert shown.returncode == 2 and shown.stdout == ""
+    assert (
+        shown.stderr.strip()
+        == f"acp-progress config: {tmp_path / 'config.toml'}: [openai] timeuot: is not a setting"
+    )
+    # every command reads the same file: serve stops at start-up with the same message
+    serve = _cli("serve", env=_config_env(tmp_path))
+    assert serve.returncode == 2 and "[openai] timeuot: is not a setting" in serve.stderr
+
+
+def test_config_into_a_closed_pipe_is_quiet(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acp_adapter.cli", "config"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **agent_env(), **_config_env(tmp_path)},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before a byte is written, as with `| head -0`
+    assert proc.wait(timeout=30) == 0
+    assert proc.stderr.read() == b""

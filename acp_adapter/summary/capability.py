@@ -13,9 +13,11 @@ never delayed by a summary. Everything else happens on the event loop's timers a
   before any work, starts nothing.
 * ``stop(outcome)`` (turn finished, cancelled or failed) cancels the cadence and every in-flight
   generation; a result that arrives later is dropped, so nothing is emitted after the end.
-* a generator that raises or hangs (``timeout``) never touches the primary stream: a warning
-  without the error's message goes to the ``acp_progress.summary`` log and an
-  ``agent.progress-summary.error`` trace event goes to ``on_trace``.
+* a generator that raises or hangs (``timeout``) never touches the primary stream: an
+  ``agent.progress-summary.error`` trace event goes to ``on_trace`` for every failure, and the
+  ``acp_progress.summary`` log gets one warning (without the error's message, with its reason
+  class) per failure streak (:class:`~.streak.FailureStreak`, shared by a factory's turns); the
+  rest of the streak is logged at debug level.
 
 All state is touched on the event loop thread only (``observe`` from another thread is handed
 over with ``call_soon_threadsafe``), so there is no lock. Time comes from a :class:`~.clock.Clock`
@@ -56,6 +58,7 @@ from .generators import (
 )
 from .prompt import PromptBuilder
 from .snapshot import ACTIVITY, CHUNK, LIVE, ProgressSnapshot, SnapshotTracker
+from .streak import FailureStreak, failure_class
 from .templates import PromptTemplate
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_MAX_LENGTH", "DEFAULT_TIMEOUT", "ProgressSummary", "SummaryStats"]
@@ -124,6 +127,7 @@ class ProgressSummary:
         input: Any = None,
         messages: Sequence[Any] = (),
         prompt_builder: PromptBuilder | None = None,
+        streak: FailureStreak | None = None,
     ) -> None:
         if not (isinstance(interval, int | float) and math.isfinite(interval) and interval >= 0):
             raise ValueError(f"summary interval: expected 0 (event-driven) or seconds > 0, got {interval!r}")
@@ -141,6 +145,7 @@ class ProgressSummary:
         self.input = input
         self.messages = messages
         self.stats = SummaryStats()
+        self.streak = streak if streak is not None else FailureStreak()
         if prompt_builder is not None and (guidance or template is not None or variables):
             raise ValueError("pass either prompt_builder or guidance/template/variables, not both")
         self._prompt = prompt_builder or PromptBuilder(
@@ -352,6 +357,9 @@ class ProgressSummary:
         if not self._current(seq):
             self.stats.dropped += 1
             return
+        ended = self.streak.succeeded()
+        if ended:
+            log.info("progress summaries work again after %d failed generation(s)", ended)
         text = clean_summary(raw, self.max_length)
         if not text:
             self.stats.empty += 1
@@ -381,7 +389,7 @@ class ProgressSummary:
             return
         self.stats.errors += 1
         # Never the exception's message: it may quote a key, a URL or the prompt.
-        self._error(reason, type(exc).__name__, seq)
+        self._error(reason, type(exc).__name__, seq, exc)
         self._finish_generation()
 
     def _on_timeout(self, seq: int) -> None:
@@ -396,15 +404,22 @@ class ProgressSummary:
         self._error("timeout", None, seq)
         self._finish_generation()
 
-    def _error(self, reason: str, error_type: str | None, seq: int) -> None:
+    def _error(self, reason: str, error_type: str | None, seq: int, exc: BaseException | None = None) -> None:
         attrs: dict[str, Any] = {"reason": reason, "generation": seq}
         if error_type is not None:
             attrs["errorType"] = error_type
-        log.warning(
-            "progress summary generation %d failed (%s%s); the turn goes on without it",
+        kind = failure_class(reason, exc)
+        detail = f" after {self.timeout:g}s" if reason == "timeout" else ""
+        if error_type and kind != error_type:
+            detail = f", {error_type}"
+        first = self.streak.failed()
+        log.log(
+            logging.WARNING if first else logging.DEBUG,
+            "progress summary generation %d failed (%s%s); the turn goes on without it%s",
             seq,
-            reason,
-            f", {error_type}" if error_type else f" after {self.timeout:g}s" if reason == "timeout" else "",
+            kind,
+            detail,
+            "; further failures are not reported until a summary succeeds" if first else "",
             extra={"trace": TRACE_ERROR, "trace_attrs": attrs},
         )
         self._call_trace(TRACE_ERROR, attrs)

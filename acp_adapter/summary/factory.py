@@ -25,6 +25,7 @@ from .clock import Clock
 from .event import SummaryCallback, TraceCallback
 from .generators import EmbeddedGenerator, ExecuteFunction, ModelGenerator, SummaryGenerator
 from .prompt import PromptBuilder
+from .streak import FailureStreak
 from .templates import PromptTemplate
 
 if TYPE_CHECKING:
@@ -65,6 +66,8 @@ class SummaryFactory:
         self.max_length = max_length
         self.id = id
         self.timeout = timeout
+        #: one failure streak for all of this factory's turns: a dead server warns once, not per turn
+        self.streak = FailureStreak()
         self.prompt = PromptBuilder(
             max_length=max_length, guidance=guidance, template=template, variables=variables
         )
@@ -149,6 +152,7 @@ class SummaryFactory:
             input=input,
             messages=messages,
             prompt_builder=self.prompt,
+            streak=self.streak,
         )
 
 

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import contextvars
 import inspect
+import json
 import re
 import threading
 import weakref
@@ -226,24 +227,64 @@ class ModelGenerator:
         return client
 
     async def generate(self, request: SummaryRequest) -> GeneratorResult:
+        """Ask for the sentence as a stream, and take whatever the server sends back.
+
+        Servers differ: most stream when asked, some (and some proxies) ignore ``stream`` and
+        answer one ``chat.completion`` JSON body. Asking for a stream and reading the reply by its
+        content type works with both; the SDK's non-streaming call fails on an SSE reply (it hands
+        back the body as a ``str``). A stream that ends without a finish reason is a
+        failure (:class:`IncompleteStream`), never half a sentence.
+        """
         messages = cast("list[ChatCompletionMessageParam]", [dict(m) for m in request.prompt_messages])
-        completion = await self._client().chat.completions.create(
+        stream = await self._client().chat.completions.create(
             model=self.model,
             messages=messages,
             max_tokens=self.max_tokens,
             temperature=self.temperature,
-            stream=False,
+            stream=True,
         )
-        choices = completion.choices or []
-        if not choices:
-            return None
-        return choices[0].message.content
+        async with stream:
+            content_type = stream.response.headers.get("content-type", "").lower()
+            if "json" in content_type and "event-stream" not in content_type:
+                return _completion_text(await stream.response.aread())
+            parts: list[str] = []
+            finished = False
+            async for chunk in stream:
+                for choice in getattr(chunk, "choices", None) or ():
+                    if (getattr(choice, "index", 0) or 0) != 0:
+                        continue
+                    content = getattr(getattr(choice, "delta", None), "content", None)
+                    if isinstance(content, str):
+                        parts.append(content)
+                    finished = finished or getattr(choice, "finish_reason", None) is not None
+            # As the primary back-end does: no finish reason means the stream was cut off.
+            if not finished:
+                raise IncompleteStream("the summary stream ended before the answer finished")
+        return "".join(parts) or None
 
     async def aclose(self) -> None:
         """Close the client of the running loop (its connections)."""
         client = self._clients.pop(asyncio.get_running_loop(), None)
         if client is not None:
             await client.close()
+
+
+class IncompleteStream(Exception):
+    """The summary server's stream ended before the sentence did."""
+
+
+def _completion_text(raw: bytes) -> str | None:
+    """The text of a non-streamed ``chat.completion`` body (None when it has none)."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise ValueError("the summary server sent a body that is not JSON") from None
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else None
 
 
 # ---------------------------------------------------------------- the embedded generator

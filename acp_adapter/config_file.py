@@ -1,0 +1,198 @@
+"""The settings file: where it is, what it may hold, and reading it without surprises.
+
+``config.toml`` holds any setting of :class:`~acp_adapter.config.Settings` under its field name;
+the sections are TOML tables (``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``,
+``[streams]``)::
+
+    heartbeat_interval = 10
+    summary = "embedded"
+
+    [openai]
+    base_url = "http://localhost:11434/v1"
+    model = "llama3.2"
+
+The schema is closed: an unknown table or key, a table where a value belongs (or the reverse) and
+a value of the wrong TOML type are errors naming the file, the table and the key — the settings
+model checks types strictly for the file (``heartbeat_interval = "fast"`` or ``= true`` is refused,
+where the environment's text ``"10"`` is parsed). The environment and flags win over the file.
+
+Where: ``$ACP_PROGRESS_CONFIG_DIR/config.toml``, else ``$XDG_CONFIG_HOME/acp-progress/config.toml``,
+else ``~/.config/acp-progress/config.toml``. The location is read from the same environment the
+settings come from, so a test (or an embedder) that passes its own mapping reads no file of the
+user's unless that mapping points at one.
+
+This module knows TOML and the file system; the validation itself is the model's
+(:meth:`Settings.load <acp_adapter.config.Settings.load>`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = [
+    "CONFIG_DIR_ENV",
+    "CONFIG_FILE_NAME",
+    "ConfigFileError",
+    "config_file_path",
+    "file_label",
+    "read_config_file",
+    "secret_fields",
+    "warn_if_secret_exposed",
+]
+
+log = logging.getLogger("acp_progress.config")
+
+CONFIG_DIR_ENV = "ACP_PROGRESS_CONFIG_DIR"
+CONFIG_FILE_NAME = "config.toml"
+
+
+class ConfigFileError(ValueError):
+    """The settings file cannot be used; the message names the file (and the table and key)."""
+
+
+def config_file_path(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where the settings file is for this environment (it may not exist); None when the
+    environment names no home at all (an explicit mapping without ``HOME``)."""
+    env = os.environ if environ is None else environ
+
+    def var(name: str) -> str:
+        return (env.get(name) or "").strip()
+
+    if var(CONFIG_DIR_ENV):
+        return Path(var(CONFIG_DIR_ENV)).expanduser() / CONFIG_FILE_NAME
+    xdg = var("XDG_CONFIG_HOME")
+    if xdg and Path(xdg).is_absolute():  # the XDG spec: a relative value is to be ignored
+        return Path(xdg) / "acp-progress" / CONFIG_FILE_NAME
+    home = var("HOME")
+    if home:
+        return Path(home) / ".config" / "acp-progress" / CONFIG_FILE_NAME
+    if environ is None:
+        try:
+            return Path.home() / ".config" / "acp-progress" / CONFIG_FILE_NAME
+        except RuntimeError:
+            return None
+    return None
+
+
+def file_label(path: Path, loc: tuple[str, ...]) -> str:
+    """``/x/config.toml: [openai] timeout`` (a top-level key has no table)."""
+    if len(loc) > 1:
+        return f"{path}: [{loc[0]}] {'.'.join(loc[1:])}"
+    return f"{path}: {loc[0]}" if loc else str(path)
+
+
+def _section_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    info = model.model_fields.get(name)
+    ann = info.annotation if info is not None else None
+    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+
+
+def _check_value(path: Path, loc: tuple[str, ...], value: Any) -> Any:
+    if isinstance(value, dict):
+        raise ConfigFileError(f"{file_label(path, loc)}: expected a value, got a table")
+    if isinstance(value, list):
+        return tuple(value)  # TOML arrays are the model's tuples; the model checks the items
+    return value
+
+
+def _shape(model: type[BaseModel], path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The file's tables and keys checked against the model's fields (by field name only:
+    ``ACP_PROGRESS_…`` variable names are for the environment)."""
+    data: dict[str, Any] = {}
+    for key, value in raw.items():
+        section = _section_model(model, key)
+        if section is not None:
+            if not isinstance(value, dict):
+                raise ConfigFileError(f"{path}: [{key}] must be a table, got {value!r}")
+            table: dict[str, Any] = {}
+            for sub, item in value.items():
+                if sub not in section.model_fields or _section_model(section, sub) is not None:
+                    raise ConfigFileError(f"{file_label(path, (key, sub))}: is not a setting")
+                table[sub] = _check_value(path, (key, sub), item)
+            data[key] = table
+        elif key in model.model_fields:
+            data[key] = _check_value(path, (key,), value)
+        elif isinstance(value, dict):
+            raise ConfigFileError(f"{path}: [{key}] is not a settings table")
+        else:
+            raise ConfigFileError(f"{file_label(path, (key,))}: is not a setting")
+    return data
+
+
+def read_config_file(model: type[BaseModel], path: Path | None) -> dict[str, Any] | None:
+    """The file's settings keyed by field name (sections as dicts), shape-checked; None when
+    there is no file. Types and bounds are left to the model."""
+    if path is None:
+        return None
+    try:
+        with path.open("rb") as handle:
+            raw = tomllib.load(handle)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ConfigFileError(f"{path}: is a directory, not a settings file") from None
+    except OSError as exc:
+        raise ConfigFileError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigFileError(f"{path}: not valid TOML: the file is not UTF-8") from None
+    return _shape(model, path, raw)
+
+
+def secret_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    """Every field declared ``secret=True``, as a path of field names."""
+    for name, info in model.model_fields.items():
+        section = _section_model(model, name)
+        if section is not None:
+            yield from secret_fields(section, (*prefix, name))
+            continue
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("secret"):
+            yield (*prefix, name)
+
+
+_warned: set[tuple[str, int]] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_if_secret_exposed(model: type[BaseModel], path: Path, data: Mapping[str, Any]) -> bool:
+    """Warn (once per file and mode) when the file holds a secret and its group or others may
+    read it. Returns whether this call warned."""
+    held = []
+    for loc in secret_fields(model):
+        current: Any = data
+        for part in loc:
+            current = current.get(part) if isinstance(current, Mapping) else None
+        if current not in (None, ""):
+            held.append(".".join(loc))
+    if not held:
+        return False
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return False
+    if not mode & (stat.S_IRGRP | stat.S_IROTH):
+        return False
+    with _warned_lock:
+        if (str(path), mode) in _warned:
+            return False
+        _warned.add((str(path), mode))
+    log.warning(
+        "%s holds a secret (%s) and is readable by others (mode %04o): run chmod 600 %s, "
+        "or set it in the environment instead",
+        path,
+        ", ".join(held),
+        mode,
+        path,
+    )
+    return True
