@@ -13,13 +13,11 @@ from typing import Any
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, ToolCallStart
 from rich.text import Text
 
-from .terminal import SPINNER_FRAMES
+from .terminal import SPINNER_FRAMES, progress_bar
 from .timefmt import format_elapsed
 
 __all__ = ["CardBoard", "CardView", "card_line", "progress_bar", "progress_of", "render_card"]
 
-#: Cells of a card's progress bar.
-BAR_CELLS = 20
 
 STATUS_MARK = {"completed": "✅", "failed": "❌", "pending": "⏸"}
 KIND_ICON = {
@@ -67,13 +65,6 @@ def progress_of(update: Any) -> tuple[float, float] | None:
     if not numbers or not 0 < total < float("inf") or not -float("inf") < value < float("inf"):  # type: ignore[operator]
         return None
     return float(value), float(total)  # type: ignore[arg-type]
-
-
-def progress_bar(value: float, total: float, cells: int = BAR_CELLS) -> str:
-    """``━━━━━━━━╺━━━━━━━━━━━  42%`` — a bar of ``cells`` cells and the percentage (clamped)."""
-    fraction = min(max(value / total, 0.0), 1.0)
-    filled = round(fraction * cells)
-    return f"{'█' * filled}{'░' * (cells - filled)} {int(fraction * 100):3d}%"
 
 
 def _content_text(content: Any) -> str:
