@@ -121,7 +121,7 @@ class _Chat:
     # ------------------------------------------------------------ the two loops
 
     async def pipe_loop(self) -> int:
-        lines = StdinLines(sys.stdin.buffer)
+        lines = StdinLines(sys.stdin.fileno())
         while True:
             seen = self.presses.count
             read = asyncio.ensure_future(lines.readline())
@@ -180,7 +180,7 @@ class _Chat:
             print(f"acp-progress chat: {exc}", file=sys.stderr)
             return 2
         self.presses.attach()
-        seen = self.presses.count
+        seen = 0  # a press before the loop ran counts too: it came after the command started
         try:
             if not await start_driver(self.driver, self.presses, seen):
                 return 130

@@ -54,7 +54,7 @@ __all__ = ["TurnEnd", "WatchClient", "agent_env", "run_turn", "run_watch", "star
 #: How long a cancelled turn may take to drain (its cards closing) before the front-end gives up.
 CANCEL_DRAIN = 1.2
 #: The agent's grace to exit on EOF after Ctrl-C, before its process group is signalled.
-INTERRUPT_GRACE = 0.4
+INTERRUPT_GRACE = 0.2
 
 
 class WatchClient:
@@ -200,6 +200,8 @@ class TurnEnd:
 
 async def start_driver(driver: AgentDriver, presses: Interrupts, seen: int) -> bool:
     """Start the agent unless Ctrl-C comes first (then stop it at once and return False)."""
+    if presses.count > seen:  # pressed already: nothing is spawned
+        return False
     start = asyncio.ensure_future(driver.start())
     press = asyncio.ensure_future(presses.wait_beyond(seen))
     try:
@@ -209,9 +211,10 @@ async def start_driver(driver: AgentDriver, presses: Interrupts, seen: int) -> b
     if start.done():
         start.result()  # its AgentError, if it failed
         return True
-    await driver.close(grace=INTERRUPT_GRACE)  # the process goes; start() then fails on its own
+    # a starting agent reads no EOF: its group is signalled almost at once; start() then fails
+    await driver.close(grace=0.1)
     with contextlib.suppress(Exception, asyncio.CancelledError):
-        await asyncio.wait_for(start, 1.0)
+        await asyncio.wait_for(start, 0.3)
     return False
 
 
@@ -306,7 +309,7 @@ async def read_prompt_stdin() -> str:
     """``watch -``: the whole of stdin is the prompt."""
     from .stdin_lines import StdinLines
 
-    return await StdinLines(sys.stdin.buffer).read_all()
+    return await StdinLines(sys.stdin.fileno()).read_all()
 
 
 async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd: str) -> int:
@@ -323,7 +326,7 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         return 2
     presses = interrupts
     presses.attach()
-    seen = presses.count
+    seen = 0  # a press before the loop ran counts too: it came after the command started
     question_interrupt = asyncio.Event()  # Ctrl-C: also answers a pending permission question no
     client = WatchClient(
         out, animate=animate, auto_allow=args.yes, interrupt=question_interrupt, json_lines=json_lines
