@@ -344,12 +344,13 @@ def close_tool_pairs(messages: list[Message], reason: str) -> None:
 
 
 def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -> int:
-    """One prompt in a plain terminal: live spinner line, tool notes, streamed answer.
+    """One prompt in a plain terminal: live spinner line, tool progress, tool notes, streamed answer.
 
     Dangerous tools (``run_command``) ask on the terminal, are denied automatically when there is
     no terminal to ask, and run unasked only with ``yes`` (``--yes``)."""
     from acp_adapter.builtin_tools import default_toolbox
     from acp_adapter.plain_permission import TerminalPermission
+    from acp_adapter.plain_tools import PlainToolObserver
 
     printer = TerminalPrinter()
     cancel = CancelToken()
@@ -360,6 +361,8 @@ def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -
         printer=printer,
         cancel=cancel,
         permission_callback=permission,
+        # tool cards on the terminal: a live line with a progress bar, a line per step on a pipe
+        tool_observer=PlainToolObserver(printer, permission),
     )
     try:
         result = agent.run_conversation(prompt)

@@ -1,4 +1,8 @@
-"""The acp-progress command line: one subcommand per front-end (the top-level help lists them all)."""
+"""The acp-progress command line: one subcommand per front-end (the top-level help lists them all).
+
+The module imports little at the top: ``watch``/``chat`` count Ctrl-C from the first line of
+:func:`main` (:mod:`.interrupt`), and everything imported before that is time a press is lost in.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,12 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
 from . import __version__
-from .config import ConfigError, Settings
-from .logsetup import configure_logging
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 __all__ = ["build_parser", "main"]
 
@@ -28,8 +33,14 @@ def _describe_commands(parser: argparse.ArgumentParser, commands: Iterable[str])
     parser.description = f"{DESCRIPTION} Commands: {names}. Run acp-progress COMMAND --help for one of them."
 
 
+#: Commands that count Ctrl-C from the start (:mod:`.interrupt`) instead of raising KeyboardInterrupt.
+COUNTED_INTERRUPT_COMMANDS = frozenset({"watch", "chat"})
+
+
 def _settings_from(args: argparse.Namespace) -> Settings:
     """The environment, validated, with this command's flags on top (errors name the flag)."""
+    from .config import Settings
+
     flags = {name: getattr(args, name, None) for name, *_ in Settings.flag_fields()}
     return Settings.load(flags=flags)
 
@@ -45,6 +56,8 @@ def _add_model_flags(
     skip: frozenset[str] = frozenset(),
 ) -> None:
     """One flag per flagged settings field (or those named in ``only``), validated by the settings model."""
+    from .config import Settings
+
     for name, flag, metavar, help_text, annotation in Settings.flag_fields():
         if (only is not None and name not in only) or name in skip:
             continue
@@ -75,6 +88,38 @@ def _add_init_timeout_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_agent_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agent",
+        help="command line of the ACP agent to spawn (default: this project's agent, python -m acp_adapter)",
+    )
+
+
+def _add_frontend_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags ``watch`` and ``chat`` share."""
+    _add_agent_flag(parser)
+    parser.add_argument("--cwd", default=os.getcwd(), help="session workspace (default: current directory)")
+    parser.add_argument("--yes", action="store_true", help="allow permission requests without asking")
+    parser.add_argument("--no-animation", action="store_true", help="plain line output even on a terminal")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per line: each session update as received, permission requests and "
+        "answers, and a final {stopReason} or {error} per turn",
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--session", metavar="ID", help="load this stored session (session/load) and go on")
+    which.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="load the newest stored session of --cwd and go on",
+    )
+    parser.add_argument(
+        "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -84,19 +129,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_flags(serve)
 
     watch = sub.add_parser("watch", help="spawn an ACP agent, send a prompt, render its cards live")
-    watch.add_argument("prompt", nargs="+", help="the prompt text")
-    watch.add_argument(
-        "--agent",
-        help="command line of the ACP agent to spawn (default: this project's agent, python -m acp_adapter)",
-    )
-    watch.add_argument("--cwd", default=os.getcwd(), help="session workspace (default: current directory)")
-    watch.add_argument("--yes", action="store_true", help="allow permission requests without asking")
-    watch.add_argument("--no-animation", action="store_true", help="plain line output even on a terminal")
-    watch.add_argument(
-        "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
-    )
+    watch.add_argument("prompt", nargs="+", help="the prompt text ('-': read it from stdin)")
+    _add_frontend_flags(watch)
     _add_init_timeout_flag(watch)
     _add_model_flags(watch)
+
+    chat = sub.add_parser(
+        "chat", help="a conversation with an ACP agent in one session (a prompt line, or stdin lines)"
+    )
+    _add_frontend_flags(chat)
+    _add_init_timeout_flag(chat)
+    _add_model_flags(chat)
+
+    sessions = sub.add_parser("sessions", help="list an ACP agent's stored sessions (session/list)")
+    _add_agent_flag(sessions)
+    sessions.add_argument("--cwd", default=None, help="only the sessions of this workspace (default: all)")
+    sessions.add_argument("--json", action="store_true", help="one JSON object (SessionInfo) per line")
+    _add_init_timeout_flag(sessions)
 
     describe = sub.add_parser(
         "descriptor", help="validate a tool presentation descriptor and show the line it renders"
@@ -187,6 +236,7 @@ def _relay(parser: argparse.ArgumentParser, args: argparse.Namespace, settings: 
     import anyio
 
     from .client import AgentStartError, parse_agent_command
+    from .config import ConfigError
     from .protocol import StreamLimits
     from .relay import RelayOptions, run_relay
 
@@ -242,6 +292,7 @@ def _audit(args: argparse.Namespace, settings: Settings) -> int:
 def _config(args: argparse.Namespace) -> int:
     import json
 
+    from .config import ConfigError, Settings
     from .config_report import config_json, config_lines
 
     flags = {name: getattr(args, name, None) for name, *_ in Settings.flag_fields()}
@@ -261,6 +312,21 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if next((w for w in words if not w.startswith("-")), None) in COUNTED_INTERRUPT_COMMANDS:
+        from .interrupt import install
+
+        install()  # before anything else: a Ctrl-C from now on is never lost (see .interrupt)
+    try:
+        return _main(words)
+    except KeyboardInterrupt:  # run and the rest: Ctrl-C before their own handling began
+        return 130
+
+
+def _main(argv: Sequence[str]) -> int:
+    from .config import ConfigError
+    from .logsetup import configure_logging
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -309,6 +375,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .watch import run_watch
 
         return run_watch(args, settings)
+    if args.command == "chat":
+        from .chat import run_chat
+
+        return run_chat(args, settings)
+    if args.command == "sessions":
+        from .sessions_cmd import run_sessions
+
+        return run_sessions(args, settings)
     from run_agent import run_plain
 
     return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes)

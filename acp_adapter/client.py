@@ -60,6 +60,7 @@ __all__ = [
     "PermissionPolicy",
     "PermissionRequest",
     "PromptBlock",
+    "PromptRefused",
     "Turn",
     "TurnInProgress",
     "allow_all",
@@ -102,6 +103,20 @@ class AgentLogError(AgentStartError):
 
 class AgentCrashed(AgentError):
     """The agent process died, or its connection broke, while a request was outstanding."""
+
+
+class PromptRefused(AgentError):
+    """The agent answered ``session/prompt`` with a JSON-RPC error: ``reason`` is its message,
+    ``details`` its ``data.details`` (when present), ``code`` and ``data`` as received (redacted)."""
+
+    def __init__(self, exc: RequestError) -> None:
+        super().__init__(f"the agent answered the prompt with an error: {exc}")
+        self.code: int = exc.code
+        self.reason = redact_text(str(exc))
+        data = exc.data
+        details = data.get("details") if isinstance(data, dict) else None
+        self.details: str | None = redact_text(str(details)) if details is not None else None
+        self.data: Any = data
 
 
 class TurnInProgress(AgentError):
@@ -275,7 +290,7 @@ class Turn:
         except asyncio.CancelledError:
             error = AgentCrashed("the prompt was abandoned because the driver closed")
         except RequestError as exc:
-            error = AgentError(f"the agent answered the prompt with an error: {exc}")
+            error = PromptRefused(exc)
         except Exception as exc:
             error = await self._driver.crash_error(exc)
         finally:

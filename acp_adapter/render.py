@@ -13,10 +13,11 @@ from typing import Any
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, ToolCallStart
 from rich.text import Text
 
-from .terminal import SPINNER_FRAMES
+from .terminal import SPINNER_FRAMES, progress_bar
 from .timefmt import format_elapsed
 
-__all__ = ["CardBoard", "CardView", "card_line", "render_card"]
+__all__ = ["CardBoard", "CardView", "card_line", "progress_bar", "progress_of", "render_card"]
+
 
 STATUS_MARK = {"completed": "✅", "failed": "❌", "pending": "⏸"}
 KIND_ICON = {
@@ -41,10 +42,29 @@ class CardView:
     opened_at: float = 0.0
     closed_at: float | None = None
     updates: int = 0
+    #: the tool's last reported (value, total), when it reported a total
+    progress: tuple[float, float] | None = None
 
     @property
     def live(self) -> bool:
         return self.status in ("in_progress", "pending")
+
+
+def progress_of(update: Any) -> tuple[float, float] | None:
+    """``(value, total)`` from ``_meta.acpProgress.progress`` of a tool_call_update, when it has a
+    positive total (hostile input: anything that is not a finite number is ignored)."""
+    meta = getattr(update, "field_meta", None)
+    if not isinstance(meta, dict):
+        return None
+    ours = meta.get("acpProgress")
+    progress = ours.get("progress") if isinstance(ours, dict) else None
+    if not isinstance(progress, dict):
+        return None
+    value, total = progress.get("value"), progress.get("total")
+    numbers = all(isinstance(n, int | float) and not isinstance(n, bool) for n in (value, total))
+    if not numbers or not 0 < total < float("inf") or not -float("inf") < value < float("inf"):  # type: ignore[operator]
+        return None
+    return float(value), float(total)  # type: ignore[arg-type]
 
 
 def _content_text(content: Any) -> str:
@@ -103,6 +123,8 @@ class CardBoard:
             text = _content_text(update.content)
             if text:
                 card.detail = text
+            if (progress := progress_of(update)) is not None:
+                card.progress = progress
             card.updates += 1
             return [card.tool_call_id]
         if isinstance(update, AgentMessageChunk):
@@ -130,7 +152,12 @@ def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int
             mark = STATUS_MARK.get(card.status, "•")
     icon = KIND_ICON.get(card.kind, "🧰")
     detail = " ".join(card.detail.strip().split("\n", 1)[0].split()) if card.detail.strip() else ""
-    if card.live and not detail:
+    if card.live and card.progress is not None:
+        # a bar with percentage, the tool's message and the elapsed time beside it
+        bar = progress_bar(*card.progress)
+        elapsed = format_elapsed(now - card.opened_at)
+        detail = f"{bar} {detail} · {elapsed}" if detail else f"{bar} · {elapsed}"
+    elif card.live and not detail:
         detail = format_elapsed(now - card.opened_at)
     line = f"{mark} {icon} {card.title}" if mark else f"{icon} {card.title}"
     if detail:

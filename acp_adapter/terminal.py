@@ -23,9 +23,18 @@ from .stdio_guard import protocol_attached
 from .stream_redact import StreamRedactor
 from .timefmt import format_elapsed
 
-__all__ = ["SPINNER_FRAMES", "TerminalPrinter"]
+__all__ = ["SPINNER_FRAMES", "TerminalPrinter", "progress_bar"]
 
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: Cells of a progress bar.
+BAR_CELLS = 20
+
+
+def progress_bar(value: float, total: float, cells: int = BAR_CELLS) -> str:
+    """``██████░░░░░░░░░░░░░░  30%`` — ``cells`` cells and the percentage (clamped to 0–100)."""
+    fraction = min(max(value / total, 0.0), 1.0)
+    filled = round(fraction * cells)
+    return f"{'█' * filled}{'░' * (cells - filled)} {int(fraction * 100):3d}%"
 
 
 class TerminalPrinter:
@@ -117,6 +126,36 @@ class TerminalPrinter:
             else:
                 self._write(f"{label}\n")
 
+    def tool_start(self, title: str) -> None:
+        """A tool began: a live line on a terminal, ``▶ title`` on a pipe."""
+        if self._tty():
+            self.spinner_start(title)
+        else:
+            with self._lock:
+                self._release_answer_locked()
+                self._label = title
+                self._started = time.monotonic()
+                self._write(f"▶ {title}\n")
+
+    def tool_progress(self, value: float | None, total: float | None, message: str | None) -> None:
+        """The running tool's progress: the live line's detail (bar, percentage, message), or one
+        line per step on a pipe."""
+        bar = ""
+        if value is not None and total is not None and _number(value) and _number(total) and total > 0:
+            bar = progress_bar(value, total)
+        shown = " ".join(redact_text(message).split()) if message else ""
+        if not shown and value is not None:
+            shown = f"{value:g}/{total:g}" if total is not None else f"{value:g}"
+        detail = f"{bar} {shown}".strip()
+        with self._lock:
+            if self._tty():
+                self._detail = detail
+                if self._spinner is not None:
+                    self._draw()
+            else:
+                elapsed = format_elapsed(time.monotonic() - self._started)
+                self._write(f"   … {self._label}: {detail} · {elapsed}\n")
+
     def spinner_heartbeat(self, elapsed: float, status: str | None = None) -> None:
         with self._lock:
             if self._tty():
@@ -163,6 +202,10 @@ class TerminalPrinter:
         self.spinner_stop()
         with self._lock:
             self._release_answer_locked()
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
 def _silence(out: TextIO) -> None:

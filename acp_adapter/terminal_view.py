@@ -37,10 +37,11 @@ from typing import Any, Protocol, TextIO
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from .render import CardBoard, CardView, card_line
+from .render import CardBoard, CardView, card_line, progress_bar
 
 __all__ = ["CardRenderer", "LiveView", "PlainView", "read_answer"]
 
@@ -57,6 +58,8 @@ class CardRenderer(Protocol):
     async def ask(self, question: str) -> bool: ...
     def tick(self) -> None: ...
     def finish(self, stop_reason: str) -> None: ...
+    def fail(self, reason: str, details: str | None) -> None: ...
+    def close(self) -> None: ...
 
 
 async def read_answer(stream: TextIO, interrupt: asyncio.Event | None = None) -> str | None:
@@ -146,15 +149,20 @@ class PlainView(_Base):
                 self._write(card_line(card, mark="▶", now=now) + "\n")
             elif card.status == "pending":
                 self._write(f"   ⏸ {card.title}: waiting for permission\n")
-            elif card.live and card.detail.strip():
-                self._write(f"   … {card.title}: {' '.join(card.detail.split())}\n")
+            elif card.live and (card.detail.strip() or card.progress is not None):
+                detail = " ".join(card.detail.split())
+                if card.progress is not None:  # a step of a tool that reports a total: bar and percentage
+                    detail = f"{progress_bar(*card.progress)} {detail}".rstrip()
+                self._write(f"   … {card.title}: {detail}\n")
             elif not card.live and card_id not in self._printed:
                 self._printed.add(card_id)
                 self._write(card_line(card, now=now) + "\n")
+        # whole lines only: a card, note or summary line never lands inside a line of the answer
         answer = self.board.answer
-        if len(answer) > self._answer_printed:
-            self._write(answer[self._answer_printed :])
-            self._answer_printed = len(answer)
+        cut = answer.rfind("\n") + 1
+        if cut > self._answer_printed:
+            self._write(answer[self._answer_printed : cut])
+            self._answer_printed = cut
         if self.summary_revision > self._summary_written:
             self._write_summary()
 
@@ -188,18 +196,43 @@ class PlainView(_Base):
     def tick(self) -> None:
         return
 
-    def finish(self, stop_reason: str) -> None:
+    def _flush_answer(self) -> None:
         self._summary_open = False
-        if not self.board.answer.endswith("\n"):
-            self._write("\n")
+        rest = self.board.answer[self._answer_printed :]
+        if rest:
+            self._write(rest if rest.endswith("\n") else rest + "\n")
+            self._answer_printed = len(self.board.answer)
+
+    def finish(self, stop_reason: str) -> None:
+        self._flush_answer()
         _orphans_and_reason(self.board, stop_reason, self._write)
 
+    def fail(self, reason: str, details: str | None) -> None:
+        """A failed turn: the answer so far, then the reason (never a stop reason)."""
+        self._flush_answer()
+        _failure_lines(self.board, reason, details, self._write)
 
-def _orphans_and_reason(board: CardBoard, stop_reason: str, write: Any) -> None:
+    def close(self) -> None:
+        return
+
+
+def _orphans(board: CardBoard, write: Any) -> None:
     open_cards = [c.title for c in board.live_cards]
     if open_cards:
         write(f"⚠️  {len(open_cards)} card(s) were left spinning by the agent: {', '.join(open_cards)}\n")
+
+
+def _orphans_and_reason(board: CardBoard, stop_reason: str, write: Any) -> None:
+    _orphans(board, write)
     write(f"— stop reason: {stop_reason}\n")
+
+
+def _failure_lines(board: CardBoard, reason: str, details: str | None, write: Any) -> None:
+    """``❌ turn failed: <reason>`` and, when the error's ``data.details`` says more, a line of it."""
+    _orphans(board, write)
+    write(f"❌ turn failed: {reason}\n")
+    if details and " ".join(details.split()) not in " ".join(reason.split()):
+        write(f"   details: {details}\n")
 
 
 class LiveView(_Base):
@@ -214,17 +247,28 @@ class LiveView(_Base):
     ) -> None:
         super().__init__(stdin, interrupt)
         self.console = console
-        self._live = Live(
-            console=console,
+        self._live = self._new_live()
+        self._started = False
+        self._asking = False
+        self._spinners: dict[str, Spinner] = {}
+        self._segment_end = 0  # the answer up to here is a finished block (a card came after it)
+
+    def _new_live(self) -> Live:
+        """A fresh display each time one starts: a stopped ``Live`` remembers the height of its last
+        region, and its first redraw after a restart moved up over that many lines and erased
+        them — the answered permission line among them (issue 21)."""
+        return Live(
+            console=self.console,
             auto_refresh=False,  # frames come from tick(): deterministic, no drawing thread
             transient=True,  # the live region is erased when stopped (questions, the end)
             redirect_stdout=False,
             redirect_stderr=False,
             vertical_overflow="visible",
         )
-        self._started = False
-        self._asking = False
-        self._spinners: dict[str, Spinner] = {}
+
+    def _answer_renderable(self, text: str) -> RenderableType:
+        """An answer as Markdown (fences, lists, emphasis rendered) on a terminal."""
+        return Markdown(text.strip("\n"))
 
     # ------------------------------------------------------------ the live region
 
@@ -250,8 +294,8 @@ class LiveView(_Base):
                 Text(f"  ↳ {self.summary}", style="dim italic", no_wrap=True, overflow="ellipsis", end="")
             )
         tail = self.board.answer[self._answer_printed :]
-        if tail:
-            parts.append(Text(tail))
+        if tail.strip():
+            parts.append(self._answer_renderable(tail))
         for part in parts[:-1]:  # a line each: a Text ending in "" runs into the next renderable
             if isinstance(part, Text):
                 part.end = "\n"
@@ -262,6 +306,7 @@ class LiveView(_Base):
             return
         try:
             if not self._started:
+                self._live = self._new_live()
                 self._live.start()
                 self._started = True
             self._live.update(self._region(), refresh=True)
@@ -279,24 +324,31 @@ class LiveView(_Base):
     # ------------------------------------------------------------ the interface
 
     def apply(self, update: Any) -> None:
+        before = len(self.board.cards)
         self.board.apply(update, time.monotonic())
+        if len(self.board.cards) > before:
+            self._segment_end = len(self.board.answer)  # a new card: the answer so far is a block
         if not self._asking:  # while a question waits the screen stays as it is; caught up after
             self._print_finished()
             self._refresh()
 
+    def _print_answer_block(self, end: int) -> None:
+        block = self.board.answer[self._answer_printed : end]
+        if block.strip():
+            self._print(self._answer_renderable(block))
+        self._answer_printed = max(self._answer_printed, end)
+
     def _print_finished(self) -> None:
-        """Print, once, every card that ended and every complete answer line."""
+        """Print, once, every finished answer block (as Markdown: a block is the answer up to
+        the next card, so the Markdown is whole) and every card that ended."""
         now = time.monotonic()
+        if self._segment_end > self._answer_printed:
+            self._print_answer_block(self._segment_end)
         for card in self.board.cards.values():
             if not card.live and card.tool_call_id not in self._printed:
                 self._printed.add(card.tool_call_id)
                 self._spinners.pop(card.tool_call_id, None)
                 self._print(Text(card_line(card, now=now)))
-        answer = self.board.answer
-        cut = answer.rfind("\n") + 1
-        if cut > self._answer_printed:
-            self._print(Text(answer[self._answer_printed : cut - 1]))
-            self._answer_printed = cut
 
     def show_summary(self, text: str, revision: int) -> None:
         """Replace the status line in the live region (drawn after a pending question)."""
@@ -336,7 +388,7 @@ class LiveView(_Base):
             with contextlib.suppress(BrokenPipeError):
                 self._live.stop()
 
-    def finish(self, stop_reason: str) -> None:
+    def _flush_all(self) -> None:
         self._summary_open = False
         self._stop_live()
         self._print_finished()
@@ -345,11 +397,18 @@ class LiveView(_Base):
             if card.tool_call_id not in self._printed:
                 self._printed.add(card.tool_call_id)
                 self._print(Text(card_line(card, now=now)))
-        rest = self.board.answer[self._answer_printed :]
-        if rest:
-            self._print(Text(rest.rstrip("\n")))
-            self._answer_printed = len(self.board.answer)
-        _orphans_and_reason(self.board, stop_reason, lambda line: self._print(Text(line.rstrip("\n"))))
+        self._print_answer_block(len(self.board.answer))
+
+    def _line(self, line: str) -> None:
+        self._print(Text(line.rstrip("\n")))
+
+    def finish(self, stop_reason: str) -> None:
+        self._flush_all()
+        _orphans_and_reason(self.board, stop_reason, self._line)
+
+    def fail(self, reason: str, details: str | None) -> None:
+        self._flush_all()
+        _failure_lines(self.board, reason, details, self._line)
 
     def close(self) -> None:
         """Restore the terminal (cursor, live region) if the turn ended abnormally."""

@@ -6,6 +6,7 @@ import io
 
 import pytest
 from acp import update_agent_message_text
+from acp.schema import PromptResponse
 from rich.cells import cell_len
 
 from acp_adapter.render import CardBoard, render_card
@@ -58,7 +59,7 @@ async def test_plain_output_prints_one_line_per_card_event_and_flags_orphans():
     await client.session_update("s", build_tool_failed("c", "command timed out after 30s"))
     await client.session_update("s", build_tool_start("o", "Searching for x", "search"))
     await client.session_update("s", update_agent_message_text("done"))
-    client.finish("end_turn")
+    client.finish(PromptResponse(stop_reason="end_turn"))
     lines = out.getvalue().splitlines()
     assert lines[0] == "▶ 💭 Thinking... — 0.0s"
     assert lines[1] == "   … Thinking...: Still thinking… 1.0s"
