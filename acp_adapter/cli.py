@@ -313,13 +313,13 @@ def _config(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    if next((w for w in words if not w.startswith("-")), None) in COUNTED_INTERRUPT_COMMANDS:
-        from .interrupt import install
-
-        install()  # before anything else: a Ctrl-C from now on is never lost (see .interrupt)
     try:
+        if next((w for w in words if not w.startswith("-")), None) in COUNTED_INTERRUPT_COMMANDS:
+            from .interrupt import install
+
+            install()  # before anything else: a Ctrl-C from now on is never lost (see .interrupt)
         return _main(words)
-    except KeyboardInterrupt:  # run and the rest: Ctrl-C before their own handling began
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling began (even mid-import)
         return 130
 
 
