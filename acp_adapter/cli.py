@@ -321,6 +321,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(words)
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling began (even mid-import)
         return 130
+    except RuntimeError as exc:
+        # a Ctrl-C inside a class body being created (pydantic models, at import) reaches us
+        # wrapped: "Error calling __set_name__ …" caused by the KeyboardInterrupt
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            return 130
+        raise
 
 
 def _main(argv: Sequence[str]) -> int:
