@@ -49,6 +49,7 @@ from .config_file import (
     read_config_file,
     warn_if_secret_exposed,
 )
+from .errors import AcpProgressError
 
 __all__ = [
     "LOG_LEVELS",
@@ -75,7 +76,7 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 SummaryModeSetting = Literal["auto", "off", "embedded", "openai"]
 
 
-class ConfigError(ValueError):
+class ConfigError(AcpProgressError, ValueError):
     """A setting has a value the agent cannot use; the message names the setting."""
 
 

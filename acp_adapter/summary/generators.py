@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, cast
 
+from ..errors import AcpProgressError
 from .clean import bound
 from .snapshot import ProgressSnapshot
 
@@ -60,7 +61,7 @@ SUMMARY_THREADS: Final = 2
 """Threads sync ``execute`` summary generators may hold at once, all of them together."""
 
 
-class GeneratorBusy(Exception):
+class GeneratorBusy(AcpProgressError):
     """Every summary thread is still busy (a previous generation has not returned): skip this tick."""
 
 
