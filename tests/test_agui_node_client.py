@@ -151,14 +151,14 @@ def test_http_agent_sees_tool_progress_replaced_in_place(node: str, endpoint: st
     assert first["types"][0] == "RUN_STARTED" and first["types"][-1] == "RUN_FINISHED"
     assert first["outcome"] == {"type": "success"}
     shots = _of(first["snapshots"], "TOOL_PROGRESS")
-    assert len(shots) >= 2, first["types"]
+    assert shots, first["types"]  # how many: the agent replaces progress still queued for a slow reader
     call_id = shots[0]["content"]["toolCallId"]
     activity_id = f"{first['runId']}:progress:{call_id}"
     # one activity per tool call per run, replaced in place with updated counts (no message: the
     # counts-only policy named on the command line withheld it)
     assert {s["messageId"] for s in shots} == {activity_id}
     assert all(s["activityType"] == "TOOL_PROGRESS" and s["replace"] is True for s in shots)
-    assert shots[0]["content"] == {"toolCallId": call_id, "progress": {"value": 0, "total": 2}}
+    assert all(s["content"]["progress"]["total"] == 2 for s in shots)
     assert shots[-1]["content"] == {"toolCallId": call_id, "progress": {"value": 2, "total": 2}}
     assert [s["replacedExisting"] for s in shots] == [False] + [True] * (len(shots) - 1)
     (activity,) = _of(first["activities"], "TOOL_PROGRESS")
