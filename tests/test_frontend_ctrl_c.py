@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from .conftest import ROOT, agent_env
+from .conftest import agent_env
 
 COMMANDS = {
     "watch": ["watch", "--summary", "off", "wait 10 seconds"],
