@@ -145,9 +145,20 @@ class _Chat:
         session: PromptSession[str] = PromptSession()
         self.note(f"chat with {' '.join(self.driver.argv)} in {self.cwd} — {HELP}")
         while True:
+            # Ctrl-C at the prompt is a key (the terminal is raw): KeyboardInterrupt; a SIGINT that
+            # lands just before or after the raw mode (or from kill) is counted: both exit 130
+            seen = self.presses.count
+            asked = asyncio.ensure_future(session.prompt_async(PROMPT, handle_sigint=False))
+            press = asyncio.ensure_future(self.presses.wait_beyond(seen))
+            await asyncio.wait({asked, press}, return_when=asyncio.FIRST_COMPLETED)
+            press.cancel()
+            if not asked.done():
+                asked.cancel()
+                with contextlib.suppress(BaseException):
+                    await asked
+                return 130
             try:
-                # Ctrl-C at the prompt is a key here (the terminal is raw), not a signal
-                text = await session.prompt_async(PROMPT, handle_sigint=False)
+                text = asked.result()
             except KeyboardInterrupt:
                 return 130
             except EOFError:

@@ -1,18 +1,35 @@
 """The acp-progress command line: one subcommand per front-end (the top-level help lists them all).
 
-The module imports little at the top: ``watch``/``chat`` count Ctrl-C from the first line of
-:func:`main` (:mod:`.interrupt`), and everything imported before that is time a press is lost in.
+The module imports little at the top: ``watch``, ``chat`` and ``run`` count Ctrl-C from the moment
+this module is imported (:mod:`.interrupt`): everything imported before that is time a press is lost in.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, get_args, get_origin
 
-from . import __version__
+#: Commands that count Ctrl-C from the start (:mod:`.interrupt`) instead of raising KeyboardInterrupt;
+#: ``run`` counts until its agent loop starts, which then takes Ctrl-C as KeyboardInterrupt.
+COUNTED_INTERRUPT_COMMANDS = frozenset({"watch", "chat", "run"})
+
+
+def _count_interrupts_early(words: list[str]) -> None:
+    """Called while this module is imported (the imports below take time a press must not be lost in)."""
+    if next((w for w in words if not w.startswith("-")), None) in COUNTED_INTERRUPT_COMMANDS:
+        from .interrupt import install
+
+        install()
+
+
+if __name__ == "__main__" or sys.argv[0].endswith("acp-progress"):
+    _count_interrupts_early(sys.argv[1:])
+
+import argparse  # noqa: E402 - after the early Ctrl-C counting above, on purpose
+import os  # noqa: E402
+from collections.abc import Iterable, Sequence  # noqa: E402
+from typing import TYPE_CHECKING, Literal, get_args, get_origin  # noqa: E402
+
+from . import __version__  # noqa: E402
 
 if TYPE_CHECKING:
     from .config import Settings
@@ -31,10 +48,6 @@ def _describe_commands(parser: argparse.ArgumentParser, commands: Iterable[str])
     command can never be missing from the help's opening lines."""
     names = ", ".join(commands)
     parser.description = f"{DESCRIPTION} Commands: {names}. Run acp-progress COMMAND --help for one of them."
-
-
-#: Commands that count Ctrl-C from the start (:mod:`.interrupt`) instead of raising KeyboardInterrupt.
-COUNTED_INTERRUPT_COMMANDS = frozenset({"watch", "chat"})
 
 
 def _settings_from(args: argparse.Namespace) -> Settings:
@@ -313,11 +326,8 @@ def _config(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    _count_interrupts_early(words)  # before anything else: a Ctrl-C from now on is never lost
     try:
-        if next((w for w in words if not w.startswith("-")), None) in COUNTED_INTERRUPT_COMMANDS:
-            from .interrupt import install
-
-            install()  # before anything else: a Ctrl-C from now on is never lost (see .interrupt)
         return _main(words)
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling began (even mid-import)
         return 130
@@ -391,6 +401,16 @@ def _main(argv: Sequence[str]) -> int:
         return run_sessions(args, settings)
     from run_agent import run_plain
 
+    from .interrupt import interrupts
+
+    if interrupts.count:  # Ctrl-C while starting: nothing ran
+        return 130
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == interrupts._press:  # the loop takes Ctrl-C as KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if interrupts.count:
+            return 130
     return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes)
 
 

@@ -10,11 +10,13 @@ presses that came before it at once.
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import threading
-from collections.abc import Callable
-from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # asyncio is imported on first use: install() runs before the heavy imports
+    import asyncio
+    from types import FrameType
 
 __all__ = ["Interrupts", "install", "interrupts"]
 
@@ -25,7 +27,6 @@ class Interrupts:
     def __init__(self) -> None:
         self.count = 0
         self._lock = threading.Lock()
-        self._wake: Callable[[], None] | None = None
         self._changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -42,6 +43,8 @@ class Interrupts:
 
     def attach(self) -> None:
         """Wake the running event loop on every press (presses before this one count too)."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
         with self._lock:

@@ -126,14 +126,15 @@ def test_the_plain_view_prints_one_line_per_new_revision_and_nothing_after_the_e
     view.show_summary("Thinking about it.", 1)
     view.show_summary("Thinking about it.", 1)  # same revision again: nothing
     view.apply(update_agent_message_text("half a line"))
-    view.show_summary("Writing the answer.", 2)  # the half line is held: the summary is its own line
+    view.show_summary("Writing the answer.", 2)  # never inside a line: the half line is held instead
+    assert "half a line" not in out.getvalue()
     view.apply(update_agent_message_text(" and the rest\n"))
     view.finish("end_turn")
     view.show_summary("Too late.", 3)
     lines = out.getvalue().splitlines()
     assert lines.count("   … summary: Thinking about it.") == 1
     assert "half a line and the rest" in lines
-    assert "   … summary: Writing the answer." in lines  # a line of its own, never inside the answer's
+    assert lines.index("   … summary: Writing the answer.") == lines.index("half a line and the rest") - 1
     assert "Too late." not in out.getvalue()
 
 
