@@ -199,6 +199,11 @@ def run_bridge_command(args: argparse.Namespace) -> int:
     try:
         action = args.bridge_command
         if action == "create":
+            if args.platform == "telegram" and not args.chat_ids:
+                raise BridgeConfigError(
+                    "a telegram bridge needs --chat-id ID (repeatable): the chats allowed to prompt the "
+                    "agent; a chat's id is in the warning the bridge logs when someone there writes to it"
+                )
             base = new_instance(
                 args.name,
                 args.platform,

@@ -14,6 +14,7 @@ __all__ = [
     "BridgeEvent",
     "DeleteMessage",
     "ErrorNotice",
+    "Notice",
     "Phase",
     "ProgressEvent",
     "ProgressPayload",
@@ -93,6 +94,13 @@ class ErrorNotice:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """A short line the bridge itself says in the chat ("this is a new conversation")."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class DeleteMessage:
     """Delete a message this bridge posted earlier (platform message id as the sink returned it)."""
 
@@ -149,6 +157,7 @@ BridgeEvent = (
     | ReactionEvent
     | SummaryUpdate
     | ErrorNotice
+    | Notice
     | DeleteMessage
     | TurnStart
     | TurnEnd
@@ -160,4 +169,4 @@ def is_terminal(event: BridgeEvent) -> bool:
     """Events the queue must never drop: terminal progress, turn start/final, error and delete."""
     if isinstance(event, ProgressEvent):
         return event.payload.phase != "started"
-    return isinstance(event, TurnStart | TurnEnd | ErrorNotice | DeleteMessage)
+    return isinstance(event, TurnStart | TurnEnd | ErrorNotice | Notice | DeleteMessage)

@@ -127,6 +127,8 @@ class BridgeRunner:
         self._chat_of_session: dict[str, Any] = {}
         self._stopping: str | None = None
         self._closed = False
+        #: a chat reached the runner (``bridge run`` prints metrics only for a run that did work)
+        self.started = False
 
     # ------------------------------------------------------------------------ agent
 
@@ -190,6 +192,7 @@ class BridgeRunner:
     def _route_for(self, chat_id: Any, sink: ChatSink) -> Route:
         route = self._routes.get(chat_id)
         if route is None:
+            self.started = True
             queue = RouteQueue(self.soft_bound)
             delivery = RouteDelivery(
                 sink, self.config, self.clock, window=self.window, placeholder_delay=self.placeholder_delay
