@@ -6,10 +6,12 @@ the runner build them); delivery and platforms only lay them out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = [
+    "CHAT_REACTIONS",
     "AnswerText",
     "BridgeEvent",
     "DeleteMessage",
@@ -30,6 +32,11 @@ __all__ = [
 Phase = Literal["started", "completed", "failed"]
 ReactionKind = Literal["working", "success", "failure"]
 """Semantic reactions; each platform maps them to an emoji it accepts (seed: 👀 / ✅ / ❌)."""
+
+CHAT_REACTIONS: Final[Mapping[str, str]] = {"working": "👀", "success": "👍", "failure": "👎"}
+"""The reaction emoji of every bridge (console and Telegram alike). Telegram rejects ✅ and ❌ as
+reactions, and they already mean "this tool finished / failed" on progress lines: one symbol per
+meaning."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,7 @@ class ErrorNotice:
 
 @dataclass(frozen=True)
 class Notice:
-    """A short line the bridge itself says in the chat ("this is a new conversation")."""
+    """A short line the bridge itself says in the chat (e.g. "this is a new conversation")."""
 
     text: str
 
