@@ -55,7 +55,7 @@ class ChatSink(RecordingSink):
 
     next_id: int = 0
 
-    async def post(self, text: str) -> int:
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> int:
         assert self.measure(text) <= self.limit, "delivery posted past the platform limit"
         self.next_id += 1
         self.messages[self.next_id] = text
