@@ -197,6 +197,13 @@ def _settings() -> Any:
         return Settings()  # a bad unrelated variable must not break show/list
 
 
+def _forget_state(name: str) -> None:
+    state = open_state(name, _settings())
+    if state is not None:
+        state.clear()
+        state.store.close()  # type: ignore[attr-defined]
+
+
 def open_state(name: str, settings: Any) -> BridgeState | None:
     """The instance's durable state (chat sessions, offset, inbox, outbox) in the session store;
     None when state is off (``ACP_PROGRESS_STATE=off``: nothing survives a restart)."""
@@ -241,6 +248,7 @@ def run_bridge_command(args: argparse.Namespace) -> int:
             changes = _progress_changes(args)
             instance = merge_update(base, progress=changes) if changes else base
             store.create(instance)
+            _forget_state(instance.name)
             print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
             return 0
         if action == "update":
@@ -273,6 +281,7 @@ def run_bridge_command(args: argparse.Namespace) -> int:
             return 0
         if action == "delete":
             store.delete(args.name)
+            _forget_state(args.name)
             return 0
         return _run(store.get(args.name), args)
     except BridgeConfigError as exc:

@@ -193,6 +193,7 @@ class RouteDelivery:
         self._open = {}
         self._answered = False
         self._in_turn = True
+        self._active = True  # a turn is working from its start (the model thinks) until it idles
 
     async def handle(self, event: BridgeEvent) -> None:
         """Deliver one event from the route queue."""
@@ -206,6 +207,7 @@ class RouteDelivery:
                 await self._post_answer()
             self._answer_segment = event.segment
             self._answer_text = event.text
+            self._active = False  # the answer is coming: a status message now would only flash
             self._close_bubble()
         elif isinstance(event, ReactionEvent):
             await self._react(event.kind)

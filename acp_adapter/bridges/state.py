@@ -87,6 +87,11 @@ class BridgeState:
     def _items(self, prefix: str) -> list[tuple[str, Any]]:
         return [(k, v) for k, v in self.store.items(self.namespace) if k.startswith(prefix)]
 
+    def clear(self) -> None:
+        """Forget everything (``bridge create``/``delete``: a new instance of an old name starts afresh)."""
+        for key, _ in self.store.items(self.namespace):
+            self.store.remove(self.namespace, key)
+
     # ------------------------------------------------------------------ sessions
 
     def session(self, chat: Any) -> str | None:
