@@ -30,6 +30,8 @@ class RecordingSink:
     ops: list[tuple[Any, ...]] = field(default_factory=list)
     messages: dict[int, str] = field(default_factory=dict)
     fail_edits: bool = False
+    #: texts posted with ``silent=True`` (no notification on the phone)
+    silent: list[str] = field(default_factory=list)
 
     def measure(self, text: str) -> int:
         return utf16_len(text) if self.utf16 else len(text)
@@ -37,11 +39,13 @@ class RecordingSink:
     def _t(self) -> float:
         return self.clock.now if self.clock is not None else 0.0
 
-    async def post(self, text: str) -> int:
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> int:
         assert self.measure(text) <= self.limit, "delivery posted past the platform limit"
         mid = len(self.messages) + 1
         self.messages[mid] = text
         self.ops.append(("post", mid, text, self._t()))
+        if silent:
+            self.silent.append(text)
         return mid
 
     async def edit(self, message_id: int, text: str) -> None:

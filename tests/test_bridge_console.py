@@ -73,7 +73,7 @@ async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: P
     edit = lines.index("[#2 edited] ✅ Searching for TODO")
     answer = next(i for i, line in enumerate(lines) if line.startswith("[#3] I searched the workspace"))
     assert post < edit and post < answer
-    assert "[#1 reaction 👀]" in lines and "[#1 reaction ✅]" in lines
+    assert "[#1 reaction 👀]" in lines and "[#1 reaction 👍]" in lines
     metrics = runner.metrics()
     assert metrics.delivered == metrics.enqueued and metrics.delivery_dropped_by_reason == {}
 
@@ -130,4 +130,4 @@ async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
     inp.feed("hello")
     inp.end()
     await run_console(instance, inp, out, runner=runner_for(instance))  # type: ignore[arg-type]
-    assert "⚠️ the agent" in out.getvalue() and "exited with code 3" in out.getvalue()
+    assert "❌ the agent" in out.getvalue() and "exited with code 3" in out.getvalue()

@@ -39,9 +39,9 @@ class OneAtATimeSink(RecordingSink):
         finally:
             self.in_flight -= 1
 
-    async def post(self, text: str) -> int:
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> int:
         await self._slow(("post", text))
-        return await super().post(text)
+        return await super().post(text, silent=silent, exactly_once=exactly_once)
 
     async def edit(self, message_id: int, text: str) -> None:
         await self._slow(("edit", text))

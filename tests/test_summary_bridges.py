@@ -1,6 +1,6 @@
 """Progress summaries in chat bridges: the channel placeholder (seed 002, "Channel placeholders").
 
-A placeholder message shows the turn's latest summary (``⏳ <summary>``), is edited in place as
+A placeholder message shows the turn's latest summary (``📝 <summary>``), is edited in place as
 revisions arrive, and is deleted when the turn ends; the final reply is then posted as a new
 message, so the platform notifies the person. Delivery is driven on a fake clock with a recording
 sink, the runner with a scripted driver and a :class:`~acp_adapter.summary.ManualClock`, then the
@@ -55,7 +55,7 @@ class ChatSink(RecordingSink):
 
     next_id: int = 0
 
-    async def post(self, text: str) -> int:
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> int:
         assert self.measure(text) <= self.limit, "delivery posted past the platform limit"
         self.next_id += 1
         self.messages[self.next_id] = text
@@ -90,10 +90,10 @@ async def test_placeholder_posted_edited_deleted_then_the_reply_is_a_new_message
     clock.advance(PLACEHOLDER_DELAY)
     await due(clock, d)
     placeholder = d.placeholder
-    assert sink.ops == [("post", placeholder, "⏳ Searching for TODO.", clock.now)]
+    assert sink.ops == [("post", placeholder, "📝 Searching for TODO.", clock.now)]
     clock.advance(2)
     await d.handle(SummaryUpdate("Fixing the assertion.", 3))
-    assert sink.edits() == [("edit", placeholder, "⏳ Fixing the assertion.", clock.now)]
+    assert sink.edits() == [("edit", placeholder, "📝 Fixing the assertion.", clock.now)]
     await d.handle(AnswerText(0, "Done: the test passes."))
     await d.handle(TurnEnd("end_turn"))
     kinds = [op[:2] for op in sink.ops]
@@ -111,10 +111,10 @@ async def test_edits_respect_the_window_and_only_the_latest_revision_is_shown() 
         clock.advance(0.2)
         await d.handle(SummaryUpdate(text, i))
     await d.handle(SummaryUpdate("Stale.", 4))  # older than what is shown: ignored
-    assert [e[2] for e in sink.edits()] == ["⏳ Two."]  # inside the 1.5 s window: waiting
+    assert [e[2] for e in sink.edits()] == ["📝 Two."]  # inside the 1.5 s window: waiting
     clock.advance(1.0)
     await due(clock, d)
-    assert [e[2] for e in sink.edits()] == ["⏳ Two.", "⏳ Five."]  # one trailing edit, the latest text
+    assert [e[2] for e in sink.edits()] == ["📝 Two.", "📝 Five."]  # one trailing edit, the latest text
     await d.handle(SummaryUpdate("Five.", 6))  # same text again: no edit ("not modified")
     clock.advance(5)
     await due(clock, d)
@@ -136,7 +136,7 @@ async def test_progress_lines_and_the_placeholder_share_one_edit_budget() -> Non
     assert len(sink.edits()) == 1
     clock.advance(1.5)
     await due(clock, d)
-    assert [e[2] for e in sink.edits()] == ["✅ Searching for x", "⏳ Searched once."]
+    assert [e[2] for e in sink.edits()] == ["✅ Searching for x", "📝 Searched once."]
 
 
 async def test_a_summary_after_the_turn_ended_is_never_shown() -> None:
@@ -148,7 +148,7 @@ async def test_a_summary_after_the_turn_ended_is_never_shown() -> None:
     clock.advance(10)
     await due(clock, d)
     assert [op[0] for op in sink.ops] == ["post", "delete", "post"]
-    assert "⏳ Late." not in json.dumps(sink.ops, ensure_ascii=False)
+    assert "📝 Late." not in json.dumps(sink.ops, ensure_ascii=False)
     assert sink.shown() == ["(no answer: end_turn)"]
     # and a pending (not yet posted) placeholder is dropped, not posted late
     clock2, sink2, d2 = make(delay=3)
@@ -168,7 +168,7 @@ async def test_an_error_deletes_the_placeholder_before_the_notice() -> None:
     await d.handle(ErrorNotice("the agent crashed"))
     await d.handle(TurnEnd("error"))
     assert [op[0] for op in sink.ops] == ["post", "delete", "post"]
-    assert sink.shown() == ["⚠️ the agent crashed"]
+    assert sink.shown() == ["❌ the agent crashed"]
 
 
 async def test_the_placeholder_fits_the_platform_limit_in_its_units() -> None:
@@ -176,10 +176,10 @@ async def test_the_placeholder_fits_the_platform_limit_in_its_units() -> None:
     await d.handle(TurnStart(None))
     await d.handle(SummaryUpdate("😀" * 100, 1))
     (post,) = sink.posts()
-    assert post.startswith("⏳ 😀") and post.endswith("…")
+    assert post.startswith("📝 😀") and post.endswith("…")
     assert sink.measure(post) <= 40
     await d.handle(SummaryUpdate("line one\nline two", 2))
-    assert sink.edits()[-1][2] == "⏳ line one line two"  # one line
+    assert sink.edits()[-1][2] == "📝 line one line two"  # one line
 
 
 async def test_close_mid_turn_removes_the_placeholder() -> None:
@@ -326,22 +326,22 @@ async def test_runner_places_edits_and_removes_the_placeholder_around_the_reply(
         await until(lambda: driver.turns, "the prompt")
         turn = driver.turns[0]
         await turn.updates.put(think())
-        await until(lambda: any(t.startswith("⏳ ") for t in sink.posts()), "the placeholder")
+        await until(lambda: any(t.startswith("📝 ") for t in sink.posts()), "the placeholder")
         await turn.updates.put(update_tool_call("think-1", status="completed"))
         await turn.updates.put(
             start_tool_call("c1", "Searching for TODO", kind="search", status="in_progress")
         )
         await clock.advance(10)
-        await until(lambda: any(e[2] == "⏳ Searching for TODO." for e in sink.edits()), "an edit")
+        await until(lambda: any(e[2] == "📝 Searching for TODO." for e in sink.edits()), "an edit")
         await turn.updates.put(update_agent_message(text_block("All fixed.")))
         await turn.updates.put(PromptResponse(stop_reason="end_turn"))
         await task
         await until(lambda: "All fixed." in sink.shown(), "the reply")
     assert driver.prompts == ["fix the bug"]  # the transcript boundary: summaries never reach the agent
-    (placeholder,) = [op[1] for op in sink.ops if op[0] == "post" and op[2].startswith("⏳ ")]
+    (placeholder,) = [op[1] for op in sink.ops if op[0] == "post" and op[2].startswith("📝 ")]
     assert sink.ops[-1][:3] == ("post", sink.next_id, "All fixed.")  # the reply: a new message, last
     assert sink.ops[-2] == ("delete", placeholder)  # right after the placeholder went
-    assert not any(t.startswith("⏳") for t in sink.shown())
+    assert not any(t.startswith("📝") for t in sink.shown())
     assert runner.agent_env["ACP_PROGRESS_SUMMARY"] == "off"  # the agent does not summarise twice
     assert writer.calls[0].snapshot.user_text == "fix the bug"
 
@@ -413,16 +413,16 @@ async def test_console_end_to_end_with_this_projects_agent() -> None:
     inp.end()
     await run_console(instance, inp, out, runner=runner)  # type: ignore[arg-type]
     lines = out.getvalue().splitlines()
-    first = next(i for i, line in enumerate(lines) if "] ⏳ " in line)
+    first = next(i for i, line in enumerate(lines) if "] 📝 " in line)
     placeholder = lines[first].split("]")[0].lstrip("[#")
-    assert lines[first] == f"[#{placeholder}] ⏳ Thinking about the request to search for TODO."
-    edits = [line for line in lines if line.startswith(f"[#{placeholder} edited] ⏳ ")]
+    assert lines[first] == f"[#{placeholder}] 📝 Thinking about the request to search for TODO."
+    edits = [line for line in lines if line.startswith(f"[#{placeholder} edited] 📝 ")]
     assert edits, "\n".join(lines)
     deleted = lines.index(f"[#{placeholder} deleted]")
     answer = next(i for i, line in enumerate(lines) if "I searched the workspace" in line)
     assert first < deleted < answer
     assert int(lines[answer].split("]")[0].lstrip("[#")) > int(placeholder)  # a new message
-    assert not any("⏳" in line for line in lines[deleted:])  # nothing after the end
+    assert not any("📝" in line for line in lines[deleted:])  # nothing after the end
     assert runner.metrics().delivered == runner.metrics().enqueued
 
 
@@ -462,12 +462,12 @@ async def test_telegram_end_to_end_placeholder_limit_and_order() -> None:
     finally:
         fake.stop()
     sent = fake.calls_of("sendMessage")
-    (placeholder_post,) = [c for c in sent if c.params["text"].startswith("⏳ ")]
-    assert placeholder_post.params["text"] == "⏳ Looking at the request."
+    (placeholder_post,) = [c for c in sent if c.params["text"].startswith("📝 ")]
+    assert placeholder_post.params["text"] == "📝 Looking at the request."
     (delete,) = fake.calls_of("deleteMessage")
     placeholder_id = int(delete.params["message_id"])
     edits = [c for c in fake.calls_of("editMessageText") if int(c.params["message_id"]) == placeholder_id]
-    assert edits and all(c.params["text"].startswith("⏳ ") for c in edits)
+    assert edits and all(c.params["text"].startswith("📝 ") for c in edits)
     cut = [c.params["text"] for c in edits if "😀" in c.params["text"]]
     assert cut, [c.params["text"][:40] for c in edits]
     for text in cut:  # the server enforces 4096 UTF-16 units; every edit was accepted
@@ -475,7 +475,7 @@ async def test_telegram_end_to_end_placeholder_limit_and_order() -> None:
     assert not [c for c in fake.calls if c.method == "editMessageText" and c.status != 200]
     answer = next(c for c in sent if "I searched the workspace" in c.params["text"])
     assert fake.calls.index(delete) < fake.calls.index(answer)  # deleted first, reply posted new
-    assert not any(t.startswith("⏳") for t in fake.chat_view(CHAT))
+    assert not any(t.startswith("📝") for t in fake.chat_view(CHAT))
     assert "✅ Searching for TODO" in fake.chat_view(CHAT)  # tool progress still shows
 
 

@@ -28,6 +28,7 @@ from .config import (
     resolve_progress,
     resolve_summary_mode,
 )
+from .state import BridgeState
 
 __all__ = ["add_bridge_parser", "last_run_path", "run_bridge_command"]
 
@@ -179,18 +180,48 @@ def _describe(instance: BridgeInstance) -> dict[str, Any]:
         out["last_run"] = json.loads(last_run_path(instance.name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         out["last_run"] = None
+    state = open_state(instance.name, _settings())
+    if state is not None:
+        out["chats"] = redact_value(state.sessions())
+        out["outbox_unsent"] = len(state.outbox())
+        state.store.close()  # type: ignore[attr-defined]
     return out
+
+
+def _settings() -> Any:
+    from ..config import ConfigError, Settings
+
+    try:
+        return Settings.from_env()
+    except ConfigError:
+        return Settings()  # a bad unrelated variable must not break show/list
+
+
+def _forget_state(name: str) -> None:
+    state = open_state(name, _settings())
+    if state is not None:
+        state.clear()
+        state.store.close()  # type: ignore[attr-defined]
+
+
+def open_state(name: str, settings: Any) -> BridgeState | None:
+    """The instance's durable state (chat sessions, offset, inbox, outbox) in the session store;
+    None when state is off (``ACP_PROGRESS_STATE=off``: nothing survives a restart)."""
+    from ..store import SqliteStore, open_store
+
+    if not settings.state:
+        return None
+    where = Path(settings.state_dir) if settings.state_dir else None
+    store = open_store(where, enabled=True, retention_days=settings.session_retention_days)
+    if not isinstance(store, SqliteStore):
+        store.close()
+        return None
+    return BridgeState(store, name)
 
 
 def _effective_summary(instance: BridgeInstance) -> str:
     """The summary mode ``bridge run`` would use now (instance, then ``ACP_PROGRESS_SUMMARY``)."""
-    from ..config import ConfigError, Settings
-
-    try:
-        settings = Settings.from_env()
-    except ConfigError:
-        settings = Settings()  # a bad unrelated variable must not break show/list
-    return resolve_summary_mode(instance, settings)
+    return resolve_summary_mode(instance, _settings())
 
 
 def run_bridge_command(args: argparse.Namespace) -> int:
@@ -199,6 +230,11 @@ def run_bridge_command(args: argparse.Namespace) -> int:
     try:
         action = args.bridge_command
         if action == "create":
+            if args.platform == "telegram" and not args.chat_ids:
+                raise BridgeConfigError(
+                    "a telegram bridge needs --chat-id ID (repeatable): the chats allowed to prompt the "
+                    "agent; a chat's id is in the warning the bridge logs when someone there writes to it"
+                )
             base = new_instance(
                 args.name,
                 args.platform,
@@ -212,6 +248,7 @@ def run_bridge_command(args: argparse.Namespace) -> int:
             changes = _progress_changes(args)
             instance = merge_update(base, progress=changes) if changes else base
             store.create(instance)
+            _forget_state(instance.name)
             print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
             return 0
         if action == "update":
@@ -244,6 +281,7 @@ def run_bridge_command(args: argparse.Namespace) -> int:
             return 0
         if action == "delete":
             store.delete(args.name)
+            _forget_state(args.name)
             return 0
         return _run(store.get(args.name), args)
     except BridgeConfigError as exc:
@@ -265,18 +303,23 @@ def _run(instance: BridgeInstance, args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 2
-    runner = BridgeRunner(instance, stderr_log=args.agent_log, summary=summary)
+    state = open_state(instance.name, settings)
+    runner = BridgeRunner(instance, stderr_log=args.agent_log, summary=summary, state=state)
+    ran = False
     try:
         if instance.platform == "console":
             from .platforms.console import run_console
 
+            ran = True
             asyncio.run(run_console(instance, sys.stdin, sys.stdout, runner=runner))
         else:
             from .platforms.telegram import TelegramSetupError, run_telegram
 
             try:
+                ran = True
                 asyncio.run(run_telegram(instance, runner=runner, settings=settings.telegram))
             except TelegramSetupError as exc:
+                ran = runner.started  # a token rejected at startup ran nothing: no metrics line
                 print(f"acp-progress bridge: {exc}", file=sys.stderr)
                 return 2
     except KeyboardInterrupt:
@@ -285,9 +328,14 @@ def _run(instance: BridgeInstance, args: argparse.Namespace) -> int:
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 1
     finally:
-        metrics = runner.metrics().as_dict()
-        stats = runner.delivery_stats()
-        record = {**metrics, "posts": stats.posts, "edits": stats.edits, "failures": stats.failures}
-        atomic_write_text(last_run_path(instance.name), json.dumps(record, indent=2) + "\n")
-        print(redact_text(f"bridge {instance.name}: delivery metrics {json.dumps(record)}"), file=sys.stderr)
+        if state is not None:
+            state.store.close()  # type: ignore[attr-defined]
+        if ran:
+            metrics = runner.metrics().as_dict()
+            stats = runner.delivery_stats()
+            record = {**metrics, "posts": stats.posts, "edits": stats.edits, "failures": stats.failures}
+            atomic_write_text(last_run_path(instance.name), json.dumps(record, indent=2) + "\n")
+            print(
+                redact_text(f"bridge {instance.name}: delivery metrics {json.dumps(record)}"), file=sys.stderr
+            )
     return 0

@@ -42,6 +42,7 @@ from .events import (
     BridgeEvent,
     DeleteMessage,
     ErrorNotice,
+    Notice,
     ProgressEvent,
     ProgressPayload,
     ReactionEvent,
@@ -52,7 +53,8 @@ from .events import (
     TypingEvent,
 )
 from .retry import DeliveryDropped
-from .sink import ChatSink, MessageId, split_to_fit, truncate_to_fit
+from .sink import ChatSink, MessageId, SendOutcomeUnknown, split_to_fit, truncate_to_fit
+from .state import OUTBOX_ATTEMPTS, REPEAT_NOTE, BridgeState
 
 __all__ = [
     "COALESCE_WINDOW",
@@ -62,7 +64,9 @@ __all__ = [
     "DeliveryStats",
     "RouteDelivery",
     "collapse_lines",
+    "flush_outbox",
     "render_line",
+    "send_chunk",
 ]
 
 log = logging.getLogger("acp_progress.bridges.delivery")
@@ -73,8 +77,8 @@ LONG_TOOL_MS: Final = 30_000
 """Completed lines show the duration when the tool ran at least this long."""
 TYPING_REFRESH: Final = 0.8
 """Re-send typing after this fraction of the platform's typing lifetime."""
-PLACEHOLDER_PREFIX: Final = "⏳ "
-"""The summary placeholder reads ``⏳ <summary>``."""
+PLACEHOLDER_PREFIX: Final = "📝 "
+"""The summary placeholder reads ``📝 <summary>`` (⏳ is the ``wait`` tool's: one symbol per meaning)."""
 PLACEHOLDER_DELAY: Final = 3.0
 """Seconds a turn has had a summary before its placeholder is posted (0: at the first summary)."""
 
@@ -148,8 +152,13 @@ class RouteDelivery:
         *,
         window: float = COALESCE_WINDOW,
         placeholder_delay: float = PLACEHOLDER_DELAY,
+        state: BridgeState | None = None,
+        chat: Any = None,
     ) -> None:
         self.sink = sink
+        #: the durable outbox answers go through (None: posted directly, nothing kept)
+        self.state = state
+        self.chat = chat
         self.config = config
         self.clock = clock
         self.window = window
@@ -166,6 +175,8 @@ class RouteDelivery:
         self._react_target: MessageId = None
         self._typing_on = False
         self._typing_next = math.inf
+        #: a tool or think card is active (the turn is visibly working): the placeholder may show
+        self._active = False
         # the progress-summary placeholder of the running turn
         self._in_turn = False
         self._placeholder: _Message | None = None  # posted (or its post attempted)
@@ -182,18 +193,21 @@ class RouteDelivery:
         self._open = {}
         self._answered = False
         self._in_turn = True
+        self._active = True  # a turn is working from its start (the model thinks) until it idles
 
     async def handle(self, event: BridgeEvent) -> None:
         """Deliver one event from the route queue."""
         if isinstance(event, ProgressEvent):
             await self._progress(event.payload)
         elif isinstance(event, TypingEvent):
+            self._active = event.on
             await self.set_typing(event.on)
         elif isinstance(event, AnswerText):
             if self._answer_segment is not None and event.segment != self._answer_segment:
                 await self._post_answer()
             self._answer_segment = event.segment
             self._answer_text = event.text
+            self._active = False  # the answer is coming: a status message now would only flash
             self._close_bubble()
         elif isinstance(event, ReactionEvent):
             await self._react(event.kind)
@@ -203,8 +217,10 @@ class RouteDelivery:
             await self._end_placeholder()
             await self._post_answer()
             self._close_bubble()
-            await self._post(f"⚠️ {event.text}")
+            await self._post(f"❌ {event.text}")
             self._answered = True
+        elif isinstance(event, Notice):
+            await self._post(event.text, silent=True)
         elif isinstance(event, TurnStart):
             await self._end_placeholder()
             await self._post_answer()
@@ -236,7 +252,7 @@ class RouteDelivery:
         else:
             self._open.pop(payload.tool_call_id, None)
         if self.config.grouping == "separate":
-            await self._post(render_line(payload))
+            await self._post(render_line(payload), silent=True)
         else:
             await self._accumulate(payload)
 
@@ -293,7 +309,7 @@ class RouteDelivery:
         msg = _Message(entries=[[call_id, line]])
         self._current = msg
         self._started_at = {call_id: (msg, 0)} if started else {}
-        msg.message_id = await self._post(line)
+        msg.message_id = await self._post(line, silent=True)
         msg.shown = line
 
     def _mark_dirty(self, msg: _Message) -> None:
@@ -311,7 +327,7 @@ class RouteDelivery:
             if text == msg.shown:
                 continue
             if msg.message_id is None:  # its post failed: try posting again
-                msg.message_id = await self._post(text)
+                msg.message_id = await self._post(text, silent=True)
             else:
                 ok = await self._call("edit", self.sink.edit(msg.message_id, redact_text(text)))
                 self.stats.edits += 1
@@ -347,11 +363,13 @@ class RouteDelivery:
         line = self._placeholder_line
         if line is None or self.clock() < self._placeholder_due:
             return
+        if not self._active:  # nothing is running now (the last tool finished): no status message
+            return
         self._placeholder_line = None
         self._placeholder_due = math.inf
         msg = _Message(entries=[["", line]])
         self._placeholder = msg
-        msg.message_id = await self._post(line)
+        msg.message_id = await self._post(line, silent=True)
         msg.shown = line
 
     async def _end_placeholder(self) -> None:
@@ -385,8 +403,17 @@ class RouteDelivery:
         self._answer_text = ""
         if not text.strip():
             return
-        for chunk in split_to_fit(text, self.sink.limit, self.sink.measure):
-            await self._post(chunk)
+        await self._flush_edits(force=True)  # the last progress edit lands before the answer
+        chunks = split_to_fit(redact_text(text), self.sink.limit, self.sink.measure)
+        if self.state is None:
+            for chunk in chunks:
+                await self._post(chunk)
+        else:  # durable outbox: every chunk stored before the first is sent
+            keys = [self.state.outbox_add(self.chat, chunk) for chunk in chunks]
+            for key, chunk in zip(keys, chunks, strict=True):
+                self.stats.posts += 1
+                if not await send_chunk(self.sink, self.state, key, chunk):
+                    self.stats.failures += 1
         self._answered = True
 
     # ---------------------------------------------------------------- typing, reactions
@@ -421,7 +448,7 @@ class RouteDelivery:
         times = [self._typing_next] if self._typing_on else []
         if self._dirty:
             times.append(self._last_edit + self.window)
-        if self._placeholder_line is not None:
+        if self._placeholder_line is not None and self._active:
             times.append(self._placeholder_due)
         return min(times) if times else None
 
@@ -445,10 +472,10 @@ class RouteDelivery:
 
     # --------------------------------------------------------------------------- calls
 
-    async def _post(self, text: str) -> MessageId:
+    async def _post(self, text: str, *, silent: bool = False) -> MessageId:
         self.stats.posts += 1
         try:
-            return await self.sink.post(redact_text(text))
+            return await self.sink.post(redact_text(text), silent=silent)
         except DeliveryDropped as exc:
             self.stats.drop(exc.reason)
             log.info("post dropped: %s", exc)
@@ -469,3 +496,53 @@ class RouteDelivery:
             log.warning("%s failed: %s", what, redact_text(str(exc)))
             return False
         return True
+
+
+async def send_chunk(
+    sink: ChatSink, state: BridgeState, key: str, text: str, *, attempts: int = 0, repeat: bool = False
+) -> bool:
+    """Send one stored answer chunk through the outbox; True once the platform confirmed it.
+
+    Marked ``sending`` before the call (a crash during it leaves ``sending``: outcome unknown),
+    removed once confirmed. A send whose outcome is unknown (a timeout) is marked so and re-sent
+    at once with the :data:`~.state.REPEAT_NOTE` in front, up to :data:`~.state.OUTBOX_ATTEMPTS`
+    sends in all: the person may see a chunk twice, marked as such, but never loses it. A send
+    the platform refused (or dropped) stays stored (``failed``) and is tried again after a restart.
+    """
+    body = REPEAT_NOTE + text if repeat else text
+    while attempts < OUTBOX_ATTEMPTS:
+        state.outbox_mark(key, "sending")
+        attempts += 1
+        try:
+            await sink.post(body, exactly_once=True)
+        except SendOutcomeUnknown as exc:
+            state.outbox_mark(key, "unknown")
+            log.warning("answer chunk %s: outcome unknown (%s); re-sending it marked", key, exc)
+            body = REPEAT_NOTE + text
+            continue
+        except DeliveryDropped as exc:
+            state.outbox_mark(key, "failed")
+            log.info("answer chunk %s dropped: %s; kept for the next start", key, exc)
+            return False
+        except Exception as exc:
+            state.outbox_mark(key, "failed")
+            log.warning("answer chunk %s not sent: %s; kept for the next start", key, redact_text(str(exc)))
+            return False
+        state.outbox_sent(key)
+        return True
+    log.warning("answer chunk %s: gave up after %d sends of unknown outcome", key, attempts)
+    state.outbox_sent(key)
+    return False
+
+
+async def flush_outbox(sink: ChatSink, state: BridgeState, chat: Any) -> int:
+    """After a restart: send the chat's stored answer chunks, oldest first; returns how many went.
+
+    ``pending``/``failed`` chunks were never shown and go as they are; ``sending``/``unknown``
+    ones may have been shown, so they go once more with the "may be a repeat" note."""
+    sent = 0
+    for entry in state.outbox(chat):
+        repeat = entry.state in ("sending", "unknown")
+        if await send_chunk(sink, state, entry.key, entry.text, attempts=entry.attempts, repeat=repeat):
+            sent += 1
+    return sent

@@ -6,14 +6,17 @@ the runner build them); delivery and platforms only lay them out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = [
+    "CHAT_REACTIONS",
     "AnswerText",
     "BridgeEvent",
     "DeleteMessage",
     "ErrorNotice",
+    "Notice",
     "Phase",
     "ProgressEvent",
     "ProgressPayload",
@@ -29,6 +32,11 @@ __all__ = [
 Phase = Literal["started", "completed", "failed"]
 ReactionKind = Literal["working", "success", "failure"]
 """Semantic reactions; each platform maps them to an emoji it accepts (seed: 👀 / ✅ / ❌)."""
+
+CHAT_REACTIONS: Final[Mapping[str, str]] = {"working": "👀", "success": "👍", "failure": "👎"}
+"""The reaction emoji of every bridge (console and Telegram alike). Telegram rejects ✅ and ❌ as
+reactions, and they already mean "this tool finished / failed" on progress lines: one symbol per
+meaning."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,13 @@ class ErrorNotice:
 
 
 @dataclass(frozen=True)
+class Notice:
+    """A short line the bridge itself says in the chat (e.g. "this is a new conversation")."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class DeleteMessage:
     """Delete a message this bridge posted earlier (platform message id as the sink returned it)."""
 
@@ -149,6 +164,7 @@ BridgeEvent = (
     | ReactionEvent
     | SummaryUpdate
     | ErrorNotice
+    | Notice
     | DeleteMessage
     | TurnStart
     | TurnEnd
@@ -160,4 +176,4 @@ def is_terminal(event: BridgeEvent) -> bool:
     """Events the queue must never drop: terminal progress, turn start/final, error and delete."""
     if isinstance(event, ProgressEvent):
         return event.payload.phase != "started"
-    return isinstance(event, TurnStart | TurnEnd | ErrorNotice | DeleteMessage)
+    return isinstance(event, TurnStart | TurnEnd | ErrorNotice | Notice | DeleteMessage)

@@ -36,10 +36,11 @@ from ..redact import redact_text
 from ..summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 from .config import BridgeInstance, ProgressConfig, resolve_progress
 from .delivery import COALESCE_WINDOW, PLACEHOLDER_DELAY, DeliveryStats, RouteDelivery
-from .events import ErrorNotice, SummaryUpdate, TurnEnd, TurnStart, TypingEvent
+from .events import ErrorNotice, Notice, SummaryUpdate, TurnEnd, TurnStart, TypingEvent
 from .projection import TurnProjection
 from .queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
 from .sink import ChatSink, MessageId
+from .state import BridgeState
 
 __all__ = ["PERMISSION_TIMEOUT", "STOPPED", "BridgeRunner", "PermissionAsker", "Person", "Route"]
 
@@ -47,6 +48,10 @@ log = logging.getLogger("acp_progress.bridges.runner")
 
 PERMISSION_TIMEOUT = 120.0
 """Seconds a person has to answer a permission prompt before it is denied."""
+
+NEW_CONVERSATION: Final = "ℹ️ This is a new conversation: {why}."
+"""Said in a chat whose stored session could not be loaded after a restart (one short line)."""
+PROMPT_ERROR_PREFIX: Final = "the agent answered the prompt with an error: "
 
 STOPPED: Final = "the bridge stopped"
 """The reason shown on a turn's open progress lines when ``bridge run`` is stopped mid-turn."""
@@ -105,8 +110,11 @@ class BridgeRunner:
         summary: SummaryFactory | None = None,
         placeholder_delay: float = PLACEHOLDER_DELAY,
         summary_clock: Clock | None = None,
+        state: BridgeState | None = None,
     ) -> None:
         self.instance = instance
+        #: durable chat sessions, inbox and outbox (None: nothing survives a restart)
+        self.state = state
         self.config = config or resolve_progress(instance)
         self.agent_env = dict(agent_env or {})
         self.agent_env.setdefault(AGENT_SUMMARY_ENV, "off")
@@ -127,6 +135,8 @@ class BridgeRunner:
         self._chat_of_session: dict[str, Any] = {}
         self._stopping: str | None = None
         self._closed = False
+        #: a chat reached the runner (``bridge run`` prints metrics only for a run that did work)
+        self.started = False
 
     # ------------------------------------------------------------------------ agent
 
@@ -190,9 +200,16 @@ class BridgeRunner:
     def _route_for(self, chat_id: Any, sink: ChatSink) -> Route:
         route = self._routes.get(chat_id)
         if route is None:
+            self.started = True
             queue = RouteQueue(self.soft_bound)
             delivery = RouteDelivery(
-                sink, self.config, self.clock, window=self.window, placeholder_delay=self.placeholder_delay
+                sink,
+                self.config,
+                self.clock,
+                window=self.window,
+                placeholder_delay=self.placeholder_delay,
+                state=self.state,
+                chat=chat_id,
             )
             route = Route(chat_id=chat_id, session_id="", queue=queue, delivery=delivery)
             route.worker = asyncio.create_task(self._deliver(route), name=f"bridge-route-{chat_id}")
@@ -226,12 +243,15 @@ class BridgeRunner:
         sink: ChatSink,
         user_message: MessageId = None,
         sender: Person | None = None,
+        inbox: str | None = None,
     ) -> None:
         """Run one chat message as a prompt in the chat's session; returns when the turn ended.
 
         Messages of one chat run one after another (the route lock is FIFO); other chats run
         concurrently in their own sessions. ``sender`` is who may answer the turn's permission
         questions (with the platform's approvers). Once the bridge is stopping, nothing new runs.
+        ``inbox``: the message's durable inbox key (:meth:`BridgeState.accept`): marked running
+        when the prompt goes to the agent, removed when the turn ended.
         """
         if self._stopping is not None or self._closed:
             return
@@ -240,19 +260,52 @@ class BridgeRunner:
             if self._stopping is not None:
                 return
             route.sender = sender
-            task = asyncio.create_task(self._turn(route, text, user_message), name=f"bridge-turn-{chat_id}")
+            task = asyncio.create_task(
+                self._turn(route, text, user_message, inbox), name=f"bridge-turn-{chat_id}"
+            )
             route.turn = task
             try:
                 await asyncio.wait([task])  # the turn's own cancellation (bridge stopping) ends here
             finally:
                 route.turn = None
                 route.sender = None
+                if inbox is not None and self.state is not None:
+                    # ended (or stopped, which the chat was told): only a killed bridge leaves it
+                    self.state.done(inbox)
             if not task.cancelled() and task.exception() is not None:
                 log.warning(
                     "bridge %s: turn crashed: %s", self.instance.name, redact_text(str(task.exception()))
                 )
 
-    async def _turn(self, route: Route, text: str, user_message: MessageId) -> None:
+    async def _open_session(self, driver: AgentDriver, route: Route) -> None:
+        """The chat's session: the stored one loaded (replay not posted), else a new one (said so)."""
+        stored = self.state.session(route.chat_id) if self.state is not None else None
+        if stored:
+            why = ""
+            if not driver.can_load_sessions:
+                why = "the agent cannot reload the earlier one"
+            else:
+                try:
+                    await driver.load_session(stored, self.instance.cwd, on_replay=None)
+                except AgentCrashed:
+                    raise
+                except AgentError as exc:
+                    log.warning("bridge %s: %s", self.instance.name, redact_text(str(exc)))
+                    why = "the earlier one could not be loaded"
+                else:
+                    route.session_id = stored
+                    self._chat_of_session[stored] = route.chat_id
+                    log.info(
+                        "bridge %s: chat %s goes on in session %s", self.instance.name, route.chat_id, stored
+                    )
+                    return
+            route.queue.put(Notice(NEW_CONVERSATION.format(why=why)))
+        route.session_id = await driver.new_session(cwd=self.instance.cwd)
+        self._chat_of_session[route.session_id] = route.chat_id
+        if self.state is not None:
+            self.state.set_session(route.chat_id, route.session_id)
+
+    async def _turn(self, route: Route, text: str, user_message: MessageId, inbox: str | None = None) -> None:
         route.queue.put(TurnStart(user_message))
         projection = TurnProjection(self.config, registry=self.registry, workspace_id=self.instance.cwd)
         summary: ProgressSummary | None = None
@@ -260,9 +313,10 @@ class BridgeRunner:
         try:
             driver = await self._ensure_driver()
             if not route.session_id:
-                route.session_id = await driver.new_session(cwd=self.instance.cwd)
-                self._chat_of_session[route.session_id] = route.chat_id
+                await self._open_session(driver, route)
             summary = self._start_summary(route, text)
+            if inbox is not None and self.state is not None:
+                self.state.running(inbox)  # from here on a crash means "interrupted", never a re-send
             turn = driver.prompt(route.session_id, text)
             async for update in turn:
                 if summary is not None:
@@ -282,7 +336,7 @@ class BridgeRunner:
         except AgentError as exc:
             _stop(summary, "failed")
             log.warning("bridge %s: turn failed: %s", self.instance.name, redact_text(str(exc)))
-            route.queue.put(ErrorNotice(redact_text(str(exc))))
+            route.queue.put(ErrorNotice(_short_reason(exc)))
             route.queue.put(TurnEnd("error"))
             ended = True
             if isinstance(exc, AgentCrashed) or self._driver is None:
@@ -410,6 +464,16 @@ class BridgeRunner:
             s.edits,
             s.failures,
         )
+
+
+def _short_reason(exc: AgentError) -> str:
+    """The chat's line for a failed turn: the agent's own reason (``The model request failed: …``)
+    without the driver's framing, one line, redacted, at most 300 characters."""
+    text = str(exc)
+    if text.startswith(PROMPT_ERROR_PREFIX):
+        text = text[len(PROMPT_ERROR_PREFIX) :]
+    text = " ".join(redact_text(text).split())
+    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _observe(summary: ProgressSummary, update: Any) -> None:

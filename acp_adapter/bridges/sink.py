@@ -12,7 +12,15 @@ from typing import Any, Protocol
 
 from .events import ReactionKind
 
-__all__ = ["BaseSink", "ChatSink", "MessageId", "split_to_fit", "truncate_to_fit", "utf16_len"]
+__all__ = [
+    "BaseSink",
+    "ChatSink",
+    "MessageId",
+    "SendOutcomeUnknown",
+    "split_to_fit",
+    "truncate_to_fit",
+    "utf16_len",
+]
 
 MessageId = Any
 """Whatever the platform uses to address a posted message (Telegram: an int)."""
@@ -28,7 +36,12 @@ class ChatSink(Protocol):
 
     def measure(self, text: str) -> int: ...
 
-    async def post(self, text: str) -> MessageId: ...
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> MessageId:
+        """Post a message. ``silent``: no notification on the person's phone (progress lines and
+        the summary placeholder; the answer notifies). ``exactly_once``: a send whose outcome is
+        unknown (a timeout: the platform may have shown it) raises :class:`SendOutcomeUnknown`
+        instead of being retried, so the durable outbox decides (never a blind duplicate)."""
+        ...
 
     async def edit(self, message_id: MessageId, text: str) -> None: ...
 
@@ -37,6 +50,10 @@ class ChatSink(Protocol):
     async def typing(self, on: bool) -> None: ...
 
     async def react(self, target: MessageId, kind: ReactionKind) -> None: ...
+
+
+class SendOutcomeUnknown(Exception):
+    """A post may or may not have reached the chat (timed out after it was sent)."""
 
 
 class BaseSink:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any, Final, TextIO
 
 from ...client import PermissionRequest
 from ...redact import redact_text
 from ..config import BridgeInstance
-from ..events import ReactionKind
+from ..delivery import flush_outbox
+from ..events import CHAT_REACTIONS, ReactionKind
 from ..runner import BridgeRunner
 from ..sink import BaseSink, MessageId
 
@@ -25,8 +27,12 @@ __all__ = ["CONSOLE_REACTIONS", "ConsoleSink", "run_console"]
 
 log = logging.getLogger("acp_progress.bridges.console")
 
-CONSOLE_REACTIONS: Final[Mapping[str, str]] = {"working": "👀", "success": "✅", "failure": "❌"}
-"""A terminal can show any emoji, so the console uses the seed's own."""
+CHAT: Final = "console"
+"""The console's one chat (its key in the bridge's durable state)."""
+
+CONSOLE_REACTIONS: Final[Mapping[str, str]] = CHAT_REACTIONS
+"""The same reactions as Telegram (👀 / 👍 / 👎): the console shows what the chat would show,
+and ✅ / ❌ already mean a finished or failed tool line."""
 
 
 class ConsoleSink(BaseSink):
@@ -38,10 +44,26 @@ class ConsoleSink(BaseSink):
     def __init__(self, out: TextIO) -> None:
         self._out = out
         self._next = 0
+        #: the reader went away (``… | head``): the chat is gone, nothing more is written or logged
+        self.closed = False
 
     def _write(self, line: str) -> None:
-        self._out.write(redact_text(line) + "\n")
-        self._out.flush()
+        if self.closed:
+            return
+        try:
+            self._out.write(redact_text(line) + "\n")
+            self._out.flush()
+        except (BrokenPipeError, ValueError):  # closed pipe, or a stream already closed
+            self._closed_pipe()
+
+    def _closed_pipe(self) -> None:
+        """Quiet from here on: no ``typing failed: [Errno 32] Broken pipe``, and no
+        ``Exception ignored … BrokenPipeError`` when Python flushes stdout at exit."""
+        self.closed = True
+        with contextlib.suppress(Exception):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._out.fileno())
+            os.close(devnull)
 
     @staticmethod
     def _body(text: str) -> str:
@@ -53,7 +75,8 @@ class ConsoleSink(BaseSink):
         self._write(f"[#{self._next} you] {self._body(text)}")
         return self._next
 
-    async def post(self, text: str) -> MessageId:
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> MessageId:
+        # a terminal has no notifications to silence, and a write's outcome is always known
         self._next += 1
         self._write(f"[#{self._next}] {self._body(text)}")
         return self._next
@@ -106,6 +129,8 @@ async def run_console(
     runner.ask_permission = ask
     turns: list[asyncio.Task[None]] = []
     try:
+        if runner.state is not None:  # answer chunks a previous run stored but could not show
+            await flush_outbox(sink, runner.state, CHAT)
         while True:
             line = await asyncio.to_thread(inp.readline)
             if not line:
@@ -121,7 +146,7 @@ async def run_console(
             if not text:
                 continue
             user_id = sink.user_message(text)
-            turns.append(asyncio.create_task(runner.handle_message("console", text, sink, user_id)))
+            turns.append(asyncio.create_task(runner.handle_message(CHAT, text, sink, user_id)))
         for future in pending:  # input ended: nobody can answer any more
             if not future.done():
                 future.set_result(False)

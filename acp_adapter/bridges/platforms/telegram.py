@@ -61,10 +61,12 @@ from ...client import PermissionRequest
 from ...config import TelegramSettings
 from ...redact import redact_text
 from ..config import BridgeInstance
-from ..events import ReactionKind
+from ..delivery import flush_outbox
+from ..events import CHAT_REACTIONS, ReactionKind
 from ..retry import DROPPED_STOPPING, DeliveryDropped, RetryPolicy
 from ..runner import STOPPED, BridgeRunner, Person
-from ..sink import BaseSink, MessageId, utf16_len
+from ..sink import BaseSink, MessageId, SendOutcomeUnknown, utf16_len
+from ..state import INTERRUPTED
 
 try:
     from telegram import (
@@ -77,7 +79,7 @@ try:
         User,
     )
     from telegram.constants import ChatAction
-    from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
+    from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
     from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
@@ -111,7 +113,7 @@ NAME_LIMIT: Final = 64
 """Characters of a person's name shown in a question's verdict or a refusal."""
 ALLOWED_UPDATES: Final = ("message", "callback_query")
 
-TELEGRAM_REACTIONS: Final[Mapping[str, str]] = {"working": "👀", "success": "👍", "failure": "👎"}
+TELEGRAM_REACTIONS: Final[Mapping[str, str]] = CHAT_REACTIONS
 """Seed reaction -> an emoji Telegram accepts (it rejects ✅ and ❌ with REACTION_INVALID)."""
 
 REFUSAL: Final = "Sorry, this bot only works for chats it has been set up for."
@@ -234,14 +236,20 @@ def _bad_response(exc: TelegramError) -> bool:
 
 
 async def call_api(
-    what: str, make: Callable[[], Awaitable[T]], policy: RetryPolicy, *, important: bool = False
+    what: str,
+    make: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    *,
+    important: bool = False,
+    exactly_once: bool = False,
 ) -> T | None:
     """One Bot API call under the bridge's one :class:`~..retry.RetryPolicy`.
 
     429: wait ``retry_after`` up to the cap (then :class:`~..retry.DeliveryDropped`); bad responses
     are retried with backoff when ``important`` (answers, errors, questions). "message is not
     modified" means the chat already shows that text: success, ``None``. Other errors propagate
-    (the delivery layer logs them, redacted, and carries on).
+    (the delivery layer logs them, redacted, and carries on). ``exactly_once``: a timeout (Telegram
+    may have shown the message) raises :class:`~..sink.SendOutcomeUnknown` instead of a retry.
     """
     floods = 0
     retries = 0
@@ -258,6 +266,16 @@ async def call_api(
             if "message is not modified" in exc.message.lower():
                 return None
             raise
+        except TimedOut as exc:
+            if exactly_once:
+                raise SendOutcomeUnknown(f"{what} timed out") from exc
+            if not important or retries >= policy.answer_retries:
+                raise
+            retries += 1
+            delay = policy.backoff_delay(retries)
+            log.info("%s: timed out; retry %d in %.1fs", what, retries, delay)
+            if not await policy.sleep(delay):
+                raise
         except TelegramError as exc:
             if not important or not _bad_response(exc) or retries >= policy.answer_retries:
                 raise
@@ -282,10 +300,15 @@ class TelegramSink(BaseSink):
     def measure(self, text: str) -> int:
         return utf16_len(text)
 
-    async def post(self, text: str) -> MessageId:
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> MessageId:
         # A post is an answer, an error notice or the first line of a bubble: worth retrying.
+        # Progress lines and the placeholder are silent; the answer notifies.
         message = await call_api(
-            "sendMessage", lambda: self.bot.send_message(self.chat_id, text), self.policy, important=True
+            "sendMessage",
+            lambda: self.bot.send_message(self.chat_id, text, disable_notification=silent),
+            self.policy,
+            important=True,
+            exactly_once=exactly_once,
         )
         return None if message is None else message.message_id
 
@@ -419,6 +442,8 @@ class TelegramBridge:
         )
         self._sinks: dict[int, TelegramSink] = {}
         self._questions: dict[str, _Question] = {}
+        self._inbox: dict[int, str] = {}  # update_id -> durable inbox key, until on_message takes it
+        self._recovered: list[asyncio.Task[None]] = []
         runner.ask_permission = self.ask_permission
         # Only "message" updates are prompts: not edited_message, channel_post or edited_channel_post.
         application.add_handler(
@@ -437,8 +462,113 @@ class TelegramBridge:
             "sendMessage", lambda: self.app.bot.send_message(chat_id, text, **kw), self.policy, important=True
         )
 
+    # ------------------------------------------------------------------ durable intake
+
+    def _prompt_of(self, update: Update) -> dict[str, Any] | None:
+        """The prompt an update will run (what :meth:`on_message` would pass on), or None."""
+        message = update.message
+        if message is None or not message.text:
+            return None
+        user = message.from_user
+        if message.chat.id not in self.allowed or (
+            self.users and (user is None or user.id not in self.users)
+        ):
+            return None
+        text = message.text.strip()
+        if not text or text in ("/cancel", "/start"):
+            return None
+        return {
+            "chat": message.chat.id,
+            "message_id": message.message_id,
+            "text": text,
+            "sender": [user.id, display_name(user)] if user is not None else None,
+        }
+
+    def accept(self, update: Update) -> None:
+        """The poller took ``update``: its prompt is stored (inbox) and the offset moves past it,
+        both before it is handled, so a crash from here on neither loses nor repeats it."""
+        state = self.runner.state
+        if state is None:
+            return
+        key = state.accept(update.update_id, self._prompt_of(update))
+        if key is not None:
+            self._inbox[update.update_id] = key
+
+    async def recover(self) -> None:
+        """After a restart, before polling: unsent answer chunks go out, turns that were running
+        when the bridge died are reported interrupted (never re-sent), accepted prompts that never
+        reached the agent run now, in order."""
+        state = self.runner.state
+        if state is None:
+            return
+        for chat in dict.fromkeys(e.chat for e in state.outbox()):
+            if isinstance(chat, int) and chat in self.allowed:
+                await flush_outbox(self.sink(chat), state, chat)
+            else:
+                for stale in state.outbox(chat):
+                    state.outbox_sent(stale.key)
+        for entry in state.inbox():
+            chat = entry.chat
+            if not isinstance(chat, int) or chat not in self.allowed:
+                state.done(entry.key)
+                continue
+            if entry.state == "running":
+                quoted = entry.text if len(entry.text) <= 80 else entry.text[:79] + "…"
+                try:
+                    await self.sink(chat).post(redact_text(f"{INTERRUPTED}\n↳ {quoted}"))
+                except Exception as exc:
+                    log.warning("could not report an interrupted turn: %s", redact_text(str(exc))[:200])
+                state.done(entry.key)
+                continue
+            sender = Person(*entry.sender) if entry.sender is not None else None
+            log.info("bridge %s: running a prompt accepted before the restart", self.instance.name)
+            self._recovered.append(
+                asyncio.create_task(
+                    self.runner.handle_message(
+                        chat, entry.text, self.sink(chat), entry.message_id, sender, entry.key
+                    )
+                )
+            )
+            await asyncio.sleep(0)  # its route (and its place in the chat's FIFO) exists before the next
+
+    async def poll(self, poll_timeout: float) -> None:
+        """Long-poll ``getUpdates`` from the stored offset; each update accepted, then handled.
+
+        Driven here rather than by python-telegram-bot's Updater, whose offset lives in memory and
+        moves on before a handler has seen the update."""
+        state = self.runner.state
+        offset = state.offset() if state is not None else None
+        failures = 0
+        bot = self.app.bot
+        with contextlib.suppress(TelegramError):
+            await bot.delete_webhook()  # getUpdates is refused while a webhook is set
+        while True:
+            try:
+                updates = await bot.get_updates(
+                    offset=offset, timeout=int(poll_timeout), allowed_updates=list(ALLOWED_UPDATES)
+                )
+            except InvalidToken:
+                raise
+            except RetryAfter as exc:
+                await asyncio.sleep(min(_retry_seconds(exc), 30.0))
+                continue
+            except TelegramError as exc:
+                failures += 1
+                if failures == 1:
+                    log.warning("getUpdates failed (%s); retrying", redact_text(exc.message)[:200])
+                await asyncio.sleep(min(0.25 * 2**failures, 8.0))
+                continue
+            failures = 0
+            for update in updates:
+                if offset is not None and update.update_id < offset:
+                    continue  # accepted before (a crash before Telegram heard of it): never twice
+                self.accept(update)
+                offset = update.update_id + 1
+                await self.app.update_queue.put(update)
+
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.message  # None for edited_message / channel_post: never a prompt
+        inbox = self._inbox.pop(update.update_id, None)
         if message is None or not message.text or self.policy.stopping.is_set():
             return
         chat = message.chat
@@ -459,7 +589,7 @@ class TelegramBridge:
             await self.sink(chat.id).post("Hi! Send a message and I will pass it to the agent.")
             return
         sender = Person(user.id, display_name(user)) if user is not None else None
-        await self.runner.handle_message(chat.id, text, self.sink(chat.id), message.message_id, sender)
+        await self.runner.handle_message(chat.id, text, self.sink(chat.id), message.message_id, sender, inbox)
 
     async def _refuse(self, chat_id: int, text: str, why: str) -> None:
         if not self.refusals.allow(chat_id):
@@ -628,6 +758,7 @@ def build_application(
         .write_timeout(timeout)
         .pool_timeout(timeout)
         .get_updates_read_timeout(poll_timeout + timeout)
+        .updater(None)  # the bridge polls itself (TelegramBridge.poll): the offset is stored
         .build()
     )
 
@@ -668,21 +799,20 @@ async def run_telegram(
             async with app:
                 me = await app.bot.get_me()
                 log.info("bridge %s: polling as @%s", instance.name, me.username)
-                assert app.updater is not None
-                await app.updater.start_polling(
-                    poll_interval=0.0, timeout=int(poll_timeout), allowed_updates=list(ALLOWED_UPDATES)
-                )
                 await app.start()
-                await stop.wait()
+                await bridge.recover()
+                polling = asyncio.create_task(bridge.poll(poll_timeout), name="telegram-poll")
+                stopping = asyncio.create_task(stop.wait())
+                await asyncio.wait([polling, stopping], return_when=asyncio.FIRST_COMPLETED)
                 log.info("bridge %s: stopping", instance.name)
+                polling.cancel()
+                stopping.cancel()
                 # Every last edit happens here, inside `async with app`: before the HTTP client shuts down.
-                t0 = loop.time()
-                polling = asyncio.ensure_future(app.updater.stop())
                 await bridge.stop(settings.stop_grace)
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(polling, max(0.1, 1.0 - (loop.time() - t0)))
-                with contextlib.suppress(Exception):
                     await asyncio.wait_for(app.stop(), 1.0)
+                if polling.done() and not polling.cancelled() and polling.exception() is not None:
+                    raise polling.exception()  # type: ignore[misc]
         except InvalidToken:
             raise TelegramSetupError(
                 f"Telegram rejected the bot token in {TOKEN_ENV}: check it (or get a new one) with @BotFather"
