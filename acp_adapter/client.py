@@ -501,6 +501,9 @@ class AgentDriver:
             done, _ = await asyncio.wait(
                 {init, exited}, timeout=self.init_timeout, return_when="FIRST_COMPLETED"
             )
+        except asyncio.CancelledError:
+            init.cancel()  # the caller gave up (Ctrl-C while starting): no orphaned request task
+            raise
         finally:
             exited.cancel()
         name = self.argv[0]

@@ -10,8 +10,14 @@ that session for ``think_after`` seconds, the relay opens a ``kind="think"`` car
 semantics: ``in_progress``, heartbeats with the elapsed time), and closes it just before it forwards
 the agent's next message for that session, or before the prompt response. All writes to the editor
 happen on the event loop in program order, so "close the injected card, then forward" can never be
-reordered. An agent that streams promptly gets nothing injected. Turns are keyed by the prompt's
-request id: after a cancel and a new prompt, the old prompt's answer ends only the old turn.
+reordered. An agent that streams promptly gets nothing injected, and neither does one that shows
+spinners of its own: once it opened a ``kind="think"`` card in a session, the relay injects nothing
+more in that session, and an agent whose ``initialize`` answer says
+``_meta.acpProgress.thinkCards: true`` gets nothing injected anywhere. The think timer runs only
+while a ``session/prompt`` is outstanding: ``session/load`` (whose replayed updates can take a
+while) and ``session/list`` are forwarded like everything else and never get a card. Turns are
+keyed by the prompt's request id: after a cancel and a new prompt, the old prompt's answer ends
+only the old turn.
 
 Both directions are read through the package's one line reader (:mod:`acp_adapter.protocol.ndjson`):
 a line it refuses (too long, too deep, not strict UTF-8 JSON, a bad id) is never forwarded. From the
@@ -76,6 +82,26 @@ log = logging.getLogger("acp_progress.relay")
 SESSION_UPDATE = CLIENT_METHODS["session_update"]
 PROMPT = AGENT_METHODS["session_prompt"]
 CANCEL = AGENT_METHODS["session_cancel"]
+INITIALIZE = AGENT_METHODS["initialize"]
+
+
+def shows_own_think_cards(initialize_result: Any) -> bool:
+    """The agent says in its ``initialize`` answer that it shows its own think cards:
+    ``_meta.acpProgress.thinkCards: true`` (this project's agent does)."""
+    meta = initialize_result.get("_meta") if isinstance(initialize_result, dict) else None
+    progress = meta.get("acpProgress") if isinstance(meta, dict) else None
+    return isinstance(progress, dict) and progress.get("thinkCards") is True
+
+
+def is_think_card(message: dict[str, Any]) -> bool:
+    """A ``session/update`` that opens a ``kind: "think"`` tool card."""
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return (
+        isinstance(update, dict)
+        and update.get("sessionUpdate") == "tool_call"
+        and update.get("kind") == "think"
+    )
 
 
 @dataclass(frozen=True)
@@ -156,6 +182,12 @@ class Relay:
         #: agent→editor request id → (raw id, the turn it came in)
         self._agent_requests: dict[str, tuple[Any, _Turn | None]] = {}
         self._card_ids = itertools.count(1)
+        #: the editor's ``initialize`` request ids not answered yet (their answers may carry the flag)
+        self._initialize_ids: set[str] = set()
+        #: the agent shows its own spinner everywhere (``_meta.acpProgress.thinkCards`` in initialize)
+        self.agent_shows_think = False
+        #: sessions in which the agent has opened a think card of its own: never one of ours there
+        self.own_think_sessions: set[str] = set()
         self._all_answered = asyncio.Event()
         self._all_answered.set()
         self.injected_updates = 0
@@ -200,7 +232,7 @@ class Relay:
         if key not in self._editor_pending:
             return
         raw_id = self._editor_pending.pop(key)
-        error = RequestError.internal_error({"details": reason})
+        error = relay_error(reason)
         self._to_editor(_line(error_answer(error, raw_id)))
         self._note_answered()
         if key in self._turns:
@@ -273,21 +305,34 @@ class Relay:
             turn.timer.cancel()
         turn.timer = self._loop.call_later(max(0.0, delay), self._on_timer, turn)
 
+    def _injects(self, session_id: str) -> bool:
+        """Whether the relay may show a think card in ``session_id``: injection is on, and the agent
+        has not shown (or promised) a spinner of its own — two spinners for one thought is noise."""
+        return (
+            self.options.think_after is not None
+            and not self.agent_shows_think
+            and session_id not in self.own_think_sessions
+        )
+
     def _on_timer(self, turn: _Turn) -> None:
         """One timer per turn: it opens the card after a silent gap, then beats while it is open."""
         turn.timer = None
-        if not self._live(turn) or turn.cancelled or self.options.think_after is None:
+        think_after = self.options.think_after
+        if think_after is None or not self._live(turn) or turn.cancelled:
+            return
+        if not self._injects(turn.session_id):
             return
         now = self._clock()
         if turn.card_id is None:
             if turn.waiting_on_editor:
                 return  # the agent waits for the person, not for a model: no spinner; re-armed on the answer
             silent_for = now - turn.last_activity
-            if silent_for < self.options.think_after:
-                self._schedule(turn, self.options.think_after - silent_for)
+            if silent_for < think_after:
+                self._schedule(turn, think_after - silent_for)
                 return
             turn.card_id = f"relay-think-{next(self._card_ids)}"
-            turn.card_opened = now
+            # the model has been thinking since the agent went quiet, not since the card appeared
+            turn.card_opened = turn.last_activity
             self._inject(turn, build_thinking_start(turn.card_id))
         else:
             self._inject(turn, self._heartbeat(turn, turn.card_id))
@@ -311,7 +356,7 @@ class Relay:
         """The agent spoke about this session: close the injected card first, restart the silence clock."""
         self._close_card(turn)
         turn.last_activity = self._clock()
-        if not turn.cancelled and self.options.think_after is not None:
+        if not turn.cancelled and self.options.think_after is not None and self._injects(turn.session_id):
             self._schedule(turn, self.options.think_after)
 
     def _end_turn(self, key: str, failure: str | None = None) -> None:
@@ -345,7 +390,7 @@ class Relay:
         if sniffed is not None and (pending := self._agent_requests.pop(_key(sniffed), None)) is not None:
             raw_id, turn = pending
             details = "the editor's answer was refused by the relay: " + refused.reason
-            error = RequestError.internal_error({"details": details})
+            error = relay_error(details)
             await self._to_agent(_line(error_answer(error, raw_id)))
             if turn is not None:
                 turn.waiting_on_editor = max(0, turn.waiting_on_editor - 1)
@@ -364,6 +409,8 @@ class Relay:
         if has_id:
             self._editor_pending[_key(message["id"])] = message["id"]
             self._all_answered.clear()
+            if method == INITIALIZE:
+                self._initialize_ids.add(_key(message["id"]))
         session_id = _session_of(message)
         if session_id is None:
             return
@@ -376,7 +423,7 @@ class Relay:
             self._turns[key] = turn
             self._current[session_id] = turn
             self._start_summary(turn, message.get("params") or {})
-            if self.options.think_after is not None:
+            if self.options.think_after is not None and self._injects(session_id):
                 self._schedule(turn, self.options.think_after)
         elif method == CANCEL:
             turn = self._current.get(session_id)
@@ -416,6 +463,12 @@ class Relay:
         has_id = "id" in message
         if method is not None:
             session_id = _session_of(message)
+            if session_id is not None and method == SESSION_UPDATE and is_think_card(message):
+                if session_id not in self.own_think_sessions:
+                    log.info(
+                        "the wrapped agent shows its own think cards in %s: none injected there", session_id
+                    )
+                self.own_think_sessions.add(session_id)
             turn = self._current.get(session_id) if session_id is not None else None
             if turn is not None:
                 self._activity(turn)
@@ -426,6 +479,11 @@ class Relay:
             return
         if has_id:  # a response to an editor request
             key = _key(message["id"])
+            if key in self._initialize_ids:
+                self._initialize_ids.discard(key)
+                if shows_own_think_cards(message.get("result")):
+                    self.agent_shows_think = True
+                    log.info("the wrapped agent shows its own think cards: none injected")
             self._editor_pending.pop(key, None)
             self._note_answered()
             if key in self._turns:
@@ -453,9 +511,16 @@ class Relay:
         for key in list(self._turns):
             self._end_turn(key, reason)
         for raw_id in self._editor_pending.values():
-            self._to_editor(_line(error_answer(RequestError.internal_error({"details": reason}), raw_id)))
+            self._to_editor(_line(error_answer(relay_error(reason), raw_id)))
         self._editor_pending.clear()
         self._all_answered.set()
+
+
+def relay_error(reason: str) -> RequestError:
+    """The error an editor request gets when the relay answers it: the reason is the message
+    itself (``the wrapped agent exited with code 3``), not only in ``data``, so a client that shows
+    the message says what happened."""
+    return RequestError(-32603, reason, {"details": reason})
 
 
 def _sample(head: bytes) -> str:

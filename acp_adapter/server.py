@@ -313,6 +313,7 @@ class ProgressAgent:
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
+            field_meta={"acpProgress": {"thinkCards": True}},  # it shows its own spinners: a relay adds none
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:

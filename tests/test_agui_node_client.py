@@ -194,3 +194,27 @@ def test_http_agent_sees_the_progress_summary_replaced_in_place(node: str, endpo
 
     off = _run_client(node, endpoint, "node-summary", {"emitProgressSummary": False}, "search for TODO")
     assert not _of(off["runs"][0]["snapshots"], "PROGRESS_SUMMARY")
+
+
+def _readme_snippet() -> str:
+    readme = (ROOT / "README.md").read_text()
+    after = readme[readme.index("save as `run.mjs`") :]
+    start = after.index("```js\n") + len("```js\n")
+    return after[start : after.index("```", start)]
+
+
+def test_the_readme_node_snippet_works_as_printed(node: str, endpoint: str, tmp_path: Path) -> None:
+    """Issue 21: the snippet printed ``…:progress-summary undefined`` (a summary has no ``.progress``)."""
+    snippet = _readme_snippet()
+    assert "http://127.0.0.1:8000/" in snippet
+    script = CLIENT_DIR / f"readme-snippet-{os.getpid()}.mjs"  # beside node_modules, like a user's run.mjs
+    script.write_text(snippet.replace("http://127.0.0.1:8000/", endpoint + "/"))
+    try:
+        done = subprocess.run([node, str(script)], capture_output=True, text=True, timeout=30)
+    finally:
+        script.unlink()
+    assert done.returncode == 0, done.stderr
+    assert "undefined" not in done.stdout and "run failed" not in done.stderr, done.stdout
+    assert re.search(r"^\[summary \d+\] \S", done.stdout, re.M), done.stdout
+    assert re.search(r"^\[progress \S+\] \{", done.stdout, re.M), done.stdout
+    assert "TODO" in done.stdout  # the streamed answer

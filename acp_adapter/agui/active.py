@@ -29,6 +29,9 @@ __all__ = ["ActiveRun", "Spawn"]
 
 log = logging.getLogger("acp_progress.agui.active")
 
+#: How the driver words a prompt answered with a JSON-RPC error; the run reports the agent's own words.
+_PROMPT_ERROR_PREFIX = "the agent answered the prompt with an error: "
+
 Spawn = Callable[[Coroutine[Any, Any, None], str], asyncio.Task[None]]
 """Start a background task the app keeps a reference to (and cancels at shutdown)."""
 
@@ -109,7 +112,7 @@ class ActiveRun:
             raise
         except AgentError as exc:
             self._code = "AGENT_CRASHED" if isinstance(exc, AgentCrashed) else "AGENT_ERROR"
-            outcome = RunOutcome("error", error=str(exc))
+            outcome = RunOutcome("error", error=_short_reason(exc))
             log.warning("run %s failed: %s", redact_text(self.run_id), exc)
             if isinstance(exc, AgentCrashed) and self._driver is not None:
                 await self._host.crashed(self._driver)
@@ -178,3 +181,12 @@ class ActiveRun:
             outcome.status,
             " (client gone)" if outcome.abandoned else "",
         )
+
+
+def _short_reason(exc: AgentError) -> str:
+    """The short reason a run failed: for a prompt the agent answered with an error (a failed model
+    call: ``The model request failed: <reason>``), the agent's message itself."""
+    text = str(exc)
+    if not isinstance(exc, AgentCrashed) and text.startswith(_PROMPT_ERROR_PREFIX):
+        return text[len(_PROMPT_ERROR_PREFIX) :] or text
+    return text

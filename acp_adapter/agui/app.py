@@ -48,6 +48,7 @@ from starlette.types import Receive, Scope, Send
 
 from ..client import PermissionPolicy, deny_all, parse_agent_command
 from ..config import Settings
+from ..store import KeyValueStore
 from ..summary import SummaryFactory
 from .active import ActiveRun
 from .admission import Admission, bearer_ok, install_admission
@@ -58,6 +59,7 @@ from .policy import RedactPolicy, load_policy
 from .request import BadRunInput, parse_run_request
 from .service import CANCEL_GRACE, AguiService, TooManyRuns
 from .summaries import SummarySetup, summary_setup
+from .thread_store import ThreadSessions
 from .threads import ThreadBusy
 
 __all__ = ["create_app"]
@@ -150,6 +152,8 @@ def create_app(
     summary: SummaryFactory | Settings | SummarySetup | None = None,
     admission: Admission | None = None,
     limits: EndpointLimits | None = None,
+    thread_store: KeyValueStore | None = None,
+    thread_retention_days: float = 30.0,
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
@@ -169,6 +173,10 @@ def create_app(
     ``admission`` says whom the endpoint admits (:class:`~.admission.Admission`; default: the
     loopback names, no token; a host that mounts the app under another name adds it to
     ``allowed_hosts``) and ``limits`` how much it takes (:class:`~.limits.EndpointLimits`).
+    ``thread_store`` (a session store's key-value side, e.g. :func:`~acp_adapter.store.open_store`)
+    remembers each thread's session across restarts (namespace ``agui:threads``; entries unused for
+    ``thread_retention_days`` are dropped at startup); without one threads last as long as the
+    process. The caller keeps ownership of the store (the app does not close it).
     """
     admission = admission or Admission()
     limits = limits or EndpointLimits()
@@ -195,6 +203,7 @@ def create_app(
         summary=summaries,
         max_runs=limits.max_runs,
         max_queued_events=limits.max_queued_events,
+        thread_sessions=ThreadSessions(thread_store, retention_days=thread_retention_days),
     )
 
     @contextlib.asynccontextmanager

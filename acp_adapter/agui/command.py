@@ -13,12 +13,13 @@ refuses to start, in one line.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
-from types import FrameType
 from typing import Any, Final
 
 __all__ = ["add_agui_parser", "run_agui_command"]
@@ -26,7 +27,7 @@ __all__ = ["add_agui_parser", "run_agui_command"]
 log = logging.getLogger("acp_progress.agui.command")
 
 #: Seconds uvicorn lets open runs finish at shutdown before it cancels them (and their turns).
-SHUTDOWN_GRACE: Final = 3
+SHUTDOWN_GRACE: Final = 1
 #: Shortest token accepted: a bearer token is the only thing between the network and the agent.
 MIN_TOKEN_LENGTH: Final = 16
 #: ``{settings field: flag}`` of the admission and limit flags (AguiSettings fields).
@@ -171,49 +172,24 @@ def _unspecified(host: str) -> bool:
         return False
 
 
-class _OneLineStartupFailure:
-    """ASGI wrapper: an agent that cannot start is reported in one line, not a lifespan traceback."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "lifespan":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_short(message: Any) -> None:
-            error = getattr(self.app.state.agui, "start_error", None)
-            if message.get("type") == "lifespan.startup.failed" and error:
-                message = {**message, "message": f"acp-progress agui: cannot start the agent: {error}"}
-            await send(message)
-
-        await self.app(scope, receive, send_short)
-
-
-class _Stopped(Exception):
-    """SIGTERM, re-raised by uvicorn once it shut down gracefully (our handler turns it into this)."""
-
-
-def _stopped(signum: int, frame: FrameType | None) -> None:
-    raise _Stopped
-
-
 def run_agui_command(args: argparse.Namespace) -> int:
-    """Build the app from the flags and serve it until SIGINT/SIGTERM."""
+    """Build the app from the flags and serve it until SIGINT/SIGTERM (Ctrl-C at any moment,
+    even while the libraries load, stops it at once: 130 before it serves, 0 after)."""
     try:
-        import uvicorn
-        from uvicorn.protocols.http.auto import AutoHTTPProtocol
+        return _prepare(args)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _prepare(args: argparse.Namespace) -> int:
+    try:
+        import fastapi  # noqa: F401 - the agui extra, checked before anything starts
+        import uvicorn  # noqa: F401
 
         from ..cli import SUMMARY_FLAGS
-        from ..client import AgentStartError, allow_all, deny_all
         from ..config import ConfigError, Settings
         from .admission import Admission
-        from .app import create_app
-        from .connections import connection_cap, guarded_protocol
-        from .limits import EndpointLimits
-        from .options import ToolProgressOptionError
-        from .policy import PolicyError
+        from .app import create_app  # noqa: F401 - imports ag-ui-protocol
     except ImportError as exc:
         print(
             f"acp-progress agui: needs the agui extra ({exc.name} is missing): "
@@ -249,6 +225,25 @@ def run_agui_command(args: argparse.Namespace) -> int:
         token=token.strip() if token is not None else None,
         bind_host=args.host,
     )
+    thread_store = _open_thread_store(settings)
+    try:
+        return _run(args, settings, endpoint, admission, thread_store)
+    finally:
+        thread_store.close()
+
+
+def _run(args: argparse.Namespace, settings: Any, endpoint: Any, admission: Any, thread_store: Any) -> int:
+    import uvicorn
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    from ..client import AgentStartError, allow_all, deny_all
+    from ..config import ConfigError
+    from .app import create_app
+    from .connections import connection_cap, guarded_protocol
+    from .limits import EndpointLimits
+    from .options import ToolProgressOptionError
+    from .policy import PolicyError
+
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
     try:
@@ -263,6 +258,8 @@ def run_agui_command(args: argparse.Namespace) -> int:
             summary=settings,
             admission=admission,
             limits=EndpointLimits.from_settings(endpoint),
+            thread_store=thread_store,
+            thread_retention_days=settings.session_retention_days,
         )
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)
@@ -283,14 +280,8 @@ def run_agui_command(args: argparse.Namespace) -> int:
     protocol = guarded_protocol(
         AutoHTTPProtocol, max_connections=max_connections, header_timeout=endpoint.body_timeout
     )
-    print(
-        f"acp-progress agui: starting the agent, then serving AG-UI on http://{args.host}:{args.port}/ "
-        "(POST a RunAgentInput; GET /health)",
-        file=sys.stderr,
-        flush=True,
-    )
     config = uvicorn.Config(
-        _OneLineStartupFailure(app),
+        app,
         host=args.host,
         port=args.port,
         log_config=None,  # our logging (stderr, redacted) is already configured
@@ -299,14 +290,98 @@ def run_agui_command(args: argparse.Namespace) -> int:
         http=protocol,
         backlog=backlog,
     )
-    server = uvicorn.Server(config)
-    previous = signal.signal(signal.SIGTERM, _stopped)
     try:
-        server.run()
-    except SystemExit as exc:  # uvicorn exits this way when startup (the agent) failed
-        return exc.code if isinstance(exc.code, int) and exc.code else 1
-    except (KeyboardInterrupt, _Stopped):
-        return 0  # uvicorn re-raises the stopping signal after its graceful shutdown: that is success
+        listener = _listen(args.host, args.port, backlog)
+    except OSError as exc:
+        print(
+            f"acp-progress agui: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 1
+    with listener:
+        return asyncio.run(_serve(uvicorn.Server(config), app.state.agui, listener, args))
+
+
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
+    """Bind the port before anything starts: a port in use is one line, and nothing announces
+    serving that is not (uvicorn listens on the socket it is given)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host.strip("[]"), port))
+        listener.listen(backlog)
+    except OSError:
+        listener.close()
+        raise
+    listener.set_inheritable(False)
+    return listener
+
+
+async def _serve(server: Any, service: Any, listener: socket.socket, args: argparse.Namespace) -> int:
+    """Start the agent, then serve until SIGINT/SIGTERM; each is handled from the first moment.
+
+    Until uvicorn serves, a stopping signal cancels the start (the agent process group is ended)
+    and the command exits 130; once it serves, uvicorn's own handlers stop it gracefully (exit 0,
+    a server's ordinary end). The agent is started here, not in the app's lifespan, so a broken
+    ``--agent`` is one line and is never followed by an announcement or a lifespan traceback.
+    """
+    from ..client import AgentError
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    signalled: list[int] = []
+
+    def stop(signum: int) -> None:
+        signalled.append(signum)
+        task.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
+    print("acp-progress agui: starting the agent …", file=sys.stderr, flush=True)
+    try:
+        try:
+            await service.start()
+        except AgentError as exc:
+            await service.close()
+            print(f"acp-progress agui: {exc}", file=sys.stderr)
+            return 1
+    except asyncio.CancelledError:
+        if not signalled:
+            raise
+        await service.close()
+        return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+            # until uvicorn takes over (it saves and restores what is here): a signal asks it to stop
+            signal.signal(signum, lambda _signum, _frame: setattr(server, "should_exit", True))
+    if signalled:  # arrived after the start finished, before the handlers above were replaced
+        await service.close()
+        return 130
+    print(
+        f"acp-progress agui: serving AG-UI on http://{args.host}:{args.port}/ "
+        "(POST a RunAgentInput; GET /health)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        await server.serve(sockets=[listener])
+    except SystemExit as exc:  # uvicorn exits this way when startup failed
+        await service.close()
+        return exc.code if isinstance(exc.code, int) and exc.code else 1
+    finally:
+        await service.close()  # a no-op after the lifespan closed it
     return 0
+
+
+def _open_thread_store(settings: Any) -> Any:
+    """The session store the endpoint remembers its threads in (the agent's, by default)."""
+    from pathlib import Path
+
+    from ..store import open_store
+
+    directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
+    # retention_days=0: the agent prunes its sessions; the endpoint prunes only its threads
+    return open_store(directory, enabled=settings.state, retention_days=0)

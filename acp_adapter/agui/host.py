@@ -3,8 +3,10 @@
 Started when the app starts (so a broken ``--agent`` fails the server at once, not the first
 user), closed when it stops. If the agent dies, the runs it served end with ``RUN_ERROR`` and the
 next run starts a fresh process: the endpoint outlives its agent. Each process is a
-*generation*; a thread's session belongs to the generation that opened it, so sessions of a dead
-agent are never prompted again.
+*generation*; a thread's session belongs to the generation that opened (or loaded) it, so a
+session of a dead agent is never prompted without being loaded into the new process first. The
+thread → session mapping is durable (:mod:`.thread_store`): after a restart of the endpoint a known
+thread's session is loaded, not replaced.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from ..client import AgentCrashed, AgentDriver, AgentError, PermissionPolicy, deny_all
 from ..redact import redact_text
+from .thread_store import ThreadSessions
 from .threads import ThreadSlot
 
 __all__ = ["AgentHost"]
@@ -35,7 +38,10 @@ class AgentHost:
         permission_policy: PermissionPolicy = deny_all,
         init_timeout: float = 30.0,
         stderr_log: str | os.PathLike[str] | None = None,
+        threads: ThreadSessions | None = None,
     ) -> None:
+        #: where each thread's session is remembered across restarts
+        self.threads = threads if threads is not None else ThreadSessions()
         self.argv = list(argv)
         self.cwd = cwd
         self.env = dict(env or {})
@@ -83,18 +89,62 @@ class AgentHost:
             return self._driver
 
     async def session(self, slot: ThreadSlot) -> tuple[AgentDriver, str, bool]:
-        """``(driver, session_id, reused)`` for the thread of ``slot``; opens a session when needed."""
+        """``(driver, session_id, reused)`` for the thread of ``slot``.
+
+        A thread whose session belongs to this agent process reuses it. Otherwise (the thread's
+        first run since the endpoint or its agent started) the thread's stored session is loaded
+        first — its replay is dropped: it is history, not this run — and only when there is none,
+        or the agent cannot load it, a new session is opened.
+        """
         driver = await self.driver()
         if slot.session_id is not None and slot.generation == self.generation:
+            self.threads.remember(slot.thread_id, slot.session_id, self.cwd)  # keeps it from expiring
             return driver, slot.session_id, True
+        loaded = await self._load_stored(driver, slot)
+        if loaded is not None:
+            return driver, loaded, True
         try:
             session_id = await driver.new_session(self.cwd)
         except AgentCrashed:
             await self.crashed(driver)
             raise
         slot.session_id, slot.generation = session_id, self.generation
+        self.threads.remember(slot.thread_id, session_id, self.cwd)
         log.info("thread %s: opened ACP session %s", redact_text(slot.thread_id), session_id)
         return driver, session_id, False
+
+    async def _load_stored(self, driver: AgentDriver, slot: ThreadSlot) -> str | None:
+        """Load the thread's earlier session into this agent process; None when there is none to load."""
+        if slot.refused:
+            slot.refused = False
+            return None
+        candidate = slot.session_id
+        if candidate is None:
+            stored = await self.threads.lookup(slot.thread_id)
+            candidate = stored.session_id if stored is not None else None
+        if candidate is None:
+            return None
+        thread = redact_text(slot.thread_id)
+        if not driver.can_load_sessions:
+            log.info("thread %s: the agent cannot load sessions; starting a new conversation", thread)
+            return None
+        try:
+            await driver.load_session(candidate, self.cwd, on_replay=None)
+        except AgentCrashed:
+            await self.crashed(driver)
+            raise
+        except AgentError as exc:
+            log.warning(
+                "thread %s: could not load its session %s (%s); starting a new conversation",
+                thread,
+                candidate,
+                redact_text(str(exc)),
+            )
+            return None
+        slot.session_id, slot.generation = candidate, self.generation
+        self.threads.remember(slot.thread_id, candidate, self.cwd)
+        log.info("thread %s: loaded its ACP session %s", thread, candidate)
+        return candidate
 
     async def crashed(self, driver: AgentDriver) -> None:
         """The agent of ``driver`` broke: forget it, so the next run starts a fresh process."""

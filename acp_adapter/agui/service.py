@@ -24,6 +24,7 @@ from .projection import RunProjection
 from .request import RunRequest
 from .run import RunEmitter
 from .summaries import SummarySetup, summary_observers
+from .thread_store import ThreadSessions
 from .threads import ThreadRegistry
 
 __all__ = ["CANCEL_GRACE", "AguiService", "TooManyRuns"]
@@ -57,8 +58,11 @@ class AguiService:
         summary: SummarySetup | None = None,
         max_runs: int = DEFAULT_MAX_RUNS,
         max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
+        thread_sessions: ThreadSessions | None = None,
     ) -> None:
         self.policy = policy
+        #: threadId → sessionId, durable when given a store (else for this process only)
+        self.thread_sessions = thread_sessions if thread_sessions is not None else ThreadSessions()
         self.max_runs = max_runs
         self.max_queued_events = max_queued_events
         #: runs admitted and not yet ended (counted from admission, before the thread is claimed)
@@ -78,10 +82,12 @@ class AguiService:
             permission_policy=permission_policy,
             init_timeout=init_timeout,
             stderr_log=agent_log,
+            threads=self.thread_sessions,
         )
         self.threads = ThreadRegistry()
         self._tasks: set[asyncio.Task[None]] = set()
         self.started = False
+        self._closed = False
         #: why the agent did not start at app startup (one redacted line), for a one-line report
         self.start_error: str | None = None
 
@@ -93,7 +99,14 @@ class AguiService:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Start the agent (app startup). A failure propagates: the server must not come up without it."""
+        """Start the agent (app startup; a no-op when the host started it before). A failure
+        propagates: the server must not come up without it."""
+        if self.started:
+            return
+        forgotten = await self.thread_sessions.prune()
+        if forgotten:
+            days = self.thread_sessions.retention_days
+            log.info("forgot %d AG-UI threads unused for %g days", forgotten, days)
         try:
             await self.host.start()
         except AgentError as exc:
@@ -102,7 +115,10 @@ class AguiService:
         self.started = True
 
     async def close(self) -> None:
-        """End the runs still in flight (their clients get ``RUN_ERROR``), then stop the agent."""
+        """End the runs still in flight (their clients get ``RUN_ERROR``), then stop the agent (once)."""
+        if self._closed:
+            return
+        self._closed = True
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -110,6 +126,7 @@ class AguiService:
             with contextlib.suppress(BaseException):
                 await task
         await self.host.close()
+        await self.thread_sessions.aclose()
         if self.summary is not None:
             await self.summary.aclose()
         self.started = False

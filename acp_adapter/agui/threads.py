@@ -53,6 +53,8 @@ class ThreadSlot:
     session_id: str | None = None
     generation: int = -1
     active: Claimant | None = None
+    #: the agent refused the thread's session: open a new one rather than load the stored one
+    refused: bool = False
 
 
 class ThreadRegistry:
@@ -107,6 +109,7 @@ class ThreadRegistry:
     def forget_session(self, slot: ThreadSlot) -> None:
         slot.session_id = None
         slot.generation = -1
+        slot.refused = True
 
     def _evict(self) -> None:
         excess = len(self._slots) - self.max_threads

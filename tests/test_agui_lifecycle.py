@@ -1,0 +1,196 @@
+"""Issues 20/21 for the AG-UI endpoint, with a real ``acp-progress agui`` process: a thread outlives a
+restart of the server, a failed model call ends the run with ``RUN_ERROR`` and its reason, and the
+startup is honest (one line per failure, nothing announced before it serves, Ctrl-C at once)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from acp_adapter.store import open_store
+
+from .agui_process import AguiProcess, of_type, text_of
+from .conftest import ROOT
+
+PROGRESS_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'progress_agent.py'}"
+
+
+def _user_texts(events: list[dict]) -> list[str]:
+    return [
+        e["content"]["text"]
+        for e in events
+        if e.get("sessionUpdate") == "user_message_chunk" and isinstance(e.get("content"), dict)
+    ]
+
+
+def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text("# TODO: persist\n")
+    state = tmp_path / "state"
+    env = {"ACP_PROGRESS_STATE_DIR": str(state)}
+    first = AguiProcess(tmp_path, env=env).wait_healthy()
+    try:
+        run1 = first.run("thread-T", "run-1", "search for TODO")
+    finally:
+        assert first.stop() == 0, first.text()
+    assert of_type(run1, "RUN_FINISHED") and of_type(run1, "TOOL_CALL_START")
+
+    second = AguiProcess(tmp_path, env=env).wait_healthy()
+    try:
+        run2 = second.run("thread-T", "run-2", "hello")
+        other = second.run("thread-U", "run-3", "hello")
+    finally:
+        assert second.stop() == 0, second.text()
+    assert of_type(run2, "RUN_FINISHED") and of_type(other, "RUN_FINISHED")
+    # the replay of run 1 is history, not part of run 2: no tool card of run 1 is streamed again
+    assert not of_type(run2, "TOOL_CALL_START")
+    assert "loaded its ACP session" in second.text()
+
+    store = open_store(state, retention_days=0)
+    try:
+        threads = dict(store.items("agui:threads"))
+        session_id = threads["thread-T"]["sessionId"]
+        assert threads["thread-U"]["sessionId"] != session_id
+        stored = store.load(session_id)
+        assert stored is not None
+        # one conversation: the agent was prompted twice in the same session, across the restart
+        assert _user_texts(stored.events) == ["search for TODO", "hello"]
+        assert len(store.list_sessions().sessions) == 2  # thread-T's and thread-U's, no third
+    finally:
+        store.close()
+
+
+def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = {"ACP_PROGRESS_STATE_DIR": str(state)}
+    first = AguiProcess(tmp_path, "--agent", PROGRESS_AGENT, env=env).wait_healthy()
+    try:
+        assert text_of(first.run("thread-T", "run-1", "hi")) == "echo: hi"
+    finally:
+        first.stop()
+    second = AguiProcess(tmp_path, "--agent", PROGRESS_AGENT, env=env).wait_healthy()
+    try:
+        run2 = second.run("thread-T", "run-2", "again")
+    finally:
+        second.stop()
+    assert text_of(run2) == "echo: again" and of_type(run2, "RUN_FINISHED")
+    assert "the agent cannot load sessions; starting a new conversation" in second.text()
+
+
+def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        refused_port = closed.getsockname()[1]
+    env = {
+        "ACP_PROGRESS_MODEL": "openai",
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{refused_port}/v1",
+        "ACP_PROGRESS_OPENAI_MAX_RETRIES": "0",
+    }
+    served = AguiProcess(tmp_path, env=env).wait_healthy()
+    try:
+        events = served.run("t-fail", "r-fail", "hello")
+    finally:
+        served.stop()
+    assert not of_type(events, "RUN_FINISHED")
+    (error,) = of_type(events, "RUN_ERROR")
+    assert error["message"].startswith("The model request failed: ")
+    assert "connection refused" in error["message"] and error["code"] == "AGENT_ERROR"
+
+
+def _stderr_lines(process: subprocess.CompletedProcess[str]) -> list[str]:
+    return [line for line in process.stderr.splitlines() if line.strip()]
+
+
+def _agui(tmp_path: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    from .agui_process import CLI
+    from .conftest import agent_env
+
+    env = {**os.environ, **agent_env()}
+    return subprocess.run(
+        [*CLI, "agui", "--cwd", str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+def test_a_missing_agent_is_one_line_and_nothing_is_announced(tmp_path: Path) -> None:
+    from .agui_process import free_port
+
+    done = _agui(tmp_path, "--agent", "no-such-agent-xyz", "--port", str(free_port()))
+    assert done.returncode == 1
+    lines = _stderr_lines(done)
+    failures = [line for line in lines if "no-such-agent-xyz" in line]
+    assert failures == ["acp-progress agui: cannot start the agent 'no-such-agent-xyz': command not found"]
+    assert not any("serving" in line or "startup failed" in line.lower() for line in lines), lines
+    assert "Traceback" not in done.stderr
+
+
+def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        started = time.monotonic()
+        done = _agui(tmp_path, "--port", str(port))
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    assert _stderr_lines(done) == [
+        f"acp-progress agui: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
+    assert took < 5  # no agent was started first
+
+
+def _running_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_while_the_agent_starts_ends_everything_within_2s(tmp_path: Path, sig: int) -> None:
+    """An agent that never answers initialize: the endpoint is still starting (the first second of
+    a real start) when Ctrl-C comes. It stops at once, and the agent's process with it."""
+    marker = f"agent-that-never-answers-{uuid.uuid4().hex}"
+    agent = f"{sys.executable} -c 'import time, sys; time.sleep(60)' {marker}"
+    served = AguiProcess(tmp_path, "--agent", agent)
+    served.wait_for("starting the agent")
+    deadline = time.monotonic() + 10
+    while not _running_with(marker):
+        assert time.monotonic() < deadline, served.text()
+        time.sleep(0.02)
+    started = time.monotonic()
+    code = served.stop(sig, within=5)
+    took = time.monotonic() - started
+    assert took < 2, f"took {took:.2f}s:\n{served.text()}"
+    assert code == 130, served.text()
+    assert "Traceback" not in served.text() and "serving" not in served.text()
+    deadline = time.monotonic() + 3
+    while _running_with(marker):
+        assert time.monotonic() < deadline, "the agent outlived the endpoint"
+        time.sleep(0.05)
+
+
+def test_a_serving_endpoint_stops_within_2s(tmp_path: Path) -> None:
+    served = AguiProcess(tmp_path).wait_healthy()
+    started = time.monotonic()
+    assert served.stop(signal.SIGINT) == 0
+    assert time.monotonic() - started < 2
+    text = served.text()
+    assert text.index("starting the agent") < text.index("serving AG-UI on")
