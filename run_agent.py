@@ -28,9 +28,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_adapter.agent.heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, Settings
-from acp_adapter.heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
+from acp_adapter.frontends.plain.printer import TerminalPrinter
 from acp_adapter.models import (
     ChatModel,
     Message,
@@ -43,10 +44,9 @@ from acp_adapter.models import (
     UsageReport,
     create_model,
 )
-from acp_adapter.redact import redact_text
-from acp_adapter.terminal import TerminalPrinter
-from acp_adapter.timefmt import format_elapsed
-from acp_adapter.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.text import format_elapsed
+from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
 
 __all__ = ["AIAgent", "TurnResult", "close_tool_pairs"]
 
@@ -348,9 +348,9 @@ def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -
 
     Dangerous tools (``run_command``) ask on the terminal, are denied automatically when there is
     no terminal to ask, and run unasked only with ``yes`` (``--yes``)."""
-    from acp_adapter.builtin_tools import default_toolbox
-    from acp_adapter.plain_permission import TerminalPermission
-    from acp_adapter.plain_tools import PlainToolObserver
+    from acp_adapter.frontends.plain.permission import TerminalPermission
+    from acp_adapter.frontends.plain.tools import PlainToolObserver
+    from acp_adapter.tooling.builtin import default_toolbox
 
     printer = TerminalPrinter()
     cancel = CancelToken()
@@ -371,7 +371,7 @@ def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -
         printer.spinner_stop("interrupted")
         return 130
     finally:
-        from acp_adapter.builtin_tools import kill_started_processes
+        from acp_adapter.tooling.builtin import kill_started_processes
 
         kill_started_processes()  # background jobs (``sleep 300 &``) do not outlive the run
         close = getattr(agent.model, "close", None)
@@ -389,7 +389,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         "--yes", action="store_true", help="allow shell commands without asking (default: ask on a terminal)"
     )
     args = parser.parse_args(argv)
-    from acp_adapter.logsetup import configure_logging
+    from acp_adapter.safety.logging import configure_logging
 
     try:
         settings = Settings.from_env()

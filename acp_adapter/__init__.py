@@ -19,23 +19,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 _EXPORTS: dict[str, str] = {
-    "ProgressTurn": "turn",
-    "AgentProgressCallback": "turn",
+    "ProgressTurn": "agent.turn",
+    "AgentProgressCallback": "agent.turn",
     "make_agent_progress_cb": "events",
     "make_thinking_cb": "events",
     "make_message_cb": "events",
-    "SessionStream": "turn_state",
-    "UpdateOutbox": "outbox",
-    "AnyUpdate": "outbox",
+    "SessionStream": "agent.turn_state",
+    "UpdateOutbox": "agent.outbox",
+    "AnyUpdate": "agent.outbox",
     "ProgressAgent": "server",
     "serve": "server",
     "Settings": "config",
     "ConfigError": "config",
     "CancelToken": "cancel",
-    "redact_text": "redact",
+    "redact_text": "safety.redact",
     "build_thinking_start": "tools",
     "build_thinking_progress": "tools",
     "build_thinking_complete": "tools",
@@ -87,13 +87,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from .cancel import CancelToken
-    from .config import ConfigError, Settings
-    from .events import make_agent_progress_cb, make_message_cb, make_thinking_cb
-    from .outbox import AnyUpdate, UpdateOutbox
-    from .redact import redact_text
-    from .server import ProgressAgent, serve
-    from .tools import (
+    from acp_adapter.agent.outbox import AnyUpdate, UpdateOutbox
+    from acp_adapter.agent.turn import AgentProgressCallback, ProgressTurn
+    from acp_adapter.agent.turn_state import SessionStream
+    from acp_adapter.cancel import CancelToken
+    from acp_adapter.config import ConfigError, Settings
+    from acp_adapter.events import make_agent_progress_cb, make_message_cb, make_thinking_cb
+    from acp_adapter.safety.redact import redact_text
+    from acp_adapter.server import ProgressAgent, serve
+    from acp_adapter.tools import (
         build_thinking_complete,
         build_thinking_failed,
         build_thinking_progress,
@@ -103,5 +105,3 @@ if TYPE_CHECKING:
         build_tool_progress,
         build_tool_start,
     )
-    from .turn import AgentProgressCallback, ProgressTurn
-    from .turn_state import SessionStream

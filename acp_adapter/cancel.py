@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from .errors import AcpProgressError
+from acp_adapter.errors import AcpProgressError
 
 __all__ = ["CancelToken", "TurnCancelled"]
 

@@ -42,14 +42,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from .config_file import (
+from acp_adapter._config_file import (
     ConfigFileError,
     config_file_path,
     file_label,
     read_config_file,
     warn_if_secret_exposed,
 )
-from .errors import AcpProgressError
+from acp_adapter.errors import AcpProgressError
 
 __all__ = [
     "LOG_LEVELS",

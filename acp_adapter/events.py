@@ -1,9 +1,9 @@
 """Callback factories: the seed's plain agent callbacks, adapted to a session's update stream.
 
 This module is the callbacks job of what used to be one file; the other two jobs live in
-:mod:`acp_adapter.outbox` (the ordered delivery path) and :mod:`acp_adapter.turn_state` (the turn
+:mod:`acp_adapter.agent.outbox` (the ordered delivery path) and :mod:`acp_adapter.agent.turn_state` (the turn
 state machine), re-exported here for existing imports. New code should use
-:class:`acp_adapter.turn.ProgressTurn`, which hands out all of these callbacks for one turn and
+:class:`acp_adapter.agent.turn.ProgressTurn`, which hands out all of these callbacks for one turn and
 always ends it; the factories below stay for the seed's ``make_agent_progress_cb(conn, session_id,
 loop)`` form and share the same per-session stream.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from .outbox import AnyUpdate, SessionUpdateSink, UpdateObserver, UpdateOutbox, shared_outbox
-from .turn import AgentProgressCallback, ProgressTurn, progress_callback, session_stream
-from .turn_state import SessionStream
+from acp_adapter.agent.outbox import AnyUpdate, SessionUpdateSink, UpdateObserver, UpdateOutbox, shared_outbox
+from acp_adapter.agent.turn import AgentProgressCallback, ProgressTurn, progress_callback, session_stream
+from acp_adapter.agent.turn_state import SessionStream
 
 __all__ = [
     "AgentProgressCallback",
@@ -52,8 +52,8 @@ def make_agent_progress_cb(
     ``start`` opens a think card with a fresh id, ``heartbeat`` updates it with ``args["elapsed"]``
     (and ``args["status"]``), ``complete`` closes it (``failed`` when ``args["error"]`` is set).
     Heartbeat or complete without a start is a no-op. Without ``stream`` the session's shared
-    stream on ``conn`` is used (see :func:`~acp_adapter.turn.session_stream`): one ordered path
-    with the other callbacks of that session. Only a :class:`~acp_adapter.turn.ProgressTurn`
+    stream on ``conn`` is used (see :func:`~acp_adapter.agent.turn.session_stream`): one ordered path
+    with the other callbacks of that session. Only a :class:`~acp_adapter.agent.turn.ProgressTurn`
     ends a turn (closing open cards); prefer it for new code.
     """
     return progress_callback(stream or _begun(conn, session_id, loop))

@@ -45,26 +45,25 @@ from acp.schema import (
     Usage,
 )
 
-from . import __version__
-from .builtin_tools import default_toolbox, kill_started_processes
-from .cancel import CancelToken
-from .config import Settings
-from .events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from .heartbeat import HeartbeatScheduler, default_scheduler
-from .models import ChatModel, UsageReport, create_model
-from .presentation import PresentationRegistry
-from .session import LiveSessions, Session, history_from_json, history_to_json
-from .store import BackgroundWriter, MemoryStore, SessionStore, StoreError, open_store
-from .store import PermissionDecision as StoredPermission
-from .store.recorder import ConversationRecorder, replay_updates
-from .tool_cards import AcpToolObserver
-from .tools import META_KEY, one_line
+from acp_adapter._version import __version__
+from acp_adapter.agent.heartbeat import HeartbeatScheduler, default_scheduler
+from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
+from acp_adapter.agent.tool_cards import AcpToolObserver
+from acp_adapter.cancel import CancelToken
+from acp_adapter.config import Settings
+from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
+from acp_adapter.models import ChatModel, UsageReport, create_model
+from acp_adapter.store import BackgroundWriter, MemoryStore, SessionStore, StoreError, open_store
+from acp_adapter.store import PermissionDecision as StoredPermission
+from acp_adapter.store.recorder import ConversationRecorder, replay_updates
+from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
+from acp_adapter.tooling.presentation import PresentationRegistry
+from acp_adapter.tools import META_KEY, one_line
 
 if TYPE_CHECKING:
+    from acp_adapter.agent.outbox import AnyUpdate
+    from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
     from run_agent import AIAgent, TurnResult
-
-    from .outbox import AnyUpdate
-    from .summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 __all__ = ["HANGUP_GRACE", "ProgressAgent", "exit_if_turns_stuck", "prompt_to_text", "serve"]
 
@@ -576,7 +575,7 @@ def _summary_factory(settings: Settings) -> SummaryFactory | None:
     a bad set-up (the openai extra missing …) is a ConfigError at start-up."""
     if settings.summary in ("auto", "off"):
         return None  # not even imported: an editor's agent starts as fast as before
-    from .summary import SummaryFactory
+    from acp_adapter.summary import SummaryFactory
 
     return SummaryFactory.from_settings(settings, default_mode="off")
 
@@ -601,8 +600,8 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
     tests pass their own)."""
     from acp import run_agent
 
-    from .protocol import JsonRpcStream, StreamLimits
-    from .protocol.stdio import open_protocol_streams, protect_stdio
+    from acp_adapter.protocol import JsonRpcStream, StreamLimits
+    from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
     fds = protect_stdio()
     agent = ProgressAgent(settings, model=model)

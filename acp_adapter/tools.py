@@ -23,8 +23,8 @@ from acp.schema import (
     ToolKind,
 )
 
-from .redact import redact_text, redact_value
-from .timefmt import format_elapsed
+from acp_adapter.safety.redact import redact_text, redact_value
+from acp_adapter.text import format_elapsed
 
 __all__ = [
     "META_KEY",

@@ -46,7 +46,7 @@ from pydantic import TypeAdapter
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from acp_adapter.client import AgentDriver  # noqa: E402
+from acp_adapter.client.driver import AgentDriver  # noqa: E402
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'progress_agent.py'}"
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)

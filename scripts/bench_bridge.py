@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from acp_adapter.bridges.config import ProgressConfig
-from acp_adapter.bridges.delivery import COALESCE_WINDOW, RouteDelivery
-from acp_adapter.bridges.events import ProgressEvent, ProgressPayload
-from acp_adapter.bridges.queue import RouteQueue
-from acp_adapter.bridges.sink import BaseSink, utf16_len
+from acp_adapter.frontends.bridges.config import ProgressConfig
+from acp_adapter.frontends.bridges.delivery import COALESCE_WINDOW, RouteDelivery
+from acp_adapter.frontends.bridges.events import ProgressEvent, ProgressPayload
+from acp_adapter.frontends.bridges.queue import RouteQueue
+from acp_adapter.frontends.bridges.sink import BaseSink, utf16_len
 
 EVENTS = 1000
 SPAN = 10.0

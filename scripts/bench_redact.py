@@ -1,4 +1,4 @@
-"""Throughput benchmark and leak check for :func:`acp_adapter.redact.redact_text`.
+"""Throughput benchmark and leak check for :func:`acp_adapter.safety.redact.redact_text`.
 
 Builds a deterministic ~10 MB log that looks like what an agent session produces
 (timestamps, paths, SHAs, UUIDs, URLs, JSON, stack traces) with about 1% of the lines
@@ -8,7 +8,7 @@ the two is what stays comparable across machines and noisy runs.  Exits non-zero
 planted secret survives redaction, or if any ordinary line comes out changed.
 
 Run from the project root: ``python scripts/bench_redact.py`` (``--help`` for the options:
-``--repeats``, ``--stream`` to also time :class:`~acp_adapter.stream_redact.StreamRedactor` fed
+``--repeats``, ``--stream`` to also time :class:`~acp_adapter.safety.redact.stream.StreamRedactor` fed
 the same log in small chunks and check its output equals the one-shot redaction).
 """
 
@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from acp_adapter.redact import REDACTED, redact_text  # noqa: E402
-from acp_adapter.stream_redact import StreamRedactor  # noqa: E402
+from acp_adapter.safety.redact import REDACTED, redact_text  # noqa: E402
+from acp_adapter.safety.redact.stream import StreamRedactor  # noqa: E402
 
 TARGET_BYTES = 10 * 1024 * 1024
 SECRET_LINE_RATE = 0.01

@@ -43,7 +43,7 @@ from acp import (  # noqa: E402
 )
 from acp.schema import AgentMessageChunk  # noqa: E402
 
-from acp_adapter.client import AgentDriver  # noqa: E402
+from acp_adapter.client.driver import AgentDriver  # noqa: E402
 from acp_adapter.summary import (  # noqa: E402
     EmbeddedGenerator,
     ManualClock,

@@ -40,11 +40,11 @@ from acp import text_block, tool_content, update_tool_call  # noqa: E402
 from acp.core import AgentSideConnection, ClientSideConnection  # noqa: E402
 from paired_rounds import round_ratios  # noqa: E402
 
+from acp_adapter.agent.tool_cards import AcpToolObserver  # noqa: E402
 from acp_adapter.cancel import CancelToken  # noqa: E402
 from acp_adapter.events import SessionStream, UpdateOutbox  # noqa: E402
 from acp_adapter.models.base import ToolCall  # noqa: E402
-from acp_adapter.tool_cards import AcpToolObserver  # noqa: E402
-from acp_adapter.toolbox import ToolContext  # noqa: E402
+from acp_adapter.tooling.toolbox import ToolContext  # noqa: E402
 
 
 class Arrivals:

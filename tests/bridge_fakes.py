@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_adapter.bridges.sink import utf16_len
+from acp_adapter.frontends.bridges.sink import utf16_len
 
 
 @dataclass

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from acp_adapter.agent.heartbeat import HeartbeatScheduler
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import Settings
-from acp_adapter.heartbeat import HeartbeatScheduler
 from acp_adapter.models import Message, ModelError, StatusNote, TextDelta, ToolSpec
 from acp_adapter.models.embedded import EmbeddedModel
 from run_agent import AIAgent

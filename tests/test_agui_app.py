@@ -28,10 +28,10 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from acp_adapter.agui.app import create_app
-from acp_adapter.agui.observers import RunContext, RunObserver, RunOutcome
-from acp_adapter.agui.options import ENV_TOOL_PROGRESS
-from acp_adapter.agui.policy import none_policy
+from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.observers import RunContext, RunObserver, RunOutcome
+from acp_adapter.frontends.agui.options import ENV_TOOL_PROGRESS
+from acp_adapter.frontends.agui.policy import none_policy
 from tests.agents.agui_policies import broken, counts_only
 from tests.agents.progress_agent import SECRET
 
@@ -585,8 +585,8 @@ def test_permission_requests_are_denied_by_default(servers: dict[str, Served], w
 
 
 def test_create_app_rejects_bad_arguments_before_serving(tmp_path: Path) -> None:
-    from acp_adapter.agui.policy import PolicyError
-    from acp_adapter.client import AgentStartError
+    from acp_adapter.client.driver import AgentStartError
+    from acp_adapter.frontends.agui.policy import PolicyError
 
     with pytest.raises(PolicyError):
         create_app(policy="no_such_module_xyz:redact")

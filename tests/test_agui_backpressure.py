@@ -18,11 +18,11 @@ from typing import Any
 
 from acp import update_agent_message_text
 
-from acp_adapter.agui.app import create_app
-from acp_adapter.agui.limits import EndpointLimits
-from acp_adapter.agui.policy import none_policy
-from acp_adapter.agui.projection import RunProjection
-from acp_adapter.agui.run import RunEmitter
+from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.limits import EndpointLimits
+from acp_adapter.frontends.agui.policy import none_policy
+from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.tools import build_tool_complete, build_tool_progress, build_tool_start
 
 from .agui_checks import check_order, wire

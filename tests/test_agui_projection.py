@@ -10,10 +10,20 @@ from typing import Any
 import pytest
 from acp import update_agent_message_text, update_agent_thought_text
 
-from acp_adapter.agui.options import ToolProgressOptionError, global_tool_progress, run_tool_progress
-from acp_adapter.agui.policy import PolicyError, apply_policy, default_policy, load_policy, none_policy
-from acp_adapter.agui.projection import RunProjection
-from acp_adapter.agui.run import RunEmitter
+from acp_adapter.frontends.agui.options import (
+    ToolProgressOptionError,
+    global_tool_progress,
+    run_tool_progress,
+)
+from acp_adapter.frontends.agui.policy import (
+    PolicyError,
+    apply_policy,
+    default_policy,
+    load_policy,
+    none_policy,
+)
+from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.tools import (
     build_thinking_complete,
     build_thinking_progress,

@@ -72,17 +72,17 @@ def test_plain_run_kills_background_jobs_when_it_exits(tmp_path):
 
 
 def _run_command(tmp_path: Path, command: str) -> None:
-    from acp_adapter.builtin_tools import run_command
     from acp_adapter.cancel import CancelToken
     from acp_adapter.models.base import ToolCall
-    from acp_adapter.toolbox import ToolContext
+    from acp_adapter.tooling.builtin import run_command
+    from acp_adapter.tooling.toolbox import ToolContext
 
     ctx = ToolContext(ToolCall("c", "run_command", {}), cwd=tmp_path, cancel=CancelToken(), report=print)
     run_command({"command": command}, ctx)
 
 
 def test_a_command_that_leaves_nothing_behind_is_forgotten_at_once(tmp_path):
-    from acp_adapter import builtin_tools
+    from acp_adapter.tooling import builtin as builtin_tools
 
     builtin_tools.kill_started_processes()
     _run_command(tmp_path, "true")
@@ -91,7 +91,7 @@ def test_a_command_that_leaves_nothing_behind_is_forgotten_at_once(tmp_path):
 
 def test_a_recycled_process_group_number_is_never_killed_at_shutdown(tmp_path):
     """A remembered group whose members are all gone may have had its number reused by a stranger."""
-    from acp_adapter import builtin_tools
+    from acp_adapter.tooling import builtin as builtin_tools
 
     builtin_tools.kill_started_processes()
     stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
@@ -106,7 +106,7 @@ def test_a_recycled_process_group_number_is_never_killed_at_shutdown(tmp_path):
 
 
 def test_a_background_job_keeps_its_group_remembered_and_is_killed(tmp_path):
-    from acp_adapter import builtin_tools
+    from acp_adapter.tooling import builtin as builtin_tools
 
     builtin_tools.kill_started_processes()
     _run_command(tmp_path, "sleep 30 >/dev/null 2>&1 & echo $! > job.pid")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_adapter.bridges.config import (
+from acp_adapter.frontends.bridges.config import (
     DAEMON_DEFAULT,
     BridgeConfigError,
     BridgeStore,

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from acp_adapter.bridges.config import new_instance
-from acp_adapter.bridges.platforms.console import run_console
-from acp_adapter.bridges.runner import BridgeRunner
+from acp_adapter.frontends.bridges.config import new_instance
+from acp_adapter.frontends.bridges.platforms.console import run_console
+from acp_adapter.frontends.bridges.runner import BridgeRunner
 
 from .agents.echo_agent import SECRET as ECHO_SECRET
 from .conftest import ROOT, agent_env

@@ -9,11 +9,17 @@ from typing import Any
 import pytest
 from acp import text_block, update_agent_message
 
-from acp_adapter.bridges.config import ProgressConfig
-from acp_adapter.bridges.delivery import RouteDelivery, collapse_lines, render_line
-from acp_adapter.bridges.events import AnswerText, ProgressEvent, ProgressPayload, ReactionEvent, TurnEnd
-from acp_adapter.bridges.projection import TurnProjection
-from acp_adapter.bridges.sink import utf16_len
+from acp_adapter.frontends.bridges.config import ProgressConfig
+from acp_adapter.frontends.bridges.delivery import RouteDelivery, collapse_lines, render_line
+from acp_adapter.frontends.bridges.events import (
+    AnswerText,
+    ProgressEvent,
+    ProgressPayload,
+    ReactionEvent,
+    TurnEnd,
+)
+from acp_adapter.frontends.bridges.projection import TurnProjection
+from acp_adapter.frontends.bridges.sink import utf16_len
 from acp_adapter.tools import build_tool_complete, build_tool_failed, build_tool_start
 
 from .bridge_fakes import FakeClock, RecordingSink

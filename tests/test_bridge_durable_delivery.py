@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from acp_adapter.bridges.config import ProgressConfig
-from acp_adapter.bridges.delivery import RouteDelivery, flush_outbox
-from acp_adapter.bridges.events import (
+from acp_adapter.cli import main
+from acp_adapter.frontends.bridges.config import ProgressConfig
+from acp_adapter.frontends.bridges.delivery import RouteDelivery, flush_outbox
+from acp_adapter.frontends.bridges.events import (
     AnswerText,
     ProgressEvent,
     ProgressPayload,
@@ -18,9 +19,8 @@ from acp_adapter.bridges.events import (
     TurnStart,
     TypingEvent,
 )
-from acp_adapter.bridges.sink import SendOutcomeUnknown
-from acp_adapter.bridges.state import REPEAT_NOTE, BridgeState
-from acp_adapter.cli import main
+from acp_adapter.frontends.bridges.sink import SendOutcomeUnknown
+from acp_adapter.frontends.bridges.state import REPEAT_NOTE, BridgeState
 from acp_adapter.store import MemoryStore
 
 from .bridge_fakes import FakeClock, RecordingSink

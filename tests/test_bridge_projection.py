@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from acp import start_tool_call, text_block, update_agent_message, update_tool_call
 
-from acp_adapter.bridges.config import ProgressConfig
-from acp_adapter.bridges.events import AnswerText, ProgressEvent, ReactionEvent
-from acp_adapter.bridges.projection import TurnProjection
+from acp_adapter.frontends.bridges.config import ProgressConfig
+from acp_adapter.frontends.bridges.events import AnswerText, ProgressEvent, ReactionEvent
+from acp_adapter.frontends.bridges.projection import TurnProjection
 from acp_adapter.tools import (
     build_thinking_complete,
     build_thinking_start,

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from acp_adapter.bridges.events import (
+from acp_adapter.frontends.bridges.events import (
     AnswerText,
     DeleteMessage,
     ErrorNotice,
@@ -15,7 +15,7 @@ from acp_adapter.bridges.events import (
     ReactionEvent,
     TurnEnd,
 )
-from acp_adapter.bridges.queue import QueueClosed, RouteQueue
+from acp_adapter.frontends.bridges.queue import QueueClosed, RouteQueue
 
 
 def prog(call: str, phase: str = "started", index: int = 1, preview: str = "") -> ProgressEvent:

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from acp_adapter.bridges.state import INTERRUPTED
 from acp_adapter.cli import main
+from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.store import SqliteStore
 
 from .conftest import ROOT, agent_env
@@ -173,8 +173,8 @@ def test_a_closed_stdout_pipe_is_quiet(cfg: Path) -> None:
 
 
 def test_a_prompt_answered_with_an_error_shows_the_reason_short() -> None:
-    from acp_adapter.bridges.runner import _short_reason
-    from acp_adapter.client import AgentError
+    from acp_adapter.client.driver import AgentError
+    from acp_adapter.frontends.bridges.runner import _short_reason
 
     exc = AgentError("the agent answered the prompt with an error: The model request failed:\n HTTP 500")
     assert _short_reason(exc) == "The model request failed: HTTP 500"

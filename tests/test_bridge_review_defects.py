@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from acp import update_agent_thought_text
 
-from acp_adapter.bridges.config import new_instance
-from acp_adapter.bridges.runner import BridgeRunner
+from acp_adapter.frontends.bridges.config import new_instance
+from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.summary import ProgressSummary
 from acp_adapter.summary.generators import SUMMARY_THREADS, BoundedThreads, GeneratorBusy
 

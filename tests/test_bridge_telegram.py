@@ -19,16 +19,16 @@ pytest.importorskip("telegram")
 from telegram import Bot, ReactionTypeEmoji
 from telegram.error import BadRequest
 
-from acp_adapter.bridges.config import BridgeInstance, new_instance
-from acp_adapter.bridges.platforms.telegram import (
+from acp_adapter.frontends.bridges.config import BridgeInstance, new_instance
+from acp_adapter.frontends.bridges.platforms.telegram import (
     REFUSAL,
     TELEGRAM_REACTIONS,
     TelegramSetupError,
     TelegramSink,
     run_telegram,
 )
-from acp_adapter.bridges.runner import BridgeRunner
-from acp_adapter.logsetup import RedactingFormatter
+from acp_adapter.frontends.bridges.runner import BridgeRunner
+from acp_adapter.safety.logging import RedactingFormatter
 
 from .agents.echo_agent import SECRET as ECHO_SECRET
 from .conftest import ROOT, agent_env

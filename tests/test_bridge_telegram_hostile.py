@@ -17,8 +17,9 @@ import pytest
 
 pytest.importorskip("telegram")
 
-from acp_adapter.bridges.config import BridgeInstance, new_instance
-from acp_adapter.bridges.platforms.telegram import (
+from acp_adapter.config import TelegramSettings
+from acp_adapter.frontends.bridges.config import BridgeInstance, new_instance
+from acp_adapter.frontends.bridges.platforms.telegram import (
     EXPIRED,
     REFUSAL,
     REFUSAL_USER,
@@ -28,9 +29,8 @@ from acp_adapter.bridges.platforms.telegram import (
     TokenScrubber,
     run_telegram,
 )
-from acp_adapter.bridges.runner import BridgeRunner
-from acp_adapter.config import TelegramSettings
-from acp_adapter.logsetup import RedactingFormatter
+from acp_adapter.frontends.bridges.runner import BridgeRunner
+from acp_adapter.safety.logging import RedactingFormatter
 
 from .conftest import ROOT, agent_env
 from .fake_telegram import FakeTelegram, StoredMessage

@@ -23,8 +23,8 @@ import pytest
 
 pytest.importorskip("telegram")
 
-from acp_adapter.bridges.platforms.telegram import STOPPED_VERDICT
 from acp_adapter.cli import main
+from acp_adapter.frontends.bridges.platforms.telegram import STOPPED_VERDICT
 
 from .conftest import ROOT, agent_env
 from .fake_telegram import FakeTelegram

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart
 
-from acp_adapter.client import (
+from acp_adapter.client.driver import (
     AgentCrashed,
     AgentDriver,
     AgentError,

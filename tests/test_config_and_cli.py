@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from acp_adapter.config import ConfigError, Settings
-from acp_adapter.timefmt import format_elapsed
+from acp_adapter.text import format_elapsed
 
 from .conftest import ROOT, agent_env
 

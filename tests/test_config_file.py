@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from acp_adapter._config_file import config_file_path
 from acp_adapter.config import ConfigError, Settings, SettingSource, StreamSettings
-from acp_adapter.config_file import config_file_path
 
 
 def write(directory: Path, text: str, mode: int = 0o600) -> Path:

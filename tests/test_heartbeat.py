@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from acp_adapter.heartbeat import HeartbeatScheduler
+from acp_adapter.agent.heartbeat import HeartbeatScheduler
 
 
 def test_fires_every_interval_until_cancelled():

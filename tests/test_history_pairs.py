@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from acp.schema import ToolCallStart
 
-from acp_adapter.builtin_tools import default_toolbox
+from acp_adapter.agent.heartbeat import HeartbeatScheduler
+from acp_adapter.agent.session import Session
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
-from acp_adapter.heartbeat import HeartbeatScheduler
 from acp_adapter.models import Message, TextDelta, ToolCall, ToolCallRequest, ToolSpec
 from acp_adapter.server import ProgressAgent
-from acp_adapter.session import Session
+from acp_adapter.tooling.builtin import default_toolbox
 from run_agent import AIAgent
 
 from .conftest import RecordingClient, final_status, inprocess_agent, prompt_text

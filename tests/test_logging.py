@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from acp_adapter.logsetup import configure_logging
+from acp_adapter.safety.logging import configure_logging
 
 
 def test_log_records_and_tracebacks_are_redacted(capsys):

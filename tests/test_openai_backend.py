@@ -22,7 +22,6 @@ import pytest
 from acp import RequestError
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallStart, UsageUpdate
 
-from acp_adapter.builtin_tools import default_toolbox
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, OpenAISettings, Settings
 from acp_adapter.models import create_model
@@ -39,6 +38,7 @@ from acp_adapter.models.base import (
 )
 from acp_adapter.models.openai_compat import RAW_ARGUMENTS_KEY, OpenAICompatModel
 from acp_adapter.models.openai_errors import retry_after
+from acp_adapter.tooling.builtin import default_toolbox
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from .fake_openai import (

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from acp_adapter import outbox as outbox_module
+from acp_adapter.agent import outbox as outbox_module
 from acp_adapter.events import SessionStream, UpdateOutbox
 
 from .test_events import Sink

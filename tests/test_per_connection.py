@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from acp_adapter.outbox import PerConnection
+from acp_adapter.agent.outbox import PerConnection
 
 
 class _Conn:

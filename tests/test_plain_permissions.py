@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from acp.schema import AllowedOutcome, RequestPermissionResponse, ToolCallStart
 
+from acp_adapter.agent.heartbeat import HeartbeatScheduler
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
-from acp_adapter.heartbeat import HeartbeatScheduler
+from acp_adapter.frontends.plain.permission import TerminalPermission, parse_answer, permission_question
+from acp_adapter.frontends.plain.printer import TerminalPrinter
 from acp_adapter.models import Message, TextDelta, ToolSpec
 from acp_adapter.models.base import ToolCall
-from acp_adapter.plain_permission import TerminalPermission, parse_answer, permission_question
-from acp_adapter.terminal import TerminalPrinter
 from run_agent import AIAgent
 
 from .conftest import ROOT, RecordingClient, final_status, prompt_text, spawn_agent

@@ -1,4 +1,4 @@
-"""Tests for the tool presentation registry (acp_adapter.presentation)."""
+"""Tests for the tool presentation registry (acp_adapter.tooling.presentation)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from acp_adapter.presentation import (
+from acp_adapter.tooling.presentation import (
     EXTENSION_EMOJI,
     NATIVE_TOOLS,
     PREVIEW_CAP,

@@ -1,4 +1,4 @@
-"""Tests for the canonical secret redactor (acp_adapter.redact).
+"""Tests for the canonical secret redactor (acp_adapter.safety.redact).
 
 Secret-looking fixtures are assembled at run time from harmless pieces (``_tok``) so that
 this file never contains a string that a secret scanner would flag, while the redactor
@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from acp_adapter.redact import REDACTED, is_sensitive_key, redact_text, redact_value
+from acp_adapter.safety.redact import REDACTED, is_sensitive_key, redact_text, redact_value
 
 _ALNUM = "A1b2C3d4E5f6G7h8J9k0LmNpQrStUvWxYz"
 

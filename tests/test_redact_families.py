@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from acp_adapter.presentation import DescriptorError, is_sensitive_name, validate_preview_strategy
-from acp_adapter.redact import REDACTED, is_sensitive_key, redact_text, redact_value
+from acp_adapter.safety.redact import REDACTED, is_sensitive_key, redact_text, redact_value
+from acp_adapter.tooling.presentation import DescriptorError, is_sensitive_name, validate_preview_strategy
 
 _ALNUM = "A1b2C3d4E5f6G7h8J9k0LmNpQrStUvWxYz"
 _HEX = "0123456789abcdef"

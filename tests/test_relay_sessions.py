@@ -10,7 +10,7 @@ import sys
 import pytest
 from acp.schema import ToolCallProgress, ToolCallStart
 
-from acp_adapter.client import AgentDriver, AgentStartError
+from acp_adapter.client.driver import AgentDriver, AgentStartError
 
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from .test_relay import injected, relay_argv

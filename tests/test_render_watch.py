@@ -9,7 +9,8 @@ from acp import update_agent_message_text
 from acp.schema import PromptResponse
 from rich.cells import cell_len
 
-from acp_adapter.render import CardBoard, render_card
+from acp_adapter.frontends.watch.render import CardBoard, render_card
+from acp_adapter.frontends.watch.watcher import WatchClient
 from acp_adapter.tools import (
     build_thinking_complete,
     build_thinking_progress,
@@ -17,7 +18,6 @@ from acp_adapter.tools import (
     build_tool_failed,
     build_tool_start,
 )
-from acp_adapter.watch import WatchClient
 
 pytestmark = pytest.mark.anyio
 
@@ -72,8 +72,8 @@ async def test_plain_output_prints_one_line_per_card_event_and_flags_orphans():
 def test_terminal_printer_animates_and_keeps_the_status_between_frames():
     import time as _time
 
-    from acp_adapter.heartbeat import HeartbeatScheduler
-    from acp_adapter.terminal import TerminalPrinter
+    from acp_adapter.agent.heartbeat import HeartbeatScheduler
+    from acp_adapter.frontends.plain.printer import TerminalPrinter
 
     out = io.StringIO()
     printer = TerminalPrinter(out, animate=True, scheduler=HeartbeatScheduler(), frame_interval=0.01)
@@ -106,7 +106,7 @@ def _screen(raw: str, width: int, height: int = 200) -> list[str]:
 async def test_live_view_wraps_wide_text_to_the_terminal_and_prints_each_line_once(width):
     from rich.console import Console
 
-    from acp_adapter.terminal_view import LiveView
+    from acp_adapter.frontends.watch.view import LiveView
 
     raw = io.StringIO()
     console = Console(file=raw, width=width, force_terminal=True, color_system=None, legacy_windows=False)
@@ -138,7 +138,7 @@ async def test_live_view_wraps_wide_text_to_the_terminal_and_prints_each_line_on
 
 
 async def test_plain_view_never_cuts_lines_and_stops_quietly_on_a_closed_pipe():
-    from acp_adapter.terminal_view import PlainView
+    from acp_adapter.frontends.watch.view import PlainView
 
     class Closed(io.StringIO):
         def write(self, text: str) -> int:

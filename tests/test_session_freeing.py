@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from acp import RequestError
 
+from acp_adapter.agent.session import LiveSessions
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.server import ProgressAgent
-from acp_adapter.session import LiveSessions
 
 from .conftest import RecordingClient, fast_settings, inprocess_agent, prompt_text
 

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from acp_adapter.redact import redact_text
-from acp_adapter.stream_redact import StreamRedactor
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.redact.stream import StreamRedactor
 
 TEXTS = [
     "Here is the config:\nAuthorization: Bearer abcdefghijklmnopqrstuvwxyz0123456789\nand more text.",

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_adapter.redact import REDACTED, redact_text
-from acp_adapter.stream_redact import MAX_HOLD, StreamRedactor
+from acp_adapter.safety.redact import REDACTED, redact_text
+from acp_adapter.safety.redact.stream import MAX_HOLD, StreamRedactor
 
 _ALNUM = "A1b2C3d4E5f6G7h8J9k0LmNpQrStUvWxYz"
 

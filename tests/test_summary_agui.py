@@ -19,12 +19,14 @@ import pytest
 from acp import start_tool_call, update_agent_message_text, update_agent_thought_text, update_tool_call
 from ag_ui.core import ActivitySnapshotEvent, RunAgentInput, RunFinishedEvent, UserMessage
 
-from acp_adapter.agui.app import create_app
-from acp_adapter.agui.observers import ObserverSet, RunContext, RunOutcome
-from acp_adapter.agui.projection import RunProjection
-from acp_adapter.agui.request import BadRunInput, parse_run_request
-from acp_adapter.agui.run import RunEmitter
-from acp_adapter.agui.summaries import (
+from acp_adapter.cli import build_parser, main
+from acp_adapter.config import Settings
+from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunOutcome
+from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
+from acp_adapter.frontends.agui.run import RunEmitter
+from acp_adapter.frontends.agui.summaries import (
     PROGRESS_SUMMARY_ACTIVITY,
     SummaryObserver,
     SummarySetup,
@@ -32,8 +34,6 @@ from acp_adapter.agui.summaries import (
     summary_observers,
     summary_setup,
 )
-from acp_adapter.cli import build_parser, main
-from acp_adapter.config import Settings
 from acp_adapter.summary import ManualClock, SummaryEvent, SummaryFactory, SummaryRequest
 from tests.agents.progress_agent import SECRET
 

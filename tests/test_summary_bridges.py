@@ -22,8 +22,10 @@ import pytest
 from acp import start_tool_call, text_block, update_agent_message, update_tool_call
 from acp.schema import PromptResponse
 
-from acp_adapter.bridges import command as bridge_command
-from acp_adapter.bridges.config import (
+from acp_adapter.cli import main
+from acp_adapter.config import Settings
+from acp_adapter.cli import bridge as bridge_command
+from acp_adapter.frontends.bridges.config import (
     BridgeConfigError,
     BridgeStore,
     ProgressConfig,
@@ -31,13 +33,11 @@ from acp_adapter.bridges.config import (
     new_instance,
     resolve_summary_mode,
 )
-from acp_adapter.bridges.delivery import PLACEHOLDER_DELAY, RouteDelivery
-from acp_adapter.bridges.events import AnswerText, ErrorNotice, SummaryUpdate, TurnEnd, TurnStart
-from acp_adapter.bridges.platforms.console import run_console
-from acp_adapter.bridges.queue import RouteQueue
-from acp_adapter.bridges.runner import BridgeRunner
-from acp_adapter.cli import main
-from acp_adapter.config import Settings
+from acp_adapter.frontends.bridges.delivery import PLACEHOLDER_DELAY, RouteDelivery
+from acp_adapter.frontends.bridges.events import AnswerText, ErrorNotice, SummaryUpdate, TurnEnd, TurnStart
+from acp_adapter.frontends.bridges.platforms.console import run_console
+from acp_adapter.frontends.bridges.queue import RouteQueue
+from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.summary import ManualClock, SummaryFactory, SummaryRequest
 
 from .bridge_fakes import FakeClock, RecordingSink
@@ -122,7 +122,7 @@ async def test_edits_respect_the_window_and_only_the_latest_revision_is_shown() 
 
 
 async def test_progress_lines_and_the_placeholder_share_one_edit_budget() -> None:
-    from acp_adapter.bridges.events import ProgressEvent, ProgressPayload
+    from acp_adapter.frontends.bridges.events import ProgressEvent, ProgressPayload
 
     def line(call: str, phase: str) -> ProgressEvent:
         return ProgressEvent(ProgressPayload(call, "search", phase, "Searching for", "x", "🔎", 1))  # type: ignore[arg-type]
@@ -237,7 +237,7 @@ def test_a_summary_is_dropped_at_the_soft_bound_and_counted() -> None:
 
 
 class ScriptedTurn:
-    """A :class:`~acp_adapter.client.Turn` stand-in the test feeds update by update."""
+    """A :class:`~acp_adapter.client.driver.Turn` stand-in the test feeds update by update."""
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
@@ -428,7 +428,7 @@ async def test_console_end_to_end_with_this_projects_agent() -> None:
 
 async def test_telegram_end_to_end_placeholder_limit_and_order() -> None:
     pytest.importorskip("telegram")
-    from acp_adapter.bridges.platforms.telegram import run_telegram
+    from acp_adapter.frontends.bridges.platforms.telegram import run_telegram
 
     from .fake_telegram import FakeTelegram
     from .test_bridge_telegram import CHAT, TOKEN
@@ -572,7 +572,7 @@ def test_bridge_run_builds_the_summary_from_flags_instance_and_settings(
         built.append(runner)
         return runner
 
-    import acp_adapter.bridges.platforms.console as console
+    import acp_adapter.frontends.bridges.platforms.console as console
 
     monkeypatch.setattr(console, "run_console", no_console)
     monkeypatch.setattr(bridge_command.sys, "stdin", io.StringIO(""))

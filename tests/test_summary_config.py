@@ -148,7 +148,7 @@ def test_from_settings_is_none_when_off_and_cheap_per_turn() -> None:
 
 
 def test_watch_keeps_the_agent_from_running_a_second_summarizer() -> None:
-    from acp_adapter.watch import agent_env
+    from acp_adapter.frontends.watch.watcher import agent_env
 
     env = agent_env(Settings.from_env({"ACP_PROGRESS_SUMMARY": "openai"}))
     assert env["ACP_PROGRESS_SUMMARY"] == "off"

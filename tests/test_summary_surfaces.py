@@ -88,7 +88,7 @@ class _Outbox:
 
 
 def test_the_turn_state_shows_a_summary_on_the_open_card_and_never_after_the_end() -> None:
-    from acp_adapter.turn_state import SessionStream
+    from acp_adapter.agent.turn_state import SessionStream
 
     outbox = _Outbox()
     stream = SessionStream("s", outbox)  # type: ignore[arg-type]
@@ -118,7 +118,7 @@ def test_the_turn_state_shows_a_summary_on_the_open_card_and_never_after_the_end
 def test_the_plain_view_prints_one_line_per_new_revision_and_nothing_after_the_end() -> None:
     from acp import update_agent_message_text
 
-    from acp_adapter.terminal_view import PlainView
+    from acp_adapter.frontends.watch.view import PlainView
 
     out = io.StringIO()
     view = PlainView(out)
@@ -141,7 +141,7 @@ def test_the_plain_view_prints_one_line_per_new_revision_and_nothing_after_the_e
 def test_the_live_view_has_a_status_line_under_the_cards() -> None:
     from rich.console import Console
 
-    from acp_adapter.terminal_view import LiveView
+    from acp_adapter.frontends.watch.view import LiveView
 
     def region_lines(view: LiveView) -> list[str]:
         probe = Console(file=io.StringIO(), width=80, color_system=None)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from acp_adapter.builtin_tools import default_toolbox, resolve_in_workspace
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.models.base import ToolCall
-from acp_adapter.toolbox import (
+from acp_adapter.tooling.builtin import default_toolbox, resolve_in_workspace
+from acp_adapter.tooling.toolbox import (
     Tool,
     Toolbox,
     ToolContext,

@@ -7,12 +7,12 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from acp_adapter.agent.heartbeat import HeartbeatScheduler
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
-from acp_adapter.heartbeat import HeartbeatScheduler
-from acp_adapter.logsetup import RedactingFormatter
 from acp_adapter.models import ModelError, ToolCall
-from acp_adapter.toolbox import Tool, Toolbox, ToolError, ToolReturn
+from acp_adapter.safety.logging import RedactingFormatter
+from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolError, ToolReturn
 from run_agent import AIAgent
 
 SECRET = "gh" + "p_" + "Tr4cebackT0kenAbcdefghijklmnopqrstuv"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import (
+from acp_adapter.models.base import (
     ChatModel,
     Message,
     ModelError,
@@ -34,13 +34,13 @@ __all__ = [
 
 def create_model(settings: object) -> ChatModel:
     """Build the back-end named by ``settings.model`` (imports lazily: openai is an optional extra)."""
-    from ..config import Settings
+    from acp_adapter.config import Settings
 
     assert isinstance(settings, Settings)
     if settings.model == "openai":
-        from .openai_compat import OpenAICompatModel
+        from acp_adapter.models.openai_compat import OpenAICompatModel
 
         return OpenAICompatModel(settings.openai)
-    from .embedded import EmbeddedModel
+    from acp_adapter.models.embedded import EmbeddedModel
 
     return EmbeddedModel(think_delay=settings.embedded_delay, chunk_delay=settings.embedded_chunk_delay)

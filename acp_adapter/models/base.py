@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..cancel import CancelToken
-from ..errors import AcpProgressError
+from acp_adapter.cancel import CancelToken
+from acp_adapter.errors import AcpProgressError
 
 __all__ = [
     "ChatModel",

@@ -15,8 +15,16 @@ import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..cancel import CancelToken, TurnCancelled
-from .base import Message, ModelEvent, TextDelta, ToolCall, ToolCallRequest, ToolSpec, UsageReport
+from acp_adapter.cancel import CancelToken, TurnCancelled
+from acp_adapter.models.base import (
+    Message,
+    ModelEvent,
+    TextDelta,
+    ToolCall,
+    ToolCallRequest,
+    ToolSpec,
+    UsageReport,
+)
 
 __all__ = ["EmbeddedModel", "compose_reply", "plan_tool_calls"]
 

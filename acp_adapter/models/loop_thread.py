@@ -25,8 +25,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-from ..cancel import CancelToken, TurnCancelled
-from .base import ModelError
+from acp_adapter.cancel import CancelToken, TurnCancelled
+from acp_adapter.models.base import ModelError
 
 __all__ = ["LoopThread"]
 

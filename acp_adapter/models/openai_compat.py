@@ -63,9 +63,9 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..cancel import CancelToken
-from ..config import ConfigError, OpenAISettings
-from .base import (
+from acp_adapter.cancel import CancelToken
+from acp_adapter.config import ConfigError, OpenAISettings
+from acp_adapter.models.base import (
     Message,
     ModelError,
     ModelEvent,
@@ -76,8 +76,8 @@ from .base import (
     ToolSpec,
     UsageReport,
 )
-from .loop_thread import LoopThread
-from .openai_errors import (
+from acp_adapter.models.loop_thread import LoopThread
+from acp_adapter.models.openai_errors import (
     MAX_RETRY_AFTER,
     classify,
     display_url,
@@ -88,7 +88,7 @@ from .openai_errors import (
     scrub,
     stream_dropped,
 )
-from .openai_stream import RAW_ARGUMENTS_KEY, StreamState, completion_as_chunk
+from acp_adapter.models.openai_stream import RAW_ARGUMENTS_KEY, StreamState, completion_as_chunk
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, AsyncStream

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .base import ModelError
+from acp_adapter.models.base import ModelError
 
 if TYPE_CHECKING:
     from openai import APIStatusError

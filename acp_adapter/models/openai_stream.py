@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .base import ToolCall
+from acp_adapter.models.base import ToolCall
 
 __all__ = ["RAW_ARGUMENTS_KEY", "StreamState", "ToolCallAssembler", "completion_as_chunk", "parse_arguments"]
 

@@ -1,6 +1,6 @@
 """The protocol layer: the one JSON-RPC line reader with its limits, and the stdio guard."""
 
-from .ndjson import (
+from acp_adapter.protocol.ndjson import (
     CHUNK_BYTES,
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_LINE_BYTES,

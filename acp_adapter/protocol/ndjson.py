@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 
-from ..errors import AcpProgressError
-from ..redact import redact_text
+from acp_adapter.errors import AcpProgressError
+from acp_adapter.safety.redact import redact_text
 
 if TYPE_CHECKING:
-    from ..config import StreamSettings
+    from acp_adapter.config import StreamSettings
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -108,7 +108,7 @@ class StreamLimits:
     @classmethod
     def from_env(cls) -> StreamLimits:
         """The limits set in this process's environment (``ACP_PROGRESS_MAX_LINE_BYTES`` …)."""
-        from ..config import StreamSettings
+        from acp_adapter.config import StreamSettings
 
         return cls.from_settings(StreamSettings.from_env())
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from .ndjson import CHUNK_BYTES
+from acp_adapter.protocol.ndjson import CHUNK_BYTES
 
 __all__ = [
     "STREAM_LIMIT",

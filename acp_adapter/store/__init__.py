@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .base import (
+from acp_adapter.store.base import (
     JsonObject,
     KeyValueStore,
     PermissionDecision,
@@ -24,9 +24,9 @@ from .base import (
     StoreError,
     StoreVersionError,
 )
-from .memory import MemoryStore
-from .sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore
-from .writer import BackgroundWriter
+from acp_adapter.store.memory import MemoryStore
+from acp_adapter.store.sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore
+from acp_adapter.store.writer import BackgroundWriter
 
 __all__ = [
     "DATABASE_NAME",

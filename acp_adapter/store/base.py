@@ -24,8 +24,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import AcpProgressError
-from ..redact import redact_value
+from acp_adapter.errors import AcpProgressError
+from acp_adapter.safety.redact import redact_value
 
 __all__ = [
     "JsonObject",

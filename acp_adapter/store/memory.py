@@ -10,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .base import (
+from acp_adapter.store.base import (
     JsonObject,
     PermissionDecision,
     SessionPage,

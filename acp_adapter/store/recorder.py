@@ -34,9 +34,9 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from ..redact import redact_text
-from .base import JsonObject, SessionRecord
-from .writer import BackgroundWriter
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.store.base import JsonObject, SessionRecord
+from acp_adapter.store.writer import BackgroundWriter
 
 __all__ = ["TITLE_CAP", "ConversationRecorder", "replay_updates", "title_from"]
 

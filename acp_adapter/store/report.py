@@ -7,7 +7,7 @@ import datetime
 import json
 from collections.abc import Sequence
 
-from .base import PermissionDecision
+from acp_adapter.store.base import PermissionDecision
 
 __all__ = ["audit_json_lines", "audit_lines", "local_time"]
 

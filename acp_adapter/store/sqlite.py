@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .base import (
+from acp_adapter.store.base import (
     JsonObject,
     PermissionDecision,
     SessionPage,

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..redact import redact_text
+from acp_adapter.safety.redact import redact_text
 
 __all__ = ["BackgroundWriter"]
 

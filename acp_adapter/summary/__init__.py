@@ -54,10 +54,16 @@ Every string that leaves — the prompt, the summary — passes the canonical re
 
 from __future__ import annotations
 
-from .capability import DEFAULT_INTERVAL, DEFAULT_MAX_LENGTH, DEFAULT_TIMEOUT, ProgressSummary, SummaryStats
-from .clean import clean_summary
-from .clock import Clock, LoopClock, ManualClock, Timer
-from .event import (
+from acp_adapter.summary.capability import (
+    DEFAULT_INTERVAL,
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_TIMEOUT,
+    ProgressSummary,
+    SummaryStats,
+)
+from acp_adapter.summary.clean import clean_summary
+from acp_adapter.summary.clock import Clock, LoopClock, ManualClock, Timer
+from acp_adapter.summary.event import (
     TRACE_ABORT,
     TRACE_EMIT,
     TRACE_ERROR,
@@ -66,8 +72,8 @@ from .event import (
     SummaryEvent,
     TraceCallback,
 )
-from .factory import SummaryFactory, SummaryMode, from_settings, resolve_mode
-from .generators import (
+from acp_adapter.summary.factory import SummaryFactory, SummaryMode, from_settings, resolve_mode
+from acp_adapter.summary.generators import (
     EmbeddedGenerator,
     ExecuteFunction,
     ExecuteGenerator,
@@ -77,9 +83,15 @@ from .generators import (
     SummaryRequest,
     embedded_summary,
 )
-from .prompt import BuiltPrompt, PromptBuilder, default_facts, instructions
-from .snapshot import ProgressSnapshot, SnapshotTracker, clean_user_text, tool_name, user_text_from_prompt
-from .templates import PromptTemplate, StringTemplate, TemplateContext
+from acp_adapter.summary.prompt import BuiltPrompt, PromptBuilder, default_facts, instructions
+from acp_adapter.summary.snapshot import (
+    ProgressSnapshot,
+    SnapshotTracker,
+    clean_user_text,
+    tool_name,
+    user_text_from_prompt,
+)
+from acp_adapter.summary.templates import PromptTemplate, StringTemplate, TemplateContext
 
 __all__ = [
     "DEFAULT_INTERVAL",

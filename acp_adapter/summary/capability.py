@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, cast, get_args
 
-from .clean import clean_summary
-from .clock import Clock, LoopClock, Timer
-from .event import (
+from acp_adapter.summary.clean import clean_summary
+from acp_adapter.summary.clock import Clock, LoopClock, Timer
+from acp_adapter.summary.event import (
     TRACE_ABORT,
     TRACE_EMIT,
     TRACE_ERROR,
@@ -47,7 +47,7 @@ from .event import (
     SummaryEvent,
     TraceCallback,
 )
-from .generators import (
+from acp_adapter.summary.generators import (
     EmbeddedGenerator,
     ExecuteFunction,
     ExecuteGenerator,
@@ -56,10 +56,10 @@ from .generators import (
     SummaryGenerator,
     SummaryRequest,
 )
-from .prompt import PromptBuilder
-from .snapshot import ACTIVITY, CHUNK, LIVE, ProgressSnapshot, SnapshotTracker
-from .streak import FailureStreak, failure_class
-from .templates import PromptTemplate
+from acp_adapter.summary.prompt import PromptBuilder
+from acp_adapter.summary.snapshot import ACTIVITY, CHUNK, LIVE, ProgressSnapshot, SnapshotTracker
+from acp_adapter.summary.streak import FailureStreak, failure_class
+from acp_adapter.summary.templates import PromptTemplate
 
 __all__ = ["DEFAULT_INTERVAL", "DEFAULT_MAX_LENGTH", "DEFAULT_TIMEOUT", "ProgressSummary", "SummaryStats"]
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..redact import redact_text
+from acp_adapter.safety.redact import redact_text
 
 __all__ = ["ELLIPSIS", "bound", "clean_summary", "summary_text"]
 

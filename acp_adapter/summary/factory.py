@@ -19,17 +19,22 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-from ..config import ConfigError
-from .capability import DEFAULT_TIMEOUT, ProgressSummary
-from .clock import Clock
-from .event import SummaryCallback, TraceCallback
-from .generators import EmbeddedGenerator, ExecuteFunction, ModelGenerator, SummaryGenerator
-from .prompt import PromptBuilder
-from .streak import FailureStreak
-from .templates import PromptTemplate
+from acp_adapter.config import ConfigError
+from acp_adapter.summary.capability import DEFAULT_TIMEOUT, ProgressSummary
+from acp_adapter.summary.clock import Clock
+from acp_adapter.summary.event import SummaryCallback, TraceCallback
+from acp_adapter.summary.generators import (
+    EmbeddedGenerator,
+    ExecuteFunction,
+    ModelGenerator,
+    SummaryGenerator,
+)
+from acp_adapter.summary.prompt import PromptBuilder
+from acp_adapter.summary.streak import FailureStreak
+from acp_adapter.summary.templates import PromptTemplate
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from acp_adapter.config import Settings
 
 __all__ = ["SummaryFactory", "SummaryMode", "from_settings", "resolve_mode"]
 

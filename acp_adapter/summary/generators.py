@@ -32,9 +32,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, cast
 
-from ..errors import AcpProgressError
-from .clean import bound
-from .snapshot import ProgressSnapshot
+from acp_adapter.errors import AcpProgressError
+from acp_adapter.summary.clean import bound
+from acp_adapter.summary.snapshot import ProgressSnapshot
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

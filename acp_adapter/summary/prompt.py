@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..redact import redact_text
-from .snapshot import ProgressSnapshot
-from .templates import PromptTemplate, TemplateContext, compile_template, resolve_variables
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.summary.snapshot import ProgressSnapshot
+from acp_adapter.summary.templates import PromptTemplate, TemplateContext, compile_template, resolve_variables
 
 __all__ = ["BuiltPrompt", "PromptBuilder", "default_facts", "instructions"]
 
@@ -93,7 +93,7 @@ class PromptBuilder:
         )
         self._variables = dict(variables or {})
         if self._variables:
-            from .templates import check_variables
+            from acp_adapter.summary.templates import check_variables
 
             check_variables(self._variables)
 

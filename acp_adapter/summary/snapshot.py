@@ -28,9 +28,9 @@ from acp.schema import (
     ToolCallStart,
 )
 
-from ..redact import redact_text
-from ..timefmt import format_elapsed
-from .clean import bound
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.summary.clean import bound
+from acp_adapter.text import format_elapsed
 
 __all__ = [
     "ACTIVITY",

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from ..redact import redact_text, redact_value
-from .snapshot import ProgressSnapshot
+from acp_adapter.safety.redact import redact_text, redact_value
+from acp_adapter.summary.snapshot import ProgressSnapshot
 
 __all__ = [
     "RESERVED_KEYS",

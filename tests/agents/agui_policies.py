@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from acp_adapter.agui.policy import default_policy
+from acp_adapter.frontends.agui.policy import default_policy
 
 
 def counts_only(kind: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:

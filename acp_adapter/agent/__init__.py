@@ -1,0 +1,12 @@
+"""The agent side: how this package's ACP agent turns a running turn into cards.
+
+``outbox`` is the one ordered delivery path from any thread to the connection; ``turn_state`` the
+per-session state machine that keeps contracts 1 and 2 (no orphan spinner, nothing after the end);
+``turn`` the embedding API's :class:`~acp_adapter.agent.turn.ProgressTurn`; ``tool_cards`` the ACP
+projection of real tool calls; ``session`` per-session state; ``heartbeat`` the one timer thread.
+
+Depends on ``protocol``, ``safety`` and ``tooling``, never on the client side or the front-ends.
+The public names are re-exported by :mod:`acp_adapter`; the modules here are internal.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,180 @@
+"""The ACP projection of tool calls: one honest card per call, keyed by the model's tool-call id
+(made unique in the session: servers that reuse ``call_1`` every turn must not reopen a closed card).
+
+Implements the toolbox's observer: the title comes from the presentation registry (verb +
+preview), the kind fits the tool, file paths become ``locations``, raw input is redacted, and
+progress/terminal updates go through the session stream's lock so nothing lands after the tool's
+terminal phase or after the turn ended. Dangerous tools ask the client with
+``session/request_permission`` on the same tool-call id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from acp import update_tool_call
+from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+
+from acp_adapter.agent.turn_state import SessionStream
+from acp_adapter.cancel import CancelToken
+from acp_adapter.models.base import ToolCall
+from acp_adapter.safety.redact import redact_text, redact_value
+from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title, select_preview
+from acp_adapter.tooling.toolbox import PermissionDecision, Tool, ToolOutcome
+
+__all__ = ["PERMISSION_OPTIONS", "RESULT_CAP", "AcpToolObserver", "answered_automatically"]
+
+log = logging.getLogger("acp_progress.tool_cards")
+
+RESULT_CAP = 8000
+
+PERMISSION_OPTIONS = (
+    PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
+    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
+)
+_ALLOWING = {"allow_once", "allow_always"}
+
+
+class AcpToolObserver:
+    """Turns toolbox lifecycle events into ACP tool-call updates for one session turn."""
+
+    def __init__(
+        self,
+        stream: SessionStream,
+        *,
+        conn: Any,
+        loop: asyncio.AbstractEventLoop,
+        cancel: CancelToken,
+        registry: PresentationRegistry | None = None,
+        workspace: str | None = None,
+        workspace_id: str | None = None,
+        audit: Callable[[str, str, bool, bool], None] | None = None,
+    ) -> None:
+        self._stream = stream
+        #: ``audit(card_id, title, allowed, automatic)``: called with every answer before the tool
+        #: runs (the session store's permission audit)
+        self._audit = audit
+        self._conn = conn
+        self._loop = loop
+        self._cancel = cancel
+        self._registry = registry or PresentationRegistry()
+        self._workspace = workspace
+        self._workspace_id = workspace_id
+        self._titles: dict[str, str] = {}
+        self._card_ids: dict[str, str] = {}
+
+    def _card(self, call: ToolCall) -> str:
+        """The card id of a model tool call: unique in the session (see ``claim_card_id``)."""
+        return self._card_ids.get(call.id, call.id)
+
+    def _present(self, call: ToolCall, tool: Tool | None) -> tuple[str, Any, tuple[str, ...], dict[str, Any]]:
+        event_meta: Mapping[str, Any] | None = tool.extension if tool is not None and tool.extension else None
+        presentation = self._registry.lookup(call.name, self._workspace_id, event_meta)
+        label, preview = render_label(call.name, call.arguments, presentation)
+        title = render_title(label, preview)
+        locations: tuple[str, ...] = ()
+        if presentation.preview == "path":
+            path = select_preview("path", call.arguments)
+            if path:
+                locations = (_absolute(self._workspace, path),)
+        # build_tool_start redacts the whole _meta (and the title) at the single choke point
+        meta = {"toolId": call.name, "label": label, "preview": preview, "emoji": presentation.emoji}
+        return title, presentation.kind, locations, meta
+
+    def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
+        title, kind, locations, meta = self._present(call, tool)
+        card_id = self._card_ids[call.id] = self._stream.claim_card_id(call.id)
+        self._titles[card_id] = title
+        self._stream.tool_start(
+            card_id, title, kind, raw_input=dict(call.arguments), locations=locations, meta=meta
+        )
+
+    def tool_progress(
+        self, call: ToolCall, value: float | None, total: float | None, message: str | None
+    ) -> None:
+        self._stream.tool_progress(self._card(call), value=value, total=total, message=message)
+
+    def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None:
+        self._titles.pop(self._card(call), None)
+        if outcome.ok:
+            text = (
+                outcome.text
+                if len(outcome.text) <= RESULT_CAP
+                else outcome.text[:RESULT_CAP] + "\n… (truncated)"
+            )
+            self._stream.tool_finish(self._card(call), result_text=text, raw_output=outcome.raw_output)
+        else:
+            self._stream.tool_finish(self._card(call), error=outcome.error or "failed")
+
+    def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision:
+        """Ask the client (blocking this worker thread, never the loop); cancel means no.
+
+        The answer is *automatic* when no person gave it: the client says so in
+        ``_meta.acpProgress.automatic`` (see :func:`answered_automatically`), or the request
+        could not be asked at all.
+        """
+        if not self._stream.tool_is_open(self._card(call)):
+            return PermissionDecision(False)
+        card_id = self._card(call)
+        self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
+        request = ToolCallUpdate(
+            tool_call_id=card_id,
+            title=redact_text(self._titles.get(card_id, call.name)),
+            kind="execute",
+            status="pending",
+            raw_input=redact_value(dict(call.arguments)),
+        )
+
+        async def ask() -> Any:
+            # the request must not overtake the card updates still queued in the outbox
+            await self._stream.flush()
+            return await self._conn.request_permission(
+                session_id=self._stream.session_id, tool_call=request, options=list(PERMISSION_OPTIONS)
+            )
+
+        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(ask(), self._loop)
+
+        def abandon() -> None:
+            future.cancel()
+
+        remove_hook = self._cancel.on_cancel(abandon)
+        try:
+            response = future.result()
+        except concurrent.futures.CancelledError:
+            return PermissionDecision(False)
+        except Exception as exc:
+            log.warning("permission request failed: %s", redact_text(str(exc)), exc_info=True)
+            return PermissionDecision(False, automatic=True)
+        finally:
+            remove_hook()
+        allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
+        automatic = answered_automatically(response)
+        if self._audit is not None:
+            try:
+                self._audit(card_id, request.title or call.name, allowed, automatic)
+            except Exception:
+                log.exception("recording the permission decision failed")
+        if allowed:
+            self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
+        return PermissionDecision(allowed, automatic=automatic)
+
+
+def answered_automatically(response: Any) -> bool:
+    """True if a ``RequestPermissionResponse`` carries ``_meta: {"acpProgress": {"automatic": true}}``:
+    the client's policy answered without asking a person (e.g. a deny-all policy with no terminal)."""
+    meta = getattr(response, "field_meta", None)
+    if not isinstance(meta, Mapping):
+        return False
+    ours = meta.get("acpProgress")
+    return isinstance(ours, Mapping) and ours.get("automatic") is True
+
+
+def _absolute(workspace: str | None, path: str) -> str:
+    if os.path.isabs(path) or workspace is None:
+        return path
+    return os.path.normpath(os.path.join(workspace, path))

@@ -1,0 +1,276 @@
+"""One prompt turn of one session, for agent developers who wire the callbacks into their own loop.
+
+Why this exists: the callbacks alone cannot keep the contracts for an embedder. Made one by one,
+they had no common order and no end of turn, so a card opened just before the embedder's code
+raised kept spinning. A :class:`ProgressTurn` hands out every callback (progress, thinking,
+message, usage, tool observer) over the session's one ordered path, and ending it — which the
+context manager always does, on success, on an exception and on cancellation — closes every card
+still open and waits until the client has been sent all of it::
+
+    async def prompt(self, prompt, session_id, **kwargs):          # your acp.Agent
+        async with ProgressTurn(self.conn, session_id) as turn:
+            await asyncio.to_thread(my_loop, turn, text)           # turn.progress("start", ...) …
+        return PromptResponse(stop_reason=turn.stop_reason)
+
+    with ProgressTurn(conn, session_id, loop) as turn:             # or, on a worker thread
+        ...
+
+The synchronous form blocks until the updates are delivered, so it belongs on a worker thread (on
+the event loop's own thread, use ``async with``). ``make_agent_progress_cb(conn, session_id, loop)``
+and the other factories of :mod:`acp_adapter.events` use the same per-session stream, so callbacks
+made that way and a turn share one ordered path too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from acp.schema import StopReason, UsageUpdate
+
+from acp_adapter.agent.outbox import PerConnection, SessionUpdateSink, shared_outbox
+from acp_adapter.agent.tool_cards import AcpToolObserver
+from acp_adapter.agent.turn_state import SessionStream
+from acp_adapter.cancel import CancelToken, TurnCancelled
+from acp_adapter.tooling.presentation import PresentationRegistry
+
+if TYPE_CHECKING:
+    from acp_adapter.agent.outbox import AnyUpdate
+    from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+
+__all__ = ["AgentProgressCallback", "ProgressTurn", "progress_callback", "session_stream"]
+
+log = logging.getLogger("acp_progress.turn")
+
+AgentProgressCallback = Callable[..., None]
+"""The seed's ``agent_progress_callback(state, name, args=None)``."""
+
+_CANCELLATIONS = (TurnCancelled, asyncio.CancelledError, KeyboardInterrupt)
+
+_STREAMS: PerConnection[dict[str, SessionStream]] = PerConnection()
+
+
+def session_stream(
+    conn: SessionUpdateSink, session_id: str, loop: asyncio.AbstractEventLoop
+) -> SessionStream:
+    """The stream of ``session_id`` on ``conn`` (created on first use, on the connection's outbox)."""
+    outbox = shared_outbox(conn, loop)
+    streams = _STREAMS.get(conn, dict)
+    stream = streams.get(session_id)
+    if stream is None:
+        stream = streams[session_id] = SessionStream(session_id, outbox)
+    return stream
+
+
+def progress_callback(stream: SessionStream) -> AgentProgressCallback:
+    """The seed's ``agent_progress_callback(state, name, args=None)`` over ``stream``.
+
+    ``start`` opens a think card with a fresh id, ``heartbeat`` updates it with ``args["elapsed"]``
+    (and ``args["status"]``), ``complete`` closes it (``failed`` when ``args["error"]`` is set).
+    Heartbeat or complete without a start is a no-op.
+    """
+
+    def agent_progress_callback(state: str, name: str, args: Mapping[str, Any] | None = None) -> None:
+        data = args or {}
+        if state == "start":
+            stream.think_start(name)
+        elif state == "heartbeat":
+            elapsed = data.get("elapsed")
+            stream.think_heartbeat(
+                name, float(elapsed) if isinstance(elapsed, int | float) else None, data.get("status") or None
+            )
+        elif state == "complete":
+            error = data.get("error")
+            stream.think_complete(name, str(error) if error else None)
+        else:
+            log.warning("agent_progress_callback: unknown state %r ignored", state)
+
+    return agent_progress_callback
+
+
+class ProgressTurn:
+    """One turn: every callback over one ordered path, and an end that closes every open card.
+
+    ``loop`` is the event loop the connection runs on (default: the running loop). ``cancel`` is
+    the turn's cancel signal (tools and permission questions honour it; call ``turn.cancel.cancel()``
+    from your ``cancel`` handler). ``registry``/``workspace`` configure tool card titles and paths.
+
+    ``summary`` (a :class:`~acp_adapter.summary.SummaryFactory`) gives the turn a progress summary,
+    as ``serve`` has: it sees every update of the turn from the first, and its sentence is shown on
+    the open think card (``Still thinking… 40s — <summary>``, with ``_meta.acpProgress.summary``).
+    ``user_text`` is the prompt it summarises against. It stops before the turn's cards close, so
+    no summary lands after the end.
+    """
+
+    def __init__(
+        self,
+        conn: SessionUpdateSink,
+        session_id: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        cancel: CancelToken | None = None,
+        registry: PresentationRegistry | None = None,
+        workspace: str | None = None,
+        stream: SessionStream | None = None,
+        flush_timeout: float = 10.0,
+        summary: SummaryFactory | None = None,
+        user_text: str = "",
+    ) -> None:
+        self.loop = loop if loop is not None else asyncio.get_running_loop()
+        self.session_id = session_id
+        self.stream = stream if stream is not None else session_stream(conn, session_id, self.loop)
+        self.cancel = cancel if cancel is not None else CancelToken()
+        self.flush_timeout = flush_timeout
+        self.stop_reason: StopReason | None = None
+        #: ``agent_progress_callback(state, name, args=None)`` — the think card (seed hook sites)
+        self.progress: AgentProgressCallback = progress_callback(self.stream)
+        #: ``thinking_callback(text)`` — thought text (redacted, streamed)
+        self.thinking: Callable[[str], bool] = self.stream.send_thought_text
+        #: ``message_callback(text)`` — answer text (redacted, streamed)
+        self.message: Callable[[str], bool] = self.stream.send_message_text
+        #: the toolbox observer: one card per tool call, progress, permission questions
+        self.tool_observer = AcpToolObserver(
+            self.stream, conn=conn, loop=self.loop, cancel=self.cancel, registry=registry, workspace=workspace
+        )
+        self._summaries = summary
+        self._user_text = user_text
+        #: this turn's progress summary while it runs (None without a ``summary`` factory)
+        self.summary: ProgressSummary | None = None
+
+    # ------------------------------------------------------------ callbacks
+
+    def usage(self, used: int, size: int) -> bool:
+        """Send an ACP ``usage_update`` (context used / size, in tokens)."""
+        return self.stream.send(
+            UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, size))
+        )
+
+    def agent_callbacks(self) -> dict[str, Any]:
+        """Keyword arguments that wire ``run_agent.AIAgent`` (or a look-alike) to this turn."""
+        return {
+            "agent_progress_callback": self.progress,
+            "thinking_callback": self.thinking,
+            "message_callback": self.message,
+            "tool_observer": self.tool_observer,
+            "cancel": self.cancel,
+        }
+
+    # ------------------------------------------------------------ lifecycle
+
+    def begin(self) -> ProgressTurn:
+        """Start accepting updates; a turn left open on this session is ended first."""
+        if self.stream.turn_open:
+            self.stream.end_turn()
+        self.stream.begin_turn()
+        self.stop_reason = None
+        if self._summaries is not None:
+            self._on_loop(self._start_summary)  # before any update of the turn is sent
+        return self
+
+    def end(self, stop_reason: StopReason = "end_turn", *, error: str | None = None) -> int:
+        """End the turn: every open card is closed (failed with ``error``, or as cancelled), nothing
+        more is accepted. Idempotent. Returns how many cards had to be closed here."""
+        if self.stop_reason is not None:
+            return 0
+        self.stop_reason = stop_reason
+        if self.summary is not None:
+            outcome: Outcome = (
+                "cancelled" if stop_reason == "cancelled" else "failed" if error else "finished"
+            )
+            self._on_loop(lambda: self._stop_summary(outcome))
+        return self.stream.end_turn(reason=error, cancelled=stop_reason == "cancelled")
+
+    # ------------------------------------------------------------ progress summary
+
+    def _start_summary(self) -> None:
+        assert self._summaries is not None
+        stream = self.stream
+
+        def show(event: SummaryEvent) -> None:
+            stream.show_summary(event.summary, event.revision)
+
+        summary = self._summaries.create(user_text=self._user_text, on_summary=show).start()
+        self.summary = summary
+        stream.outbox.observers.append(self._observe)
+
+    def _observe(self, session_id: str, update: AnyUpdate) -> None:
+        if session_id == self.session_id and self.summary is not None:
+            self.summary.observe(update)
+
+    def _stop_summary(self, outcome: Outcome) -> None:
+        with contextlib.suppress(ValueError):
+            self.stream.outbox.observers.remove(self._observe)
+        if self.summary is not None:
+            self.summary.stop(outcome)
+            self.summary = None
+
+    def _on_loop(self, work: Callable[[], None]) -> None:
+        """Run ``work`` on the loop's thread and return once it ran (the summary lives there)."""
+        if self._on_loop_thread():
+            work()
+            return
+
+        async def run() -> None:
+            work()
+
+        self._wait_on_loop(run(), "progress summary not started or stopped")
+
+    def _wait_on_loop(self, job: Coroutine[Any, Any, None], failure: str) -> None:
+        """Run ``job`` on the loop from another thread and wait at most ``flush_timeout`` for it;
+        a loop that is gone or too slow is logged as ``failure``, never raised into the embedder."""
+        try:
+            asyncio.run_coroutine_threadsafe(job, self.loop).result(self.flush_timeout)
+        except (concurrent.futures.TimeoutError, RuntimeError) as exc:
+            log.warning("%s: %s", failure, type(exc).__name__)
+
+    def _end_for(self, exc: BaseException | None) -> None:
+        if exc is None:
+            self.end("cancelled" if self.cancel.cancelled else "end_turn")
+        elif (
+            isinstance(exc, TurnCancelled | asyncio.CancelledError | KeyboardInterrupt)
+            or self.cancel.cancelled
+        ):
+            self.end("cancelled")
+        else:
+            self.end("end_turn", error=f"The agent hit an error ({type(exc).__name__})")
+
+    async def flush(self) -> None:
+        """Wait until every update of this turn so far has been handed to the connection."""
+        await self.stream.flush()
+
+    def _on_loop_thread(self) -> bool:
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            return False
+
+    def flush_blocking(self) -> None:
+        """:meth:`flush` from a thread other than the loop's (waits at most ``flush_timeout``)."""
+        if self._on_loop_thread():
+            raise RuntimeError("ProgressTurn: on the event loop thread use 'async with' / 'await flush()'")
+        self._wait_on_loop(self.flush(), "turn updates not confirmed delivered")
+
+    def __enter__(self) -> ProgressTurn:
+        if self._on_loop_thread():
+            raise RuntimeError("ProgressTurn: on the event loop thread use 'async with'")
+        return self.begin()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._end_for(exc)
+        self.flush_blocking()
+
+    async def __aenter__(self) -> ProgressTurn:
+        return self.begin()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._end_for(exc)
+        await asyncio.shield(self.flush())

@@ -1,1 +1,0 @@
-"""Chat platforms: each provides a :class:`~acp_adapter.bridges.delivery.ChatSink` and an input loop."""

@@ -1,0 +1,341 @@
+"""``acp-progress bridge …``: create, update, list, show, delete and run bridge instances.
+
+The top-level CLI only registers this group and delegates here, so the bridge commands stay in
+one module next to the code they drive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any, Final, get_args
+
+from acp_adapter.frontends.bridges.config import (
+    SUMMARY_CHOICES,
+    BridgeConfigError,
+    BridgeInstance,
+    BridgeStore,
+    Grouping,
+    ToolProgressMode,
+    atomic_write_text,
+    config_dir,
+    merge_update,
+    new_instance,
+    resolve_progress,
+    resolve_summary_mode,
+)
+from acp_adapter.frontends.bridges.state import BridgeState
+from acp_adapter.safety.redact import redact_text, redact_value
+
+__all__ = ["add_bridge_parser", "last_run_path", "run_bridge_command"]
+
+_TRUE: Final = {"1", "true", "yes", "on"}
+_FALSE: Final = {"0", "false", "no", "off"}
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {raw!r}")
+
+
+def _progress_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--delivery-progress",
+        dest="tool_progress",
+        choices=get_args(ToolProgressMode),
+        help="which tool progress lines reach the chat (Telegram default: new)",
+    )
+    parser.add_argument(
+        "--delivery-progress-grouping",
+        dest="grouping",
+        choices=get_args(Grouping),
+        help="accumulate: edit one message; separate: one message per line",
+    )
+    parser.add_argument(
+        "--delivery-progress-typing",
+        dest="typing",
+        nargs="?",
+        const=True,
+        type=_bool,
+        metavar="BOOL",
+        help="show typing while tools run (=false to turn it off)",
+    )
+    parser.add_argument(
+        "--delivery-progress-reactions",
+        dest="reactions",
+        nargs="?",
+        const=True,
+        type=_bool,
+        metavar="BOOL",
+        help="react to the person's message with working/success/failure (=false to turn it off)",
+    )
+
+
+def _summary_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--summary",
+        dest="instance_summary",
+        choices=SUMMARY_CHOICES,
+        metavar="MODE",
+        help="progress-summary placeholder of this instance: off, embedded or openai; auto clears it "
+        "(then ACP_PROGRESS_SUMMARY decides, default embedded)",
+    )
+
+
+def _routing_flags(parser: argparse.ArgumentParser, *, create: bool) -> None:
+    parser.add_argument(
+        "--chat-id",
+        dest="chat_ids",
+        type=int,
+        action="append",
+        metavar="ID",
+        help="a chat allowed to drive the agent (repeat for several; Telegram allowlist)"
+        + ("" if create else "; replaces the list"),
+    )
+    replaces = "" if create else "; replaces the list"
+    parser.add_argument(
+        "--user-id",
+        dest="user_ids",
+        type=int,
+        action="append",
+        metavar="USER_ID",
+        help="only this person may prompt (repeat for several; default: anyone in an allowed chat)"
+        + replaces,
+    )
+    parser.add_argument(
+        "--approver",
+        dest="approvers",
+        type=int,
+        action="append",
+        metavar="USER_ID",
+        help="this person may also answer others' permission questions (repeat for several; "
+        "default: only the person who sent the prompt)" + replaces,
+    )
+    parser.add_argument(
+        "--agent",
+        help="ACP agent command line (default: this project's agent)" if create else "new agent command",
+    )
+    default = " (default: current directory)" if create else ""
+    parser.add_argument("--cwd", help=f"workspace of the agent's sessions{default}")
+
+
+def add_bridge_parser(sub: Any) -> None:
+    """Register the ``bridge`` command group on the top-level subparsers."""
+    bridge = sub.add_parser("bridge", help="chat bridges: drive an ACP agent from a chat (Telegram, console)")
+    actions = bridge.add_subparsers(dest="bridge_command", metavar="ACTION", required=True)
+
+    create = actions.add_parser("create", help="create a bridge instance")
+    create.add_argument("name")
+    create.add_argument("--platform", required=True, choices=("telegram", "console"))
+    _routing_flags(create, create=True)
+    _progress_flags(create)
+    _summary_flag(create)
+
+    update = actions.add_parser("update", help="change an instance (flags merge; routing is kept)")
+    update.add_argument("name")
+    _routing_flags(update, create=False)
+    _progress_flags(update)
+    _summary_flag(update)
+
+    actions.add_parser("list", help="list bridge instances")
+    show = actions.add_parser("show", help="show an instance, its effective progress and last run's metrics")
+    show.add_argument("name")
+    delete = actions.add_parser("delete", help="delete an instance")
+    delete.add_argument("name")
+
+    run = actions.add_parser("run", help="run an instance until interrupted (console: until end of input)")
+    run.add_argument("name")
+    run.add_argument("--agent-log", metavar="FILE", help="append the agent's stderr to FILE")
+    # --summary, --summary-interval, --summary-max-length: the flags (and validation) of watch and
+    # serve; --summary here overrides the instance's delivery_defaults.summary for this run.
+    from acp_adapter.cli import SUMMARY_FLAGS, _add_model_flags
+
+    _add_model_flags(run, only=SUMMARY_FLAGS)
+
+
+def _progress_changes(args: argparse.Namespace) -> dict[str, Any]:
+    fields = ("tool_progress", "grouping", "typing", "reactions")
+    return {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
+
+
+def last_run_path(name: str) -> Path:
+    """Where ``bridge run`` leaves the delivery metrics of its last run (``bridge show`` reads it)."""
+    return config_dir() / "runs" / f"{name}.json"
+
+
+def _describe(instance: BridgeInstance) -> dict[str, Any]:
+    """What create/update/show print: redacted (an instance file written before ``--agent`` secrets
+    were refused may still hold one, and a path may carry a credential)."""
+    out: dict[str, Any] = redact_value(instance.model_dump(mode="json"))
+    out["effective_progress"] = resolve_progress(instance).model_dump(mode="json")
+    out["effective_summary"] = _effective_summary(instance)
+    try:
+        out["last_run"] = json.loads(last_run_path(instance.name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        out["last_run"] = None
+    state = open_state(instance.name, _settings())
+    if state is not None:
+        out["chats"] = redact_value(state.sessions())
+        out["outbox_unsent"] = len(state.outbox())
+        state.store.close()  # type: ignore[attr-defined]
+    return out
+
+
+def _settings() -> Any:
+    from acp_adapter.config import ConfigError, Settings
+
+    try:
+        return Settings.from_env()
+    except ConfigError:
+        return Settings()  # a bad unrelated variable must not break show/list
+
+
+def _forget_state(name: str) -> None:
+    state = open_state(name, _settings())
+    if state is not None:
+        state.clear()
+        state.store.close()  # type: ignore[attr-defined]
+
+
+def open_state(name: str, settings: Any) -> BridgeState | None:
+    """The instance's durable state (chat sessions, offset, inbox, outbox) in the session store;
+    None when state is off (``ACP_PROGRESS_STATE=off``: nothing survives a restart)."""
+    from acp_adapter.store import SqliteStore, open_store
+
+    if not settings.state:
+        return None
+    where = Path(settings.state_dir) if settings.state_dir else None
+    store = open_store(where, enabled=True, retention_days=settings.session_retention_days)
+    if not isinstance(store, SqliteStore):
+        store.close()
+        return None
+    return BridgeState(store, name)
+
+
+def _effective_summary(instance: BridgeInstance) -> str:
+    """The summary mode ``bridge run`` would use now (instance, then ``ACP_PROGRESS_SUMMARY``)."""
+    return resolve_summary_mode(instance, _settings())
+
+
+def run_bridge_command(args: argparse.Namespace) -> int:
+    """Execute ``acp-progress bridge ACTION``; returns the exit status."""
+    store = BridgeStore()
+    try:
+        action = args.bridge_command
+        if action == "create":
+            if args.platform == "telegram" and not args.chat_ids:
+                raise BridgeConfigError(
+                    "a telegram bridge needs --chat-id ID (repeatable): the chats allowed to prompt the "
+                    "agent; a chat's id is in the warning the bridge logs when someone there writes to it"
+                )
+            base = new_instance(
+                args.name,
+                args.platform,
+                chat_ids=args.chat_ids,
+                agent=args.agent,
+                cwd=args.cwd,
+                summary=args.instance_summary,
+                user_ids=args.user_ids,
+                approvers=args.approvers,
+            )
+            changes = _progress_changes(args)
+            instance = merge_update(base, progress=changes) if changes else base
+            store.create(instance)
+            _forget_state(instance.name)
+            print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
+            return 0
+        if action == "update":
+            instance = merge_update(
+                store.get(args.name),
+                progress=_progress_changes(args),
+                chat_ids=args.chat_ids,
+                agent=args.agent,
+                cwd=args.cwd,
+                summary=args.instance_summary,
+                user_ids=args.user_ids,
+                approvers=args.approvers,
+            )
+            store.replace(instance)
+            print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
+            return 0
+        if action == "list":
+            for inst in store.load().values():
+                p = resolve_progress(inst)
+                print(
+                    redact_text(
+                        f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
+                        f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}\t"
+                        f"summary={_effective_summary(inst)}"
+                    )
+                )
+            return 0
+        if action == "show":
+            print(json.dumps(_describe(store.get(args.name)), indent=2, ensure_ascii=False))
+            return 0
+        if action == "delete":
+            store.delete(args.name)
+            _forget_state(args.name)
+            return 0
+        return _run(store.get(args.name), args)
+    except BridgeConfigError as exc:
+        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(instance: BridgeInstance, args: argparse.Namespace) -> int:
+    from acp_adapter.cli import SUMMARY_FLAGS
+    from acp_adapter.client.driver import AgentError
+    from acp_adapter.config import ConfigError, Settings
+    from acp_adapter.frontends.bridges.runner import BridgeRunner
+    from acp_adapter.summary import SummaryFactory
+
+    try:
+        settings = Settings.load(flags={name: getattr(args, name, None) for name in SUMMARY_FLAGS})
+        mode = resolve_summary_mode(instance, settings, getattr(args, "summary", None))
+        summary = SummaryFactory.from_settings(settings.replace(summary=mode))
+    except ConfigError as exc:
+        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        return 2
+    state = open_state(instance.name, settings)
+    runner = BridgeRunner(instance, stderr_log=args.agent_log, summary=summary, state=state)
+    ran = False
+    try:
+        if instance.platform == "console":
+            from acp_adapter.frontends.bridges.platforms.console import run_console
+
+            ran = True
+            asyncio.run(run_console(instance, sys.stdin, sys.stdout, runner=runner))
+        else:
+            from acp_adapter.frontends.bridges.platforms.telegram import TelegramSetupError, run_telegram
+
+            try:
+                ran = True
+                asyncio.run(run_telegram(instance, runner=runner, settings=settings.telegram))
+            except TelegramSetupError as exc:
+                ran = runner.started  # a token rejected at startup ran nothing: no metrics line
+                print(f"acp-progress bridge: {exc}", file=sys.stderr)
+                return 2
+    except KeyboardInterrupt:
+        pass
+    except AgentError as exc:
+        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if state is not None:
+            state.store.close()  # type: ignore[attr-defined]
+        if ran:
+            metrics = runner.metrics().as_dict()
+            stats = runner.delivery_stats()
+            record = {**metrics, "posts": stats.posts, "edits": stats.edits, "failures": stats.failures}
+            atomic_write_text(last_run_path(instance.name), json.dumps(record, indent=2) + "\n")
+            print(
+                redact_text(f"bridge {instance.name}: delivery metrics {json.dumps(record)}"), file=sys.stderr
+            )
+    return 0

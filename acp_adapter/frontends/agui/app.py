@@ -1,0 +1,267 @@
+"""The AG-UI HTTP endpoint: ``POST /`` takes a ``RunAgentInput`` and answers an SSE stream of events.
+
+:func:`create_app` returns a FastAPI app a host can run (``acp-progress agui``) or mount. Its
+lifespan starts the ACP agent (through the one client driver) and stops it; a host that mounts the
+app under its own (Starlette does not run a mounted app's lifespan) enters it from its own
+lifespan with ``async with app.router.lifespan_context(app)``; without that the agent is started
+by the first run and never stopped explicitly.
+
+* ``POST /`` — one run. ``415`` unless ``Content-Type: application/json`` (checked before the
+  body is read), ``503`` with ``Retry-After`` while ``max_runs`` runs are in flight, ``408`` for a
+  body that does not arrive within ``body_timeout``, ``413`` for one over ``max_body_bytes``,
+  ``422`` for a body that is not a usable ``RunAgentInput`` (the message names the fields; ids
+  over ``max_id_length`` characters too), ``409`` while the thread already has a run. Otherwise
+  ``200`` and ``text/event-stream``: every event is an ag-ui-protocol model encoded by
+  :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn; one gone
+  before its body arrived is one INFO line.
+* ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``; only
+  ``{"status": "ok"}`` to a caller without the token, when there is one.
+
+Every request first passes the admission gates of :mod:`.admission` (``admission=``: Host,
+Origin and ``Sec-Fetch-Site``, CORS for allowed origins, the bearer token); by default only the
+loopback names are admitted and there is no token. The limits are ``limits=``
+(:class:`~.limits.EndpointLimits`).
+
+Progress summaries (``summary=``, see :mod:`.summaries`): each run that has them publishes a
+``PROGRESS_SUMMARY`` activity snapshot per new revision, one ``messageId`` per run, replaced in
+place, all before the run's terminal event.
+
+Permission requests from the agent are answered by ``permission_policy``: by default
+:func:`~acp_adapter.client.driver.deny_all` (an AG-UI client has no channel to ask its person here), so
+dangerous tools are denied and the agent says so on the card; ``allow_all`` (``--yes``) allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from ag_ui.encoder import EventEncoder
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
+
+from acp_adapter.client.driver import PermissionPolicy, deny_all, parse_agent_command
+from acp_adapter.config import Settings
+from acp_adapter.frontends.agui.active import ActiveRun
+from acp_adapter.frontends.agui.admission import Admission, bearer_ok, install_admission
+from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
+from acp_adapter.frontends.agui.observers import RunObserverFactory
+from acp_adapter.frontends.agui.options import global_tool_progress
+from acp_adapter.frontends.agui.policy import RedactPolicy, load_policy
+from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
+from acp_adapter.frontends.agui.service import CANCEL_GRACE, AguiService, TooManyRuns
+from acp_adapter.frontends.agui.summaries import SummarySetup, summary_setup
+from acp_adapter.frontends.agui.thread_store import ThreadSessions
+from acp_adapter.frontends.agui.threads import ThreadBusy
+from acp_adapter.store import KeyValueStore
+from acp_adapter.summary import SummaryFactory
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("acp_progress.agui.app")
+
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+#: The agent's own summary would only decorate think cards, which AG-UI drops: the endpoint
+#: writes the run's summary itself, so the agent is asked not to pay for a second one.
+_AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
+
+
+class _RunStream(StreamingResponse):
+    """The SSE response of one run; however it ends, a run it did not see to the end is cancelled.
+
+    That covers a disconnect mid-stream, a client gone before the first byte (the body iterator
+    never started) and a failed socket write alike: :meth:`ActiveRun.client_gone` is a no-op for
+    a run that already ended.
+    """
+
+    def __init__(self, active: ActiveRun, encoder: EventEncoder) -> None:
+        super().__init__(
+            _encoded(active, encoder), media_type=encoder.get_content_type(), headers=_SSE_HEADERS
+        )
+        self._active = active
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._active.client_gone()
+
+
+async def _encoded(active: ActiveRun, encoder: EventEncoder) -> AsyncIterator[str]:
+    """Everything queued is encoded and written together: one write per burst, none delayed."""
+    async for batch in active.context.emitter.batches():
+        yield "".join(encoder.encode(event) for event in batch)
+
+
+class _ClientGone(Exception):
+    """The client disconnected before its request body arrived."""
+
+
+def _is_json(content_type: str | None) -> bool:
+    """``application/json``, with parameters (``; charset=utf-8``) or without."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    return media_type == "application/json"
+
+
+async def _read_body(request: Request, limits: EndpointLimits) -> bytes:
+    """The whole body, within ``limits.body_timeout`` (408) and ``limits.max_body_bytes`` (413)."""
+    too_large = f"the request body is larger than {limits.max_body_bytes} bytes"
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise BadRunInput(too_large, status=413)
+    body = bytearray()
+    try:
+        async with asyncio.timeout(limits.body_timeout):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limits.max_body_bytes:
+                    raise BadRunInput(too_large, status=413)
+    except TimeoutError:
+        raise BadRunInput(
+            f"the request body did not arrive within {limits.body_timeout:g} seconds", status=408
+        ) from None
+    except ClientDisconnect:
+        raise _ClientGone(len(body)) from None
+    return bytes(body)
+
+
+def _refusal(status: int, detail: str, **headers: str) -> JSONResponse:
+    if status in (408, 413):
+        headers["Connection"] = "close"  # the rest of that body is not read: the connection ends
+    return JSONResponse({"detail": detail}, status_code=status, headers=headers or None)
+
+
+def create_app(
+    agent_command: str | Sequence[str] | None = None,
+    *,
+    policy: str | RedactPolicy | None = None,
+    tool_progress: bool | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    permission_policy: PermissionPolicy = deny_all,
+    agent_env: Mapping[str, str] | None = None,
+    run_observers: Sequence[RunObserverFactory] = (),
+    init_timeout: float = 30.0,
+    agent_log: str | os.PathLike[str] | None = None,
+    cancel_grace: float = CANCEL_GRACE,
+    summary: SummaryFactory | Settings | SummarySetup | None = None,
+    admission: Admission | None = None,
+    limits: EndpointLimits | None = None,
+    thread_store: KeyValueStore | None = None,
+    thread_retention_days: float = 30.0,
+) -> FastAPI:
+    """Build the AG-UI endpoint for one ACP agent.
+
+    ``agent_command`` is the agent's command line (a string is split like a shell would; default:
+    this project's agent). ``policy`` is ``"default"``, ``"none"``, ``"module:function"`` or a
+    callable ``redact(kind, payload)``. ``tool_progress`` is the global TOOL_PROGRESS switch
+    (``None``: ``ACP_PROGRESS_AGUI_TOOL_PROGRESS``, default off); a run overrides it with
+    ``forwardedProps.emitToolProgress``. ``cwd`` is the agent's directory and every session's
+    workspace (default: the current directory). ``agent_env`` is merged over this process's
+    environment for the agent. ``run_observers`` are factories called once per run with its
+    :class:`~acp_adapter.frontends.agui.observers.RunContext` (see that module). ``summary`` turns on
+    progress summaries: a :class:`~acp_adapter.summary.SummaryFactory` (used as given), or
+    :class:`~acp_adapter.config.Settings` (``ACP_PROGRESS_SUMMARY``, ``auto`` meaning embedded —
+    what ``acp-progress agui`` passes); ``None`` (the default) keeps them off unless a run asks
+    with ``forwardedProps.emitProgressSummary: true``. Bad arguments raise here, before anything
+    is served (a summary set-up that cannot work raises :class:`~acp_adapter.config.ConfigError`).
+    ``admission`` says whom the endpoint admits (:class:`~.admission.Admission`; default: the
+    loopback names, no token; a host that mounts the app under another name adds it to
+    ``allowed_hosts``) and ``limits`` how much it takes (:class:`~.limits.EndpointLimits`).
+    ``thread_store`` (a session store's key-value side, e.g. :func:`~acp_adapter.store.open_store`)
+    remembers each thread's session across restarts (namespace ``agui:threads``; entries unused for
+    ``thread_retention_days`` are dropped at startup); without one threads last as long as the
+    process. The caller keeps ownership of the store (the app does not close it).
+    """
+    admission = admission or Admission()
+    limits = limits or EndpointLimits()
+    argv = parse_agent_command(agent_command)
+    resolved_policy = load_policy(policy)
+    progress_default = global_tool_progress() if tool_progress is None else tool_progress
+    workspace = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
+    if not os.path.isdir(workspace):
+        raise ValueError(f"cwd {workspace!r} is not a directory")
+    summaries = summary_setup(summary)
+    env = dict(agent_env or {})
+    env.setdefault(_AGENT_SUMMARY_ENV, "off")
+    service = AguiService(
+        argv,
+        cwd=workspace,
+        policy=resolved_policy,
+        tool_progress=progress_default,
+        permission_policy=permission_policy,
+        agent_env=env,
+        run_observers=run_observers,
+        init_timeout=init_timeout,
+        agent_log=agent_log,
+        cancel_grace=cancel_grace,
+        summary=summaries,
+        max_runs=limits.max_runs,
+        max_queued_events=limits.max_queued_events,
+        thread_sessions=ThreadSessions(thread_store, retention_days=thread_retention_days),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await service.start()
+        log.info("AG-UI endpoint ready (agent %s, workspace %s)", argv[0], workspace)
+        try:
+            yield
+        finally:
+            await service.close()
+
+    app = FastAPI(
+        title="acp-progress AG-UI endpoint",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.agui = service
+    app.state.admission = admission
+    app.state.limits = limits
+    install_admission(app, admission)
+
+    @app.get("/health")
+    async def health(request: Request) -> dict[str, Any]:
+        if not bearer_ok(request.headers, admission.token):
+            return {"status": "ok"}  # a probe learns that it lives, nothing about its runs
+        return service.health()
+
+    @app.post("/", response_model=None)
+    async def run(request: Request) -> Response:
+        if not _is_json(request.headers.get("content-type")):
+            return _refusal(415, "POST a RunAgentInput with Content-Type: application/json")
+        if service.runs_full:
+            return _busy()
+        try:
+            body = await _read_body(request, limits)
+            run_request = parse_run_request(
+                body, service.tool_progress, service.progress_summary, max_id_length=limits.max_id_length
+            )
+        except BadRunInput as exc:
+            return _refusal(exc.status, str(exc))
+        except _ClientGone as exc:
+            log.info("a client disconnected before its request body arrived (%s bytes read)", exc.args[0])
+            return Response(status_code=400)  # nobody is there to read it
+        try:
+            active = await service.open_run(run_request)
+        except ThreadBusy as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=409)
+        except TooManyRuns:
+            return _busy()
+        return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))
+
+    def _busy() -> JSONResponse:
+        return _refusal(
+            503,
+            f"{limits.max_runs} runs are in progress, the most this endpoint serves at once; retry later",
+            **{"Retry-After": str(RETRY_AFTER)},
+        )
+
+    return app

@@ -1,0 +1,373 @@
+"""The pure projection of one run: ACP session updates in, typed AG-UI events out.
+
+No I/O, no clock, no lock: :class:`RunProjection` is the state machine of one AG-UI run (open
+text message, open reasoning span, which tool calls are live, which are think cards). The per-run
+lock and the delivery of its events live in :mod:`acp_adapter.frontends.agui.run`.
+
+The mapping (issue 9, seed 001):
+
+* ``RUN_STARTED`` first, carrying the AG-UI protocol version this package speaks.
+* ``agent_message_chunk`` → ``TEXT_MESSAGE_START/CONTENT/END`` (one message per uninterrupted
+  stretch of answer text; streamed text passes a :class:`~acp_adapter.safety.redact.stream.StreamRedactor`
+  so a secret split across chunks is still caught).
+* ``agent_thought_chunk`` (the agent's own reasoning) → ``REASONING_START``,
+  ``REASONING_MESSAGE_START/CONTENT/END``, ``REASONING_END``.
+* think cards (``kind="think"`` tool calls: the spinner) are not tool calls and not reasoning:
+  they and all their updates are dropped, so spinner text never reaches the client.
+* a real tool card → ``TOOL_CALL_START``, ``TOOL_CALL_ARGS`` (its redacted raw input as JSON),
+  ``TOOL_CALL_END`` at once; its terminal update → ``TOOL_CALL_RESULT`` through the redaction
+  policy (kind ``tool_result``).
+* ``_meta.acpProgress.progress`` on a live tool's update → one ``ACTIVITY_SNAPSHOT`` per tool call
+  per run (``"{runId}:progress:{toolCallId}"``, ``TOOL_PROGRESS``, ``replace: true``) when progress
+  is enabled, through the policy (kind ``tool_progress``). Only reported fields; an empty update,
+  or one whose every value the policy withheld, publishes nothing; anything for a tool whose
+  result was published is ignored.
+* ``RUN_FINISHED`` (outcome success or cancelled) or ``RUN_ERROR`` last, after any open text or
+  reasoning was closed. After it the projection returns nothing, whatever it is fed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+)
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    ActivitySnapshotEvent,
+    BaseEvent,
+    ReasoningEndEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from acp_adapter.frontends.agui.policy import (
+    POLICY_REDACTED,
+    TOOL_PROGRESS,
+    TOOL_RESULT,
+    RedactPolicy,
+    apply_policy,
+    default_policy,
+)
+from acp_adapter.safety.redact import redact_text, redact_value
+from acp_adapter.safety.redact.stream import StreamRedactor
+from acp_adapter.tools import META_KEY, one_line
+
+__all__ = [
+    "PROGRESS_FIELDS",
+    "TOOL_PROGRESS_ACTIVITY",
+    "RunProjection",
+    "progress_message_id",
+    "reported_progress",
+]
+
+log = logging.getLogger("acp_progress.agui.projection")
+
+TOOL_PROGRESS_ACTIVITY: Final = "TOOL_PROGRESS"
+#: The fields a tool may report; anything else under ``progress`` is not the tool's report.
+PROGRESS_FIELDS: Final = ("value", "total", "message")
+_TERMINAL: Final = frozenset({"completed", "failed"})
+
+
+def progress_message_id(run_id: str, tool_call_id: str) -> str:
+    """One activity id per tool call per run, so later snapshots replace earlier ones."""
+    return f"{run_id}:progress:{tool_call_id}"
+
+
+def reported_progress(update: ToolCallProgress) -> dict[str, Any]:
+    """The values the tool reported on this update (``_meta.acpProgress.progress``), absent ones absent."""
+    meta = update.field_meta
+    if not isinstance(meta, Mapping):
+        return {}
+    ours = meta.get(META_KEY)
+    if not isinstance(ours, Mapping):
+        return {}
+    progress = ours.get("progress")
+    if not isinstance(progress, Mapping):
+        return {}
+    return {key: progress[key] for key in PROGRESS_FIELDS if progress.get(key) is not None}
+
+
+def _block_text(block: Any) -> str:
+    return block.text if isinstance(block, TextContentBlock) else ""
+
+
+def _tool_content_text(update: ToolCallStart | ToolCallProgress) -> str | None:
+    """The card's text content (what the agent showed as the result), or ``None`` when it sent none."""
+    if not update.content:
+        return None
+    parts: list[str] = []
+    for item in update.content:
+        if isinstance(item, ContentToolCallContent):
+            parts.append(_block_text(item.content))
+        elif isinstance(item, FileEditToolCallContent):
+            parts.append(f"edited {item.path}")
+    return "\n".join(p for p in parts if p)
+
+
+def _tool_name(update: ToolCallStart) -> str:
+    """This project's agent names the tool in ``_meta.acpProgress.toolId``; other agents give a title."""
+    meta = update.field_meta
+    if isinstance(meta, Mapping):
+        ours = meta.get(META_KEY)
+        if isinstance(ours, Mapping) and isinstance(ours.get("toolId"), str) and ours["toolId"]:
+            return one_line(ours["toolId"], 120)
+    return one_line(update.title, 120) or "tool"
+
+
+class RunProjection:
+    """The event state machine of one AG-UI run. Not thread-safe: :class:`RunEmitter` holds its lock."""
+
+    def __init__(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        emit_tool_progress: bool = False,
+        policy: RedactPolicy = default_policy,
+    ) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.emit_tool_progress = emit_tool_progress
+        self._policy = policy
+        self._ids = 0
+        self._started = False
+        self.closed = False
+        self._text_id: str | None = None
+        self._text_redactor = StreamRedactor()
+        self._last_text_id: str | None = None
+        self._reasoning_id: str | None = None
+        self._reasoning_redactor = StreamRedactor()
+        self._think_cards: set[str] = set()
+        #: real tool calls published with TOOL_CALL_START and still without a result
+        self.live_tools: set[str] = set()
+        self._finished_tools: set[str] = set()
+        #: last text each live tool's card showed, the result when its terminal update carries none
+        self._last_content: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ ids
+
+    def _new_id(self, kind: str) -> str:
+        self._ids += 1
+        return f"{self.run_id}:{kind}:{self._ids}"
+
+    # ------------------------------------------------------------------ run lifecycle
+
+    def start(self) -> list[BaseEvent]:
+        if self._started:
+            return []
+        self._started = True
+        return [
+            RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION)
+        ]
+
+    def finish(self, *, cancelled: bool = False, stop_reason: str | None = None) -> list[BaseEvent]:
+        """Close what is open, then ``RUN_FINISHED``; nothing more is ever produced."""
+        if self.closed:
+            return []
+        events = self.start() + self._close_open()
+        self.closed = True
+        outcome = RunFinishedCancelledOutcome() if cancelled else RunFinishedSuccessOutcome()
+        result = {"stopReason": stop_reason} if stop_reason else None
+        events.append(
+            RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome, result=result)
+        )
+        return events
+
+    def error(self, message: str, *, code: str | None = None) -> list[BaseEvent]:
+        """Close what is open, then ``RUN_ERROR`` with a short redacted message."""
+        if self.closed:
+            return []
+        events = self.start() + self._close_open()
+        self.closed = True
+        events.append(RunErrorEvent(message=one_line(message) or "run failed", code=code))
+        return events
+
+    def abandon(self) -> None:
+        """The client went away: produce nothing more, not even a terminal event."""
+        self.closed = True
+
+    # ------------------------------------------------------------------ updates
+
+    def project(self, update: Any) -> list[BaseEvent]:
+        """Map one ACP session update to the AG-UI events it means (often none)."""
+        if self.closed:
+            return []
+        events = self.start()
+        if isinstance(update, AgentMessageChunk):
+            events += self._text(_block_text(update.content))
+        elif isinstance(update, AgentThoughtChunk):
+            events += self._reasoning(_block_text(update.content))
+        elif isinstance(update, ToolCallStart):
+            events += self._tool_start(update)
+        elif isinstance(update, ToolCallProgress):
+            events += self._tool_update(update)
+        return events
+
+    def activity(
+        self, message_id: str, activity_type: str, content: Mapping[str, Any], *, replace: bool = True
+    ) -> list[BaseEvent]:
+        """An ``ACTIVITY_SNAPSHOT`` (canonically redacted), or nothing once the run closed.
+
+        Reusable by other projections of the same run (progress summaries publish theirs here).
+        """
+        if self.closed:
+            return []
+        return [
+            *self.start(),
+            ActivitySnapshotEvent(
+                message_id=message_id,
+                activity_type=activity_type,
+                content=redact_value(dict(content)),
+                replace=replace,
+            ),
+        ]
+
+    # ------------------------------------------------------------------ text and reasoning
+
+    def _text(self, chunk: str) -> list[BaseEvent]:
+        if not chunk:
+            return []
+        events = self._close_reasoning()
+        if self._text_id is None:
+            self._text_id = self._new_id("text")
+            self._last_text_id = self._text_id
+            events.append(TextMessageStartEvent(message_id=self._text_id, role="assistant"))
+        delta = self._text_redactor.feed(chunk)
+        if delta:
+            events.append(TextMessageContentEvent(message_id=self._text_id, delta=delta))
+        return events
+
+    def _close_text(self) -> list[BaseEvent]:
+        if self._text_id is None:
+            return []
+        events: list[BaseEvent] = []
+        rest = self._text_redactor.flush()
+        if rest:
+            events.append(TextMessageContentEvent(message_id=self._text_id, delta=rest))
+        events.append(TextMessageEndEvent(message_id=self._text_id))
+        self._text_id = None
+        return events
+
+    def _reasoning(self, chunk: str) -> list[BaseEvent]:
+        if not chunk:
+            return []
+        events = self._close_text()
+        if self._reasoning_id is None:
+            self._reasoning_id = self._new_id("reasoning")
+            events.append(ReasoningStartEvent(message_id=self._reasoning_id))
+            events.append(ReasoningMessageStartEvent(message_id=self._reasoning_id, role="reasoning"))
+        delta = self._reasoning_redactor.feed(chunk)
+        if delta:
+            events.append(ReasoningMessageContentEvent(message_id=self._reasoning_id, delta=delta))
+        return events
+
+    def _close_reasoning(self) -> list[BaseEvent]:
+        if self._reasoning_id is None:
+            return []
+        events: list[BaseEvent] = []
+        rest = self._reasoning_redactor.flush()
+        if rest:
+            events.append(ReasoningMessageContentEvent(message_id=self._reasoning_id, delta=rest))
+        events.append(ReasoningMessageEndEvent(message_id=self._reasoning_id))
+        events.append(ReasoningEndEvent(message_id=self._reasoning_id))
+        self._reasoning_id = None
+        return events
+
+    def _close_open(self) -> list[BaseEvent]:
+        return self._close_text() + self._close_reasoning()
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _tool_start(self, update: ToolCallStart) -> list[BaseEvent]:
+        call_id = update.tool_call_id
+        if update.kind == "think":
+            self._think_cards.add(call_id)
+            return []
+        if call_id in self.live_tools or call_id in self._finished_tools:
+            log.debug("duplicate tool_call %s ignored", call_id)
+            return []
+        events = self._close_open()
+        self.live_tools.add(call_id)
+        safe_id = redact_text(call_id)
+        events.append(
+            ToolCallStartEvent(
+                tool_call_id=safe_id, tool_call_name=_tool_name(update), parent_message_id=self._last_text_id
+            )
+        )
+        if update.raw_input is not None:
+            args = json.dumps(redact_value(update.raw_input), ensure_ascii=False, default=str)
+            events.append(ToolCallArgsEvent(tool_call_id=safe_id, delta=args))
+        events.append(ToolCallEndEvent(tool_call_id=safe_id))
+        text = _tool_content_text(update)
+        if text:
+            self._last_content[call_id] = text
+        if update.status in _TERMINAL:
+            events += self._tool_result(call_id, update.status, text)
+        return events
+
+    def _tool_update(self, update: ToolCallProgress) -> list[BaseEvent]:
+        call_id = update.tool_call_id
+        if call_id in self._think_cards or call_id not in self.live_tools:
+            return []  # spinner updates, or a tool whose result is out (or that never started)
+        events: list[BaseEvent] = []
+        text = _tool_content_text(update)
+        if text:
+            self._last_content[call_id] = text
+        if update.status in _TERMINAL:
+            return self._tool_result(call_id, update.status, text)
+        if self.emit_tool_progress:
+            events += self._progress(call_id, reported_progress(update))
+        return events
+
+    def _progress(self, call_id: str, progress: dict[str, Any]) -> list[BaseEvent]:
+        if not progress:
+            return []  # an empty update publishes nothing
+        published = apply_policy(self._policy, TOOL_PROGRESS, progress)
+        if not published:
+            return []  # withheld by (or failing in) the policy
+        content = {"toolCallId": call_id, "progress": published}
+        return self.activity(progress_message_id(self.run_id, call_id), TOOL_PROGRESS_ACTIVITY, content)
+
+    def _tool_result(self, call_id: str, status: str, text: str | None) -> list[BaseEvent]:
+        self.live_tools.discard(call_id)
+        self._finished_tools.add(call_id)
+        shown = text if text is not None else self._last_content.get(call_id, "")
+        self._last_content.pop(call_id, None)
+        payload = {"toolCallId": call_id, "status": status, "content": shown}
+        published = apply_policy(self._policy, TOOL_RESULT, payload)
+        content = published.get("content") if published is not None else None
+        if not isinstance(content, str):
+            content = POLICY_REDACTED
+        return [
+            ToolCallResultEvent(
+                message_id=self._new_id("result"),
+                tool_call_id=redact_text(call_id),
+                content=content,
+                role="tool",
+            )
+        ]

@@ -1,0 +1,203 @@
+"""The AG-UI endpoint without HTTP: configuration, the agent host, the threads, the runs in flight.
+
+:mod:`.app` is the thin FastAPI layer over this; keeping the run logic here means it has no
+framework types in it and a host embedding the endpoint differently can reuse it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, Final
+
+from acp_adapter.client.driver import AgentError, PermissionPolicy, deny_all
+from acp_adapter.frontends.agui.active import ActiveRun
+from acp_adapter.frontends.agui.host import AgentHost
+from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MAX_RUNS
+from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunObserverFactory
+from acp_adapter.frontends.agui.policy import RedactPolicy
+from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.request import RunRequest
+from acp_adapter.frontends.agui.run import RunEmitter
+from acp_adapter.frontends.agui.summaries import SummarySetup, summary_observers
+from acp_adapter.frontends.agui.thread_store import ThreadSessions
+from acp_adapter.frontends.agui.threads import ThreadRegistry
+from acp_adapter.safety.redact import redact_text
+
+__all__ = ["CANCEL_GRACE", "AguiService", "TooManyRuns"]
+
+log = logging.getLogger("acp_progress.agui.service")
+
+#: Seconds a new run waits for its thread's cancelled (disconnected) run to end before a 409.
+CANCEL_GRACE: Final = 10.0
+
+
+class TooManyRuns(Exception):
+    """As many runs as the endpoint allows are in flight (a 503 with ``Retry-After``)."""
+
+
+class AguiService:
+    """Everything one AG-UI endpoint serves with: one agent, one session per thread."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        policy: RedactPolicy,
+        tool_progress: bool,
+        permission_policy: PermissionPolicy = deny_all,
+        agent_env: Mapping[str, str] | None = None,
+        run_observers: Sequence[RunObserverFactory] = (),
+        init_timeout: float = 30.0,
+        agent_log: str | os.PathLike[str] | None = None,
+        cancel_grace: float = CANCEL_GRACE,
+        summary: SummarySetup | None = None,
+        max_runs: int = DEFAULT_MAX_RUNS,
+        max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
+        thread_sessions: ThreadSessions | None = None,
+    ) -> None:
+        self.policy = policy
+        #: threadId → sessionId, durable when given a store (else for this process only)
+        self.thread_sessions = thread_sessions if thread_sessions is not None else ThreadSessions()
+        self.max_runs = max_runs
+        self.max_queued_events = max_queued_events
+        #: runs admitted and not yet ended (counted from admission, before the thread is claimed)
+        self.runs_in_flight = 0
+        self.tool_progress = tool_progress
+        #: how runs get progress summaries (None: never, not even on request)
+        self.summary = summary
+        self.run_observers = list(run_observers)
+        if summary is not None:
+            # first, so the summary stops before slower observers' on_end hooks are awaited
+            self.run_observers.insert(0, summary_observers(summary))
+        self.cancel_grace = cancel_grace
+        self.host = AgentHost(
+            argv,
+            cwd=cwd,
+            env=agent_env,
+            permission_policy=permission_policy,
+            init_timeout=init_timeout,
+            stderr_log=agent_log,
+            threads=self.thread_sessions,
+        )
+        self.threads = ThreadRegistry()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.started = False
+        self._closed = False
+        #: why the agent did not start at app startup (one redacted line), for a one-line report
+        self.start_error: str | None = None
+
+    @property
+    def progress_summary(self) -> bool:
+        """The endpoint's default for runs' progress summaries (a run's forwardedProps may override)."""
+        return self.summary is not None and self.summary.default
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Start the agent (app startup; a no-op when the host started it before). A failure
+        propagates: the server must not come up without it."""
+        if self.started:
+            return
+        forgotten = await self.thread_sessions.prune()
+        if forgotten:
+            days = self.thread_sessions.retention_days
+            log.info("forgot %d AG-UI threads unused for %g days", forgotten, days)
+        try:
+            await self.host.start()
+        except AgentError as exc:
+            self.start_error = str(exc)
+            raise
+        self.started = True
+
+    async def close(self) -> None:
+        """End the runs still in flight (their clients get ``RUN_ERROR``), then stop the agent (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        await self.host.close()
+        await self.thread_sessions.aclose()
+        if self.summary is not None:
+            await self.summary.aclose()
+        self.started = False
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    # ------------------------------------------------------------------ runs
+
+    @property
+    def runs_full(self) -> bool:
+        return self.runs_in_flight >= self.max_runs
+
+    async def open_run(self, request: RunRequest) -> ActiveRun:
+        """Claim the thread, queue RUN_STARTED, start driving.
+
+        Raises :class:`TooManyRuns` when ``max_runs`` are in flight (counted from here, so runs
+        waiting for their thread count too) and :class:`~.threads.ThreadBusy`.
+        """
+        if self.runs_full:
+            raise TooManyRuns(f"{self.max_runs} runs are in progress, the most this endpoint serves at once")
+        self.runs_in_flight += 1
+        try:
+            active = await self._open_run(request)
+        except BaseException:
+            self.runs_in_flight -= 1
+            raise
+        return active
+
+    def _run_ended(self, task: asyncio.Task[None]) -> None:
+        self.runs_in_flight -= 1
+
+    async def _open_run(self, request: RunRequest) -> ActiveRun:
+        run_input = request.input
+        projection = RunProjection(
+            run_input.thread_id,
+            run_input.run_id,
+            emit_tool_progress=request.tool_progress,
+            policy=self.policy,
+        )
+        emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
+        context = RunContext(
+            thread_id=run_input.thread_id,
+            run_id=run_input.run_id,
+            prompt=request.prompt,
+            input=run_input,
+            emitter=emitter,
+            tool_progress=request.tool_progress,
+            progress_summary=request.progress_summary and self.summary is not None,
+        )
+        active = ActiveRun(context, host=self.host, threads=self.threads, spawn=self.spawn)
+        slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
+        active.observers = ObserverSet.build(self.run_observers, context)
+        emitter.start()
+        self.spawn(active.drive(slot), "agui-run").add_done_callback(self._run_ended)
+        log.info(
+            "run %s on thread %s started (tool progress %s, progress summary %s)",
+            redact_text(run_input.run_id),
+            redact_text(run_input.thread_id),
+            "on" if request.tool_progress else "off",
+            "on" if context.progress_summary else "off",
+        )
+        return active
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "agentRunning": self.host.running,
+            "threads": len(self.threads),
+            "activeRuns": self.threads.active_runs,
+        }

@@ -1,0 +1,248 @@
+"""Pure projection: ACP session updates of one turn -> typed bridge delivery events.
+
+No I/O and no clock of its own (the caller passes ``now``), so a table test drives it with
+plain values. One :class:`TurnProjection` per delivered turn: ``index`` restarts at 1 and
+the ``new`` mode's "same tool as before" memory is per turn.
+
+Labels and previews are rebuilt here from the presentation registry (the tool id this
+project's agent puts in ``_meta.acpProgress.toolId``, and the card's raw input), then pass
+the canonical redactor: adapters never see raw arguments. Cards of other ACP agents carry no
+tool id; their ACP title stands in for it, with a safe scalar preview of the raw input.
+Think cards are not tools: they only keep the chat's typing indicator on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from acp.schema import AgentMessageChunk, TextContentBlock, ToolCallProgress, ToolCallStart
+
+from acp_adapter.frontends.bridges.config import ProgressConfig
+from acp_adapter.frontends.bridges.events import (
+    AnswerText,
+    BridgeEvent,
+    Phase,
+    ProgressEvent,
+    ProgressPayload,
+    ReactionEvent,
+)
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.tooling.presentation import PREVIEW_CAP, PresentationRegistry, render_label
+from acp_adapter.tools import META_KEY, one_line
+
+__all__ = ["ERROR_CAP", "TurnProjection"]
+
+ERROR_CAP: Final = 160
+"""Failed lines carry at most this many characters of (redacted, one-line) error."""
+
+_TERMINAL: Final = {"completed": "completed", "failed": "failed"}
+
+
+@dataclass
+class _Call:
+    tool_id: str
+    label: str
+    preview: str
+    emoji: str
+    started_at: float | None
+    think: bool
+    done: bool = False
+    source_id: str | None = None
+    title: str | None = None
+    raw_input: Any = None
+
+
+def _acp_meta(update: ToolCallStart | ToolCallProgress) -> Mapping[str, Any]:
+    meta = update.field_meta
+    if isinstance(meta, Mapping):
+        inner = meta.get(META_KEY)
+        if isinstance(inner, Mapping):
+            return inner
+    return {}
+
+
+def _content_text(update: ToolCallProgress) -> str:
+    parts: list[str] = []
+    for item in update.content or ():
+        block = getattr(item, "content", None)
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+    return " ".join(parts)
+
+
+class TurnProjection:
+    """Projects one turn's updates; call :meth:`project` for each update, in order."""
+
+    def __init__(
+        self,
+        config: ProgressConfig,
+        *,
+        registry: PresentationRegistry | None = None,
+        workspace_id: str | None = None,
+    ) -> None:
+        self.config = config
+        self._registry = registry or PresentationRegistry()
+        self._workspace_id = workspace_id
+        self._cap: int | None = None if config.tool_progress == "verbose" else PREVIEW_CAP
+        self._calls: dict[str, _Call] = {}
+        self._index = 0
+        self._last_started_tool: str | None = None
+        self._last_reaction: str | None = None
+        self._segment = 0
+        self._segment_text = ""
+        self._answer_since_tool = False
+
+    # ------------------------------------------------------------------ state for typing
+
+    @property
+    def active(self) -> bool:
+        """True while a tool or think card is open: the chat should show "typing"."""
+        return any(not c.done for c in self._calls.values())
+
+    # ------------------------------------------------------------------------ projection
+
+    def project(self, update: Any, now: float) -> list[BridgeEvent]:
+        """The delivery events one ACP session update produces (often none)."""
+        if isinstance(update, ToolCallStart):
+            return self._on_start(update, now)
+        if isinstance(update, ToolCallProgress):
+            return self._on_progress(update, now)
+        if isinstance(update, AgentMessageChunk):
+            return self._on_text(update)
+        return []
+
+    def _present(self, tool_id: str | None, title: str | None, raw_input: Any, meta: Any) -> _Call:
+        key = tool_id or (title or "").strip() or "tool"
+        event_meta = meta if isinstance(meta, Mapping) else None
+        presentation = self._registry.lookup(key, self._workspace_id, event_meta)
+        label, preview = render_label(key, raw_input, presentation, cap=self._cap)
+        return _Call(
+            tool_id=redact_text(key),
+            label=redact_text(label),
+            preview=redact_text(preview),
+            emoji=presentation.emoji,
+            started_at=None,
+            think=False,
+            source_id=tool_id,
+            title=title,
+            raw_input=raw_input,
+        )
+
+    def _on_start(self, update: ToolCallStart, now: float) -> list[BridgeEvent]:
+        call_id = update.tool_call_id
+        if call_id in self._calls:
+            return []  # a repeated start is not a new tool call
+        if update.kind == "think":
+            self._calls[call_id] = _Call("think", "", "", "", now, think=True)
+            return []
+        tool_id = _acp_meta(update).get("toolId")
+        call = self._present(
+            tool_id if isinstance(tool_id, str) else None, update.title, update.raw_input, update.field_meta
+        )
+        call.started_at = now
+        self._calls[call_id] = call
+        events: list[BridgeEvent] = []
+        if self._answer_since_tool:
+            # answer text landed since the last tool: the next answer text is a new segment
+            self._segment += 1
+            self._segment_text = ""
+            self._answer_since_tool = False
+        if update.status in _TERMINAL:  # some agents announce finished calls in one update
+            return events + self._terminal(call_id, call, update.status, "", now, started=True)
+        events.extend(self._started(call_id, call))
+        return events
+
+    def _started(self, call_id: str, call: _Call) -> list[BridgeEvent]:
+        events: list[BridgeEvent] = []
+        mode = self.config.tool_progress
+        if mode != "off" and not (mode == "new" and call.tool_id == self._last_started_tool):
+            events.append(ProgressEvent(self._payload(call_id, call, "started")))
+        self._last_started_tool = call.tool_id
+        events.extend(self._react("working"))
+        return events
+
+    def _on_progress(self, update: ToolCallProgress, now: float) -> list[BridgeEvent]:
+        call_id = update.tool_call_id
+        call = self._calls.get(call_id)
+        if call is None:
+            # a terminal (or progress) update for a call we never saw start (joined mid-turn)
+            tool_id = _acp_meta(update).get("toolId")
+            call = self._present(
+                tool_id if isinstance(tool_id, str) else None,
+                update.title or call_id,
+                update.raw_input,
+                update.field_meta,
+            )
+            self._calls[call_id] = call
+        if call.done:
+            return []  # nothing after a tool's terminal phase
+        if not call.think and (update.title is not None or update.raw_input is not None):
+            # other agents often fill in the title and the input after the start
+            fresh = self._present(
+                call.source_id,
+                update.title if update.title is not None else call.title,
+                update.raw_input if update.raw_input is not None else call.raw_input,
+                update.field_meta,
+            )
+            fresh.started_at, fresh.think = call.started_at, call.think
+            self._calls[call_id] = call = fresh
+        status = update.status
+        if status not in _TERMINAL:
+            return []
+        meta_error = _acp_meta(update).get("error")
+        error = meta_error if isinstance(meta_error, str) else _content_text(update)
+        return self._terminal(call_id, call, status, error, now, started=False)
+
+    def _terminal(
+        self, call_id: str, call: _Call, status: str, error: str, now: float, *, started: bool
+    ) -> list[BridgeEvent]:
+        call.done = True
+        if call.think:
+            return []
+        phase: Phase = "completed" if status == "completed" else "failed"
+        events: list[BridgeEvent] = []
+        if self.config.tool_progress != "off":
+            duration = None if call.started_at is None else max(0, round((now - call.started_at) * 1000))
+            short = (one_line(error, ERROR_CAP) or "failed") if phase == "failed" else None
+            events.append(ProgressEvent(self._payload(call_id, call, phase, duration, short)))
+        events.extend(self._react("success" if phase == "completed" else "failure"))
+        return events
+
+    def _payload(
+        self,
+        call_id: str,
+        call: _Call,
+        phase: Phase,
+        duration_ms: int | None = None,
+        error: str | None = None,
+    ) -> ProgressPayload:
+        self._index += 1
+        return ProgressPayload(
+            tool_call_id=redact_text(call_id),
+            tool_id=call.tool_id,
+            phase=phase,
+            label=call.label,
+            preview=call.preview,
+            emoji=call.emoji,
+            index=self._index,
+            duration_ms=duration_ms,
+            error=error,
+        )
+
+    def _react(self, kind: str) -> list[BridgeEvent]:
+        if not self.config.reactions or kind == self._last_reaction:
+            return []
+        self._last_reaction = kind
+        if kind == "working":
+            return [ReactionEvent("working")]
+        return [ReactionEvent("success" if kind == "success" else "failure")]
+
+    def _on_text(self, update: AgentMessageChunk) -> list[BridgeEvent]:
+        block = update.content
+        if not isinstance(block, TextContentBlock) or not block.text:
+            return []
+        self._segment_text += block.text
+        self._answer_since_tool = True
+        return [AnswerText(self._segment, redact_text(self._segment_text))]

@@ -1,0 +1,216 @@
+"""The plain-terminal printer: the last channel of the routing order, for runs with no ACP client.
+
+It writes to stdout only when no ACP client is attached; once the ACP server has taken stdout for
+the protocol (:mod:`acp_adapter.protocol.stdio`) the printer falls back to stderr, so even a
+mis-wired agent cannot corrupt the JSON-RPC stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import threading
+import time
+from typing import TextIO
+
+from rich.text import Text
+
+from acp_adapter.agent.heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
+from acp_adapter.protocol.stdio import protocol_attached
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.redact.stream import StreamRedactor
+from acp_adapter.text import format_elapsed
+
+__all__ = ["SPINNER_FRAMES", "TerminalPrinter", "progress_bar"]
+
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: Cells of a progress bar.
+BAR_CELLS = 20
+
+
+def progress_bar(value: float, total: float, cells: int = BAR_CELLS) -> str:
+    """``██████░░░░░░░░░░░░░░  30%`` — ``cells`` cells and the percentage (clamped to 0–100)."""
+    fraction = min(max(value / total, 0.0), 1.0)
+    filled = round(fraction * cells)
+    return f"{'█' * filled}{'░' * (cells - filled)} {int(fraction * 100):3d}%"
+
+
+class TerminalPrinter:
+    """A live one-line spinner plus streamed answer text for a plain terminal."""
+
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        *,
+        animate: bool | None = None,
+        scheduler: HeartbeatScheduler | None = None,
+        frame_interval: float = 0.1,
+    ) -> None:
+        self._out = out
+        self._animate = animate
+        self._scheduler = scheduler
+        self._frame_interval = frame_interval
+        self._lock = threading.Lock()
+        self._spinner: HeartbeatHandle | None = None
+        self._label = ""
+        self._started = 0.0
+        self._frame = 0
+        self._detail = ""
+        self._line_shown = False
+        self._answer_text = StreamRedactor()
+        self.closed = False
+
+    @property
+    def out(self) -> TextIO:
+        if self._out is not None:
+            return self._out
+        return sys.stderr if protocol_attached() else sys.stdout
+
+    def _tty(self) -> bool:
+        if self._animate is not None:
+            return self._animate
+        isatty = getattr(self.out, "isatty", None)
+        return bool(isatty and isatty())
+
+    def _write(self, text: str) -> None:
+        if self.closed:
+            return
+        try:
+            self.out.write(redact_text(text))
+            self.out.flush()
+        except BrokenPipeError:
+            # `acp-progress run … | head`: the reader is gone; stop writing (no warning per line),
+            # and point stdout at /dev/null so the interpreter's exit flush stays quiet too
+            self.closed = True
+            _silence(self.out)
+
+    def _draw(self) -> None:
+        frame = SPINNER_FRAMES[self._frame % len(SPINNER_FRAMES)]
+        elapsed = format_elapsed(time.monotonic() - self._started)
+        extra = f" — {self._detail}" if self._detail else ""
+        # one terminal line, cropped by cells (rich measures emoji and CJK as two): a line that
+        # wrapped would break the ``\r`` redraw and leave copies of itself on the screen
+        line = Text(f"{frame} {self._label} {elapsed}{extra}")
+        width = shutil.get_terminal_size((80, 24)).columns - 1
+        if line.cell_len > width:
+            line.truncate(width, overflow="ellipsis")
+        self._write(f"\r\x1b[2K{line.plain}")
+        self._line_shown = True
+
+    def _tick(self) -> None:
+        with self._lock:
+            if self._spinner is None:
+                return
+            self._frame += 1
+            self._draw()
+
+    def _release_answer_locked(self) -> None:
+        """Write answer text held back for redaction (before anything else is drawn)."""
+        if rest := self._answer_text.flush():
+            self._write(rest)
+
+    def spinner_start(self, label: str = "Thinking...") -> None:
+        with self._lock:
+            self._release_answer_locked()
+            self._label = label
+            self._detail = ""
+            self._started = time.monotonic()
+            self._frame = 0
+            if self._tty():
+                self._draw()
+                self._spinner = (self._scheduler or default_scheduler()).every(
+                    self._frame_interval, self._tick
+                )
+            else:
+                self._write(f"{label}\n")
+
+    def tool_start(self, title: str) -> None:
+        """A tool began: a live line on a terminal, ``▶ title`` on a pipe."""
+        if self._tty():
+            self.spinner_start(title)
+        else:
+            with self._lock:
+                self._release_answer_locked()
+                self._label = title
+                self._started = time.monotonic()
+                self._write(f"▶ {title}\n")
+
+    def tool_progress(self, value: float | None, total: float | None, message: str | None) -> None:
+        """The running tool's progress: the live line's detail (bar, percentage, message), or one
+        line per step on a pipe."""
+        bar = ""
+        if value is not None and total is not None and _number(value) and _number(total) and total > 0:
+            bar = progress_bar(value, total)
+        shown = " ".join(redact_text(message).split()) if message else ""
+        if not shown and value is not None:
+            shown = f"{value:g}/{total:g}" if total is not None else f"{value:g}"
+        detail = f"{bar} {shown}".strip()
+        with self._lock:
+            if self._tty():
+                self._detail = detail
+                if self._spinner is not None:
+                    self._draw()
+            else:
+                elapsed = format_elapsed(time.monotonic() - self._started)
+                self._write(f"   … {self._label}: {detail} · {elapsed}\n")
+
+    def spinner_heartbeat(self, elapsed: float, status: str | None = None) -> None:
+        with self._lock:
+            if self._tty():
+                self._detail = status or ""  # kept, so every animation frame shows it
+                if self._spinner is not None:
+                    self._draw()
+            else:
+                extra = f" — {status}" if status else ""
+                self._write(f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
+
+    def spinner_stop(self, error: str | None = None) -> None:
+        handle = self._spinner
+        self._spinner = None
+        if handle is not None:
+            handle.cancel()
+        with self._lock:
+            if self._line_shown:
+                self._write("\r\x1b[2K")
+                self._line_shown = False
+            self._release_answer_locked()
+            if error:
+                self._write(f"✖ {error}\n")
+
+    def answer(self, text: str) -> None:
+        """Streamed answer text, through the same streamed redaction as the ACP path: a secret
+        split across chunks is held back until it is whole, then redacted."""
+        with self._lock:
+            if safe := self._answer_text.feed(text):
+                self._write(safe)
+
+    def finish_answer(self) -> None:
+        """End of the answer: release what was held back (redacted) and end the line."""
+        with self._lock:
+            self._release_answer_locked()
+            self._write("\n")
+
+    def note(self, text: str) -> None:
+        with self._lock:
+            self._release_answer_locked()
+            self._write(text + "\n")
+
+    def prepare_question(self) -> None:
+        """Clear the spinner line and release held text so a question is asked on a clean line."""
+        self.spinner_stop()
+        with self._lock:
+            self._release_answer_locked()
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+def _silence(out: TextIO) -> None:
+    """Point ``out``'s file descriptor at /dev/null (after its reader went away)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)

@@ -1,0 +1,613 @@
+"""``acp-progress relay -- CMD``: give any ACP agent a spinner without changing a byte of its protocol.
+
+The relay is an ACP agent for the editor and an ACP client for ``CMD``. It forwards every line both
+ways unchanged and in order — requests, responses, notifications, extension methods, ``_meta`` and
+fields this SDK version does not know — so it works at the JSON-RPC line level rather than through
+typed SDK objects, which would drop what they do not model.
+
+What it adds: while a ``session/prompt`` is outstanding and the wrapped agent has said nothing about
+that session for ``think_after`` seconds, the relay opens a ``kind="think"`` card itself (seed 003
+semantics: ``in_progress``, heartbeats with the elapsed time), and closes it just before it forwards
+the agent's next message for that session, or before the prompt response. All writes to the editor
+happen on the event loop in program order, so "close the injected card, then forward" can never be
+reordered. An agent that streams promptly gets nothing injected, and neither does one that shows
+spinners of its own: once it opened a ``kind="think"`` card in a session, the relay injects nothing
+more in that session, and an agent whose ``initialize`` answer says
+``_meta.acpProgress.thinkCards: true`` gets nothing injected anywhere. The think timer runs only
+while a ``session/prompt`` is outstanding: ``session/load`` (whose replayed updates can take a
+while) and ``session/list`` are forwarded like everything else and never get a card. Turns are
+keyed by the prompt's request id: after a cancel and a new prompt, the old prompt's answer ends
+only the old turn.
+
+Both directions are read through the package's one line reader (:mod:`acp_adapter.protocol.ndjson`):
+a line it refuses (too long, too deep, not strict UTF-8 JSON, a bad id) is never forwarded. From the
+editor it is answered to the editor; from the agent it is dropped and logged, and if it plainly was
+the answer to an editor request, the editor gets an error for that request instead of waiting.
+
+Ending: when the wrapped agent dies, closes its stdout or cannot be written to (a broken pipe is
+the agent's failure, not the editor's), the relay fails the open cards, answers every pending editor
+request with an error, logs a one-line reason and exits 1. When the editor closes our stdin, the
+relay cancels the running prompts, keeps delivering the answers still in flight (up to
+``hangup_grace`` seconds), answers what is left with an error, and exits 0.
+
+With progress summaries on (``--summary``/``ACP_PROGRESS_SUMMARY``, off by default for the relay),
+each prompt gets a :class:`~acp_adapter.summary.ProgressSummary` fed with what the editor sees —
+the wrapped agent's forwarded updates (parsed into SDK objects only for this) and the injected
+card — and the injected card's heartbeats end with the latest sentence. The forwarded lines
+themselves are never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from acp import RequestError
+from acp.helpers import SessionUpdate
+from acp.meta import AGENT_METHODS, CLIENT_METHODS
+from acp.schema import CancelNotification, PromptRequest, SessionNotification
+from pydantic import ValidationError
+
+from acp_adapter.client.procgroup import end_process_group
+from acp_adapter.protocol import (
+    CHUNK_BYTES,
+    MessageReader,
+    Refused,
+    StreamLimits,
+    dumps_line,
+    error_answer,
+    sniff_response_id,
+)
+from acp_adapter.safety.redact import redact_text
+from acp_adapter.tools import (
+    build_thinking_complete,
+    build_thinking_failed,
+    build_thinking_progress,
+    build_thinking_start,
+)
+
+if TYPE_CHECKING:
+    from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+
+__all__ = ["Relay", "RelayOptions", "run_relay"]
+
+log = logging.getLogger("acp_progress.relay")
+
+SESSION_UPDATE = CLIENT_METHODS["session_update"]
+PROMPT = AGENT_METHODS["session_prompt"]
+CANCEL = AGENT_METHODS["session_cancel"]
+INITIALIZE = AGENT_METHODS["initialize"]
+
+
+def shows_own_think_cards(initialize_result: Any) -> bool:
+    """The agent says in its ``initialize`` answer that it shows its own think cards:
+    ``_meta.acpProgress.thinkCards: true`` (this project's agent does)."""
+    meta = initialize_result.get("_meta") if isinstance(initialize_result, dict) else None
+    progress = meta.get("acpProgress") if isinstance(meta, dict) else None
+    return isinstance(progress, dict) and progress.get("thinkCards") is True
+
+
+def is_think_card(message: dict[str, Any]) -> bool:
+    """A ``session/update`` that opens a ``kind: "think"`` tool card."""
+    params = message.get("params")
+    update = params.get("update") if isinstance(params, dict) else None
+    return (
+        isinstance(update, dict)
+        and update.get("sessionUpdate") == "tool_call"
+        and update.get("kind") == "think"
+    )
+
+
+@dataclass(frozen=True)
+class RelayOptions:
+    """``think_after`` None disables injection; ``heartbeat`` None disables heartbeats;
+    ``summary`` (None: off) makes a progress summary per prompt for the injected card;
+    ``limits`` are both directions' stream limits; ``hangup_grace`` is how long, after the editor
+    closed our stdin, the relay keeps delivering answers still in flight (default 5 s)."""
+
+    think_after: float | None = 0.5
+    heartbeat: float | None = 30.0
+    summary: SummaryFactory | None = None
+    limits: StreamLimits = field(default_factory=StreamLimits)
+    hangup_grace: float = 5.0
+
+
+@dataclass
+class _Turn:
+    """One outstanding prompt (keyed by its request id), as the relay tracks it."""
+
+    key: str
+    session_id: str
+    last_activity: float
+    card_id: str | None = None
+    card_opened: float = 0.0
+    waiting_on_editor: int = 0  # agent→editor requests (permission, fs …) not answered yet
+    cancelled: bool = False
+    timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    summary: ProgressSummary | None = field(default=None, repr=False)
+    shown: SummaryEvent | None = None  # the latest summary, carried by the card's heartbeats
+
+
+class AgentGone(Exception):
+    """The wrapped agent cannot be written to (broken pipe, reset): its failure, not the editor's."""
+
+
+def _key(request_id: Any) -> str:
+    """JSON-RPC ids may be numbers or strings; ``1`` and ``"1"`` are different ids."""
+    return json.dumps(request_id)
+
+
+def _session_of(message: dict[str, Any]) -> str | None:
+    params = message.get("params")
+    if isinstance(params, dict):
+        session_id = params.get("sessionId")
+        if isinstance(session_id, str):
+            return session_id
+    return None
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return dumps_line(message)
+
+
+class Relay:
+    """Forward between an editor's streams and the wrapped agent's pipes, injecting think cards."""
+
+    def __init__(
+        self,
+        editor_reader: asyncio.StreamReader,
+        editor_writer: asyncio.StreamWriter,
+        agent_reader: asyncio.StreamReader,
+        agent_writer: asyncio.StreamWriter,
+        options: RelayOptions,
+        *,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.editor_reader = editor_reader
+        self.editor_writer = editor_writer
+        self.agent_reader = agent_reader
+        self.agent_writer = agent_writer
+        self.options = options
+        self._loop = asyncio.get_running_loop()
+        self._clock = clock or self._loop.time
+        self._turns: dict[str, _Turn] = {}  # prompt request id → its turn
+        self._current: dict[str, _Turn] = {}  # session id → its latest turn (what agent updates concern)
+        self._editor_pending: dict[str, Any] = {}  # editor request id → raw id (answered on agent death)
+        #: agent→editor request id → (raw id, the turn it came in)
+        self._agent_requests: dict[str, tuple[Any, _Turn | None]] = {}
+        self._card_ids = itertools.count(1)
+        #: the editor's ``initialize`` request ids not answered yet (their answers may carry the flag)
+        self._initialize_ids: set[str] = set()
+        #: the agent shows its own spinner everywhere (``_meta.acpProgress.thinkCards`` in initialize)
+        self.agent_shows_think = False
+        #: sessions in which the agent has opened a think card of its own: never one of ours there
+        self.own_think_sessions: set[str] = set()
+        self._all_answered = asyncio.Event()
+        self._all_answered.set()
+        self.injected_updates = 0
+        self.editor_closed = False
+
+    # ------------------------------------------------------------ writing
+
+    def _to_editor(self, data: bytes) -> None:
+        if self.editor_closed:
+            return
+        try:
+            self.editor_writer.write(data)
+        except (ConnectionError, RuntimeError):
+            self.editor_closed = True
+
+    async def _drain_editor(self) -> None:
+        if not self.editor_closed:
+            with contextlib.suppress(ConnectionError):
+                await self.editor_writer.drain()
+
+    async def _to_agent(self, data: bytes) -> None:
+        """Write one line to the agent; a failure is the agent's (:class:`AgentGone`)."""
+        if self.agent_writer.is_closing():
+            raise AgentGone("cannot write to the wrapped agent: its stdin is closed")
+        try:
+            self.agent_writer.write(data)
+            await self.agent_writer.drain()
+        except (ConnectionError, OSError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            raise AgentGone(f"cannot write to the wrapped agent: {reason}") from None
+
+    def _inject(self, turn: _Turn, update: SessionUpdate) -> None:
+        notification = SessionNotification(session_id=turn.session_id, update=update)
+        params = notification.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self.injected_updates += 1
+        self._to_editor(_line({"jsonrpc": "2.0", "method": SESSION_UPDATE, "params": params}))
+        if turn.summary is not None:
+            turn.summary.observe(update)  # the summary sees what the editor sees, injected card included
+
+    def _answer_editor(self, key: str, reason: str) -> None:
+        """Answer the pending editor request ``key`` with an error (it will get no other answer)."""
+        if key not in self._editor_pending:
+            return
+        raw_id = self._editor_pending.pop(key)
+        error = relay_error(reason)
+        self._to_editor(_line(error_answer(error, raw_id)))
+        self._note_answered()
+        if key in self._turns:
+            self._end_turn(key, reason)
+
+    def _note_answered(self) -> None:
+        if not self._editor_pending:
+            self._all_answered.set()
+
+    # ------------------------------------------------------------ progress summaries
+
+    def _live(self, turn: _Turn) -> bool:
+        """The turn is still outstanding and the newest of its session (only it gets a card)."""
+        return self._turns.get(turn.key) is turn and self._current.get(turn.session_id) is turn
+
+    def _heartbeat(self, turn: _Turn, card_id: str) -> SessionUpdate:
+        elapsed = self._clock() - turn.card_opened
+        shown = turn.shown
+        if shown is None:
+            return build_thinking_progress(card_id, elapsed)
+        return build_thinking_progress(
+            card_id, elapsed, summary=shown.summary, summary_revision=shown.revision
+        )
+
+    def _start_summary(self, turn: _Turn, params: dict[str, Any]) -> None:
+        if self.options.summary is None or self.options.think_after is None:
+            return  # off, or no card will ever show it (--no-think)
+        try:
+            from acp_adapter.summary import user_text_from_prompt
+
+            text = user_text_from_prompt(PromptRequest.model_validate(params).prompt)
+        except ValidationError:
+            text = ""  # the agent will answer the bad prompt; the summary just knows less
+
+        def show(event: SummaryEvent) -> None:
+            if not self._live(turn) or turn.cancelled:
+                return
+            turn.shown = event
+            if turn.card_id is not None:  # the open card shows it now, not a heartbeat later
+                self._inject(turn, self._heartbeat(turn, turn.card_id))
+
+        turn.summary = self.options.summary.create(user_text=text, on_summary=show).start()
+
+    def _stop_summary(self, turn: _Turn, outcome: Outcome) -> None:
+        summary, turn.summary = turn.summary, None
+        if summary is not None:
+            summary.stop(outcome)
+
+    def stop_summaries(self) -> None:
+        """The relay is ending: no turn's summary may write anything more."""
+        for turn in self._turns.values():
+            self._stop_summary(turn, "cancelled")
+
+    def _observe_forwarded(self, message: dict[str, Any]) -> None:
+        """Feed a forwarded ``session/update`` to its turn's summary (SDK objects, never raw JSON)."""
+        session_id = _session_of(message)
+        turn = self._current.get(session_id) if session_id is not None else None
+        if turn is None or turn.summary is None:
+            return
+        try:
+            notification = SessionNotification.model_validate(message.get("params"))
+        except ValidationError:
+            return  # an update this SDK does not know: forwarded all the same, just not summarised
+        turn.summary.observe(notification.update)
+
+    # ------------------------------------------------------------ the injected card
+
+    def _schedule(self, turn: _Turn, delay: float) -> None:
+        if turn.timer is not None:
+            turn.timer.cancel()
+        turn.timer = self._loop.call_later(max(0.0, delay), self._on_timer, turn)
+
+    def _injects(self, session_id: str) -> bool:
+        """Whether the relay may show a think card in ``session_id``: injection is on, and the agent
+        has not shown (or promised) a spinner of its own — two spinners for one thought is noise."""
+        return (
+            self.options.think_after is not None
+            and not self.agent_shows_think
+            and session_id not in self.own_think_sessions
+        )
+
+    def _on_timer(self, turn: _Turn) -> None:
+        """One timer per turn: it opens the card after a silent gap, then beats while it is open."""
+        turn.timer = None
+        think_after = self.options.think_after
+        if think_after is None or not self._live(turn) or turn.cancelled:
+            return
+        if not self._injects(turn.session_id):
+            return
+        now = self._clock()
+        if turn.card_id is None:
+            if turn.waiting_on_editor:
+                return  # the agent waits for the person, not for a model: no spinner; re-armed on the answer
+            silent_for = now - turn.last_activity
+            if silent_for < think_after:
+                self._schedule(turn, think_after - silent_for)
+                return
+            turn.card_id = f"relay-think-{next(self._card_ids)}"
+            # the model has been thinking since the agent went quiet, not since the card appeared
+            turn.card_opened = turn.last_activity
+            self._inject(turn, build_thinking_start(turn.card_id))
+        else:
+            self._inject(turn, self._heartbeat(turn, turn.card_id))
+        if self.options.heartbeat is not None:
+            self._schedule(turn, self.options.heartbeat)
+
+    def _close_card(self, turn: _Turn, failure: str | None = None) -> None:
+        if turn.timer is not None:
+            turn.timer.cancel()
+            turn.timer = None
+        if turn.card_id is None:
+            return
+        elapsed = self._clock() - turn.card_opened
+        card_id, turn.card_id = turn.card_id, None
+        if failure is None:
+            self._inject(turn, build_thinking_complete(card_id, elapsed))
+        else:
+            self._inject(turn, build_thinking_failed(card_id, failure, elapsed))
+
+    def _activity(self, turn: _Turn) -> None:
+        """The agent spoke about this session: close the injected card first, restart the silence clock."""
+        self._close_card(turn)
+        turn.last_activity = self._clock()
+        if not turn.cancelled and self.options.think_after is not None and self._injects(turn.session_id):
+            self._schedule(turn, self.options.think_after)
+
+    def _end_turn(self, key: str, failure: str | None = None) -> None:
+        turn = self._turns.pop(key, None)
+        if turn is None:
+            return
+        if self._current.get(turn.session_id) is turn:
+            del self._current[turn.session_id]
+        self._stop_summary(turn, "cancelled" if turn.cancelled else "failed" if failure else "finished")
+        self._close_card(turn, failure)
+
+    # ------------------------------------------------------------ the two directions
+
+    async def editor_to_agent(self) -> None:
+        """Forward the editor's accepted lines unchanged; answer the refused ones to the editor."""
+        reader = MessageReader(self.editor_reader, self.options.limits)
+        while (item := await reader.next()) is not None:
+            if isinstance(item, Refused):
+                await self._refused_from_editor(item)
+                continue
+            self._note_from_editor(item.message)
+            await self._to_agent(item.raw + b"\n")
+
+    async def _refused_from_editor(self, refused: Refused) -> None:
+        log.warning("refused a line from the editor (not forwarded): %s", refused.reason)
+        if refused.answer is not None:
+            self._to_editor(dumps_line(refused.answer))
+            await self._drain_editor()
+        # it may have been the editor's answer to an agent request: the agent must not wait for it
+        sniffed = sniff_response_id(refused.head)
+        if sniffed is not None and (pending := self._agent_requests.pop(_key(sniffed), None)) is not None:
+            raw_id, turn = pending
+            details = "the editor's answer was refused by the relay: " + refused.reason
+            error = relay_error(details)
+            await self._to_agent(_line(error_answer(error, raw_id)))
+            if turn is not None:
+                turn.waiting_on_editor = max(0, turn.waiting_on_editor - 1)
+
+    def _note_from_editor(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        has_id = "id" in message
+        if method is None:
+            if has_id:  # the editor answers a request of the agent (permission, fs, terminal …)
+                _raw, turn = self._agent_requests.pop(_key(message["id"]), (None, None))
+                if turn is not None:
+                    turn.waiting_on_editor = max(0, turn.waiting_on_editor - 1)
+                    if self._live(turn):
+                        self._activity(turn)
+            return
+        if has_id:
+            self._editor_pending[_key(message["id"])] = message["id"]
+            self._all_answered.clear()
+            if method == INITIALIZE:
+                self._initialize_ids.add(_key(message["id"]))
+        session_id = _session_of(message)
+        if session_id is None:
+            return
+        if method == PROMPT and has_id:
+            previous = self._current.get(session_id)
+            if previous is not None:  # still awaiting its answer (cancelled): it keeps no card
+                self._close_card(previous, "Cancelled" if previous.cancelled else None)
+            key = _key(message["id"])
+            turn = _Turn(key, session_id, last_activity=self._clock())
+            self._turns[key] = turn
+            self._current[session_id] = turn
+            self._start_summary(turn, message.get("params") or {})
+            if self.options.think_after is not None and self._injects(session_id):
+                self._schedule(turn, self.options.think_after)
+        elif method == CANCEL:
+            turn = self._current.get(session_id)
+            if turn is not None:
+                turn.cancelled = True
+                self._stop_summary(turn, "cancelled")
+                self._close_card(turn, "Cancelled")
+
+    async def agent_to_editor(self) -> None:
+        """Forward the agent's accepted lines unchanged, closing an injected card before each one it
+        concerns; drop (and log) the refused ones."""
+        reader = MessageReader(self.agent_reader, self.options.limits)
+        while (item := await reader.next()) is not None:
+            if isinstance(item, Refused):
+                self._refused_from_agent(item)
+                await self._drain_editor()
+                continue
+            message = item.message
+            self._note_from_agent(message)
+            self._to_editor(item.raw + b"\n")
+            if self.options.summary is not None and message.get("method") == SESSION_UPDATE:
+                self._observe_forwarded(message)
+            await self._drain_editor()
+
+    def _refused_from_agent(self, refused: Refused) -> None:
+        sample = _sample(refused.head)
+        log.warning("dropped a non-JSON-RPC line from the agent: %s (%s)", sample, refused.reason)
+        sniffed = sniff_response_id(refused.head)
+        if sniffed is None:
+            return
+        key = _key(sniffed)
+        if key in self._editor_pending:  # it was the answer to an editor request: answer with an error
+            self._answer_editor(key, f"the wrapped agent's answer was refused: {refused.reason}")
+
+    def _note_from_agent(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        has_id = "id" in message
+        if method is not None:
+            session_id = _session_of(message)
+            if session_id is not None and method == SESSION_UPDATE and is_think_card(message):
+                if session_id not in self.own_think_sessions:
+                    log.info(
+                        "the wrapped agent shows its own think cards in %s: none injected there", session_id
+                    )
+                self.own_think_sessions.add(session_id)
+            turn = self._current.get(session_id) if session_id is not None else None
+            if turn is not None:
+                self._activity(turn)
+            if has_id:  # the agent now waits for the editor's answer
+                self._agent_requests[_key(message["id"])] = (message["id"], turn)
+                if turn is not None:
+                    turn.waiting_on_editor += 1
+            return
+        if has_id:  # a response to an editor request
+            key = _key(message["id"])
+            if key in self._initialize_ids:
+                self._initialize_ids.discard(key)
+                if shows_own_think_cards(message.get("result")):
+                    self.agent_shows_think = True
+                    log.info("the wrapped agent shows its own think cards: none injected")
+            self._editor_pending.pop(key, None)
+            self._note_answered()
+            if key in self._turns:
+                self._end_turn(key, "The agent answered with an error" if "error" in message else None)
+
+    # ------------------------------------------------------------ ending
+
+    @property
+    def pending(self) -> int:
+        """Editor requests the agent has not answered yet."""
+        return len(self._editor_pending)
+
+    async def wait_answered(self) -> None:
+        await self._all_answered.wait()
+
+    async def cancel_running(self) -> None:
+        """The editor hung up: cancel every running prompt, as the editor would have."""
+        for session_id in list(self._current):
+            notification = CancelNotification(session_id=session_id)
+            params = notification.model_dump(mode="json", by_alias=True, exclude_none=True)
+            await self._to_agent(_line({"jsonrpc": "2.0", "method": CANCEL, "params": params}))
+
+    def agent_died(self, reason: str) -> None:
+        """Close every injected card as failed, then answer every outstanding editor request."""
+        for key in list(self._turns):
+            self._end_turn(key, reason)
+        for raw_id in self._editor_pending.values():
+            self._to_editor(_line(error_answer(relay_error(reason), raw_id)))
+        self._editor_pending.clear()
+        self._all_answered.set()
+
+
+def relay_error(reason: str) -> RequestError:
+    """The error an editor request gets when the relay answers it: the reason is the message
+    itself (``the wrapped agent exited with code 3``), not only in ``data``, so a client that shows
+    the message says what happened."""
+    return RequestError(-32603, reason, {"details": reason})
+
+
+def _sample(head: bytes) -> str:
+    return redact_text(head[:200].decode(errors="replace").strip())
+
+
+async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
+    """Serve the editor on this process's stdio, with ``argv`` as the real agent. Returns the exit code:
+    0 when the editor hung up, 1 for a failure of the agent or the relay (logged as one line)."""
+    from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
+
+    fds = protect_stdio()
+    editor_reader, editor_writer = await open_protocol_streams(fds)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=CHUNK_BYTES,  # the line reader enforces the line limit; this only sizes the pipe buffer
+            start_new_session=True,  # its own process group: the relay can end everything it started
+        )
+    except OSError as exc:
+        log.error("cannot start the agent %r: %s", argv[0], exc.strerror or exc)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
+    assert process.stdin is not None and process.stdout is not None
+    relay = Relay(editor_reader, editor_writer, process.stdout, process.stdin, options)
+    from_editor = asyncio.ensure_future(relay.editor_to_agent())
+    from_agent = asyncio.ensure_future(relay.agent_to_editor())
+    done, _ = await asyncio.wait({from_editor, from_agent}, return_when=asyncio.FIRST_COMPLETED)
+    failure: str | None = None
+    if from_agent in done:  # the agent closed its stdout: it died or quit while the editor is still here
+        failure = _failure_of(from_agent, "reading the wrapped agent")
+        if failure is None:
+            returncode = await _wait_exit(process, 2.0)
+            code = f" with code {returncode}" if returncode is not None else ""
+            failure = f"the wrapped agent exited{code}"
+    else:
+        failure = _failure_of(from_editor, "reading the editor")
+    if failure is None:  # the editor hung up (EOF): deliver the answers in flight, then go
+        await _finish_after_hang_up(relay, process, from_agent, options.hangup_grace)
+    else:
+        relay.agent_died(failure)
+        log.error("%s; the relay stops", failure)
+    for task in (from_editor, from_agent):
+        task.cancel()
+    relay.stop_summaries()
+    if options.summary is not None:
+        await options.summary.aclose()
+    await end_process_group(process)
+    with contextlib.suppress(Exception):
+        await editor_writer.drain()
+    return 0 if failure is None else 1
+
+
+def _failure_of(task: asyncio.Future[None], doing: str) -> str | None:
+    """The one-line reason a direction ended with an error (None: it reached the end of its input)."""
+    if task.cancelled():
+        return f"the relay was cancelled while {doing}"
+    exc = task.exception()
+    if exc is None:
+        return None
+    if isinstance(exc, AgentGone):
+        return str(exc)
+    log.debug("the relay failed", exc_info=exc)
+    return f"the relay failed while {doing}: {type(exc).__name__}: {redact_text(str(exc))}"
+
+
+async def _finish_after_hang_up(
+    relay: Relay, process: asyncio.subprocess.Process, from_agent: asyncio.Future[None], grace: float
+) -> None:
+    """The editor closed our stdin (it may still read our stdout): cancel the running prompts, wait up
+    to ``grace`` for every pending answer, then close the agent's stdin; whatever is still pending
+    gets an error."""
+    try:
+        await relay.cancel_running()
+        answered = asyncio.ensure_future(relay.wait_answered())
+        await asyncio.wait({answered, from_agent}, timeout=grace, return_when=asyncio.FIRST_COMPLETED)
+        answered.cancel()
+    except AgentGone as exc:
+        log.info("%s", exc)
+    with contextlib.suppress(Exception):
+        process.stdin.close()  # type: ignore[union-attr]
+    if relay.pending:
+        relay.agent_died("the editor hung up and the wrapped agent did not answer in time")
+
+
+async def _wait_exit(process: asyncio.subprocess.Process, seconds: float) -> int | None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(process.wait(), seconds)
+    return process.returncode

@@ -1,0 +1,242 @@
+"""``acp-progress chat``: a conversation with any ACP agent, in one session.
+
+On a terminal: a prompt line with history and editing (``prompt_toolkit``), and between prompts
+the live card stack of ``watch`` (:mod:`.watch`, :mod:`.terminal_view`). Ctrl-C cancels the running
+turn and comes back to the prompt; a second Ctrl-C while it is being cancelled, or Ctrl-C at the
+prompt, exits 130; Ctrl-D exits 0. ``/cancel`` (nothing runs at the prompt: says so), ``/new``
+(a new session) and ``/quit``.
+
+On a pipe (stdin not a terminal): each line of stdin is one prompt, in order, in the same
+session; blank lines are skipped; the end of input ends the conversation — exit 0, or 1 if a turn
+failed. ``--json`` prints what ``watch --json`` prints, for every turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from typing import TextIO
+
+from acp.schema import RequestPermissionResponse
+from rich.console import Console
+
+from acp_adapter.client.driver import (
+    AgentDriver,
+    AgentError,
+    AgentLogError,
+    PermissionRequest,
+    permission_response,
+)
+from acp_adapter.config import ConfigError, Settings
+from acp_adapter.frontends.interrupt import Interrupts, interrupts
+from acp_adapter.frontends.watch.json_lines import JsonLines
+from acp_adapter.frontends.watch.stdin_lines import StdinLines
+from acp_adapter.frontends.watch.watcher import (
+    INTERRUPT_GRACE,
+    WatchClient,
+    agent_env,
+    check_cwd,
+    quiet_broken_stdout,
+    run_turn,
+    start_driver,
+)
+from acp_adapter.summary import SummaryFactory
+
+__all__ = ["run_chat"]
+
+PROMPT = "› "
+HELP = "/cancel, /new (new session), /quit — Ctrl-C cancels a turn, Ctrl-D quits"
+
+
+class _Chat:
+    """One conversation: the driver, the current session and how the turns went."""
+
+    def __init__(self, args: argparse.Namespace, settings: Settings, out: TextIO, cwd: str) -> None:
+        self.args = args
+        self.settings = settings
+        self.out = out
+        self.cwd = cwd
+        self.json = JsonLines(out) if args.json else None
+        self.terminal = sys.stdin.isatty() and out.isatty() and self.json is None
+        self.animate = self.terminal and not args.no_animation
+        self.console = Console(file=out) if self.animate else None
+        self.presses: Interrupts = interrupts
+        self.question_interrupt = asyncio.Event()
+        self.failed_turns = 0
+        self.session_id = ""
+        self.summaries: SummaryFactory | None = None
+        self.driver = AgentDriver(  # raises AgentStartError for an unparsable --agent (see run_chat)
+            args.agent,
+            env=agent_env(settings),
+            permission_policy=self._ask_permission,
+            init_timeout=args.init_timeout,
+            stderr_log=args.agent_log,
+            client_name="acp-progress-chat",
+        )
+        self.client: WatchClient | None = None
+
+    async def _ask_permission(self, request: PermissionRequest) -> RequestPermissionResponse:
+
+        if self.client is None:  # no turn runs: nobody asked for this
+            return permission_response(request, False, automatic=True)
+        return await self.client.ask_permission(request)
+
+    def note(self, text: str) -> None:
+        if self.json is not None:
+            return
+        if self.console is not None:
+            self.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=self.out, flush=True)
+
+    async def turn(self, text: str) -> bool:
+        """One prompt; False when Ctrl-C was pressed again while it was being cancelled (exit)."""
+        self.question_interrupt = asyncio.Event()
+        self.client = WatchClient(
+            self.out,
+            animate=self.animate,
+            auto_allow=self.args.yes,
+            interrupt=self.question_interrupt,
+            json_lines=self.json,
+            console=self.console,
+        )
+        try:
+            end = await run_turn(
+                self.driver, self.session_id, text, self.client, self.presses, self.summaries
+            )
+        finally:
+            self.client._clear_live()
+            self.client = None
+        if end.failed:
+            self.failed_turns += 1
+        if end.cancelled and not self.terminal:
+            return False  # on a pipe nobody is at a prompt to come back to: Ctrl-C ends it
+        return not end.interrupted_again
+
+    async def new_session(self) -> bool:
+        from acp_adapter.frontends.watch.sessions import open_session
+
+        session = await open_session(self.driver, self.args, self.cwd, self.out, self.json, self.animate)
+        if session is None:
+            return False
+        self.session_id = session
+        return True
+
+    # ------------------------------------------------------------ the two loops
+
+    async def pipe_loop(self) -> int:
+        lines = StdinLines(sys.stdin.fileno())
+        while True:
+            seen = self.presses.count
+            read = asyncio.ensure_future(lines.readline())
+            press = asyncio.ensure_future(self.presses.wait_beyond(seen))
+            await asyncio.wait({read, press}, return_when=asyncio.FIRST_COMPLETED)
+            press.cancel()
+            if not read.done():
+                read.cancel()
+                return 130
+            line = read.result()
+            if line is None:
+                return 1 if self.failed_turns else 0
+            if not line.strip():
+                continue
+            if not await self.turn(line):
+                return 130
+
+    async def terminal_loop(self) -> int:
+        from prompt_toolkit import PromptSession
+
+        session: PromptSession[str] = PromptSession()
+        self.note(f"chat with {' '.join(self.driver.argv)} in {self.cwd} — {HELP}")
+        while True:
+            # Ctrl-C at the prompt is a key (the terminal is raw): KeyboardInterrupt; a SIGINT that
+            # lands just before or after the raw mode (or from kill) is counted: both exit 130
+            seen = self.presses.count
+            asked = asyncio.ensure_future(session.prompt_async(PROMPT, handle_sigint=False))
+            press = asyncio.ensure_future(self.presses.wait_beyond(seen))
+            await asyncio.wait({asked, press}, return_when=asyncio.FIRST_COMPLETED)
+            press.cancel()
+            if not asked.done():
+                asked.cancel()
+                with contextlib.suppress(BaseException):
+                    await asked
+                return 130
+            try:
+                text = asked.result()
+            except KeyboardInterrupt:
+                return 130
+            except EOFError:
+                return 0
+            command = text.strip()
+            if not command:
+                continue
+            if command in ("/quit", "/exit"):
+                return 0
+            if command == "/cancel":
+                self.note("nothing is running (Ctrl-C cancels a running turn)")
+                continue
+            if command == "/new":
+                self.args.session, self.args.continue_ = None, False
+                if await self.new_session():
+                    self.note(f"new session {self.session_id}")
+                continue
+            if command in ("/help", "/?"):
+                self.note(HELP)
+                continue
+            if not await self.turn(text):
+                return 130
+
+    async def run(self) -> int:
+        try:
+            self.summaries = SummaryFactory.from_settings(
+                self.settings, default_mode="off" if self.json is not None else "embedded"
+            )
+        except ConfigError as exc:
+            print(f"acp-progress chat: {exc}", file=sys.stderr)
+            return 2
+        self.presses.attach()
+        seen = 0  # a press before the loop ran counts too: it came after the command started
+        try:
+            if not await start_driver(self.driver, self.presses, seen):
+                return 130
+            if not await self.new_session():
+                return 1
+            if self.presses.count > seen:
+                return 130
+            code = await (self.terminal_loop() if self.terminal else self.pipe_loop())
+            if code == 130:
+                await self.driver.close(grace=INTERRUPT_GRACE)
+            return code
+        except AgentLogError as exc:
+            print(f"acp-progress chat: {exc}", file=sys.stderr)
+            return 2
+        except AgentError as exc:
+            if self.json is not None:
+                self.json.error(str(exc))
+            print(f"acp-progress chat: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            if self.summaries is not None:
+                await self.summaries.aclose()
+            with contextlib.suppress(Exception):
+                await self.driver.close()
+            self.presses.detach()
+
+
+def run_chat(args: argparse.Namespace, settings: Settings) -> int:
+    cwd = check_cwd("chat", args.cwd)
+    if cwd is None:
+        return 2
+    try:
+        chat = _Chat(args, settings, sys.stdout, cwd)
+    except AgentError as exc:
+        print(f"acp-progress chat: {exc}", file=sys.stderr)
+        return 1
+    try:
+        return asyncio.run(chat.run())
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        quiet_broken_stdout()

@@ -1,0 +1,408 @@
+"""The agent's own tools: read a file, list the tree, search text, run a command, a long task.
+
+All paths stay inside the session's workspace: ``..`` escapes and symlinks that resolve outside
+are rejected with a clear error. Long tools report honest progress through ``ctx.progress``
+(files scanned of total, steps done) — never an estimate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
+
+__all__ = ["BUILTIN_TOOLS", "default_toolbox", "kill_started_processes", "resolve_in_workspace"]
+
+SKIP_DIRS = frozenset(
+    {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
+)
+READ_CAP = 256 * 1024
+OUTPUT_CAP = 64 * 1024
+MAX_MATCHES = 200
+MAX_LIST = 500
+
+
+def resolve_in_workspace(workspace: Path, raw: str) -> Path:
+    """Resolve ``raw`` against the workspace; refuse anything that ends up outside it."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolError("path must be a non-empty string")
+    if "\x00" in raw:
+        raise ToolError("path contains a NUL byte")
+    candidate = Path(raw.strip()).expanduser()
+    if not candidate.is_absolute():
+        candidate = workspace / candidate
+    resolved = candidate.resolve()
+    if resolved != workspace and not resolved.is_relative_to(workspace):
+        raise ToolError(f"path '{raw}' is outside the workspace ({workspace})")
+    return resolved
+
+
+def _display(workspace: Path, path: Path) -> str:
+    try:
+        rel = path.relative_to(workspace)
+    except ValueError:
+        return str(path)
+    return str(rel) if str(rel) != "." else "."
+
+
+def _is_binary(sample: bytes) -> bool:
+    return b"\x00" in sample
+
+
+# ---------------------------------------------------------------- read_file
+
+
+def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+    path = resolve_in_workspace(ctx.cwd, args["path"])
+    if not path.exists():
+        raise ToolError(f"no such file: {args['path']}")
+    if path.is_dir():
+        raise ToolError(f"{args['path']} is a directory; use list_dir")
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        data = handle.read(READ_CAP)
+    if _is_binary(data[:4096]):
+        raise ToolError(f"{args['path']} looks like a binary file ({size} bytes)")
+    text = data.decode("utf-8", errors="replace")
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    note = f"\n… (truncated: showing {READ_CAP} of {size} bytes)" if size > READ_CAP else ""
+    shown = _display(ctx.cwd, path)
+    return ToolReturn(text + note, f"{shown} ({lines} lines)", {"path": shown, "bytes": size, "lines": lines})
+
+
+# ---------------------------------------------------------------- list_dir
+
+
+def _walk(root: Path, depth: int) -> Iterator[tuple[Path, int]]:
+    try:
+        entries = sorted(root.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
+    except OSError:
+        return
+    for entry in entries:
+        yield entry, depth
+        if entry.is_dir() and not entry.is_symlink() and entry.name not in SKIP_DIRS and depth > 0:
+            yield from _walk(entry, depth - 1)
+
+
+def list_dir(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    if not root.is_dir():
+        raise ToolError(f"not a directory: {args.get('path', '.')}")
+    depth = max(0, min(int(args.get("depth", 1)), 5))
+    lines: list[str] = []
+    for entry, level in _walk(root, depth):
+        if len(lines) >= MAX_LIST:
+            lines.append(f"… (stopped at {MAX_LIST} entries)")
+            break
+        indent = "  " * (depth - level)
+        suffix = "/" if entry.is_dir() else ""
+        lines.append(f"{indent}{entry.name}{suffix}")
+    shown = _display(ctx.cwd, root)
+    return ToolReturn(
+        "\n".join(lines), f"{len(lines)} entries in {shown}", {"path": shown, "entries": len(lines)}
+    )
+
+
+# ---------------------------------------------------------------- search
+
+
+def _candidate_files(root: Path) -> list[Path]:
+    files: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in sorted(filenames):
+            files.append(Path(dirpath) / name)
+    return files
+
+
+def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+    query = args["query"]
+    if not query:
+        raise ToolError("query must not be empty")
+    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    files = _candidate_files(root)
+    total = len(files)
+    ctx.progress(0, total, f"Scanning {total} files")
+    matches: list[str] = []
+    matched_files = 0
+    last_report = time.monotonic()
+    needle = query.lower()
+    for index, path in enumerate(files, start=1):
+        ctx.cancel.raise_if_cancelled()
+        try:
+            resolved = path.resolve()
+            if not resolved.is_relative_to(ctx.cwd) or resolved.stat().st_size > 4 * 1024 * 1024:
+                continue
+            data = resolved.read_bytes()
+        except OSError:
+            continue
+        if not _is_binary(data[:4096]):
+            hit = False
+            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+                if needle in line.lower():
+                    hit = True
+                    if len(matches) < MAX_MATCHES:
+                        matches.append(f"{_display(ctx.cwd, path)}:{number}: {line.strip()[:200]}")
+            matched_files += hit
+        now = time.monotonic()
+        if now - last_report >= 0.05 or index == total:
+            ctx.progress(index, total, f"Scanned {index}/{total} files")
+            last_report = now
+    found = f"{_count(len(matches), 'match', 'matches')} in {_count(matched_files, 'file', 'files')}"
+    header = f"{found} (scanned {_count(total, 'file', 'files')})"
+    body = "\n".join([header, *matches])
+    return ToolReturn(
+        body,
+        found,
+        {"matches": len(matches), "files": matched_files},
+    )
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+# ---------------------------------------------------------------- run_command
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+# Process groups of the commands run so far. A command that backgrounds a job (``sleep 300 &``)
+# returns while the job lives on in the command's group; the agent kills those groups when it
+# shuts down (``kill_started_processes``), so nothing it started outlives it.
+#
+# A process group id is a pid, and the kernel recycles it once the group is empty. Killing a
+# remembered pgid blindly at shutdown could therefore hit a stranger's group that took the
+# number. So each group is remembered with the identity (pid, start time) of the members it had
+# when its command ended, a group is forgotten as soon as its command ends with no member left,
+# and a group is signalled only while one of its remembered members is still in it: a pgid cannot
+# be recycled while any member of the group exists.
+_GROUPS: dict[int, frozenset[tuple[int, int]]] = {}
+_GROUPS_LOCK = threading.Lock()
+_PROC = "/proc"
+
+
+def _start_time(stat: str) -> tuple[int, int] | None:
+    """``(pgid, start time in clock ticks)`` from a ``/proc/PID/stat`` line."""
+    fields = stat[stat.rfind(")") + 2 :].split()
+    try:
+        return int(fields[2]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _group_members(pgid: int) -> frozenset[tuple[int, int]]:
+    """The ``(pid, start time)`` of every live process in group ``pgid`` (empty when none, or when
+    ``/proc`` cannot be read)."""
+    members: set[tuple[int, int]] = set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_PROC):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"{_PROC}/{entry.name}/stat", encoding="ascii", errors="replace") as f:
+                    parsed = _start_time(f.read())
+            except OSError:
+                continue
+            if parsed is not None and parsed[0] == pgid:
+                members.add((int(entry.name), parsed[1]))
+    return frozenset(members)
+
+
+def _still_ours(pgid: int, members: frozenset[tuple[int, int]]) -> bool:
+    return bool(members & _group_members(pgid))
+
+
+def _remember_group(pgid: int) -> None:
+    """Called once the command's leader runs (unreaped, so the pgid is ours while it lives)."""
+    with _GROUPS_LOCK:
+        _GROUPS[pgid] = _group_members(pgid)
+
+
+def _settle_group(pgid: int) -> None:
+    """Called once the command ended: keep the group only while something of it lives on."""
+    members = _group_members(pgid)
+    with _GROUPS_LOCK:
+        if members:
+            _GROUPS[pgid] = members
+        else:
+            _GROUPS.pop(pgid, None)
+
+
+def kill_started_processes() -> int:
+    """Kill every process group a command started that still has members; returns how many."""
+    with _GROUPS_LOCK:
+        groups = dict(_GROUPS)
+        _GROUPS.clear()
+    killed = 0
+    for pgid, members in groups.items():
+        if not _still_ours(pgid, members):
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+    command = args["command"].strip()
+    if not command:
+        raise ToolError("command must not be empty")
+    timeout = float(args.get("timeout", 30))
+    if not 0 < timeout <= 600:
+        raise ToolError("timeout must be between 0 and 600 seconds")
+    proc = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=ctx.cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so cancel/timeout kill the whole tree
+    )
+    _remember_group(proc.pid)
+    chunks: list[bytes] = []
+    size = 0
+    lines = 0
+
+    pipe = cast(io.BufferedReader, proc.stdout)  # stdout=PIPE: a buffered reader, never None
+
+    def drain() -> None:
+        nonlocal size, lines
+        for chunk in iter(lambda: pipe.read1(4096), b""):
+            lines += chunk.count(b"\n")
+            if size < OUTPUT_CAP:
+                chunks.append(chunk[: OUTPUT_CAP - size])
+            size += len(chunk)
+
+    reader = threading.Thread(target=drain, name="run_command-output", daemon=True)
+    reader.start()
+    started = time.monotonic()
+    reported = 0
+    try:
+        while proc.poll() is None:
+            if ctx.cancel.wait(0.05):
+                _kill_group(proc)
+                ctx.cancel.raise_if_cancelled()
+            elapsed = time.monotonic() - started
+            if elapsed > timeout:
+                _kill_group(proc)
+                raise ToolError(f"command timed out after {timeout:g}s")
+            if lines != reported:
+                reported = lines
+                ctx.progress(message=f"{lines} lines of output so far")
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+        proc.wait()
+        _settle_group(proc.pid)
+        reader.join(timeout=2)
+    output = b"".join(chunks).decode("utf-8", errors="replace")
+    if size > OUTPUT_CAP:
+        output += f"\n… (output truncated: {size} bytes)"
+    code = proc.returncode
+    summary = f"exit code {code}"
+    text = output if output else "(no output)"
+    if code != 0:
+        text += f"\n(exit code {code})"
+    return ToolReturn(text, summary, {"exit_code": code, "output_bytes": size})
+
+
+# ---------------------------------------------------------------- wait (a long task for demos)
+
+
+def wait(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+    seconds = float(args.get("seconds", 3))
+    if not 0 <= seconds <= 600:
+        raise ToolError("seconds must be between 0 and 600")
+    label = str(args.get("label", "long task"))
+    steps = max(1, min(int(seconds * 2) or 1, 20))
+    for step in range(1, steps + 1):
+        if ctx.cancel.wait(seconds / steps):
+            ctx.cancel.raise_if_cancelled()
+        ctx.progress(step, steps, f"{label}: step {step} of {steps}")
+    return ToolReturn(
+        f"{label} finished after {seconds:g}s ({steps} steps)", f"{steps} steps", {"steps": steps}
+    )
+
+
+def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+BUILTIN_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "read_file",
+        "Read a UTF-8 text file in the workspace.",
+        _schema({"path": {"type": "string", "description": "file path relative to the workspace"}}, ["path"]),
+        read_file,
+    ),
+    Tool(
+        "list_dir",
+        "List a directory tree in the workspace.",
+        _schema(
+            {
+                "path": {"type": "string", "description": "directory relative to the workspace"},
+                "depth": {"type": "integer", "description": "levels below the directory (0-5)"},
+            },
+            [],
+        ),
+        list_dir,
+    ),
+    Tool(
+        "search",
+        "Search text (case-insensitive) across the files of the workspace.",
+        _schema(
+            {
+                "query": {"type": "string", "description": "text to look for"},
+                "path": {"type": "string", "description": "directory to search (default: workspace)"},
+            },
+            ["query"],
+        ),
+        search,
+    ),
+    Tool(
+        "run_command",
+        "Run a shell command in the workspace (asks the user for permission).",
+        _schema(
+            {
+                "command": {"type": "string", "description": "the shell command line"},
+                "timeout": {
+                    "type": "number",
+                    "description": "seconds before the command is killed (default 30)",
+                },
+            },
+            ["command"],
+        ),
+        run_command,
+        dangerous=True,
+    ),
+    Tool(
+        "wait",
+        "A long-running task that reports step progress (for demos and tests).",
+        _schema(
+            {
+                "seconds": {"type": "number", "description": "how long the task runs"},
+                "label": {"type": "string", "description": "what the task is called"},
+            },
+            [],
+        ),
+        wait,
+    ),
+)
+
+
+def default_toolbox(cwd: str | Path) -> Toolbox:
+    return Toolbox(BUILTIN_TOOLS, cwd)

@@ -1,0 +1,283 @@
+"""The agent's toolbox: tool definitions, argument checks, and one execution path with observers.
+
+Every tool call — whatever the model back-end — goes through :meth:`Toolbox.execute`, which tells
+the observer (the ACP tool-card projection, or nobody in a plain terminal) when the tool starts,
+what progress it reports, and how it ended. Progress reported after the tool's terminal phase is
+dropped here, and the observer's own lock drops anything after the turn ended.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from acp_adapter.cancel import CancelToken, TurnCancelled
+from acp_adapter.errors import AcpProgressError
+from acp_adapter.models.base import ToolCall, ToolSpec
+from acp_adapter.safety.redact import redact_text
+
+__all__ = [
+    "DENIED_AUTOMATICALLY",
+    "DENIED_BY_USER",
+    "PermissionDecision",
+    "PermissionPolicy",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolObserver",
+    "ToolOutcome",
+    "ToolReturn",
+    "Toolbox",
+]
+
+log = logging.getLogger("acp_progress.toolbox")
+
+
+class ToolError(AcpProgressError):
+    """A tool failed in a way the user should read (bad path, timeout …): the message is shown."""
+
+
+@dataclass(frozen=True)
+class ToolReturn:
+    """What a tool function returns: text for the model, optional structured output for the card."""
+
+    text: str
+    summary: str = ""
+    raw_output: Any = None
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    ok: bool
+    text: str = ""
+    error: str | None = None
+    summary: str = ""
+    raw_output: Any = None
+    duration: float = 0.0
+
+
+DENIED_BY_USER = "Permission denied by the user"
+DENIED_AUTOMATICALLY = "Permission denied automatically: nobody was there to answer"
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    """The answer to a permission request. ``automatic`` says no person answered it (no terminal
+    to ask, a client policy that denies on its own, a failed request), so the card can say so
+    instead of blaming the user. Truthy when allowed, so plain ``bool`` answers still work."""
+
+    allowed: bool
+    automatic: bool = False
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+PermissionPolicy = Callable[["ToolCall", "Tool"], "PermissionDecision | bool"]
+
+
+class ToolObserver(Protocol):
+    """Receives the lifecycle of every tool call (the ACP projection implements it)."""
+
+    def tool_started(self, call: ToolCall, tool: Tool | None) -> None: ...
+
+    def tool_progress(
+        self, call: ToolCall, value: float | None, total: float | None, message: str | None
+    ) -> None: ...
+
+    def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None: ...
+
+    def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision | bool: ...
+
+
+class ToolContext:
+    """Handed to a running tool: its workspace, the turn's cancel token and ``progress``."""
+
+    def __init__(
+        self,
+        call: ToolCall,
+        cwd: Path,
+        cancel: CancelToken,
+        report: Callable[[float | None, float | None, str | None], None] | None,
+    ) -> None:
+        self.call = call
+        self.cwd = cwd
+        self.cancel = cancel
+        self._report = report
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def progress(
+        self, value: float | None = None, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress. Only what the tool reports is published; empty updates are ignored."""
+        if value is None and total is None and not message:
+            return
+        with self._lock:
+            if self._closed or self._report is None:
+                return
+            try:
+                self._report(value, total, message)
+            except Exception as exc:
+                log.warning("tool progress observer failed: %s", redact_text(str(exc)), exc_info=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+
+ToolFunction = Callable[[Mapping[str, Any], ToolContext], ToolReturn]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    function: ToolFunction
+    dangerous: bool = False
+    extension: Mapping[str, Any] = field(default_factory=dict)
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def check_arguments(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate arguments against the tool's (flat) JSON schema; clear errors, no coercion surprises."""
+    if not isinstance(args, Mapping):
+        raise ToolError(f"{tool.name}: arguments must be a JSON object, got {type(args).__name__}")
+    raw = args.get("_raw") if len(args) == 1 else None  # models.openai_compat.RAW_ARGUMENTS_KEY
+    if isinstance(raw, str):
+        raise ToolError(f"{tool.name}: the model's arguments are not valid JSON: {raw[:120]!r}")
+    props: Mapping[str, Any] = tool.parameters.get("properties", {})
+    for name in tool.parameters.get("required", []):
+        if name not in args:
+            raise ToolError(f"{tool.name}: missing required argument '{name}'")
+    clean: dict[str, Any] = {}
+    for name, value in args.items():
+        schema = props.get(name)
+        if schema is None:
+            if tool.parameters.get("additionalProperties", True) is False:
+                raise ToolError(f"{tool.name}: unknown argument '{name}'")
+            continue
+        expected = _JSON_TYPES.get(schema.get("type", ""), (object,))
+        bad_bool = isinstance(value, bool) and bool not in expected
+        if not isinstance(value, expected) or bad_bool:
+            raise ToolError(
+                f"{tool.name}: argument '{name}' must be {schema.get('type')}, got {type(value).__name__}"
+            )
+        clean[name] = value
+    return clean
+
+
+class Toolbox:
+    """The tools of one session, bound to its workspace."""
+
+    def __init__(self, tools: Iterable[Tool], cwd: str | Path) -> None:
+        self.cwd = Path(cwd).resolve()
+        self._tools = {tool.name: tool for tool in tools}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def specs(self) -> list[ToolSpec]:
+        return [tool.spec() for tool in self._tools.values()]
+
+    def execute(
+        self,
+        call: ToolCall,
+        *,
+        cancel: CancelToken,
+        observer: ToolObserver | None = None,
+        permission: PermissionPolicy | None = None,
+    ) -> ToolOutcome:
+        """Run one call. Raises only :class:`TurnCancelled` (after the card is closed).
+
+        A dangerous tool runs only once someone allowed it: the observer (the ACP client) is asked
+        first, else ``permission`` (the plain terminal's policy); with neither, nobody can answer
+        and the call is denied automatically — never run unasked.
+        """
+        tool = self._tools.get(call.name)
+        started = time.monotonic()
+        _notify(observer, "tool_started", call, tool)
+
+        def report(value: float | None, total: float | None, message: str | None) -> None:
+            if observer is not None:
+                observer.tool_progress(call, value, total, message)
+
+        ctx = ToolContext(call, self.cwd, cancel, report)
+        cancelled = False
+        try:
+            if tool is None:
+                raise ToolError(f"unknown tool '{call.name}'")
+            args = check_arguments(tool, call.arguments)
+            if tool.dangerous:
+                _check_permission(call, tool, observer, permission)
+            cancel.raise_if_cancelled()
+            result = tool.function(args, ctx)
+            outcome = ToolOutcome(True, result.text, None, result.summary, result.raw_output)
+        except TurnCancelled:
+            cancelled = True
+            outcome = ToolOutcome(False, error="Cancelled")
+        except ToolError as exc:
+            outcome = ToolOutcome(False, error=str(exc))
+        except Exception as exc:
+            log.warning("tool %s raised %s", call.name, type(exc).__name__, exc_info=True)
+            outcome = ToolOutcome(False, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            ctx.close()
+        outcome = ToolOutcome(
+            outcome.ok,
+            outcome.text,
+            outcome.error,
+            outcome.summary,
+            outcome.raw_output,
+            time.monotonic() - started,
+        )
+        _notify(observer, "tool_finished", call, outcome)
+        if cancelled:
+            raise TurnCancelled(cancel.reason)
+        return outcome
+
+
+def _check_permission(
+    call: ToolCall, tool: Tool, observer: ToolObserver | None, permission: PermissionPolicy | None
+) -> None:
+    """Raise :class:`ToolError` unless someone allowed this call (see :meth:`Toolbox.execute`)."""
+    decision: PermissionDecision | bool
+    if observer is not None:
+        decision = observer.request_permission(call, tool)
+    elif permission is not None:
+        decision = permission(call, tool)
+    else:
+        decision = PermissionDecision(False, automatic=True)
+    if not decision:
+        automatic = isinstance(decision, PermissionDecision) and decision.automatic
+        raise ToolError(DENIED_AUTOMATICALLY if automatic else DENIED_BY_USER)
+
+
+def _notify(observer: ToolObserver | None, method: str, *args: Any) -> None:
+    if observer is None:
+        return
+    try:
+        getattr(observer, method)(*args)
+    except Exception as exc:
+        log.warning("tool observer %s failed: %s", method, redact_text(str(exc)), exc_info=True)
