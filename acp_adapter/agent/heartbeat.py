@@ -19,6 +19,7 @@ Callbacks must be quick and non-blocking (they hand an update on, or redraw one 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import logging
@@ -250,10 +251,8 @@ class _LoopTimer:
             self.cancelled = True
             handle, self._handle = self._handle, None
         if handle is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # a closed loop runs nothing anyway
                 self._loop.call_soon_threadsafe(handle.cancel)
-            except RuntimeError:  # the loop is closed: nothing will run anyway
-                pass
 
 
 class LoopThreadClock:
