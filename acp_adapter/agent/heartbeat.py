@@ -2,7 +2,7 @@
 
 The seed pattern starts a ``threading.Timer`` per model call; with thousands of open sessions that
 is a thread per waiting call. Here :class:`Heartbeats` turns any
-:class:`~acp_adapter.summary.clock.Clock` (``now()`` plus one-shot ``call_later``) into repeating
+:class:`~acp_adapter.clock.Clock` (``now()`` plus one-shot ``call_later``) into repeating
 jobs with exact cancel semantics, so the timing source is a choice, not a thread:
 
 * :func:`loop_heartbeats` — the ACP agent's event loop (``loop.call_later``, armed from the turn's
@@ -11,7 +11,7 @@ jobs with exact cancel semantics, so the timing source is a choice, not a thread
 * :class:`HeartbeatScheduler` — a single daemon thread keeping a heap of deadlines
   (:class:`ThreadClock`), for loop-less callers: the plain terminal (``acp-progress run``,
   ``python run_agent.py``) and embedders that call :class:`run_agent.AIAgent` without a loop.
-* :class:`~acp_adapter.summary.clock.ManualClock` — tests, which move time by hand.
+* :class:`~acp_adapter.clock.ManualClock` — tests, which move time by hand.
 
 Callbacks must be quick and non-blocking (they hand an update on, or redraw one line).
 """
@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from acp_adapter.summary.clock import Clock, Timer
+from acp_adapter.clock import Clock, Timer
 
 __all__ = [
     "HeartbeatHandle",
@@ -88,7 +88,7 @@ class HeartbeatHandle:
 
 
 class Heartbeats:
-    """Repeating jobs on a :class:`~acp_adapter.summary.clock.Clock`.
+    """Repeating jobs on a :class:`~acp_adapter.clock.Clock`.
 
     Each beat is scheduled from the previous deadline, not from when the callback ran, so beats
     do not drift; a beat that is late by more than an interval is not run twice to catch up.
@@ -145,7 +145,7 @@ class _ThreadTimer:
 
 
 class ThreadClock:
-    """A :class:`~acp_adapter.summary.clock.Clock` whose timers one lazily started daemon thread
+    """A :class:`~acp_adapter.clock.Clock` whose timers one lazily started daemon thread
     serves from a heap of deadlines (callable from any thread; callbacks run on that thread)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
