@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from acp_adapter.agent.heartbeat import HeartbeatScheduler, Heartbeats, LoopThreadClock, loop_heartbeats
+from acp_adapter.agent.heartbeat import Heartbeats, HeartbeatScheduler, LoopThreadClock, loop_heartbeats
 from acp_adapter.clock import ManualClock
 
 pytestmark = pytest.mark.anyio

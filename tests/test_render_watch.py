@@ -99,7 +99,7 @@ def test_spinner_and_bar_come_from_one_place():
     from acp_adapter.frontends import _render
     from acp_adapter.frontends.watch import render
 
-    assert _render.SPINNER_FRAMES == tuple(Spinner("dots").frames)
+    assert tuple(Spinner("dots").frames) == _render.SPINNER_FRAMES
     assert render.progress_bar is _render.progress_bar
     assert _render.progress_bar(3, 10) == "██████░░░░░░░░░░░░░░  30%"
     assert _render.progress_bar(-1, 10).endswith("  0%") and _render.progress_bar(11, 10).endswith("100%")
