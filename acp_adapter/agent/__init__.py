@@ -6,7 +6,8 @@ per-session state machine that keeps contracts 1 and 2 (no orphan spinner, nothi
 projection of real tool calls; ``session`` per-session state; ``heartbeat`` repeating
 heartbeats on a clock (the event loop's, or one shared thread without a loop).
 
-Depends on ``protocol``, ``safety``, ``tooling`` and :mod:`acp_adapter.clock`, never on the client side or the front-ends.
+Depends on ``protocol``, ``safety``, ``tooling`` and :mod:`acp_adapter.clock`, never on the client
+side or the front-ends.
 The public names are re-exported by :mod:`acp_adapter`; the modules here are internal.
 """
 

@@ -230,21 +230,30 @@ class HeartbeatScheduler(Heartbeats):
 
 
 class _LoopTimer:
-    """A timer armed on the loop from another thread; ``cancel`` is safe from any thread."""
+    """A timer armed on the loop from another thread; once ``cancel`` returned (from any thread)
+    its callback never starts."""
 
-    __slots__ = ("_handle", "_lock", "_loop", "cancelled")
+    __slots__ = ("_callback", "_handle", "_lock", "_loop", "cancelled")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
         self._loop = loop
+        self._callback = callback
         self._lock = threading.Lock()
         self._handle: asyncio.TimerHandle | None = None
         self.cancelled = False
 
-    def arm(self, due: float, callback: Callable[[], None]) -> None:
-        """On the loop thread: schedule ``callback`` at ``due`` (loop time) unless cancelled."""
+    def arm(self, due: float) -> None:
+        """On the loop thread: schedule the callback at ``due`` (loop time) unless cancelled."""
         with self._lock:
             if not self.cancelled:
-                self._handle = self._loop.call_at(due, callback)
+                self._handle = self._loop.call_at(due, self._run)
+
+    def _run(self) -> None:
+        with self._lock:
+            if self.cancelled:
+                return  # cancelled from another thread after the loop had it ready to run
+            self._handle = None
+        self._callback()
 
     def cancel(self) -> None:
         with self._lock:
@@ -276,10 +285,10 @@ class LoopThreadClock:
             running = None
         if running is self._loop:
             return self._loop.call_later(max(0.0, delay), callback)
-        timer = _LoopTimer(self._loop)
+        timer = _LoopTimer(self._loop, callback)
         due = self._loop.time() + max(0.0, delay)
         try:
-            self._loop.call_soon_threadsafe(timer.arm, due, callback)
+            self._loop.call_soon_threadsafe(timer.arm, due)
         except RuntimeError:
             log.warning("heartbeat not armed: the event loop is closed")
             timer.cancelled = True
