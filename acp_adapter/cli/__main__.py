@@ -1,5 +1,0 @@
-import sys
-
-from acp_adapter.cli import main
-
-sys.exit(main())
