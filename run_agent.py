@@ -7,7 +7,8 @@ call it reports progress through exactly three ``self.agent_progress_callback(``
 * hook B — ``("complete", "llm_response", {...})`` on the first streamed event of any kind, or when
   the call ends without one (error, cancellation), so the card never spins forever;
 * hook C — ``("heartbeat", "llm_response", {"elapsed": s, "status": ...})`` every interval while
-  waiting, from the shared heartbeat scheduler (no thread per call), cancelled before hook B.
+  waiting, from the heartbeats passed in (under ACP the event loop's ``call_later``; otherwise the
+  one shared scheduler thread — never a thread per call), cancelled before hook B.
 
 Each site is wrapped so an exception in a callback cannot escape into the turn. Routing follows
 the seed: the progress callback (tool card) when an ACP client is attached, else the thought-text
@@ -28,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_adapter.agent.heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
+from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends.plain.printer import TerminalPrinter
@@ -93,7 +94,7 @@ class AIAgent:
         permission_callback: PermissionPolicy | None = None,
         heartbeat_interval: float | None = None,
         heartbeat_disabled: bool | None = None,
-        scheduler: HeartbeatScheduler | None = None,
+        scheduler: Heartbeats | None = None,
         cancel: CancelToken | None = None,
         max_turns: int | None = None,
         system_prompt: str | None = None,
@@ -170,7 +171,8 @@ class AIAgent:
             call.heartbeat = self.scheduler.every(self.heartbeat_interval, lambda: self._llm_heartbeat(call))
 
     def _llm_heartbeat(self, call: _LLMCall) -> None:
-        """Hook C: every interval while nothing has arrived yet (runs on the scheduler thread)."""
+        """Hook C: every interval while nothing has arrived yet (runs on the heartbeats' clock thread:
+        the event loop under ACP, the scheduler thread otherwise)."""
         with call.lock:
             if call.done:
                 return

@@ -47,7 +47,7 @@ from acp.schema import (
 )
 
 from acp_adapter._version import __version__
-from acp_adapter.agent.heartbeat import HeartbeatScheduler, default_scheduler
+from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
 from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
 from acp_adapter.agent.tool_cards import AcpToolObserver
 from acp_adapter.cancel import CancelToken
@@ -172,7 +172,7 @@ class ProgressAgent:
         *,
         turn_runner: TurnRunner,
         model: ChatModel | None = None,
-        scheduler: HeartbeatScheduler | None = None,
+        scheduler: Heartbeats | None = None,
         registry: PresentationRegistry | None = None,
         store: SessionStore | None = None,
     ) -> None:
@@ -180,7 +180,9 @@ class ProgressAgent:
         self.turn_runner = turn_runner
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
-        self.scheduler = scheduler or default_scheduler()
+        #: heartbeats of every turn; by default the connection's own event loop times them
+        #: (``loop.call_later``), so an ACP agent needs no scheduler thread
+        self.scheduler = scheduler
         self.registry = registry or PresentationRegistry()
         self.sessions = LiveSessions(
             max_sessions=self.settings.max_sessions, idle_timeout=self.settings.session_idle_timeout
@@ -552,7 +554,7 @@ class ProgressAgent:
                     session.id, card_id, title, allowed, automatic
                 ),
             ),
-            scheduler=self.scheduler,
+            scheduler=self.scheduler or loop_heartbeats(loop),
             cancel=cancel,
             settings=self.settings,
             system_prompt=SYSTEM_PROMPT,

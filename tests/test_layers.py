@@ -21,6 +21,7 @@ RANKS: dict[str, int] = {
     "errors": 0,
     "text": 0,
     "cancel": 0,
+    "clock": 0,
     "_config_file": 0,
     "config": 0,
     "safety": 1,

@@ -69,24 +69,50 @@ async def test_plain_output_prints_one_line_per_card_event_and_flags_orphans():
     assert lines[-1] == "— stop reason: end_turn"
 
 
-def test_terminal_printer_animates_and_keeps_the_status_between_frames():
-    import time as _time
-
-    from acp_adapter.agent.heartbeat import HeartbeatScheduler
+async def test_terminal_printer_animates_and_keeps_the_status_between_frames():
+    from acp_adapter.agent.heartbeat import Heartbeats
+    from acp_adapter.clock import ManualClock
+    from acp_adapter.frontends._render import SPINNER_FRAMES
     from acp_adapter.frontends.plain.printer import TerminalPrinter
 
+    clock = ManualClock()
     out = io.StringIO()
-    printer = TerminalPrinter(out, animate=True, scheduler=HeartbeatScheduler(), frame_interval=0.01)
+    printer = TerminalPrinter(out, animate=True, scheduler=Heartbeats(clock), frame_interval=0.01)
     printer.spinner_start()
     printer.spinner_heartbeat(30.0, "Retrying in 4s (429)")
-    _time.sleep(0.08)
+    await clock.advance(0.085)
     printer.spinner_stop()
+    await clock.advance(1)  # stopped: no frame after it
     printer.answer("done\n")
     frames = [f for f in out.getvalue().split("\r\x1b[2K") if f]
     animated = [f for f in frames if "Thinking..." in f]
-    assert len({f[0] for f in animated}) >= 3, "the spinner glyph should change between frames"
+    # the first draw, the heartbeat's redraw, then one frame per 10 ms: rich's dots in order
+    assert [f[0] for f in animated] == [SPINNER_FRAMES[0], *SPINNER_FRAMES[:9]]
     assert all("Retrying in 4s (429)" in f for f in animated[1:])
     assert out.getvalue().endswith("\r\x1b[2Kdone\n")
+
+
+def test_spinner_and_bar_come_from_one_place():
+    """The plain printer and watch share rich's spinner and one progress bar."""
+    from rich.spinner import Spinner
+
+    from acp_adapter.frontends import _render
+    from acp_adapter.frontends.watch import render
+
+    assert tuple(Spinner("dots").frames) == _render.SPINNER_FRAMES
+    assert render.progress_bar is _render.progress_bar
+    assert _render.progress_bar(3, 10) == "██████░░░░░░░░░░░░░░  30%"
+    assert _render.progress_bar(-1, 10).endswith("  0%") and _render.progress_bar(11, 10).endswith("100%")
+
+
+def test_the_live_line_is_drawn_in_place_and_cropped_by_cells():
+    from acp_adapter.frontends._render import clear_line, live_line
+
+    drawn = live_line("⠋ Thinking... 漢字テキスト 🙂🙂🙂🙂🙂🙂", 20)
+    assert drawn.startswith("\r\x1b[2K") and drawn.endswith("…")
+    assert cell_len(drawn.removeprefix("\r\x1b[2K")) <= 20
+    assert live_line("short", 20) == "\r\x1b[2Kshort"
+    assert clear_line() == "\r\x1b[2K"
 
 
 LONG = "An answer line much longer than any terminal: " + "🙂 emoji and 漢字テキスト mixed in " * 6

@@ -37,6 +37,32 @@ async def test_prompt_closes_the_think_card_before_the_response(tmp_path):
     assert usage and usage[-1].size > 0
 
 
+async def test_heartbeats_are_timed_by_the_event_loop_with_no_thread_of_their_own(tmp_path, monkeypatch):
+    import threading
+
+    from acp_adapter.agent import heartbeat
+
+    unused = heartbeat.HeartbeatScheduler()
+    monkeypatch.setattr(heartbeat, "_default", unused)  # what a loop-less caller would share
+    client = RecordingClient()
+    agent = ProgressAgent(fast_settings(embedded_delay=0.3, heartbeat_interval=0.05))
+    before = set(threading.enumerate())
+    async with inprocess_agent(client, agent) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        response = await conn.prompt(session_id=session.session_id, prompt=[text_block("what is 2+2")])
+        count = len(client.updates)
+        await asyncio.sleep(0.15)  # three intervals: nothing after the end
+        assert len(client.updates) == count
+    assert response.stop_reason == "end_turn"
+    started = {t.name for t in set(threading.enumerate()) - before}
+    assert "acp-progress-heartbeat" not in started, "the ACP agent started the scheduler thread"
+    assert unused._thread is None and unused.pending == 0
+    (card,) = client.think_cards().values()
+    beats = [u for u in card if u.status == "in_progress" and u.content]
+    assert len(beats) >= 2, f"a 0.3 s wait against a 0.05 s interval beat {len(beats)} times"
+    assert final_status(card) == "completed" and card[-1].status == "completed"
+
+
 async def test_a_raising_progress_callback_still_gives_the_answer(tmp_path, monkeypatch):
     def raising_factory(*args: Any, **kwargs: Any):
         def callback(*a: Any, **k: Any) -> None:
@@ -180,10 +206,10 @@ async def test_thousands_of_open_sessions_cost_no_thread_each(tmp_path):
         ]
         for sid in busy
     }
-    # each turn waits 0.3 s against a 0.05 s interval: one scheduler thread beats for all of them
+    # each turn waits 0.3 s against a 0.05 s interval: the event loop's timers beat for all of them
     # (how many beats each gets depends on the machine's load, so only "every one" is asserted)
     silent = [sid for sid, got in beats.items() if not got]
-    assert not silent, f"{len(silent)} waiting turns never heartbeated on the one scheduler"
+    assert not silent, f"{len(silent)} waiting turns never heartbeated on the event loop"
 
 
 async def test_read_card_has_kind_title_and_the_file_location(tmp_path):

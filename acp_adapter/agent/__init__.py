@@ -3,9 +3,11 @@
 ``outbox`` is the one ordered delivery path from any thread to the connection; ``turn_state`` the
 per-session state machine that keeps contracts 1 and 2 (no orphan spinner, nothing after the end);
 ``turn`` the embedding API's :class:`~acp_adapter.agent.turn.ProgressTurn`; ``tool_cards`` the ACP
-projection of real tool calls; ``session`` per-session state; ``heartbeat`` the one timer thread.
+projection of real tool calls; ``session`` per-session state; ``heartbeat`` repeating
+heartbeats on a clock (the event loop's, or one shared thread without a loop).
 
-Depends on ``protocol``, ``safety`` and ``tooling``, never on the client side or the front-ends.
+Depends on ``protocol``, ``safety``, ``tooling`` and :mod:`acp_adapter.clock`, never on the client
+side or the front-ends.
 The public names are re-exported by :mod:`acp_adapter`; the modules here are internal.
 """
 

@@ -1,8 +1,8 @@
 """The per-session turn state machine (DESIGN contracts 1 and 2).
 
-One lock decides every race between the heartbeat thread, tool threads and turn finalisation:
-cards open and close here, updates for closed cards or after the turn ended are dropped, and
-``end_turn`` closes whatever is still open. Every accepted update goes to the connection's
+One lock decides every race between heartbeats (on the loop or a timer thread), tool threads and
+turn finalisation: cards open and close here, updates for closed cards or after the turn ended are
+dropped, and ``end_turn`` closes whatever is still open. Every accepted update goes to the connection's
 :class:`~acp_adapter.agent.outbox.UpdateOutbox` under the lock, so delivery order is acceptance order.
 """
 

@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,7 @@ from acp.schema import CancelNotification, PromptRequest, SessionNotification
 from pydantic import ValidationError
 
 from acp_adapter.client.procgroup import end_process_group
+from acp_adapter.clock import Clock, LoopClock, Timer
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.protocol import (
     CHUNK_BYTES,
@@ -130,7 +132,7 @@ class _Turn:
     card_opened: float = 0.0
     waiting_on_editor: int = 0  # agent→editor requests (permission, fs …) not answered yet
     cancelled: bool = False
-    timer: asyncio.TimerHandle | None = field(default=None, repr=False)
+    timer: Timer | None = field(default=None, repr=False)
     summary: ProgressSummary | None = field(default=None, repr=False)
     shown: SummaryEvent | None = None  # the latest summary, carried by the card's heartbeats
 
@@ -168,7 +170,7 @@ class Relay:
         agent_writer: asyncio.StreamWriter,
         options: RelayOptions,
         *,
-        clock: Callable[[], float] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.editor_reader = editor_reader
         self.editor_writer = editor_writer
@@ -176,7 +178,9 @@ class Relay:
         self.agent_writer = agent_writer
         self.options = options
         self._loop = asyncio.get_running_loop()
-        self._clock = clock or self._loop.time
+        #: the think-after and heartbeat timers' time (the loop's; a ManualClock in tests)
+        self._time: Clock = clock if clock is not None else LoopClock(self._loop)
+        self._clock = self._time.now
         self._turns: dict[str, _Turn] = {}  # prompt request id → its turn
         self._current: dict[str, _Turn] = {}  # session id → its latest turn (what agent updates concern)
         self._editor_pending: dict[str, Any] = {}  # editor request id → raw id (answered on agent death)
@@ -304,7 +308,7 @@ class Relay:
     def _schedule(self, turn: _Turn, delay: float) -> None:
         if turn.timer is not None:
             turn.timer.cancel()
-        turn.timer = self._loop.call_later(max(0.0, delay), self._on_timer, turn)
+        turn.timer = self._time.call_later(max(0.0, delay), functools.partial(self._on_timer, turn))
 
     def _injects(self, session_id: str) -> bool:
         """Whether the relay may show a think card in ``session_id``: injection is on, and the agent

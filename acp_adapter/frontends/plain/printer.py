@@ -3,6 +3,10 @@
 It writes to stdout only when no ACP client is attached; once the ACP server has taken stdout for
 the protocol (:mod:`acp_adapter.protocol.stdio`) the printer falls back to stderr, so even a
 mis-wired agent cannot corrupt the JSON-RPC stream.
+
+On a terminal it draws one live line through ``rich`` (:mod:`acp_adapter.frontends._render`: the
+same spinner, progress bar and in-place redraw as ``acp-progress watch``); on a pipe it writes one
+plain line per event, with no escape codes.
 """
 
 from __future__ import annotations
@@ -15,26 +19,20 @@ import threading
 import time
 from typing import TextIO
 
-from rich.text import Text
-
-from acp_adapter.agent.heartbeat import HeartbeatHandle, HeartbeatScheduler, default_scheduler
+from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
+from acp_adapter.frontends._render import (
+    SPINNER_INTERVAL,
+    clear_line,
+    live_line,
+    progress_bar,
+    spinner_frame,
+)
 from acp_adapter.protocol.stdio import protocol_attached
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.text import format_elapsed
 
-__all__ = ["SPINNER_FRAMES", "TerminalPrinter", "progress_bar"]
-
-SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-#: Cells of a progress bar.
-BAR_CELLS = 20
-
-
-def progress_bar(value: float, total: float, cells: int = BAR_CELLS) -> str:
-    """``██████░░░░░░░░░░░░░░  30%`` — ``cells`` cells and the percentage (clamped to 0–100)."""
-    fraction = min(max(value / total, 0.0), 1.0)
-    filled = round(fraction * cells)
-    return f"{'█' * filled}{'░' * (cells - filled)} {int(fraction * 100):3d}%"
+__all__ = ["TerminalPrinter"]
 
 
 class TerminalPrinter:
@@ -45,13 +43,14 @@ class TerminalPrinter:
         out: TextIO | None = None,
         *,
         animate: bool | None = None,
-        scheduler: HeartbeatScheduler | None = None,
-        frame_interval: float = 0.1,
+        scheduler: Heartbeats | None = None,
+        frame_interval: float | None = None,
     ) -> None:
         self._out = out
         self._animate = animate
         self._scheduler = scheduler
-        self._frame_interval = frame_interval
+        #: seconds between spinner frames (rich's own pace for its ``dots`` spinner by default)
+        self._frame_interval = frame_interval if frame_interval is not None else SPINNER_INTERVAL
         self._lock = threading.Lock()
         self._spinner: HeartbeatHandle | None = None
         self._label = ""
@@ -87,16 +86,11 @@ class TerminalPrinter:
             _silence(self.out)
 
     def _draw(self) -> None:
-        frame = SPINNER_FRAMES[self._frame % len(SPINNER_FRAMES)]
         elapsed = format_elapsed(time.monotonic() - self._started)
         extra = f" — {self._detail}" if self._detail else ""
-        # one terminal line, cropped by cells (rich measures emoji and CJK as two): a line that
-        # wrapped would break the ``\r`` redraw and leave copies of itself on the screen
-        line = Text(f"{frame} {self._label} {elapsed}{extra}")
+        # one terminal line, cropped by cells (one short of the width, so the cursor never wraps)
         width = shutil.get_terminal_size((80, 24)).columns - 1
-        if line.cell_len > width:
-            line.truncate(width, overflow="ellipsis")
-        self._write(f"\r\x1b[2K{line.plain}")
+        self._write(live_line(f"{spinner_frame(self._frame)} {self._label} {elapsed}{extra}", width))
         self._line_shown = True
 
     def _tick(self) -> None:
@@ -173,7 +167,7 @@ class TerminalPrinter:
             handle.cancel()
         with self._lock:
             if self._line_shown:
-                self._write("\r\x1b[2K")
+                self._write(clear_line())
                 self._line_shown = False
             self._release_answer_locked()
             if error:

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, ToolCallStart
-from rich.text import Text
 
-from acp_adapter.frontends.plain.printer import SPINNER_FRAMES, progress_bar
+from acp_adapter.frontends._render import fit_line, progress_bar, spinner_frame
 from acp_adapter.text import format_elapsed
 
 __all__ = ["CardBoard", "CardView", "card_line", "progress_bar", "progress_of", "render_card"]
@@ -143,11 +142,7 @@ def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int
     latest detail (the first line of it)."""
     if mark is None:
         if card.live:
-            mark = (
-                SPINNER_FRAMES[frame % len(SPINNER_FRAMES)]
-                if card.status == "in_progress"
-                else STATUS_MARK["pending"]
-            )
+            mark = spinner_frame(frame) if card.status == "in_progress" else STATUS_MARK["pending"]
         else:
             mark = STATUS_MARK.get(card.status, "•")
     icon = KIND_ICON.get(card.kind, "🧰")
@@ -167,7 +162,4 @@ def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int
 
 def render_card(card: CardView, *, frame: int, now: float, width: int = 100) -> str:
     """:func:`card_line` cut to ``width`` terminal cells (wide characters count two), with ``…``."""
-    text = Text(card_line(card, now=now, frame=frame))
-    if text.cell_len > width:
-        text.truncate(width, overflow="ellipsis")
-    return text.plain
+    return fit_line(card_line(card, now=now, frame=frame), width)

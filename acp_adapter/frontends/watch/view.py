@@ -41,7 +41,8 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line, progress_bar
+from acp_adapter.frontends._render import SPINNER_NAME, progress_bar
+from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line
 
 __all__ = ["CardRenderer", "LiveView", "PlainView", "read_answer"]
 
@@ -279,7 +280,7 @@ class LiveView(_Base):
         if card.status == "in_progress":
             spinner = self._spinners.get(card.tool_call_id)
             if spinner is None:
-                spinner = self._spinners[card.tool_call_id] = Spinner("dots")
+                spinner = self._spinners[card.tool_call_id] = Spinner(SPINNER_NAME)
             frame = spinner.render(now)
             mark = frame.plain if isinstance(frame, Text) else str(frame)
         else:
