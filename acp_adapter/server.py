@@ -26,6 +26,8 @@ from acp.schema import (
     AgentCapabilities,
     AudioContentBlock,
     AuthenticateResponse,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
     EmbeddedResourceContentBlock,
     ImageContentBlock,
     Implementation,
@@ -37,6 +39,7 @@ from acp.schema import (
     PromptResponse,
     ResourceContentBlock,
     SessionCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
@@ -61,11 +64,20 @@ from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import META_KEY, one_line
 
 if TYPE_CHECKING:
+    from acp.agent.connection import AgentSideConnection
+
     from acp_adapter.agent.outbox import AnyUpdate
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
     from run_agent import AIAgent, TurnResult
 
-__all__ = ["HANGUP_GRACE", "ProgressAgent", "exit_if_turns_stuck", "prompt_to_text", "serve"]
+__all__ = [
+    "HANGUP_GRACE",
+    "ProgressAgent",
+    "agent_connection",
+    "exit_if_turns_stuck",
+    "prompt_to_text",
+    "serve",
+]
 
 log = logging.getLogger("acp_progress.server")
 
@@ -168,6 +180,9 @@ class ProgressAgent:
         self.recorder = ConversationRecorder(self.store, self._writer)
         self.sessions.on_free = self._forget_freed
         self._conn: Any = None
+        #: set by :func:`agent_connection` once ``session/delete`` reaches :meth:`delete_session`
+        #: (the SDK's own router does not route it): only then is the capability advertised
+        self.routes_delete = False
         self._outbox: UpdateOutbox | None = None
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
         #: fed by an outbox observer, so they see exactly the stream the client sees
@@ -309,7 +324,10 @@ class ProgressAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    delete=SessionDeleteCapabilities() if self.routes_delete else None,
+                ),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             field_meta={"acpProgress": {"thinkCards": True}},  # it shows its own spinners: a relay adds none
@@ -375,6 +393,28 @@ class ProgressAgent:
             ],
             next_cursor=page.next_cursor,
         )
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        """Remove a session for good: from memory and from the store (its events and history).
+
+        A session whose prompt is running is refused (cancel it first), as ``session/load`` does;
+        an id neither live nor stored is an invalid-params error that names it."""
+        live = self.sessions.find(session_id)
+        if live is not None and live.cancel is not None:
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
+            )
+        await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
+        stored = await anyio.to_thread.run_sync(self.store.delete, session_id)
+        if live is None and not stored:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
+            )
+        if live is not None:
+            self.sessions.close(session_id)
+        self.recorder.forget(session_id)
+        log.info("deleted session %s", session_id)
+        return DeleteSessionResponse()
 
     async def _check_cwd(self, cwd: str) -> None:
         if not os.path.isabs(cwd):
@@ -598,8 +638,6 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
     (``before_eof``), so a client that closes our stdin still reads every response and the SDK closes
     a connection with nothing in flight. ``model`` replaces the configured back-end (embedders and
     tests pass their own)."""
-    from acp import run_agent
-
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
     from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
@@ -608,11 +646,13 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
     # the end of input reaches the SDK only after the running turns were handled (hang_up)
     reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
     stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
+    conn = agent_connection(agent, stream)
     try:
-        # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
-        # subclassing acp.Agent (whose stubs would answer methods it does not implement).
         with contextlib.suppress(ConnectionError):
-            await run_agent(agent, stream)  # type: ignore[arg-type]
+            try:
+                await conn.listen()
+            finally:
+                await asyncio.shield(conn.close())
     finally:
         with anyio.CancelScope(shield=True):
             await agent.hang_up()  # idempotent: already run at end of input, not on other exits
@@ -620,6 +660,44 @@ async def serve(settings: Settings | None = None, model: ChatModel | None = None
 
 
 _LAST_AGENT: list[ProgressAgent] = []
+
+
+def agent_connection(agent: ProgressAgent, transport: Any) -> AgentSideConnection:
+    """The SDK's agent-side connection for ``agent`` on ``transport``, not yet listening, with
+    ``session/delete`` routed to :meth:`ProgressAgent.delete_session`.
+
+    What ``acp.run_agent`` builds, plus one route: SDK 0.12's schema and method table have
+    ``session/delete`` (``DeleteSessionRequest``, ``SessionCapabilities.delete``) but its agent
+    router does not route it, and extension methods (``ext_method``) only reach names starting
+    with ``_``. So the route is added to the connection's router, with the SDK's own
+    ``MessageRouter.route_request`` (the request is validated into ``DeleteSessionRequest``, the
+    answer serialised by the SDK, errors are ``RequestError``s as for every other method). The
+    router is reached through the connection's private attributes: should a future SDK move them,
+    the agent simply stops advertising ``sessionCapabilities.delete`` (a warning says so) instead
+    of advertising a method it cannot answer.
+
+    ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
+    subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
+    """
+    from acp.agent.connection import AgentSideConnection
+    from acp.meta import AGENT_METHODS
+    from acp.router import MessageRouter
+    from acp.utils import normalize_result
+
+    conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]
+    router = getattr(getattr(conn, "_conn", None), "_handler", None)
+    if isinstance(router, MessageRouter):
+        router.route_request(
+            AGENT_METHODS["session_delete"],
+            DeleteSessionRequest,
+            agent,
+            "delete_session",
+            adapt_result=normalize_result,
+        )
+        agent.routes_delete = True
+    else:
+        log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
+    return conn
 
 
 def exit_if_turns_stuck() -> None:

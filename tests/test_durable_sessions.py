@@ -231,3 +231,53 @@ async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path
     assert "echo denied" in rows[0]["title"] and rows[0]["sessionId"] == sid
     text = await anyio.to_thread.run_sync(lambda: _cli(env, "audit"))
     assert "denied" in text.stdout and "allowed" in text.stdout
+
+
+async def _delete_session(conn: Any, session_id: str) -> Any:
+    """``session/delete`` from the SDK's client side: 0.12's ClientSideConnection has no
+    ``delete_session`` method, so the request goes through its connection with the SDK's own
+    request/response models and serialisation (no hand-built JSON)."""
+    from acp.meta import AGENT_METHODS
+    from acp.schema import DeleteSessionRequest, DeleteSessionResponse
+    from acp.utils import request_model_from_dict
+
+    return await request_model_from_dict(
+        conn._conn,
+        AGENT_METHODS["session_delete"],
+        DeleteSessionRequest(session_id=session_id),
+        DeleteSessionResponse,
+    )
+
+
+@pytest.mark.anyio
+async def test_session_delete_is_advertised_and_removes_a_session_for_good(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+        from acp import PROTOCOL_VERSION
+
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        assert init.agent_capabilities.session_capabilities.delete is not None
+        keep = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        gone = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        await prompt_text(conn, keep, "what is 1+1")
+        await prompt_text(conn, gone, "what is 2+2")
+        assert await _delete_session(conn, gone) is not None
+        assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [keep]
+        with pytest.raises(RequestError) as err:  # gone from memory too: no prompt, no load
+            await prompt_text(conn, gone, "still there?")
+        assert err.value.code == -32602 and gone in str(err.value.data)
+        with pytest.raises(RequestError) as err:
+            await _delete_session(conn, gone)
+        assert err.value.code == -32602 and f"unknown session id {gone}" in str(err.value.data)
+        with pytest.raises(RequestError) as err:
+            await _delete_session(conn, "sess_never")
+        assert err.value.code == -32602 and "sess_never" in str(err.value.data)
+
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):  # and from the disk
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [keep]
+        with pytest.raises(RequestError) as err:
+            await conn.load_session(cwd=str(ws), session_id=gone, mcp_servers=[])
+        assert gone in str(err.value.data)
+        await _delete_session(conn, keep)  # a stored session this process never opened
+        assert (await conn.list_sessions()).sessions == []
