@@ -281,3 +281,32 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(tmp_p
         assert gone in str(err.value.data)
         await _delete_session(conn, keep)  # a stored session this process never opened
         assert (await conn.list_sessions()).sessions == []
+
+
+@pytest.mark.anyio
+async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    garbage = b"\x00\xffnot a database at all\n" * 500
+    (state / DATABASE_NAME).write_bytes(garbage)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, log):
+        aside = [p for p in state.iterdir() if ".corrupt-" in p.name]
+        assert len(aside) == 1 and aside[0].read_bytes() == garbage, "the unreadable file was not kept"
+        errors = [line for line in log.read_text().splitlines() if "ERROR" in line]
+        assert len(errors) == 1, errors
+        assert str(aside[0]) in errors[0] and "fresh" in errors[0]
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+        assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, log):  # the fresh database is the store now
+        assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        users = [u.content.text for u in client.for_session(sid) if isinstance(u, UserMessageChunk)]
+        assert users == ["what is 2+2"]
+        assert "ERROR" not in log.read_text()
+    assert len([p for p in state.iterdir() if ".corrupt-" in p.name]) == 1
