@@ -310,3 +310,34 @@ async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(t
         assert users == ["what is 2+2"]
         assert "ERROR" not in log.read_text()
     assert len([p for p in state.iterdir() if ".corrupt-" in p.name]) == 1
+
+
+@pytest.mark.anyio
+async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_keeps_them(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+    import time
+
+    state = tmp_path / "state"
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+        old = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await prompt_text(conn, old, "what is 1+1")
+        fresh = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await prompt_text(conn, fresh, "what is 2+2")
+    db = sqlite3.connect(state / DATABASE_NAME)
+    with db:
+        db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 3 * 86_400, old))
+    db.close()
+
+    keep_all = {**env, "ACP_PROGRESS_SESSION_RETENTION_DAYS": "0"}
+    async with spawn_agent(RecordingClient(), env=keep_all) as (conn, _proc, _log):
+        assert {s.session_id for s in (await conn.list_sessions()).sessions} == {old, fresh}
+
+    one_day = {**env, "ACP_PROGRESS_SESSION_RETENTION_DAYS": "1"}
+    async with spawn_agent(RecordingClient(), env=one_day) as (conn, _proc, _log):
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [fresh]
+        with pytest.raises(RequestError) as err:
+            await conn.load_session(cwd=str(tmp_path), session_id=old, mcp_servers=[])
+        assert old in str(err.value.data)
