@@ -56,9 +56,16 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
 from acp_adapter.models import ChatModel, UsageReport, create_model
-from acp_adapter.store import BackgroundWriter, MemoryStore, SessionStore, StoreError, open_store
+from acp_adapter.store import (
+    BackgroundWriter,
+    MemoryStore,
+    SessionStore,
+    StoredSession,
+    StoreError,
+    open_store,
+)
 from acp_adapter.store import PermissionDecision as StoredPermission
-from acp_adapter.store.recorder import ConversationRecorder, replay_updates
+from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
 from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import META_KEY, one_line
@@ -356,7 +363,7 @@ class ProgressAgent:
                 {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
             )
         await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self.store.load, session_id)
+        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
         if stored is None:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
@@ -405,7 +412,7 @@ class ProgressAgent:
                 {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
             )
         await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
-        stored = await anyio.to_thread.run_sync(self.store.delete, session_id)
+        stored = await anyio.to_thread.run_sync(self._delete_stored, session_id)
         if live is None and not stored:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
@@ -415,6 +422,20 @@ class ProgressAgent:
         self.recorder.forget(session_id)
         log.info("deleted session %s", session_id)
         return DeleteSessionResponse()
+
+    def _delete_stored(self, session_id: str) -> bool:
+        with self.store.batch():
+            self.store.remove(OPEN_TURNS, session_id)
+            return self.store.delete(session_id)
+
+    def _load_stored(self, session_id: str) -> StoredSession | None:
+        """The stored session (on a worker thread), its last turn closed with an "(interrupted)"
+        note first if the process that began it died before it ended."""
+        try:
+            self.recorder.close_interrupted(session_id)
+        except Exception as exc:  # the conversation still loads, without the note
+            log.warning("could not close the interrupted turn of session %s: %s", session_id, exc)
+        return self.store.load(session_id)
 
     async def _check_cwd(self, cwd: str) -> None:
         if not os.path.isabs(cwd):
@@ -429,7 +450,7 @@ class ProgressAgent:
             return self.sessions.get(session_id)
         except RequestError:
             await self._writer.flush_async()
-            stored = await anyio.to_thread.run_sync(self.store.load, session_id)
+            stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
             if stored is None:
                 raise
             session = self.sessions.adopt(

@@ -8,6 +8,7 @@ heartbeat, no progress snapshot) and goes on with the history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from pathlib import Path
 from typing import Any
@@ -341,3 +342,57 @@ async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_kee
         with pytest.raises(RequestError) as err:
             await conn.load_session(cwd=str(tmp_path), session_id=old, mcp_servers=[])
         assert old in str(err.value.data)
+
+
+@pytest.mark.anyio
+async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(tmp_path: Path) -> None:
+    """SIGKILL while a long tool runs: the prompt was written when the turn began, so the next
+    process replays it, closed by an "(interrupted)" note, with no card left in progress; and
+    the conversation goes on."""
+    from acp_adapter.store.recorder import INTERRUPTED_NOTE
+
+    ws = _workspace(tmp_path)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, proc, _log):
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+        running = asyncio.ensure_future(prompt_text(conn, sid, "wait 10 seconds"))
+        for _ in range(200):  # until the wait tool's card is out: the turn is well under way
+            if any(isinstance(u, ToolCallStart) and u.kind != "think" for u in client.for_session(sid)[-20:]):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the wait tool never started")
+        proc.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(proc.wait(), 10)
+        running.cancel()
+        with contextlib.suppress(BaseException):
+            await running
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        listed = await conn.list_sessions(cwd=str(ws))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        replay = client.for_session(sid)
+        users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
+        assert users == ["what is 1+1", "wait 10 seconds"]
+        texts = [u.content.text for u in replay if isinstance(u, AgentMessageChunk)]
+        assert texts[-1] == INTERRUPTED_NOTE, texts
+        kinds = _kinds(replay)
+        assert kinds.index("agent_message_chunk", kinds.index("user_message_chunk", 1)) > kinds.index(
+            "user_message_chunk", 1
+        ), "the note closes the interrupted turn, after its prompt"
+        statuses = [u.status for u in replay if isinstance(u, ToolCallStart | ToolCallProgress)]
+        assert "in_progress" not in statuses and "pending" not in statuses
+        assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):  # closed once, for good
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        replay = client.for_session(sid)
+        texts = [u.content.text for u in replay if isinstance(u, AgentMessageChunk)]
+        assert texts.count(INTERRUPTED_NOTE) == 1
+        users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
+        assert users == ["what is 1+1", "wait 10 seconds", "what is 3+3"]
