@@ -49,6 +49,9 @@ def test_spinner_benchmark_reports_both_modes_against_both_baselines() -> None:
     # each mode compares with the bare agent and with the bare agent of our turn's shape
     assert len(re.findall(r"vs bare SDK: ratio of medians \d+\.\d\dx", out)) == 2, out
     assert len(re.findall(r"vs bare SDK with a worker-thread turn: .* \(rounds \d", out)) == 2, out
+    # our agent with its session store on and off, side by side, and the store's cost as a ratio
+    assert len(re.findall(r"think card, store on : median", out)) == 2, out
+    assert len(re.findall(r"store on vs store off: ratio of medians \d+\.\d\dx", out)) == 2, out
 
 
 def test_tool_progress_benchmark_reports_both_baselines() -> None:
