@@ -38,6 +38,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from acp_adapter.errors import AcpProgressError
+
 __all__ = [
     "CONFIG_DIR_ENV",
     "CONFIG_FILE_NAME",
@@ -55,7 +57,7 @@ CONFIG_DIR_ENV = "ACP_PROGRESS_CONFIG_DIR"
 CONFIG_FILE_NAME = "config.toml"
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(AcpProgressError, ValueError):
     """The settings file cannot be used; the message names the file (and the table and key)."""
 
 

@@ -1,6 +1,7 @@
 """The ACP agent: initialize, sessions, prompt, cancel — and the protected stdio entry point.
 
-Each prompt runs :class:`run_agent.AIAgent` in a worker thread with callbacks wired to the
+Each prompt runs its agent loop (``run_agent.AIAgent``, injected by the command line as
+``turn_runner``) in a worker thread with callbacks wired to the
 session's :class:`~acp_adapter.events.SessionStream`. Before the prompt response is returned the
 turn is finalised (every open card closed) and the outbox flushed, so the client sees every update
 of the turn, in order, before the response — on success, error, cancel and callback failure alike.
@@ -18,7 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 from acp import PROTOCOL_VERSION, RequestError
@@ -55,7 +56,7 @@ from acp_adapter.agent.tool_cards import AcpToolObserver
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from acp_adapter.models import ChatModel, UsageReport, create_model
+from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.store import (
     BackgroundWriter,
     MemoryStore,
@@ -75,7 +76,6 @@ if TYPE_CHECKING:
 
     from acp_adapter.agent.outbox import AnyUpdate
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
-    from run_agent import AIAgent, TurnResult
 
 __all__ = [
     "HANGUP_GRACE",
@@ -87,6 +87,28 @@ __all__ = [
 ]
 
 log = logging.getLogger("acp_progress.server")
+
+
+class TurnResult(Protocol):
+    """How one prompt's agent loop ended (``run_agent.TurnResult`` is one)."""
+
+    stop_reason: str
+    text: str
+    messages: list[Message]
+    error: str | None
+    usage: UsageReport | None
+
+
+class TurnLoop(Protocol):
+    """One prompt's synchronous agent loop, run on a worker thread (``run_agent.AIAgent`` is one)."""
+
+    def run_conversation(self, user_text: str, history: Sequence[Message] = ()) -> TurnResult: ...
+
+
+#: Builds a turn's loop from the model and the callbacks the server wires for that turn (the keyword
+#: arguments of ``run_agent.AIAgent``). The command line injects ``run_agent.AIAgent``; the server
+#: never imports the top-level script, so the package does not depend on it.
+TurnRunner = Callable[..., TurnLoop]
 
 T = TypeVar("T")
 
@@ -167,12 +189,14 @@ class ProgressAgent:
         self,
         settings: Settings | None = None,
         *,
+        turn_runner: TurnRunner,
         model: ChatModel | None = None,
         scheduler: HeartbeatScheduler | None = None,
         registry: PresentationRegistry | None = None,
         store: SessionStore | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
+        self.turn_runner = turn_runner
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         self.scheduler = scheduler or default_scheduler()
@@ -561,7 +585,9 @@ class ProgressAgent:
 
     # ------------------------------------------------------------ wiring one turn
 
-    def _build_agent(self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop) -> AIAgent:
+    def _build_agent(
+        self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop
+    ) -> TurnLoop:
         stream = session.stream
         conn = self._conn
 
@@ -569,9 +595,7 @@ class ProgressAgent:
             if report.context_window:
                 stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
 
-        from run_agent import AIAgent
-
-        return AIAgent(
+        return self.turn_runner(
             self.model,
             toolbox=session.toolbox,
             agent_progress_callback=make_agent_progress_cb(conn, session.id, loop, stream=stream),
@@ -649,21 +673,25 @@ def _summary_outcome(stop_reason: str, error: BaseException | None, result: Turn
     return "finished"
 
 
-async def serve(settings: Settings | None = None, model: ChatModel | None = None) -> None:
+async def serve(
+    settings: Settings | None = None, model: ChatModel | None = None, *, turn_runner: TurnRunner
+) -> None:
     """Serve ACP over this process's stdio, with stdout structurally reserved for the protocol.
 
-    The SDK's ``acp.run_agent`` runs the connection on the protected streams through the package's
+    The SDK's agent-side connection (:func:`agent_connection`: what ``acp.run_agent`` builds, plus
+    the ``session/delete`` route) runs on the protected streams through the package's
     one JSON-RPC reader (:class:`~acp_adapter.protocol.JsonRpcStream`: line, depth and strictness
     limits, bad lines answered and never fatal, no read while the client is not reading our answers);
     the end of input reaches it only after :meth:`ProgressAgent.hang_up` handled the running turns
     (``before_eof``), so a client that closes our stdin still reads every response and the SDK closes
-    a connection with nothing in flight. ``model`` replaces the configured back-end (embedders and
+    a connection with nothing in flight. ``turn_runner`` builds each prompt's agent loop (the command
+    line passes ``run_agent.AIAgent``). ``model`` replaces the configured back-end (embedders and
     tests pass their own)."""
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
     from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
     fds = protect_stdio()
-    agent = ProgressAgent(settings, model=model)
+    agent = ProgressAgent(settings, model=model, turn_runner=turn_runner)
     # the end of input reaches the SDK only after the running turns were handled (hang_up)
     reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
     stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))

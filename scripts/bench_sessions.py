@@ -38,6 +38,7 @@ from acp_adapter.config import Settings  # noqa: E402
 from acp_adapter.server import ProgressAgent  # noqa: E402
 from acp_adapter.store import DATABASE_NAME, BackgroundWriter, SessionRecord, SqliteStore  # noqa: E402
 from acp_adapter.store.recorder import ConversationRecorder  # noqa: E402
+from run_agent import AIAgent  # noqa: E402
 
 SESSION = "sess_bench"
 
@@ -109,7 +110,7 @@ async def _pair(client: Counter, agent: Any) -> tuple[Any, Any, Any]:
 
 async def load_once(state: Path) -> tuple[float, int]:
     settings = Settings(state_dir=str(state), heartbeat_disabled=True)  # type: ignore[call-arg]
-    agent = ProgressAgent(settings)
+    agent = ProgressAgent(settings, turn_runner=AIAgent)
     client = Counter()
     agent_conn, client_conn, _writers = await _pair(client, agent)
     await client_conn.initialize(protocol_version=PROTOCOL_VERSION)

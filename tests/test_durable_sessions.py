@@ -25,6 +25,7 @@ from acp.schema import (
 
 from acp_adapter.server import ProgressAgent
 from acp_adapter.store import DATABASE_NAME
+from run_agent import AIAgent
 
 from .conftest import RecordingClient, agent_env, fast_settings, inprocess_agent, prompt_text, spawn_agent
 
@@ -47,14 +48,14 @@ def _workspace(tmp_path: Path) -> Path:
 async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_on(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     state = str(tmp_path / "state")
-    first = ProgressAgent(fast_settings(state_dir=state))
+    first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
     async with inprocess_agent(RecordingClient(), first) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "search the workspace for TODO")).stop_reason == "end_turn"
         assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
 
     client = RecordingClient()
-    second = ProgressAgent(fast_settings(state_dir=state))
+    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
     async with inprocess_agent(client, second) as conn:
         listed = await conn.list_sessions(cwd=str(ws))
         assert [s.session_id for s in listed.sessions] == [sid]
@@ -88,7 +89,7 @@ async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_
 
 @pytest.mark.anyio
 async def test_load_and_list_errors_name_what_is_wrong(tmp_path: Path) -> None:
-    agent = ProgressAgent(fast_settings(state_dir=str(tmp_path / "state")))
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(tmp_path / "state")))
     async with inprocess_agent(RecordingClient(), agent) as conn:
         with pytest.raises(RequestError) as err:
             await conn.load_session(cwd=str(tmp_path), session_id="sess_nope", mcp_servers=[])
@@ -103,7 +104,7 @@ async def test_load_and_list_errors_name_what_is_wrong(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_list_pages_with_a_cursor(tmp_path: Path) -> None:
-    agent = ProgressAgent(fast_settings(state_dir=str(tmp_path / "state")))
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(tmp_path / "state")))
     async with inprocess_agent(RecordingClient(), agent) as conn:
         made = {(await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id for _ in range(55)}
         page = await conn.list_sessions()

@@ -122,7 +122,7 @@ def test_trimming_keeps_whole_turns():
 @pytest.mark.anyio
 async def test_a_session_keeps_working_after_a_cancelled_tool_and_card_ids_stay_unique(tmp_path):
     model = ReusingModel(seconds=0.0)
-    agent = ProgressAgent(Settings(heartbeat_disabled=True), model=model)
+    agent = ProgressAgent(turn_runner=AIAgent, settings=Settings(heartbeat_disabled=True), model=model)
     client = RecordingClient()
     async with inprocess_agent(client, agent) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])

@@ -709,16 +709,17 @@ def test_an_unexpected_exception_is_logged_with_its_traceback(server, caplog, mo
 
 def test_the_agent_closes_the_model_it_built_on_shutdown(server):
     from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
 
     settings = Settings.from_env({"ACP_PROGRESS_MODEL": "openai", "OPENAI_BASE_URL": server.base_url})
-    agent = ProgressAgent(settings)
+    agent = ProgressAgent(turn_runner=AIAgent, settings=settings)
     model = agent.model
     assert isinstance(model, OpenAICompatModel) and model._ready.wait(10)
     agent.shutdown()
     assert model._client is not None and model._client.is_closed() and model._loop.closed
 
     borrowed = make_model(server)
-    ProgressAgent(settings, model=borrowed).shutdown()
+    ProgressAgent(turn_runner=AIAgent, settings=settings, model=borrowed).shutdown()
     assert not borrowed._loop.closed, "a model passed in belongs to the caller"
     borrowed.close()
 

@@ -12,6 +12,7 @@ from acp.schema import AgentMessageChunk
 
 import acp_adapter.server as server_module
 from acp_adapter.server import ProgressAgent, prompt_to_text
+from run_agent import AIAgent
 
 from .conftest import RecordingClient, fast_settings, final_status, inprocess_agent
 
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_prompt_closes_the_think_card_before_the_response(tmp_path):
     client = RecordingClient()
-    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+    async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings())) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await conn.prompt(session_id=session.session_id, prompt=[text_block("what is 3*3")])
         count = len(client.updates)
@@ -45,7 +46,7 @@ async def test_a_raising_progress_callback_still_gives_the_answer(tmp_path, monk
 
     monkeypatch.setattr(server_module, "make_agent_progress_cb", raising_factory)
     client = RecordingClient()
-    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+    async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings())) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await conn.prompt(session_id=session.session_id, prompt=[text_block("what is 5+5")])
     assert response.stop_reason == "end_turn"
@@ -62,7 +63,9 @@ async def test_a_raising_progress_callback_still_gives_the_answer(tmp_path, monk
 
 async def test_a_second_concurrent_prompt_in_the_same_session_is_refused_clearly(tmp_path):
     client = RecordingClient()
-    async with inprocess_agent(client, ProgressAgent(fast_settings(embedded_delay=0.5))) as conn:
+    async with inprocess_agent(
+        client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings(embedded_delay=0.5))
+    ) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         first = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("hello")]))
         await asyncio.sleep(0.1)
@@ -77,7 +80,7 @@ async def test_a_second_concurrent_prompt_in_the_same_session_is_refused_clearly
 
 async def test_cancel_unknown_or_idle_session_is_harmless(tmp_path):
     client = RecordingClient()
-    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+    async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings())) as conn:
         await conn.cancel(session_id="nope")
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await conn.cancel(session_id=session.session_id)
@@ -87,7 +90,7 @@ async def test_cancel_unknown_or_idle_session_is_harmless(tmp_path):
 
 async def test_invalid_params_get_a_clear_error(tmp_path):
     client = RecordingClient()
-    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+    async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings())) as conn:
         with pytest.raises(RequestError) as missing:
             await conn.new_session(cwd=str(tmp_path / "missing"), mcp_servers=[])
         assert "not an existing directory" in str(missing.value.data)
@@ -115,7 +118,7 @@ async def test_connection_closing_mid_turn_cancels_the_worker_and_finalises(tmp_
     from acp._transport import memory_transport_pair
     from acp.core import AgentSideConnection, ClientSideConnection
 
-    agent = ProgressAgent(fast_settings(embedded_delay=30))
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(embedded_delay=30))
     agent_end, client_end = memory_transport_pair()
     agent_conn = AgentSideConnection(agent, agent_end)
     client = RecordingClient()
@@ -152,7 +155,9 @@ async def test_thousands_of_open_sessions_cost_no_thread_each(tmp_path):
     import threading
 
     client = RecordingClient()
-    agent = ProgressAgent(fast_settings(embedded_delay=0.3, heartbeat_interval=0.05))
+    agent = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(embedded_delay=0.3, heartbeat_interval=0.05)
+    )
     async with inprocess_agent(client, agent) as conn:
         sessions = [
             (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id for _ in range(3000)
@@ -184,7 +189,7 @@ async def test_thousands_of_open_sessions_cost_no_thread_each(tmp_path):
 async def test_read_card_has_kind_title_and_the_file_location(tmp_path):
     (tmp_path / "notes.md").write_text("# Notes\nhello\n")
     client = RecordingClient()
-    async with inprocess_agent(client, ProgressAgent(fast_settings())) as conn:
+    async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings())) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await conn.prompt(session_id=session.session_id, prompt=[text_block("read notes.md")])
     (card,) = [ups for ups in client.cards().values() if ups[0].kind != "think"]

@@ -12,6 +12,7 @@ from acp import RequestError
 from acp_adapter.agent.session import LiveSessions
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.server import ProgressAgent
+from run_agent import AIAgent
 
 from .conftest import RecordingClient, fast_settings, inprocess_agent, prompt_text
 
@@ -91,7 +92,9 @@ def test_settings_name_the_variables():
 
 @pytest.mark.anyio
 async def test_the_agent_frees_idle_sessions_and_brings_one_back_from_the_store(tmp_path):
-    agent = ProgressAgent(fast_settings(max_sessions=2, session_idle_timeout=0.3))
+    agent = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(max_sessions=2, session_idle_timeout=0.3)
+    )
     client = RecordingClient()
     async with inprocess_agent(client, agent) as conn:
         first = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -112,7 +115,9 @@ async def test_the_agent_frees_idle_sessions_and_brings_one_back_from_the_store(
 
 @pytest.mark.anyio
 async def test_with_state_off_a_freed_session_gets_a_clear_error(tmp_path):
-    agent = ProgressAgent(fast_settings(max_sessions=2, session_idle_timeout=0.3, state=False))
+    agent = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(max_sessions=2, session_idle_timeout=0.3, state=False)
+    )
     client = RecordingClient()
     async with inprocess_agent(client, agent) as conn:
         first = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id

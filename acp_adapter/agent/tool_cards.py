@@ -22,8 +22,8 @@ from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
-from acp_adapter.models.base import ToolCall
 from acp_adapter.safety.redact import redact_text, redact_value
+from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title, select_preview
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool, ToolOutcome
 

@@ -22,7 +22,9 @@ import socket
 import sys
 from typing import Any, Final
 
-__all__ = ["add_agui_parser", "run_agui_command"]
+from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
+
+__all__ = ["add_parser", "run"]
 
 log = logging.getLogger("acp_progress.agui.command")
 
@@ -64,7 +66,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_agui_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register ``agui`` on the top-level subparsers object."""
     agui = sub.add_parser(
         "agui",
@@ -110,9 +112,7 @@ def add_agui_parser(sub: Any) -> argparse.ArgumentParser:
     # --summary, --summary-interval, --summary-max-length: the same flags (and validation) as on
     # watch, serve and relay. On by default here (auto = embedded): each run publishes a
     # PROGRESS_SUMMARY activity; a run opts out with forwardedProps.emitProgressSummary: false.
-    from acp_adapter.cli import SUMMARY_FLAGS, _add_model_flags
-
-    _add_model_flags(agui, only=SUMMARY_FLAGS)
+    add_model_flags(agui, only=SUMMARY_FLAGS)
     return agui
 
 
@@ -172,7 +172,7 @@ def _unspecified(host: str) -> bool:
         return False
 
 
-def run_agui_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: object = None) -> int:
     """Build the app from the flags and serve it until SIGINT/SIGTERM (Ctrl-C at any moment,
     even while the libraries load, stops it at once: 130 before it serves, 0 after)."""
     try:
@@ -186,7 +186,6 @@ def _prepare(args: argparse.Namespace) -> int:
         import fastapi  # noqa: F401 - the agui extra, checked before anything starts
         import uvicorn  # noqa: F401
 
-        from acp_adapter.cli import SUMMARY_FLAGS
         from acp_adapter.config import ConfigError, Settings
         from acp_adapter.frontends.agui.admission import Admission
         from acp_adapter.frontends.agui.app import create_app  # noqa: F401 - imports ag-ui-protocol

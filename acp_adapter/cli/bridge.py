@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final, get_args
 
+from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
 from acp_adapter.frontends.bridges.config import (
     SUMMARY_CHOICES,
     BridgeConfigError,
@@ -30,7 +31,7 @@ from acp_adapter.frontends.bridges.config import (
 from acp_adapter.frontends.bridges.state import BridgeState
 from acp_adapter.safety.redact import redact_text, redact_value
 
-__all__ = ["add_bridge_parser", "last_run_path", "run_bridge_command"]
+__all__ = ["add_parser", "last_run_path", "run"]
 
 _TRUE: Final = {"1", "true", "yes", "on"}
 _FALSE: Final = {"0", "false", "no", "off"}
@@ -126,7 +127,7 @@ def _routing_flags(parser: argparse.ArgumentParser, *, create: bool) -> None:
     parser.add_argument("--cwd", help=f"workspace of the agent's sessions{default}")
 
 
-def add_bridge_parser(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Register the ``bridge`` command group on the top-level subparsers."""
     bridge = sub.add_parser("bridge", help="chat bridges: drive an ACP agent from a chat (Telegram, console)")
     actions = bridge.add_subparsers(dest="bridge_command", metavar="ACTION", required=True)
@@ -150,14 +151,14 @@ def add_bridge_parser(sub: Any) -> None:
     delete = actions.add_parser("delete", help="delete an instance")
     delete.add_argument("name")
 
-    run = actions.add_parser("run", help="run an instance until interrupted (console: until end of input)")
-    run.add_argument("name")
-    run.add_argument("--agent-log", metavar="FILE", help="append the agent's stderr to FILE")
+    run_action = actions.add_parser(
+        "run", help="run an instance until interrupted (console: until end of input)"
+    )
+    run_action.add_argument("name")
+    run_action.add_argument("--agent-log", metavar="FILE", help="append the agent's stderr to FILE")
     # --summary, --summary-interval, --summary-max-length: the flags (and validation) of watch and
     # serve; --summary here overrides the instance's delivery_defaults.summary for this run.
-    from acp_adapter.cli import SUMMARY_FLAGS, _add_model_flags
-
-    _add_model_flags(run, only=SUMMARY_FLAGS)
+    add_model_flags(run_action, only=SUMMARY_FLAGS)
 
 
 def _progress_changes(args: argparse.Namespace) -> dict[str, Any]:
@@ -224,7 +225,7 @@ def _effective_summary(instance: BridgeInstance) -> str:
     return resolve_summary_mode(instance, _settings())
 
 
-def run_bridge_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: object = None) -> int:
     """Execute ``acp-progress bridge ACTION``; returns the exit status."""
     store = BridgeStore()
     try:
@@ -290,7 +291,6 @@ def run_bridge_command(args: argparse.Namespace) -> int:
 
 
 def _run(instance: BridgeInstance, args: argparse.Namespace) -> int:
-    from acp_adapter.cli import SUMMARY_FLAGS
     from acp_adapter.client.driver import AgentError
     from acp_adapter.config import ConfigError, Settings
     from acp_adapter.frontends.bridges.runner import BridgeRunner

@@ -1,103 +1,48 @@
-"""What ``acp-progress config`` shows: every effective setting, its value and where it came from.
-
-Pure functions from :class:`~acp_adapter.config.LoadedSettings` to lines or a JSON-ready dict;
-the command prints them. A secret (a field declared ``secret=True``: API keys, the AG-UI token) is
-never shown — only whether it is set — and every other string passes the canonical redactor, so a
-key pasted into a base URL does not leak either.
-"""
+"""``acp-progress config``: every effective setting and where it came from. Needs no valid settings
+to start (it reports what is wrong with them instead)."""
 
 from __future__ import annotations
 
-import json
+import argparse
+import os
+import sys
 from typing import Any
 
-from pydantic import SecretStr
+from acp_adapter.cli._flags import add_model_flags, setting_flags
 
-from acp_adapter.config import LoadedSettings, Settings
-from acp_adapter.safety.redact import REDACTED, redact_text
-
-__all__ = ["HIDDEN", "config_json", "config_lines", "config_rows"]
-
-HIDDEN = "[hidden]"
-"""Shown instead of a secret that is set."""
+#: Run without loading settings first (see :func:`acp_adapter.cli.main`).
+NEEDS_SETTINGS = False
 
 
-def _is_secret(info: Any) -> bool:
-    extra = info.json_schema_extra
-    return isinstance(extra, dict) and bool(extra.get("secret"))
+def add_parser(sub: Any) -> None:
+    config = sub.add_parser(
+        "config",
+        help="show every effective setting and where it came from (default, settings file, env, flag)",
+        description="Show every effective setting and its source: its default, the settings file "
+        "(~/.config/acp-progress/config.toml, or $ACP_PROGRESS_CONFIG_DIR/config.toml, or "
+        "$XDG_CONFIG_HOME/acp-progress/config.toml), an environment variable or a flag given here. "
+        "Secrets are never printed.",
+    )
+    config.add_argument("--json", action="store_true", help="one JSON object for machines")
+    add_model_flags(config)
 
 
-def _value_of(settings: Settings, dotted: str) -> Any:
-    value: Any = settings
-    for part in dotted.split("."):
-        value = getattr(value, part)
-    return value
+def run(args: argparse.Namespace, settings: object = None) -> int:
+    import json
 
+    from acp_adapter.cli._config_report import config_json, config_lines
+    from acp_adapter.config import ConfigError, Settings
 
-def _safe(value: Any, secret: bool) -> Any:
-    """The value as JSON data, secrets replaced, strings redacted."""
-    if isinstance(value, SecretStr):
-        value = value.get_secret_value()
-    if secret:
-        return HIDDEN if value not in (None, "") else value
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, tuple):
-        return [redact_text(v) if isinstance(v, str) else v for v in value]
-    return value
-
-
-def config_rows(loaded: LoadedSettings) -> list[dict[str, Any]]:
-    """One row per setting: ``setting``, ``value``, ``source`` (default/file/env/flag), ``from``
-    (the file, variable or flag; None for a default), ``env`` (its variable), ``secret``."""
-    rows = []
-    for dotted, info in Settings.fields():
-        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
-        source = loaded.source(dotted)
-        secret = _is_secret(info)
-        rows.append(
-            {
-                "setting": dotted,
-                "value": _safe(_value_of(loaded.settings, dotted), secret),
-                "source": source.kind,
-                "from": source.name,
-                "env": extra.get("env"),
-                "secret": secret,
-            }
-        )
-    return rows
-
-
-def config_json(loaded: LoadedSettings) -> dict[str, Any]:
-    """The whole report for machines (``acp-progress config --json``)."""
-    return {
-        "configFile": str(loaded.config_file) if loaded.config_file is not None else None,
-        "configFileFound": loaded.config_file_found,
-        "settings": {row.pop("setting"): row for row in config_rows(loaded)},
-    }
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "(unset)"
-    if value in (HIDDEN, REDACTED):
-        return str(value)
-    return json.dumps(value, ensure_ascii=False)  # TOML-like: strings quoted, true/false, lists
-
-
-def config_lines(loaded: LoadedSettings) -> list[str]:
-    """The report for people: the file looked at, then ``setting  value  source`` columns."""
-    if loaded.config_file is None:
-        head = "settings file: none (no home directory in the environment)"
-    else:
-        state = "read" if loaded.config_file_found else "not found; every value is a default, env or flag"
-        head = f"settings file: {loaded.config_file} ({state})"
-    rows = [
-        (row["setting"], _shown(row["value"]), row["source"] + (f" {row['from']}" if row["from"] else ""))
-        for row in config_rows(loaded)
-    ]
-    width_name = max(len("SETTING"), *(len(r[0]) for r in rows))
-    width_value = min(48, max(len("VALUE"), *(len(r[1]) for r in rows)))
-    lines = [head, "", f"{'SETTING':<{width_name}}  {'VALUE':<{width_value}}  SOURCE"]
-    lines.extend(f"{name:<{width_name}}  {value:<{width_value}}  {source}" for name, value, source in rows)
-    return lines
+    try:
+        loaded = Settings.load_with_sources(flags=setting_flags(args))
+    except ConfigError as exc:
+        print(f"acp-progress config: {exc}", file=sys.stderr)
+        return 2
+    text = (
+        json.dumps(config_json(loaded), ensure_ascii=False) if args.json else "\n".join(config_lines(loaded))
+    )
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `acp-progress config | head`: the reader had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

@@ -55,6 +55,7 @@ from acp.schema import CancelNotification, PromptRequest, SessionNotification
 from pydantic import ValidationError
 
 from acp_adapter.client.procgroup import end_process_group
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.protocol import (
     CHUNK_BYTES,
     MessageReader,
@@ -134,7 +135,7 @@ class _Turn:
     shown: SummaryEvent | None = None  # the latest summary, carried by the card's heartbeats
 
 
-class AgentGone(Exception):
+class AgentGone(AcpProgressError):
     """The wrapped agent cannot be written to (broken pipe, reset): its failure, not the editor's."""
 
 

@@ -7,12 +7,13 @@ test doubles plug into the same agent loop, and lets the loop place its three sp
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from acp_adapter.cancel import CancelToken
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.tooling.calls import ToolCall, ToolSpec
 
 __all__ = [
     "ChatModel",
@@ -27,24 +28,6 @@ __all__ = [
     "ToolSpec",
     "UsageReport",
 ]
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as the model sees it: name, description and a JSON-schema for its arguments."""
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool call requested by the model; ``id`` is the model's own id and keys the ACP card."""
-
-    id: str
-    name: str
-    arguments: Mapping[str, Any]
 
 
 @dataclass(frozen=True)

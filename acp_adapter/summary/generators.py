@@ -270,7 +270,7 @@ class ModelGenerator:
             await client.close()
 
 
-class IncompleteStream(Exception):
+class IncompleteStream(AcpProgressError):
     """The summary server's stream ended before the sentence did."""
 
 

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.errors import AcpProgressError
-from acp_adapter.models.base import ToolCall, ToolSpec
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.tooling.calls import ToolCall, ToolSpec
 
 __all__ = [
     "DENIED_AUTOMATICALLY",

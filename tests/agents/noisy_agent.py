@@ -5,6 +5,7 @@ If any of it reached the real stdout the client would see non-JSON lines on the 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import subprocess
@@ -19,6 +20,7 @@ from acp_adapter.config import Settings
 from acp_adapter.models.base import Message, ModelEvent, ToolSpec
 from acp_adapter.models.embedded import EmbeddedModel
 from acp_adapter.server import serve
+from run_agent import AIAgent
 
 
 class NoisyModel(EmbeddedModel):
@@ -45,4 +47,7 @@ class NoisyModel(EmbeddedModel):
 
 if __name__ == "__main__":
     settings = Settings.from_env()
-    anyio.run(serve, settings, NoisyModel(think_delay=0.2, chunk_delay=0), backend="asyncio")
+    anyio.run(
+        functools.partial(serve, settings, NoisyModel(think_delay=0.2, chunk_delay=0), turn_runner=AIAgent),
+        backend="asyncio",
+    )

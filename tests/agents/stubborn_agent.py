@@ -6,6 +6,7 @@ a test can hang up mid-turn and time how long the process takes to go away.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator, Sequence
 
@@ -15,6 +16,7 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.models.base import Message, ModelEvent, TextDelta, ToolSpec
 from acp_adapter.server import exit_if_turns_stuck, serve
+from run_agent import AIAgent
 
 
 class StubbornModel:
@@ -28,5 +30,7 @@ class StubbornModel:
 
 
 if __name__ == "__main__":
-    anyio.run(serve, Settings.from_env(), StubbornModel(), backend="asyncio")
+    anyio.run(
+        functools.partial(serve, Settings.from_env(), StubbornModel(), turn_runner=AIAgent), backend="asyncio"
+    )
     exit_if_turns_stuck()

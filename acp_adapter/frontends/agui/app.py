@@ -48,6 +48,7 @@ from starlette.types import Receive, Scope, Send
 
 from acp_adapter.client.driver import PermissionPolicy, deny_all, parse_agent_command
 from acp_adapter.config import Settings
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.admission import Admission, bearer_ok, install_admission
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
@@ -99,7 +100,7 @@ async def _encoded(active: ActiveRun, encoder: EventEncoder) -> AsyncIterator[st
         yield "".join(encoder.encode(event) for event in batch)
 
 
-class _ClientGone(Exception):
+class _ClientGone(AcpProgressError):
     """The client disconnected before its request body arrived."""
 
 

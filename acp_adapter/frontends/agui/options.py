@@ -17,6 +17,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Final
 
+from acp_adapter.errors import AcpProgressError
+
 __all__ = [
     "ENV_TOOL_PROGRESS",
     "FORWARDED_PROP",
@@ -36,7 +38,7 @@ _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"", "0", "false", "no", "off"})
 
 
-class ForwardedSwitchError(ValueError):
+class ForwardedSwitchError(AcpProgressError, ValueError):
     """A value for a per-run switch that is neither true nor false."""
 
 

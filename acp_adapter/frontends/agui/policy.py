@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_text, redact_value
 
 __all__ = [
@@ -49,7 +50,7 @@ TOOL_RESULT: Final = "tool_result"
 POLICY_REDACTED: Final = "[redacted]"
 
 
-class PolicyError(ValueError):
+class PolicyError(AcpProgressError, ValueError):
     """A policy name on the command line that does not resolve to a callable."""
 
 

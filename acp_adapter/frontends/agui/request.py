@@ -15,6 +15,7 @@ from typing import Any, Final
 from ag_ui.core import RunAgentInput, TextInputContent, UserMessage
 from pydantic import ValidationError
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_ID_LENGTH
 from acp_adapter.frontends.agui.options import ForwardedSwitchError, run_progress_summary, run_tool_progress
 from acp_adapter.safety.redact import redact_text
@@ -35,7 +36,7 @@ MAX_BODY_BYTES: Final = DEFAULT_MAX_BODY_BYTES
 _MAX_ERRORS: Final = 5
 
 
-class BadRunInput(ValueError):
+class BadRunInput(AcpProgressError, ValueError):
     """A body that is not a usable ``RunAgentInput``; ``str(exc)`` is the client-facing message."""
 
     def __init__(self, message: str, status: int = 422) -> None:

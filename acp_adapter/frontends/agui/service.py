@@ -14,6 +14,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, Final
 
 from acp_adapter.client.driver import AgentError, PermissionPolicy, deny_all
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.host import AgentHost
 from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MAX_RUNS
@@ -35,7 +36,7 @@ log = logging.getLogger("acp_progress.agui.service")
 CANCEL_GRACE: Final = 10.0
 
 
-class TooManyRuns(Exception):
+class TooManyRuns(AcpProgressError):
     """As many runs as the endpoint allows are in flight (a 503 with ``Retry-After``)."""
 
 

@@ -18,6 +18,8 @@ import logging
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from acp_adapter.errors import AcpProgressError
+
 __all__ = ["MAX_THREADS", "Claimant", "ThreadBusy", "ThreadRegistry", "ThreadSlot"]
 
 log = logging.getLogger("acp_progress.agui.threads")
@@ -25,7 +27,7 @@ log = logging.getLogger("acp_progress.agui.threads")
 MAX_THREADS: Final = 10_000
 
 
-class ThreadBusy(Exception):
+class ThreadBusy(AcpProgressError):
     """The thread already has a run being served; ``str(exc)`` is the client-facing message."""
 
 

@@ -42,6 +42,7 @@ from pydantic import (
     model_serializer,
 )
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import is_sensitive_name, redact_text
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ SUMMARY_CHOICES: Final = ("auto", "off", "embedded", "openai")
 _CLOSED = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-class BridgeConfigError(ValueError):
+class BridgeConfigError(AcpProgressError, ValueError):
     """A bridge instance or the instance file is invalid; the message names the field."""
 
 

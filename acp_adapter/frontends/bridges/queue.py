@@ -25,6 +25,7 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.events import (
     AnswerText,
     BridgeEvent,
@@ -48,7 +49,7 @@ DROPPED_SUMMARY: Final = "queue_full_summary"
 DROPPED_TYPING: Final = "queue_full_typing"
 
 
-class QueueClosed(Exception):
+class QueueClosed(AcpProgressError):
     """``get`` on a closed, drained queue: the route is shutting down."""
 
 

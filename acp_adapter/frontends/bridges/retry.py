@@ -23,6 +23,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Final
 
+from acp_adapter.errors import AcpProgressError
+
 __all__ = [
     "BACKOFF_MAX",
     "DROPPED_OVER_CAP",
@@ -40,7 +42,7 @@ DROPPED_RATE_LIMITED: Final = "rate_limited"
 DROPPED_STOPPING: Final = "bridge_stopping"
 
 
-class DeliveryDropped(Exception):
+class DeliveryDropped(AcpProgressError):
     """The policy gave up on one delivery on purpose; ``reason`` is its ``delivery_dropped_by_reason`` key."""
 
     def __init__(self, reason: str, detail: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.events import ReactionKind
 
 __all__ = [
@@ -52,7 +53,7 @@ class ChatSink(Protocol):
     async def react(self, target: MessageId, kind: ReactionKind) -> None: ...
 
 
-class SendOutcomeUnknown(Exception):
+class SendOutcomeUnknown(AcpProgressError):
     """A post may or may not have reached the chat (timed out after it was sent)."""
 
 

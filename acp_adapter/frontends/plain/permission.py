@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from acp_adapter.models.base import ToolCall
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool
 
 __all__ = ["TerminalPermission", "parse_answer", "permission_question"]

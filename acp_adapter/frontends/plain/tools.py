@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_adapter.frontends.plain.printer import TerminalPrinter
-from acp_adapter.models.base import ToolCall
+from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title
 from acp_adapter.tooling.toolbox import PermissionDecision, PermissionPolicy, Tool, ToolOutcome
 

@@ -10,8 +10,6 @@ line of each card, the answers — and with ``--json`` each replayed update is a
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import sys
 from typing import TextIO
 
@@ -19,11 +17,10 @@ from acp.helpers import SessionUpdate
 from acp.schema import AgentMessageChunk, SessionInfo, ToolCallProgress, ToolCallStart, UserMessageChunk
 
 from acp_adapter.client.driver import AgentDriver, AgentError
-from acp_adapter.config import Settings
 from acp_adapter.frontends.watch.json_lines import JsonLines
 from acp_adapter.frontends.watch.render import CardBoard, card_line
 
-__all__ = ["newest_session", "open_session", "replay_lines", "run_sessions", "session_line"]
+__all__ = ["newest_session", "open_session", "replay_lines", "session_line", "updated_key"]
 
 
 def replay_lines(updates: list[SessionUpdate]) -> list[str]:
@@ -59,12 +56,12 @@ def replay_lines(updates: list[SessionUpdate]) -> list[str]:
     return lines
 
 
-def _updated_key(info: SessionInfo) -> str:
+def updated_key(info: SessionInfo) -> str:
     return info.updated_at or ""
 
 
 def newest_session(sessions: list[SessionInfo]) -> SessionInfo | None:
-    return max(sessions, key=_updated_key, default=None)
+    return max(sessions, key=updated_key, default=None)
 
 
 def session_line(info: SessionInfo) -> str:
@@ -131,47 +128,3 @@ def show_replay(out: TextIO, updates: list[SessionUpdate], session_id: str, anim
             out.write(line + "\n")
         out.write("── continued ──\n")
         out.flush()
-
-
-async def _sessions(args: argparse.Namespace, settings: Settings, cwd: str | None) -> int:
-    from acp_adapter.frontends.watch.watcher import agent_env
-
-    try:
-        async with AgentDriver(
-            args.agent,
-            env=agent_env(settings),
-            init_timeout=args.init_timeout,
-            client_name="acp-progress-sessions",
-        ) as driver:
-            sessions = await driver.list_sessions(cwd=cwd)
-    except AgentError as exc:
-        print(f"acp-progress sessions: {exc}", file=sys.stderr)
-        return 2
-    sessions.sort(key=_updated_key, reverse=True)
-    for info in sessions:
-        if args.json:
-            print(json.dumps(info.model_dump(mode="json", by_alias=True, exclude_none=True)))
-        else:
-            print(session_line(info))
-    if not sessions and not args.json:
-        print("no sessions" + (f" in {cwd}" if cwd else ""), file=sys.stderr)
-    return 0
-
-
-def run_sessions(args: argparse.Namespace, settings: Settings) -> int:
-    import os
-
-    from acp_adapter.frontends.watch.watcher import quiet_broken_stdout
-
-    cwd: str | None = None
-    if args.cwd is not None:
-        cwd = os.path.abspath(args.cwd)
-        if not os.path.isdir(cwd):
-            print(f"acp-progress sessions: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
-            return 2
-    try:
-        return asyncio.run(_sessions(args, settings, cwd))
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        quiet_broken_stdout()

@@ -59,6 +59,7 @@ from typing import Any, Final, TypeVar
 
 from acp_adapter.client.driver import PermissionRequest
 from acp_adapter.config import TelegramSettings
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
@@ -127,7 +128,7 @@ _WORDISH: Final = re.compile(r"[A-Za-z0-9_-]{8,}")
 T = TypeVar("T")
 
 
-class TelegramSetupError(Exception):
+class TelegramSetupError(AcpProgressError):
     """The Telegram bridge cannot start (no token, no allowlist); the message says what to do."""
 
 

@@ -1,0 +1,103 @@
+"""What ``acp-progress config`` shows: every effective setting, its value and where it came from.
+
+Pure functions from :class:`~acp_adapter.config.LoadedSettings` to lines or a JSON-ready dict;
+the command prints them. A secret (a field declared ``secret=True``: API keys, the AG-UI token) is
+never shown — only whether it is set — and every other string passes the canonical redactor, so a
+key pasted into a base URL does not leak either.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import SecretStr
+
+from acp_adapter.config import LoadedSettings, Settings
+from acp_adapter.safety.redact import REDACTED, redact_text
+
+__all__ = ["HIDDEN", "config_json", "config_lines", "config_rows"]
+
+HIDDEN = "[hidden]"
+"""Shown instead of a secret that is set."""
+
+
+def _is_secret(info: Any) -> bool:
+    extra = info.json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get("secret"))
+
+
+def _value_of(settings: Settings, dotted: str) -> Any:
+    value: Any = settings
+    for part in dotted.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _safe(value: Any, secret: bool) -> Any:
+    """The value as JSON data, secrets replaced, strings redacted."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if secret:
+        return HIDDEN if value not in (None, "") else value
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, tuple):
+        return [redact_text(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+def config_rows(loaded: LoadedSettings) -> list[dict[str, Any]]:
+    """One row per setting: ``setting``, ``value``, ``source`` (default/file/env/flag), ``from``
+    (the file, variable or flag; None for a default), ``env`` (its variable), ``secret``."""
+    rows = []
+    for dotted, info in Settings.fields():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        source = loaded.source(dotted)
+        secret = _is_secret(info)
+        rows.append(
+            {
+                "setting": dotted,
+                "value": _safe(_value_of(loaded.settings, dotted), secret),
+                "source": source.kind,
+                "from": source.name,
+                "env": extra.get("env"),
+                "secret": secret,
+            }
+        )
+    return rows
+
+
+def config_json(loaded: LoadedSettings) -> dict[str, Any]:
+    """The whole report for machines (``acp-progress config --json``)."""
+    return {
+        "configFile": str(loaded.config_file) if loaded.config_file is not None else None,
+        "configFileFound": loaded.config_file_found,
+        "settings": {row.pop("setting"): row for row in config_rows(loaded)},
+    }
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if value in (HIDDEN, REDACTED):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)  # TOML-like: strings quoted, true/false, lists
+
+
+def config_lines(loaded: LoadedSettings) -> list[str]:
+    """The report for people: the file looked at, then ``setting  value  source`` columns."""
+    if loaded.config_file is None:
+        head = "settings file: none (no home directory in the environment)"
+    else:
+        state = "read" if loaded.config_file_found else "not found; every value is a default, env or flag"
+        head = f"settings file: {loaded.config_file} ({state})"
+    rows = [
+        (row["setting"], _shown(row["value"]), row["source"] + (f" {row['from']}" if row["from"] else ""))
+        for row in config_rows(loaded)
+    ]
+    width_name = max(len("SETTING"), *(len(r[0]) for r in rows))
+    width_value = min(48, max(len("VALUE"), *(len(r[1]) for r in rows)))
+    lines = [head, "", f"{'SETTING':<{width_name}}  {'VALUE':<{width_value}}  SOURCE"]
+    lines.extend(f"{name:<{width_name}}  {value:<{width_value}}  {source}" for name, value, source in rows)
+    return lines

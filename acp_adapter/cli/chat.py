@@ -1,0 +1,24 @@
+"""``acp-progress chat``: a conversation with any ACP agent in one session."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from acp_adapter.cli._flags import add_frontend_flags
+
+if TYPE_CHECKING:
+    from acp_adapter.config import Settings
+
+
+def add_parser(sub: Any) -> None:
+    chat = sub.add_parser(
+        "chat", help="a conversation with an ACP agent in one session (a prompt line, or stdin lines)"
+    )
+    add_frontend_flags(chat)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from acp_adapter.frontends.watch.chat import run_chat
+
+    return run_chat(args, settings)

@@ -1,0 +1,38 @@
+"""``acp-progress serve``: ACP over stdio, what an editor launches (also ``python -m acp_adapter``).
+
+This is where the agent loop of ``run_agent.py`` is handed to the server: the command line is the
+composition root, so the server itself never imports the top-level script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from typing import TYPE_CHECKING, Any
+
+from acp_adapter.cli._flags import add_model_flags
+
+if TYPE_CHECKING:
+    from acp_adapter.config import Settings
+
+
+def add_parser(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="serve ACP over stdio (what an editor launches)")
+    add_model_flags(serve)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    import anyio
+
+    from acp_adapter.config import ConfigError
+    from acp_adapter.server import exit_if_turns_stuck, serve
+    from run_agent import AIAgent
+
+    try:
+        anyio.run(functools.partial(serve, settings, turn_runner=AIAgent), backend="asyncio")
+    except ConfigError as exc:
+        print(f"acp-progress: {exc}", file=sys.stderr)
+        return 2
+    exit_if_turns_stuck()  # the editor hung up: a turn ignoring cancel must not keep us alive
+    return 0
