@@ -49,10 +49,15 @@ async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_
     ws = _workspace(tmp_path)
     state = str(tmp_path / "state")
     first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
-    async with inprocess_agent(RecordingClient(), first) as conn:
+    live = RecordingClient()
+    async with inprocess_agent(live, first) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "search the workspace for TODO")).stop_reason == "end_turn"
         assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+    # the first prompt named the session, and the client was told live, once
+    infos = [u for u in live.for_session(sid) if isinstance(u, SessionInfoUpdate)]
+    assert [i.title for i in infos] == ["search the workspace for TODO"]
+    assert infos[0].updated_at and infos[0].updated_at.endswith("Z")
 
     client = RecordingClient()
     second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
@@ -397,3 +402,16 @@ async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(tmp_path: P
         assert texts.count(INTERRUPTED_NOTE) == 1
         users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
         assert users == ["what is 1+1", "wait 10 seconds", "what is 3+3"]
+    # the model history the conversation goes on with knows what was asked and that it broke off
+    from acp_adapter.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "state")
+    try:
+        stored = store.load(sid)
+    finally:
+        store.close()
+    assert stored is not None
+    said = [(m["role"], m["content"]) for m in stored.history if m["role"] in ("user", "assistant")]
+    asked = [content for role, content in said if role == "user"]
+    assert asked == ["what is 1+1", "wait 10 seconds", "what is 3+3"]
+    assert ("assistant", INTERRUPTED_NOTE) in said

@@ -335,3 +335,36 @@ def test_only_corruption_codes_count_as_corrupt() -> None:
     assert is_busy(err(sqlite3.SQLITE_LOCKED | (1 << 8), "database table is locked"))
     assert not is_corrupt(err(sqlite3.SQLITE_CANTOPEN, "unable to open database file"))
     assert not is_corrupt(err(sqlite3.SQLITE_IOERR, "disk I/O error"))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_turn_begun_and_never_ended_is_closed_once_as_interrupted(tmp_path: Path, kind: str) -> None:
+    """The prompt is on disk as soon as the turn begins; a recorder of a later process (here: one
+    that never ran the turn) closes it with a note, in the conversation and the model history."""
+    from acp import text_block
+
+    from acp_adapter.store.recorder import INTERRUPTED_NOTE, OPEN_TURNS, ConversationRecorder
+
+    store: SqliteStore | MemoryStore = SqliteStore(tmp_path) if kind == "sqlite" else MemoryStore()
+    writer = BackgroundWriter(store)
+    first = ConversationRecorder(store, writer)
+    first.open_session("s", "/w")
+    first.begin_turn("s", "/w", [text_block("what is 1+1")], "what is 1+1")
+    first.end_turn("s", [{"role": "user", "content": "what is 1+1"}, {"role": "assistant", "content": "2"}])
+    first.begin_turn("s", "/w", [text_block("wait 10 seconds")], "wait 10 seconds")
+    writer.flush()
+    assert store.get(OPEN_TURNS, "s") is not None
+    assert first.close_interrupted("s") is False, "the recorder running that turn leaves it open"
+
+    later = ConversationRecorder(store, writer)  # the next process: it never ran the turn
+    assert later.close_interrupted("s") is True
+    loaded = store.load("s")
+    assert loaded is not None
+    kinds = [e["sessionUpdate"] for e in loaded.events]
+    assert kinds == ["user_message_chunk", "user_message_chunk", "agent_message_chunk"]
+    assert loaded.events[1]["content"]["text"] == "wait 10 seconds"
+    assert loaded.events[-1]["content"]["text"] == INTERRUPTED_NOTE
+    assert [m["content"] for m in loaded.history] == ["what is 1+1", "2", "wait 10 seconds", INTERRUPTED_NOTE]
+    assert store.get(OPEN_TURNS, "s") is None
+    assert later.close_interrupted("s") is False  # once
+    writer.close()

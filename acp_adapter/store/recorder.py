@@ -157,7 +157,7 @@ class ConversationRecorder:
         # the prompt goes to disk now, marked open, so a turn killed mid-way is not lost
         prompt_entries = [dict(entry) for entry in turn.entries]
         turn.written = len(prompt_entries)
-        marker = {"pid": os.getpid(), "at": now}
+        marker = {"pid": os.getpid(), "at": now, "prompt": text}
 
         def write() -> None:
             self.store.append_events(session_id, prompt_entries, now)
@@ -246,8 +246,9 @@ class ConversationRecorder:
 
     def close_interrupted(self, session_id: str) -> bool:
         """Close the session's stored turn that was begun and never ended by a process that no
-        longer runs: an "(interrupted)" agent note is appended and the marker removed, so a load
-        shows where the conversation broke off. Synchronous (the store's thread or a worker
+        longer runs: an "(interrupted)" agent note is appended (to the conversation, and with the
+        prompt to the model history) and the marker removed, so a load shows where the
+        conversation broke off and later prompts go on knowing it. Synchronous (the store's thread or a worker
         thread, after the writer was flushed); True when a turn was closed."""
         marker = self.store.get(OPEN_TURNS, session_id)
         if not isinstance(marker, dict):
@@ -263,6 +264,14 @@ class ConversationRecorder:
         )
         with self.store.batch():
             self.store.append_events(session_id, [_dump(note)], self._clock())
+            stored = self.store.load(session_id)
+            prompt = marker.get("prompt")
+            if stored is not None and isinstance(prompt, str):  # the model, too, knows what was asked
+                turn = [
+                    {"role": "user", "content": prompt},
+                    {"role": "assistant", "content": INTERRUPTED_NOTE},
+                ]
+                self.store.replace_history(session_id, [*stored.history, *turn])
             self.store.remove(OPEN_TURNS, session_id)
         log.info("session %s: closed a turn its agent (pid %s) never finished", session_id, pid)
         return True
