@@ -67,6 +67,8 @@ def test_tool_progress_benchmark_reports_both_baselines() -> None:
         "300",
     )
     assert "3 alternating rounds of 30 updates per path" in out, out
+    # the same path with the session store recording, and the store's cost as a ratio
+    assert re.search(r"store on vs store off: latency \d+\.\d\dx, throughput \d+\.\d\dx", out), out
     slow = re.search(r"slow client .*: tool took \d+ ms vs \d+ ms with an instant client \((\d+\.\d\d)x", out)
     assert slow is not None, out
     delivered = re.search(r"delivered (\d+) of 300", out)
