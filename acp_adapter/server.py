@@ -27,6 +27,8 @@ from acp.schema import (
     AgentCapabilities,
     AudioContentBlock,
     AuthenticateResponse,
+    DeleteSessionRequest,
+    DeleteSessionResponse,
     EmbeddedResourceContentBlock,
     ImageContentBlock,
     Implementation,
@@ -38,6 +40,7 @@ from acp.schema import (
     PromptResponse,
     ResourceContentBlock,
     SessionCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
@@ -54,18 +57,34 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
-from acp_adapter.store import BackgroundWriter, MemoryStore, SessionStore, StoreError, open_store
+from acp_adapter.store import (
+    BackgroundWriter,
+    MemoryStore,
+    SessionStore,
+    StoredSession,
+    StoreError,
+    open_store,
+)
 from acp_adapter.store import PermissionDecision as StoredPermission
-from acp_adapter.store.recorder import ConversationRecorder, replay_updates
+from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
 from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import META_KEY, one_line
 
 if TYPE_CHECKING:
+    from acp.agent.connection import AgentSideConnection
+
     from acp_adapter.agent.outbox import AnyUpdate
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
-__all__ = ["HANGUP_GRACE", "ProgressAgent", "exit_if_turns_stuck", "prompt_to_text", "serve"]
+__all__ = [
+    "HANGUP_GRACE",
+    "ProgressAgent",
+    "agent_connection",
+    "exit_if_turns_stuck",
+    "prompt_to_text",
+    "serve",
+]
 
 log = logging.getLogger("acp_progress.server")
 
@@ -194,6 +213,9 @@ class ProgressAgent:
         self.recorder = ConversationRecorder(self.store, self._writer)
         self.sessions.on_free = self._forget_freed
         self._conn: Any = None
+        #: set by :func:`agent_connection` once ``session/delete`` reaches :meth:`delete_session`
+        #: (the SDK's own router does not route it): only then is the capability advertised
+        self.routes_delete = False
         self._outbox: UpdateOutbox | None = None
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
         #: fed by an outbox observer, so they see exactly the stream the client sees
@@ -335,7 +357,10 @@ class ProgressAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(embedded_context=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    delete=SessionDeleteCapabilities() if self.routes_delete else None,
+                ),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             field_meta={"acpProgress": {"thinkCards": True}},  # it shows its own spinners: a relay adds none
@@ -364,7 +389,7 @@ class ProgressAgent:
                 {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
             )
         await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self.store.load, session_id)
+        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
         if stored is None:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
@@ -402,6 +427,42 @@ class ProgressAgent:
             next_cursor=page.next_cursor,
         )
 
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        """Remove a session for good: from memory and from the store (its events and history).
+
+        A session whose prompt is running is refused (cancel it first), as ``session/load`` does;
+        an id neither live nor stored is an invalid-params error that names it."""
+        live = self.sessions.find(session_id)
+        if live is not None and live.cancel is not None:
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
+            )
+        await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
+        stored = await anyio.to_thread.run_sync(self._delete_stored, session_id)
+        if live is None and not stored:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
+            )
+        if live is not None:
+            self.sessions.close(session_id)
+        self.recorder.forget(session_id)
+        log.info("deleted session %s", session_id)
+        return DeleteSessionResponse()
+
+    def _delete_stored(self, session_id: str) -> bool:
+        with self.store.batch():
+            self.store.remove(OPEN_TURNS, session_id)
+            return self.store.delete(session_id)
+
+    def _load_stored(self, session_id: str) -> StoredSession | None:
+        """The stored session (on a worker thread), its last turn closed with an "(interrupted)"
+        note first if the process that began it died before it ended."""
+        try:
+            self.recorder.close_interrupted(session_id)
+        except Exception as exc:  # the conversation still loads, without the note
+            log.warning("could not close the interrupted turn of session %s: %s", session_id, exc)
+        return self.store.load(session_id)
+
     async def _check_cwd(self, cwd: str) -> None:
         if not os.path.isabs(cwd):
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
@@ -415,7 +476,7 @@ class ProgressAgent:
             return self.sessions.get(session_id)
         except RequestError:
             await self._writer.flush_async()
-            stored = await anyio.to_thread.run_sync(self.store.load, session_id)
+            stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
             if stored is None:
                 raise
             session = self.sessions.adopt(
@@ -619,7 +680,8 @@ async def serve(
 ) -> None:
     """Serve ACP over this process's stdio, with stdout structurally reserved for the protocol.
 
-    The SDK's ``acp.run_agent`` runs the connection on the protected streams through the package's
+    The SDK's agent-side connection (:func:`agent_connection`: what ``acp.run_agent`` builds, plus
+    the ``session/delete`` route) runs on the protected streams through the package's
     one JSON-RPC reader (:class:`~acp_adapter.protocol.JsonRpcStream`: line, depth and strictness
     limits, bad lines answered and never fatal, no read while the client is not reading our answers);
     the end of input reaches it only after :meth:`ProgressAgent.hang_up` handled the running turns
@@ -627,8 +689,6 @@ async def serve(
     a connection with nothing in flight. ``turn_runner`` builds each prompt's agent loop (the command
     line passes ``run_agent.AIAgent``). ``model`` replaces the configured back-end (embedders and
     tests pass their own)."""
-    from acp import run_agent
-
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
     from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
@@ -637,11 +697,13 @@ async def serve(
     # the end of input reaches the SDK only after the running turns were handled (hang_up)
     reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
     stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
+    conn = agent_connection(agent, stream)
     try:
-        # ProgressAgent implements the Agent methods it supports and takes **kwargs, without
-        # subclassing acp.Agent (whose stubs would answer methods it does not implement).
         with contextlib.suppress(ConnectionError):
-            await run_agent(agent, stream)  # type: ignore[arg-type]
+            try:
+                await conn.listen()
+            finally:
+                await asyncio.shield(conn.close())
     finally:
         with anyio.CancelScope(shield=True):
             await agent.hang_up()  # idempotent: already run at end of input, not on other exits
@@ -649,6 +711,44 @@ async def serve(
 
 
 _LAST_AGENT: list[ProgressAgent] = []
+
+
+def agent_connection(agent: ProgressAgent, transport: Any) -> AgentSideConnection:
+    """The SDK's agent-side connection for ``agent`` on ``transport``, not yet listening, with
+    ``session/delete`` routed to :meth:`ProgressAgent.delete_session`.
+
+    What ``acp.run_agent`` builds, plus one route: SDK 0.12's schema and method table have
+    ``session/delete`` (``DeleteSessionRequest``, ``SessionCapabilities.delete``) but its agent
+    router does not route it, and extension methods (``ext_method``) only reach names starting
+    with ``_``. So the route is added to the connection's router, with the SDK's own
+    ``MessageRouter.route_request`` (the request is validated into ``DeleteSessionRequest``, the
+    answer serialised by the SDK, errors are ``RequestError``s as for every other method). The
+    router is reached through the connection's private attributes: should a future SDK move them,
+    the agent simply stops advertising ``sessionCapabilities.delete`` (a warning says so) instead
+    of advertising a method it cannot answer.
+
+    ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
+    subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
+    """
+    from acp.agent.connection import AgentSideConnection
+    from acp.meta import AGENT_METHODS
+    from acp.router import MessageRouter
+    from acp.utils import normalize_result
+
+    conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]
+    router = getattr(getattr(conn, "_conn", None), "_handler", None)
+    if isinstance(router, MessageRouter):
+        router.route_request(
+            AGENT_METHODS["session_delete"],
+            DeleteSessionRequest,
+            agent,
+            "delete_session",
+            adapt_result=normalize_result,
+        )
+        agent.routes_delete = True
+    else:
+        log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
+    return conn
 
 
 def exit_if_turns_stuck() -> None:

@@ -20,7 +20,12 @@ In each mode all processes stay up and are prompted in alternating rounds, so a 
 machine's load during the run falls on every side alike; the ratios are the median of the rounds'
 own ratios, with their spread.
 
-Usage: python scripts/bench_spinner_latency.py [--runs 200] [--rounds 10] [--idle 0.05]
+``--store on|off|both`` (default both): our agent with the session store on (SQLite, the default)
+and/or off (``ACP_PROGRESS_STATE=off``); with both, the two run side by side in the same rounds and
+their ratio is reported, the store's cost on the time to the spinner. The store always lives in a
+temporary directory (``ACP_PROGRESS_STATE_DIR``, ``XDG_STATE_HOME``), never the user's own.
+
+Usage: python scripts/bench_spinner_latency.py [--runs 200] [--rounds 10] [--idle 0.05] [--store both]
 """
 
 from __future__ import annotations
@@ -162,7 +167,18 @@ async def main() -> int:
     parser.add_argument(
         "--idle", type=float, default=0.05, help="seconds between prompts in the after-idle mode"
     )
+    parser.add_argument(
+        "--store",
+        choices=("on", "off", "both"),
+        default="both",
+        help="our agent with its session store on, off, or both side by side (default both)",
+    )
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="acp-bench-state-") as state:
+        return await bench(args, Path(state))
+
+
+async def bench(args: argparse.Namespace, state: Path) -> int:
     env = {
         "PYTHONPATH": str(ROOT),
         # the model "thinks" 20 ms, as a real back-end waits on its socket: the worker thread
@@ -170,7 +186,12 @@ async def main() -> int:
         "ACP_PROGRESS_EMBEDDED_DELAY": "0.02",
         "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0",
         "ACP_PROGRESS_HEARTBEAT_DISABLED": "1",
+        # never the user's state or configuration: everything in this run's temporary directory
+        "ACP_PROGRESS_STATE_DIR": str(state / "sessions"),
+        "XDG_STATE_HOME": str(state / "xdg-state"),
+        "ACP_PROGRESS_CONFIG_DIR": str(state / "config"),
     }
+    stores = ("on", "off") if args.store == "both" else (args.store,)
     with tempfile.NamedTemporaryFile("w", suffix="_bare_agent.py", delete=False) as handle:
         handle.write(BARE_AGENT)
         bare_path = handle.name
@@ -182,27 +203,45 @@ async def main() -> int:
             sides = [
                 Side([sys.executable, bare_path], env, want_think=False),
                 Side([sys.executable, bare_path, "--worker-thread"], env, want_think=False),
-                Side([sys.executable, "-m", "acp_adapter"], env, want_think=True),
+            ] + [
+                Side(
+                    [sys.executable, "-m", "acp_adapter"],
+                    {**env, "ACP_PROGRESS_STATE": store},
+                    want_think=True,
+                )
+                for store in stores
             ]
-            report(mode, await measure_interleaved(sides, args.runs, args.rounds, idle), args.rounds)
+            samples = await measure_interleaved(sides, args.runs, args.rounds, idle)
+            report(mode, samples, args.rounds, stores)
     finally:
         os.unlink(bare_path)
     return 0
 
 
-def report(mode: str, samples: list[list[float]], rounds: int) -> None:
-    baseline, threaded, ours = samples
+def compare(name: str, ours: list[float], base: list[float], per_round: int) -> str:
+    shares = round_ratios(round_medians(ours, per_round), round_medians(base, per_round))
+    return (
+        f"{name}: ratio of medians {statistics.median(ours) / statistics.median(base):.2f}x,"
+        f" median of the rounds' own ratios {shares.median:.2f}x ({shares.spread()})"
+    )
+
+
+def report(mode: str, samples: list[list[float]], rounds: int, stores: tuple[str, ...]) -> None:
+    baseline, threaded, *ours_by_store = samples
+    by_store = dict(zip(stores, ours_by_store, strict=True))
+    ours = by_store.get("on", ours_by_store[0])  # the product as shipped: store on
     per_round = max(1, len(ours) // rounds)
     print(f"{mode}: {len(ours)} prompts per side, in {rounds} alternating rounds")
     print(f"  bare SDK  prompt → first notification : {describe(baseline)}")
     print(f"    same, with a worker-thread turn     : {describe(threaded)}")
-    print(f"  acp-progress prompt → think card      : {describe(ours)}")
+    for store, samples_of in by_store.items():
+        print(f"  acp-progress prompt → think card, store {store:3s}: {describe(samples_of)}")
+    label = f" (store {stores[0]})" if len(stores) == 1 else " (store on)"
+    print(f"  acp-progress{label}")
     for name, base in (("bare SDK", baseline), ("bare SDK with a worker-thread turn", threaded)):
-        shares = round_ratios(round_medians(ours, per_round), round_medians(base, per_round))
-        print(
-            f"  vs {name}: ratio of medians {statistics.median(ours) / statistics.median(base):.2f}x,"
-            f" median of the rounds' own ratios {shares.median:.2f}x ({shares.spread()})"
-        )
+        print("  " + compare(f"vs {name}", ours, base, per_round))
+    if len(by_store) == 2:
+        print("  " + compare("store on vs store off", by_store["on"], by_store["off"], per_round))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ with their order rotated each round and the garbage collected before each path, 
 runs first or inherits another's garbage; the throughput ratio is the median of the rounds' own
 ratios.
 
+A fourth path is ours again with the session store recording, as the agent runs it: the recorder
+observes every update the outbox sends (a SQLite store in a temporary directory, its background
+writer running); its ratio to the store-off path is the store's cost on tool progress.
+
 Usage: python scripts/bench_tool_progress.py [--latency-runs 2000] [--burst 20000] [--rounds 9]
 """
 
@@ -27,6 +31,7 @@ import gc
 import socket
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -44,6 +49,8 @@ from acp_adapter.agent.tool_cards import AcpToolObserver  # noqa: E402
 from acp_adapter.cancel import CancelToken  # noqa: E402
 from acp_adapter.events import SessionStream, UpdateOutbox  # noqa: E402
 from acp_adapter.models.base import ToolCall  # noqa: E402
+from acp_adapter.store import BackgroundWriter, SqliteStore  # noqa: E402
+from acp_adapter.store.recorder import ConversationRecorder  # noqa: E402
 from acp_adapter.tooling.toolbox import ToolContext  # noqa: E402
 
 
@@ -137,10 +144,31 @@ async def bench_bare(latency_runs: int, burst: int, make: Any = small_update) ->
     return latencies, rate
 
 
-async def bench_ours(latency_runs: int, burst: int) -> tuple[list[float], float]:
+async def bench_ours(latency_runs: int, burst: int, state: Path | None = None) -> tuple[list[float], float]:
+    """Our path; with ``state``, the session store records the turn as the agent's does."""
+    if state is None:
+        return await _bench_ours(latency_runs, burst, None)
+    store = SqliteStore(state)
+    writer = BackgroundWriter(store)
+    recorder = ConversationRecorder(store, writer)
+    recorder.open_session("s", str(ROOT))
+    recorder.begin_turn("s", str(ROOT), [text_block("search for TODO")], "search for TODO")
+    try:
+        return await _bench_ours(latency_runs, burst, recorder)
+    finally:
+        recorder.end_turn("s", [])
+        writer.close()
+        store.close()
+
+
+async def _bench_ours(
+    latency_runs: int, burst: int, recorder: ConversationRecorder | None
+) -> tuple[list[float], float]:
     agent_conn, client_conn, arrivals = await connect()
     loop = asyncio.get_running_loop()
     outbox = UpdateOutbox(agent_conn, loop)
+    if recorder is not None:
+        outbox.observers.append(recorder.observe)
     stream = SessionStream("s", outbox)
     stream.begin_turn()
     cancel = CancelToken()
@@ -264,21 +292,28 @@ async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-runs", type=int, default=2000)
     parser.add_argument("--burst", type=int, default=20000)
-    parser.add_argument("--rounds", type=int, default=9, help="alternating rounds of the three paths")
+    parser.add_argument("--rounds", type=int, default=9, help="alternating rounds of the four paths")
     parser.add_argument("--slow-reports", type=int, default=20000, help="values the slow-client case reports")
     parser.add_argument(
         "--read-interval", type=float, default=0.001, help="seconds the slow client takes per line (1,000/s)"
     )
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="acp-bench-state-") as state:
+        return await bench(args, Path(state))
+
+
+async def bench(args: argparse.Namespace, state: Path) -> int:
     runs, burst = max(1, args.latency_runs // args.rounds), max(1, args.burst // args.rounds)
     bare_lat: list[float] = []
     same_lat: list[float] = []
     ours_lat: list[float] = []
-    rates: dict[str, list[float]] = {"bare": [], "same": [], "ours": []}
+    stored_lat: list[float] = []
+    rates: dict[str, list[float]] = {"bare": [], "same": [], "ours": [], "stored": []}
     paths: list[tuple[str, list[float], Callable[[], Awaitable[tuple[list[float], float]]]]] = [
         ("bare", bare_lat, lambda: bench_bare(runs, burst)),
         ("same", same_lat, lambda: bench_bare(runs, burst, same_update)),
         ("ours", ours_lat, lambda: bench_ours(runs, burst)),
+        ("stored", stored_lat, lambda: bench_ours(runs, burst, state)),
     ]
     for round_ in range(args.rounds):  # alternate, so a change in the machine's load hits all three
         turn = round_ % len(paths)  # and rotate, so no path always runs first or right after another
@@ -299,6 +334,13 @@ async def main() -> int:
             f"vs bare SDK, {name:12s}: latency {ratio:.2f}x, "
             f"throughput {shares.median:.2f}x of the SDK's (median of rounds; {shares.spread()})"
         )
+    stored_rate = statistics.median(rates["stored"])
+    store_cost = round_ratios(rates["stored"], rates["ours"])
+    print(f"same, session store recording     : {fmt(stored_lat)}  burst {stored_rate:9.0f} updates/s")
+    print(
+        f"store on vs store off: latency {statistics.median(stored_lat) / statistics.median(ours_lat):.2f}x, "
+        f"throughput {store_cost.median:.2f}x (median of rounds; {store_cost.spread()})"
+    )
     # in practice the ceiling of the first ratio: what the update's size alone costs the SDK
     payload = round_ratios(rates["same"], rates["bare"])
     print(

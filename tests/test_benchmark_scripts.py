@@ -49,6 +49,9 @@ def test_spinner_benchmark_reports_both_modes_against_both_baselines() -> None:
     # each mode compares with the bare agent and with the bare agent of our turn's shape
     assert len(re.findall(r"vs bare SDK: ratio of medians \d+\.\d\dx", out)) == 2, out
     assert len(re.findall(r"vs bare SDK with a worker-thread turn: .* \(rounds \d", out)) == 2, out
+    # our agent with its session store on and off, side by side, and the store's cost as a ratio
+    assert len(re.findall(r"think card, store on : median", out)) == 2, out
+    assert len(re.findall(r"store on vs store off: ratio of medians \d+\.\d\dx", out)) == 2, out
 
 
 def test_tool_progress_benchmark_reports_both_baselines() -> None:
@@ -64,6 +67,8 @@ def test_tool_progress_benchmark_reports_both_baselines() -> None:
         "300",
     )
     assert "3 alternating rounds of 30 updates per path" in out, out
+    # the same path with the session store recording, and the store's cost as a ratio
+    assert re.search(r"store on vs store off: latency \d+\.\d\dx, throughput \d+\.\d\dx", out), out
     slow = re.search(r"slow client .*: tool took \d+ ms vs \d+ ms with an instant client \((\d+\.\d\d)x", out)
     assert slow is not None, out
     delivered = re.search(r"delivered (\d+) of 300", out)

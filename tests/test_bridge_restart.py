@@ -147,6 +147,41 @@ def test_console_bridge_restart_goes_on_in_the_same_session(
     assert "search for TODO" not in two.stdout and "I searched" not in two.stdout, two.stdout
 
 
+def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversation(
+    cfg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent answers ``loadSession: false``: after a restart the chat cannot go on in its
+    stored session, so the bridge opens a new one and says so in the chat, once."""
+    import shlex
+    import sys
+
+    from acp_adapter.frontends.bridges.runner import NEW_CONVERSATION
+
+    agent = (
+        f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'agents' / 'progress_agent.py'))}"
+    )
+    assert (
+        main(["bridge", "create", "nl", "--platform", "console", "--cwd", str(ROOT), "--agent", agent]) == 0
+    )
+    run = [*acp_progress(), "bridge", "run", "nl"]
+    one = subprocess.run(
+        run, input="hello\n", env=env(cfg), cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert one.returncode == 0, one.stderr
+    assert "echo: hello" in one.stdout and "new conversation" not in one.stdout, one.stdout
+    first = show("nl", capsys)["chats"][0]["session_id"]
+    two = subprocess.run(
+        run, input="again\n", env=env(cfg), cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert two.returncode == 0, two.stderr
+    notice = NEW_CONVERSATION.format(why="the agent cannot reload the earlier one")
+    assert two.stdout.count(notice) == 1, two.stdout
+    assert "echo: again" in two.stdout, two.stdout
+    assert two.stdout.index(notice) < two.stdout.index("echo: again")  # said before the answer
+    # one chat, its session the new one (this agent numbers its sessions per process)
+    assert [c["session_id"] for c in show("nl", capsys)["chats"]] == [first]
+
+
 def test_a_closed_stdout_pipe_is_quiet(cfg: Path) -> None:
     """Before: ``… | head`` printed ``typing failed: [Errno 32] Broken pipe``."""
     assert main(["bridge", "create", "con", "--platform", "console", "--cwd", str(ROOT)]) == 0

@@ -190,3 +190,22 @@ def test_session_errors_are_one_line(dirs) -> None:
     assert nothing.returncode == 1 and "no session to continue" in nothing.stderr
     cannot = _run(["sessions", "--agent", f"{sys.executable} -c 'import sys; sys.exit(0)'"], work, state)
     assert cannot.returncode == 2 and cannot.stderr.count("\n") == 1, cannot.stderr
+
+
+def test_watch_session_loads_that_session_not_the_newest_and_goes_on_in_it(dirs) -> None:
+    work, state = dirs
+    older = _run(["watch", "--summary", "off", "what is 2+2"], work, state)
+    assert older.returncode == 0, older.stderr
+    newer = _run(["watch", "--summary", "off", "what is 5*5"], work, state)
+    assert newer.returncode == 0, newer.stderr
+    rows = _run(["sessions", "--cwd", str(work)], work, state).stdout.splitlines()
+    assert rows[1].endswith("what is 2+2"), rows
+    picked = rows[1].split()[0]
+    out = _run(["watch", "--summary", "off", "--session", picked, "what is 7+7"], work, state)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert f"── session {picked} ──" in text and "› what is 2+2" in text and "2+2 = 4" in text
+    assert "what is 5*5" not in text, "the session asked for, not the newest, is replayed"
+    assert text.index("── continued ──") < text.index("7+7 = 14")
+    listed = _json_lines(_run(["sessions", "--json", "--cwd", str(work)], work, state).stdout)
+    assert listed[0]["sessionId"] == picked, "the prompt went into that session (now the newest)"

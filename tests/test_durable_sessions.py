@@ -8,6 +8,7 @@ heartbeat, no progress snapshot) and goes on with the history.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,15 @@ async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_
     ws = _workspace(tmp_path)
     state = str(tmp_path / "state")
     first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
-    async with inprocess_agent(RecordingClient(), first) as conn:
+    live = RecordingClient()
+    async with inprocess_agent(live, first) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "search the workspace for TODO")).stop_reason == "end_turn"
         assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+    # the first prompt named the session, and the client was told live, once
+    infos = [u for u in live.for_session(sid) if isinstance(u, SessionInfoUpdate)]
+    assert [i.title for i in infos] == ["search the workspace for TODO"]
+    assert infos[0].updated_at and infos[0].updated_at.endswith("Z")
 
     client = RecordingClient()
     second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
@@ -232,3 +238,180 @@ async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path
     assert "echo denied" in rows[0]["title"] and rows[0]["sessionId"] == sid
     text = await anyio.to_thread.run_sync(lambda: _cli(env, "audit"))
     assert "denied" in text.stdout and "allowed" in text.stdout
+
+
+async def _delete_session(conn: Any, session_id: str) -> Any:
+    """``session/delete`` from the SDK's client side: 0.12's ClientSideConnection has no
+    ``delete_session`` method, so the request goes through its connection with the SDK's own
+    request/response models and serialisation (no hand-built JSON)."""
+    from acp.meta import AGENT_METHODS
+    from acp.schema import DeleteSessionRequest, DeleteSessionResponse
+    from acp.utils import request_model_from_dict
+
+    return await request_model_from_dict(
+        conn._conn,
+        AGENT_METHODS["session_delete"],
+        DeleteSessionRequest(session_id=session_id),
+        DeleteSessionResponse,
+    )
+
+
+@pytest.mark.anyio
+async def test_session_delete_is_advertised_and_removes_a_session_for_good(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+        from acp import PROTOCOL_VERSION
+
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        assert init.agent_capabilities.session_capabilities.delete is not None
+        keep = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        gone = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        await prompt_text(conn, keep, "what is 1+1")
+        await prompt_text(conn, gone, "what is 2+2")
+        assert await _delete_session(conn, gone) is not None
+        assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [keep]
+        with pytest.raises(RequestError) as err:  # gone from memory too: no prompt, no load
+            await prompt_text(conn, gone, "still there?")
+        assert err.value.code == -32602 and gone in str(err.value.data)
+        with pytest.raises(RequestError) as err:
+            await _delete_session(conn, gone)
+        assert err.value.code == -32602 and f"unknown session id {gone}" in str(err.value.data)
+        with pytest.raises(RequestError) as err:
+            await _delete_session(conn, "sess_never")
+        assert err.value.code == -32602 and "sess_never" in str(err.value.data)
+
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):  # and from the disk
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [keep]
+        with pytest.raises(RequestError) as err:
+            await conn.load_session(cwd=str(ws), session_id=gone, mcp_servers=[])
+        assert gone in str(err.value.data)
+        await _delete_session(conn, keep)  # a stored session this process never opened
+        assert (await conn.list_sessions()).sessions == []
+
+
+@pytest.mark.anyio
+async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    garbage = b"\x00\xffnot a database at all\n" * 500
+    (state / DATABASE_NAME).write_bytes(garbage)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, log):
+        aside = [p for p in state.iterdir() if ".corrupt-" in p.name]
+        assert len(aside) == 1 and aside[0].read_bytes() == garbage, "the unreadable file was not kept"
+        errors = [line for line in log.read_text().splitlines() if "ERROR" in line]
+        assert len(errors) == 1, errors
+        assert str(aside[0]) in errors[0] and "fresh" in errors[0]
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+        assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, log):  # the fresh database is the store now
+        assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        users = [u.content.text for u in client.for_session(sid) if isinstance(u, UserMessageChunk)]
+        assert users == ["what is 2+2"]
+        assert "ERROR" not in log.read_text()
+    assert len([p for p in state.iterdir() if ".corrupt-" in p.name]) == 1
+
+
+@pytest.mark.anyio
+async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_keeps_them(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+    import time
+
+    state = tmp_path / "state"
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+        old = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await prompt_text(conn, old, "what is 1+1")
+        fresh = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        await prompt_text(conn, fresh, "what is 2+2")
+    db = sqlite3.connect(state / DATABASE_NAME)
+    with db:
+        db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 3 * 86_400, old))
+    db.close()
+
+    keep_all = {**env, "ACP_PROGRESS_SESSION_RETENTION_DAYS": "0"}
+    async with spawn_agent(RecordingClient(), env=keep_all) as (conn, _proc, _log):
+        assert {s.session_id for s in (await conn.list_sessions()).sessions} == {old, fresh}
+
+    one_day = {**env, "ACP_PROGRESS_SESSION_RETENTION_DAYS": "1"}
+    async with spawn_agent(RecordingClient(), env=one_day) as (conn, _proc, _log):
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [fresh]
+        with pytest.raises(RequestError) as err:
+            await conn.load_session(cwd=str(tmp_path), session_id=old, mcp_servers=[])
+        assert old in str(err.value.data)
+
+
+@pytest.mark.anyio
+async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(tmp_path: Path) -> None:
+    """SIGKILL while a long tool runs: the prompt was written when the turn began, so the next
+    process replays it, closed by an "(interrupted)" note, with no card left in progress; and
+    the conversation goes on."""
+    from acp_adapter.store.recorder import INTERRUPTED_NOTE
+
+    ws = _workspace(tmp_path)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, proc, _log):
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+        running = asyncio.ensure_future(prompt_text(conn, sid, "wait 10 seconds"))
+        for _ in range(200):  # until the wait tool's card is out: the turn is well under way
+            if any(isinstance(u, ToolCallStart) and u.kind != "think" for u in client.for_session(sid)[-20:]):
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the wait tool never started")
+        proc.send_signal(signal.SIGKILL)
+        await asyncio.wait_for(proc.wait(), 10)
+        running.cancel()
+        with contextlib.suppress(BaseException):
+            await running
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        listed = await conn.list_sessions(cwd=str(ws))
+        assert [s.session_id for s in listed.sessions] == [sid]
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        replay = client.for_session(sid)
+        users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
+        assert users == ["what is 1+1", "wait 10 seconds"]
+        texts = [u.content.text for u in replay if isinstance(u, AgentMessageChunk)]
+        assert texts[-1] == INTERRUPTED_NOTE, texts
+        kinds = _kinds(replay)
+        assert kinds.index("agent_message_chunk", kinds.index("user_message_chunk", 1)) > kinds.index(
+            "user_message_chunk", 1
+        ), "the note closes the interrupted turn, after its prompt"
+        statuses = [u.status for u in replay if isinstance(u, ToolCallStart | ToolCallProgress)]
+        assert "in_progress" not in statuses and "pending" not in statuses
+        assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):  # closed once, for good
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        replay = client.for_session(sid)
+        texts = [u.content.text for u in replay if isinstance(u, AgentMessageChunk)]
+        assert texts.count(INTERRUPTED_NOTE) == 1
+        users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
+        assert users == ["what is 1+1", "wait 10 seconds", "what is 3+3"]
+    # the model history the conversation goes on with knows what was asked and that it broke off
+    from acp_adapter.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "state")
+    try:
+        stored = store.load(sid)
+    finally:
+        store.close()
+    assert stored is not None
+    said = [(m["role"], m["content"]) for m in stored.history if m["role"] in ("user", "assistant")]
+    asked = [content for role, content in said if role == "user"]
+    assert asked == ["what is 1+1", "wait 10 seconds", "what is 3+3"]
+    assert ("assistant", INTERRUPTED_NOTE) in said

@@ -248,3 +248,123 @@ def test_a_session_written_by_one_process_is_read_by_another_while_open(tmp_path
     loaded = reader.load("other")
     assert loaded is not None and len(loaded.events) == 200
     reader.close()
+
+
+#: Holds an exclusive lock on the database (a rollback-journal transaction, so even readers wait)
+#: until its stdin closes; prints "locked" once it holds it.
+HOLD_LOCK = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    db = sqlite3.connect(sys.argv[1], isolation_level=None)
+    db.execute("PRAGMA journal_mode = DELETE")
+    db.execute("BEGIN EXCLUSIVE")
+    db.execute("UPDATE sessions SET title = title")
+    print("locked", flush=True)
+    sys.stdin.read()
+    if len(sys.argv) > 2:
+        time.sleep(float(sys.argv[2]))
+    db.execute("COMMIT")
+    """
+)
+
+
+def _hold_lock(path: Path, hold_after_stdin: float | None = None) -> subprocess.Popen[str]:
+    args = [sys.executable, "-c", HOLD_LOCK, str(path)]
+    if hold_after_stdin is not None:
+        args.append(str(hold_after_stdin))
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_a_locked_database_is_never_moved_aside(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holding the lock past the busy timeout is not corruption: the agent falls
+    back to memory with one error line, and the (healthy, in use) file stays where it is."""
+    first = SqliteStore(tmp_path)
+    first.upsert_session(_record("kept", title="still here"))
+    first.close()
+    holder = _hold_lock(tmp_path / DATABASE_NAME)
+    try:
+        with pytest.raises(StoreError, match="locked by another process"):
+            SqliteStore(tmp_path, busy_timeout=0.3)
+        monkeypatch.setattr("acp_adapter.store.sqlite.BUSY_TIMEOUT_S", 0.3)
+        with caplog.at_level(logging.INFO, logger="acp_progress"):
+            store = open_store(tmp_path)
+        assert isinstance(store, MemoryStore)
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert len(errors) == 1 and "\n" not in errors[0].getMessage()
+        assert "locked" in errors[0].getMessage() and "memory" in errors[0].getMessage()
+        assert not [p for p in tmp_path.iterdir() if ".corrupt-" in p.name], "a busy database was moved aside"
+    finally:
+        holder.communicate("", timeout=10)
+    again = SqliteStore(tmp_path)
+    loaded = again.load("kept")
+    assert loaded is not None and loaded.record.title == "still here"
+    again.close()
+
+
+def test_a_lock_released_within_the_busy_timeout_is_waited_for(tmp_path: Path) -> None:
+    SqliteStore(tmp_path).close()
+    holder = _hold_lock(tmp_path / DATABASE_NAME, hold_after_stdin=0.5)
+    assert holder.stdin is not None
+    holder.stdin.close()  # it lets go half a second from now
+    try:
+        store = SqliteStore(tmp_path, busy_timeout=8.0)
+        store.upsert_session(_record("after"))
+        assert store.load("after") is not None
+        store.close()
+    finally:
+        holder.wait(10)
+    assert not [p for p in tmp_path.iterdir() if ".corrupt-" in p.name]
+
+
+def test_only_corruption_codes_count_as_corrupt() -> None:
+    from acp_adapter.store.sqlite import is_busy, is_corrupt
+
+    def err(code: int, message: str) -> sqlite3.Error:
+        exc = sqlite3.DatabaseError(message)
+        exc.sqlite_errorcode = code  # type: ignore[attr-defined]
+        return exc
+
+    assert is_corrupt(err(sqlite3.SQLITE_CORRUPT, "database disk image is malformed"))
+    assert is_corrupt(err(sqlite3.SQLITE_NOTADB, "file is not a database"))
+    assert not is_corrupt(err(sqlite3.SQLITE_BUSY, "database is locked"))
+    assert is_busy(err(sqlite3.SQLITE_BUSY, "database is locked"))
+    assert is_busy(err(sqlite3.SQLITE_LOCKED | (1 << 8), "database table is locked"))
+    assert not is_corrupt(err(sqlite3.SQLITE_CANTOPEN, "unable to open database file"))
+    assert not is_corrupt(err(sqlite3.SQLITE_IOERR, "disk I/O error"))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_a_turn_begun_and_never_ended_is_closed_once_as_interrupted(tmp_path: Path, kind: str) -> None:
+    """The prompt is on disk as soon as the turn begins; a recorder of a later process (here: one
+    that never ran the turn) closes it with a note, in the conversation and the model history."""
+    from acp import text_block
+
+    from acp_adapter.store.recorder import INTERRUPTED_NOTE, OPEN_TURNS, ConversationRecorder
+
+    store: SqliteStore | MemoryStore = SqliteStore(tmp_path) if kind == "sqlite" else MemoryStore()
+    writer = BackgroundWriter(store)
+    first = ConversationRecorder(store, writer)
+    first.open_session("s", "/w")
+    first.begin_turn("s", "/w", [text_block("what is 1+1")], "what is 1+1")
+    first.end_turn("s", [{"role": "user", "content": "what is 1+1"}, {"role": "assistant", "content": "2"}])
+    first.begin_turn("s", "/w", [text_block("wait 10 seconds")], "wait 10 seconds")
+    writer.flush()
+    assert store.get(OPEN_TURNS, "s") is not None
+    assert first.close_interrupted("s") is False, "the recorder running that turn leaves it open"
+
+    later = ConversationRecorder(store, writer)  # the next process: it never ran the turn
+    assert later.close_interrupted("s") is True
+    loaded = store.load("s")
+    assert loaded is not None
+    kinds = [e["sessionUpdate"] for e in loaded.events]
+    assert kinds == ["user_message_chunk", "user_message_chunk", "agent_message_chunk"]
+    assert loaded.events[1]["content"]["text"] == "wait 10 seconds"
+    assert loaded.events[-1]["content"]["text"] == INTERRUPTED_NOTE
+    assert [m["content"] for m in loaded.history] == ["what is 1+1", "2", "wait 10 seconds", INTERRUPTED_NOTE]
+    assert store.get(OPEN_TURNS, "s") is None
+    assert later.close_interrupted("s") is False  # once
+    writer.close()

@@ -103,9 +103,23 @@ def scrub(value: Any) -> Any:
     return redact_value(value)
 
 
-class SessionStore(Protocol):
+class KeyValueStore(Protocol):
+    """Small durable state of the front-ends: a chat's session id, an update offset, a thread's
+    session. Namespaced so front-ends never collide."""
+
+    def put(self, namespace: str, key: str, value: Any) -> None: ...
+
+    def get(self, namespace: str, key: str) -> Any | None: ...
+
+    def items(self, namespace: str) -> list[tuple[str, Any]]: ...
+
+    def remove(self, namespace: str, key: str) -> None: ...
+
+
+class SessionStore(KeyValueStore, Protocol):
     """The session store's interface; :class:`~acp_adapter.store.sqlite.SqliteStore` and
-    :class:`~acp_adapter.store.memory.MemoryStore` implement it."""
+    :class:`~acp_adapter.store.memory.MemoryStore` implement it. It includes the key-value state:
+    the recorder keeps its open-turn markers there."""
 
     def upsert_session(self, record: SessionRecord) -> None: ...
 
@@ -132,16 +146,3 @@ class SessionStore(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-class KeyValueStore(Protocol):
-    """Small durable state of the front-ends: a chat's session id, an update offset, a thread's
-    session. Namespaced so front-ends never collide."""
-
-    def put(self, namespace: str, key: str, value: Any) -> None: ...
-
-    def get(self, namespace: str, key: str) -> Any | None: ...
-
-    def items(self, namespace: str) -> list[tuple[str, Any]]: ...
-
-    def remove(self, namespace: str, key: str) -> None: ...

@@ -11,11 +11,19 @@ presentation; none is left ``in_progress``.
 The recorder keeps a turn's entries in memory while it runs (it is fed on the event loop by the
 outbox's observer) and hands them to the store's background writer when the turn ends, with the
 model history the agent needs to go on, so the disk never sits on the hot path.
+
+The user's prompt is the exception: it is queued when the turn begins, with an *open turn* marker
+(the front-end state namespace :data:`OPEN_TURNS`: this process's id), which the turn's end
+removes. An agent killed mid-turn thus still has the prompt on disk; the next process that loads
+or prompts the session finds the marker of a process that no longer runs and closes the turn with
+an "(interrupted)" note (:meth:`ConversationRecorder.close_interrupted`). A marker whose process
+still runs (another editor window in the middle of that turn) is left alone.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +46,14 @@ from acp_adapter.safety.redact import redact_text
 from acp_adapter.store.base import JsonObject, SessionRecord
 from acp_adapter.store.writer import BackgroundWriter
 
-__all__ = ["TITLE_CAP", "ConversationRecorder", "replay_updates", "title_from"]
+__all__ = [
+    "INTERRUPTED_NOTE",
+    "OPEN_TURNS",
+    "TITLE_CAP",
+    "ConversationRecorder",
+    "replay_updates",
+    "title_from",
+]
 
 log = logging.getLogger("acp_progress.store")
 
@@ -46,6 +61,22 @@ log = logging.getLogger("acp_progress.store")
 TITLE_CAP = 80
 _META_KEY = "acpProgress"
 _TERMINAL = {"completed", "failed"}
+#: Front-end state namespace of the turns begun and not yet ended: session id -> {"pid", "at"}.
+OPEN_TURNS = "agent.open-turns"
+#: What closes a turn its agent never finished (killed, crashed, the machine went down).
+INTERRUPTED_NOTE = "(interrupted — the agent stopped before this turn finished)"
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
 
 
 def title_from(text: str) -> str | None:
@@ -82,6 +113,8 @@ class _Turn:
     think_cards: set[str] = field(default_factory=set)
     plan_at: int | None = None
     usage: JsonObject | None = None
+    #: how many of ``entries`` (the prompt) were written when the turn began
+    written: int = 0
 
 
 class ConversationRecorder:
@@ -115,15 +148,22 @@ class ConversationRecorder:
         for block in prompt:
             chunk = UserMessageChunk(session_update="user_message_chunk", content=block)
             turn.entries.append(_dump(chunk))
-        if session_id in self._titled:
-            return None
-        title = title_from(text)
-        if title is None:
-            return None
-        self._titled.add(session_id)
         now = self._clock()
-        record = SessionRecord(session_id, cwd, title, now, now)
-        self.writer.submit(lambda: self.store.upsert_session(record))
+        title = None if session_id in self._titled else title_from(text)
+        if title is not None:
+            self._titled.add(session_id)
+            record = SessionRecord(session_id, cwd, title, now, now)
+            self.writer.submit(lambda: self.store.upsert_session(record))
+        # the prompt goes to disk now, marked open, so a turn killed mid-way is not lost
+        prompt_entries = [dict(entry) for entry in turn.entries]
+        turn.written = len(prompt_entries)
+        marker = {"pid": os.getpid(), "at": now, "prompt": text}
+
+        def write() -> None:
+            self.store.append_events(session_id, prompt_entries, now)
+            self.store.put(OPEN_TURNS, session_id, marker)
+
+        self.writer.submit(write)
         return title
 
     def observe(self, session_id: str, update: Any) -> None:
@@ -184,7 +224,7 @@ class ConversationRecorder:
     def end_turn(self, session_id: str, history: Sequence[JsonObject]) -> None:
         """The turn answered: queue its entries (every tool in a terminal state) and the history."""
         turn = self._turns.pop(session_id, None)
-        entries = list(turn.entries) if turn is not None else []
+        entries = list(turn.entries[turn.written :]) if turn is not None else []
         for entry in entries:
             if entry.get("sessionUpdate") == "tool_call" and entry.get("status") not in _TERMINAL:
                 entry["status"] = "failed"  # cannot happen (contract 1), but a replay never spins
@@ -196,6 +236,7 @@ class ConversationRecorder:
         def write() -> None:
             self.store.append_events(session_id, entries, now)
             self.store.replace_history(session_id, snapshot)
+            self.store.remove(OPEN_TURNS, session_id)
 
         self.writer.submit(write)
 
@@ -203,12 +244,46 @@ class ConversationRecorder:
         self._turns.pop(session_id, None)
         self._titled.discard(session_id)
 
+    def close_interrupted(self, session_id: str) -> bool:
+        """Close the session's stored turn that was begun and never ended by a process that no
+        longer runs: an "(interrupted)" agent note is appended (to the conversation, and with the
+        prompt to the model history) and the marker removed, so a load shows where the
+        conversation broke off and later prompts go on knowing it. Synchronous (the store's thread or a worker
+        thread, after the writer was flushed); True when a turn was closed."""
+        marker = self.store.get(OPEN_TURNS, session_id)
+        if not isinstance(marker, dict):
+            return False
+        pid = marker.get("pid")
+        if isinstance(pid, int) and session_id in self._turns and pid == os.getpid():
+            return False  # this process is running that turn
+        if isinstance(pid, int) and pid != os.getpid() and _process_alive(pid):
+            return False  # another agent process is in the middle of it
+        note = AgentMessageChunk(
+            session_update="agent_message_chunk",
+            content=TextContentBlock(type="text", text=INTERRUPTED_NOTE),
+        )
+        with self.store.batch():
+            self.store.append_events(session_id, [_dump(note)], self._clock())
+            stored = self.store.load(session_id)
+            prompt = marker.get("prompt")
+            if stored is not None and isinstance(prompt, str):  # the model, too, knows what was asked
+                turn = [
+                    {"role": "user", "content": prompt},
+                    {"role": "assistant", "content": INTERRUPTED_NOTE},
+                ]
+                self.store.replace_history(session_id, [*stored.history, *turn])
+            self.store.remove(OPEN_TURNS, session_id)
+        log.info("session %s: closed a turn its agent (pid %s) never finished", session_id, pid)
+        return True
+
 
 def replay_updates(session_id: str, events: Sequence[JsonObject]) -> list[Any]:
     """The stored entries as schema update objects, in order; an entry that no longer validates
     (written by another version) is skipped with a warning rather than failing the load."""
     updates: list[Any] = []
     for event in events:
+        if event.get("sessionUpdate") == "tool_call" and event.get("status") not in _TERMINAL:
+            event = {**event, "status": "failed"}  # a replay never leaves a card spinning
         try:
             note = SessionNotification.model_validate({"sessionId": session_id, "update": event})
         except ValueError:

@@ -9,9 +9,14 @@ Why each choice:
   is brought up to date on open; a newer one (written by a later acp-progress) is refused with a
   message that says so, rather than read wrongly or "upgraded" into something the newer version
   no longer understands.
-* **A corrupt or unreadable file is moved aside, never deleted** — the agent must keep working, and
-  nothing is lost silently: the file (and its ``-wal``/``-shm``) become ``….corrupt-<time>``, one
-  error line names it, and a fresh database is used.
+* **A corrupt file is moved aside, never deleted** — the agent must keep working, and nothing is
+  lost silently: the file (and its ``-wal``/``-shm``) become ``….corrupt-<time>``, one error line
+  names it, and a fresh database is used. Only real corruption does this (SQLite says
+  ``SQLITE_CORRUPT`` or ``SQLITE_NOTADB``, or ``quick_check`` fails): a database that is merely
+  busy — another process holds its lock past the busy timeout — is healthy and in use, so moving
+  it (and its WAL) aside would split one store in two. Busy is retried until the busy timeout;
+  then, as for any other error (an unwritable directory, a full disk), :class:`StoreError` is
+  raised and the caller keeps sessions in memory, leaving the file alone.
 * **Directory 0700, files 0600** — conversations are private to the user.
 * **One connection guarded by a lock** (``check_same_thread=False``) — the store is used from the
   background writer thread and from request handlers; SQLite serialises writes anyway.
@@ -50,6 +55,32 @@ log = logging.getLogger("acp_progress.store")
 DATABASE_NAME = "sessions.sqlite3"
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 10.0
+
+#: SQLite's primary result codes that mean "this file is not a sound database"
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+#: … and those that mean "another connection holds the lock": the file is fine, wait for it
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+class _IntegrityError(StoreError):
+    """``PRAGMA quick_check`` found the database damaged."""
+
+
+def _primary_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """True only for errors that say the file itself is damaged or not a database."""
+    if isinstance(exc, _IntegrityError):
+        return True
+    return isinstance(exc, sqlite3.Error) and _primary_code(exc) in _CORRUPT_CODES
+
+
+def is_busy(exc: BaseException) -> bool:
+    """True for "database is locked"/"busy": another connection holds the lock."""
+    return isinstance(exc, sqlite3.Error) and _primary_code(exc) in _BUSY_CODES
 
 
 def _run_script(db: sqlite3.Connection, script: str) -> None:
@@ -151,35 +182,61 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
 class SqliteStore:
     """Sessions, permission audit and front-end state in one SQLite file."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, busy_timeout: float | None = None) -> None:
         self.directory = directory
         _private_dir(directory)
         self.path = directory / DATABASE_NAME
         self._lock = threading.Lock()
+        #: how long a lock held by another process is waited for (default :data:`BUSY_TIMEOUT_S`)
+        self.busy_timeout = BUSY_TIMEOUT_S if busy_timeout is None else busy_timeout
         try:
-            self._db = self._open()
+            self._db = self._open_waiting()
         except StoreVersionError:
             raise
-        except (sqlite3.DatabaseError, StoreError) as exc:
+        except (sqlite3.Error, StoreError) as exc:
+            if isinstance(exc, StoreError) and not is_corrupt(exc):  # busy past the timeout
+                raise
+            if not is_corrupt(exc):  # unwritable, I/O, full disk: the file stays put
+                raise StoreError(f"cannot open the session database {self.path}: {exc}") from exc
             _move_aside(self.path, str(exc))
-            self._db = self._open()
+            self._db = self._open_waiting()
 
     # ------------------------------------------------------------------ opening and migrating
 
-    def _open(self) -> sqlite3.Connection:
+    def _open_waiting(self) -> sqlite3.Connection:
+        """:meth:`_open`, tried again while another process holds the database's lock, until
+        the busy timeout has passed in all (SQLite's own busy handler does not cover every step
+        of opening, e.g. WAL recovery or switching the journal mode)."""
+        deadline = time.monotonic() + self.busy_timeout
+        while True:
+            try:
+                return self._open(max(0.0, deadline - time.monotonic()))
+            except sqlite3.Error as exc:
+                if not is_busy(exc) or time.monotonic() >= deadline:
+                    if is_busy(exc):
+                        raise StoreError(
+                            f"the session database {self.path} stayed locked by another process "
+                            f"for {self.busy_timeout:g} s ({exc})"
+                        ) from exc
+                    raise
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+    def _open(self, wait: float) -> sqlite3.Connection:
         fresh = not self.path.exists()
         if fresh:  # create it 0600 before SQLite does (its default follows the umask)
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=wait, check_same_thread=False, isolation_level=None)
         try:
-            db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA foreign_keys = ON")
             db.execute("PRAGMA synchronous = NORMAL")
             check = db.execute("PRAGMA quick_check").fetchone()
             if check is None or check[0] != "ok":
-                raise StoreError(f"integrity check failed: {check[0] if check else 'no answer'}")
+                raise _IntegrityError(f"integrity check failed: {check[0] if check else 'no answer'}")
             self._migrate(db)
+            # once open, every later statement waits the full busy timeout for another process
+            db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         except BaseException:
             db.close()
             raise
