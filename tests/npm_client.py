@@ -1,7 +1,7 @@
 """The locked npm packages of ``tests/agui_client`` (``@ag-ui/client``, ``acpx``), installed once.
 
 Real third-party clients drive this project in some tests. They are pinned in
-``tests/agui_client/package.json`` and its lock file; ``npm ci`` installs them when a package a
+``tests/agui_client/package.json`` and its lock file; ``npm install`` installs them when a package a
 test needs is missing. Test workers (``pytest -n``) may get here together on a fresh checkout:
 one installs under the lock file, the others wait.
 """
@@ -22,6 +22,13 @@ __all__ = ["CLIENT_DIR", "node_with_packages"]
 CLIENT_DIR = ROOT / "tests" / "agui_client"
 
 
+def INSTALL(npm: str) -> list[str]:
+    """``npm install`` at the locked versions, changing no file. Not ``npm ci``: acpx's dependency
+    ``@openclaw/fs-safe`` lists optional per-platform packages the registry does not serve (darwin,
+    win32 …), which ``npm ci`` counts as a lock file out of sync; ``npm install`` skips them."""
+    return [npm, "install", "--no-audit", "--no-fund", "--no-save"]
+
+
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
@@ -40,7 +47,6 @@ def node_with_packages(*packages: str) -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         modules = CLIENT_DIR / "node_modules"
         if not all((modules / package / "package.json").is_file() for package in packages):
-            npm_ci = [npm, "ci", "--no-audit", "--no-fund"]
-            done = subprocess.run(npm_ci, cwd=CLIENT_DIR, capture_output=True, text=True, timeout=300)
-            assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+            done = subprocess.run(INSTALL(npm), cwd=CLIENT_DIR, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
     return node

@@ -5,16 +5,15 @@ whose verifier rejects any stream that breaks the AG-UI event rules) to run prom
 endpoint started as a subprocess with the command line a user types: tool progress and the
 progress summary, each an activity the client replaces in place. Node ≥ 18 and npm are
 required: this test fails, never skips, without them, so CI cannot pass by not running it.
-``npm ci`` installs the locked client into ``tests/agui_client/node_modules`` when it is missing.
+``npm install`` (tests/npm_client.py) installs the locked client into
+``tests/agui_client/node_modules`` when it is missing.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,34 +27,15 @@ import httpx
 import pytest
 
 from .conftest import ROOT, agent_env
+from .npm_client import CLIENT_DIR, node_with_packages
 
-CLIENT_DIR = ROOT / "tests" / "agui_client"
 SCRIPT = CLIENT_DIR / "run_agent.mjs"
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.fail(f"{name} is required for the AG-UI client test (install Node.js >= 18 with npm)")
-    return path
 
 
 @pytest.fixture(scope="module")
 def node() -> str:
     """The node binary, checked to be >= 18, with the locked @ag-ui/client installed."""
-    node = _tool("node")
-    npm = _tool("npm")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout
-    match = re.match(r"v(\d+)\.", version.strip())
-    assert match and int(match.group(1)) >= 18, f"Node.js >= 18 is required, found {version.strip()}"
-    # test workers (pytest -n 2) may both get here on a fresh checkout: one installs, the other waits
-    with open(CLIENT_DIR / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (CLIENT_DIR / "node_modules" / "@ag-ui" / "client" / "package.json").is_file():
-            npm_ci = [npm, "ci", "--no-audit", "--no-fund"]
-            done = subprocess.run(npm_ci, cwd=CLIENT_DIR, capture_output=True, text=True, timeout=300)
-            assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
-    return node
+    return node_with_packages("@ag-ui/client")
 
 
 def _free_port() -> int:
