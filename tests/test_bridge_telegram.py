@@ -104,7 +104,7 @@ async def test_a_chat_not_on_the_allowlist_runs_nothing(fake: FakeTelegram) -> N
         fake.user_says(STRANGER, "search for TODO")
         await until(lambda: bool(fake.calls_of("sendMessage")), what="refusal")
         await asyncio.sleep(0.3)
-        assert runner._driver is None and runner.route(STRANGER) is None  # no agent, no session
+        assert runner.agent.current is None and runner.route(STRANGER) is None  # no agent, no session
     assert fake.chat_view(STRANGER) == ["search for TODO", REFUSAL]
     assert runner.route(STRANGER) is None
     assert [c.method for c in fake.calls if c.method not in {"getMe", "getUpdates", "deleteWebhook"}] == [

@@ -219,7 +219,7 @@ async def test_edited_messages_and_channel_posts_are_not_prompts(fake: FakeTeleg
         fake.edit_by_user(GROUP, mid, "search for TODO", user_id=ALICE)
         fake.channel_post(CHANNEL, "search for TODO")
         await asyncio.sleep(1.0)
-        assert runner._driver is None and runner.route(GROUP) is None and runner.route(CHANNEL) is None
+        assert runner.agent.current is None and runner.route(GROUP) is None and runner.route(CHANNEL) is None
     assert len(fake.calls_of("sendMessage")) == 1  # only the greeting
     assert fake.bot_messages(CHANNEL) == []
     polls = [c.params.get("allowed_updates") for c in fake.calls_of("getUpdates")]
@@ -249,7 +249,7 @@ async def test_refusals_to_strangers_are_rate_limited(fake: FakeTelegram) -> Non
             fake.user_says(10_000 + n, "let me in")
         await until(lambda: not fake._updates or len(fake.calls_of("getUpdates")) > 5, what="updates read")
         await asyncio.sleep(1.5)
-        assert runner._driver is None
+        assert runner.agent.current is None
     refusals = fake.calls_of("sendMessage")
     assert 1 < len(refusals) <= 20
     assert all(c.params["text"] == REFUSAL for c in refusals)
