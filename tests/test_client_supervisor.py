@@ -203,3 +203,17 @@ async def test_a_killed_agent_process_is_restarted_with_a_new_pid() -> None:
     finally:
         await sup.close()
     assert sup.pid is None
+
+
+async def test_a_start_that_finishes_as_close_begins_does_not_leave_a_driver_running() -> None:
+    sup, factory, clock = supervisor()
+    gate = asyncio.Event()
+    factory.plan = [{"gate": gate}]
+    starting = asyncio.create_task(sup.driver())
+    await clock.settle()
+    gate.set()  # the start completes …
+    closing = asyncio.create_task(sup.close())  # … while close begins, before the caller resumes
+    await asyncio.wait_for(closing, 5)
+    with pytest.raises(AgentError, match="shutting down"):
+        await starting
+    assert factory.made[0].closed and not sup.running

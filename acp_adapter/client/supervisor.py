@@ -237,7 +237,9 @@ class AgentSupervisor:
             raise
         finally:
             self._starting = None
-        self._check_open()
+        if self._closed:  # closed just as the start finished: this driver must not outlive it
+            await driver.close()
+            self._check_open()
         self.adopt(driver)
         log.info(
             "%s: agent started (%s), generation %d", self.name, redact_text(driver.argv[0]), self.generation
