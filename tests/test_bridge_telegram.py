@@ -27,8 +27,10 @@ from acp_adapter.frontends.bridges.platforms.telegram import (
     TelegramSink,
     run_telegram,
 )
+from acp_adapter.frontends.bridges.retry import RetryPolicy
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.safety.logging import RedactingFormatter
+from acp_adapter.summary.clock import ManualClock
 
 from .agents.echo_agent import SECRET as ECHO_SECRET
 from .conftest import ROOT, agent_env
@@ -58,12 +60,20 @@ async def until(predicate: Callable[[], bool], within: float = 30.0, what: str =
 
 @contextlib.asynccontextmanager
 async def bridge(
-    fake: FakeTelegram, instance: BridgeInstance, **runner_kw: Any
+    fake: FakeTelegram, instance: BridgeInstance, policy: RetryPolicy | None = None, **runner_kw: Any
 ) -> AsyncIterator[BridgeRunner]:
     runner = BridgeRunner(instance, agent_env=agent_env(), window=0.3, **runner_kw)
     stop = asyncio.Event()
     task = asyncio.create_task(
-        run_telegram(instance, runner=runner, token=TOKEN, api_url=fake.api_url, stop=stop, poll_timeout=1)
+        run_telegram(
+            instance,
+            runner=runner,
+            token=TOKEN,
+            api_url=fake.api_url,
+            stop=stop,
+            poll_timeout=1,
+            policy=policy,
+        )
     )
     await until(lambda: bool(fake.calls_of("getUpdates")), what="polling")
     try:
@@ -104,7 +114,7 @@ async def test_a_chat_not_on_the_allowlist_runs_nothing(fake: FakeTelegram) -> N
         fake.user_says(STRANGER, "search for TODO")
         await until(lambda: bool(fake.calls_of("sendMessage")), what="refusal")
         await asyncio.sleep(0.3)
-        assert runner._driver is None and runner.route(STRANGER) is None  # no agent, no session
+        assert runner.agent.current is None and runner.route(STRANGER) is None  # no agent, no session
     assert fake.chat_view(STRANGER) == ["search for TODO", REFUSAL]
     assert runner.route(STRANGER) is None
     assert [c.method for c in fake.calls if c.method not in {"getMe", "getUpdates", "deleteWebhook"}] == [
@@ -175,16 +185,28 @@ async def test_secrets_and_the_token_never_reach_the_server_or_the_logs(fake: Fa
 
 
 async def test_429_retry_after_is_honoured_in_order_and_nothing_is_lost(fake: FakeTelegram) -> None:
+    """On a manual clock: each retry goes out once the clock passed its ``retry_after``, never before."""
     fake.rate_limit("sendMessage", retry_after=1, times=1)
     fake.rate_limit("editMessageText", retry_after=1, times=1)
-    async with bridge(fake, tg(tool_progress="all")):
+    clock = ManualClock()
+
+    def limited() -> list[Any]:
+        return [c for c in fake.calls if c.status == 429]
+
+    async with bridge(fake, tg(tool_progress="all"), RetryPolicy(clock=clock)):
         fake.user_says(CHAT, "search for TODO")
+        for n, method in enumerate(("sendMessage", "editMessageText"), 1):
+            await until(lambda n=n: len(limited()) == n, what=f"429 on {method}")
+            await clock.advance(0.99)
+            await asyncio.sleep(0.1)
+            chat_calls = [c for c in fake.calls if c.method != "getUpdates"]
+            assert chat_calls[-1].status == 429  # the chat's worker still waits: nothing after the 429
+            await clock.advance(0.01)
         await until(lambda: any("I searched the workspace" in t for t in fake.chat_view(CHAT)), what="answer")
         await until(lambda: "✅ Searching for TODO" in fake.chat_view(CHAT), what="final edit")
-    limited = [c for c in fake.calls if c.status == 429]
-    assert [c.method for c in limited] == ["sendMessage", "editMessageText"]
+    assert [c.method for c in limited()] == ["sendMessage", "editMessageText"]
     retried = fake.calls_of("sendMessage")[0]
-    assert retried.params["text"] == limited[0].params["text"] and retried.at - limited[0].at >= 1.0
+    assert retried.params["text"] == limited()[0].params["text"]
     assert fake.chat_view(CHAT)[1:3][0] == "✅ Searching for TODO"  # progress bubble before the answer
 
 

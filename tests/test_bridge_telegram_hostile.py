@@ -29,8 +29,10 @@ from acp_adapter.frontends.bridges.platforms.telegram import (
     TokenScrubber,
     run_telegram,
 )
+from acp_adapter.frontends.bridges.retry import RetryPolicy
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.safety.logging import RedactingFormatter
+from acp_adapter.summary.clock import ManualClock
 
 from .conftest import ROOT, agent_env
 from .fake_telegram import FakeTelegram, StoredMessage
@@ -63,7 +65,11 @@ async def until(predicate: Callable[[], bool], within: float = 30.0, what: str =
 
 @contextlib.asynccontextmanager
 async def bridge(
-    fake: FakeTelegram, instance: BridgeInstance, settings: TelegramSettings = FAST, **runner_kw: Any
+    fake: FakeTelegram,
+    instance: BridgeInstance,
+    settings: TelegramSettings = FAST,
+    policy: RetryPolicy | None = None,
+    **runner_kw: Any,
 ) -> AsyncIterator[BridgeRunner]:
     runner = BridgeRunner(instance, agent_env=agent_env(), window=0.2, **runner_kw)
     stop = asyncio.Event()
@@ -76,6 +82,7 @@ async def bridge(
             stop=stop,
             poll_timeout=1,
             settings=settings,
+            policy=policy,
         )
     )
     await until(lambda: bool(fake.calls_of("getUpdates")), what="polling")
@@ -219,7 +226,7 @@ async def test_edited_messages_and_channel_posts_are_not_prompts(fake: FakeTeleg
         fake.edit_by_user(GROUP, mid, "search for TODO", user_id=ALICE)
         fake.channel_post(CHANNEL, "search for TODO")
         await asyncio.sleep(1.0)
-        assert runner._driver is None and runner.route(GROUP) is None and runner.route(CHANNEL) is None
+        assert runner.agent.current is None and runner.route(GROUP) is None and runner.route(CHANNEL) is None
     assert len(fake.calls_of("sendMessage")) == 1  # only the greeting
     assert fake.bot_messages(CHANNEL) == []
     polls = [c.params.get("allowed_updates") for c in fake.calls_of("getUpdates")]
@@ -249,7 +256,7 @@ async def test_refusals_to_strangers_are_rate_limited(fake: FakeTelegram) -> Non
             fake.user_says(10_000 + n, "let me in")
         await until(lambda: not fake._updates or len(fake.calls_of("getUpdates")) > 5, what="updates read")
         await asyncio.sleep(1.5)
-        assert runner._driver is None
+        assert runner.agent.current is None
     refusals = fake.calls_of("sendMessage")
     assert 1 < len(refusals) <= 20
     assert all(c.params["text"] == REFUSAL for c in refusals)
@@ -291,16 +298,42 @@ async def test_a_retry_after_over_the_cap_drops_that_delivery_and_does_not_block
 
 
 async def test_a_retry_after_under_the_cap_is_waited_and_nothing_is_lost(fake: FakeTelegram) -> None:
+    """On a manual clock: the retry goes out when the clock passed ``retry_after``, never before."""
     fake.rate_limit("sendMessage", retry_after=1, times=1)
     settings = TelegramSettings(retry_after_cap=2.0, http_timeout=2.0)
+    clock = ManualClock()
+    policy = RetryPolicy(retry_after_cap=2.0, clock=clock)
     instance = new_instance("tg", "telegram", chat_ids=[GROUP], cwd=str(ROOT))
-    async with bridge(fake, instance, settings) as runner:
+    sends = lambda: [c for c in fake.calls if c.method == "sendMessage"]  # noqa: E731
+    async with bridge(fake, instance, settings, policy) as runner:
         fake.user_says(GROUP, "search for TODO", user_id=ALICE)
+        await until(lambda: bool(sends()), what="the rate-limited post")
+        await clock.advance(0.99)
+        assert [c.status for c in sends()] == [429]  # still waiting
+        await clock.advance(0.01)
         await until(lambda: shown(fake, "I searched the workspace"), what="answer")
         assert runner.metrics().delivery_dropped_by_reason == {}
-    limited, retried = [c for c in fake.calls if c.method == "sendMessage"][:2]
-    assert limited.status == 429 and retried.status == 200 and retried.at - limited.at >= 1.0
+    limited, retried = sends()[:2]
+    assert limited.status == 429 and retried.status == 200
     assert retried.params["text"] == limited.params["text"]
+
+
+async def test_a_retry_after_on_the_long_poll_waits_at_most_the_cap(fake: FakeTelegram) -> None:
+    """Before: getUpdates slept min(retry_after, 30 s), deaf to the cap and to stopping."""
+    clock = ManualClock()
+    policy = RetryPolicy(retry_after_cap=5.0, clock=clock)
+
+    def polls() -> list[int]:
+        return [c.status for c in fake.calls if c.method == "getUpdates"]
+
+    async with bridge(fake, group(), FAST, policy):
+        fake.rate_limit("getUpdates", retry_after=3600, times=1)
+        await until(lambda: 429 in polls(), what="the 429")
+        await clock.advance(4.9)
+        await asyncio.sleep(0.2)
+        assert polls()[-1] == 429  # waiting the cap, not polling
+        await clock.advance(0.1)
+        await until(lambda: polls()[-1] == 200, what="polling again after the cap")
 
 
 @pytest.mark.parametrize("fault", ["json500", "html500", "malformed", "timeout"])

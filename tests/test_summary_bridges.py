@@ -259,6 +259,7 @@ class ScriptedTurn:
 class ScriptedDriver:
     turns: list[ScriptedTurn] = field(default_factory=list)
     prompts: list[str] = field(default_factory=list)
+    exit_code: int | None = None  # alive, as the supervisor checks
 
     async def new_session(self, cwd: Any = None) -> str:
         return "s1"
@@ -269,7 +270,7 @@ class ScriptedDriver:
         self.turns.append(turn)
         return turn
 
-    async def close(self) -> None:
+    async def close(self, grace: float = 2.0) -> None:
         return None
 
 
@@ -299,7 +300,7 @@ async def scripted_runner(
         instance, window=0.01, summary=factory, placeholder_delay=0, summary_clock=clock, **kw
     )
     driver = ScriptedDriver()
-    runner._driver = driver  # type: ignore[assignment]
+    runner.agent.adopt(driver)  # type: ignore[arg-type]
     sink = ChatSink()
     try:
         yield runner, driver, sink, clock

@@ -551,6 +551,11 @@ class AgentDriver:
         return f"; its stderr ends: {redact_text(tail)}"
 
     @property
+    def exit_code(self) -> int | None:
+        """The agent's exit status once its process ended; None while it runs (or before it started)."""
+        return self.process.returncode if self.process is not None else None
+
+    @property
     def stderr_tail(self) -> list[str]:
         """The last lines the agent wrote on stderr, redacted."""
         return [redact_text(line) for line in self._stderr_tail]

@@ -115,7 +115,7 @@ class ActiveRun:
             outcome = RunOutcome("error", error=_short_reason(exc))
             log.warning("run %s failed: %s", redact_text(self.run_id), exc)
             if isinstance(exc, AgentCrashed) and self._driver is not None:
-                await self._host.crashed(self._driver)
+                await self._host.crashed(self._driver, exc)
         except Exception:
             self._code = "INTERNAL_ERROR"
             outcome = RunOutcome("error", error="internal error in the AG-UI endpoint")

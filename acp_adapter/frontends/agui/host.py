@@ -1,8 +1,10 @@
-"""The agent behind the AG-UI endpoint: one :class:`~acp_adapter.client.driver.AgentDriver`, its lifecycle.
+"""The agent behind the AG-UI endpoint: one :class:`~acp_adapter.client.driver.AgentDriver`, its threads.
 
-Started when the app starts (so a broken ``--agent`` fails the server at once, not the first
+The process's lifecycle is the client layer's one :class:`~acp_adapter.client.supervisor.AgentSupervisor`:
+started when the app starts (so a broken ``--agent`` fails the server at once, not the first
 user), closed when it stops. If the agent dies, the runs it served end with ``RUN_ERROR`` and the
-next run starts a fresh process: the endpoint outlives its agent. Each process is a
+next run starts a fresh process (a crash loop is slowed by the supervisor's bounded backoff): the
+endpoint outlives its agent. Each process is a
 *generation*; a thread's session belongs to the generation that opened (or loaded) it, so a
 session of a dead agent is never prompted without being loaded into the new process first. The
 thread → session mapping is durable (:mod:`.thread_store`): after a restart of the endpoint a known
@@ -11,12 +13,12 @@ thread's session is loaded, not replaced.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Mapping, Sequence
 
 from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, PermissionPolicy, deny_all
+from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadSlot
 from acp_adapter.safety.redact import redact_text
@@ -27,7 +29,7 @@ log = logging.getLogger("acp_progress.agui.host")
 
 
 class AgentHost:
-    """Owns the agent process and opens (or reuses) the ACP session of each thread."""
+    """Opens (or reuses) each thread's ACP session on the agent its :class:`AgentSupervisor` keeps running."""
 
     def __init__(
         self,
@@ -39,6 +41,7 @@ class AgentHost:
         init_timeout: float = 30.0,
         stderr_log: str | os.PathLike[str] | None = None,
         threads: ThreadSessions | None = None,
+        restart: RestartPolicy | None = None,
     ) -> None:
         #: where each thread's session is remembered across restarts
         self.threads = threads if threads is not None else ThreadSessions()
@@ -48,45 +51,41 @@ class AgentHost:
         self.permission_policy = permission_policy
         self.init_timeout = init_timeout
         self.stderr_log = stderr_log
-        self.generation = 0
-        self._driver: AgentDriver | None = None
-        self._lock = asyncio.Lock()
-        self._closed = False
+        #: the agent process: started on demand, restarted after it died, closed with the app
+        self.supervisor = AgentSupervisor(self._make_driver, name="the AG-UI endpoint", policy=restart)
+
+    def _make_driver(self) -> AgentDriver:
+        return AgentDriver(
+            self.argv,
+            env=self.env,
+            cwd=self.cwd,
+            permission_policy=self.permission_policy,
+            init_timeout=self.init_timeout,
+            stderr_log=self.stderr_log,
+            client_name="acp-progress-agui",
+        )
+
+    @property
+    def generation(self) -> int:
+        """The agent process's generation (a thread's session belongs to the one that opened it)."""
+        return self.supervisor.generation
 
     @property
     def running(self) -> bool:
-        return self._driver is not None
+        return self.supervisor.running
 
     @property
     def pid(self) -> int | None:
         """The agent's process id while it runs (for health checks and process supervision)."""
-        process = self._driver.process if self._driver is not None else None
-        return process.pid if process is not None else None
+        return self.supervisor.pid
 
     async def start(self) -> None:
         """Start the agent now (app startup); raises :class:`~acp_adapter.client.driver.AgentStartError`."""
-        await self.driver()
+        await self.supervisor.driver()
 
     async def driver(self) -> AgentDriver:
         """The running driver, started (or restarted after a crash) on demand."""
-        async with self._lock:
-            if self._closed:
-                raise AgentError("the AG-UI endpoint is shutting down")
-            if self._driver is None:
-                driver = AgentDriver(
-                    self.argv,
-                    env=self.env,
-                    cwd=self.cwd,
-                    permission_policy=self.permission_policy,
-                    init_timeout=self.init_timeout,
-                    stderr_log=self.stderr_log,
-                    client_name="acp-progress-agui",
-                )
-                await driver.start()
-                self._driver = driver
-                self.generation += 1
-                log.info("agent started (%s), generation %d", redact_text(self.argv[0]), self.generation)
-            return self._driver
+        return await self.supervisor.driver()
 
     async def session(self, slot: ThreadSlot) -> tuple[AgentDriver, str, bool]:
         """``(driver, session_id, reused)`` for the thread of ``slot``.
@@ -105,8 +104,8 @@ class AgentHost:
             return driver, loaded, True
         try:
             session_id = await driver.new_session(self.cwd)
-        except AgentCrashed:
-            await self.crashed(driver)
+        except AgentCrashed as exc:
+            await self.crashed(driver, exc)
             raise
         slot.session_id, slot.generation = session_id, self.generation
         self.threads.remember(slot.thread_id, session_id, self.cwd)
@@ -130,8 +129,8 @@ class AgentHost:
             return None
         try:
             await driver.load_session(candidate, self.cwd, on_replay=None)
-        except AgentCrashed:
-            await self.crashed(driver)
+        except AgentCrashed as exc:
+            await self.crashed(driver, exc)
             raise
         except AgentError as exc:
             log.warning(
@@ -146,18 +145,9 @@ class AgentHost:
         log.info("thread %s: loaded its ACP session %s", thread, candidate)
         return candidate
 
-    async def crashed(self, driver: AgentDriver) -> None:
+    async def crashed(self, driver: AgentDriver, reason: BaseException | None = None) -> None:
         """The agent of ``driver`` broke: forget it, so the next run starts a fresh process."""
-        async with self._lock:
-            if self._driver is not driver:
-                return
-            self._driver = None
-        log.warning("the agent stopped; the next run starts it again")
-        await driver.close()
+        await self.supervisor.crashed(driver, reason)
 
     async def close(self) -> None:
-        async with self._lock:
-            self._closed = True
-            driver, self._driver = self._driver, None
-        if driver is not None:
-            await driver.close()
+        await self.supervisor.close()

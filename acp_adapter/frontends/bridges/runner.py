@@ -37,6 +37,7 @@ from acp_adapter.client.driver import (
     PermissionRequest,
     permission_response,
 )
+from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
 from acp_adapter.frontends.bridges.config import BridgeInstance, ProgressConfig, resolve_progress
 from acp_adapter.frontends.bridges.delivery import (
     COALESCE_WINDOW,
@@ -129,6 +130,7 @@ class BridgeRunner:
         placeholder_delay: float = PLACEHOLDER_DELAY,
         summary_clock: Clock | None = None,
         state: BridgeState | None = None,
+        restart: RestartPolicy | None = None,
     ) -> None:
         self.instance = instance
         #: durable chat sessions, inbox and outbox (None: nothing survives a restart)
@@ -147,8 +149,10 @@ class BridgeRunner:
         self.registry = registry or PresentationRegistry()
         self.stderr_log = stderr_log
         self.ask_permission: PermissionAsker | None = None
-        self._driver: AgentDriver | None = None
-        self._driver_lock = asyncio.Lock()
+        #: the agent process: started by the first message, restarted after it died (bounded)
+        self.agent = AgentSupervisor(self._make_driver, name=f"bridge {instance.name}", policy=restart)
+        #: the agent generation whose sessions the routes hold (an older one's are gone)
+        self._sessions_generation = 0
         self._routes: dict[Any, Route] = {}
         self._chat_of_session: dict[str, Any] = {}
         self._stopping: str | None = None
@@ -158,30 +162,26 @@ class BridgeRunner:
 
     # ------------------------------------------------------------------------ agent
 
-    async def _ensure_driver(self) -> AgentDriver:
-        async with self._driver_lock:
-            if self._driver is None:
-                driver = AgentDriver(
-                    self.instance.agent and list(self.instance.agent),
-                    env=self.agent_env,
-                    cwd=self.instance.cwd,
-                    permission_policy=self._permission_policy,
-                    stderr_log=self.stderr_log,
-                    client_name="acp-progress-bridge",
-                )
-                await driver.start()
-                self._driver = driver
-                log.info("bridge %s: agent started (%s)", self.instance.name, redact_text(driver.argv[0]))
-            return self._driver
+    def _make_driver(self) -> AgentDriver:
+        return AgentDriver(
+            self.instance.agent and list(self.instance.agent),
+            env=self.agent_env,
+            cwd=self.instance.cwd,
+            permission_policy=self._permission_policy,
+            stderr_log=self.stderr_log,
+            client_name="acp-progress-bridge",
+        )
 
-    async def _drop_driver(self) -> None:
-        """After a crash: forget the agent and its sessions; the next message starts a fresh one."""
-        driver, self._driver = self._driver, None
-        for route in self._routes.values():
-            route.session_id = ""
-        self._chat_of_session.clear()
-        if driver is not None:
-            await driver.close()
+    async def _driver_for_turn(self) -> AgentDriver:
+        """The running agent; after a restart the chats' sessions of the dead one are forgotten
+        (each chat's stored session is loaded again, or replaced, on its next message)."""
+        driver = await self.agent.driver()
+        if self.agent.generation != self._sessions_generation:
+            self._sessions_generation = self.agent.generation
+            for route in self._routes.values():
+                route.session_id = ""
+            self._chat_of_session.clear()
+        return driver
 
     async def _permission_policy(self, request: PermissionRequest) -> RequestPermissionResponse:
         chat_id = self._chat_of_session.get(request.session_id)
@@ -327,9 +327,10 @@ class BridgeRunner:
         route.queue.put(TurnStart(user_message))
         projection = TurnProjection(self.config, registry=self.registry, workspace_id=self.instance.cwd)
         summary: ProgressSummary | None = None
+        driver: AgentDriver | None = None
         ended = False
         try:
-            driver = await self._ensure_driver()
+            driver = await self._driver_for_turn()
             if not route.session_id:
                 await self._open_session(driver, route)
             summary = self._start_summary(route, text)
@@ -357,8 +358,8 @@ class BridgeRunner:
             route.queue.put(ErrorNotice(_short_reason(exc)))
             route.queue.put(TurnEnd("error"))
             ended = True
-            if isinstance(exc, AgentCrashed) or self._driver is None:
-                await self._drop_driver()
+            if isinstance(exc, AgentCrashed) and driver is not None:
+                await self.agent.crashed(driver, exc)
         finally:
             _stop(summary, "failed")  # a no-op unless the turn ended some other way
             if not ended:  # a bug below us: the chat still learns the turn is over
@@ -388,9 +389,10 @@ class BridgeRunner:
     async def cancel(self, chat_id: Any) -> bool:
         """Cancel the chat's running turn (``session/cancel``); False when nothing runs."""
         route = self._routes.get(chat_id)
-        if route is None or not route.session_id or not route.lock.locked() or self._driver is None:
+        driver = self.agent.current
+        if route is None or not route.session_id or not route.lock.locked() or driver is None:
             return False
-        await self._driver.cancel(route.session_id)
+        await driver.cancel(route.session_id)
         return True
 
     # ------------------------------------------------------------------------ metrics / shutdown
@@ -461,10 +463,7 @@ class BridgeRunner:
                 task.cancel()
             if late:
                 await asyncio.wait(late, timeout=1.0)
-        if self._driver is not None:
-            driver, self._driver = self._driver, None
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(driver.close(grace=1.0 if deadline is not None else 2.0), 5.0)
+        await self.agent.close(grace=1.0 if deadline is not None else 2.0, give_up_after=5.0)
         if self.summary is not None:
             await self.summary.aclose()  # the summary model's connections, on this loop
         m = self.metrics()

@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import datetime
 import logging
 import os
 import re
@@ -63,7 +62,12 @@ from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
-from acp_adapter.frontends.bridges.retry import DROPPED_STOPPING, DeliveryDropped, RetryPolicy
+from acp_adapter.frontends.bridges.retry import (
+    DROPPED_STOPPING,
+    DeliveryDropped,
+    RetryPolicy,
+    retry_after_seconds,
+)
 from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId, SendOutcomeUnknown, utf16_len
 from acp_adapter.frontends.bridges.state import INTERRUPTED
@@ -219,12 +223,13 @@ def display_name(user: User | None) -> str:
 # ------------------------------------------------------------------------------- API calls
 
 
-def _retry_seconds(exc: RetryAfter) -> float:
-    """``retry_after`` in seconds, whichever type this python-telegram-bot version returns."""
-    with warnings.catch_warnings():  # v22 warns that the int will become a timedelta
+def _retry_after(exc: RetryAfter) -> float:
+    """The exception's ``retry_after`` (read without v22's warning that the int becomes a timedelta),
+    converted by the bridges' one reader, :func:`~..retry.retry_after_seconds`."""
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         value = exc.retry_after
-    return value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
+    return retry_after_seconds(value)
 
 
 def _bad_response(exc: TelegramError) -> bool:
@@ -259,7 +264,7 @@ async def call_api(
             return await make()
         except RetryAfter as exc:
             floods += 1
-            wait = policy.flood_wait(what, _retry_seconds(exc), floods)
+            wait = policy.flood_wait(what, _retry_after(exc), floods)
             log.info("%s: Telegram asked to retry after %.1fs", what, wait)
             if not await policy.sleep(wait):
                 raise DeliveryDropped(DROPPED_STOPPING, f"{what}: the bridge stopped during a wait") from None
@@ -551,7 +556,7 @@ class TelegramBridge:
             except InvalidToken:
                 raise
             except RetryAfter as exc:
-                await asyncio.sleep(min(_retry_seconds(exc), 30.0))
+                await self.policy.sleep(self.policy.poll_wait(_retry_after(exc)))
                 continue
             except TelegramError as exc:
                 failures += 1
@@ -773,8 +778,12 @@ async def run_telegram(
     stop: asyncio.Event | None = None,
     poll_timeout: float = 10.0,
     settings: TelegramSettings | None = None,
+    policy: RetryPolicy | None = None,
 ) -> None:
-    """Run the Telegram bridge until ``stop`` is set (or SIGINT/SIGTERM), then shut down cleanly."""
+    """Run the Telegram bridge until ``stop`` is set (or SIGINT/SIGTERM), then shut down cleanly.
+
+    ``policy``: the platform calls' retry policy (default: from ``settings``; tests pass one on a
+    manual clock)."""
     settings = settings or TelegramSettings()
     token = token or os.environ.get(TOKEN_ENV, "")
     if not token:
@@ -796,7 +805,7 @@ async def run_telegram(
     with _scrubbing(token) as scrubber:
         try:
             app = build_application(token, api, settings, poll_timeout)
-            bridge = TelegramBridge(instance, runner, app, settings)
+            bridge = TelegramBridge(instance, runner, app, settings, policy=policy)
             async with app:
                 me = await app.bot.get_me()
                 log.info("bridge %s: polling as @%s", instance.name, me.username)
