@@ -45,7 +45,7 @@ async def test_heartbeats_are_timed_by_the_event_loop_with_no_thread_of_their_ow
     unused = heartbeat.HeartbeatScheduler()
     monkeypatch.setattr(heartbeat, "_default", unused)  # what a loop-less caller would share
     client = RecordingClient()
-    agent = ProgressAgent(fast_settings(embedded_delay=0.3, heartbeat_interval=0.05))
+    agent = ProgressAgent(fast_settings(embedded_delay=0.3, heartbeat_interval=0.05), turn_runner=AIAgent)
     before = set(threading.enumerate())
     async with inprocess_agent(client, agent) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
