@@ -117,5 +117,20 @@ def test_a_signal_mid_turn_ends_the_open_line_with_the_reason_within_2s(
     assert took < 2, f"stopped after {took:.1f}s"
     assert bridge.proc.returncode == 0, err
     text = "\n".join(bridge.lines)
-    assert "❌ Working on long task" in text and "the bridge stopped" in text, text
+    assert "edited] ❌ Working on long task — the bridge stopped" in text, text
+    assert "⏹ Stopped: the bridge stopped." in text, text
     assert "Traceback" not in err and "abandoned" not in err, err
+
+
+def test_a_signal_while_a_question_is_pending_says_nobody_answered(cfg: Path) -> None:
+    bridge = Bridge(cfg)
+    bridge.say("run echo bridged")
+    bridge.wait_for("[permission] Allow Running echo bridged?")
+    time.sleep(0.3)
+    took, err = bridge.stop(signal.SIGINT)
+    assert took < 2, f"stopped after {took:.1f}s"
+    assert bridge.proc.returncode == 0, err
+    text = "\n".join(bridge.lines)
+    assert "[permission] the bridge stopped; nobody answered" in text, text
+    assert "[permission] denied" not in text and "Permission denied" not in text, text  # not a "no"
+    assert "Traceback" not in err, err
