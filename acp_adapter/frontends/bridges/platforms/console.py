@@ -119,8 +119,8 @@ class _ObjectLines:
         try:
             while line := self._inp.readline():
                 self._put(line.rstrip("\n").rstrip("\r"))
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, AttributeError) as exc:  # closed, or no input at all
+            log.debug("console input ended: %s", exc)
         finally:
             self._put(None)
 
