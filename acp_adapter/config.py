@@ -152,6 +152,8 @@ def _describe(error: ErrorDetails) -> str:
         return f"expected one of {ctx['expected']}".replace("'", "")
     if kind == "extra_forbidden":
         return "is not a setting"
+    if kind == "string_pattern_mismatch" and str(ctx.get("pattern", "")).startswith("^https?://"):
+        return "expected an http:// or https:// URL"
     if kind == "string_too_long":
         return f"must be at most {ctx['max_length']} characters"
     return str(error["msg"])
@@ -450,6 +452,13 @@ class TelegramSettings(_Section):
         gt=0,
         le=4,
     )
+    api_url: str = setting(
+        "https://api.telegram.org",
+        env="ACP_PROGRESS_TELEGRAM_API_URL",
+        help="the Bot API server (a self-hosted one, or a test's fake); /bot<token>/METHOD is appended",
+        pattern=r"^https?://\S+$",
+        max_length=2000,
+    )
 
 
 def _name_list(value: Any) -> Any:
@@ -526,11 +535,36 @@ class AguiSettings(_Section):
         ge=16,
         le=1_000_000,
     )
+    tool_progress: bool = setting(
+        False,
+        env="ACP_PROGRESS_AGUI_TOOL_PROGRESS",
+        help="publish TOOL_PROGRESS activity snapshots for every run (--tool-progress); a run "
+        "overrides it with forwardedProps.emitToolProgress",
+    )
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
     def _split_names(cls, value: Any) -> Any:
         return _name_list(value)
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, config_file: ConfigFileChoice = True
+    ) -> AguiSettings:
+        """Just the endpoint's settings from the settings file's ``[agui]`` and the environment
+        (for :func:`~acp_adapter.frontends.agui.app.create_app` called without them)."""
+        env = os.environ if environ is None else environ
+        path, file_data = _file_layer(cls, env, config_file)
+        labels: dict[tuple[str, ...], str] = {}
+        if path is not None and file_data:
+            labels.update({loc: file_label(path, ("agui", *loc)) for loc in _leaves(file_data)})
+        env_labels: dict[tuple[str, ...], str] = {}
+        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
+        labels.update(env_labels)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _config_error(exc, cls, data, labels) from None
 
     def to_env(self) -> dict[str, str]:
         return {}  # the endpoint's own settings: never handed to a child process

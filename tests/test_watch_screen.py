@@ -149,3 +149,70 @@ def test_ctrl_c_at_the_chat_prompt_exits_130(screens, tmp_path) -> None:
     term.pump(5, until="\n›")
     term.type(b"\x03")
     assert term.wait(5) == 130
+    # Before: exit 130, but ~30 lines of "Task exception was never retrieved … KeyboardInterrupt"
+    # (stderr goes to the same pty)
+    raw = term.raw.decode(errors="replace")
+    assert "Traceback" not in raw and "KeyboardInterrupt" not in raw and "never retrieved" not in raw, raw
+
+
+def test_a_markdown_answer_is_rendered_not_printed_raw(screens, tmp_path) -> None:
+    """The embedded model answers a command run with Markdown: inline code and a fenced block."""
+    term = screens(["watch", "--yes", "--summary", "off", "run `echo hello-md`"], str(tmp_path))
+    assert term.wait(30) == 0, term.text()
+    shown = term.text()
+    assert "I ran echo hello-md. Output:" in shown, shown  # the backticks are styling, not text
+    assert "```" not in shown and "`echo" not in shown, shown
+    assert any(line.strip() == "hello-md" for line in shown.splitlines()), shown  # the block's body
+    assert "— stop reason: end_turn" in shown
+
+
+def _session_ids(raw: bytes) -> list[str]:
+    import re
+
+    return re.findall(r"new session ([0-9a-zA-Z_-]+)", raw.decode(errors="replace"))
+
+
+def test_chat_new_opens_a_new_session_and_quit_exits_0(screens, tmp_path) -> None:
+    term = screens(["chat", "--summary", "off"], str(tmp_path))
+    term.pump(20, until="Ctrl-D quits")
+    term.pump(5, until="\n›")
+    term.type(b"what is 2+2\r")
+    term.pump(15, until="stop reason: end_turn")
+    term.type(b"/new\r")
+    term.pump(15, until="new session ")
+    ids = _session_ids(term.raw)
+    assert len(ids) == 1, term.text()
+    term.type(b"/new\r")
+    deadline = time.monotonic() + 10
+    while len(_session_ids(term.raw)) < 2 and time.monotonic() < deadline:
+        term.pump(0.2)
+    second = _session_ids(term.raw)
+    assert len(second) == 2 and second[0] != second[1], term.text()  # each /new is a new session
+    term.type(b"what is 3*7\r")
+    assert "3*7 = 21" in term.pump(15, until="3*7 = 21")  # the new session answers
+    term.pump(5, until="stop reason: end_turn\n")
+    term.type(b"/quit\r")
+    assert term.wait(10) == 0, term.text()
+    assert "Traceback" not in term.raw.decode(errors="replace")
+
+
+def test_ctrl_c_during_a_chat_turn_cancels_it_and_the_next_prompt_works(screens, tmp_path) -> None:
+    term = screens(["chat", "--summary", "off"], str(tmp_path))
+    term.pump(20, until="Ctrl-D quits")
+    term.pump(5, until="\n›")
+    term.type(b"wait 10 seconds\r")
+    term.pump(20, until="Working on long task")
+    t0 = time.monotonic()
+    term.type(b"\x03")  # the terminal is cooked during a turn: the line discipline sends SIGINT
+    shown = term.pump(5, until="cancelled")
+    assert "cancelled" in shown, shown
+    assert time.monotonic() - t0 < 2, "the turn was not cancelled within 2 s"
+    term.pump(5, until="\n›")
+    term.type(b"what is 2+2\r")
+    assert "2+2 = 4" in term.pump(15, until="2+2 = 4"), term.text()  # back at the prompt, and it works
+    term.pump(5, until="stop reason: end_turn\n")
+    assert term.wait(0.5) is None  # still running: the first Ctrl-C only cancelled the turn
+    term.type(b"\x04")
+    assert term.wait(10) == 0, term.text()
+    raw = term.raw.decode(errors="replace")
+    assert "Traceback" not in raw, raw

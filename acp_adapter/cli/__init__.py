@@ -86,12 +86,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(words)
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling began (even mid-import)
         return 130
-    except RuntimeError as exc:
-        # a Ctrl-C inside a class body being created (pydantic models, at import) reaches us
-        # wrapped: "Error calling __set_name__ …" caused by the KeyboardInterrupt
-        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+    except Exception as exc:
+        # a Ctrl-C inside a class body being created or a pydantic schema being built (at import)
+        # reaches us wrapped: a RuntimeError "Error calling __set_name__ …", a SchemaError …
+        if _caused_by_ctrl_c(exc):
             return 130
         raise
+
+
+def _caused_by_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is anywhere in ``exc``'s cause/context chain (or in a group's
+    members): a Ctrl-C that some library wrapped in its own error is still a Ctrl-C."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return False
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -32,7 +32,7 @@ log = logging.getLogger("acp_progress.agui.command")
 SHUTDOWN_GRACE: Final = 1
 #: Shortest token accepted: a bearer token is the only thing between the network and the agent.
 MIN_TOKEN_LENGTH: Final = 16
-#: ``{settings field: flag}`` of the admission and limit flags (AguiSettings fields).
+#: ``{settings field: flag}`` of the flags laid over AguiSettings (admission, limits, tool progress).
 LIMIT_FLAGS: Final = {
     "token": "--token",
     "allowed_hosts": "--allowed-host",
@@ -43,6 +43,7 @@ LIMIT_FLAGS: Final = {
     "max_runs": "--max-runs",
     "max_id_length": "--max-id-length",
     "max_queued_events": "--max-queued-events",
+    "tool_progress": "--tool-progress",
 }
 
 
@@ -249,7 +250,7 @@ def _run(args: argparse.Namespace, settings: Any, endpoint: Any, admission: Any,
         app = create_app(
             args.agent,
             policy=args.redact,
-            tool_progress=args.tool_progress,
+            tool_progress=endpoint.tool_progress,  # --tool-progress, else the settings
             cwd=args.cwd,
             permission_policy=allow_all if args.yes else deny_all,
             init_timeout=args.init_timeout,

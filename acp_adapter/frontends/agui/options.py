@@ -13,7 +13,6 @@ keeps them off by default.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -34,8 +33,6 @@ __all__ = [
 ENV_TOOL_PROGRESS: Final = "ACP_PROGRESS_AGUI_TOOL_PROGRESS"
 FORWARDED_PROP: Final = "emitToolProgress"
 SUMMARY_PROP: Final = "emitProgressSummary"
-_TRUE: Final = frozenset({"1", "true", "yes", "on"})
-_FALSE: Final = frozenset({"", "0", "false", "no", "off"})
 
 
 class ForwardedSwitchError(AcpProgressError, ValueError):
@@ -51,13 +48,17 @@ class ProgressSummaryOptionError(ForwardedSwitchError):
 
 
 def global_tool_progress(environ: Mapping[str, str] | None = None) -> bool:
-    """The global opt-in from the environment (default off)."""
-    raw = (os.environ if environ is None else environ).get(ENV_TOOL_PROGRESS, "").strip().lower()
-    if raw in _TRUE:
-        return True
-    if raw in _FALSE:
-        return False
-    raise ToolProgressOptionError(f"{ENV_TOOL_PROGRESS}: expected 1 or 0, got {raw!r}")
+    """The global opt-in (default off): ``agui.tool_progress`` of the settings, i.e.
+    ``ACP_PROGRESS_AGUI_TOOL_PROGRESS`` over the settings file's ``[agui] tool_progress``.
+
+    ``environ``: read instead of ``os.environ`` (it locates the settings file too). A bad value is a
+    :class:`ToolProgressOptionError` whose message names the variable (or file key)."""
+    from acp_adapter.config import AguiSettings, ConfigError
+
+    try:
+        return AguiSettings.from_env(environ).tool_progress
+    except ConfigError as exc:
+        raise ToolProgressOptionError(str(exc)) from None
 
 
 def _run_switch(

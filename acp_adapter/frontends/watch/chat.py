@@ -50,6 +50,10 @@ PROMPT = "› "
 HELP = "/cancel, /new (new session), /quit — Ctrl-C cancels a turn, Ctrl-D quits"
 
 
+class _CtrlC(Exception):
+    """Ctrl-C pressed at the prompt (the prompt's result, so the chat exits 130)."""
+
+
 class _Chat:
     """One conversation: the driver, the current session and how the turns went."""
 
@@ -147,8 +151,18 @@ class _Chat:
 
     async def terminal_loop(self) -> int:
         from prompt_toolkit import PromptSession
+        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-        session: PromptSession[str] = PromptSession()
+        keys = KeyBindings()
+
+        @keys.add("c-c")
+        def _ctrl_c(event: KeyPressEvent) -> None:
+            # prompt_toolkit's own binding raises KeyboardInterrupt inside the prompt's task, and
+            # asyncio re-raises a BaseException out of the task step: a 30-line "Task exception
+            # was never retrieved" traceback. An ordinary exception is just the prompt's result.
+            event.app.exit(exception=_CtrlC())
+
+        session: PromptSession[str] = PromptSession(key_bindings=keys)
         self.note(f"chat with {' '.join(self.driver.argv)} in {self.cwd} — {HELP}")
         while True:
             # Ctrl-C at the prompt is a key (the terminal is raw): KeyboardInterrupt; a SIGINT that
@@ -165,7 +179,7 @@ class _Chat:
                 return 130
             try:
                 text = asked.result()
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, _CtrlC):
                 return 130
             except EOFError:
                 return 0

@@ -4,14 +4,21 @@ Offline and deterministic, for demos and tests. Posts print as ``[#3] text``, ed
 ``[#3 edited] text`` (the whole new text, as the chat would now show it), typing and reactions
 as markers. Every line of input is a chat message; while a permission request is pending, the
 next line answers it (``y``/``yes`` allows, anything else denies).
+
+Stopping (Ctrl-C, SIGTERM) works while the bridge waits for input: stdin is read by a daemon
+thread (never a thread the event loop waits for), running turns are cancelled, and their open
+lines end ``❌ … — the bridge stopped``, within ``stop_grace`` seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import os
+import signal
+import threading
 from collections.abc import Mapping
 from typing import Any, Final, TextIO
 
@@ -19,16 +26,20 @@ from acp_adapter.client.driver import PermissionRequest
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
-from acp_adapter.frontends.bridges.runner import BridgeRunner
+from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
+from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.safety.redact import redact_text
 
-__all__ = ["CONSOLE_REACTIONS", "ConsoleSink", "run_console"]
+__all__ = ["CONSOLE_REACTIONS", "STOP_GRACE", "ConsoleSink", "run_console"]
 
 log = logging.getLogger("acp_progress.bridges.console")
 
 CHAT: Final = "console"
 """The console's one chat (its key in the bridge's durable state)."""
+
+STOP_GRACE: Final = 1.5
+"""Seconds a stopping bridge gives its cancelled turns' last lines (the whole stop stays under 2 s)."""
 
 CONSOLE_REACTIONS: Final[Mapping[str, str]] = CHAT_REACTIONS
 """The same reactions as Telegram (👀 / 👍 / 👎): the console shows what the chat would show,
@@ -94,6 +105,63 @@ class ConsoleSink(BaseSink):
         self._write(f"[#{target} reaction {CONSOLE_REACTIONS[kind]}]")
 
 
+class _ObjectLines:
+    """Lines of a file-like object without a descriptor (a test's scripted input), read by a
+    daemon thread: like :class:`StdinLines`, a stop never waits for a ``readline`` to return."""
+
+    def __init__(self, inp: TextIO) -> None:
+        self._inp = inp
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._pump, name="acp-console-input", daemon=True).start()
+
+    def _pump(self) -> None:
+        try:
+            while line := self._inp.readline():
+                self._put(line.rstrip("\n").rstrip("\r"))
+        except (OSError, ValueError, AttributeError) as exc:  # closed, or no input at all
+            log.debug("console input ended: %s", exc)
+        finally:
+            self._put(None)
+
+    def _put(self, item: str | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+
+    async def readline(self) -> str | None:
+        line = await self._queue.get()
+        if line is None:
+            self._queue.put_nowait(None)
+        return line
+
+
+def _lines_of(inp: TextIO) -> StdinLines | _ObjectLines:
+    """Read a real stream by its descriptor (``os.read``: a daemon thread blocked in a buffered
+    reader would hold its lock at exit), anything else through its ``readline``."""
+    try:
+        fd = inp.fileno()
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return _ObjectLines(inp)
+    return StdinLines(fd)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: asyncio.Event) -> Any:
+    """SIGINT and SIGTERM set ``stop`` (as ``run_telegram`` does) while the bridge runs; outside
+    the main thread, or where the loop cannot take signal handlers, nothing is installed."""
+    loop = asyncio.get_running_loop()
+    handled: list[signal.Signals] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            handled.append(sig)
+    try:
+        yield
+    finally:
+        for sig in handled:
+            loop.remove_signal_handler(sig)
+
+
 async def run_console(
     instance: BridgeInstance,
     inp: TextIO,
@@ -101,12 +169,19 @@ async def run_console(
     *,
     runner: BridgeRunner | None = None,
     agent_env: Mapping[str, str] | None = None,
+    stop: asyncio.Event | None = None,
+    stop_grace: float = STOP_GRACE,
 ) -> BridgeRunner:
-    """Serve one console chat until end of input, then finish running turns and shut down."""
+    """Serve one console chat until end of input, then finish running turns and shut down.
+
+    Until ``stop`` is set (or SIGINT/SIGTERM), that is: then running turns are cancelled, their
+    open lines end ``❌ … — the bridge stopped``, and the agent is stopped, without waiting for
+    more input."""
     runner = runner or BridgeRunner(instance, agent_env=agent_env)
     sink = ConsoleSink(out)
     pending: list[asyncio.Future[bool]] = []
     input_done = False
+    stop = stop or asyncio.Event()
 
     async def ask(chat_id: Any, request: PermissionRequest, patience: float, requester: Any) -> bool | None:
         if input_done:
@@ -123,35 +198,75 @@ async def run_console(
         finally:
             with contextlib.suppress(ValueError):
                 pending.remove(future)
+        if stop.is_set():
+            sink._write(f"[permission] {STOPPED}; nobody answered")
+            return None
         sink._write(f"[permission] {'allowed' if allowed else 'denied'}")
         return allowed
 
     runner.ask_permission = ask
     turns: list[asyncio.Task[None]] = []
-    try:
-        if runner.state is not None:  # answer chunks a previous run stored but could not show
-            await flush_outbox(sink, runner.state, CHAT)
-        while True:
-            line = await asyncio.to_thread(inp.readline)
-            if not line:
+    with _stop_on_signals(stop):
+        stopping = asyncio.create_task(stop.wait(), name="console-stop")
+        try:
+            if runner.state is not None:  # answer chunks a previous run stored but could not show
+                await flush_outbox(sink, runner.state, CHAT)
+            lines = _lines_of(inp)
+            while not stop.is_set():
+                reading = asyncio.ensure_future(lines.readline())
+                await asyncio.wait([reading, stopping], return_when=asyncio.FIRST_COMPLETED)
+                if not reading.done():
+                    reading.cancel()
+                    break
+                line = reading.result()
+                if line is None:
+                    input_done = True
+                    break
+                if pending:
+                    answer = line.strip().lower()
+                    future = pending.pop(0)
+                    if not future.done():
+                        future.set_result(answer in {"y", "yes"})
+                    continue
+                text = line.strip()
+                if not text:
+                    continue
+                user_id = sink.user_message(text)
+                turns.append(asyncio.create_task(runner.handle_message(CHAT, text, sink, user_id)))
+            if stop.is_set():
+                await _stop(runner, pending, turns, stop_grace)
+            else:
                 input_done = True
-                break
-            if pending:
-                answer = line.strip().lower()
-                future = pending.pop(0)
-                if not future.done():
-                    future.set_result(answer in {"y", "yes"})
-                continue
-            text = line.strip()
-            if not text:
-                continue
-            user_id = sink.user_message(text)
-            turns.append(asyncio.create_task(runner.handle_message(CHAT, text, sink, user_id)))
-        for future in pending:  # input ended: nobody can answer any more
-            if not future.done():
-                future.set_result(False)
-        if turns:
-            await asyncio.gather(*turns)
-    finally:
-        await runner.close()
+                for future in pending:  # input ended: nobody can answer any more
+                    if not future.done():
+                        future.set_result(False)
+                if turns:  # the running turns finish, unless the bridge is stopped meanwhile
+                    every: asyncio.Future[Any] = asyncio.gather(*turns)
+                    waited: list[asyncio.Future[Any]] = [every, stopping]
+                    await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+                    if not every.done():
+                        await _stop(runner, pending, turns, stop_grace)
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await every
+        finally:
+            stopping.cancel()
+            await runner.close()
     return runner
+
+
+async def _stop(
+    runner: BridgeRunner, pending: list[asyncio.Future[bool]], turns: list[asyncio.Task[None]], grace: float
+) -> None:
+    """Ctrl-C/SIGTERM: cancel the turns first (so no answer to a question reaches the chat), end
+    the open questions, and let the turns' last lines out within ``grace``."""
+    log.info("console bridge: stopping")
+    runner.interrupt(STOPPED)
+    for future in pending:
+        if not future.done():
+            future.set_result(False)
+    await runner.shutdown(STOPPED, grace=grace)
+    late = [t for t in turns if not t.done()]
+    for task in late:
+        task.cancel()
+    if late:
+        await asyncio.wait(late, timeout=0.5)

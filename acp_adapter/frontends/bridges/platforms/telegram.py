@@ -793,7 +793,7 @@ async def run_telegram(
             f"bridge {instance.name} has no allowed chats: "
             f"acp-progress bridge update {instance.name} --chat-id ID"
         )
-    api = api_url or os.environ.get(API_URL_ENV) or DEFAULT_API_URL
+    api = api_url or settings.api_url  # ACP_PROGRESS_TELEGRAM_API_URL or [telegram] api_url
     _quiet_http_logs()
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
