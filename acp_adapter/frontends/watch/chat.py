@@ -30,6 +30,7 @@ from acp_adapter.client.driver import (
     permission_response,
 )
 from acp_adapter.config import ConfigError, Settings
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
 from acp_adapter.frontends.watch.json_lines import JsonLines
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
@@ -50,7 +51,7 @@ PROMPT = "› "
 HELP = "/cancel, /new (new session), /quit — Ctrl-C cancels a turn, Ctrl-D quits"
 
 
-class _CtrlC(Exception):
+class _CtrlC(AcpProgressError):
     """Ctrl-C pressed at the prompt (the prompt's result, so the chat exits 130)."""
 
 
