@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from acp_adapter.agent.outbox import AnyUpdate, SessionUpdateSink, UpdateObserver, UpdateOutbox, shared_outbox
+from acp_adapter.agent.outbox import AnyUpdate, SessionUpdateSink, UpdateOutbox, shared_outbox
 from acp_adapter.agent.turn import AgentProgressCallback, ProgressTurn, progress_callback, session_stream
 from acp_adapter.agent.turn_state import SessionStream
+from acp_adapter.protocol.observer import UpdateObserver
 
 __all__ = [
     "AgentProgressCallback",

@@ -74,7 +74,6 @@ from acp_adapter.tools import META_KEY, one_line
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
 
-    from acp_adapter.agent.outbox import AnyUpdate
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 __all__ = [
@@ -246,6 +245,8 @@ class ProgressAgent:
         """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
         store) it is gone altogether, as before durable sessions, so memory stays bounded."""
         self.recorder.forget(session_id)
+        if self._outbox is not None:
+            self._outbox.forget_observers(session_id)
         if isinstance(self.store, MemoryStore):
             self._writer.submit(lambda: self.store.delete(session_id))
 
@@ -253,17 +254,9 @@ class ProgressAgent:
     def outbox(self) -> UpdateOutbox:
         if self._outbox is None:
             self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop())
-            self._outbox.observers.append(self.recorder.observe)
-            if self.summaries is not None:
-                self._outbox.observers.append(self._observe_for_summary)
         return self._outbox
 
     # ------------------------------------------------------------ progress summaries
-
-    def _observe_for_summary(self, session_id: str, update: AnyUpdate) -> None:
-        summary = self._summary_of.get(session_id)
-        if summary is not None:
-            summary.observe(update)
 
     def _begin_summary(self, session: Session, text: str) -> ProgressSummary | None:
         """A turn's summary, shown on its think card (never in the thought channel)."""
@@ -276,6 +269,7 @@ class ProgressAgent:
 
         summary = self.summaries.create(user_text=text, on_summary=show).start()
         self._summary_of[session.id] = summary
+        self.outbox.observers(session.id).add(summary)  # it sees exactly what the client sees
         return summary
 
     def _end_summary(self, session: Session, summary: ProgressSummary | None, outcome: Outcome) -> None:
@@ -284,6 +278,7 @@ class ProgressAgent:
             return
         if self._summary_of.get(session.id) is summary:
             del self._summary_of[session.id]
+        self.outbox.observers(session.id).discard(summary)
         try:
             summary.stop(outcome)
         except Exception:
@@ -446,6 +441,8 @@ class ProgressAgent:
         if live is not None:
             self.sessions.close(session_id)
         self.recorder.forget(session_id)
+        if self._outbox is not None:
+            self._outbox.forget_observers(session_id)
         log.info("deleted session %s", session_id)
         return DeleteSessionResponse()
 
@@ -516,6 +513,7 @@ class ProgressAgent:
         error: BaseException | None = None
         interrupted = False
         summary: ProgressSummary | None = None
+        recording = self.recorder.observer(session.id)
         try:
             text = prompt_to_text(prompt)
             summary = self._begin_summary(session, text)  # it must see the turn from its first card
@@ -529,6 +527,7 @@ class ProgressAgent:
             )
             # recorded once the spinner is out: the first card never waits for the session store
             title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
+            self.outbox.observers(session.id).add(recording)
             if title is not None:  # the first prompt names the session, for session/list and the client
                 session.stream.send(
                     SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=_iso())
@@ -556,6 +555,7 @@ class ProgressAgent:
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
         )
         session.finish_turn(result.messages if result is not None else [])
+        self.outbox.observers(session.id).discard(recording)
         self.recorder.end_turn(session.id, history_to_json(session.history))
         # the turn is on disk before its answer, so an agent killed right after still has it;
         # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT

@@ -71,7 +71,7 @@ class Recorder:
         record = self.runs[context.run_id] = RunRecord(context)
 
         class Observer(RunObserver):
-            def on_update(self, update: Any) -> None:
+            def observe(self, update: Any) -> None:
                 record.updates.append(update)
 
             def on_end(self, outcome: RunOutcome) -> None:
@@ -128,7 +128,7 @@ class Summarizer(RunObserver):
         self.context = context
         self.updates = 0
 
-    def on_update(self, update: Any) -> None:
+    def observe(self, update: Any) -> None:
         self.updates += 1
 
     async def on_end(self, outcome: RunOutcome) -> None:
@@ -141,7 +141,7 @@ class Summarizer(RunObserver):
 
 
 class Exploding(RunObserver):
-    def on_update(self, update: Any) -> None:
+    def observe(self, update: Any) -> None:
         raise RuntimeError("observer bug")
 
     def on_end(self, outcome: RunOutcome) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -246,12 +247,15 @@ async def test_observers_see_exactly_what_the_client_gets_and_cannot_break_it():
     sink = Sink()
     outbox = UpdateOutbox(sink, asyncio.get_running_loop())
     seen: list[tuple[str, Any]] = []
-    outbox.observers.append(lambda sid, update: seen.append((sid, update)))
+    other: list[Any] = []
 
-    def broken(sid: str, update: Any) -> None:
-        raise RuntimeError("a projection crashed")
+    class Broken:
+        def observe(self, update: Any) -> None:
+            raise RuntimeError("a projection crashed")
 
-    outbox.observers.append(broken)
+    outbox.observers("s1").add(SimpleNamespace(observe=lambda update: seen.append(("s1", update))))
+    outbox.observers("s1").add(Broken())
+    outbox.observers("s2").add(SimpleNamespace(observe=other.append))  # another session's: sees none
     stream = SessionStream("s1", outbox)
     stream.begin_turn()
     stream.think_start()
@@ -260,6 +264,7 @@ async def test_observers_see_exactly_what_the_client_gets_and_cannot_break_it():
     stream.end_turn()
     await outbox.flush()
     assert seen == sink.sent and len(seen) == 4  # start, complete, "hello ", "world" (held to end)
+    assert other == []
 
 
 async def test_an_early_card_is_adopted_by_the_agents_first_start():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -207,7 +208,7 @@ async def test_an_update_built_on_the_loop_keeps_its_place_and_a_failing_build_l
     sink = Sink()
     outbox = UpdateOutbox(sink, asyncio.get_running_loop())
     seen: list[str] = []
-    outbox.observers.append(lambda _sid, update: seen.append(update.tool_call_id))
+    outbox.observers("s").add(SimpleNamespace(observe=lambda update: seen.append(update.tool_call_id)))
     stream = SessionStream("s", outbox)
     stream.begin_turn()
 

@@ -35,13 +35,13 @@ from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 from acp.helpers import SessionUpdate
 from acp.schema import UsageUpdate
 
+from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
 
 __all__ = [
     "AnyUpdate",
     "PerConnection",
     "SessionUpdateSink",
-    "UpdateObserver",
     "UpdateOutbox",
     "shared_outbox",
 ]
@@ -52,7 +52,6 @@ AnyUpdate: TypeAlias = SessionUpdate | UsageUpdate
 """Every ``session/update`` payload this package sends: the SDK's ``SessionUpdate`` union, plus
 ``UsageUpdate`` (which that union does not list)."""
 
-UpdateObserver = Callable[[str, AnyUpdate], None]
 
 V = TypeVar("V")
 
@@ -102,7 +101,9 @@ class UpdateOutbox:
         self._draining = False
         self._event: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
-        self.observers: list[UpdateObserver] = []
+        #: per session, what watches its updates beside the client (summaries, the recorder);
+        #: each sees an update just before it is sent, in the order the client gets them
+        self._observers: dict[str, Observers] = {}
         self.sent = 0
         self.failed = 0
         self._room = threading.Event()
@@ -114,6 +115,17 @@ class UpdateOutbox:
         self._latest_lock = threading.Lock()
         #: progress updates replaced in the queue by newer ones of the same card
         self.replaced = 0
+
+    def observers(self, session_id: str) -> Observers:
+        """The observers of one session's updates (made on first use); add and discard there."""
+        observers = self._observers.get(session_id)
+        if observers is None:
+            observers = self._observers[session_id] = Observers(name="session observer")
+        return observers
+
+    def forget_observers(self, session_id: str) -> None:
+        """A session that went away: its (empty or stale) observer set goes too."""
+        self._observers.pop(session_id, None)
 
     def submit(self, session_id: str, update: AnyUpdate) -> None:
         self._items.append(_Item(session_id, update))
@@ -255,11 +267,9 @@ class UpdateOutbox:
                     "could not build a session update (%s)", redact_text(str(exc)) or type(exc).__name__
                 )
                 return
-        for observer in list(self.observers):
-            try:
-                observer(item.session_id, update)
-            except Exception:
-                log.exception("update observer failed")
+        observers = self._observers.get(item.session_id)
+        if observers:
+            observers.observe(update)
         try:
             await self._sink.session_update(session_id=item.session_id, update=update)
             self.sent += 1

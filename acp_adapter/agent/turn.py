@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
@@ -40,7 +39,6 @@ from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.tooling.presentation import PresentationRegistry
 
 if TYPE_CHECKING:
-    from acp_adapter.agent.outbox import AnyUpdate
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 __all__ = ["AgentProgressCallback", "ProgressTurn", "progress_callback", "session_stream"]
@@ -196,16 +194,11 @@ class ProgressTurn:
 
         summary = self._summaries.create(user_text=self._user_text, on_summary=show).start()
         self.summary = summary
-        stream.outbox.observers.append(self._observe)
-
-    def _observe(self, session_id: str, update: AnyUpdate) -> None:
-        if session_id == self.session_id and self.summary is not None:
-            self.summary.observe(update)
+        stream.outbox.observers(self.session_id).add(summary)
 
     def _stop_summary(self, outcome: Outcome) -> None:
-        with contextlib.suppress(ValueError):
-            self.stream.outbox.observers.remove(self._observe)
         if self.summary is not None:
+            self.stream.outbox.observers(self.session_id).discard(self.summary)
             self.summary.stop(outcome)
             self.summary = None
 

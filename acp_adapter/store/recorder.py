@@ -166,6 +166,11 @@ class ConversationRecorder:
         self.writer.submit(write)
         return title
 
+    def observer(self, session_id: str) -> _SessionRecording:
+        """The :class:`~acp_adapter.protocol.observer.UpdateObserver` that records one session's
+        updates (the agent registers it with the session's outbox observers for a turn)."""
+        return _SessionRecording(self, session_id)
+
     def observe(self, session_id: str, update: Any) -> None:
         """The outbox observer: called for every update handed to the connection, in order."""
         turn = self._turns.get(session_id)
@@ -291,3 +296,16 @@ def replay_updates(session_id: str, events: Sequence[JsonObject]) -> list[Any]:
             continue
         updates.append(note.update)
     return updates
+
+
+class _SessionRecording:
+    """One session's updates, into the recorder (an update observer bound to its session)."""
+
+    __slots__ = ("recorder", "session_id")
+
+    def __init__(self, recorder: ConversationRecorder, session_id: str) -> None:
+        self.recorder = recorder
+        self.session_id = session_id
+
+    def observe(self, update: Any) -> None:
+        self.recorder.observe(self.session_id, update)

@@ -159,7 +159,7 @@ class ActiveRun:
         emitter = self.context.emitter
         async for update in turn:
             self._seen_update = True
-            self.observers.update(update)
+            self.observers.observe(update)
             emitter.feed(update)
             if emitter.over_limit:  # a reader that is behind holds the update stream, not memory
                 await emitter.writable()

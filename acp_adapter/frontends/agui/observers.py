@@ -10,7 +10,7 @@ observer (or ``None`` to sit the run out). The context carries the run's
 nothing it writes can land after ``RUN_FINISHED``.
 
 Hooks are contained (DESIGN contract 6): an observer that raises is logged and skipped, the run
-goes on. ``on_update`` runs inline on the event loop for every update and must be quick;
+goes on. ``observe`` runs inline on the event loop for every update and must be quick;
 ``on_end`` runs after the ACP turn ended and *before* the terminal event is written, so a final
 activity still reaches the client; it may return an awaitable, awaited for at most
 :data:`END_HOOK_TIMEOUT` seconds.
@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 from ag_ui.core import RunAgentInput
 
 from acp_adapter.frontends.agui.run import RunEmitter
+from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
 
 __all__ = [
@@ -80,9 +81,11 @@ class RunContext:
 
 
 class RunObserver:
-    """Watches one run's ACP update stream; override either hook (both default to nothing)."""
+    """Watches one run's ACP update stream: an
+    :class:`~acp_adapter.protocol.observer.UpdateObserver` (``observe``) with an end-of-run hook;
+    override either (both default to nothing)."""
 
-    def on_update(self, update: Any) -> None:
+    def observe(self, update: Any) -> None:
         """Called for every ACP session update of the run, think cards included, in order."""
 
     def on_end(self, outcome: RunOutcome) -> Awaitable[None] | None:
@@ -98,6 +101,7 @@ class ObserverSet:
 
     def __init__(self, observers: Iterable[RunObserver], end_timeout: float = END_HOOK_TIMEOUT) -> None:
         self._observers = list(observers)
+        self._updates = Observers(self._observers, name="run observer")
         self.end_timeout = end_timeout
 
     @classmethod
@@ -116,12 +120,8 @@ class ObserverSet:
     def __len__(self) -> int:
         return len(self._observers)
 
-    def update(self, update: Any) -> None:
-        for observer in self._observers:
-            try:
-                observer.on_update(update)
-            except Exception as exc:
-                log.warning("run observer failed on an update; ignored: %s", _why(exc))
+    def observe(self, update: Any) -> None:
+        self._updates.observe(update)
 
     async def end(self, outcome: RunOutcome) -> None:
         timeout = self.end_timeout

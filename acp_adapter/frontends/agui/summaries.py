@@ -130,7 +130,7 @@ class SummaryObserver(RunObserver):
             clock=clock,
         ).start()
 
-    def on_update(self, update: Any) -> None:
+    def observe(self, update: Any) -> None:
         self.summary.observe(update)
 
     def on_end(self, outcome: RunOutcome) -> None:

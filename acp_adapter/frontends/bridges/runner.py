@@ -57,6 +57,7 @@ from acp_adapter.frontends.bridges.projection import TurnProjection
 from acp_adapter.frontends.bridges.queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
 from acp_adapter.frontends.bridges.sink import ChatSink, MessageId
 from acp_adapter.frontends.bridges.state import BridgeState
+from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 from acp_adapter.tooling.presentation import PresentationRegistry
@@ -334,12 +335,13 @@ class BridgeRunner:
             if not route.session_id:
                 await self._open_session(driver, route)
             summary = self._start_summary(route, text)
+            # a summary bug costs the status line, never the turn
+            watching = Observers([summary] if summary is not None else [], name="progress summary")
             if inbox is not None and self.state is not None:
                 self.state.running(inbox)  # from here on a crash means "interrupted", never a re-send
             turn = driver.prompt(route.session_id, text)
             async for update in turn:
-                if summary is not None:
-                    _observe(summary, update)
+                watching.observe(update)
                 for event in projection.project(update, self.clock()):
                     route.queue.put(event)
                 self._typing(route, projection.active)
@@ -491,14 +493,6 @@ def _short_reason(exc: AgentError) -> str:
         text = text[len(PROMPT_ERROR_PREFIX) :]
     text = " ".join(redact_text(text).split())
     return text if len(text) <= 300 else text[:299] + "…"
-
-
-def _observe(summary: ProgressSummary, update: Any) -> None:
-    """Feed the summary one update; a summary bug costs the status line, never the turn."""
-    try:
-        summary.observe(update)
-    except Exception as exc:
-        log.warning("progress summary failed on an update; ignored: %s", redact_text(str(exc))[:300])
 
 
 def _stop(summary: ProgressSummary | None, outcome: Outcome) -> None:
