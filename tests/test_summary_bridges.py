@@ -22,9 +22,9 @@ import pytest
 from acp import start_tool_call, text_block, update_agent_message, update_tool_call
 from acp.schema import PromptResponse
 
+from acp_adapter.cli import bridge as bridge_command
 from acp_adapter.cli import main
 from acp_adapter.config import Settings
-from acp_adapter.cli import bridge as bridge_command
 from acp_adapter.frontends.bridges.config import (
     BridgeConfigError,
     BridgeStore,

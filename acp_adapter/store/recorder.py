@@ -34,9 +34,11 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from acp_adapter.protocol.meta import meta_of
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.store.base import JsonObject, SessionRecord
 from acp_adapter.store.writer import BackgroundWriter
+from acp_adapter.text import ellipsize
 
 __all__ = ["TITLE_CAP", "ConversationRecorder", "replay_updates", "title_from"]
 
@@ -44,7 +46,6 @@ log = logging.getLogger("acp_progress.store")
 
 #: Longest session title (from the first prompt's first line).
 TITLE_CAP = 80
-_META_KEY = "acpProgress"
 _TERMINAL = {"completed", "failed"}
 
 
@@ -53,7 +54,7 @@ def title_from(text: str) -> str | None:
     for line in redact_text(text).splitlines():
         flat = " ".join(line.split())
         if flat:
-            return flat if len(flat) <= TITLE_CAP else flat[: TITLE_CAP - 1].rstrip() + "…"
+            return ellipsize(flat, TITLE_CAP)
     return None
 
 
@@ -63,15 +64,13 @@ def _dump(update: Any) -> JsonObject:
 
 
 def _is_think_card(update: ToolCallStart) -> bool:
-    meta = update.field_meta or {}
-    ours = meta.get(_META_KEY)
-    return isinstance(ours, dict) and ours.get("phase") == "thinking"
+    meta = meta_of(update)
+    return meta is not None and meta.phase == "thinking"
 
 
 def _is_progress(update: ToolCallProgress) -> bool:
-    meta = update.field_meta or {}
-    ours = meta.get(_META_KEY)
-    return isinstance(ours, dict) and ours.get("phase") == "progress"
+    meta = meta_of(update)
+    return meta is not None and meta.phase == "progress"
 
 
 @dataclass

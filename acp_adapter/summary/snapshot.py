@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +22,12 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
-    TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
 )
 
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.summary.clean import bound
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import ellipsize, format_elapsed
 
 __all__ = [
     "ACTIVITY",
@@ -42,7 +39,6 @@ __all__ = [
     "SnapshotTracker",
     "clean_user_text",
     "tool_name",
-    "user_text_from_prompt",
 ]
 
 USER_TEXT_LIMIT = 2000
@@ -65,12 +61,7 @@ def clean_user_text(text: str, limit: int = USER_TEXT_LIMIT) -> str:
     removed, redacted, one paragraph, at most ``limit`` characters."""
     text = _CONTEXT_OPEN.sub(" ", _CONTEXT_BLOCK.sub(" ", text))
     text = " ".join(redact_text(text).split())
-    return bound(text, limit)
-
-
-def user_text_from_prompt(blocks: Sequence[Any]) -> str:
-    """The text a person typed, from ACP prompt content blocks (attachments are not the request)."""
-    return "\n".join(b.text for b in blocks if isinstance(b, TextContentBlock))
+    return ellipsize(text, limit, words=True)
 
 
 def tool_name(title: str | None, kind: str | None) -> str:
@@ -79,7 +70,7 @@ def tool_name(title: str | None, kind: str | None) -> str:
     name = " ".join(_CONTROL.sub(" ", redact_text(title or "")).split())
     if not name:
         name = kind if kind and kind not in ("other", "think") else "tool"
-    return bound(name, TOOL_NAME_LIMIT)
+    return ellipsize(name, TOOL_NAME_LIMIT, words=True)
 
 
 @dataclass(frozen=True, slots=True)

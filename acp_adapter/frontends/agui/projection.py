@@ -73,9 +73,10 @@ from acp_adapter.frontends.agui.policy import (
     apply_policy,
     default_policy,
 )
+from acp_adapter.protocol.meta import meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.safety.redact.stream import StreamRedactor
-from acp_adapter.tools import META_KEY, one_line
+from acp_adapter.tools import one_line
 
 __all__ = [
     "PROGRESS_FIELDS",
@@ -100,16 +101,10 @@ def progress_message_id(run_id: str, tool_call_id: str) -> str:
 
 def reported_progress(update: ToolCallProgress) -> dict[str, Any]:
     """The values the tool reported on this update (``_meta.acpProgress.progress``), absent ones absent."""
-    meta = update.field_meta
-    if not isinstance(meta, Mapping):
+    meta = meta_of(update)
+    if meta is None or meta.progress is None:
         return {}
-    ours = meta.get(META_KEY)
-    if not isinstance(ours, Mapping):
-        return {}
-    progress = ours.get("progress")
-    if not isinstance(progress, Mapping):
-        return {}
-    return {key: progress[key] for key in PROGRESS_FIELDS if progress.get(key) is not None}
+    return meta.progress.dump()
 
 
 def _block_text(block: Any) -> str:
@@ -131,11 +126,9 @@ def _tool_content_text(update: ToolCallStart | ToolCallProgress) -> str | None:
 
 def _tool_name(update: ToolCallStart) -> str:
     """This project's agent names the tool in ``_meta.acpProgress.toolId``; other agents give a title."""
-    meta = update.field_meta
-    if isinstance(meta, Mapping):
-        ours = meta.get(META_KEY)
-        if isinstance(ours, Mapping) and isinstance(ours.get("toolId"), str) and ours["toolId"]:
-            return one_line(ours["toolId"], 120)
+    meta = meta_of(update)
+    if meta is not None and meta.tool_id:
+        return one_line(meta.tool_id, 120)
     return one_line(update.title, 120) or "tool"
 
 

@@ -28,9 +28,10 @@ from acp_adapter.frontends.bridges.events import (
     ProgressPayload,
     ReactionEvent,
 )
+from acp_adapter.protocol.meta import ProgressMeta, meta_of
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.tooling.presentation import PREVIEW_CAP, PresentationRegistry, render_label
-from acp_adapter.tools import META_KEY, one_line
+from acp_adapter.tools import one_line
 
 __all__ = ["ERROR_CAP", "TurnProjection"]
 
@@ -54,13 +55,12 @@ class _Call:
     raw_input: Any = None
 
 
-def _acp_meta(update: ToolCallStart | ToolCallProgress) -> Mapping[str, Any]:
-    meta = update.field_meta
-    if isinstance(meta, Mapping):
-        inner = meta.get(META_KEY)
-        if isinstance(inner, Mapping):
-            return inner
-    return {}
+def _acp_meta(update: ToolCallStart | ToolCallProgress) -> ProgressMeta:
+    """Our ``_meta.acpProgress`` of ``update``; an empty one when it has none (or a foreign one)."""
+    return meta_of(update) or _NO_META
+
+
+_NO_META = ProgressMeta()
 
 
 def _content_text(update: ToolCallProgress) -> str:
@@ -137,7 +137,7 @@ class TurnProjection:
         if update.kind == "think":
             self._calls[call_id] = _Call("think", "", "", "", now, think=True)
             return []
-        tool_id = _acp_meta(update).get("toolId")
+        tool_id = _acp_meta(update).tool_id
         call = self._present(
             tool_id if isinstance(tool_id, str) else None, update.title, update.raw_input, update.field_meta
         )
@@ -168,7 +168,7 @@ class TurnProjection:
         call = self._calls.get(call_id)
         if call is None:
             # a terminal (or progress) update for a call we never saw start (joined mid-turn)
-            tool_id = _acp_meta(update).get("toolId")
+            tool_id = _acp_meta(update).tool_id
             call = self._present(
                 tool_id if isinstance(tool_id, str) else None,
                 update.title or call_id,
@@ -191,7 +191,7 @@ class TurnProjection:
         status = update.status
         if status not in _TERMINAL:
             return []
-        meta_error = _acp_meta(update).get("error")
+        meta_error = _acp_meta(update).error
         error = meta_error if isinstance(meta_error, str) else _content_text(update)
         return self._terminal(call_id, call, status, error, now, started=False)
 

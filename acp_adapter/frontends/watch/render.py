@@ -14,6 +14,7 @@ from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, T
 from rich.text import Text
 
 from acp_adapter.frontends.plain.printer import SPINNER_FRAMES, progress_bar
+from acp_adapter.protocol.meta import meta_of
 from acp_adapter.text import format_elapsed
 
 __all__ = ["CardBoard", "CardView", "card_line", "progress_bar", "progress_of", "render_card"]
@@ -53,18 +54,11 @@ class CardView:
 def progress_of(update: Any) -> tuple[float, float] | None:
     """``(value, total)`` from ``_meta.acpProgress.progress`` of a tool_call_update, when it has a
     positive total (hostile input: anything that is not a finite number is ignored)."""
-    meta = getattr(update, "field_meta", None)
-    if not isinstance(meta, dict):
+    meta = meta_of(update)
+    progress = meta.progress if meta is not None else None
+    if progress is None or progress.value is None or progress.total is None or not progress.total > 0:
         return None
-    ours = meta.get("acpProgress")
-    progress = ours.get("progress") if isinstance(ours, dict) else None
-    if not isinstance(progress, dict):
-        return None
-    value, total = progress.get("value"), progress.get("total")
-    numbers = all(isinstance(n, int | float) and not isinstance(n, bool) for n in (value, total))
-    if not numbers or not 0 < total < float("inf") or not -float("inf") < value < float("inf"):  # type: ignore[operator]
-        return None
-    return float(value), float(total)  # type: ignore[arg-type]
+    return float(progress.value), float(progress.total)
 
 
 def _content_text(content: Any) -> str:
