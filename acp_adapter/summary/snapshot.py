@@ -26,6 +26,7 @@ from acp.schema import (
     ToolCallStart,
 )
 
+from acp_adapter.client.cards import CardAccumulator
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import ellipsize, format_elapsed
 
@@ -114,7 +115,8 @@ class SnapshotTracker:
         self.chunks = 0
         self._active: dict[str, str] = {}
         self._completed: deque[str] = deque(maxlen=COMPLETED_TOOLS_KEPT)
-        self._think_ids: set[str] = set()
+        #: the cards' facts (the shared client-side accumulator; no ``_meta`` reading needed here)
+        self._cards = CardAccumulator(reports=False)
 
     def snapshot(self, elapsed: float, previous: str | None) -> ProgressSnapshot:
         return ProgressSnapshot(
@@ -158,31 +160,26 @@ class SnapshotTracker:
         if isinstance(update, AgentThoughtChunk):
             self.chunks += 1
             return CHUNK | LIVE | self._reasoning()
-        if isinstance(update, ToolCallStart):
+        if isinstance(update, ToolCallStart | ToolCallProgress):
             self.chunks += 1
-            if update.kind == "think":
-                self._think_ids.add(update.tool_call_id)
-                if update.status in _TERMINAL:
-                    return CHUNK
-                return CHUNK | LIVE | self._reasoning()
-            self.reasoning_active = False
-            self.answering = False
-            if update.status in _TERMINAL:
-                return CHUNK | self._finish_tool(update.tool_call_id, update.status or "", update.title)
-            self._active[update.tool_call_id] = tool_name(update.title, update.kind)
-            self.activity += 1
-            return CHUNK | LIVE | ACTIVITY
-        if isinstance(update, ToolCallProgress):
-            self.chunks += 1
-            card_id = update.tool_call_id
+            was_think = (known := self._cards.get(update.tool_call_id)) is not None and known.think
+            card = self._cards.fold(update, 0.0).card
             terminal = update.status in _TERMINAL
-            if card_id in self._think_ids or update.kind == "think":
+            if isinstance(update, ToolCallStart):
+                if card.think:
+                    return CHUNK if terminal else CHUNK | LIVE | self._reasoning()
+                self.reasoning_active = False
+                self.answering = False
                 if terminal:
-                    self._think_ids.discard(card_id)
-                    if update.status == "failed":
-                        self.reasoning_active = False
-                    return CHUNK
-                return CHUNK | LIVE  # a heartbeat: the same thinking, no new activity
+                    return CHUNK | self._finish_tool(card.tool_call_id, update.status or "", update.title)
+                self._active[card.tool_call_id] = tool_name(update.title, update.kind)
+                self.activity += 1
+                return CHUNK | LIVE | ACTIVITY
+            card_id = card.tool_call_id
+            if was_think or update.kind == "think":
+                if terminal and update.status == "failed":
+                    self.reasoning_active = False
+                return CHUNK if terminal else CHUNK | LIVE  # a heartbeat: the same thinking, no new activity
             if terminal:
                 return CHUNK | self._finish_tool(card_id, update.status or "", update.title)
             if card_id in self._active:
