@@ -144,6 +144,8 @@ class CardAccumulator:
         if text:
             card.detail = text
         meta = meta_of(update) if self._reports else None
+        if meta is not None and meta.tool_id is not None and card.tool_id is None:
+            card.tool_id = meta.tool_id  # a card first seen mid-turn may still be named
         if meta is not None and meta.progress is not None:
             card.report = meta.progress
             if (fraction := bar_of(meta.progress)) is not None:
