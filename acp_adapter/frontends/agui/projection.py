@@ -65,6 +65,7 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
+from acp_adapter.client.cards import CardAccumulator
 from acp_adapter.frontends.agui.policy import (
     POLICY_REDACTED,
     TOOL_PROGRESS,
@@ -155,7 +156,8 @@ class RunProjection:
         self._last_text_id: str | None = None
         self._reasoning_id: str | None = None
         self._reasoning_redactor = StreamRedactor()
-        self._think_cards: set[str] = set()
+        #: the cards' facts (which are think cards), shared with every front-end; no clock here
+        self._cards = CardAccumulator(reports=False)
         #: real tool calls published with TOOL_CALL_START and still without a result
         self.live_tools: set[str] = set()
         self._finished_tools: set[str] = set()
@@ -298,8 +300,7 @@ class RunProjection:
 
     def _tool_start(self, update: ToolCallStart) -> list[BaseEvent]:
         call_id = update.tool_call_id
-        if update.kind == "think":
-            self._think_cards.add(call_id)
+        if self._cards.fold(update, 0.0).card.think:
             return []
         if call_id in self.live_tools or call_id in self._finished_tools:
             log.debug("duplicate tool_call %s ignored", call_id)
@@ -325,7 +326,10 @@ class RunProjection:
 
     def _tool_update(self, update: ToolCallProgress) -> list[BaseEvent]:
         call_id = update.tool_call_id
-        if call_id in self._think_cards or call_id not in self.live_tools:
+        known = self._cards.get(call_id)
+        think = known is not None and known.think
+        self._cards.fold(update, 0.0)
+        if think or call_id not in self.live_tools:
             return []  # spinner updates, or a tool whose result is out (or that never started)
         events: list[BaseEvent] = []
         text = _tool_content_text(update)
