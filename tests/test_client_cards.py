@@ -86,3 +86,15 @@ def test_a_late_heartbeat_of_a_closed_think_card_is_not_a_new_tool_for_the_summa
     bits = tracker.observe(build_thinking_progress("t", 2.0))
     assert not bits & ACTIVITY and bits & LIVE
     assert tracker.snapshot(1.0, None).active_tools == ()
+
+
+def test_a_tools_progress_is_the_same_activity_and_a_late_one_does_not_revive_it() -> None:
+    tracker = SnapshotTracker("q")
+    assert tracker.observe(build_tool_start("c", "Search", "search")) & ACTIVITY
+    bits = tracker.observe(build_tool_progress("c", value=1, total=2))
+    assert bits & LIVE and not bits & ACTIVITY
+    assert tracker.observe(build_tool_complete("c", "done")) & ACTIVITY
+    late = tracker.observe(build_tool_progress("c", value=2, total=2))
+    assert not late & ACTIVITY
+    assert tracker.snapshot(1.0, None).active_tools == ()
+    assert tracker.snapshot(1.0, None).completed_tools == ("Search",)

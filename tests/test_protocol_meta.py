@@ -28,6 +28,7 @@ from acp_adapter.protocol.meta import (
     SummaryStatus,
     meta_field,
     meta_of,
+    phase_of,
     read_meta,
 )
 from acp_adapter.store.recorder import _is_progress, _is_think_card
@@ -197,3 +198,10 @@ def test_consumers_read_our_meta() -> None:
         outcome=AllowedOutcome(outcome="selected", option_id="allow"), field_meta=AUTOMATIC_META
     )
     assert answered_automatically(answer)
+
+
+def test_phase_of_reads_only_a_known_phase() -> None:
+    assert phase_of(build_tool_progress("c", value=1)) == "progress"
+    assert phase_of(build_thinking_start("t")) == "thinking"
+    for field_meta in FOREIGN[:9]:
+        assert phase_of(_with(update_tool_call("c"), field_meta)) is None

@@ -17,7 +17,7 @@ update for a card never seen starts one), plus the progress report and the open/
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from acp.schema import ToolCallProgress, ToolCallStart
 
@@ -78,9 +78,10 @@ class Card:
         return self.kind == "think"
 
 
-@dataclass(frozen=True, slots=True)
-class Applied:
-    """What one update did: the card it touched and whether it came after the card had ended."""
+class Applied(NamedTuple):
+    """What one update did: the card it touched and whether it came after the card had ended.
+
+    A named tuple, not a frozen dataclass: one is made per update, on the delivery path."""
 
     card: Card
     late: bool = False
@@ -140,9 +141,10 @@ class CardAccumulator:
             card.status = update.status
             if not card.live:
                 card.closed_at = now
-        text = content_text(update.content)
-        if text:
-            card.detail = text
+        if update.content:
+            text = content_text(update.content)
+            if text:
+                card.detail = text
         meta = meta_of(update) if self._reports else None
         if meta is not None and meta.tool_id is not None and card.tool_id is None:
             card.tool_id = meta.tool_id  # a card first seen mid-turn may still be named

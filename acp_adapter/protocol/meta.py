@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
 from acp.schema import Usage
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
@@ -41,6 +41,7 @@ __all__ = [
     "SummaryStatus",
     "meta_field",
     "meta_of",
+    "phase_of",
     "read_meta",
 ]
 
@@ -136,6 +137,19 @@ def read_meta(field_meta: object) -> ProgressMeta | None:
     except ValidationError as exc:
         log.debug("ignoring a _meta.%s that is not ours: %d error(s)", META_KEY, exc.error_count())
         return None
+
+
+_PHASES: Final = frozenset(get_args(Phase))
+
+
+def phase_of(message: object) -> Phase | None:
+    """Only the ``phase`` of a message's ``_meta.acpProgress`` (``None`` if absent or not one of
+    :data:`Phase`), without validating the rest: for observers on the agent's delivery path that
+    need nothing else (the session store asks it of every update it records)."""
+    field_meta = getattr(message, "field_meta", None)
+    ours = field_meta.get(META_KEY) if isinstance(field_meta, Mapping) else None
+    phase = ours.get(PROGRESS_PHASE_KEY) if isinstance(ours, Mapping) else None
+    return phase if isinstance(phase, str) and phase in _PHASES else None  # type: ignore[return-value]
 
 
 def meta_of(message: object) -> ProgressMeta | None:

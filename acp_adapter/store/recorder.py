@@ -34,7 +34,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-from acp_adapter.protocol.meta import meta_of
+from acp_adapter.protocol.meta import phase_of
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.store.base import JsonObject, SessionRecord
 from acp_adapter.store.writer import BackgroundWriter
@@ -64,13 +64,11 @@ def _dump(update: Any) -> JsonObject:
 
 
 def _is_think_card(update: ToolCallStart) -> bool:
-    meta = meta_of(update)
-    return meta is not None and meta.phase == "thinking"
+    return phase_of(update) == "thinking"
 
 
 def _is_progress(update: ToolCallProgress) -> bool:
-    meta = meta_of(update)
-    return meta is not None and meta.phase == "progress"
+    return phase_of(update) == "progress"
 
 
 @dataclass

@@ -104,6 +104,11 @@ class ProgressSnapshot:
         return "yes" if self.reasoning_active else "no"
 
 
+def _same_card(update: ToolCallProgress) -> bool:
+    """True if ``update`` changes no status, title or kind: only content, meta or locations."""
+    return update.status is None and update.title is None and update.kind is None
+
+
 class SnapshotTracker:
     """The mutable state behind :class:`ProgressSnapshot`, updated by one update at a time."""
 
@@ -162,7 +167,12 @@ class SnapshotTracker:
             return CHUNK | LIVE | self._reasoning()
         if isinstance(update, ToolCallStart | ToolCallProgress):
             self.chunks += 1
-            was_think = (known := self._cards.get(update.tool_call_id)) is not None and known.think
+            known = self._cards.get(update.tool_call_id)
+            if known is not None and isinstance(update, ToolCallProgress) and _same_card(update):
+                # a heartbeat or a tool's progress on a card we know: the same activity (the hot
+                # path, so nothing is folded: content is not what a summary may know)
+                return CHUNK | LIVE
+            was_think = known is not None and known.think
             card = self._cards.fold(update, 0.0).card
             terminal = update.status in _TERMINAL
             if isinstance(update, ToolCallStart):
