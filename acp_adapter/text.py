@@ -87,7 +87,7 @@ def ellipsize(
 def flatten(text: str, cap: int | None = None) -> str:
     """``text`` as one line: every whitespace run one space, trimmed, then cut by :func:`ellipsize`."""
     flat = " ".join(text.split())
-    return flat if cap is None else ellipsize(flat, cap)
+    return flat if cap is None or len(flat) <= cap else ellipsize(flat, cap)
 
 
 def prompt_to_text(blocks: Sequence[Any], *, attachments: bool = True) -> str:
