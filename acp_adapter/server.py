@@ -25,12 +25,9 @@ import anyio
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
-    AudioContentBlock,
     AuthenticateResponse,
     DeleteSessionRequest,
     DeleteSessionResponse,
-    EmbeddedResourceContentBlock,
-    ImageContentBlock,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -38,14 +35,11 @@ from acp.schema import (
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
-    ResourceContentBlock,
     SessionCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
-    TextContentBlock,
-    TextResourceContents,
     Usage,
 )
 
@@ -57,6 +51,7 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
+from acp_adapter.protocol.meta import ProgressMeta, meta_field
 from acp_adapter.store import (
     BackgroundWriter,
     MemoryStore,
@@ -67,23 +62,17 @@ from acp_adapter.store import (
 )
 from acp_adapter.store import PermissionDecision as StoredPermission
 from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
+from acp_adapter.text import prompt_to_text
 from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
-from acp_adapter.tools import META_KEY, one_line
+from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
 
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
-__all__ = [
-    "HANGUP_GRACE",
-    "ProgressAgent",
-    "agent_connection",
-    "exit_if_turns_stuck",
-    "prompt_to_text",
-    "serve",
-]
+__all__ = ["HANGUP_GRACE", "ProgressAgent", "agent_connection", "exit_if_turns_stuck", "serve"]
 
 log = logging.getLogger("acp_progress.server")
 
@@ -121,25 +110,6 @@ SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
     "search and run commands when the user asks about their files; answer concisely."
 )
-
-
-def prompt_to_text(blocks: Sequence[Any]) -> str:
-    """Flatten ACP prompt content blocks into the text the model sees."""
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextContentBlock):
-            parts.append(block.text)
-        elif isinstance(block, EmbeddedResourceContentBlock):
-            resource = block.resource
-            if isinstance(resource, TextResourceContents):
-                parts.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
-            else:
-                parts.append(f"[attached binary resource {resource.uri}]")
-        elif isinstance(block, ResourceContentBlock):
-            parts.append(f"[file: {block.uri}]")
-        elif isinstance(block, ImageContentBlock | AudioContentBlock):
-            parts.append(f"[{block.type} attachment not supported by this agent]")
-    return "\n".join(parts)
 
 
 async def _await_through_cancel(
@@ -358,7 +328,9 @@ class ProgressAgent:
                 ),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
-            field_meta={"acpProgress": {"thinkCards": True}},  # it shows its own spinners: a relay adds none
+            field_meta=meta_field(
+                ProgressMeta(think_cards=True)
+            ),  # it shows its own spinners: a relay adds none
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
@@ -570,19 +542,16 @@ class ProgressAgent:
         total = result.usage if result is not None else None
         # token usage travels in _meta (the stable v1 PromptResponse has no root-level usage) and,
         # with a known context window, as usage_update during the turn
-        meta = (
-            {
-                META_KEY: {
-                    "usage": Usage(
-                        total_tokens=total.total_tokens,
-                        input_tokens=total.input_tokens,
-                        output_tokens=total.output_tokens,
-                    ).model_dump(by_alias=True, exclude_none=True)
-                }
-            }
+        usage = (
+            Usage(
+                total_tokens=total.total_tokens,
+                input_tokens=total.input_tokens,
+                output_tokens=total.output_tokens,
+            )
             if total is not None
             else None
         )
+        meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
         return PromptResponse(stop_reason=stop_reason, field_meta=meta)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ wiring one turn

@@ -23,8 +23,15 @@ from acp.schema import (
     ToolKind,
 )
 
+from acp_adapter.protocol.meta import (
+    META_KEY,
+    PROGRESS_KEY,
+    PROGRESS_PHASE_KEY,
+    ProgressMeta,
+    SummaryStatus,
+)
 from acp_adapter.safety.redact import redact_text, redact_value
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import flatten, format_elapsed
 
 __all__ = [
     "META_KEY",
@@ -42,31 +49,32 @@ __all__ = [
 ]
 
 THINKING_TITLE = "Thinking..."
-#: Namespace of this package's structured data inside ACP ``_meta`` objects.
-META_KEY = "acpProgress"
 ERROR_CAP = 200
 #: Longest progress summary a heartbeat carries (the summary's own bound is at most this).
 SUMMARY_CAP = 1000
 
 
 def one_line(text: str, cap: int = ERROR_CAP) -> str:
-    """Collapse whitespace to single spaces, redact, and cap to ``cap`` characters with ``…``."""
-    flat = " ".join(redact_text(text).split())
-    return flat if len(flat) <= cap else flat[: cap - 1].rstrip() + "…"
+    """Redact, then :func:`~acp_adapter.text.flatten`: one line of at most ``cap`` characters.
+
+    The redactor runs before the cut, so no secret survives as a fragment it cannot recognise."""
+    return flatten(redact_text(text), cap)
 
 
 def _text(text: str) -> list[Any]:
     return [tool_content(text_block(redact_text(text)))]
 
 
-def _with_meta(update: Any, meta: Mapping[str, Any]) -> Any:
-    return update.model_copy(update={"field_meta": {META_KEY: redact_value(dict(meta))}})
+def _with_meta(update: Any, meta: ProgressMeta) -> Any:
+    """``update`` with ``_meta.acpProgress`` from the typed ``meta``, its strings redacted."""
+    return update.model_copy(update={"field_meta": {META_KEY: redact_value(meta.dump())}})
 
 
 # ---------------------------------------------------------------- the virtual think card
 
 
 _THINKING_START: ToolCallStart = start_tool_call("think", THINKING_TITLE, kind="think", status="in_progress")
+_THINKING_START_META: dict[str, Any] = ProgressMeta(phase="thinking", elapsed_ms=0).dump()
 
 
 def build_thinking_start(tool_call_id: str) -> ToolCallStart:
@@ -75,7 +83,7 @@ def build_thinking_start(tool_call_id: str) -> ToolCallStart:
     Every start is the same card but for its id, so it is copied from one built with the SDK
     helper (a copy costs a fraction of a validated build, on the path to the first thing the
     person sees); its strings are constants, with nothing to redact."""
-    meta = {META_KEY: {"phase": "thinking", "elapsedMs": 0}}
+    meta = {META_KEY: dict(_THINKING_START_META)}
     return _THINKING_START.model_copy(update={"tool_call_id": tool_call_id, "field_meta": meta})
 
 
@@ -100,11 +108,12 @@ def build_thinking_progress(
     if shown:
         line += f" — {shown}"
     update = update_tool_call(tool_call_id, status="in_progress", content=_text(line))
-    meta: dict[str, Any] = {"phase": "thinking", "elapsedMs": round(elapsed * 1000)}
-    if status:
-        meta["status"] = one_line(status, 120)
-    if shown:
-        meta["summary"] = {"summary": shown, "revision": summary_revision or 0}
+    meta = ProgressMeta(
+        phase="thinking",
+        elapsed_ms=round(elapsed * 1000),
+        status=one_line(status, 120) if status else None,
+        summary=SummaryStatus(summary=shown, revision=summary_revision or 0) if shown else None,
+    )
     return _with_meta(update, meta)
 
 
@@ -112,7 +121,7 @@ def build_thinking_complete(tool_call_id: str, elapsed: float | None = None) -> 
     """Close the spinner: the model produced its first output."""
     line = f"Thought for {format_elapsed(elapsed)}" if elapsed is not None else "Done thinking"
     update = update_tool_call(tool_call_id, status="completed", content=_text(line))
-    return _with_meta(update, {"phase": "done", "elapsedMs": round((elapsed or 0) * 1000)})
+    return _with_meta(update, ProgressMeta(phase="done", elapsed_ms=round((elapsed or 0) * 1000)))
 
 
 def build_thinking_failed(tool_call_id: str, reason: str, elapsed: float | None = None) -> ToolCallProgress:
@@ -120,7 +129,9 @@ def build_thinking_failed(tool_call_id: str, reason: str, elapsed: float | None 
     short = one_line(reason) or "stopped"
     line = f"Stopped after {format_elapsed(elapsed)}: {short}" if elapsed is not None else f"Stopped: {short}"
     update = update_tool_call(tool_call_id, status="failed", content=_text(line))
-    return _with_meta(update, {"phase": "failed", "elapsedMs": round((elapsed or 0) * 1000), "reason": short})
+    return _with_meta(
+        update, ProgressMeta(phase="failed", elapsed_ms=round((elapsed or 0) * 1000), reason=short)
+    )
 
 
 # ---------------------------------------------------------------- real tool cards
@@ -133,9 +144,12 @@ def build_tool_start(
     *,
     raw_input: Any = None,
     locations: Sequence[str] = (),
-    meta: Mapping[str, Any] | None = None,
+    meta: ProgressMeta | Mapping[str, Any] | None = None,
 ) -> ToolCallStart:
-    """Open a real tool's card, keyed by the model's tool-call id."""
+    """Open a real tool's card, keyed by the model's tool-call id.
+
+    ``meta`` names the tool for clients (``toolId``, ``label``, ``preview``, ``emoji``); a mapping
+    is validated as a :class:`ProgressMeta`. The phase is always ``started``."""
     update = start_tool_call(
         tool_call_id,
         one_line(title, 200) or "tool",
@@ -144,7 +158,13 @@ def build_tool_start(
         locations=[ToolCallLocation(path=p) for p in locations] or None,
         raw_input=redact_value(raw_input) if raw_input is not None else None,
     )
-    return _with_meta(update, {"phase": "started", **(meta or {})})
+    if meta is None:
+        named = ProgressMeta(phase="started")
+    elif isinstance(meta, ProgressMeta):
+        named = meta.model_copy(update={"phase": "started"})
+    else:
+        named = ProgressMeta.model_validate({**meta, PROGRESS_PHASE_KEY: "started"})
+    return _with_meta(update, named)
 
 
 def build_tool_progress(
@@ -160,6 +180,9 @@ def build_tool_progress(
     path of a busy tool (thousands a second), so the update is one validated construction of the
     schema types rather than helper calls plus a copy: the message is redacted by ``one_line``,
     the line built from numbers has nothing to redact, and the numbers need no redaction walk.
+    For the same reason its ``_meta`` is the plain dict that a :class:`ProgressMeta` holding a
+    :class:`~acp_adapter.protocol.meta.ProgressReport` dumps to, keyed by the model's wire names
+    (validating a model and dumping it would cost about as much as the rest of this function).
     """
     shown = one_line(message, 160) if message else ""
     if shown:
@@ -181,7 +204,7 @@ def build_tool_progress(
         session_update="tool_call_update",
         tool_call_id=tool_call_id,
         content=[ContentToolCallContent(type="content", content=TextContentBlock(type="text", text=line))],
-        field_meta={META_KEY: {"phase": "progress", "progress": progress}},
+        field_meta={META_KEY: {PROGRESS_PHASE_KEY: "progress", PROGRESS_KEY: progress}},
     )
 
 
@@ -194,19 +217,17 @@ def build_tool_complete(
         content=_text(result_text) if result_text else None,
         raw_output=redact_value(raw_output) if raw_output is not None else None,
     )
-    meta: dict[str, Any] = {"phase": "completed"}
-    if duration is not None:
-        meta["durationMs"] = round(duration * 1000)
-    return _with_meta(update, meta)
+    return _with_meta(update, ProgressMeta(phase="completed", duration_ms=_ms(duration)))
 
 
 def build_tool_failed(tool_call_id: str, error: str, *, duration: float | None = None) -> ToolCallProgress:
     short = one_line(error) or "failed"
     update = update_tool_call(tool_call_id, status="failed", content=_text(short))
-    meta: dict[str, Any] = {"phase": "failed", "error": short}
-    if duration is not None:
-        meta["durationMs"] = round(duration * 1000)
-    return _with_meta(update, meta)
+    return _with_meta(update, ProgressMeta(phase="failed", error=short, duration_ms=_ms(duration)))
+
+
+def _ms(seconds: float | None) -> int | None:
+    return round(seconds * 1000) if seconds is not None else None
 
 
 _NUMBER_OR_NONE = (int, float, type(None))

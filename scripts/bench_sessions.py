@@ -35,6 +35,7 @@ from acp.schema import AgentMessageChunk, AgentThoughtChunk, UsageUpdate  # noqa
 from paired_rounds import round_ratios  # noqa: E402
 
 from acp_adapter.config import Settings  # noqa: E402
+from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.server import ProgressAgent  # noqa: E402
 from acp_adapter.store import DATABASE_NAME, BackgroundWriter, SessionRecord, SqliteStore  # noqa: E402
 from acp_adapter.store.recorder import ConversationRecorder  # noqa: E402
@@ -67,7 +68,7 @@ def _turn_updates(n: int) -> list[Any]:
     updates.append(start_tool_call(card, f"Searching for item {n}", kind="search", status="in_progress"))
     for step in range(10):
         progress = update_tool_call(card, content=[tool_content(text_block(f"Scanned {step}/10 files"))])
-        meta = {"acpProgress": {"phase": "progress", "progress": {"value": step, "total": 10}}}
+        meta = {META_KEY: {"phase": "progress", "progress": {"value": step, "total": 10}}}
         updates.append(progress.model_copy(update={"field_meta": meta}))
     updates.append(
         update_tool_call(

@@ -44,6 +44,7 @@ from acp import (  # noqa: E402
 from acp.schema import AgentMessageChunk  # noqa: E402
 
 from acp_adapter.client.driver import AgentDriver  # noqa: E402
+from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.summary import (  # noqa: E402
     EmbeddedGenerator,
     ManualClock,
@@ -80,7 +81,7 @@ async def first_chunk_latency(
     first: float | None = None
     turn = driver.prompt(session_id, text)
     async for update in turn:
-        meta = (getattr(update, "field_meta", None) or {}).get("acpProgress") or {}
+        meta = (getattr(update, "field_meta", None) or {}).get(META_KEY) or {}
         if "summary" in meta:
             SUMMARY_BEATS[0] += 1
         if front_end is not None:

@@ -49,6 +49,7 @@ from acp_adapter.agent.tool_cards import AcpToolObserver  # noqa: E402
 from acp_adapter.cancel import CancelToken  # noqa: E402
 from acp_adapter.events import SessionStream, UpdateOutbox  # noqa: E402
 from acp_adapter.models.base import ToolCall  # noqa: E402
+from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.store import BackgroundWriter, SqliteStore  # noqa: E402
 from acp_adapter.store.recorder import ConversationRecorder  # noqa: E402
 from acp_adapter.tooling.toolbox import ToolContext  # noqa: E402
@@ -67,7 +68,7 @@ class Arrivals:
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.count += 1
         self.last_at = time.perf_counter()
-        progress = ((update.field_meta or {}).get("acpProgress") or {}).get("progress")
+        progress = ((update.field_meta or {}).get(META_KEY) or {}).get("progress")
         if progress is not None:
             self.value = progress.get("value", self.value)
         if self.count >= self.target or (self.want_value is not None and self.value >= self.want_value):
@@ -114,7 +115,7 @@ def same_update(i: int, n: int) -> Any:
     message = f"Scanned {i}/{n} files"
     update = update_tool_call("call_1", status="in_progress", content=[tool_content(text_block(message))])
     progress = {"value": i, "total": n, "message": message}
-    meta = {"acpProgress": {"phase": "progress", "progress": progress}}
+    meta = {META_KEY: {"phase": "progress", "progress": progress}}
     return update.model_copy(update={"field_meta": meta})
 
 
@@ -252,7 +253,7 @@ async def bench_slow_client(reports: int, read_interval: float) -> tuple[float, 
                 return
             now = time.perf_counter()
             update = json.loads(line).get("params", {}).get("update", {})
-            progress = (update.get("_meta") or {}).get("acpProgress", {}).get("progress")
+            progress = (update.get("_meta") or {}).get(META_KEY, {}).get("progress")
             if progress is not None:
                 delivered += 1
                 value = int(progress["value"])

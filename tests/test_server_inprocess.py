@@ -11,7 +11,8 @@ from acp import RequestError, text_block
 from acp.schema import AgentMessageChunk
 
 import acp_adapter.server as server_module
-from acp_adapter.server import ProgressAgent, prompt_to_text
+from acp_adapter.server import ProgressAgent
+from acp_adapter.text import prompt_to_text
 from run_agent import AIAgent
 
 from .conftest import RecordingClient, fast_settings, final_status, inprocess_agent

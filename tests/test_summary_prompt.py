@@ -22,8 +22,8 @@ from acp_adapter.summary import (
     SummaryRequest,
     TemplateContext,
     embedded_summary,
-    user_text_from_prompt,
 )
+from acp_adapter.text import prompt_to_text
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 TOOL_SECRET = "sk-proj-" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp"
@@ -136,7 +136,7 @@ def test_user_text_comes_from_the_prompts_text_blocks_only() -> None:
         resource_block(embedded_text_resource("file:///a.py", "ATTACHED")),
         text_block("now"),
     ]
-    assert user_text_from_prompt(blocks) == "fix it\nnow"
+    assert prompt_to_text(blocks, attachments=False) == "fix it\nnow"
 
 
 # ---------------------------------------------------------------- the default prompt

@@ -22,6 +22,7 @@ from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
 
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
+from acp_adapter.protocol.meta import ProgressMeta, meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title, select_preview
@@ -72,7 +73,7 @@ class AcpToolObserver:
         """The card id of a model tool call: unique in the session (see ``claim_card_id``)."""
         return self._card_ids.get(call.id, call.id)
 
-    def _present(self, call: ToolCall, tool: Tool | None) -> tuple[str, Any, tuple[str, ...], dict[str, Any]]:
+    def _present(self, call: ToolCall, tool: Tool | None) -> tuple[str, Any, tuple[str, ...], ProgressMeta]:
         event_meta: Mapping[str, Any] | None = tool.extension if tool is not None and tool.extension else None
         presentation = self._registry.lookup(call.name, self._workspace_id, event_meta)
         label, preview = render_label(call.name, call.arguments, presentation)
@@ -83,7 +84,7 @@ class AcpToolObserver:
             if path:
                 locations = (_absolute(self._workspace, path),)
         # build_tool_start redacts the whole _meta (and the title) at the single choke point
-        meta = {"toolId": call.name, "label": label, "preview": preview, "emoji": presentation.emoji}
+        meta = ProgressMeta(tool_id=call.name, label=label, preview=preview, emoji=presentation.emoji)
         return title, presentation.kind, locations, meta
 
     def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
@@ -167,11 +168,8 @@ class AcpToolObserver:
 def answered_automatically(response: Any) -> bool:
     """True if a ``RequestPermissionResponse`` carries ``_meta: {"acpProgress": {"automatic": true}}``:
     the client's policy answered without asking a person (e.g. a deny-all policy with no terminal)."""
-    meta = getattr(response, "field_meta", None)
-    if not isinstance(meta, Mapping):
-        return False
-    ours = meta.get("acpProgress")
-    return isinstance(ours, Mapping) and ours.get("automatic") is True
+    meta = meta_of(response)
+    return meta is not None and meta.automatic is True
 
 
 def _absolute(workspace: str | None, path: str) -> str:

@@ -22,6 +22,7 @@ from acp import update_agent_message_text, update_agent_thought_text
 from acp.schema import ToolCallProgress, ToolCallStart, ToolKind, UsageUpdate
 
 from acp_adapter.agent.outbox import AnyUpdate, UpdateOutbox
+from acp_adapter.protocol.meta import ProgressMeta
 from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.tools import (
     build_thinking_complete,
@@ -298,7 +299,7 @@ class SessionStream:
         *,
         raw_input: Any = None,
         locations: tuple[str, ...] = (),
-        meta: Mapping[str, Any] | None = None,
+        meta: ProgressMeta | Mapping[str, Any] | None = None,
     ) -> bool:
         """Open a real tool card. A think card still open is completed first: no orphan spinner."""
         with self._lock:

@@ -48,6 +48,7 @@ from acp_adapter._version import __version__
 from acp_adapter.client.procgroup import end_process_group
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.protocol import CHUNK_BYTES, JsonRpcStream, Refused, StreamLimits
+from acp_adapter.protocol.meta import ProgressMeta, meta_field
 from acp_adapter.safety.redact import redact_text
 
 __all__ = [
@@ -75,7 +76,7 @@ log = logging.getLogger("acp_progress.client")
 #: Lines of the agent's stderr kept for error messages.
 STDERR_TAIL_LINES = 12
 #: ``_meta`` on a permission answer that no person gave (a policy decided), so the agent can say so.
-AUTOMATIC_META: dict[str, Any] = {"acpProgress": {"automatic": True}}
+AUTOMATIC_META: dict[str, Any] = meta_field(ProgressMeta(automatic=True))
 
 PromptBlock = (
     TextContentBlock

@@ -67,7 +67,9 @@ from acp_adapter.protocol import (
     error_answer,
     sniff_response_id,
 )
+from acp_adapter.protocol.meta import read_meta
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.text import prompt_to_text
 from acp_adapter.tools import (
     build_thinking_complete,
     build_thinking_failed,
@@ -91,9 +93,8 @@ INITIALIZE = AGENT_METHODS["initialize"]
 def shows_own_think_cards(initialize_result: Any) -> bool:
     """The agent says in its ``initialize`` answer that it shows its own think cards:
     ``_meta.acpProgress.thinkCards: true`` (this project's agent does)."""
-    meta = initialize_result.get("_meta") if isinstance(initialize_result, dict) else None
-    progress = meta.get("acpProgress") if isinstance(meta, dict) else None
-    return isinstance(progress, dict) and progress.get("thinkCards") is True
+    meta = read_meta(initialize_result.get("_meta")) if isinstance(initialize_result, dict) else None
+    return meta is not None and meta.think_cards is True
 
 
 def is_think_card(message: dict[str, Any]) -> bool:
@@ -266,9 +267,7 @@ class Relay:
         if self.options.summary is None or self.options.think_after is None:
             return  # off, or no card will ever show it (--no-think)
         try:
-            from acp_adapter.summary import user_text_from_prompt
-
-            text = user_text_from_prompt(PromptRequest.model_validate(params).prompt)
+            text = prompt_to_text(PromptRequest.model_validate(params).prompt, attachments=False)
         except ValidationError:
             text = ""  # the agent will answer the bad prompt; the summary just knows less
 

@@ -25,6 +25,7 @@ from acp_adapter.models.base import (
     ToolSpec,
     UsageReport,
 )
+from acp_adapter.text import ellipsize
 
 __all__ = ["EmbeddedModel", "compose_reply", "plan_tool_calls"]
 
@@ -415,7 +416,7 @@ def compose_reply(prompt: str, cancel: CancelToken | None = None) -> str:
             if len(keywords) == 4:  # only the first four make the topic
                 break
     topic = ", ".join(keywords[:4]) if keywords else "your request"
-    quoted = text if len(text) <= 120 else text[:117] + "…"
+    quoted = ellipsize(text, 120)
     return (
         f"You asked: \u201c{quoted}\u201d\n\n"
         f"I'm an offline model, so I can't look this up, but here is how I would work through it:\n"

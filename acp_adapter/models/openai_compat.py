@@ -84,11 +84,11 @@ from acp_adapter.models.openai_errors import (
     final_failure,
     fmt_seconds,
     malformed_event,
-    one_line,
     scrub,
     stream_dropped,
 )
 from acp_adapter.models.openai_stream import RAW_ARGUMENTS_KEY, StreamState, completion_as_chunk
+from acp_adapter.text import flatten
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI, AsyncStream
@@ -161,7 +161,7 @@ class OpenAICompatModel:
                 timeout=self.settings.timeout,
             )
         except Exception as exc:
-            self._init_error = scrub(f"{type(exc).__name__}: {one_line(str(exc), 120)}", self._key)
+            self._init_error = scrub(f"{type(exc).__name__}: {flatten(str(exc), 120)}", self._key)
             log.exception("cannot set up the OpenAI client")
         finally:
             self._ready.set()

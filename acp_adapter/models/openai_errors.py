@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from acp_adapter.models.base import ModelError
+from acp_adapter.text import flatten
 
 if TYPE_CHECKING:
     from openai import APIStatusError
@@ -40,7 +41,6 @@ __all__ = [
     "final_failure",
     "fmt_seconds",
     "malformed_event",
-    "one_line",
     "retry_after",
     "scrub",
     "server_message",
@@ -79,11 +79,6 @@ def scrub(text: str, key: str) -> str:
     if key and len(key) >= 4:
         text = text.replace(key, "***")
     return text
-
-
-def one_line(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def server_message(body: Any) -> str:
@@ -242,7 +237,7 @@ def classify(
         )
     if isinstance(exc, openai.APIError):
         # an ``error`` event inside the stream (the SDK raises it with the event as ``body``)
-        message = one_line(scrub(server_message(exc.body) or exc.message, key)) or "unknown error"
+        message = flatten(scrub(server_message(exc.body) or exc.message, key), 160) or "unknown error"
         return failure("The model server reported an error", detail=message)
     log.error("unexpected error from the OpenAI client", exc_info=exc)
     return failure(f"Unexpected error talking to the model server ({type(exc).__name__})")
@@ -254,7 +249,7 @@ def status_failure(exc: APIStatusError, *, key: str, model: str, url: str) -> Mo
     status = exc.status_code
     body = exc.body
     headers = exc.response.headers
-    message = one_line(scrub(server_message(body), key))
+    message = flatten(scrub(server_message(body), key), 160)
     code = _error_code(body)
     if status == 401:
         hint = "OPENAI_API_KEY is empty" if not key else "check OPENAI_API_KEY"

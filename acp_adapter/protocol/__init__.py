@@ -1,4 +1,5 @@
-"""The protocol layer: the one JSON-RPC line reader with its limits, and the stdio guard."""
+"""The protocol layer: the typed ``_meta.acpProgress`` models (:mod:`.meta`), the one JSON-RPC line
+reader with its limits, and the stdio guard."""
 
 from acp_adapter.protocol.ndjson import (
     CHUNK_BYTES,

@@ -42,9 +42,11 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from acp_adapter.protocol.meta import phase_of
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.store.base import JsonObject, SessionRecord
 from acp_adapter.store.writer import BackgroundWriter
+from acp_adapter.text import ellipsize
 
 __all__ = [
     "INTERRUPTED_NOTE",
@@ -59,7 +61,6 @@ log = logging.getLogger("acp_progress.store")
 
 #: Longest session title (from the first prompt's first line).
 TITLE_CAP = 80
-_META_KEY = "acpProgress"
 _TERMINAL = {"completed", "failed"}
 #: Front-end state namespace of the turns begun and not yet ended: session id -> {"pid", "at"}.
 OPEN_TURNS = "agent.open-turns"
@@ -84,7 +85,7 @@ def title_from(text: str) -> str | None:
     for line in redact_text(text).splitlines():
         flat = " ".join(line.split())
         if flat:
-            return flat if len(flat) <= TITLE_CAP else flat[: TITLE_CAP - 1].rstrip() + "…"
+            return ellipsize(flat, TITLE_CAP)
     return None
 
 
@@ -94,15 +95,11 @@ def _dump(update: Any) -> JsonObject:
 
 
 def _is_think_card(update: ToolCallStart) -> bool:
-    meta = update.field_meta or {}
-    ours = meta.get(_META_KEY)
-    return isinstance(ours, dict) and ours.get("phase") == "thinking"
+    return phase_of(update) == "thinking"
 
 
 def _is_progress(update: ToolCallProgress) -> bool:
-    meta = update.field_meta or {}
-    ours = meta.get(_META_KEY)
-    return isinstance(ours, dict) and ours.get("phase") == "progress"
+    return phase_of(update) == "progress"
 
 
 @dataclass

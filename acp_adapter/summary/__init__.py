@@ -89,7 +89,6 @@ from acp_adapter.summary.snapshot import (
     SnapshotTracker,
     clean_user_text,
     tool_name,
-    user_text_from_prompt,
 )
 from acp_adapter.summary.templates import PromptTemplate, StringTemplate, TemplateContext
 
@@ -134,5 +133,4 @@ __all__ = [
     "instructions",
     "resolve_mode",
     "tool_name",
-    "user_text_from_prompt",
 ]

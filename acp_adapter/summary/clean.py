@@ -12,10 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.text import ellipsize
 
-__all__ = ["ELLIPSIS", "bound", "clean_summary", "summary_text"]
-
-ELLIPSIS = "…"
+__all__ = ["clean_summary", "summary_text"]
 
 _QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“"}
 _LABEL = re.compile(r"^(?:progress\s+)?(?:summary|status)\s*:\s*", re.I)
@@ -38,20 +37,6 @@ def _strip_quotes(text: str) -> str:
     return text
 
 
-def bound(text: str, max_length: int) -> str:
-    """Cut ``text`` to at most ``max_length`` characters, at a word boundary when one is near,
-    ending with ``…`` when cut."""
-    if len(text) <= max_length:
-        return text
-    if max_length <= 1:
-        return ELLIPSIS[:max_length]
-    cut = text[: max_length - 1]
-    space = cut.rfind(" ")
-    if space >= max_length * 2 // 3:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:.-—") + ELLIPSIS
-
-
 def clean_summary(raw: Any, max_length: int) -> str:
     """One redacted line, quotes and a leading ``Summary:`` label removed, bounded; ``""`` if empty."""
     text = summary_text(raw)
@@ -61,4 +46,4 @@ def clean_summary(raw: Any, max_length: int) -> str:
     text = _LABEL.sub("", _strip_quotes(text))
     text = _strip_quotes(text)
     text = redact_text(text)
-    return bound(text, max_length) if text else ""
+    return ellipsize(text, max_length, words=True) if text else ""

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, TypeVar, cast
 
 from acp_adapter.errors import AcpProgressError
-from acp_adapter.summary.clean import bound
 from acp_adapter.summary.snapshot import ProgressSnapshot
+from acp_adapter.text import ellipsize
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -386,7 +386,7 @@ def _upper_first(text: str) -> str:
 def _topic(user_text: str) -> str:
     """A short noun phrase for the request: "the request to fix the test", "what 2^10 is" …"""
     first = _SENTENCE_END.split(user_text.strip(), maxsplit=1)[0] if user_text.strip() else ""
-    short = bound(first.strip().rstrip(".!?;: "), 72)
+    short = ellipsize(first.strip().rstrip(".!?;: "), 72, words=True)
     if not short:
         return "the request"
     word = short.split(" ", 1)[0].lower().strip(",")

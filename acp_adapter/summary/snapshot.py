@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,14 +22,13 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
-    TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
 )
 
+from acp_adapter.protocol.cards import CardAccumulator
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.summary.clean import bound
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import ellipsize, format_elapsed
 
 __all__ = [
     "ACTIVITY",
@@ -42,7 +40,6 @@ __all__ = [
     "SnapshotTracker",
     "clean_user_text",
     "tool_name",
-    "user_text_from_prompt",
 ]
 
 USER_TEXT_LIMIT = 2000
@@ -65,12 +62,7 @@ def clean_user_text(text: str, limit: int = USER_TEXT_LIMIT) -> str:
     removed, redacted, one paragraph, at most ``limit`` characters."""
     text = _CONTEXT_OPEN.sub(" ", _CONTEXT_BLOCK.sub(" ", text))
     text = " ".join(redact_text(text).split())
-    return bound(text, limit)
-
-
-def user_text_from_prompt(blocks: Sequence[Any]) -> str:
-    """The text a person typed, from ACP prompt content blocks (attachments are not the request)."""
-    return "\n".join(b.text for b in blocks if isinstance(b, TextContentBlock))
+    return ellipsize(text, limit, words=True)
 
 
 def tool_name(title: str | None, kind: str | None) -> str:
@@ -79,7 +71,7 @@ def tool_name(title: str | None, kind: str | None) -> str:
     name = " ".join(_CONTROL.sub(" ", redact_text(title or "")).split())
     if not name:
         name = kind if kind and kind not in ("other", "think") else "tool"
-    return bound(name, TOOL_NAME_LIMIT)
+    return ellipsize(name, TOOL_NAME_LIMIT, words=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +104,11 @@ class ProgressSnapshot:
         return "yes" if self.reasoning_active else "no"
 
 
+def _same_card(update: ToolCallProgress) -> bool:
+    """True if ``update`` changes no status, title or kind: only content, meta or locations."""
+    return update.status is None and update.title is None and update.kind is None
+
+
 class SnapshotTracker:
     """The mutable state behind :class:`ProgressSnapshot`, updated by one update at a time."""
 
@@ -123,7 +120,8 @@ class SnapshotTracker:
         self.chunks = 0
         self._active: dict[str, str] = {}
         self._completed: deque[str] = deque(maxlen=COMPLETED_TOOLS_KEPT)
-        self._think_ids: set[str] = set()
+        #: the cards' facts (the shared client-side accumulator; no ``_meta`` reading needed here)
+        self._cards = CardAccumulator(reports=False)
 
     def snapshot(self, elapsed: float, previous: str | None) -> ProgressSnapshot:
         return ProgressSnapshot(
@@ -167,31 +165,31 @@ class SnapshotTracker:
         if isinstance(update, AgentThoughtChunk):
             self.chunks += 1
             return CHUNK | LIVE | self._reasoning()
-        if isinstance(update, ToolCallStart):
+        if isinstance(update, ToolCallStart | ToolCallProgress):
             self.chunks += 1
-            if update.kind == "think":
-                self._think_ids.add(update.tool_call_id)
-                if update.status in _TERMINAL:
-                    return CHUNK
-                return CHUNK | LIVE | self._reasoning()
-            self.reasoning_active = False
-            self.answering = False
-            if update.status in _TERMINAL:
-                return CHUNK | self._finish_tool(update.tool_call_id, update.status or "", update.title)
-            self._active[update.tool_call_id] = tool_name(update.title, update.kind)
-            self.activity += 1
-            return CHUNK | LIVE | ACTIVITY
-        if isinstance(update, ToolCallProgress):
-            self.chunks += 1
-            card_id = update.tool_call_id
+            known = self._cards.get(update.tool_call_id)
+            if known is not None and isinstance(update, ToolCallProgress) and _same_card(update):
+                # a heartbeat or a tool's progress on a card we know: the same activity (the hot
+                # path, so nothing is folded: content is not what a summary may know)
+                return CHUNK | LIVE
+            was_think = known is not None and known.think
+            card = self._cards.fold(update, 0.0).card
             terminal = update.status in _TERMINAL
-            if card_id in self._think_ids or update.kind == "think":
+            if isinstance(update, ToolCallStart):
+                if card.think:
+                    return CHUNK if terminal else CHUNK | LIVE | self._reasoning()
+                self.reasoning_active = False
+                self.answering = False
                 if terminal:
-                    self._think_ids.discard(card_id)
-                    if update.status == "failed":
-                        self.reasoning_active = False
-                    return CHUNK
-                return CHUNK | LIVE  # a heartbeat: the same thinking, no new activity
+                    return CHUNK | self._finish_tool(card.tool_call_id, update.status or "", update.title)
+                self._active[card.tool_call_id] = tool_name(update.title, update.kind)
+                self.activity += 1
+                return CHUNK | LIVE | ACTIVITY
+            card_id = card.tool_call_id
+            if was_think or update.kind == "think":
+                if terminal and update.status == "failed":
+                    self.reasoning_active = False
+                return CHUNK if terminal else CHUNK | LIVE  # a heartbeat: the same thinking, no new activity
             if terminal:
                 return CHUNK | self._finish_tool(card_id, update.status or "", update.title)
             if card_id in self._active:

@@ -38,6 +38,7 @@ from typing import Any, Final, Literal, get_args
 
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety import redact
+from acp_adapter.text import ellipsize
 
 __all__ = [
     "EXTENSION_EMOJI",
@@ -179,9 +180,7 @@ def _type_name(value: object) -> str:
 
 def _quote(value: str) -> str:
     """``repr`` of a (possibly truncated) value: escapes control characters in messages."""
-    if len(value) > _ERROR_VALUE_MAX:
-        value = value[: _ERROR_VALUE_MAX - 1] + "…"
-    return repr(value)
+    return repr(ellipsize(value, _ERROR_VALUE_MAX))
 
 
 def _require_str(value: object, field: str) -> str:
@@ -525,9 +524,7 @@ def normalize_one_line(text: str, cap: int | None = PREVIEW_CAP) -> str:
         elif unicodedata.category(ch) not in _UNSAFE_CATEGORIES:
             kept.append(ch)
     line = " ".join("".join(kept).split())
-    if cap is None or len(line) <= cap:
-        return line
-    return line[: cap - 1].rstrip() + "…"
+    return line if cap is None else ellipsize(line, cap)
 
 
 def render_label(

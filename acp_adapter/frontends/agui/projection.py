@@ -73,9 +73,11 @@ from acp_adapter.frontends.agui.policy import (
     apply_policy,
     default_policy,
 )
+from acp_adapter.protocol.cards import CardAccumulator
+from acp_adapter.protocol.meta import meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.safety.redact.stream import StreamRedactor
-from acp_adapter.tools import META_KEY, one_line
+from acp_adapter.tools import one_line
 
 __all__ = [
     "PROGRESS_FIELDS",
@@ -100,16 +102,10 @@ def progress_message_id(run_id: str, tool_call_id: str) -> str:
 
 def reported_progress(update: ToolCallProgress) -> dict[str, Any]:
     """The values the tool reported on this update (``_meta.acpProgress.progress``), absent ones absent."""
-    meta = update.field_meta
-    if not isinstance(meta, Mapping):
+    meta = meta_of(update)
+    if meta is None or meta.progress is None:
         return {}
-    ours = meta.get(META_KEY)
-    if not isinstance(ours, Mapping):
-        return {}
-    progress = ours.get("progress")
-    if not isinstance(progress, Mapping):
-        return {}
-    return {key: progress[key] for key in PROGRESS_FIELDS if progress.get(key) is not None}
+    return meta.progress.dump()
 
 
 def _block_text(block: Any) -> str:
@@ -131,11 +127,9 @@ def _tool_content_text(update: ToolCallStart | ToolCallProgress) -> str | None:
 
 def _tool_name(update: ToolCallStart) -> str:
     """This project's agent names the tool in ``_meta.acpProgress.toolId``; other agents give a title."""
-    meta = update.field_meta
-    if isinstance(meta, Mapping):
-        ours = meta.get(META_KEY)
-        if isinstance(ours, Mapping) and isinstance(ours.get("toolId"), str) and ours["toolId"]:
-            return one_line(ours["toolId"], 120)
+    meta = meta_of(update)
+    if meta is not None and meta.tool_id:
+        return one_line(meta.tool_id, 120)
     return one_line(update.title, 120) or "tool"
 
 
@@ -162,7 +156,8 @@ class RunProjection:
         self._last_text_id: str | None = None
         self._reasoning_id: str | None = None
         self._reasoning_redactor = StreamRedactor()
-        self._think_cards: set[str] = set()
+        #: the cards' facts (which are think cards), shared with every front-end; no clock here
+        self._cards = CardAccumulator(reports=False)
         #: real tool calls published with TOOL_CALL_START and still without a result
         self.live_tools: set[str] = set()
         self._finished_tools: set[str] = set()
@@ -305,8 +300,7 @@ class RunProjection:
 
     def _tool_start(self, update: ToolCallStart) -> list[BaseEvent]:
         call_id = update.tool_call_id
-        if update.kind == "think":
-            self._think_cards.add(call_id)
+        if self._cards.fold(update, 0.0).card.think:
             return []
         if call_id in self.live_tools or call_id in self._finished_tools:
             log.debug("duplicate tool_call %s ignored", call_id)
@@ -332,7 +326,10 @@ class RunProjection:
 
     def _tool_update(self, update: ToolCallProgress) -> list[BaseEvent]:
         call_id = update.tool_call_id
-        if call_id in self._think_cards or call_id not in self.live_tools:
+        known = self._cards.get(call_id)
+        think = known is not None and known.think
+        self._cards.fold(update, 0.0)
+        if think or call_id not in self.live_tools:
             return []  # spinner updates, or a tool whose result is out (or that never started)
         events: list[BaseEvent] = []
         text = _tool_content_text(update)

@@ -56,11 +56,10 @@ from acp_adapter.frontends.bridges.sink import (
     MessageId,
     SendOutcomeUnknown,
     split_to_fit,
-    truncate_to_fit,
 )
 from acp_adapter.frontends.bridges.state import OUTBOX_ATTEMPTS, REPEAT_NOTE, BridgeState
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import ellipsize, format_elapsed
 
 __all__ = [
     "COALESCE_WINDOW",
@@ -285,7 +284,7 @@ class RouteDelivery:
         self._started_at = {}
 
     async def _accumulate(self, payload: ProgressPayload) -> None:
-        line = truncate_to_fit(render_line(payload), self.sink.limit, self.sink.measure)
+        line = ellipsize(render_line(payload), self.sink.limit, measure=self.sink.measure)
         call_id = payload.tool_call_id
         started = payload.phase == "started"
         msg = self._current
@@ -354,7 +353,7 @@ class RouteDelivery:
         text = " ".join(event.summary.split())
         if not text:
             return
-        line = truncate_to_fit(PLACEHOLDER_PREFIX + text, self.sink.limit, self.sink.measure)
+        line = ellipsize(PLACEHOLDER_PREFIX + text, self.sink.limit, measure=self.sink.measure)
         msg = self._placeholder
         if msg is not None:
             msg.entries[0][1] = line

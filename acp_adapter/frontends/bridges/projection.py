@@ -28,9 +28,11 @@ from acp_adapter.frontends.bridges.events import (
     ProgressPayload,
     ReactionEvent,
 )
+from acp_adapter.protocol.cards import Card, CardAccumulator
+from acp_adapter.protocol.meta import ProgressMeta, meta_of
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.tooling.presentation import PREVIEW_CAP, PresentationRegistry, render_label
-from acp_adapter.tools import META_KEY, one_line
+from acp_adapter.tools import one_line
 
 __all__ = ["ERROR_CAP", "TurnProjection"]
 
@@ -50,17 +52,14 @@ class _Call:
     think: bool
     done: bool = False
     source_id: str | None = None
-    title: str | None = None
-    raw_input: Any = None
 
 
-def _acp_meta(update: ToolCallStart | ToolCallProgress) -> Mapping[str, Any]:
-    meta = update.field_meta
-    if isinstance(meta, Mapping):
-        inner = meta.get(META_KEY)
-        if isinstance(inner, Mapping):
-            return inner
-    return {}
+def _acp_meta(update: ToolCallStart | ToolCallProgress) -> ProgressMeta:
+    """Our ``_meta.acpProgress`` of ``update``; an empty one when it has none (or a foreign one)."""
+    return meta_of(update) or _NO_META
+
+
+_NO_META = ProgressMeta()
 
 
 def _content_text(update: ToolCallProgress) -> str:
@@ -86,6 +85,9 @@ class TurnProjection:
         self._registry = registry or PresentationRegistry()
         self._workspace_id = workspace_id
         self._cap: int | None = None if config.tool_progress == "verbose" else PREVIEW_CAP
+        #: the cards' facts (title, input, tool id), shared with every front-end
+        self._cards = CardAccumulator()
+        #: this projection's own state of each card: its presentation and whether it was delivered done
         self._calls: dict[str, _Call] = {}
         self._index = 0
         self._last_started_tool: str | None = None
@@ -113,7 +115,9 @@ class TurnProjection:
             return self._on_text(update)
         return []
 
-    def _present(self, tool_id: str | None, title: str | None, raw_input: Any, meta: Any) -> _Call:
+    def _present(self, tool_id: str | None, card: Card, meta: Any) -> _Call:
+        """How the card's tool is shown (its facts from the shared accumulator)."""
+        title, raw_input = card.title, card.raw_input
         key = tool_id or (title or "").strip() or "tool"
         event_meta = meta if isinstance(meta, Mapping) else None
         presentation = self._registry.lookup(key, self._workspace_id, event_meta)
@@ -126,8 +130,6 @@ class TurnProjection:
             started_at=None,
             think=False,
             source_id=tool_id,
-            title=title,
-            raw_input=raw_input,
         )
 
     def _on_start(self, update: ToolCallStart, now: float) -> list[BridgeEvent]:
@@ -135,12 +137,11 @@ class TurnProjection:
         if call_id in self._calls:
             return []  # a repeated start is not a new tool call
         if update.kind == "think":
+            self._cards.fold(update, now)
             self._calls[call_id] = _Call("think", "", "", "", now, think=True)
             return []
-        tool_id = _acp_meta(update).get("toolId")
-        call = self._present(
-            tool_id if isinstance(tool_id, str) else None, update.title, update.raw_input, update.field_meta
-        )
+        card = self._cards.fold(update, now).card
+        call = self._present(card.tool_id, card, update.field_meta)
         call.started_at = now
         self._calls[call_id] = call
         events: list[BridgeEvent] = []
@@ -165,33 +166,23 @@ class TurnProjection:
 
     def _on_progress(self, update: ToolCallProgress, now: float) -> list[BridgeEvent]:
         call_id = update.tool_call_id
+        card = self._cards.fold(update, now).card
         call = self._calls.get(call_id)
         if call is None:
             # a terminal (or progress) update for a call we never saw start (joined mid-turn)
-            tool_id = _acp_meta(update).get("toolId")
-            call = self._present(
-                tool_id if isinstance(tool_id, str) else None,
-                update.title or call_id,
-                update.raw_input,
-                update.field_meta,
-            )
+            call = self._present(card.tool_id, card, update.field_meta)
             self._calls[call_id] = call
         if call.done:
             return []  # nothing after a tool's terminal phase
         if not call.think and (update.title is not None or update.raw_input is not None):
             # other agents often fill in the title and the input after the start
-            fresh = self._present(
-                call.source_id,
-                update.title if update.title is not None else call.title,
-                update.raw_input if update.raw_input is not None else call.raw_input,
-                update.field_meta,
-            )
+            fresh = self._present(call.source_id, card, update.field_meta)
             fresh.started_at, fresh.think = call.started_at, call.think
             self._calls[call_id] = call = fresh
         status = update.status
         if status not in _TERMINAL:
             return []
-        meta_error = _acp_meta(update).get("error")
+        meta_error = _acp_meta(update).error
         error = meta_error if isinstance(meta_error, str) else _content_text(update)
         return self._terminal(call_id, call, status, error, now, started=False)
 

@@ -19,7 +19,6 @@ __all__ = [
     "MessageId",
     "SendOutcomeUnknown",
     "split_to_fit",
-    "truncate_to_fit",
     "utf16_len",
 ]
 
@@ -79,20 +78,6 @@ class BaseSink:
 def utf16_len(text: str) -> int:
     """Length in UTF-16 code units: what Telegram's 4096 limit counts (an emoji outside the BMP is 2)."""
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
-def truncate_to_fit(text: str, limit: int, measure: Any) -> str:
-    """Cut ``text`` so ``measure(result) <= limit``, ending in ``…`` when anything was cut."""
-    if measure(text) <= limit:
-        return text
-    lo, hi = 0, len(text)
-    while lo < hi:  # the longest prefix that fits together with the ellipsis
-        mid = (lo + hi + 1) // 2
-        if measure(text[:mid] + "…") <= limit:
-            lo = mid
-        else:
-            hi = mid - 1
-    return text[:lo].rstrip() + "…"
 
 
 def split_to_fit(text: str, limit: int, measure: Any) -> list[str]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.text import flatten
 from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool
 
@@ -23,9 +24,7 @@ def permission_question(call: ToolCall) -> str:
     """``Allow rm victim.txt? [y/N] `` — what the tool would do, one line, redacted."""
     command = call.arguments.get("command")
     what = command if isinstance(command, str) and command.strip() else call.name
-    what = " ".join(what.split())
-    if len(what) > 200:
-        what = what[:199] + "…"
+    what = flatten(what, 200)
     return redact_text(f"Allow {what}? [y/N] ")
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp.schema import AgentMessageChunk, AgentThoughtChunk, ToolCallProgress, ToolCallStart
+from acp.schema import AgentMessageChunk, AgentThoughtChunk
 
 from acp_adapter.frontends._render import fit_line, progress_bar, spinner_frame
+from acp_adapter.protocol.cards import Card, CardAccumulator, bar_of
+from acp_adapter.protocol.meta import meta_of
 from acp_adapter.text import format_elapsed
 
 __all__ = ["CardBoard", "CardView", "card_line", "progress_bar", "progress_of", "render_card"]
@@ -31,101 +33,38 @@ KIND_ICON = {
 }
 
 
-@dataclass
-class CardView:
-    tool_call_id: str
-    title: str
-    kind: str
-    status: str
-    detail: str = ""
-    opened_at: float = 0.0
-    closed_at: float | None = None
-    updates: int = 0
-    #: the tool's last reported (value, total), when it reported a total
-    progress: tuple[float, float] | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.status in ("in_progress", "pending")
+#: A card as the watch shows it: the shared accumulator's card (kept under its old name).
+CardView = Card
 
 
 def progress_of(update: Any) -> tuple[float, float] | None:
     """``(value, total)`` from ``_meta.acpProgress.progress`` of a tool_call_update, when it has a
     positive total (hostile input: anything that is not a finite number is ignored)."""
-    meta = getattr(update, "field_meta", None)
-    if not isinstance(meta, dict):
-        return None
-    ours = meta.get("acpProgress")
-    progress = ours.get("progress") if isinstance(ours, dict) else None
-    if not isinstance(progress, dict):
-        return None
-    value, total = progress.get("value"), progress.get("total")
-    numbers = all(isinstance(n, int | float) and not isinstance(n, bool) for n in (value, total))
-    if not numbers or not 0 < total < float("inf") or not -float("inf") < value < float("inf"):  # type: ignore[operator]
-        return None
-    return float(value), float(total)  # type: ignore[arg-type]
-
-
-def _content_text(content: Any) -> str:
-    texts: list[str] = []
-    for item in content or []:
-        inner = getattr(item, "content", None)
-        text = getattr(inner, "text", None)
-        if isinstance(text, str):
-            texts.append(text)
-    return "\n".join(texts)
+    meta = meta_of(update)
+    return bar_of(meta.progress) if meta is not None and meta.progress is not None else None
 
 
 @dataclass
 class CardBoard:
-    """The client's picture of one session: cards in arrival order plus the streamed answer."""
+    """The client's picture of one session: cards (the shared :class:`CardAccumulator`) in arrival
+    order plus the streamed answer and thoughts."""
 
-    cards: dict[str, CardView] = field(default_factory=dict)
+    accumulator: CardAccumulator = field(default_factory=CardAccumulator)
     answer: str = ""
     thoughts: str = ""
     late_updates: int = 0
 
+    @property
+    def cards(self) -> dict[str, Card]:
+        return self.accumulator.cards
+
     def apply(self, update: Any, now: float) -> list[str]:
         """Fold one update in; return the ids of cards whose state changed."""
-        if isinstance(update, ToolCallStart):
-            card = CardView(
-                update.tool_call_id,
-                update.title,
-                update.kind or "other",
-                update.status or "pending",
-                _content_text(update.content),
-                now,
-            )
-            self.cards[update.tool_call_id] = card
-            return [card.tool_call_id]
-        if isinstance(update, ToolCallProgress):
-            known = self.cards.get(update.tool_call_id)
-            if known is None:
-                card = CardView(
-                    update.tool_call_id,
-                    update.title or update.tool_call_id,
-                    update.kind or "other",
-                    "pending",
-                )
-                card.opened_at = now
-                self.cards[update.tool_call_id] = card
-            else:
-                card = known
-                if not card.live:
-                    self.late_updates += 1
-            if update.title:
-                card.title = update.title
-            if update.status:
-                card.status = update.status
-                if not card.live:
-                    card.closed_at = now
-            text = _content_text(update.content)
-            if text:
-                card.detail = text
-            if (progress := progress_of(update)) is not None:
-                card.progress = progress
-            card.updates += 1
-            return [card.tool_call_id]
+        applied = self.accumulator.apply(update, now)
+        if applied is not None:
+            if applied.late:
+                self.late_updates += 1
+            return [applied.card.tool_call_id]
         if isinstance(update, AgentMessageChunk):
             self.answer += getattr(update.content, "text", "") or ""
         elif isinstance(update, AgentThoughtChunk):
@@ -133,8 +72,8 @@ class CardBoard:
         return []
 
     @property
-    def live_cards(self) -> list[CardView]:
-        return [card for card in self.cards.values() if card.live]
+    def live_cards(self) -> list[Card]:
+        return self.accumulator.live
 
 
 def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int = 0) -> str:
