@@ -180,3 +180,18 @@ async def test_plain_view_never_cuts_lines_and_stops_quietly_on_a_closed_pipe():
     closed.apply(update_agent_message_text("x" * 10))
     closed.finish("end_turn")
     assert closed.output_closed
+
+
+def test_a_progress_line_on_a_pipe_has_the_bar_the_message_and_the_elapsed_time():
+    from acp_adapter.frontends.watch.view import PlainView
+    from acp_adapter.tools import build_tool_progress
+
+    out = io.StringIO()
+    view = PlainView(out)
+    view.apply(build_tool_start("c", "Scanning files", "search"))
+    view.apply(build_tool_progress("c", value=3, total=10, message="Scanned 3/10 files"))
+    view.apply(build_tool_progress("c", value=5, total=10))
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith("   … Scanning files: " + "█" * 6 + "░" * 14 + "  30% Scanned 3/10 files · ")
+    assert lines[1].endswith("s") and lines[2].startswith("   … Scanning files: " + "█" * 10)
+    assert "  50% " in lines[2] and " · " in lines[2]

@@ -43,6 +43,7 @@ from rich.text import Text
 
 from acp_adapter.frontends._render import SPINNER_NAME, progress_bar
 from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line
+from acp_adapter.text import format_elapsed
 
 __all__ = ["CardRenderer", "LiveView", "PlainView", "read_answer"]
 
@@ -152,8 +153,9 @@ class PlainView(_Base):
                 self._write(f"   ⏸ {card.title}: waiting for permission\n")
             elif card.live and (card.detail.strip() or card.progress is not None):
                 detail = " ".join(card.detail.split())
-                if card.progress is not None:  # a step of a tool that reports a total: bar and percentage
-                    detail = f"{progress_bar(*card.progress)} {detail}".rstrip()
+                if card.progress is not None:  # a step of a tool that reports a total: bar, percentage, time
+                    elapsed = format_elapsed(now - card.opened_at)
+                    detail = f"{progress_bar(*card.progress)} {detail} · {elapsed}".replace("  · ", " · ")
                 self._write(f"   … {card.title}: {detail}\n")
             elif not card.live and card_id not in self._printed:
                 self._printed.add(card_id)
