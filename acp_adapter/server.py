@@ -46,7 +46,7 @@ from acp.schema import (
 from acp_adapter._version import __version__
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
 from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
-from acp_adapter.agent.tool_cards import AcpToolObserver
+from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
@@ -166,6 +166,8 @@ class ProgressAgent:
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.turn_runner = turn_runner
+        #: the client's name from ``initialize`` (``clientInfo.name``), redacted and bounded
+        self.client_name: str | None = None
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         #: heartbeats of every turn; by default the connection's own event loop times them
@@ -203,12 +205,17 @@ class ProgressAgent:
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
 
-    def _audit(self, session_id: str, card_id: str, title: str, allowed: bool, automatic: bool) -> None:
+    def _audit(self, session_id: str, card_id: str, title: str, answer: PermissionAnswer) -> None:
         """Record a permission answer, on this worker thread, before the tool runs: the audit
-        holds every command that was allowed even if the process dies while it runs."""
-        decided_by = "auto" if automatic else "client"
+        holds every command that was allowed even if the process dies while it runs.
+
+        Who: ``auto`` when a policy answered with no person asked, else the person the client
+        names (``decidedBy``), else ``client``. Where: the surface the client names (``watch``,
+        ``telegram`` …), else the client's own name from ``initialize``, else ``acp``."""
+        decided_by = "auto" if answer.automatic else (answer.decided_by or "client")
+        surface = answer.surface or self.client_name or "acp"
         self.store.record_permission(
-            StoredPermission(time.time(), session_id, card_id, title, allowed, decided_by, "acp")
+            StoredPermission(time.time(), session_id, card_id, title, answer.allowed, decided_by, surface)
         )
 
     def _forget_freed(self, session_id: str) -> None:
@@ -317,6 +324,9 @@ class ProgressAgent:
     async def initialize(
         self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **kwargs: Any
     ) -> InitializeResponse:
+        name = getattr(client_info, "name", None)
+        if isinstance(name, str) and name.strip():  # the editor's name: the audit's default surface
+            self.client_name = one_line(name, 60)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -580,9 +590,7 @@ class ProgressAgent:
                 cancel=cancel,
                 registry=self.registry,
                 workspace=session.cwd,
-                audit=lambda card_id, title, allowed, automatic: self._audit(
-                    session.id, card_id, title, allowed, automatic
-                ),
+                audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
             ),
             scheduler=self.scheduler or loop_heartbeats(loop),
             cancel=cancel,

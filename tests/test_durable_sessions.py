@@ -231,9 +231,10 @@ async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path
     out = await anyio.to_thread.run_sync(lambda: _cli(env, "audit", "--json"))
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
+    # a client that names neither who nor where: "client", on the surface its initialize named
     assert [(r["allowed"], r["decidedBy"], r["surface"]) for r in rows] == [
-        (False, "client", "acp"),
-        (True, "client", "acp"),
+        (False, "client", "pytest"),
+        (True, "client", "pytest"),
     ]
     assert "echo denied" in rows[0]["title"] and rows[0]["sessionId"] == sid
     text = await anyio.to_thread.run_sync(lambda: _cli(env, "audit"))

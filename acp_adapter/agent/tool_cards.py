@@ -15,6 +15,7 @@ import concurrent.futures
 import logging
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from acp import update_tool_call
@@ -28,7 +29,13 @@ from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title, select_preview
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool, ToolOutcome
 
-__all__ = ["PERMISSION_OPTIONS", "RESULT_CAP", "AcpToolObserver", "answered_automatically"]
+__all__ = [
+    "PERMISSION_OPTIONS",
+    "RESULT_CAP",
+    "AcpToolObserver",
+    "PermissionAnswer",
+    "answered_automatically",
+]
 
 log = logging.getLogger("acp_progress.tool_cards")
 
@@ -54,11 +61,11 @@ class AcpToolObserver:
         registry: PresentationRegistry | None = None,
         workspace: str | None = None,
         workspace_id: str | None = None,
-        audit: Callable[[str, str, bool, bool], None] | None = None,
+        audit: Callable[[str, str, PermissionAnswer], None] | None = None,
     ) -> None:
         self._stream = stream
-        #: ``audit(card_id, title, allowed, automatic)``: called with every answer before the tool
-        #: runs (the session store's permission audit)
+        #: ``audit(card_id, title, answer)``: called with every answer before the tool runs (the
+        #: session store's permission audit)
         self._audit = audit
         self._conn = conn
         self._loop = loop
@@ -154,15 +161,35 @@ class AcpToolObserver:
         finally:
             remove_hook()
         allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
-        automatic = answered_automatically(response)
+        answer = PermissionAnswer.of(response, allowed)
+        automatic = answer.automatic
         if self._audit is not None:
             try:
-                self._audit(card_id, request.title or call.name, allowed, automatic)
+                self._audit(card_id, request.title or call.name, answer)
             except Exception:
                 log.exception("recording the permission decision failed")
         if allowed:
             self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
         return PermissionDecision(allowed, automatic=automatic)
+
+
+@dataclass(frozen=True)
+class PermissionAnswer:
+    """A client's answer to a permission request as the audit keeps it: allowed or not, whether a
+    policy gave it with no person asked, and who and where, when the client says so in
+    ``_meta.acpProgress`` (``decidedBy``, ``surface``)."""
+
+    allowed: bool
+    automatic: bool
+    decided_by: str | None = None
+    surface: str | None = None
+
+    @classmethod
+    def of(cls, response: Any, allowed: bool) -> PermissionAnswer:
+        meta = meta_of(response)
+        if meta is None:
+            return cls(allowed, False)
+        return cls(allowed, meta.automatic is True, meta.decided_by, meta.surface)
 
 
 def answered_automatically(response: Any) -> bool:

@@ -48,7 +48,7 @@ from acp_adapter._version import __version__
 from acp_adapter.client.procgroup import end_process_group
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.protocol import CHUNK_BYTES, JsonRpcStream, Refused, StreamLimits
-from acp_adapter.protocol.meta import ProgressMeta, meta_field
+from acp_adapter.protocol.meta import ProgressMeta, meta_field, meta_of
 from acp_adapter.safety.redact import redact_text
 
 __all__ = [
@@ -168,20 +168,38 @@ PermissionPolicy = Callable[[PermissionRequest], Awaitable[RequestPermissionResp
 
 
 def permission_response(
-    request: PermissionRequest, allow: bool, *, automatic: bool = False
+    request: PermissionRequest,
+    allow: bool,
+    *,
+    automatic: bool = False,
+    decided_by: str | None = None,
+    surface: str | None = None,
 ) -> RequestPermissionResponse:
-    """Answer ``request`` by picking its allow (or reject) option; ``automatic`` marks a policy decision."""
+    """Answer ``request`` by picking its allow (or reject) option. ``automatic`` marks a policy
+    decision; ``decided_by`` names the person who answered (the agent keeps both in its audit, with
+    ``surface``, which the driver fills in with its front-end's name when the policy did not)."""
     wanted = "allow" if allow else "reject"
     ranked = sorted(
         (o for o in request.options if o.kind.startswith(wanted)),
         key=lambda o: not o.kind.endswith("once"),  # prefer a one-time answer over "always"
     )
-    meta = AUTOMATIC_META if automatic else None
+    who = ProgressMeta(automatic=True if automatic else None, decided_by=decided_by, surface=surface)
+    meta = meta_field(who) if who.dump() else None
     if not ranked:
         return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"), field_meta=meta)
     return RequestPermissionResponse(
         outcome=AllowedOutcome(outcome="selected", option_id=ranked[0].option_id), field_meta=meta
     )
+
+
+def with_surface(response: RequestPermissionResponse, surface: str) -> RequestPermissionResponse:
+    """``response`` with ``_meta.acpProgress.surface`` set, unless its policy already named one."""
+    meta = meta_of(response) or ProgressMeta()
+    if meta.surface is not None:
+        return response
+    field_meta = dict(response.field_meta or {})
+    field_meta.update(meta_field(meta.model_copy(update={"surface": surface})))
+    return response.model_copy(update={"field_meta": field_meta})
 
 
 async def allow_all(request: PermissionRequest) -> RequestPermissionResponse:
@@ -343,10 +361,11 @@ class _DriverClient:
     ) -> RequestPermissionResponse:
         request = PermissionRequest(session_id, tool_call, list(options))
         try:
-            return await self._driver.permission_policy(request)
+            response = await self._driver.permission_policy(request)
         except Exception:
             log.exception("the permission policy failed; denying %s", request.title)
-            return permission_response(request, False, automatic=True)
+            response = permission_response(request, False, automatic=True)
+        return with_surface(response, self._driver.surface)
 
 
 class AgentDriver:
@@ -378,6 +397,8 @@ class AgentDriver:
         self.init_timeout = init_timeout
         self.stderr_log = stderr_log
         self.client_name = client_name
+        #: where this driver's permission answers come from, for the agent's audit ("watch" …)
+        self.surface = client_name.removeprefix("acp-progress-")
         self.client_capabilities = client_capabilities or ClientCapabilities()
         self.on_stray_update = on_stray_update
         self.initialize_response: InitializeResponse | None = None

@@ -10,7 +10,8 @@ instead of by spelling. What is carried, and where:
   ``toolId``/``label``/``preview``/``emoji`` at its start, the tool's own ``progress``
   (value/total/message) on a progress update, ``error`` and ``durationMs`` at its end;
 * the ``initialize`` answer: ``thinkCards`` (the agent shows its own spinners: a relay adds none);
-* a permission answer: ``automatic`` (a client's policy answered, no person did);
+* a permission answer: ``automatic`` (a client's policy answered, no person did), ``decidedBy``
+  (who answered) and ``surface`` (where: watch, chat, telegram, agui …), kept in the agent's audit;
 * the ``session/prompt`` answer: ``usage`` (token counts; the stable v1 answer has no usage field).
 
 Reading is forgiving: other agents send arbitrary ``_meta`` and a peer may be hostile, so
@@ -105,6 +106,10 @@ class ProgressMeta(_Meta):
     duration_ms: Annotated[StrictInt | None, Field(alias="durationMs")] = None
     think_cards: Annotated[StrictBool | None, Field(alias="thinkCards")] = None
     automatic: StrictBool | None = None
+    #: a permission answer: who gave it and on which surface (for the agent's audit); bounded,
+    #: since a client's _meta is input like any other
+    decided_by: Annotated[StrictStr | None, Field(alias="decidedBy", max_length=200)] = None
+    surface: Annotated[StrictStr | None, Field(max_length=100)] = None
     usage: Usage | None = None
 
 

@@ -62,7 +62,7 @@ from acp_adapter.safety.redact import redact_text
 from acp_adapter.summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 from acp_adapter.tooling.presentation import PresentationRegistry
 
-__all__ = ["PERMISSION_TIMEOUT", "STOPPED", "BridgeRunner", "PermissionAsker", "Person", "Route"]
+__all__ = ["PERMISSION_TIMEOUT", "STOPPED", "BridgeRunner", "PermissionAsker", "Person", "Route", "Verdict"]
 
 log = logging.getLogger("acp_progress.bridges.runner")
 
@@ -85,10 +85,22 @@ class Person:
     name: str
 
 
-PermissionAsker = Callable[[Any, PermissionRequest, float, "Person | None"], Awaitable["bool | None"]]
-"""``(chat_id, request, timeout, requester) -> allowed``: the platform asks the chat (buttons, a
-reply…). ``None``: nobody answered because the bridge is stopping (the agent is told "cancelled",
-never "denied by the user")."""
+@dataclass(frozen=True)
+class Verdict:
+    """A person's answer to a permission question, and who gave it (``telegram:<user id>`` …), so
+    the agent's audit says who allowed a command, not only that a client did."""
+
+    allowed: bool
+    by: str
+
+
+PermissionAsker = Callable[
+    [Any, PermissionRequest, float, "Person | None"], Awaitable["Verdict | bool | None"]
+]
+"""``(chat_id, request, timeout, requester) -> answer``: the platform asks the chat (buttons, a
+reply…). A :class:`Verdict` when a person answered; ``False`` when it was denied with nobody
+answering (a timeout, a failed send); ``None`` when nobody answered because the bridge is stopping
+(the agent is told "cancelled", never "denied by the user")."""
 
 AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
 """The agent's own summary would only decorate think cards, which a chat never shows: the bridge
@@ -202,7 +214,11 @@ class BridgeRunner:
             return permission_response(request, False, automatic=True)
         if allowed is None:  # the bridge is stopping: nobody answered, nobody denied
             return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return permission_response(request, allowed)
+        if isinstance(allowed, Verdict):
+            return permission_response(
+                request, allowed.allowed, decided_by=allowed.by, surface=self.instance.platform
+            )
+        return permission_response(request, allowed, surface=self.instance.platform)
 
     @staticmethod
     def _typing(route: Route, on: bool) -> None:

@@ -43,6 +43,7 @@ from acp_adapter.client.driver import (
     permission_response,
 )
 from acp_adapter.config import ConfigError, Settings
+from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
 from acp_adapter.frontends.watch.render import CardBoard
@@ -130,7 +131,7 @@ class WatchClient:
             if self.interrupt is not None and self.interrupt.is_set():
                 # Ctrl-C at the question: the turn is being cancelled, and so is the question
                 return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-            return permission_response(request, allowed)
+            return permission_response(request, allowed, decided_by=terminal_user())
         self._note(f"🔒 denied (no terminal to ask; pass --yes to allow): {title}")
         return permission_response(request, False, automatic=True)
 

@@ -23,10 +23,11 @@ from collections.abc import Mapping
 from typing import Any, Final, TextIO
 
 from acp_adapter.client.driver import PermissionRequest
+from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
-from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner
+from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Verdict
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.safety.redact import redact_text
@@ -183,17 +184,20 @@ async def run_console(
     input_done = False
     stop = stop or asyncio.Event()
 
-    async def ask(chat_id: Any, request: PermissionRequest, patience: float, requester: Any) -> bool | None:
+    async def ask(
+        chat_id: Any, request: PermissionRequest, patience: float, requester: Any
+    ) -> Verdict | bool | None:
         if input_done:
             sink._write(f"[permission] Allow {request.title}? no input left: denied")
             return False
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         pending.append(future)
         sink._write(f"[permission] Allow {request.title}? [y/N] (denied after {patience:g}s)")
+        answered = True
         try:
             allowed = await asyncio.wait_for(future, patience)
         except TimeoutError:
-            allowed = False
+            allowed = answered = False
             sink._write("[permission] no answer: denied")
         finally:
             with contextlib.suppress(ValueError):
@@ -202,7 +206,7 @@ async def run_console(
             sink._write(f"[permission] {STOPPED}; nobody answered")
             return None
         sink._write(f"[permission] {'allowed' if allowed else 'denied'}")
-        return allowed
+        return Verdict(allowed, f"console:{terminal_user()}") if answered else False
 
     runner.ask_permission = ask
     turns: list[asyncio.Task[None]] = []

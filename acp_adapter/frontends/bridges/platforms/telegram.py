@@ -68,7 +68,7 @@ from acp_adapter.frontends.bridges.retry import (
     RetryPolicy,
     retry_after_seconds,
 )
-from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person
+from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person, Verdict
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId, SendOutcomeUnknown, utf16_len
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.safety.redact import redact_text
@@ -414,6 +414,8 @@ class _Question:
     deciders: frozenset[Any]
     who: str
     future: asyncio.Future[tuple[bool, str]]
+    #: who answered, for the agent's audit (``telegram:<user id>``)
+    decided_by: str = ""
     message_id: int | None = None
     closed: bool = False
     presses: int = field(default=0)
@@ -611,7 +613,7 @@ class TelegramBridge:
 
     async def ask_permission(
         self, chat_id: Any, request: PermissionRequest, patience: float, requester: Person | None
-    ) -> bool | None:
+    ) -> Verdict | bool | None:
         """Allow once / Deny under a question; only the requester (or an approver) may answer.
 
         Denied when nobody answers within ``patience``; ``None`` when the bridge stops first.
@@ -660,7 +662,7 @@ class TelegramBridge:
             if by == "":  # resolved by stop_questions, which edits the question itself
                 return None
             await self._close(q, f"✅ allowed once by {by}" if allowed else f"❌ denied by {by}")
-            return allowed
+            return Verdict(allowed, q.decided_by)
         finally:
             self._questions.pop(q.nonce, None)
 
@@ -715,6 +717,7 @@ class TelegramBridge:
             await self._answer(query, "This question has already been answered.")
             return
         allowed = match.group(2) == "once"
+        q.decided_by = f"telegram:{user.id}"
         q.future.set_result((allowed, display_name(user)))
         await self._answer(query, "Allowed once" if allowed else "Denied")
 
