@@ -20,7 +20,7 @@ from acp_adapter.frontends.bridges.events import (
     TypingEvent,
 )
 from acp_adapter.frontends.bridges.sink import SendOutcomeUnknown
-from acp_adapter.frontends.bridges.state import REPEAT_NOTE, BridgeState
+from acp_adapter.frontends.bridges.state import BridgeState, unsure_note
 from acp_adapter.store import MemoryStore
 
 from .bridge_fakes import FakeClock, RecordingSink
@@ -87,7 +87,7 @@ async def test_the_placeholder_never_appears_after_the_last_tool_finished() -> N
     assert ("delete",) not in [op[:1] for op in sink.ops]
 
 
-async def test_outbox_stores_before_sending_and_an_unknown_outcome_is_resent_marked() -> None:
+async def test_outbox_stores_before_sending_and_an_unknown_outcome_is_marked_not_duplicated() -> None:
     state = BridgeState(MemoryStore(), "t")
     sink = TimeoutSink()
     clock = FakeClock()
@@ -95,11 +95,13 @@ async def test_outbox_stores_before_sending_and_an_unknown_outcome_is_resent_mar
     await d.handle(TurnStart(None))
     await d.handle(AnswerText(0, "the answer"))
     await d.handle(TurnEnd("end_turn"))
-    assert sink.posts() == ["the answer", REPEAT_NOTE + "the answer"]  # marked, never a blind duplicate
+    # the chunk is never sent twice: one notice quoting it says its delivery could not be confirmed
+    assert sink.posts() == ["the answer", unsure_note("the answer")]
+    assert "“the answer”" in unsure_note("the answer") and len(unsure_note("x" * 500)) < 200
     assert state.outbox() == []  # acknowledged once confirmed
 
 
-async def test_after_a_crash_pending_chunks_go_out_and_in_flight_ones_are_marked() -> None:
+async def test_after_a_crash_pending_chunks_go_out_and_in_flight_ones_are_marked_not_resent() -> None:
     store = MemoryStore()
     before = BridgeState(store, "t")
     sent = before.outbox_add(7, "shown?")
@@ -108,8 +110,8 @@ async def test_after_a_crash_pending_chunks_go_out_and_in_flight_ones_are_marked
     before.outbox_add(8, "another chat")
     after = BridgeState(store, "t")  # the restart
     sink = RecordingSink()
-    assert await flush_outbox(sink, after, 7) == 2
-    assert sink.posts() == [REPEAT_NOTE + "shown?", "never sent"]
+    assert await flush_outbox(sink, after, 7) == 1  # the one never sent; the other gets a notice
+    assert sink.posts() == [unsure_note("shown?"), "never sent"]
     assert [e.text for e in after.outbox()] == ["another chat"]
 
 

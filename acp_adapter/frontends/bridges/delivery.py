@@ -57,7 +57,7 @@ from acp_adapter.frontends.bridges.sink import (
     SendOutcomeUnknown,
     split_to_fit,
 )
-from acp_adapter.frontends.bridges.state import OUTBOX_ATTEMPTS, REPEAT_NOTE, BridgeState
+from acp_adapter.frontends.bridges.state import BridgeState, unsure_note
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import ellipsize, format_elapsed
 
@@ -503,51 +503,54 @@ class RouteDelivery:
         return True
 
 
-async def send_chunk(
-    sink: ChatSink, state: BridgeState, key: str, text: str, *, attempts: int = 0, repeat: bool = False
-) -> bool:
+async def send_chunk(sink: ChatSink, state: BridgeState, key: str, text: str) -> bool:
     """Send one stored answer chunk through the outbox; True once the platform confirmed it.
 
     Marked ``sending`` before the call (a crash during it leaves ``sending``: outcome unknown),
-    removed once confirmed. A send whose outcome is unknown (a timeout) is marked so and re-sent
-    at once with the :data:`~.state.REPEAT_NOTE` in front, up to :data:`~.state.OUTBOX_ATTEMPTS`
-    sends in all: the person may see a chunk twice, marked as such, but never loses it. A send
-    the platform refused (or dropped) stays stored (``failed``) and is tried again after a restart.
+    removed once confirmed. A send whose outcome is unknown (a timeout) is *marked*, never sent
+    again: the chat may already show it, so instead of a possible duplicate it gets one short
+    notice quoting the chunk's start (:func:`~.state.unsure_note`), and the person can tell whether
+    that part arrived. A send the platform refused (or dropped) stays stored (``failed``) and is
+    tried again after a restart.
     """
-    body = REPEAT_NOTE + text if repeat else text
-    while attempts < OUTBOX_ATTEMPTS:
-        state.outbox_mark(key, "sending")
-        attempts += 1
-        try:
-            await sink.post(body, exactly_once=True)
-        except SendOutcomeUnknown as exc:
-            state.outbox_mark(key, "unknown")
-            log.warning("answer chunk %s: outcome unknown (%s); re-sending it marked", key, exc)
-            body = REPEAT_NOTE + text
-            continue
-        except DeliveryDropped as exc:
-            state.outbox_mark(key, "failed")
-            log.info("answer chunk %s dropped: %s; kept for the next start", key, exc)
-            return False
-        except Exception as exc:
-            state.outbox_mark(key, "failed")
-            log.warning("answer chunk %s not sent: %s; kept for the next start", key, redact_text(str(exc)))
-            return False
-        state.outbox_sent(key)
-        return True
-    log.warning("answer chunk %s: gave up after %d sends of unknown outcome", key, attempts)
+    state.outbox_mark(key, "sending")
+    try:
+        await sink.post(text, exactly_once=True)
+    except SendOutcomeUnknown as exc:
+        state.outbox_mark(key, "unknown")
+        log.warning("answer chunk %s: outcome unknown (%s); marked, not sent again", key, exc)
+        await _settle_unknown(sink, state, key, text)
+        return False
+    except DeliveryDropped as exc:
+        state.outbox_mark(key, "failed")
+        log.info("answer chunk %s dropped: %s; kept for the next start", key, exc)
+        return False
+    except Exception as exc:
+        state.outbox_mark(key, "failed")
+        log.warning("answer chunk %s not sent: %s; kept for the next start", key, redact_text(str(exc)))
+        return False
     state.outbox_sent(key)
-    return False
+    return True
+
+
+async def _settle_unknown(sink: ChatSink, state: BridgeState, key: str, text: str) -> None:
+    """A chunk whose delivery nobody can confirm: say so once in the chat, then let it go."""
+    try:
+        await sink.post(unsure_note(text))
+    except Exception as exc:  # the notice is a courtesy: its own failure loses nothing more
+        log.warning("could not post the unsure-delivery notice: %s", redact_text(str(exc))[:200])
+    state.outbox_sent(key)
 
 
 async def flush_outbox(sink: ChatSink, state: BridgeState, chat: Any) -> int:
     """After a restart: send the chat's stored answer chunks, oldest first; returns how many went.
 
-    ``pending``/``failed`` chunks were never shown and go as they are; ``sending``/``unknown``
-    ones may have been shown, so they go once more with the "may be a repeat" note."""
+    ``pending``/``failed`` chunks were never shown and go as they are; ``sending``/``unknown`` ones
+    may have been shown, so they are not sent again: the chat gets the unsure-delivery notice."""
     sent = 0
     for entry in state.outbox(chat):
-        repeat = entry.state in ("sending", "unknown")
-        if await send_chunk(sink, state, entry.key, entry.text, attempts=entry.attempts, repeat=repeat):
+        if entry.state in ("sending", "unknown"):
+            await _settle_unknown(sink, state, entry.key, entry.text)
+        elif await send_chunk(sink, state, entry.key, entry.text):
             sent += 1
     return sent

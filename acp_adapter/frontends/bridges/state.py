@@ -13,8 +13,9 @@ per instance (``bridge:<name>``), so a bridge restarted (or killed) goes on wher
   is never re-sent);
 * ``outbox:<n>`` — an answer chunk, stored before it is sent and removed once the platform
   confirmed it. ``sending`` or ``unknown`` (the send timed out, or the bridge died during it)
-  means nobody knows whether the chat got it: it is re-sent with a "may be a repeat" note rather
-  than silently duplicated or silently dropped, at most :data:`OUTBOX_ATTEMPTS` times.
+  means nobody knows whether the chat got it: it is marked so and never sent again (no
+  duplicate); the chat gets one notice quoting its start (:func:`unsure_note`), so the person
+  can tell whether that part arrived rather than have it silently dropped.
 
 Every method is a small synchronous SQLite transaction (the store's own); they run in order on
 the bridge's event loop, which is what makes "stored before sent" true.
@@ -29,24 +30,30 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from acp_adapter.store import KeyValueStore
+from acp_adapter.text import flatten
 
 __all__ = [
     "INTERRUPTED",
-    "OUTBOX_ATTEMPTS",
-    "REPEAT_NOTE",
     "BridgeState",
     "InboxEntry",
     "OutboxEntry",
+    "unsure_note",
 ]
 
 log = logging.getLogger("acp_progress.bridges.state")
 
 INTERRUPTED: Final = "⚠️ The bridge restarted while this was running; it was not finished."
 """Posted in a chat whose turn was running when the bridge died (the prompt is not re-sent)."""
-REPEAT_NOTE: Final = "(may be a repeat) "
-"""Prefix of an answer chunk re-sent because its first send's outcome is unknown."""
-OUTBOX_ATTEMPTS: Final = 3
-"""Sends of one answer chunk before the outbox gives up on it (and logs that it did)."""
+UNSURE_QUOTE: Final = 60
+"""Characters of an answer chunk quoted in the notice that its delivery is unknown."""
+
+
+def unsure_note(text: str) -> str:
+    """The chat's notice for an answer chunk whose send may or may not have arrived (it is not
+    sent again): its start, so the person can tell."""
+    quoted = flatten(text, UNSURE_QUOTE)
+    return f"⚠️ Not sure this part of the answer arrived (the send could not be confirmed): “{quoted}”"
+
 
 OutboxState = Literal["pending", "sending", "unknown", "failed"]
 
