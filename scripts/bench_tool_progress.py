@@ -169,7 +169,7 @@ async def _bench_ours(
     loop = asyncio.get_running_loop()
     outbox = UpdateOutbox(agent_conn, loop)
     if recorder is not None:
-        outbox.observers.append(recorder.observe)
+        outbox.observers("s").add(recorder.observer("s"))
     stream = SessionStream("s", outbox)
     stream.begin_turn()
     cancel = CancelToken()

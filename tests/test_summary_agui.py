@@ -194,11 +194,11 @@ async def test_observer_publishes_each_revision_then_nothing_after_the_end() -> 
     observer = summary_observers(SummarySetup(factory, True, clock=clock))(context)
     assert isinstance(observer, SummaryObserver)
     assert len(ObserverSet.build([summary_observers(SummarySetup(factory, False))], context)) == 1
-    observer.on_update(think())
+    observer.observe(think())
     await clock.settle()
     await clock.advance(10)  # same sentence: suppressed, no snapshot
-    observer.on_update(update_tool_call("think-1", status="completed"))
-    observer.on_update(start_tool_call("c1", "Editing test_app.py", kind="edit", status="in_progress"))
+    observer.observe(update_tool_call("think-1", status="completed"))
+    observer.observe(start_tool_call("c1", "Editing test_app.py", kind="edit", status="in_progress"))
     await clock.advance(10)
     shots = _activities(context.emitter)
     assert [s.content for s in shots] == [
@@ -212,7 +212,7 @@ async def test_observer_publishes_each_revision_then_nothing_after_the_end() -> 
     assert "fix the failing test" in generator.calls[0].prompt
     assert generator.calls[0].input is context.input
 
-    observer.on_update(update_agent_message_text("Done."))
+    observer.observe(update_agent_message_text("Done."))
     observer.on_end(RunOutcome("success", stop_reason="end_turn"))
     context.emitter.finish(stop_reason="end_turn")
     await clock.advance(60)
@@ -240,7 +240,7 @@ async def test_a_failing_generator_costs_the_summary_not_the_run(caplog: pytest.
     context = _context(prompt=f"deploy with {SECRET}")
     generator = Scripted(fail=True)
     observer = SummaryObserver(context, SummaryFactory(generator, interval=10), clock=clock)
-    observer.on_update(update_agent_thought_text("Let me think."))
+    observer.observe(update_agent_thought_text("Let me think."))
     await clock.advance(25)
     assert len(generator.calls) == 3 and not _activities(context.emitter)
     assert SECRET not in generator.calls[0].prompt  # the prompt was redacted before it left
@@ -254,7 +254,7 @@ async def test_cancelled_runs_stop_their_summary_as_cancelled() -> None:
     context = _context()
     factory = SummaryFactory(Scripted("Working."), interval=10)
     observer = SummaryObserver(context, factory, clock=ManualClock())
-    observer.on_update(think())
+    observer.observe(think())
     observer.on_end(RunOutcome("cancelled", stop_reason="cancelled", abandoned=True))
     assert observer.summary.outcome == "cancelled"
 
