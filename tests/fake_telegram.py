@@ -27,11 +27,14 @@ Tests push updates (:meth:`FakeTelegram.user_says` in private or group chats, by
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 import threading
 import time
 import urllib.parse
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -612,3 +615,55 @@ class FakeTelegram:
                 raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
             self._queries[qid] = True
             return True
+
+
+# ---------------------------------------------------------------------------- driving a bridge
+
+
+async def until(predicate: Callable[[], bool], within: float = 30.0, what: str = "") -> None:
+    """Wait (polling, bounded) until ``predicate()`` holds; fail naming ``what`` otherwise."""
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def telegram_bridge(
+    fake: FakeTelegram,
+    instance: Any,
+    *,
+    token: str,
+    window: float,
+    settings: Any = None,
+    policy: Any = None,
+    **runner_kw: Any,
+) -> AsyncIterator[Any]:
+    """``run_telegram`` for ``instance`` against ``fake`` until the block ends (then stopped, awaited)."""
+    from acp_adapter.frontends.bridges.platforms.telegram import run_telegram
+    from acp_adapter.frontends.bridges.runner import BridgeRunner
+
+    from .conftest import agent_env
+
+    runner = BridgeRunner(instance, agent_env=agent_env(), window=window, **runner_kw)
+    stop = asyncio.Event()
+    extra = {"settings": settings} if settings is not None else {}
+    task = asyncio.create_task(
+        run_telegram(
+            instance,
+            runner=runner,
+            token=token,
+            api_url=fake.api_url,
+            stop=stop,
+            poll_timeout=1,
+            policy=policy,
+            **extra,
+        )
+    )
+    await until(lambda: bool(fake.calls_of("getUpdates")), what="polling")
+    try:
+        yield runner
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)

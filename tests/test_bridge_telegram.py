@@ -7,9 +7,7 @@ import contextlib
 import io
 import logging
 import sys
-import time
 import urllib.parse
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -33,8 +31,8 @@ from acp_adapter.safety.logging import RedactingFormatter
 from acp_adapter.summary.clock import ManualClock
 
 from .agents.echo_agent import SECRET as ECHO_SECRET
-from .conftest import ROOT, agent_env
-from .fake_telegram import VALID_REACTIONS, FakeTelegram
+from .conftest import ROOT
+from .fake_telegram import VALID_REACTIONS, FakeTelegram, telegram_bridge, until
 
 pytestmark = pytest.mark.anyio
 
@@ -50,37 +48,10 @@ def fake() -> Any:
     server.stop()
 
 
-async def until(predicate: Callable[[], bool], within: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await asyncio.sleep(0.02)
-
-
-@contextlib.asynccontextmanager
-async def bridge(
+def bridge(
     fake: FakeTelegram, instance: BridgeInstance, policy: RetryPolicy | None = None, **runner_kw: Any
-) -> AsyncIterator[BridgeRunner]:
-    runner = BridgeRunner(instance, agent_env=agent_env(), window=0.3, **runner_kw)
-    stop = asyncio.Event()
-    task = asyncio.create_task(
-        run_telegram(
-            instance,
-            runner=runner,
-            token=TOKEN,
-            api_url=fake.api_url,
-            stop=stop,
-            poll_timeout=1,
-            policy=policy,
-        )
-    )
-    await until(lambda: bool(fake.calls_of("getUpdates")), what="polling")
-    try:
-        yield runner
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
+) -> contextlib.AbstractAsyncContextManager[BridgeRunner]:
+    return telegram_bridge(fake, instance, token=TOKEN, window=0.3, policy=policy, **runner_kw)
 
 
 def tg(**progress: Any) -> BridgeInstance:

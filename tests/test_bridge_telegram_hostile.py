@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -35,7 +34,7 @@ from acp_adapter.safety.logging import RedactingFormatter
 from acp_adapter.summary.clock import ManualClock
 
 from .conftest import ROOT, agent_env
-from .fake_telegram import FakeTelegram, StoredMessage
+from .fake_telegram import FakeTelegram, StoredMessage, telegram_bridge, until
 
 pytestmark = pytest.mark.anyio
 
@@ -55,42 +54,16 @@ def fake() -> Any:
     server.stop()
 
 
-async def until(predicate: Callable[[], bool], within: float = 30.0, what: str = "") -> None:
-    deadline = time.monotonic() + within
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await asyncio.sleep(0.02)
-
-
-@contextlib.asynccontextmanager
-async def bridge(
+def bridge(
     fake: FakeTelegram,
     instance: BridgeInstance,
     settings: TelegramSettings = FAST,
     policy: RetryPolicy | None = None,
     **runner_kw: Any,
-) -> AsyncIterator[BridgeRunner]:
-    runner = BridgeRunner(instance, agent_env=agent_env(), window=0.2, **runner_kw)
-    stop = asyncio.Event()
-    task = asyncio.create_task(
-        run_telegram(
-            instance,
-            runner=runner,
-            token=TOKEN,
-            api_url=fake.api_url,
-            stop=stop,
-            poll_timeout=1,
-            settings=settings,
-            policy=policy,
-        )
+) -> contextlib.AbstractAsyncContextManager[BridgeRunner]:
+    return telegram_bridge(
+        fake, instance, token=TOKEN, window=0.2, settings=settings, policy=policy, **runner_kw
     )
-    await until(lambda: bool(fake.calls_of("getUpdates")), what="polling")
-    try:
-        yield runner
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
 
 
 def group(**kw: Any) -> BridgeInstance:

@@ -5,8 +5,6 @@ with its conversation."""
 from __future__ import annotations
 
 import os
-import pty
-import select
 import sys
 import time
 
@@ -14,6 +12,7 @@ import pyte
 import pytest
 
 from .conftest import ROOT
+from .pty_child import PtyChild
 
 ENV = {
     **os.environ,
@@ -28,58 +27,27 @@ ENV = {
 }
 
 
-class Screen:
+class Screen(PtyChild):
     """A child on a pty; every byte it writes is fed to a pyte screen."""
 
     def __init__(self, argv: list[str], cwd: str) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:
-            os.chdir(cwd)
-            os.execvpe(argv[0], argv, {**ENV, "ACP_PROGRESS_STATE_DIR": os.path.join(cwd, ".state")})
+        super().__init__(argv, cwd, {**ENV, "ACP_PROGRESS_STATE_DIR": os.path.join(cwd, ".state")})
         self.screen = pyte.Screen(100, 30)
         self.stream = pyte.ByteStream(self.screen)
-        self.raw = b""
+
+    @property
+    def raw(self) -> bytes:
+        return self.output
+
+    def on_output(self, chunk: bytes) -> None:
+        self.stream.feed(chunk)
 
     def pump(self, seconds: float, until: str | None = None) -> str:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.02)
-            if ready:
-                try:
-                    chunk = os.read(self.fd, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.raw += chunk
-                self.stream.feed(chunk)
-            if until is not None and until in self.text():
-                break
+        self.read_while(seconds, (lambda: until in self.text()) if until is not None else None)
         return self.text()
 
     def text(self) -> str:
         return "\n".join(line.rstrip() for line in self.screen.display)
-
-    def type(self, keys: bytes) -> None:
-        os.write(self.fd, keys)
-
-    def wait(self, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.pump(0.05)
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.pump(0.1)
-                return os.waitstatus_to_exitcode(status)
-        return None
-
-    def close(self) -> None:
-        try:
-            os.kill(self.pid, 9)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(self.fd)
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ the terminal restored (issue 11 point 2). Also ``run … | head`` stays quiet.""
 from __future__ import annotations
 
 import os
-import pty
-import select
 import subprocess
 import sys
 import time
@@ -14,6 +12,7 @@ import time
 import pytest
 
 from .conftest import ROOT
+from .pty_child import PtyChild
 
 ENV = {
     **os.environ,
@@ -29,53 +28,16 @@ PROMPT = "run `rm victim.txt`"
 QUESTION = "Allow Running rm victim.txt? [y/N] "
 
 
-class Terminal:
+class Terminal(PtyChild):
     """A child process on the slave side of a pty; the test reads and types on the master."""
 
     def __init__(self, argv: list[str], cwd: str) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: the pty is its controlling terminal, so ^C is SIGINT
-            os.chdir(cwd)
-            os.execvpe(argv[0], argv, ENV)
-        self.output = b""
+        super().__init__(argv, cwd, ENV)
 
     def read_for(self, seconds: float, until: bytes | None = None) -> bytes:
         start = len(self.output)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([self.fd], [], [], 0.02)
-            if not ready:
-                continue
-            try:
-                chunk = os.read(self.fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.output += chunk
-            if until is not None and until in self.output[start:]:
-                break
+        self.read_while(seconds, (lambda: until in self.output[start:]) if until is not None else None)
         return self.output[start:]
-
-    def type(self, keys: bytes) -> None:
-        os.write(self.fd, keys)
-
-    def wait(self, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.read_for(0.05)
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return os.waitstatus_to_exitcode(status)
-        return None
-
-    def close(self) -> None:
-        try:
-            os.kill(self.pid, 9)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(self.fd)
 
 
 @pytest.fixture
