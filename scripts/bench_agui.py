@@ -46,7 +46,10 @@ from pydantic import TypeAdapter
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from acp_adapter.client.driver import AgentDriver  # noqa: E402
+try:
+    from acp_adapter.client.driver import AgentDriver
+except ImportError:  # a checkout from before the layer packages (issue 19): copy this script into it
+    from acp_adapter.client import AgentDriver  # type: ignore[no-redef,attr-defined]
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'progress_agent.py'}"
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)

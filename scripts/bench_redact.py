@@ -10,24 +10,42 @@ planted secret survives redaction, or if any ordinary line comes out changed.
 Run from the project root: ``python scripts/bench_redact.py`` (``--help`` for the options:
 ``--repeats``, ``--stream`` to also time :class:`~acp_adapter.safety.redact.stream.StreamRedactor` fed
 the same log in small chunks and check its output equals the one-shot redaction).
+
+Before/after a change: ``--against TREE`` times another checkout of the project (its
+``acp_adapter`` package, e.g. a ``git archive`` of an older commit; the pre-layout module names
+``acp_adapter.redact``/``stream_redact`` are understood) on the same log in paired rounds: two
+worker processes, one per checkout, alternate round by round, so the ratio within a round is
+free of the machine's load drifting between rounds. Times are CPU time of each worker.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import statistics
 import string
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+#: the checkout whose redactor is timed: this one, or BENCH_REDACT_ROOT (the ``--against`` worker)
+ROOT = Path(os.environ.get("BENCH_REDACT_ROOT") or Path(__file__).resolve().parent.parent)
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from acp_adapter.safety.redact import REDACTED, redact_text  # noqa: E402
-from acp_adapter.safety.redact.stream import StreamRedactor  # noqa: E402
+# Decided by the files, not by trying the import: with the project installed in editable mode, a
+# module missing from ROOT would be found in the installed checkout instead (a mixed import).
+if (ROOT / "acp_adapter" / "safety" / "redact").is_dir():
+    from acp_adapter.safety.redact import REDACTED, redact_text
+    from acp_adapter.safety.redact.stream import StreamRedactor
+else:  # a checkout from before the layer packages (issue 19)
+    from acp_adapter.redact import REDACTED, redact_text  # type: ignore[no-redef]
+    from acp_adapter.stream_redact import StreamRedactor  # type: ignore[no-redef]
+
+from paired_rounds import round_ratios  # noqa: E402
 
 TARGET_BYTES = 10 * 1024 * 1024
 SECRET_LINE_RATE = 0.01
@@ -46,7 +64,7 @@ HEX = "0123456789abcdef"
 
 def _secret_line(rng: random.Random, ts: str) -> tuple[str, str]:
     """Return (log line, the secret substring that must not survive)."""
-    kind = rng.randrange(16)
+    kind = rng.randrange(23)
     if kind == 0:
         s = "ghp_" + _rand(rng, ALNUM, 36)
         return f"{ts} DEBUG git: using token {s} for push", s
@@ -93,8 +111,30 @@ def _secret_line(rng: random.Random, ts: str) -> tuple[str, str]:
     if kind == 14:
         s = "npm_" + _rand(rng, ALNUM, 36)
         return f"{ts} INFO npm: //registry.npmjs.org/:_authToken={s}", s
-    s = "glpat-" + _rand(rng, B64URL, 20)
-    return f"{ts} INFO git remote: https://oauth2:{s}@gitlab.com/group/repo.git", s
+    if kind == 15:
+        s = "glpat-" + _rand(rng, B64URL, 20)
+        return f"{ts} INFO git remote: https://oauth2:{s}@gitlab.com/group/repo.git", s
+    return _issue18_secret_line(rng, ts, kind)
+
+
+def _issue18_secret_line(rng: random.Random, ts: str, kind: int) -> tuple[str, str]:
+    """The forms issue 18 found leaking: claim tokens, AWS keys in prose, command-line credentials."""
+    pw = "P" + _rand(rng, ALNUM, 14) + "9"
+    if kind == 16:
+        s = "agh_claim_" + _rand(rng, B64URL, 40)
+        return f"{ts} DEBUG run: agh task release T-{rng.randrange(99)} --claim {s}", s
+    if kind == 17:
+        s = "r8Vq" + _rand(rng, ALNUM + "/+", 36)
+        return f"{ts} INFO note: the aws secret key is {s} (rotate it monthly)", s
+    if kind == 18:
+        return f"{ts} DEBUG exec: curl -u deploy:{pw} https://ci.example.com/api/json", pw
+    if kind == 19:
+        return f"{ts} DEBUG exec: mysql -h db.internal -u root -p{pw} app < dump.sql", pw
+    if kind == 20:
+        return f"{ts} DEBUG exec: sshpass -p {pw} ssh deploy@10.0.0.7 uptime", pw
+    if kind == 21:
+        return f"{ts} DEBUG exec: echo {pw} | docker login --password-stdin -u bot ghcr.io", pw
+    return f"{ts} DEBUG exec: redis-cli config set password {pw}", pw
 
 
 def _ordinary_line(rng: random.Random, ts: str) -> str:
@@ -170,11 +210,97 @@ def stream_redact(text: str, chunk: int = STREAM_CHUNK) -> str:
     return "".join(out)
 
 
+def _cpu_seconds(fn: Callable[[], str]) -> float:
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def serve_rounds() -> int:
+    """The ``--against`` worker: time one run per request line (``oneshot``/``stream``) on the log."""
+    text, secrets, _ordinary = build_log()
+    jobs = {"oneshot": lambda: redact_text(text), "stream": lambda: stream_redact(text)}
+    redacted = redact_text(text)
+    module = sys.modules[redact_text.__module__].__file__
+    print(f"ready {sum(s in redacted for s in secrets)} {module}", flush=True)
+    for line in sys.stdin:
+        print(f"{_cpu_seconds(jobs[line.strip()]):.6f}", flush=True)
+    return 0
+
+
+def _worker(root: Path) -> tuple[subprocess.Popen[str], str, str]:
+    """A ``--serve`` process timing the redactor of checkout ``root``: (process, module, leaked)."""
+    env = {**os.environ, "BENCH_REDACT_ROOT": str(root.resolve()), "PYTHONPATH": ""}
+    worker = subprocess.Popen(
+        [sys.executable, __file__, "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert worker.stdout is not None
+    ready, leaked, module = worker.stdout.readline().split(maxsplit=2)
+    assert ready == "ready"
+    return worker, module.strip(), leaked
+
+
+def _timed(worker: subprocess.Popen[str], job: str) -> float:
+    assert worker.stdin is not None and worker.stdout is not None
+    worker.stdin.write(job + "\n")
+    worker.stdin.flush()
+    return float(worker.stdout.readline())
+
+
+def paired(tree: str, rounds: int) -> int:
+    """This checkout's redactor against ``tree``'s on the same log, alternating round by round.
+
+    Both sides run in worker processes of their own, started the same way: a side timed in this
+    process instead read about 15% slower than the same code in a worker (``--against`` this very
+    checkout showed it), so only workers give a fair pair."""
+    text, secrets, _ordinary = build_log()
+    mb = len(text.encode()) / 1e6
+    sides = {"ours": _worker(ROOT), "theirs": _worker(Path(tree))}
+    for name, (_worker_process, module, leaked) in sides.items():
+        print(f"{name}: redactor {module}; planted secrets surviving it: {leaked} of {len(secrets)}")
+    ours, theirs = sides["ours"][0], sides["theirs"][0]
+    for job in ("oneshot", "stream"):
+        mine: list[float] = []
+        base: list[float] = []
+        for i in range(rounds):
+            if i % 2:
+                base.append(_timed(theirs, job))
+                mine.append(_timed(ours, job))
+            else:
+                mine.append(_timed(ours, job))
+                base.append(_timed(theirs, job))
+        speed = round_ratios([mb / t for t in mine], [mb / t for t in base])
+        ours_rate, their_rate = mb / statistics.median(mine), mb / statistics.median(base)
+        print(
+            f"{job}: ours {ours_rate:.1f} MB/s, {tree} {their_rate:.1f} MB/s "
+            f"(CPU time, median of {rounds}); ours/theirs speed {speed.median:.3f} ({speed.spread()}); "
+            f"best rounds {mb / min(mine):.1f} vs {mb / min(base):.1f} MB/s ({min(base) / min(mine):.3f})"
+        )
+    for process, _module, _leaked in sides.values():
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=REPEATS, help="best of N runs (default %(default)s)")
     parser.add_argument("--stream", action="store_true", help="also time the stream redactor")
+    parser.add_argument("--against", metavar="TREE", help="paired rounds against another checkout")
+    parser.add_argument(
+        "--rounds", type=int, default=7, help="paired rounds with --against (default %(default)s)"
+    )
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:
+        return serve_rounds()
+    if args.against:
+        return paired(args.against, args.rounds)
     text, secrets, ordinary = build_log()
     mb = len(text.encode()) / 1e6
     t_redact, redacted = best_of(lambda: redact_text(text), args.repeats)

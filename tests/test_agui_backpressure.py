@@ -158,7 +158,7 @@ def test_a_real_sse_reader_that_stops_reading_does_not_grow_the_run(tmp_path: An
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect(("127.0.0.1", port))
         sock.sendall(
-            b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"POST / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % port
             + f"Content-Length: {len(request)}\r\n\r\n".encode()
             + request
         )

@@ -186,8 +186,21 @@ def test_dns_rebinding_host_is_a_403_before_anything_runs(served: Endpoint) -> N
         assert response.status_code == 403, host
         assert httpx.get(served.url + "/health", headers={"Host": host}, timeout=5).status_code == 403
     assert not (served.workspace / "REBOUND").exists()
-    for host in (f"localhost:{served.port}", "localhost", f"[::1]:{served.port}", f"127.0.0.1:{served.port}"):
+    for host in (f"localhost:{served.port}", f"[::1]:{served.port}", f"127.0.0.1:{served.port}"):
         assert httpx.get(served.url + "/health", headers={"Host": host}, timeout=5).status_code == 200, host
+
+
+def test_a_loopback_host_with_another_port_is_a_403(served: Endpoint) -> None:
+    """The issue: "the bound loopback name *with the port*". Before: any port passed the Host gate."""
+    wrong = served.port + 1 if served.port < 65535 else served.port - 1
+    for host in (f"127.0.0.1:{wrong}", f"localhost:{wrong}", f"[::1]:{wrong}", "localhost", "127.0.0.1:x"):
+        response = httpx.post(
+            served.url + "/", json=body("run `touch WRONGPORT`"), headers={"Host": host}, timeout=5
+        )
+        assert response.status_code == 403, host
+        assert httpx.get(served.url + "/health", headers={"Host": host}, timeout=5).status_code == 403, host
+    assert not (served.workspace / "WRONGPORT").exists()
+    assert "not an allowed port for that host" in served.text()
 
 
 def test_foreign_origins_and_cross_site_fetches_are_refused(served: Endpoint) -> None:
@@ -266,6 +279,34 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(workspace: Path) -
     )
 
 
+def test_allowed_hosts_with_a_port_admit_that_port_only_and_without_one_any_port(workspace: Path) -> None:
+    endpoint = Endpoint(
+        workspace,
+        "--agent",
+        PROGRESS_AGENT,
+        "--allowed-host",
+        "proxy.example",
+        "--allowed-host",
+        "pinned.example:8443",
+        "--allowed-host",
+        "*.wild.example",
+    )
+    try:
+        health = endpoint.url + "/health"
+        admitted = ("proxy.example", "proxy.example:1", "pinned.example:8443", "a.wild.example:9")
+        for host in admitted:
+            assert httpx.get(health, headers={"Host": host}, timeout=5).status_code == 200, host
+        for host in (
+            "pinned.example",
+            "pinned.example:8444",
+            f"pinned.example:{endpoint.port}",
+            "wild.example",
+        ):
+            assert httpx.get(health, headers={"Host": host}, timeout=5).status_code == 403, host
+    finally:
+        endpoint.stop()
+
+
 @pytest.fixture(scope="module")
 def tokened(workspace: Path) -> Iterator[Endpoint]:
     endpoint = Endpoint(workspace, "--agent", PROGRESS_AGENT, env={"ACP_PROGRESS_AGUI_TOKEN": TOKEN})
@@ -298,11 +339,13 @@ def _slow_requests(port: int, count: int) -> list[socket.socket]:
         sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         if i % 2:
             sock.sendall(
-                b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                b"Content-Length: 1000\r\n\r\n" + b'{"threadId": "' + b"x" * 400
+                b"POST / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % port
+                + b"Content-Length: 1000\r\n\r\n"
+                + b'{"threadId": "'
+                + b"x" * 400
             )
         else:
-            sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Typ")
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Typ" % port)
         sockets.append(sock)
     return sockets
 
@@ -340,7 +383,7 @@ def test_connections_over_the_cap_get_503_with_retry_after(served: Endpoint) -> 
     try:
         wait_for(lambda: False, within=0.2)  # let the server accept them (well within the timeout)
         with socket.create_connection(("127.0.0.1", served.port), timeout=5) as extra:
-            extra.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            extra.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % served.port)
             answer = _answer(extra)
         assert answer.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in answer.lower()
     finally:
@@ -400,6 +443,32 @@ def test_ids_longer_than_256_characters_are_a_422_naming_the_field(served: Endpo
     assert ok.status_code == 200 and "RUN_FINISHED" in ok.text
 
 
+def _tool_round(call_id: str, result_id: str) -> dict[str, Any]:
+    """A RunAgentInput whose history holds an assistant tool call and its result."""
+    call = {"id": call_id, "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    return body("hello") | {
+        "messages": [
+            {"id": "m-user", "role": "user", "content": "search"},
+            {"id": "m-call", "role": "assistant", "toolCalls": [call]},
+            {"id": "m-result", "role": "tool", "content": "no matches", "toolCallId": result_id},
+            {"id": "m-again", "role": "user", "content": "hello"},
+        ]
+    }
+
+
+def test_an_over_long_tool_call_id_is_a_422_naming_the_field(served: Endpoint) -> None:
+    long = "c" * 257
+    for request, where in (
+        (_tool_round("call-1", long), "messages.2.toolCallId"),
+        (_tool_round(long, "call-1"), "messages.1.toolCalls.0.id"),
+    ):
+        response = httpx.post(served.url + "/", json=request, timeout=5)
+        assert response.status_code == 422, response.text
+        assert f"{where}: longer than 256 characters" in response.json()["detail"]
+    ok = httpx.post(served.url + "/", json=_tool_round("c" * 256, "c" * 256), timeout=15)
+    assert ok.status_code == 200 and "RUN_FINISHED" in ok.text
+
+
 def test_a_megabyte_run_id_is_not_repeated_into_the_stream(served: Endpoint) -> None:
     """Before: a 1 MB runId went ten times into a 10 MB stream. After: a short 422."""
     response = httpx.post(served.url + "/", json=body("hello", runId="r" * 1_000_000), timeout=10)
@@ -411,8 +480,8 @@ def test_a_client_gone_mid_body_is_one_info_line(served: Endpoint) -> None:
     before = served.text()
     with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
         sock.sendall(
-            b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b'Content-Length: 1000\r\n\r\n{"threadId": '
+            b"POST / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % served.port
+            + b'Content-Length: 1000\r\n\r\n{"threadId": '
         )
         time.sleep(0.2)
     marker = "disconnected before its request body arrived"

@@ -252,3 +252,65 @@ async def test_an_agent_without_load_or_list_is_told_apart(tmp_path: Path) -> No
             await driver.load_session("s", str(tmp_path))
         with pytest.raises(AgentError, match="cannot list sessions"):
             await driver.list_sessions()
+
+
+REFUSING = str(ROOT / "tests" / "agents" / "refusing_agent.py")
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("nan", "NaN is not JSON"),
+        ("deep", "nested deeper than 256 levels"),
+        ("long", "message too long"),
+    ],
+)
+async def test_a_prompt_answer_the_line_reader_refuses_fails_the_turn_instead_of_hanging(
+    tmp_path: Path, mode: str, reason: str
+) -> None:
+    """The driver only logged a refused answer, so the prompt waited forever (issue 18 audit)."""
+    from acp_adapter.client.driver import PromptRefused
+    from acp_adapter.protocol import StreamLimits
+
+    limits = StreamLimits(max_line_bytes=100_000)
+    env = {"ACP_PROGRESS_MAX_LINE_BYTES": str(limits.max_line_bytes)}
+    async with AgentDriver([sys.executable, REFUSING, mode], env=env, limits=limits) as driver:
+        session_id = await driver.new_session(str(tmp_path))
+        turn = driver.prompt(session_id, "go")
+        with pytest.raises(PromptRefused) as excinfo:
+            await asyncio.wait_for(turn.wait(), 10)
+    refused = excinfo.value
+    assert "refused by the line reader" in refused.reason
+    assert refused.details is not None and reason in refused.details
+    assert "\n" not in str(refused)
+
+
+async def test_initialize_and_session_new_errors_carry_their_details() -> None:
+    """Only the message ("Internal error") was shown; the reason is in ``data.details`` (issue 21)."""
+    with pytest.raises(AgentStartError) as started:
+        async with AgentDriver([sys.executable, REFUSING, "init-error"], init_timeout=10):
+            pass
+    assert "Internal error: ANTHROPIC_API_KEY is not set; export it or pass --model" in str(started.value)
+    async with AgentDriver([sys.executable, REFUSING, "new-error"], init_timeout=10) as driver:
+        with pytest.raises(AgentError) as opened:
+            await driver.new_session("/tmp")
+    assert str(opened.value) == (
+        "the agent refused to open a session: Internal error: the workspace /nowhere does not exist"
+    )
+
+
+def test_watch_prints_the_details_of_a_session_new_error(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    agent = f"{sys.executable} {REFUSING} new-error"
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_adapter.cli", "watch", "--agent", agent, "hello"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **agent_env()},
+        cwd=str(tmp_path),
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "the workspace /nowhere does not exist" in proc.stderr, proc.stderr

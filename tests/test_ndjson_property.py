@@ -7,10 +7,18 @@ import asyncio
 import json
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from acp_adapter.protocol import Accepted, JsonRpcStream, StreamLimits, nesting_exceeds
+from acp_adapter.protocol import (
+    Accepted,
+    JsonRpcStream,
+    Refused,
+    StreamLimits,
+    classify_line,
+    dumps_line,
+    nesting_exceeds,
+)
 
 LIMITS = StreamLimits(max_line_bytes=2048, max_depth=8)
 
@@ -107,6 +115,43 @@ def test_the_reader_never_raises_and_answers_only_in_strict_json_rpc(parts):
         answer = _strict(data)
         answers = answer if isinstance(answer, list) else [answer]
         assert answers and all(_is_error_response(a) for a in answers), answer
+
+
+def _expected(lines: list[bytes]) -> tuple[int, list[bytes]]:
+    """What the stream owes for these lines: how many it hands on, and its answers in order — one
+    per refused line that is due one (a notification batch is due none), none for the rest."""
+    accepted = 0
+    answers: list[bytes] = []
+    for line in lines:
+        if len(line) > LIMITS.max_line_bytes:
+            answers.append(b"too long")  # compared by its error code below: skipped whole, answered once
+            continue
+        result = classify_line(line, LIMITS.max_depth)
+        if isinstance(result, Accepted):
+            accepted += 1
+        elif isinstance(result, Refused) and result.answer is not None:
+            answers.append(dumps_line(result.answer))
+    return accepted, answers
+
+
+line_of_fragments = st.lists(fragments, max_size=12).map(lambda parts: b"".join(parts).replace(b"\n", b""))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(line_of_fragments, max_size=12))
+@example([b" " * 3000 + b'{"jsonrpc":"2.0","id":1,"method":"m"}', b'{"id":NaN}', b"[" * 9, b"[]", b"[{}]"])
+def test_every_refused_line_gets_exactly_one_answer_in_order(lines):
+    accepted, writes = asyncio.run(_drive(b"".join(line + b"\n" for line in lines)))
+    count, expected = _expected(lines)
+    assert len(accepted) == count
+    assert len(writes) == len(expected), (lines, writes)
+    for written, due in zip(writes, expected, strict=True):
+        if due == b"too long":
+            answer = _strict(written)
+            assert answer["id"] is None and answer["error"]["code"] == -32700
+            assert "too long" in answer["error"]["data"]["details"]
+        else:
+            assert written == due
 
 
 @given(st.integers(0, 60), st.sampled_from([b"", b"0", b'"[[[["', b'{"a":[]}']))

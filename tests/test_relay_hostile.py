@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from .conftest import ROOT, agent_env
 from .rawpipes import RawProcess, answers, request
@@ -157,3 +161,60 @@ def test_turns_are_keyed_by_the_prompt_id_so_an_old_answer_does_not_end_the_new_
     old_answer = next(i for i, m in enumerate(seen) if answers(10)(m))
     late = [m for m in seen[old_answer:] if _card_starts([m])]
     assert late, "the new turn must get its think card during the silence after the old answer"
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
+    """Issue 18: "memory stays bounded whatever the peer does". An editor that stops reading while
+    the agent floods it (400,000 notifications, ~100 MB) and while it keeps sending requests whose
+    answers it never reads: the relay stops reading the agent, the agent blocks, the relay stops
+    reading the editor — nothing piles up in the relay."""
+    argv = [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *RAW_AGENT]
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,  # read for the first answer only
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **agent_env(ACP_PROGRESS_LOG_LEVEL="ERROR")},
+        cwd=str(tmp_path),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(request(1, "echo", {"up": True}))
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 1  # the relay and its agent are up
+    base = _rss_mb(proc.pid)
+    os.set_blocking(proc.stdin.fileno(), False)
+    flood = request(2, "flood", {"count": 400_000, "size": 250})
+    batch = flood + b"".join(request(100 + i, "echo", {"pad": "p" * 200}) for i in range(2000))
+    sent = 0
+    peak = 0.0
+    deadline = time.monotonic() + 8
+    pending = memoryview(batch)
+    try:
+        while time.monotonic() < deadline:
+            if not pending:
+                pending = memoryview(request(3, "echo", {"pad": "p" * 200}) * 2000)
+            try:
+                written = os.write(proc.stdin.fileno(), pending)
+            except BlockingIOError:
+                time.sleep(0.05)  # the relay stopped reading: what backpressure looks like
+                peak = max(peak, _rss_mb(proc.pid))
+                continue
+            sent += written
+            pending = pending[written:]
+        peak = max(peak, _rss_mb(proc.pid))
+        assert proc.poll() is None, "the relay must still be running"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    assert sent > len(flood), "the test must actually have pushed requests"
+    assert peak - base < 40, f"the relay grew from {base:.0f} to {peak:.0f} MB ({sent / 1e6:.1f} MB sent)"

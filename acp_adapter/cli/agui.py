@@ -132,9 +132,9 @@ def _add_admission_flags(agui: argparse.ArgumentParser) -> None:
         "--allowed-host",
         dest="allowed_hosts",
         action="append",
-        metavar="NAME",
-        help="also admit requests for this Host name (repeatable; default: the loopback names and "
-        "the bound address only)",
+        metavar="NAME[:PORT]",
+        help="also admit requests for this Host (repeatable; with a port, on that port only, without "
+        "one on any port; default: the loopback names and the bound address, on the bound port only)",
     )
     group.add_argument(
         "--allowed-origin",

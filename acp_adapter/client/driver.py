@@ -47,7 +47,14 @@ from acp.schema import (
 from acp_adapter._version import __version__
 from acp_adapter.client.procgroup import end_process_group
 from acp_adapter.errors import AcpProgressError
-from acp_adapter.protocol import CHUNK_BYTES, JsonRpcStream, Refused, StreamLimits
+from acp_adapter.protocol import (
+    CHUNK_BYTES,
+    JsonRpcStream,
+    Refused,
+    StreamLimits,
+    error_answer,
+    sniff_response_id,
+)
 from acp_adapter.protocol.meta import ProgressMeta, meta_field, meta_of
 from acp_adapter.safety.redact import redact_text
 
@@ -67,6 +74,7 @@ __all__ = [
     "allow_all",
     "default_agent_command",
     "deny_all",
+    "describe_error",
     "parse_agent_command",
     "permission_response",
 ]
@@ -75,6 +83,8 @@ log = logging.getLogger("acp_progress.client")
 
 #: Lines of the agent's stderr kept for error messages.
 STDERR_TAIL_LINES = 12
+#: The message of the error a request gets when its answer came in a line the reader refused.
+REFUSED_ANSWER = "the agent's answer was refused by the line reader"
 #: ``_meta`` on a permission answer that no person gave (a policy decided), so the agent can say so.
 AUTOMATIC_META: dict[str, Any] = meta_field(ProgressMeta(automatic=True))
 
@@ -118,6 +128,21 @@ class PromptRefused(AgentError):
         details = data.get("details") if isinstance(data, dict) else None
         self.details: str | None = redact_text(str(details)) if details is not None else None
         self.data: Any = data
+
+
+def describe_error(exc: RequestError) -> str:
+    """A JSON-RPC error as one redacted phrase: its message, then its ``data.details`` when they say
+    more (``Internal error: ANTHROPIC_API_KEY is not set``): the message alone is often only the
+    generic text of the code, and the reason is in the details."""
+    message = " ".join(str(exc).split())
+    data = exc.data
+    details = data.get("details") if isinstance(data, dict) else None
+    if details is None:
+        return redact_text(message)
+    said = " ".join(str(details).split())
+    if not said or said in message:
+        return redact_text(message)
+    return redact_text(f"{message}: {said}" if message else said)
 
 
 class TurnInProgress(AgentError):
@@ -223,7 +248,10 @@ class _AgentTransport(JsonRpcStream):
 
     Lines the reader refuses (not JSON, not an object, too long, too deep, not strict JSON) are
     skipped with a warning and remembered: they explain a failed initialize. They are not answered:
-    an agent that writes garbage on stdout is not listening for our opinion of it.
+    an agent that writes garbage on stdout is not listening for our opinion of it. A refused line
+    that plainly starts as the answer to one of our requests (``{"jsonrpc":"2.0","id":7,"result":…``
+    with a ``NaN`` or 300 levels of nesting further on) fails that request with an error that says
+    why; otherwise the prompt would wait forever for an answer that already came and was refused.
     """
 
     def __init__(
@@ -240,13 +268,18 @@ class _AgentTransport(JsonRpcStream):
             process.stdout, process.stdin, limits, answer_refusals=False, on_refusal=self._skip, gate=gate
         )
 
-    def _skip(self, refused: Refused) -> None:
+    def _skip(self, refused: Refused) -> dict[str, Any] | None:
         self.skipped_count += 1
         sample = redact_text(refused.head[:200].decode(errors="replace").strip())
         self.skipped.append(sample)
         log.warning(
             "the agent wrote a line that is not a JSON-RPC message on stdout (%s): %s", refused.reason, sample
         )
+        answered = sniff_response_id(refused.head)
+        if answered is None:
+            return None
+        reason = redact_text(refused.reason)
+        return error_answer(RequestError(-32603, REFUSED_ANSWER, {"details": reason}), answered)
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -533,8 +566,9 @@ class AgentDriver:
             try:
                 return init.result()
             except RequestError as exc:
+                said = describe_error(exc)
                 raise AgentStartError(
-                    f"{name} is not an ACP agent: it answered initialize with an error ({exc})"
+                    f"{name} is not an ACP agent: it answered initialize with an error ({said})"
                     f"{self._skipped_hint()}"
                 ) from None
             except Exception:
@@ -616,7 +650,7 @@ class AgentDriver:
             workspace = os.path.abspath(cwd)  # noqa: ASYNC240 - string work, no I/O
             response = await self.connection.new_session(cwd=workspace, mcp_servers=[], **kwargs)
         except RequestError as exc:
-            raise AgentError(f"the agent refused to open a session: {exc}") from None
+            raise AgentError(f"the agent refused to open a session: {describe_error(exc)}") from None
         except ConnectionError as exc:
             raise await self.crash_error(exc) from None
         return str(response.session_id)
@@ -649,7 +683,8 @@ class AgentDriver:
             await self.connection.load_session(cwd=workspace, session_id=session_id, mcp_servers=[])
             await asyncio.sleep(0)  # notifications read before the answer finish their handlers first
         except RequestError as exc:
-            raise AgentError(f"the agent could not load session {session_id}: {exc}") from None
+            said = describe_error(exc)
+            raise AgentError(f"the agent could not load session {session_id}: {said}") from None
         except ConnectionError as exc:
             raise await self.crash_error(exc) from None
         finally:
@@ -670,7 +705,7 @@ class AgentDriver:
                 if not cursor:
                     break
         except RequestError as exc:
-            raise AgentError(f"the agent could not list its sessions: {exc}") from None
+            raise AgentError(f"the agent could not list its sessions: {describe_error(exc)}") from None
         except ConnectionError as exc:
             raise await self.crash_error(exc) from None
         return found

@@ -400,7 +400,9 @@ class JsonRpcStream:
     """The SDK's message ``Transport`` on a byte stream pair, with the limits above.
 
     ``receive`` hands the SDK only accepted messages; refused lines are answered on ``writer``
-    (``answer_refusals``) or dropped, and ``on_refusal`` sees each. Before reading the next line it
+    (``answer_refusals``) or dropped, and ``on_refusal`` sees each: when it returns a message, that
+    message is handed to the SDK in the refused line's place (the client driver fails the request a
+    refused answer was meant for, instead of leaving it pending forever). Before reading the next line it
     waits for the writer to drain and for the peer's unanswered requests to drop below
     ``max_in_flight``; ``gate`` (optional) is one more wait of the caller's (the client driver's full
     update queues). ``send`` writes strict JSON, one ``write`` per message; an answer that cannot be
@@ -414,7 +416,7 @@ class JsonRpcStream:
         limits: StreamLimits | None = None,
         *,
         answer_refusals: bool = True,
-        on_refusal: Callable[[Refused], None] | None = None,
+        on_refusal: Callable[[Refused], dict[str, Any] | None] | None = None,
         gate: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self.limits = limits or StreamLimits()
@@ -457,10 +459,11 @@ class JsonRpcStream:
                 if "method" in message and "id" in message:
                     self._in_flight.add(_request_key(message["id"]))
                 return message
-            if self._on_refusal is not None:
-                self._on_refusal(item)
+            substitute = self._on_refusal(item) if self._on_refusal is not None else None
             if self._answer_refusals and item.answer is not None:
                 self._write(dumps_line(item.answer))
+            if substitute is not None:
+                return substitute
 
     async def send(self, message: dict[str, Any]) -> None:
         is_answer = "method" not in message and "id" in message

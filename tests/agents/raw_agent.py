@@ -8,6 +8,7 @@ RECORD_FILE (to prove what the relay forwarded). What it does is chosen by the r
 * ``nested``        — write a 1,947-byte nested line, then answer ``echo``.
 * ``hostile``       — write a nested line, a NaN notification, a UTF-16 line and an over-long line
                       (``RAW_AGENT_LONG`` bytes of spaces, then a notification naming ``TAIL``), then answer.
+* ``flood``         — write ``params.count`` notifications of ``params.size`` bytes, then answer.
 * ``die``           — exit with code 3 without answering.
 * ``close_stdin``   — answer, close its stdin, then stay alive 30 s with stdout open.
 * ``slow``          — answer after 0.5 s.
@@ -62,6 +63,14 @@ def main() -> None:
                 b" " * long + b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"TAIL"}}\n'
             )
             answer(message_id, {"echo": "after hostile"})
+        elif method == "flood":
+            params = message.get("params") or {}
+            filler = "f" * int(params.get("size", 200))
+            note = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "x": filler}}
+            line = json.dumps(note).encode() + b"\n"
+            for _ in range(int(params.get("count", 1000))):
+                write(line)
+            answer(message_id, {"echo": "flooded"})
         elif method == "die":
             sys.exit(3)
         elif method == "close_stdin":

@@ -7,7 +7,11 @@ outermost first:
 
 1. **Host** (Starlette's :class:`~starlette.middleware.trustedhost.TrustedHostMiddleware`, answering
    ``403`` rather than its ``400``): only the loopback names (``127.0.0.1``, ``localhost``,
-   ``[::1]``), the address the server is bound to, and ``allowed_hosts``. Any port.
+   ``[::1]``) and the address the server is bound to, each *with the port the connection reached*
+   (a page of the attacker's on another local port is another origin; a ``Host`` without a port
+   means the scheme's default port), and ``allowed_hosts``: an entry with a port (``name:8443``)
+   admits that port only, an entry without one any port (it names a host the operator vouches
+   for, often as a reverse proxy rewrites it).
 2. **Origin**: a request that carries one must come from the server's own origin (the scheme and
    ``Host`` it was sent to, or an allowed host on the server's port) or an ``allowed_origins``
    entry; ``Sec-Fetch-Site: cross-site`` is refused unless the origin is allowed. ``403``
@@ -45,6 +49,7 @@ __all__ = [
     "bearer_ok",
     "install_admission",
     "is_loopback",
+    "split_host",
 ]
 
 log = logging.getLogger("acp_progress.agui.admission")
@@ -73,6 +78,30 @@ def _host_name(host: str) -> str:
     return host
 
 
+def split_host(value: str) -> tuple[str, int | None]:
+    """A ``Host`` header or an ``--allowed-host`` entry as (name in ``Host`` form, port or None).
+
+    ``[::1]:8000`` → (``[::1]``, 8000); ``::1`` (a bare IPv6 address) → (``[::1]``, None);
+    ``example.com:8443`` → (``example.com``, 8443). A port that is not a number is -1 (matches none)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, _, rest = value.partition("]")
+        name += "]"
+        port_text = rest[1:] if rest.startswith(":") else None
+    elif value.count(":") == 1:
+        name, _, port_text = value.partition(":")
+    else:
+        return _host_name(value), None
+    if port_text is None:
+        return name, None
+    return name, int(port_text) if port_text.isdigit() and len(port_text) <= 5 else -1
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    """TrustedHostMiddleware's rule: exact, or ``*.example.com`` for any subdomain."""
+    return name == pattern or (pattern.startswith("*") and name.endswith(pattern[1:]))
+
+
 @dataclass(frozen=True)
 class Admission:
     """The admission rules of one endpoint; :func:`install_admission` puts them in front of an app.
@@ -88,10 +117,22 @@ class Admission:
 
     @property
     def host_names(self) -> tuple[str, ...]:
-        names = [*LOOPBACK_HOSTS, *(_host_name(h) for h in self.allowed_hosts)]
+        """Every name admitted as ``Host``, without ports."""
+        names = [*self.bound_names, *(split_host(h)[0] for h in self.allowed_hosts if h.strip())]
+        return tuple(dict.fromkeys(names))
+
+    @property
+    def bound_names(self) -> tuple[str, ...]:
+        """The names admitted with the port the connection reached only: loopback and the bind host."""
+        names = list(LOOPBACK_HOSTS)
         if self.bind_host and not _unspecified(self.bind_host):
             names.append(_host_name(self.bind_host))
         return tuple(dict.fromkeys(names))
+
+    @property
+    def host_ports(self) -> tuple[tuple[str, int | None], ...]:
+        """The ``allowed_hosts`` entries as (name, port): None admits any port."""
+        return tuple(dict.fromkeys(split_host(h) for h in self.allowed_hosts if h.strip()))
 
     @property
     def origins(self) -> tuple[str, ...]:
@@ -129,18 +170,44 @@ async def _refuse(
 
 
 class _HostGate(TrustedHostMiddleware):
-    """TrustedHostMiddleware, but an unknown ``Host`` is a ``403`` (it answers ``400``), logged once."""
+    """TrustedHostMiddleware, but an unknown ``Host`` is a ``403`` (it answers ``400``), logged once,
+    and the port counts: TrustedHostMiddleware compares names only."""
 
-    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed_hosts: Sequence[str],
+        bound_names: Sequence[str] = (),
+        host_ports: Sequence[tuple[str, int | None]] = (),
+    ) -> None:
         async def reached(scope: Scope, receive: Receive, send: Send) -> None:
             scope[_HOST_OK] = True
             await app(scope, receive, send)
 
         super().__init__(reached, allowed_hosts=list(allowed_hosts), www_redirect=False)
+        self.bound_names = frozenset(bound_names)
+        self.host_ports = tuple(host_ports)
+
+    def port_ok(self, scope: Scope, host: str) -> bool:
+        """The ``Host`` names an admitted name with a port that name is admitted on (or a name no
+        rule knows, which TrustedHostMiddleware then refuses)."""
+        name, port = split_host(host)
+        if port is None:
+            port = {"http": 80, "https": 443}.get(scope.get("scheme", "http"))
+        server_port = (scope.get("server") or (None, None))[1]
+        rules = [p for n, p in self.host_ports if _name_matches(n, name)]
+        if name in self.bound_names:
+            rules.append(server_port)  # None (no port known, a Unix socket): any port
+        return not rules or any(rule is None or rule == port for rule in rules)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
+            return
+        host = Headers(scope=scope).get("host", "")
+        if not self.port_ok(scope, host):
+            log.info("refused a request for Host %r: not an allowed port for that host", host[:200])
+            await _refuse(scope, receive, send, 403, "this Host is not allowed (see --allowed-host)")
             return
 
         async def send_forbidden(message: Message) -> None:
@@ -232,4 +299,9 @@ def install_admission(app: Starlette, admission: Admission) -> None:
             max_age=600,
         )
     app.add_middleware(_OriginGate, host_names=admission.host_names, origins=admission.origins)
-    app.add_middleware(_HostGate, allowed_hosts=admission.host_names)
+    app.add_middleware(
+        _HostGate,
+        allowed_hosts=admission.host_names,
+        bound_names=admission.bound_names,
+        host_ports=admission.host_ports,
+    )

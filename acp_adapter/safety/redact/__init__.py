@@ -598,7 +598,13 @@ def _aws_prose_spans(text: str, low: str) -> list[tuple[int, int]]:
 
 
 def _redact_shapes(text: str) -> str:
-    """Replace tokens recognisable by their shape alone, wherever they appear."""
+    """Replace tokens recognisable by their shape alone, wherever they appear.
+
+    A short text without any shape trigger skips the pass: the stream redactor sends every
+    released piece that holds a key needle (``token expired``, ``secret_sauce.py``) through all
+    the passes, and the shapes' few dozen scans were most of that piece's cost."""
+    if len(text) < _SHAPE_SCREEN_BELOW and _SHAPE_TRIGGER.search(text.lower()) is None:
+        return text
     text = _redact_claims(text)
     for pattern, back in _SHAPES:
         text = pattern.sub(REDACTED, text) if back == 0 else _sub_back(pattern, back, text)
@@ -1240,16 +1246,11 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-# Lower-cased literals, at least one of which every detection above needs (PEM header,
-# ``://``, the prefix of each token shape, the key needles).  Keep in sync with the passes.
-# Short strings are screened with it in one regex step: most strings redact_value sees are
-# names, paths and numbers, and the pass-by-pass pipeline has a fixed cost of a few dozen
-# scans however short the input.
-_SCREEN_LITERALS: Final = (
-    "-----begin",
-    "://",
+# Lower-cased literals, at least one of which every token shape of pass 3 needs (the prefix of
+# each shape, or a literal of its look-behind); keep in sync with the shapes. A short text with
+# none of them skips that pass's few dozen scans (see :func:`_redact_shapes`).
+_SHAPE_LITERALS: Final = (
     "agh_claim_",
-    "aws",
     "github_pat_",
     "sk-",
     "k_live_",
@@ -1269,20 +1270,31 @@ _SCREEN_LITERALS: Final = (
     "pypi-",
     "sg.",
     "_v1_",
-    "-u",
-    "mysql",
-    "mariadb",
-    "sshpass",
     *PROVIDER_TRIGGERS,
-    *_NEEDLES,
 )
-_SCREEN_PATTERNS: Final = (
+_SHAPE_PATTERNS: Final = (
     r"gh[pousr]_",
     r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent|oas)-",
     r"sk[0-9a-f]{32}",
     # Discord tokens, anchored on their first dot so other positions fail at one character
     r"\.(?<=[a-z0-9_-]{23}\.)[a-z0-9_-]{6}\.",
 )
+# Every detection needs at least one of these: the PEM header, ``://``, a shape trigger above, a
+# command-line or AWS word of pass 5, or a key needle of pass 4. Short strings are screened with
+# it in one regex step: most strings redact_value sees are names, paths and numbers, and the
+# pass-by-pass pipeline has a fixed cost of a few dozen scans however short the input.
+_SCREEN_LITERALS: Final = (
+    "-----begin",
+    "://",
+    "aws",
+    "-u",
+    "mysql",
+    "mariadb",
+    "sshpass",
+    *_SHAPE_LITERALS,
+    *_NEEDLES,
+)
+_SCREEN_PATTERNS: Final = _SHAPE_PATTERNS
 
 
 def _trie_pattern(words: tuple[str, ...]) -> str:
@@ -1312,6 +1324,11 @@ def _trie_pattern(words: tuple[str, ...]) -> str:
 _ANY_TRIGGER: Final = re.compile("|".join((_trie_pattern(_SCREEN_LITERALS), *_SCREEN_PATTERNS)))
 """Matches where at least one trigger occurs (a screen: a false alarm costs time, never safety)."""
 _SCREEN_BELOW: Final = 512
+_SHAPE_TRIGGER: Final = re.compile("|".join((_trie_pattern(_SHAPE_LITERALS), *_SHAPE_PATTERNS)))
+"""Matches where a token shape may start (the screen of pass 3 for short texts)."""
+#: Texts shorter than this are screened before the shape pass; a longer text is scanned by each
+#: shape anyway, and screening it would cost one more scan, slower than the literal searches.
+_SHAPE_SCREEN_BELOW: Final = 8192
 
 
 def redact_text(text: str) -> str:
