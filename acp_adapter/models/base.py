@@ -15,20 +15,6 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.tooling.calls import ToolCall, ToolSpec
 
-__all__ = [
-    "ChatModel",
-    "Message",
-    "ModelError",
-    "ModelEvent",
-    "ReasoningDelta",
-    "StatusNote",
-    "TextDelta",
-    "ToolCall",
-    "ToolCallRequest",
-    "ToolSpec",
-    "UsageReport",
-]
-
 
 @dataclass(frozen=True)
 class Message:

@@ -52,25 +52,6 @@ from acp_adapter.safety.redact import redact_text
 if TYPE_CHECKING:
     from acp_adapter.config import StreamSettings
 
-__all__ = [
-    "DEFAULT_MAX_DEPTH",
-    "DEFAULT_MAX_LINE_BYTES",
-    "Accepted",
-    "JsonRpcStream",
-    "LineReader",
-    "MessageReader",
-    "NotStrictJson",
-    "Refused",
-    "StreamLimits",
-    "TooLong",
-    "classify_line",
-    "dumps_line",
-    "error_answer",
-    "loads_strict",
-    "nesting_exceeds",
-    "sniff_response_id",
-    "valid_id",
-]
 
 log = logging.getLogger("acp_progress.jsonrpc")
 
