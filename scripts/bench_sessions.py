@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import socket
 import statistics
 import sys
@@ -162,7 +163,7 @@ async def raw_once(updates: list[Any], cwd: str) -> float:
     return took
 
 
-async def main_async(turns: int, rounds: int) -> None:
+async def main_async(turns: int, rounds: int, json_path: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
         started = time.perf_counter()
@@ -195,14 +196,26 @@ async def main_async(turns: int, rounds: int) -> None:
         raw_ms = statistics.median(base) * 1000
         print(f"bare SDK sending the same {len(updates)} updates: median {raw_ms:.0f} ms")
         print(f"load / bare SDK: {ratio.median:.2f}x ({ratio.spread()})")
+        if json_path:
+            figures = {
+                "turns": turns,
+                "stored_entries": len(stored.events),
+                "replayed_updates": count,
+                "database_kib": size / 1024,
+                "kib_per_100_turns": size / 1024 / (turns / 100),
+                "load_ms": statistics.median(ours) * 1000,
+                "load_vs_bare_sdk": ratio.median,
+            }
+            Path(json_path).write_text(json.dumps(figures))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as one JSON object to FILE")
     args = parser.parse_args()
-    asyncio.run(main_async(args.turns, args.rounds))
+    asyncio.run(main_async(args.turns, args.rounds, args.json))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -173,6 +174,7 @@ async def main() -> int:
         default="both",
         help="our agent with its session store on, off, or both side by side (default both)",
     )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as one JSON object to FILE")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="acp-bench-state-") as state:
         return await bench(args, Path(state))
@@ -195,10 +197,11 @@ async def bench(args: argparse.Namespace, state: Path) -> int:
     with tempfile.NamedTemporaryFile("w", suffix="_bare_agent.py", delete=False) as handle:
         handle.write(BARE_AGENT)
         bare_path = handle.name
+    figures: dict[str, dict[str, float]] = {}
     try:
-        for mode, idle in (
-            (f"after idle ({args.idle * 1000:g} ms between prompts)", args.idle),
-            ("back to back", 0.0),
+        for key, mode, idle in (
+            ("after_idle", f"after idle ({args.idle * 1000:g} ms between prompts)", args.idle),
+            ("back_to_back", "back to back", 0.0),
         ):
             sides = [
                 Side([sys.executable, bare_path], env, want_think=False),
@@ -212,21 +215,25 @@ async def bench(args: argparse.Namespace, state: Path) -> int:
                 for store in stores
             ]
             samples = await measure_interleaved(sides, args.runs, args.rounds, idle)
-            report(mode, samples, args.rounds, stores)
+            figures[key] = report(mode, samples, args.rounds, stores)
     finally:
         os.unlink(bare_path)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures))
     return 0
 
 
-def compare(name: str, ours: list[float], base: list[float], per_round: int) -> str:
+def compare(name: str, ours: list[float], base: list[float], per_round: int) -> tuple[str, float]:
+    """The comparison's line, and the median of the rounds' own ratios."""
     shares = round_ratios(round_medians(ours, per_round), round_medians(base, per_round))
-    return (
+    line = (
         f"{name}: ratio of medians {statistics.median(ours) / statistics.median(base):.2f}x,"
         f" median of the rounds' own ratios {shares.median:.2f}x ({shares.spread()})"
     )
+    return line, shares.median
 
 
-def report(mode: str, samples: list[list[float]], rounds: int, stores: tuple[str, ...]) -> None:
+def report(mode: str, samples: list[list[float]], rounds: int, stores: tuple[str, ...]) -> dict[str, float]:
     baseline, threaded, *ours_by_store = samples
     by_store = dict(zip(stores, ours_by_store, strict=True))
     ours = by_store.get("on", ours_by_store[0])  # the product as shipped: store on
@@ -238,10 +245,19 @@ def report(mode: str, samples: list[list[float]], rounds: int, stores: tuple[str
         print(f"  acp-progress prompt → think card, store {store:3s}: {describe(samples_of)}")
     label = f" (store {stores[0]})" if len(stores) == 1 else " (store on)"
     print(f"  acp-progress{label}")
-    for name, base in (("bare SDK", baseline), ("bare SDK with a worker-thread turn", threaded)):
-        print("  " + compare(f"vs {name}", ours, base, per_round))
+    figures = {"prompts": float(len(ours)), "ours_median_ms": statistics.median(ours) * 1000}
+    for key, name, base in (
+        ("vs_bare_sdk", "bare SDK", baseline),
+        ("vs_bare_sdk_worker_thread", "bare SDK with a worker-thread turn", threaded),
+    ):
+        line, figures[key] = compare(f"vs {name}", ours, base, per_round)
+        print("  " + line)
     if len(by_store) == 2:
-        print("  " + compare("store on vs store off", by_store["on"], by_store["off"], per_round))
+        line, figures["store_on_vs_off"] = compare(
+            "store on vs store off", by_store["on"], by_store["off"], per_round
+        )
+        print("  " + line)
+    return figures
 
 
 if __name__ == "__main__":

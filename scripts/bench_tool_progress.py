@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import socket
 import statistics
 import sys
@@ -298,6 +299,7 @@ async def main() -> int:
     parser.add_argument(
         "--read-interval", type=float, default=0.001, help="seconds the slow client takes per line (1,000/s)"
     )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as one JSON object to FILE")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="acp-bench-state-") as state:
         return await bench(args, Path(state))
@@ -328,9 +330,12 @@ async def bench(args: argparse.Namespace, state: Path) -> int:
     print(f"bare SDK, small update            : {fmt(bare_lat)}  burst {bare_rate:9.0f} updates/s")
     print(f"bare SDK, the same progress update: {fmt(same_lat)}  burst {same_rate:9.0f} updates/s")
     print(f"tool ctx.progress → client handler: {fmt(ours_lat)}  burst {ours_rate:9.0f} updates/s")
+    figures: dict[str, float] = {"rounds": args.rounds, "updates_per_round": burst}
     for name, lat, key in (("small update", bare_lat, "bare"), ("same update", same_lat, "same")):
         ratio = statistics.median(ours_lat) / statistics.median(lat)
         shares = round_ratios(rates["ours"], rates[key])
+        figures[f"latency_vs_{key}"] = ratio
+        figures[f"throughput_vs_{key}"] = shares.median
         print(
             f"vs bare SDK, {name:12s}: latency {ratio:.2f}x, "
             f"throughput {shares.median:.2f}x of the SDK's (median of rounds; {shares.spread()})"
@@ -344,6 +349,8 @@ async def bench(args: argparse.Namespace, state: Path) -> int:
     )
     # in practice the ceiling of the first ratio: what the update's size alone costs the SDK
     payload = round_ratios(rates["same"], rates["bare"])
+    figures["store_on_vs_off_throughput"] = store_cost.median
+    figures["sdk_same_vs_small_throughput"] = payload.median
     print(
         f"the SDK alone, same update vs small update: throughput {payload.median:.2f}x "
         f"(median of rounds; {payload.spread()})"
@@ -380,6 +387,14 @@ async def bench(args: argparse.Namespace, state: Path) -> int:
         f"{ordered[int(len(ordered) * 0.95)] * 1000 / interval_ms:.1f} read intervals); "
         f"delivered {statistics.median(delivered):.0f} of {args.slow_reports} (the last value always)"
     )
+    figures.update(
+        slow_client_tool_time_ratio=ratio.median,
+        staleness_median_intervals=statistics.median(ordered) * 1000 / interval_ms,
+        delivered_median=statistics.median(delivered),
+        reports=args.slow_reports,
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures))
     return 0
 
 

@@ -7,10 +7,12 @@ they share.
 
 from __future__ import annotations
 
-import re
+import json
+import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,46 +43,57 @@ def test_round_ratios_pair_rounds_and_report_their_median_and_spread() -> None:
     assert round_medians([1.0, 9.0, 5.0, 2.0, 4.0, 3.0], 3) == [5.0, 3.0]
 
 
+def figures_of(name: str, tmp_path: Path, *args: str) -> dict[str, Any]:
+    """Run a benchmark with ``--json`` and return its figures (the printed report is for people)."""
+    out = tmp_path / f"{name}.json"
+    run_script(name, *args, "--json", str(out))
+    figures: dict[str, Any] = json.loads(out.read_text())
+    return figures
+
+
+def positive(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+@pytest.mark.benchmark
 @pytest.mark.slow
-def test_spinner_benchmark_reports_both_modes_against_both_baselines() -> None:
-    out = run_script("bench_spinner_latency.py", "--runs", "4", "--rounds", "2", "--idle", "0.005")
-    assert re.search(r"^after idle \(5 ms between prompts\): 4 prompts per side", out, re.M), out
-    assert re.search(r"^back to back: 4 prompts per side", out, re.M), out
-    # each mode compares with the bare agent and with the bare agent of our turn's shape
-    assert len(re.findall(r"vs bare SDK: ratio of medians \d+\.\d\dx", out)) == 2, out
-    assert len(re.findall(r"vs bare SDK with a worker-thread turn: .* \(rounds \d", out)) == 2, out
-    # our agent with its session store on and off, side by side, and the store's cost as a ratio
-    assert len(re.findall(r"think card, store on : median", out)) == 2, out
-    assert len(re.findall(r"store on vs store off: ratio of medians \d+\.\d\dx", out)) == 2, out
-
-
-def test_tool_progress_benchmark_reports_both_baselines() -> None:
-    out = run_script(
-        "bench_tool_progress.py",
-        "--latency-runs",
-        "6",
-        "--burst",
-        "90",
-        "--rounds",
-        "3",
-        "--slow-reports",
-        "300",
+def test_spinner_benchmark_measures_both_modes_against_both_baselines(tmp_path: Path) -> None:
+    figures = figures_of(
+        "bench_spinner_latency.py", tmp_path, "--runs", "4", "--rounds", "2", "--idle", "0.005"
     )
-    assert "3 alternating rounds of 30 updates per path" in out, out
-    # the same path with the session store recording, and the store's cost as a ratio
-    assert re.search(r"store on vs store off: latency \d+\.\d\dx, throughput \d+\.\d\dx", out), out
-    slow = re.search(r"slow client .*: tool took \d+ ms vs \d+ ms with an instant client \((\d+\.\d\d)x", out)
-    assert slow is not None, out
-    delivered = re.search(r"delivered (\d+) of 300", out)
-    assert delivered is not None and 1 <= int(delivered.group(1)) <= 300, out
-    for name in ("small update", "same update "):
-        assert re.search(rf"vs bare SDK, {name}: latency \d+\.\d\dx, throughput \d+\.\d\dx", out), out
-    assert re.search(r"the SDK alone, same update vs small update: throughput \d+\.\d\dx", out), out
+    assert set(figures) == {"after_idle", "back_to_back"}
+    for mode in figures.values():
+        assert mode["prompts"] == 4
+        # against the bare agent and the bare agent of our turn's shape, and the store's own cost
+        for key in ("ours_median_ms", "vs_bare_sdk", "vs_bare_sdk_worker_thread", "store_on_vs_off"):
+            assert positive(mode[key]), (key, mode)
 
 
-def test_bench_sessions_reports_size_and_load_time_against_the_sdk() -> None:
-    out = run_script("bench_sessions.py", "--turns", "10", "--rounds", "1")
-    assert re.search(r"session of 10 turns: 50 stored entries, 51 updates replayed", out), out
-    size = re.search(r"database size: (\d+) KiB, (\d+) KiB per 100 turns", out)
-    assert size is not None and int(size.group(1)) > 0, out
-    assert re.search(r"load / bare SDK: \d+\.\d\dx", out), out
+@pytest.mark.benchmark
+def test_tool_progress_benchmark_measures_both_baselines_and_a_slow_client(tmp_path: Path) -> None:
+    args = ("--latency-runs", "6", "--burst", "90", "--rounds", "3", "--slow-reports", "300")
+    figures = figures_of("bench_tool_progress.py", tmp_path, *args)
+    assert (figures["rounds"], figures["updates_per_round"], figures["reports"]) == (3, 30, 300)
+    for key in (
+        "latency_vs_bare",
+        "throughput_vs_bare",
+        "latency_vs_same",
+        "throughput_vs_same",
+        "store_on_vs_off_throughput",
+        "sdk_same_vs_small_throughput",
+        "slow_client_tool_time_ratio",
+    ):
+        assert positive(figures[key]), (key, figures)
+    # a slow client receives at least the last value, never more than were reported
+    assert 1 <= figures["delivered_median"] <= 300
+    assert figures["staleness_median_intervals"] >= 0
+
+
+@pytest.mark.benchmark
+def test_bench_sessions_measures_size_and_load_time_against_the_sdk(tmp_path: Path) -> None:
+    figures = figures_of("bench_sessions.py", tmp_path, "--turns", "10", "--rounds", "1")
+    # five canonical entries a turn, and every one replayed (plus the session's title)
+    assert (figures["stored_entries"], figures["replayed_updates"]) == (50, 51)
+    assert positive(figures["database_kib"]) and positive(figures["load_ms"])
+    assert figures["kib_per_100_turns"] == pytest.approx(figures["database_kib"] * 10)
+    assert positive(figures["load_vs_bare_sdk"])
