@@ -19,8 +19,32 @@ The families, by where they come from:
 
 from __future__ import annotations
 
-__all__ = ["AcpProgressError"]
+from collections import deque
+from collections.abc import Iterator
+
+__all__ = ["AcpProgressError", "exception_chain"]
 
 
 class AcpProgressError(Exception):
     """Base class of every exception this package raises on purpose."""
+
+
+def exception_chain(exc: BaseException, limit: int = 50) -> Iterator[BaseException]:
+    """``exc``, its causes and contexts, and the members of exception groups among them, each
+    once, breadth first, at most ``limit``.
+
+    Libraries wrap what actually happened (anyio reports a refused connect as an ``OSError``
+    caused by a group; pydantic wraps a Ctrl-C during schema building in its own error), so a
+    question such as "was this a Ctrl-C?" or "was the connection refused?" looks down the chain.
+    """
+    seen: set[int] = set()
+    todo: deque[BaseException] = deque([exc])
+    while todo and len(seen) < limit:
+        current = todo.popleft()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, BaseExceptionGroup):
+            todo.extend(current.exceptions)
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)

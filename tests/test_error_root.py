@@ -51,3 +51,29 @@ def test_the_root_adds_a_way_to_catch_and_keeps_the_standard_one(dotted, also):
     module, name = dotted.rsplit(".", 1)
     error = getattr(importlib.import_module(module), name)
     assert issubclass(error, AcpProgressError) and issubclass(error, also)
+
+
+def test_exception_chain_walks_causes_contexts_and_groups_once_each():
+    from acp_adapter.errors import exception_chain
+
+    inner = ConnectionRefusedError("refused")
+    group = ExceptionGroup("all attempts failed", [inner, ValueError("other")])
+    try:
+        try:
+            raise group
+        except ExceptionGroup as exc:
+            raise OSError("All connection attempts failed") from exc
+    except OSError as outer:
+        chain = list(exception_chain(outer))
+    assert chain[0].args == ("All connection attempts failed",) and chain[1] is group
+    assert inner in chain and sum(1 for e in chain if e is inner) == 1
+    loop = RuntimeError("a")
+    loop.__context__ = RuntimeError("b")
+    loop.__context__.__context__ = loop  # a cycle ends, it does not spin
+    assert len(list(exception_chain(loop))) == 2
+    deep = RuntimeError("0")
+    current = deep
+    for i in range(1, 200):
+        current.__cause__ = RuntimeError(str(i))
+        current = current.__cause__
+    assert len(list(exception_chain(deep))) == 50  # bounded

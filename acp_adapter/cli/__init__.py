@@ -97,19 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _caused_by_ctrl_c(exc: BaseException) -> bool:
     """Whether a KeyboardInterrupt is anywhere in ``exc``'s cause/context chain (or in a group's
     members): a Ctrl-C that some library wrapped in its own error is still a Ctrl-C."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    while todo:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, KeyboardInterrupt):
-            return True
-        if isinstance(current, BaseExceptionGroup):
-            todo.extend(current.exceptions)
-        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
-    return False
+    from acp_adapter.errors import exception_chain
+
+    return any(isinstance(e, KeyboardInterrupt) for e in exception_chain(exc))
 
 
 def _main(argv: Sequence[str]) -> int:

@@ -23,10 +23,11 @@ import logging
 import socket
 import ssl
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from acp_adapter.errors import exception_chain
 from acp_adapter.models.base import ModelError
 from acp_adapter.text import flatten
 
@@ -135,24 +136,6 @@ def retry_after(headers: Any) -> float | None:
 # ---------------------------------------------------------------- classifying exceptions
 
 
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    """``exc``, its causes and contexts, and the members of exception groups among them (anyio
-    reports a failed connect as ``OSError('All connection attempts failed')`` caused by a group)."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    while todo and len(seen) < 50:
-        current = todo.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        if isinstance(current, BaseExceptionGroup):
-            todo.extend(current.exceptions)
-        for linked in (current.__cause__, current.__context__):
-            if linked is not None:
-                todo.append(linked)
-
-
 _PROBLEMS: tuple[tuple[type[OSError], str], ...] = (
     (ConnectionRefusedError, "connection refused"),
     (socket.gaierror, "cannot resolve the host name"),
@@ -165,7 +148,7 @@ _PROBLEMS: tuple[tuple[type[OSError], str], ...] = (
 def _connection_problem(exc: BaseException) -> str | None:
     """What the operating system said under an ``APIConnectionError``; None if no socket error
     is underneath (the server accepted the connection and closed it)."""
-    errors = [e for e in _causes(exc) if isinstance(e, OSError)]
+    errors = [e for e in exception_chain(exc) if isinstance(e, OSError)]
     for kind, problem in _PROBLEMS:
         if any(isinstance(e, kind) for e in errors):
             return problem
