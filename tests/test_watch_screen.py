@@ -102,13 +102,24 @@ def test_chat_on_a_terminal_keeps_a_conversation_at_a_prompt_line(screens, tmp_p
     assert "\n›" in term.pump(5, until="\n›"), term.text()
     term.type(b"what is 2+2\r")
     term.pump(15, until="2+2 = 4")
-    term.pump(5, until="stop reason: end_turn")
+    _until_prompt(term)
     term.type(b"what is 3*7\r")
     shown = term.pump(15, until="3*7 = 21")
     assert "2+2 = 4" in shown and "3*7 = 21" in shown, shown
-    term.pump(5, until="stop reason: end_turn\n")
-    term.type(b"\x04")  # Ctrl-D at the prompt
-    assert term.wait(10) == 0
+    _until_prompt(term)
+    term.type(b"\x04")  # Ctrl-D at the prompt (typed once the prompt is there to read it)
+    assert term.wait(10) == 0, term.text()
+
+
+def _until_prompt(term: Screen, within: float = 15) -> None:
+    """Wait until the turn ended and the chat shows its prompt line again (the last line drawn)."""
+
+    def at_prompt() -> bool:
+        lines = [line for line in term.text().splitlines() if line.strip()]
+        return len(lines) >= 2 and lines[-1].startswith("›") and "stop reason" in lines[-2]
+
+    term.read_while(within, at_prompt)
+    assert at_prompt(), term.text()
 
 
 def test_ctrl_c_at_the_chat_prompt_exits_130(screens, tmp_path) -> None:
