@@ -39,6 +39,7 @@ from acp.schema import InitializeResponse
 
 from acp_adapter.client.driver import AgentDriver, AgentError
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.text import flatten
 
 __all__ = [
     "AgentSupervisor",
@@ -297,8 +298,7 @@ class AgentSupervisor:
 
 
 def _one_line(reason: str) -> str:
-    text = " ".join(redact_text(reason).split())
-    return text if len(text) <= REASON_LIMIT else text[: REASON_LIMIT - 1] + "…"
+    return flatten(redact_text(reason), REASON_LIMIT)
 
 
 def _log_close_failure(task: asyncio.Future[None]) -> None:

@@ -60,6 +60,7 @@ from acp_adapter.frontends.bridges.state import BridgeState
 from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+from acp_adapter.text import flatten
 from acp_adapter.tooling.presentation import PresentationRegistry
 
 __all__ = ["PERMISSION_TIMEOUT", "STOPPED", "BridgeRunner", "PermissionAsker", "Person", "Route", "Verdict"]
@@ -507,8 +508,7 @@ def _short_reason(exc: AgentError) -> str:
     text = str(exc)
     if text.startswith(PROMPT_ERROR_PREFIX):
         text = text[len(PROMPT_ERROR_PREFIX) :]
-    text = " ".join(redact_text(text).split())
-    return text if len(text) <= 300 else text[:299] + "…"
+    return flatten(redact_text(text), 300)
 
 
 def _stop(summary: ProgressSummary | None, outcome: Outcome) -> None:

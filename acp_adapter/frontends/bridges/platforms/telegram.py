@@ -72,6 +72,7 @@ from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person, 
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId, SendOutcomeUnknown, utf16_len
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.text import flatten
 
 try:
     from telegram import (
@@ -521,7 +522,7 @@ class TelegramBridge:
                 state.done(entry.key)
                 continue
             if entry.state == "running":
-                quoted = entry.text if len(entry.text) <= 80 else entry.text[:79] + "…"
+                quoted = flatten(entry.text, 80)
                 try:
                     await self.sink(chat).post(redact_text(f"{INTERRUPTED}\n↳ {quoted}"))
                 except Exception as exc:
