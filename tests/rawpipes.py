@@ -80,3 +80,12 @@ class RawProcess:
 
 def answers(id_: Any) -> Callable[[Any], bool]:
     return lambda m: isinstance(m, dict) and m.get("id") == id_ and ("result" in m or "error" in m)
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid`` in MB (Linux ``/proc``), for the memory-bound tests."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")

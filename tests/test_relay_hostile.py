@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .conftest import ROOT, agent_env
-from .rawpipes import RawProcess, answers, request
+from .rawpipes import RawProcess, answers, request, rss_mb
 
 RAW_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "raw_agent.py")]
 DEEP = b"[" * 973 + b"]" * 973
@@ -163,14 +163,6 @@ def test_turns_are_keyed_by_the_prompt_id_so_an_old_answer_does_not_end_the_new_
     assert late, "the new turn must get its think card during the silence after the old answer"
 
 
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
@@ -191,7 +183,7 @@ def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
     proc.stdin.write(request(1, "echo", {"up": True}))
     proc.stdin.flush()
     assert json.loads(proc.stdout.readline())["id"] == 1  # the relay and its agent are up
-    base = _rss_mb(proc.pid)
+    base = rss_mb(proc.pid)
     os.set_blocking(proc.stdin.fileno(), False)
     flood = request(2, "flood", {"count": 400_000, "size": 250})
     batch = flood + b"".join(request(100 + i, "echo", {"pad": "p" * 200}) for i in range(2000))
@@ -207,11 +199,11 @@ def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
                 written = os.write(proc.stdin.fileno(), pending)
             except BlockingIOError:
                 time.sleep(0.05)  # the relay stopped reading: what backpressure looks like
-                peak = max(peak, _rss_mb(proc.pid))
+                peak = max(peak, rss_mb(proc.pid))
                 continue
             sent += written
             pending = pending[written:]
-        peak = max(peak, _rss_mb(proc.pid))
+        peak = max(peak, rss_mb(proc.pid))
         assert proc.poll() is None, "the relay must still be running"
     finally:
         proc.kill()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .conftest import agent_env
-from .rawpipes import RawProcess, answers, request
+from .rawpipes import RawProcess, answers, request, rss_mb
 
 SERVE = [sys.executable, "-m", "acp_adapter"]
 DEEP = "[" * 973 + "]" * 973  # 1,947 bytes with the newline: was a RecursionError that killed serve
@@ -134,14 +134,6 @@ def test_a_lone_surrogate_id_is_answered_as_an_ascii_escape(tmp_path):
     assert b'"\\ud800"' in agent.raw[-1]
 
 
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 def test_a_client_that_never_reads_cannot_grow_serve(tmp_path):
@@ -159,7 +151,7 @@ def test_a_client_that_never_reads_cannot_grow_serve(tmp_path):
     proc.stdin.write(line)
     proc.stdin.flush()
     proc.stdout.readline()  # serve is up and answering; from now on its client never reads
-    base = _rss_mb(proc.pid)
+    base = rss_mb(proc.pid)
     os.set_blocking(proc.stdin.fileno(), False)
     batch = line * 2000
     sent = 0
@@ -174,11 +166,11 @@ def test_a_client_that_never_reads_cannot_grow_serve(tmp_path):
                 written = os.write(proc.stdin.fileno(), pending)
             except BlockingIOError:
                 time.sleep(0.05)  # serve stopped reading: what backpressure looks like
-                peak = max(peak, _rss_mb(proc.pid))
+                peak = max(peak, rss_mb(proc.pid))
                 continue
             sent += written
             pending = pending[written:]
-        peak = max(peak, _rss_mb(proc.pid))
+        peak = max(peak, rss_mb(proc.pid))
         assert proc.poll() is None, "serve must still be running"
     finally:
         proc.kill()

@@ -161,28 +161,26 @@ class RunEmitter:
             await self._room.wait()
 
     def _make_room(self) -> None:
-        if self._room is None or self._loop is None or self._room.is_set():
+        if self._room is None or self._room.is_set():
             return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self._loop:
-            self._room.set()
-        else:
-            self._loop.call_soon_threadsafe(self._room.set)
+        self._set_on_loop(self._room)
 
     def _notify(self) -> None:
-        if self._loop is None or self._wake is None:
+        if self._wake is not None:
+            self._set_on_loop(self._wake)
+
+    def _set_on_loop(self, event: asyncio.Event) -> None:
+        """Set ``event`` of the run's loop from whichever thread is calling (directly on the loop)."""
+        if self._loop is None:
             return
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is self._loop:
-            self._wake.set()
+            event.set()
         else:
-            self._loop.call_soon_threadsafe(self._wake.set)
+            self._loop.call_soon_threadsafe(event.set)
 
     # ------------------------------------------------------------------ the consumer (event loop)
 
