@@ -40,16 +40,6 @@ from pydantic import BaseModel
 
 from acp_adapter.errors import AcpProgressError
 
-__all__ = [
-    "CONFIG_DIR_ENV",
-    "CONFIG_FILE_NAME",
-    "ConfigFileError",
-    "config_file_path",
-    "file_label",
-    "read_config_file",
-    "secret_fields",
-    "warn_if_secret_exposed",
-]
 
 log = logging.getLogger("acp_progress.config")
 

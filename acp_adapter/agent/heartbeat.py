@@ -29,16 +29,6 @@ from collections.abc import Callable
 
 from acp_adapter.clock import Clock, Timer
 
-__all__ = [
-    "HeartbeatHandle",
-    "HeartbeatScheduler",
-    "Heartbeats",
-    "LoopThreadClock",
-    "ThreadClock",
-    "default_scheduler",
-    "loop_heartbeats",
-]
-
 log = logging.getLogger("acp_progress.heartbeat")
 
 

@@ -38,14 +38,6 @@ from acp.schema import UsageUpdate
 from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
 
-__all__ = [
-    "AnyUpdate",
-    "PerConnection",
-    "SessionUpdateSink",
-    "UpdateOutbox",
-    "shared_outbox",
-]
-
 log = logging.getLogger("acp_progress.events")
 
 AnyUpdate: TypeAlias = SessionUpdate | UsageUpdate

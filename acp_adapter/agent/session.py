@@ -19,8 +19,6 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.models.base import Message, ToolCall
 from acp_adapter.tooling.toolbox import Toolbox
 
-__all__ = ["MAX_HISTORY", "LiveSessions", "Session", "history_from_json", "history_to_json", "trim_history"]
-
 MAX_HISTORY = 200
 
 log = logging.getLogger("acp_progress.session")

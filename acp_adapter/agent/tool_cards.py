@@ -29,14 +29,6 @@ from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title, select_preview
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool, ToolOutcome
 
-__all__ = [
-    "PERMISSION_OPTIONS",
-    "RESULT_CAP",
-    "AcpToolObserver",
-    "PermissionAnswer",
-    "answered_automatically",
-]
-
 log = logging.getLogger("acp_progress.tool_cards")
 
 RESULT_CAP = 8000

@@ -41,7 +41,6 @@ from acp_adapter.tooling.presentation import PresentationRegistry
 if TYPE_CHECKING:
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
-__all__ = ["AgentProgressCallback", "ProgressTurn", "progress_callback", "session_stream"]
 
 log = logging.getLogger("acp_progress.turn")
 

@@ -36,8 +36,6 @@ from acp_adapter.tools import (
     progress_number,
 )
 
-__all__ = ["SessionStream"]
-
 log = logging.getLogger("acp_progress.turn_state")
 
 

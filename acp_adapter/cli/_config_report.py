@@ -16,8 +16,6 @@ from pydantic import SecretStr
 from acp_adapter.config import LoadedSettings, Settings
 from acp_adapter.safety.redact import REDACTED, redact_text
 
-__all__ = ["HIDDEN", "config_json", "config_lines", "config_rows"]
-
 HIDDEN = "[hidden]"
 """Shown instead of a secret that is set."""
 

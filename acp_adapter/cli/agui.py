@@ -24,8 +24,6 @@ from typing import Any, Final
 
 from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
 
-__all__ = ["add_parser", "run"]
-
 log = logging.getLogger("acp_progress.agui.command")
 
 #: Seconds uvicorn lets open runs finish at shutdown before it cancels them (and their turns).

@@ -31,8 +31,6 @@ from acp_adapter.frontends.bridges.config import (
 from acp_adapter.frontends.bridges.state import BridgeState
 from acp_adapter.safety.redact import redact_text, redact_value
 
-__all__ = ["add_parser", "last_run_path", "run"]
-
 _TRUE: Final = {"1", "true", "yes", "on"}
 _FALSE: Final = {"0", "false", "no", "off"}
 

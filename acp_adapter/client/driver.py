@@ -58,27 +58,6 @@ from acp_adapter.protocol import (
 from acp_adapter.protocol.meta import ProgressMeta, meta_field, meta_of
 from acp_adapter.safety.redact import redact_text
 
-__all__ = [
-    "AUTOMATIC_META",
-    "AgentCrashed",
-    "AgentDriver",
-    "AgentError",
-    "AgentLogError",
-    "AgentStartError",
-    "PermissionPolicy",
-    "PermissionRequest",
-    "PromptBlock",
-    "PromptRefused",
-    "Turn",
-    "TurnInProgress",
-    "allow_all",
-    "default_agent_command",
-    "deny_all",
-    "describe_error",
-    "parse_agent_command",
-    "permission_response",
-]
-
 log = logging.getLogger("acp_progress.client")
 
 #: Lines of the agent's stderr kept for error messages.

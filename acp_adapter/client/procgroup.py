@@ -12,8 +12,6 @@ import contextlib
 import os
 import signal
 
-__all__ = ["end_process_group"]
-
 
 async def end_process_group(process: asyncio.subprocess.Process, grace: float = 2.0) -> None:
     """EOF on stdin and a moment to exit by itself, then SIGTERM to the group, then SIGKILL."""

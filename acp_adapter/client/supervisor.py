@@ -41,13 +41,6 @@ from acp_adapter.client.driver import AgentDriver, AgentError
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import flatten
 
-__all__ = [
-    "AgentSupervisor",
-    "AgentUnavailable",
-    "Clock",
-    "RestartPolicy",
-]
-
 log = logging.getLogger("acp_progress.client.supervisor")
 
 REASON_LIMIT = 300

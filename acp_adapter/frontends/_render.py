@@ -18,18 +18,6 @@ from rich.control import Control, ControlType
 from rich.spinner import Spinner
 from rich.text import Text
 
-__all__ = [
-    "BAR_CELLS",
-    "SPINNER_FRAMES",
-    "SPINNER_INTERVAL",
-    "SPINNER_NAME",
-    "clear_line",
-    "fit_line",
-    "live_line",
-    "progress_bar",
-    "spinner_frame",
-]
-
 #: The rich spinner every front-end animates (``watch`` renders ``Spinner(SPINNER_NAME)`` itself).
 SPINNER_NAME = "dots"
 _SPINNER = Spinner(SPINNER_NAME)

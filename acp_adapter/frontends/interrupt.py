@@ -18,8 +18,6 @@ if TYPE_CHECKING:  # asyncio is imported on first use: install() runs before the
     import asyncio
     from types import FrameType
 
-__all__ = ["Interrupts", "install", "interrupts"]
-
 
 class Interrupts:
     """Counts SIGINT presses; an attached event loop is woken on each one."""

@@ -80,7 +80,6 @@ from acp_adapter.tools import (
 if TYPE_CHECKING:
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
-__all__ = ["Relay", "RelayOptions", "run_relay"]
 
 log = logging.getLogger("acp_progress.relay")
 

@@ -27,8 +27,6 @@ from acp_adapter.models.base import (
 )
 from acp_adapter.text import ellipsize
 
-__all__ = ["EmbeddedModel", "compose_reply", "plan_tool_calls"]
-
 CONTEXT_WINDOW = 32_768
 
 

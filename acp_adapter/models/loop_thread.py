@@ -28,8 +28,6 @@ from typing import Any, TypeVar
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.models.base import ModelError
 
-__all__ = ["LoopThread"]
-
 log = logging.getLogger("acp_progress.models.loop")
 
 T = TypeVar("T")

@@ -34,20 +34,6 @@ from acp_adapter.text import flatten
 if TYPE_CHECKING:
     from openai import APIStatusError
 
-__all__ = [
-    "MAX_RETRY_AFTER",
-    "classify",
-    "display_url",
-    "failure",
-    "final_failure",
-    "fmt_seconds",
-    "malformed_event",
-    "retry_after",
-    "scrub",
-    "server_message",
-    "status_failure",
-    "stream_dropped",
-]
 
 log = logging.getLogger("acp_progress.models.openai")
 

@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from acp_adapter.models.base import ToolCall
 
-__all__ = ["RAW_ARGUMENTS_KEY", "StreamState", "ToolCallAssembler", "completion_as_chunk", "parse_arguments"]
-
 if TYPE_CHECKING:
     from openai.types import CompletionUsage
     from openai.types.chat.chat_completion_chunk import ChoiceDeltaToolCall

@@ -26,8 +26,6 @@ from acp.schema import ToolCallProgress, ToolCallStart
 
 from acp_adapter.protocol.meta import ProgressReport, meta_of
 
-__all__ = ["TERMINAL", "Applied", "Card", "CardAccumulator", "bar_of", "content_text"]
-
 #: Statuses after which a card is finished.
 TERMINAL = frozenset({"completed", "failed"})
 

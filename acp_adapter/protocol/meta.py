@@ -32,20 +32,6 @@ from typing import Annotated, Any, Final, Literal, get_args
 from acp.schema import Usage
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 
-__all__ = [
-    "META_KEY",
-    "PROGRESS_KEY",
-    "PROGRESS_PHASE_KEY",
-    "Phase",
-    "ProgressMeta",
-    "ProgressReport",
-    "SummaryStatus",
-    "meta_field",
-    "meta_of",
-    "phase_of",
-    "read_meta",
-]
-
 log = logging.getLogger("acp_progress.protocol.meta")
 
 #: Namespace of this package's structured data inside ACP ``_meta`` objects.

@@ -18,8 +18,6 @@ from typing import Any, Protocol
 
 from acp_adapter.safety.redact import redact_text
 
-__all__ = ["Observers", "UpdateObserver"]
-
 log = logging.getLogger("acp_progress.observers")
 
 

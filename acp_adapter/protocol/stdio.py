@@ -21,14 +21,6 @@ from dataclasses import dataclass
 
 from acp_adapter.protocol.ndjson import CHUNK_BYTES
 
-__all__ = [
-    "STREAM_LIMIT",
-    "ProtocolFds",
-    "open_protocol_streams",
-    "protect_stdio",
-    "protocol_attached",
-]
-
 log = logging.getLogger("acp_progress.stdio")
 
 _attached = threading.Event()

@@ -26,14 +26,6 @@ from typing import Any, Final
 
 from acp_adapter.safety.redact import redact_text
 
-__all__ = [
-    "ACCEPT_ERROR_INTERVAL",
-    "AcceptErrorThrottle",
-    "RedactingFormatter",
-    "configure_logging",
-    "escape_control",
-]
-
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 #: Seconds between two logged accept() failures; the ones in between are counted, not logged.

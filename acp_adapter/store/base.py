@@ -27,20 +27,6 @@ from typing import Any, Protocol
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_value
 
-__all__ = [
-    "JsonObject",
-    "KeyValueStore",
-    "PermissionDecision",
-    "SessionPage",
-    "SessionRecord",
-    "SessionStore",
-    "StoreError",
-    "StoreVersionError",
-    "StoredSession",
-    "dumps",
-    "scrub",
-]
-
 JsonObject = dict[str, Any]
 
 

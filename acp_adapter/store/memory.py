@@ -21,8 +21,6 @@ from acp_adapter.store.base import (
     scrub,
 )
 
-__all__ = ["MemoryStore"]
-
 
 class MemoryStore:
     """Sessions, audit and front-end state in dictionaries, behind one lock."""

@@ -48,15 +48,6 @@ from acp_adapter.store.base import JsonObject, SessionRecord
 from acp_adapter.store.writer import BackgroundWriter
 from acp_adapter.text import ellipsize
 
-__all__ = [
-    "INTERRUPTED_NOTE",
-    "OPEN_TURNS",
-    "TITLE_CAP",
-    "ConversationRecorder",
-    "replay_updates",
-    "title_from",
-]
-
 log = logging.getLogger("acp_progress.store")
 
 #: Longest session title (from the first prompt's first line).

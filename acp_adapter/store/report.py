@@ -9,8 +9,6 @@ from collections.abc import Sequence
 
 from acp_adapter.store.base import PermissionDecision
 
-__all__ = ["audit_json_lines", "audit_lines", "local_time"]
-
 
 def local_time(at: float) -> str:
     """``2026-12-02 07:15:03`` in the local time zone."""

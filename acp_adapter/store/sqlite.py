@@ -48,8 +48,6 @@ from acp_adapter.store.base import (
     scrub,
 )
 
-__all__ = ["DATABASE_NAME", "SCHEMA_VERSION", "SqliteStore"]
-
 log = logging.getLogger("acp_progress.store")
 
 DATABASE_NAME = "sessions.sqlite3"

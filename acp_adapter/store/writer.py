@@ -23,8 +23,6 @@ from typing import Any
 
 from acp_adapter.safety.redact import redact_text
 
-__all__ = ["BackgroundWriter"]
-
 log = logging.getLogger("acp_progress.store")
 
 Write = Callable[[], object]

@@ -61,8 +61,6 @@ from acp_adapter.summary.snapshot import ACTIVITY, CHUNK, LIVE, ProgressSnapshot
 from acp_adapter.summary.streak import FailureStreak, failure_class
 from acp_adapter.summary.templates import PromptTemplate
 
-__all__ = ["DEFAULT_INTERVAL", "DEFAULT_MAX_LENGTH", "DEFAULT_TIMEOUT", "ProgressSummary", "SummaryStats"]
-
 log = logging.getLogger("acp_progress.summary")
 
 DEFAULT_INTERVAL = 10.0

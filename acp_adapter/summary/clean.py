@@ -14,8 +14,6 @@ from typing import Any
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import ellipsize
 
-__all__ = ["clean_summary", "summary_text"]
-
 _QUOTES = {'"': '"', "'": "'", "`": "`", "“": "”", "‘": "’", "«": "»", "„": "“"}
 _LABEL = re.compile(r"^(?:progress\s+)?(?:summary|status)\s*:\s*", re.I)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

@@ -11,16 +11,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
-__all__ = [
-    "TRACE_ABORT",
-    "TRACE_EMIT",
-    "TRACE_ERROR",
-    "Outcome",
-    "SummaryCallback",
-    "SummaryEvent",
-    "TraceCallback",
-]
-
 EVENT_TYPE: Final = "progress-summary"
 
 #: A generation failed (raised, timed out, or its template was refused). Never carries the error text.

@@ -36,7 +36,6 @@ from acp_adapter.summary.templates import PromptTemplate
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
 
-__all__ = ["SummaryFactory", "SummaryMode", "from_settings", "resolve_mode"]
 
 SummaryMode: TypeAlias = Literal["off", "embedded", "openai"]
 

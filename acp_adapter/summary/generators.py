@@ -40,19 +40,6 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
     from openai.types.chat import ChatCompletionMessageParam
 
-__all__ = [
-    "SUMMARY_THREADS",
-    "BoundedThreads",
-    "EmbeddedGenerator",
-    "ExecuteFunction",
-    "ExecuteGenerator",
-    "GeneratorBusy",
-    "GeneratorResult",
-    "ModelGenerator",
-    "SummaryGenerator",
-    "SummaryRequest",
-    "embedded_summary",
-]
 
 GeneratorResult: TypeAlias = str | Mapping[str, Any] | None
 _T = TypeVar("_T")

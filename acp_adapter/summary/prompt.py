@@ -17,8 +17,6 @@ from acp_adapter.safety.redact import redact_text
 from acp_adapter.summary.snapshot import ProgressSnapshot
 from acp_adapter.summary.templates import PromptTemplate, TemplateContext, compile_template, resolve_variables
 
-__all__ = ["BuiltPrompt", "PromptBuilder", "default_facts", "instructions"]
-
 _REQUEST_TAG = "user_request"
 
 

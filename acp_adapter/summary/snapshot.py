@@ -30,18 +30,6 @@ from acp_adapter.protocol.cards import CardAccumulator
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import ellipsize, format_elapsed
 
-__all__ = [
-    "ACTIVITY",
-    "CHUNK",
-    "COMPLETED_TOOLS_KEPT",
-    "LIVE",
-    "USER_TEXT_LIMIT",
-    "ProgressSnapshot",
-    "SnapshotTracker",
-    "clean_user_text",
-    "tool_name",
-]
-
 USER_TEXT_LIMIT = 2000
 COMPLETED_TOOLS_KEPT = 5
 TOOL_NAME_LIMIT = 80

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["FailureStreak", "failure_class"]
-
 
 def _class_names(exc: BaseException) -> set[str]:
     return {cls.__name__ for cls in type(exc).__mro__}

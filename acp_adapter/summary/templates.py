@@ -25,17 +25,6 @@ from typing import Any, TypeAlias
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.summary.snapshot import ProgressSnapshot
 
-__all__ = [
-    "RESERVED_KEYS",
-    "PromptTemplate",
-    "StringTemplate",
-    "TemplateContext",
-    "check_variables",
-    "compile_template",
-    "resolve_variables",
-    "template_data",
-]
-
 RESERVED_KEYS = frozenset(
     {
         "userText",

@@ -20,8 +20,6 @@ from typing import Any, cast
 
 from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
-__all__ = ["BUILTIN_TOOLS", "default_toolbox", "kill_started_processes", "resolve_in_workspace"]
-
 SKIP_DIRS = frozenset(
     {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
 )

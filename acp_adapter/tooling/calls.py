@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ToolCall", "ToolSpec"]
-
 
 @dataclass(frozen=True)
 class ToolSpec:

@@ -41,8 +41,6 @@ from acp_adapter.tooling.presentation import (
     render_line,
 )
 
-__all__ = ["InputError", "check_file", "load_descriptors"]
-
 MCP_TOOL_FIELDS = frozenset(
     {"name", "title", "description", "inputSchema", "outputSchema", "annotations", "_meta"}
 )

@@ -40,34 +40,6 @@ from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety import redact
 from acp_adapter.text import ellipsize
 
-__all__ = [
-    "EXTENSION_EMOJI",
-    "MCP_PREVIEW_KEY",
-    "MCP_VERB_KEY",
-    "NATIVE_TOOLS",
-    "PREVIEW_CAP",
-    "PREVIEW_STRATEGIES",
-    "TOOL_KINDS",
-    "UNKNOWN_EMOJI",
-    "VERB_MAX_RUNES",
-    "DescriptorError",
-    "PresentationRegistry",
-    "ToolKind",
-    "ToolPresentation",
-    "fallback_preview",
-    "is_sensitive_name",
-    "normalize_one_line",
-    "parse_extension_descriptor",
-    "parse_mcp_meta",
-    "render_label",
-    "render_line",
-    "render_title",
-    "select_preview",
-    "unknown_presentation",
-    "validate_friendly_verb",
-    "validate_preview_strategy",
-]
-
 PREVIEW_CAP: Final = 160
 """Maximum preview length in Unicode runes (code points) for the ``new`` and ``all`` modes."""
 

@@ -21,20 +21,6 @@ from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.tooling.calls import ToolCall, ToolSpec
 
-__all__ = [
-    "DENIED_AUTOMATICALLY",
-    "DENIED_BY_USER",
-    "PermissionDecision",
-    "PermissionPolicy",
-    "Tool",
-    "ToolContext",
-    "ToolError",
-    "ToolObserver",
-    "ToolOutcome",
-    "ToolReturn",
-    "Toolbox",
-]
-
 log = logging.getLogger("acp_progress.toolbox")
 
 

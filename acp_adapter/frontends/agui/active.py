@@ -25,8 +25,6 @@ from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunOut
 from acp_adapter.frontends.agui.threads import ThreadRegistry, ThreadSlot
 from acp_adapter.safety.redact import redact_text
 
-__all__ = ["ActiveRun", "Spawn"]
-
 log = logging.getLogger("acp_progress.agui.active")
 
 #: How the driver words a prompt answered with a JSON-RPC error; the run reports the agent's own words.

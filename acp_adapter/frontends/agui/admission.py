@@ -43,15 +43,6 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = [
-    "LOOPBACK_HOSTS",
-    "Admission",
-    "bearer_ok",
-    "install_admission",
-    "is_loopback",
-    "split_host",
-]
-
 log = logging.getLogger("acp_progress.agui.admission")
 
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")

@@ -63,8 +63,6 @@ from acp_adapter.frontends.agui.threads import ThreadBusy
 from acp_adapter.store import KeyValueStore
 from acp_adapter.summary import SummaryFactory
 
-__all__ = ["create_app"]
-
 log = logging.getLogger("acp_progress.agui.app")
 
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

@@ -27,8 +27,6 @@ from typing import Any, Final
 
 from acp_adapter.frontends.agui.limits import RETRY_AFTER
 
-__all__ = ["FD_RESERVE", "connection_cap", "guarded_protocol"]
-
 log = logging.getLogger("acp_progress.agui.connections")
 
 #: File descriptors kept for everything that is not a client connection (the agent's pipes, logs,

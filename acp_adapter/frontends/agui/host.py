@@ -23,8 +23,6 @@ from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadSlot
 from acp_adapter.safety.redact import redact_text
 
-__all__ = ["AgentHost"]
-
 log = logging.getLogger("acp_progress.agui.host")
 
 

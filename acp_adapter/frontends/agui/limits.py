@@ -14,15 +14,6 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from acp_adapter.config import AguiSettings
 
-__all__ = [
-    "DEFAULT_BODY_TIMEOUT",
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_MAX_ID_LENGTH",
-    "DEFAULT_MAX_QUEUED_EVENTS",
-    "DEFAULT_MAX_RUNS",
-    "RETRY_AFTER",
-    "EndpointLimits",
-]
 
 DEFAULT_BODY_TIMEOUT: Final = 5.0
 DEFAULT_MAX_BODY_BYTES: Final = 16 * 1024 * 1024

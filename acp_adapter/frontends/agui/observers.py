@@ -31,16 +31,6 @@ from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
 
-__all__ = [
-    "END_HOOK_TIMEOUT",
-    "ObserverSet",
-    "RunContext",
-    "RunObserver",
-    "RunObserverFactory",
-    "RunOutcome",
-    "RunStatus",
-]
-
 log = logging.getLogger("acp_progress.agui.observers")
 
 #: Seconds an observer's asynchronous ``on_end`` may hold back the terminal event.

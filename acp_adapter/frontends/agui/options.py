@@ -18,18 +18,6 @@ from typing import Any, Final
 
 from acp_adapter.errors import AcpProgressError
 
-__all__ = [
-    "ENV_TOOL_PROGRESS",
-    "FORWARDED_PROP",
-    "SUMMARY_PROP",
-    "ForwardedSwitchError",
-    "ProgressSummaryOptionError",
-    "ToolProgressOptionError",
-    "global_tool_progress",
-    "run_progress_summary",
-    "run_tool_progress",
-]
-
 ENV_TOOL_PROGRESS: Final = "ACP_PROGRESS_AGUI_TOOL_PROGRESS"
 FORWARDED_PROP: Final = "emitToolProgress"
 SUMMARY_PROP: Final = "emitProgressSummary"

@@ -26,19 +26,6 @@ from typing import Any, Final, Literal
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_text, redact_value
 
-__all__ = [
-    "POLICY_REDACTED",
-    "TOOL_PROGRESS",
-    "TOOL_RESULT",
-    "PolicyError",
-    "RedactKind",
-    "RedactPolicy",
-    "apply_policy",
-    "default_policy",
-    "load_policy",
-    "none_policy",
-]
-
 log = logging.getLogger("acp_progress.agui.policy")
 
 RedactKind = Literal["tool_progress", "tool_result"]

@@ -79,14 +79,6 @@ from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.tools import one_line
 
-__all__ = [
-    "PROGRESS_FIELDS",
-    "TOOL_PROGRESS_ACTIVITY",
-    "RunProjection",
-    "progress_message_id",
-    "reported_progress",
-]
-
 log = logging.getLogger("acp_progress.agui.projection")
 
 TOOL_PROGRESS_ACTIVITY: Final = "TOOL_PROGRESS"

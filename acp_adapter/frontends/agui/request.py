@@ -20,15 +20,6 @@ from acp_adapter.frontends.agui.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MA
 from acp_adapter.frontends.agui.options import ForwardedSwitchError, run_progress_summary, run_tool_progress
 from acp_adapter.safety.redact import redact_text
 
-__all__ = [
-    "MAX_BODY_BYTES",
-    "BadRunInput",
-    "RunRequest",
-    "check_id_lengths",
-    "parse_run_request",
-    "prompt_text",
-]
-
 log = logging.getLogger("acp_progress.agui.request")
 
 #: Larger bodies are refused (413) before parsing: a thread's history, not a data upload.

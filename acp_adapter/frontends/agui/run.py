@@ -32,8 +32,6 @@ from ag_ui.core import ActivitySnapshotEvent, BaseEvent, RunErrorEvent, RunFinis
 from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS
 from acp_adapter.frontends.agui.projection import RunProjection
 
-__all__ = ["RunEmitter", "is_terminal"]
-
 log = logging.getLogger("acp_progress.agui.run")
 
 

@@ -28,8 +28,6 @@ from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadRegistry
 from acp_adapter.safety.redact import redact_text
 
-__all__ = ["CANCEL_GRACE", "AguiService", "TooManyRuns"]
-
 log = logging.getLogger("acp_progress.agui.service")
 
 #: Seconds a new run waits for its thread's cancelled (disconnected) run to end before a 409.

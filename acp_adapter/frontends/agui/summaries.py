@@ -40,16 +40,6 @@ from acp_adapter.frontends.agui.observers import (
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.summary import Clock, EmbeddedGenerator, Outcome, SummaryEvent, SummaryFactory
 
-__all__ = [
-    "PROGRESS_SUMMARY_ACTIVITY",
-    "SummaryObserver",
-    "SummarySetup",
-    "summary_content",
-    "summary_message_id",
-    "summary_observers",
-    "summary_setup",
-]
-
 log = logging.getLogger("acp_progress.agui.summaries")
 
 PROGRESS_SUMMARY_ACTIVITY: Final = "PROGRESS_SUMMARY"

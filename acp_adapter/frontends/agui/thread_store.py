@@ -21,8 +21,6 @@ from typing import Any, Final
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.store import BackgroundWriter, KeyValueStore, MemoryStore
 
-__all__ = ["NAMESPACE", "StoredThread", "ThreadSessions"]
-
 log = logging.getLogger("acp_progress.agui.threads")
 
 NAMESPACE: Final = "agui:threads"

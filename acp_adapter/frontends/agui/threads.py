@@ -20,8 +20,6 @@ from typing import Final, Protocol
 
 from acp_adapter.errors import AcpProgressError
 
-__all__ = ["MAX_THREADS", "Claimant", "ThreadBusy", "ThreadRegistry", "ThreadSlot"]
-
 log = logging.getLogger("acp_progress.agui.threads")
 
 MAX_THREADS: Final = 10_000

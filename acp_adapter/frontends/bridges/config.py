@@ -49,27 +49,6 @@ if TYPE_CHECKING:
     from acp_adapter.config import Settings
     from acp_adapter.summary import SummaryMode
 
-__all__ = [
-    "CONFIG_DIR_ENV",
-    "DAEMON_DEFAULT",
-    "PLATFORM_DEFAULTS",
-    "SUMMARY_CHOICES",
-    "BridgeConfigError",
-    "BridgeInstance",
-    "BridgeStore",
-    "DeliveryDefaults",
-    "Platform",
-    "ProgressConfig",
-    "Routing",
-    "SummarySetting",
-    "atomic_write_text",
-    "config_dir",
-    "merge_update",
-    "new_instance",
-    "resolve_progress",
-    "resolve_summary_mode",
-    "secret_argument",
-]
 
 log = logging.getLogger("acp_progress.bridges.config")
 

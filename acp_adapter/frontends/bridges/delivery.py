@@ -61,19 +61,6 @@ from acp_adapter.frontends.bridges.state import BridgeState, unsure_note
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import ellipsize, format_elapsed
 
-__all__ = [
-    "COALESCE_WINDOW",
-    "LONG_TOOL_MS",
-    "PLACEHOLDER_DELAY",
-    "PLACEHOLDER_PREFIX",
-    "DeliveryStats",
-    "RouteDelivery",
-    "collapse_lines",
-    "flush_outbox",
-    "render_line",
-    "send_chunk",
-]
-
 log = logging.getLogger("acp_progress.bridges.delivery")
 
 COALESCE_WINDOW: Final = 1.5

@@ -10,25 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-__all__ = [
-    "CHAT_REACTIONS",
-    "AnswerText",
-    "BridgeEvent",
-    "DeleteMessage",
-    "ErrorNotice",
-    "Notice",
-    "Phase",
-    "ProgressEvent",
-    "ProgressPayload",
-    "ReactionEvent",
-    "ReactionKind",
-    "SummaryUpdate",
-    "TurnEnd",
-    "TurnStart",
-    "TypingEvent",
-    "is_terminal",
-]
-
 Phase = Literal["started", "completed", "failed"]
 ReactionKind = Literal["working", "success", "failure"]
 """Semantic reactions; each platform maps them to an emoji it accepts (seed: 👀 / ✅ / ❌)."""

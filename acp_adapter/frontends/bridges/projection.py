@@ -34,8 +34,6 @@ from acp_adapter.safety.redact import redact_text
 from acp_adapter.tooling.presentation import PREVIEW_CAP, PresentationRegistry, render_label
 from acp_adapter.tools import one_line
 
-__all__ = ["ERROR_CAP", "TurnProjection"]
-
 ERROR_CAP: Final = 160
 """Failed lines carry at most this many characters of (redacted, one-line) error."""
 

@@ -38,8 +38,6 @@ from acp_adapter.frontends.bridges.events import (
     is_terminal,
 )
 
-__all__ = ["DEFAULT_SOFT_BOUND", "QueueClosed", "QueueMetrics", "RouteQueue"]
-
 DEFAULT_SOFT_BOUND: Final = 256
 
 EVICTED_STARTED: Final = "evicted_started"

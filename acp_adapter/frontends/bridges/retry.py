@@ -51,16 +51,6 @@ from typing import Final
 from acp_adapter.clock import Clock, LoopClock
 from acp_adapter.errors import AcpProgressError
 
-__all__ = [
-    "BACKOFF_MAX",
-    "DROPPED_OVER_CAP",
-    "DROPPED_RATE_LIMITED",
-    "DROPPED_STOPPING",
-    "DeliveryDropped",
-    "RetryPolicy",
-    "retry_after_seconds",
-]
-
 log = logging.getLogger("acp_progress.bridges.retry")
 
 BACKOFF_MAX: Final = 8.0

@@ -63,8 +63,6 @@ from acp_adapter.summary import Clock, Outcome, ProgressSummary, SummaryEvent, S
 from acp_adapter.text import flatten
 from acp_adapter.tooling.presentation import PresentationRegistry
 
-__all__ = ["PERMISSION_TIMEOUT", "STOPPED", "BridgeRunner", "PermissionAsker", "Person", "Route", "Verdict"]
-
 log = logging.getLogger("acp_progress.bridges.runner")
 
 PERMISSION_TIMEOUT = 120.0

@@ -13,15 +13,6 @@ from typing import Any, Protocol
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.events import ReactionKind
 
-__all__ = [
-    "BaseSink",
-    "ChatSink",
-    "MessageId",
-    "SendOutcomeUnknown",
-    "split_to_fit",
-    "utf16_len",
-]
-
 MessageId = Any
 """Whatever the platform uses to address a posted message (Telegram: an int)."""
 

@@ -32,14 +32,6 @@ from typing import Any, Final, Literal
 from acp_adapter.store import KeyValueStore
 from acp_adapter.text import flatten
 
-__all__ = [
-    "INTERRUPTED",
-    "BridgeState",
-    "InboxEntry",
-    "OutboxEntry",
-    "unsure_note",
-]
-
 log = logging.getLogger("acp_progress.bridges.state")
 
 INTERRUPTED: Final = "⚠️ The bridge restarted while this was running; it was not finished."

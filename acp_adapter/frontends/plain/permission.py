@@ -17,8 +17,6 @@ from acp_adapter.text import flatten
 from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool
 
-__all__ = ["TerminalPermission", "parse_answer", "permission_question"]
-
 
 def permission_question(call: ToolCall) -> str:
     """``Allow rm victim.txt? [y/N] `` — what the tool would do, one line, redacted."""

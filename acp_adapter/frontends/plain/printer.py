@@ -32,8 +32,6 @@ from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.text import format_elapsed
 
-__all__ = ["TerminalPrinter"]
-
 
 class TerminalPrinter:
     """A live one-line spinner plus streamed answer text for a plain terminal."""

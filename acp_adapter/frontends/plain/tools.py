@@ -17,8 +17,6 @@ from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title
 from acp_adapter.tooling.toolbox import PermissionDecision, PermissionPolicy, Tool, ToolOutcome
 
-__all__ = ["PlainToolObserver"]
-
 
 class PlainToolObserver:
     """A ``toolbox.ToolObserver`` that draws on the plain terminal."""

@@ -45,8 +45,6 @@ from acp_adapter.frontends.watch.watcher import (
 )
 from acp_adapter.summary import SummaryFactory
 
-__all__ = ["run_chat"]
-
 PROMPT = "› "
 HELP = "/cancel, /new (new session), /quit — Ctrl-C cancels a turn, Ctrl-D quits"
 

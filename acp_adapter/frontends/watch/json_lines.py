@@ -25,8 +25,6 @@ from acp.schema import (
 from acp_adapter.client.driver import PermissionRequest
 from acp_adapter.frontends.watch.render import CardBoard
 
-__all__ = ["JsonLines", "JsonView"]
-
 
 def _dump(model: Any) -> dict[str, Any]:
     dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -17,9 +17,6 @@ from acp_adapter.protocol.cards import Card, CardAccumulator, bar_of
 from acp_adapter.protocol.meta import meta_of
 from acp_adapter.text import format_elapsed
 
-__all__ = ["CardBoard", "CardView", "card_line", "progress_bar", "progress_of", "render_card"]
-
-
 STATUS_MARK = {"completed": "✅", "failed": "❌", "pending": "⏸"}
 KIND_ICON = {
     "think": "💭",

@@ -20,8 +20,6 @@ from acp_adapter.client.driver import AgentDriver, AgentError
 from acp_adapter.frontends.watch.json_lines import JsonLines
 from acp_adapter.frontends.watch.render import CardBoard, card_line
 
-__all__ = ["newest_session", "open_session", "replay_lines", "session_line", "updated_key"]
-
 
 def replay_lines(updates: list[SessionUpdate]) -> list[str]:
     """The compact picture of a replayed conversation: ``› prompt``, each card's final line once,

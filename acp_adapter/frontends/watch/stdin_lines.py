@@ -12,8 +12,6 @@ import contextlib
 import os
 import threading
 
-__all__ = ["StdinLines"]
-
 #: Longest line kept whole; a longer one is cut (hostile input must not grow memory unbounded).
 MAX_LINE_BYTES = 1 << 20
 

@@ -45,8 +45,6 @@ from acp_adapter.frontends._render import SPINNER_NAME, progress_bar
 from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line
 from acp_adapter.text import format_elapsed
 
-__all__ = ["CardRenderer", "LiveView", "PlainView", "read_answer"]
-
 
 class CardRenderer(Protocol):
     """What a front-end calls to show one turn."""

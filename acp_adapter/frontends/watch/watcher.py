@@ -50,8 +50,6 @@ from acp_adapter.frontends.watch.render import CardBoard
 from acp_adapter.frontends.watch.view import CardRenderer, LiveView, PlainView
 from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
-__all__ = ["TurnEnd", "WatchClient", "agent_env", "run_turn", "run_watch", "start_driver"]
-
 #: How long a cancelled turn may take to drain (its cards closing) before the front-end gives up.
 CANCEL_DRAIN = 1.2
 #: The agent's grace to exit on EOF after Ctrl-C, before its process group is signalled.

@@ -15,8 +15,6 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["redact_command_lines"]
-
 _VALUE: Final = r"(?:\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512})"
 
 # ``curl -u user:pass`` / ``--user=user:pass``: the password after the first colon. A value that

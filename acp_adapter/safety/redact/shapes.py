@@ -43,8 +43,6 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["BOUNDARY", "PREFIXED", "PROVIDER_TRIGGERS", "SPECIAL_SHAPES", "grouped_patterns"]
-
 # Characters that may not directly precede a token (a placeholder's ``]`` counts: a second
 # pass must see the same boundaries as the first).
 _B: Final = r"\]A-Za-z0-9_\-"

@@ -38,8 +38,6 @@ from typing import Final
 
 from acp_adapter.safety.redact import is_sensitive_key, private_key_blocks, private_key_end, redact_text
 
-__all__ = ["MAX_HOLD", "OAUTH_WINDOW", "PEM_MAX_HOLD", "StreamRedactor"]
-
 #: Most text held back on one line (characters). Longer than any command-line form's reach
 #: (the redactor looks 2,048 characters along a line from ``mysql`` or back from
 #: ``--password-stdin``), so every held form is caught whole; beyond it the line is released

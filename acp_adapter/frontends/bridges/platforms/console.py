@@ -32,8 +32,6 @@ from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.safety.redact import redact_text
 
-__all__ = ["CONSOLE_REACTIONS", "STOP_GRACE", "ConsoleSink", "run_console"]
-
 log = logging.getLogger("acp_progress.bridges.console")
 
 CHAT: Final = "console"

@@ -92,21 +92,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "the Telegram bridge needs python-telegram-bot: pip install 'acp-progress[telegram]'"
     ) from exc
 
-__all__ = [
-    "API_URL_ENV",
-    "DEFAULT_API_URL",
-    "REFUSAL",
-    "TELEGRAM_LIMIT",
-    "TELEGRAM_REACTIONS",
-    "TOKEN_ENV",
-    "RefusalLimiter",
-    "TelegramBridge",
-    "TelegramSetupError",
-    "TelegramSink",
-    "TokenScrubber",
-    "call_api",
-    "run_telegram",
-]
 
 log = logging.getLogger("acp_progress.bridges.telegram")
 
