@@ -40,7 +40,6 @@ from pydantic import BaseModel
 
 from acp_adapter.errors import AcpProgressError
 
-
 log = logging.getLogger("acp_progress.config")
 
 CONFIG_DIR_ENV = "ACP_PROGRESS_CONFIG_DIR"
