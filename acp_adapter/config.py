@@ -36,7 +36,7 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -159,6 +159,9 @@ def _describe(error: ErrorDetails) -> str:
     return str(error["msg"])
 
 
+_S = TypeVar("_S", bound="_Section")
+
+
 class _Section(BaseModel):
     """Base of the settings models: frozen, closed (unknown keys are errors), validated."""
 
@@ -197,6 +200,26 @@ class _Section(BaseModel):
             data[name] = section._env_data(env, sub)
             labels.update({(name, *loc): label for loc, label in sub.items()})
         return data
+
+    @classmethod
+    def _section_from_env(
+        cls: type[_S], environ: Mapping[str, str] | None, config_file: ConfigFileChoice
+    ) -> _S:
+        """One section read on its own: its table of the settings file, the environment over it;
+        errors name the file's ``table.key`` or the variable, as :meth:`Settings.load` does."""
+        env = os.environ if environ is None else environ
+        path, file_data = _file_layer(cls, env, config_file)
+        labels: dict[tuple[str, ...], str] = {}
+        if path is not None and file_data:
+            table = next(n for n, sec in Settings._sections() if sec is cls)
+            labels.update({loc: file_label(path, (table, *loc)) for loc in _leaves(file_data)})
+        env_labels: dict[tuple[str, ...], str] = {}
+        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
+        labels.update(env_labels)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _config_error(exc, cls, data, labels) from None
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that reproduce these settings (for a child agent process)."""
@@ -553,18 +576,7 @@ class AguiSettings(_Section):
     ) -> AguiSettings:
         """Just the endpoint's settings from the settings file's ``[agui]`` and the environment
         (for :func:`~acp_adapter.frontends.agui.app.create_app` called without them)."""
-        env = os.environ if environ is None else environ
-        path, file_data = _file_layer(cls, env, config_file)
-        labels: dict[tuple[str, ...], str] = {}
-        if path is not None and file_data:
-            labels.update({loc: file_label(path, ("agui", *loc)) for loc in _leaves(file_data)})
-        env_labels: dict[tuple[str, ...], str] = {}
-        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
-        labels.update(env_labels)
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise _config_error(exc, cls, data, labels) from None
+        return cls._section_from_env(environ, config_file)
 
     def to_env(self) -> dict[str, str]:
         return {}  # the endpoint's own settings: never handed to a child process
@@ -635,18 +647,7 @@ class StreamSettings(_Section):
     ) -> StreamSettings:
         """Just these limits from the settings file's ``[streams]`` and the environment (for code
         that has no :class:`Settings`)."""
-        env = os.environ if environ is None else environ
-        path, file_data = _file_layer(cls, env, config_file)
-        labels: dict[tuple[str, ...], str] = {}
-        if path is not None and file_data:
-            labels.update({loc: file_label(path, ("streams", *loc)) for loc in _leaves(file_data)})
-        env_labels: dict[tuple[str, ...], str] = {}
-        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
-        labels.update(env_labels)
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise _config_error(exc, cls, data, labels) from None
+        return cls._section_from_env(environ, config_file)
 
 
 class Settings(_Section):
