@@ -199,3 +199,29 @@ def test_approvers_and_user_ids_are_stored_and_shown(cfg: Path, capsys: pytest.C
     assert stored["instances"]["tg"]["routing"] == {"chat_ids": [CHAT], "user_ids": [7], "approvers": [9]}
     assert main(["bridge", "update", "tg", "--approver", "-3"]) == 2
     assert "positive" in capsys.readouterr().err
+
+
+def test_a_signal_stops_the_bridge_within_5s_while_an_http_call_hangs(cfg: Path, fake: FakeTelegram) -> None:
+    """Issue 18: "within 5 s whatever it is waiting on" — here the answer's sendMessage never
+    returns (the server holds the request 30 s, the client's timeout is 20 s)."""
+    create()
+    fake.hang_seconds = 30.0
+    fake.fault("sendMessage", "timeout", times=10)
+    proc = start(cfg, fake, ACP_PROGRESS_TELEGRAM_HTTP_TIMEOUT="20")
+    try:
+        fake.wait_until(lambda: bool(fake.calls_of("getUpdates")), within=30)
+        fake.user_says(CHAT, "hello")
+        fake.wait_until(lambda: any(c.fault == "timeout" for c in fake.calls), within=30)
+        time.sleep(0.3)  # the bridge is inside the hanging call
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    print(f"stopped in {took:.2f}s with a hanging sendMessage")
+    assert took < 5, f"stopped after {took:.1f}s"
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
