@@ -51,9 +51,6 @@ class Observers:
     def __len__(self) -> int:
         return len(self._observers)
 
-    def __iter__(self) -> Any:
-        return iter(tuple(self._observers))
-
     def observe(self, update: Any) -> None:
         for observer in tuple(self._observers):
             try:
