@@ -17,6 +17,14 @@ style help, and — with ``flag="--my-limit"`` — a command-line flag on ``serv
 (``acp_adapter.cli`` adds every flagged field; the flag's value is validated by the same field).
 Section models found in fields of :class:`Settings` are read from the environment the same way.
 
+Where values come from: three pydantic-settings sources, lowest first — the settings file
+(:mod:`acp_adapter._config_file` reads the TOML; its tables enter as an ``InitSettingsSource``, as
+pydantic-settings' own TOML source does), the environment (an ``EnvSettingsSource`` that reads
+each setting from the variable its :func:`setting` declares, see :class:`_DeclaredEnvSource`) and
+the flags (an ``InitSettingsSource``). :meth:`Settings.load` layers them table by table and
+validates once, keeping for every value the variable, flag or ``file: [table] key`` it came from —
+for the error messages and for ``acp-progress config``.
+
 API:
 
 * ``Settings.from_env(environ=None)`` — read and validate the environment (unrelated variables
@@ -33,14 +41,21 @@ API:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from acp_adapter._config_file import (
     ConfigFileError,
@@ -101,7 +116,7 @@ def setting(
         extra["flag"] = flag
     if metavar is not None:
         extra["metavar"] = metavar
-    return Field(default, alias=env, description=help, json_schema_extra=extra, **constraints)
+    return Field(default, description=help, json_schema_extra=extra, **constraints)
 
 
 def parse_bool(name: str, raw: str) -> bool:
@@ -163,43 +178,38 @@ _S = TypeVar("_S", bound="_Section")
 
 
 class _Section(BaseModel):
-    """Base of the settings models: frozen, closed (unknown keys are errors), validated."""
+    """Base of the settings models: frozen, closed (unknown keys are errors), validated.
 
-    model_config = ConfigDict(
+    Constructing one validates exactly the values given, so a test or an embedder that builds
+    ``Settings(...)`` never picks up the variables of whoever runs it. The settings file, the
+    environment and the flags are read by pydantic-settings sources in :meth:`Settings.load`,
+    which layers them itself so it can say where each value came from and name the variable, flag
+    or ``file: [table] key`` of a bad one. (The models are not ``BaseSettings``: its own
+    ``__init__`` would run on every ``model_validate``, re-reading sources and dropping the strict
+    check a settings file gets.)"""
+
+    model_config = SettingsConfigDict(
         frozen=True,
         extra="forbid",
         validate_by_name=True,
-        validate_by_alias=True,
         allow_inf_nan=False,  # "inf"/"nan" are refused as "must be a finite number"
+        case_sensitive=True,  # as POSIX variable names are: acp_progress_model is not a setting
+        enable_decoding=False,  # a variable's text is the field's to parse (lists split on commas), not JSON
     )
 
     @classmethod
     def _fields_with_env(cls) -> Iterator[tuple[str, str]]:
         for name, info in cls.model_fields.items():
-            extra = info.json_schema_extra
-            if isinstance(extra, dict) and isinstance(extra.get("env"), str):
-                yield name, str(extra["env"])
+            var = _declared_env(info)
+            if var is not None:
+                yield name, var
 
     @classmethod
     def _sections(cls) -> Iterator[tuple[str, type[_Section]]]:
         for name, info in cls.model_fields.items():
-            ann = info.annotation
-            if isinstance(ann, type) and issubclass(ann, _Section):
-                yield name, ann
-
-    @classmethod
-    def _env_data(cls, env: Mapping[str, str], labels: dict[tuple[str, ...], str]) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        for name, var in cls._fields_with_env():
-            raw = env.get(var)
-            if raw is not None and raw.strip() != "":
-                data[name] = raw.strip()
-                labels[(name,)] = var
-        for name, section in cls._sections():
-            sub: dict[tuple[str, ...], str] = {}
-            data[name] = section._env_data(env, sub)
-            labels.update({(name, *loc): label for loc, label in sub.items()})
-        return data
+            section = _section_type(info)
+            if section is not None:
+                yield name, section
 
     @classmethod
     def _section_from_env(
@@ -208,18 +218,8 @@ class _Section(BaseModel):
         """One section read on its own: its table of the settings file, the environment over it;
         errors name the file's ``table.key`` or the variable, as :meth:`Settings.load` does."""
         env = os.environ if environ is None else environ
-        path, file_data = _file_layer(cls, env, config_file)
-        labels: dict[tuple[str, ...], str] = {}
-        if path is not None and file_data:
-            table = next(n for n, sec in Settings._sections() if sec is cls)
-            labels.update({loc: file_label(path, (table, *loc)) for loc in _leaves(file_data)})
-        env_labels: dict[tuple[str, ...], str] = {}
-        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
-        labels.update(env_labels)
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise _config_error(exc, cls, data, labels) from None
+        _, file_layer = _file_layer(cls, env, config_file)
+        return _validate(cls, [file_layer, _env_layer(cls, env)])[0]
 
     def to_env(self) -> dict[str, str]:
         """The environment variables that reproduce these settings (for a child agent process)."""
@@ -234,6 +234,124 @@ class _Section(BaseModel):
         return out
 
 
+def _source_target(model: type[_Section]) -> type[BaseSettings]:
+    """A settings model as the class pydantic-settings' sources read: they use only its
+    ``model_config`` and ``model_fields``, which every pydantic model has."""
+    return cast("type[BaseSettings]", model)
+
+
+def _declared_env(info: FieldInfo) -> str | None:
+    """The environment variable :func:`setting` declared for a field (None: a section)."""
+    extra = info.json_schema_extra
+    var = extra.get("env") if isinstance(extra, dict) else None
+    return var if isinstance(var, str) else None
+
+
+def _declared_flag(info: FieldInfo) -> str | None:
+    """The command-line flag :func:`setting` declared for a field, if any."""
+    extra = info.json_schema_extra
+    flag = extra.get("flag") if isinstance(extra, dict) else None
+    return flag if isinstance(flag, str) else None
+
+
+def _section_type(info: FieldInfo) -> type[_Section] | None:
+    ann = info.annotation
+    return ann if isinstance(ann, type) and issubclass(ann, _Section) else None
+
+
+def _declared_env_at(model: type[_Section], loc: tuple[str, ...]) -> str | None:
+    """The variable of the setting at ``loc`` (``("openai", "timeout")``), if it has one."""
+    current: type[_Section] = model
+    for i, part in enumerate(loc):
+        info = current.model_fields.get(part)
+        if info is None:
+            return None
+        section = _section_type(info)
+        if section is None:
+            return _declared_env(info) if i + 1 == len(loc) else None
+        current = section
+    return None
+
+
+class _DeclaredEnvSource(EnvSettingsSource):
+    """pydantic-settings' environment source, reading each setting from the one variable its
+    :func:`setting` declares.
+
+    Only the lookup is ours. The stock one derives variable names from field names — and, with
+    ``validate_by_name`` (which the settings file and the flags need), also reads the bare field
+    name, so a stray ``STATE`` or ``MODEL`` in someone's environment would become a setting — and
+    has no scheme for the variables this package documents (``OPENAI_BASE_URL`` →
+    ``openai.base_url``, ``ACP_PROGRESS_MAX_LINE_BYTES`` → ``streams.max_line_bytes``). Reading the
+    mapping, building the layer field by field and handing sections over as tables stay the
+    library's; a blank variable counts as unset and values lose surrounding blanks."""
+
+    def __init__(self, settings_cls: type[_Section], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(_source_target(settings_cls))
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {name: value.strip() for name, value in self._environ.items() if value.strip()}
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        section = _section_type(field)
+        if section is not None:
+            env = self.env_vars
+            table = {name: env[var] for name, var in section._fields_with_env() if var in env}
+            return table or None, field_name, True
+        var = _declared_env(field)
+        return (self.env_vars.get(var) if var is not None else None), field_name, False
+
+
+@dataclass(frozen=True)
+class _Layer:
+    """One source of values and, for each value it gives, where it came from and how an error
+    about it names it (a variable, a flag, ``file: [table] key``)."""
+
+    source: PydanticBaseSettingsSource
+    origin: Callable[[tuple[str, ...]], SettingSource]
+    label: Callable[[tuple[str, ...]], str]
+
+
+def _env_layer(model: type[_Section], env: Mapping[str, str]) -> _Layer:
+    def origin(loc: tuple[str, ...]) -> SettingSource:
+        return SettingSource("env", _declared_env_at(model, loc))
+
+    return _Layer(_DeclaredEnvSource(model, env), origin, lambda loc: str(_declared_env_at(model, loc)))
+
+
+def _flag_layer(model: type[_Section], flags: Mapping[str, tuple[str, Any]]) -> _Layer:
+    """Flag values (``{field: (flag, value)}``, None skipped) as the topmost source."""
+    given = {name: value for name, (_flag, value) in flags.items() if value is not None}
+    names = {name: flag for name, (flag, _value) in flags.items()}
+    return _Layer(
+        InitSettingsSource(_source_target(model), init_kwargs=given),
+        lambda loc: SettingSource("flag", names[loc[0]]),
+        lambda loc: names[loc[0]],
+    )
+
+
+def _validate(
+    model: type[_S], layers: Sequence[_Layer | None]
+) -> tuple[_S, dict[tuple[str, ...], SettingSource]]:
+    """The layers' values, each over the ones before it (table by table), validated by ``model``;
+    and where each value came from. Errors are :class:`ConfigError` naming what set the value."""
+    data: dict[str, Any] = {}
+    labels: dict[tuple[str, ...], str] = {}
+    origins: dict[tuple[str, ...], SettingSource] = {}
+    for layer in layers:
+        if layer is None:
+            continue
+        values = layer.source()
+        data = _overlay(data, values)
+        for loc in _leaves(values):
+            labels[loc] = layer.label(loc)
+            origins[loc] = layer.origin(loc)
+    try:
+        return model.model_validate(data), origins
+    except ValidationError as exc:
+        raise _config_error(exc, model, data, labels) from None
+
+
 def _label_for(
     model: type[_Section], loc: tuple[str | int, ...], labels: Mapping[tuple[str, ...], str]
 ) -> str:
@@ -241,22 +359,8 @@ def _label_for(
     for end in range(len(key), 0, -1):  # an item of a list value: the list's label, then its index
         if key[:end] in labels:
             return ".".join((labels[key[:end]], *key[end:]))
-    # Not from the environment or a flag: name the variable if the field has one, else the field.
-    current: type[_Section] = model
-    for i, part in enumerate(key):
-        info = current.model_fields.get(part) or next(
-            (f for f in current.model_fields.values() if f.alias == part), None
-        )
-        if info is None:
-            break
-        ann = info.annotation
-        if i + 1 < len(key) and isinstance(ann, type) and issubclass(ann, _Section):
-            current = ann
-            continue
-        extra = info.json_schema_extra
-        if isinstance(extra, dict) and isinstance(extra.get("env"), str):
-            return str(extra["env"])
-    return ".".join(key)
+    # Not from a source with labels: name the variable if the field has one, else the field.
+    return _declared_env_at(model, key) or ".".join(key)
 
 
 def _raw_at(data: Mapping[str, Any], loc: tuple[str | int, ...]) -> Any:
@@ -331,8 +435,11 @@ path: that file."""
 
 def _file_layer(
     model: type[_Section], env: Mapping[str, str], config_file: ConfigFileChoice
-) -> tuple[Path | None, dict[str, Any] | None]:
-    """The settings file's path and its data, strictly validated by ``model`` (None: no file)."""
+) -> tuple[Path | None, _Layer | None]:
+    """The settings file's path and, when it exists, its values as the lowest source (for a
+    section read on its own: just its table). :mod:`acp_adapter._config_file` reads and
+    shape-checks the TOML; the model checks its types strictly here (``"10"`` is not a number in a
+    file); the values then enter as pydantic-settings' init source, as its own TOML source does."""
     if config_file is True:
         path = config_file_path(env)
     elif config_file is False or config_file is None:
@@ -345,19 +452,24 @@ def _file_layer(
         raise ConfigError(str(exc)) from None
     if raw is None or path is None:
         return path, None
+    file_path: Path = path
+    table: tuple[str, ...] = ()
     if model is not Settings:  # a section read on its own: just its table
         name = next(n for n, sec in Settings._sections() if sec is model)
-        raw = dict(raw.get(name, {}))
-        labels = {loc: file_label(path, (name, *loc)) for loc in _leaves(raw)}
-    else:
-        labels = {loc: file_label(path, loc) for loc in _leaves(raw)}
+        raw, table = dict(raw.get(name, {})), (name,)
+    labels = {loc: file_label(path, (*table, *loc)) for loc in _leaves(raw)}
     try:
         model.model_validate(raw, strict=True)  # a file has types: "10" is not a number there
     except ValidationError as exc:
         raise _config_error(exc, model, raw, labels) from None
     if model is Settings:
         warn_if_secret_exposed(Settings, path, raw)
-    return path, raw
+    origin = SettingSource("file", str(path))
+    return path, _Layer(
+        InitSettingsSource(_source_target(model), init_kwargs=raw),
+        lambda loc: origin,
+        lambda loc: file_label(file_path, (*table, *loc)),
+    )
 
 
 class OpenAISettings(_Section):
@@ -586,19 +698,16 @@ class AguiSettings(_Section):
 
         Errors are :class:`ConfigError` naming the flag, as :meth:`Settings.load` does.
         """
+        model = type(self)
         data: dict[str, Any] = self.model_dump()
         if self.token is not None:
             data["token"] = self.token.get_secret_value()
-        labels: dict[tuple[str, ...], str] = {}
-        for name, (flag, value) in flags.items():
-            if value is None:
-                continue
-            data[name] = value
-            labels[(name,)] = flag
-        try:
-            return type(self).model_validate(data)
-        except ValidationError as exc:
-            raise _config_error(exc, type(self), data, labels) from None
+        current = _Layer(
+            InitSettingsSource(_source_target(model), init_kwargs=data),
+            lambda loc: DEFAULT_SOURCE,  # not reported: only the copy is returned
+            lambda loc: _label_for(model, loc, {}),
+        )
+        return _validate(model, [current, _flag_layer(model, flags)])[0]
 
 
 class StreamSettings(_Section):
@@ -816,42 +925,24 @@ class Settings(_Section):
     ) -> LoadedSettings:
         """:meth:`load`, and where each setting came from (what ``acp-progress config`` shows)."""
         env = os.environ if environ is None else environ
-        path, file_data = _file_layer(cls, env, config_file)
-        labels: dict[tuple[str, ...], str] = {}
-        origins: dict[tuple[str, ...], SettingSource] = {}
-        if path is not None and file_data is not None:
-            for loc in _leaves(file_data):
-                labels[loc] = file_label(path, loc)
-                origins[loc] = SettingSource("file", str(path))
-        env_labels: dict[tuple[str, ...], str] = {}
-        data = _overlay(file_data or {}, cls._env_data(env, env_labels))
-        labels.update(env_labels)
-        origins.update({loc: SettingSource("env", var) for loc, var in env_labels.items()})
-        for name, value in (flags or {}).items():
-            if value is None:
-                continue
-            data[name] = value
-            extra = cls.model_fields[name].json_schema_extra
-            flag = extra.get("flag") if isinstance(extra, dict) else None
-            labels[(name,)] = str(flag or name)
-            origins[(name,)] = SettingSource("flag", str(flag or name))
-        try:
-            settings = cls.model_validate(data)
-        except ValidationError as exc:
-            raise _config_error(exc, cls, data, labels) from None
+        path, file_layer = _file_layer(cls, env, config_file)
+        given = flags or {}
+        named = {name: (_declared_flag(cls.model_fields[name]) or name, given[name]) for name in given}
+        flag_layer = _flag_layer(cls, named)
+        settings, origins = _validate(cls, [file_layer, _env_layer(cls, env), flag_layer])
         return LoadedSettings(
             settings,
             {".".join(loc): source for loc, source in origins.items()},
             path,
-            file_data is not None,
+            file_layer is not None,
         )
 
     @classmethod
     def fields(cls) -> Iterator[tuple[str, FieldInfo]]:
         """``(dotted name, field)`` of every setting, sections' fields included, in order."""
         for name, info in cls.model_fields.items():
-            section = info.annotation
-            if isinstance(section, type) and issubclass(section, _Section):
+            section = _section_type(info)
+            if section is not None:
                 for sub, sub_info in section.model_fields.items():
                     yield f"{name}.{sub}", sub_info
             else:
@@ -861,14 +952,15 @@ class Settings(_Section):
     def flag_fields(cls) -> Iterator[tuple[str, str, str | None, str, Any]]:
         """``(field, flag, metavar, help, type)`` of every field with a command-line flag."""
         for name, info in cls.model_fields.items():
+            flag = _declared_flag(info)
             extra = info.json_schema_extra
-            if isinstance(extra, dict) and isinstance(extra.get("flag"), str):
+            if flag is not None and isinstance(extra, dict):
                 metavar = extra.get("metavar")
                 yield (
                     name,
-                    str(extra["flag"]),
+                    flag,
                     str(metavar) if metavar is not None else None,
-                    f"{info.description} (env {extra['env']}, default {info.default})",
+                    f"{info.description} (env {_declared_env(info)}, default {info.default})",
                     info.annotation,
                 )
 

@@ -76,6 +76,42 @@ def test_empty_variables_count_as_unset_and_case_is_folded():
     )
 
 
+def test_only_the_declared_variables_are_read(monkeypatch: pytest.MonkeyPatch):
+    """The environment source (pydantic-settings') reads each setting from the variable it
+    declares and nothing else: not a bare field name, not another case, and a list's text is
+    split on commas, never decoded as JSON. Building ``Settings(...)`` reads no environment."""
+    stray = {
+        "STATE": "0",
+        "MODEL": "openai",
+        "state": "0",
+        "acp_progress_model": "openai",
+        "ACP_PROGRESS_OPENAI_BASE_URL": "http://wrong.example/v1",  # openai.base_url is OPENAI_BASE_URL
+        "OPENAI_MODEL": "wrong",  # openai.model is ACP_PROGRESS_OPENAI_MODEL
+        "ACP_PROGRESS_STREAMS_MAX_LINE_BYTES": "2048",  # it is ACP_PROGRESS_MAX_LINE_BYTES
+        "ACP_PROGRESS_TELEGRAM_NOPE": "1",
+    }
+    assert Settings.from_env(stray, config_file=False) == Settings()
+    s = Settings.from_env(
+        {
+            "OPENAI_BASE_URL": "http://localhost:11434/v1",
+            "ACP_PROGRESS_OPENAI_MODEL": " llama3.2 ",
+            "ACP_PROGRESS_MAX_LINE_BYTES": "2048",
+            "ACP_PROGRESS_AGUI_ALLOWED_HOSTS": 'a.example, ["b.example"]',
+        },
+        config_file=False,
+    )
+    assert (s.openai.base_url, s.openai.model, s.streams.max_line_bytes) == (
+        "http://localhost:11434/v1",
+        "llama3.2",
+        2048,
+    )
+    assert s.agui.allowed_hosts == ("a.example", '["b.example"]')
+    monkeypatch.setenv("ACP_PROGRESS_MODEL", "openai")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://elsewhere.example/v1")
+    assert (Settings().model, Settings().openai.base_url) == ("embedded", "https://api.openai.com/v1")
+    assert Settings.from_env(config_file=False).model == "openai"
+
+
 def test_flags_override_the_environment_and_errors_name_the_flag():
     env = {"ACP_PROGRESS_HEARTBEAT_INTERVAL": "5", "ACP_PROGRESS_MODEL": "openai"}
     s = Settings.load(env, flags={"heartbeat_interval": "0.5", "model": None})
