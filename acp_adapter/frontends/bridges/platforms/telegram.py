@@ -97,7 +97,6 @@ log = logging.getLogger("acp_progress.bridges.telegram")
 
 TOKEN_ENV: Final = "TELEGRAM_BOT_TOKEN"
 API_URL_ENV: Final = "ACP_PROGRESS_TELEGRAM_API_URL"
-DEFAULT_API_URL: Final = "https://api.telegram.org"
 TELEGRAM_LIMIT: Final = 4096
 TYPING_TTL: Final = 5.0
 NAME_LIMIT: Final = 64
