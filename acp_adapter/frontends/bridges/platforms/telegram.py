@@ -96,7 +96,6 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 log = logging.getLogger("acp_progress.bridges.telegram")
 
 TOKEN_ENV: Final = "TELEGRAM_BOT_TOKEN"
-API_URL_ENV: Final = "ACP_PROGRESS_TELEGRAM_API_URL"
 TELEGRAM_LIMIT: Final = 4096
 TYPING_TTL: Final = 5.0
 NAME_LIMIT: Final = 64
