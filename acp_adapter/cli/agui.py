@@ -20,9 +20,12 @@ import os
 import signal
 import socket
 import sys
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
+
+if TYPE_CHECKING:
+    from acp_adapter.config import Settings
 
 log = logging.getLogger("acp_progress.agui.command")
 
@@ -171,21 +174,21 @@ def _unspecified(host: str) -> bool:
         return False
 
 
-def run(args: argparse.Namespace, settings: object = None) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     """Build the app from the flags and serve it until SIGINT/SIGTERM (Ctrl-C at any moment,
     even while the libraries load, stops it at once: 130 before it serves, 0 after)."""
     try:
-        return _prepare(args)
+        return _prepare(args, settings)
     except KeyboardInterrupt:
         return 130
 
 
-def _prepare(args: argparse.Namespace) -> int:
+def _prepare(args: argparse.Namespace, settings: Settings) -> int:
     try:
         import fastapi  # noqa: F401 - the agui extra, checked before anything starts
         import uvicorn  # noqa: F401
 
-        from acp_adapter.config import ConfigError, Settings
+        from acp_adapter.config import ConfigError
         from acp_adapter.frontends.agui.admission import Admission
         from acp_adapter.frontends.agui.app import create_app  # noqa: F401 - imports ag-ui-protocol
     except ImportError as exc:
@@ -199,7 +202,6 @@ def _prepare(args: argparse.Namespace) -> int:
         print(f"acp-progress agui: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
         return 2
     try:
-        settings = Settings.load(flags={name: getattr(args, name, None) for name in SUMMARY_FLAGS})
         endpoint = settings.agui.with_flags(
             {name: (flag, getattr(args, name, None)) for name, flag in LIMIT_FLAGS.items()}
         )
@@ -230,7 +232,9 @@ def _prepare(args: argparse.Namespace) -> int:
         thread_store.close()
 
 
-def _run(args: argparse.Namespace, settings: Any, endpoint: Any, admission: Any, thread_store: Any) -> int:
+def _run(
+    args: argparse.Namespace, settings: Settings, endpoint: Any, admission: Any, thread_store: Any
+) -> int:
     import uvicorn
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any, Final, get_args
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
 from acp_adapter.frontends.bridges.config import (
@@ -30,6 +30,9 @@ from acp_adapter.frontends.bridges.config import (
 )
 from acp_adapter.frontends.bridges.state import BridgeState
 from acp_adapter.safety.redact import redact_text, redact_value
+
+if TYPE_CHECKING:
+    from acp_adapter.config import Settings
 
 _TRUE: Final = {"1", "true", "yes", "on"}
 _FALSE: Final = {"0", "false", "no", "off"}
@@ -169,17 +172,17 @@ def last_run_path(name: str) -> Path:
     return config_dir() / "runs" / f"{name}.json"
 
 
-def _describe(instance: BridgeInstance) -> dict[str, Any]:
+def _describe(instance: BridgeInstance, settings: Settings) -> dict[str, Any]:
     """What create/update/show print: redacted (an instance file written before ``--agent`` secrets
     were refused may still hold one, and a path may carry a credential)."""
     out: dict[str, Any] = redact_value(instance.model_dump(mode="json"))
     out["effective_progress"] = resolve_progress(instance).model_dump(mode="json")
-    out["effective_summary"] = _effective_summary(instance)
+    out["effective_summary"] = resolve_summary_mode(instance, settings)
     try:
         out["last_run"] = json.loads(last_run_path(instance.name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         out["last_run"] = None
-    state = open_state(instance.name, _settings())
+    state = open_state(instance.name, settings)
     if state is not None:
         out["chats"] = redact_value(state.sessions())
         out["outbox_unsent"] = len(state.outbox())
@@ -187,17 +190,8 @@ def _describe(instance: BridgeInstance) -> dict[str, Any]:
     return out
 
 
-def _settings() -> Any:
-    from acp_adapter.config import ConfigError, Settings
-
-    try:
-        return Settings.from_env()
-    except ConfigError:
-        return Settings()  # a bad unrelated variable must not break show/list
-
-
-def _forget_state(name: str) -> None:
-    state = open_state(name, _settings())
+def _forget_state(name: str, settings: Settings) -> None:
+    state = open_state(name, settings)
     if state is not None:
         state.clear()
         state.store.close()  # type: ignore[attr-defined]
@@ -218,13 +212,10 @@ def open_state(name: str, settings: Any) -> BridgeState | None:
     return BridgeState(store, name)
 
 
-def _effective_summary(instance: BridgeInstance) -> str:
-    """The summary mode ``bridge run`` would use now (instance, then ``ACP_PROGRESS_SUMMARY``)."""
-    return resolve_summary_mode(instance, _settings())
-
-
-def run(args: argparse.Namespace, settings: object = None) -> int:
-    """Execute ``acp-progress bridge ACTION``; returns the exit status."""
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    """Execute ``acp-progress bridge ACTION``; returns the exit status. ``settings`` are the
+    environment's and the settings file's with this command's flags on top (``bridge run``'s
+    summary flags), loaded and validated by :func:`acp_adapter.cli.main`."""
     store = BridgeStore()
     try:
         action = args.bridge_command
@@ -247,8 +238,8 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
             changes = _progress_changes(args)
             instance = merge_update(base, progress=changes) if changes else base
             store.create(instance)
-            _forget_state(instance.name)
-            print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
+            _forget_state(instance.name, settings)
+            print(json.dumps(_describe(instance, settings), indent=2, ensure_ascii=False))
             return 0
         if action == "update":
             instance = merge_update(
@@ -262,7 +253,7 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
                 approvers=args.approvers,
             )
             store.replace(instance)
-            print(json.dumps(_describe(instance), indent=2, ensure_ascii=False))
+            print(json.dumps(_describe(instance, settings), indent=2, ensure_ascii=False))
             return 0
         if action == "list":
             for inst in store.load().values():
@@ -271,31 +262,30 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
                     redact_text(
                         f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
                         f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}\t"
-                        f"summary={_effective_summary(inst)}"
+                        f"summary={resolve_summary_mode(inst, settings)}"
                     )
                 )
             return 0
         if action == "show":
-            print(json.dumps(_describe(store.get(args.name)), indent=2, ensure_ascii=False))
+            print(json.dumps(_describe(store.get(args.name), settings), indent=2, ensure_ascii=False))
             return 0
         if action == "delete":
             store.delete(args.name)
-            _forget_state(args.name)
+            _forget_state(args.name, settings)
             return 0
-        return _run(store.get(args.name), args)
+        return _run(store.get(args.name), args, settings)
     except BridgeConfigError as exc:
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 2
 
 
-def _run(instance: BridgeInstance, args: argparse.Namespace) -> int:
+def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings) -> int:
     from acp_adapter.client.driver import AgentError
-    from acp_adapter.config import ConfigError, Settings
+    from acp_adapter.config import ConfigError
     from acp_adapter.frontends.bridges.runner import BridgeRunner
     from acp_adapter.summary import SummaryFactory
 
     try:
-        settings = Settings.load(flags={name: getattr(args, name, None) for name in SUMMARY_FLAGS})
         mode = resolve_summary_mode(instance, settings, getattr(args, "summary", None))
         summary = SummaryFactory.from_settings(settings.replace(summary=mode))
     except ConfigError as exc:
