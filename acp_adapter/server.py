@@ -51,6 +51,7 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
+from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
 from acp_adapter.store import (
     BackgroundWriter,
@@ -188,6 +189,9 @@ class ProgressAgent:
         #: (the SDK's own router does not route it): only then is the capability advertised
         self.routes_delete = False
         self._outbox: UpdateOutbox | None = None
+        #: what the client has not read of our output yet (set by :func:`serve` for real stdio):
+        #: the outbox holds tool progress while it is non-empty, so a slow editor gets fresh values
+        self.backlog: BacklogProbe | None = None
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
         #: fed by an outbox observer, so they see exactly the stream the client sees
         self.summaries: SummaryFactory | None = _summary_factory(self.settings)
@@ -230,7 +234,7 @@ class ProgressAgent:
     @property
     def outbox(self) -> UpdateOutbox:
         if self._outbox is None:
-            self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop())
+            self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop(), backlog=self.backlog)
         return self._outbox
 
     # ------------------------------------------------------------ progress summaries
@@ -665,7 +669,8 @@ async def serve(
     (``before_eof``), so a client that closes our stdin still reads every response and the SDK closes
     a connection with nothing in flight. ``turn_runner`` builds each prompt's agent loop (the command
     line passes ``run_agent.AIAgent``). ``model`` replaces the configured back-end (embedders and
-    tests pass their own)."""
+    tests pass their own). Tool progress is held while the client has unread bytes on our stdout
+    (:mod:`acp_adapter.protocol.backlog`), so a slow editor reads fresh values, not old ones."""
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
     from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
@@ -674,6 +679,7 @@ async def serve(
     # the end of input reaches the SDK only after the running turns were handled (hang_up)
     reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
     stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
+    agent.backlog = peer_backlog_probe(writer.transport)
     conn = agent_connection(agent, stream)
     try:
         with contextlib.suppress(ConnectionError):

@@ -71,9 +71,10 @@ def test_spinner_benchmark_measures_both_modes_against_both_baselines(tmp_path: 
 
 @pytest.mark.benchmark
 def test_tool_progress_benchmark_measures_both_baselines_and_a_slow_client(tmp_path: Path) -> None:
-    args = ("--latency-runs", "6", "--burst", "90", "--rounds", "3", "--slow-reports", "300")
+    # enough reports that the tool runs for tens of read intervals, so staleness is sampled
+    args = ("--latency-runs", "6", "--burst", "90", "--rounds", "3", "--slow-reports", "10000")
     figures = figures_of("bench_tool_progress.py", tmp_path, *args)
-    assert (figures["rounds"], figures["updates_per_round"], figures["reports"]) == (3, 30, 300)
+    assert (figures["rounds"], figures["updates_per_round"], figures["reports"]) == (3, 30, 10000)
     for key in (
         "latency_vs_bare",
         "throughput_vs_bare",
@@ -84,9 +85,16 @@ def test_tool_progress_benchmark_measures_both_baselines_and_a_slow_client(tmp_p
         "slow_client_tool_time_ratio",
     ):
         assert positive(figures[key]), (key, figures)
-    # a slow client receives at least the last value, never more than were reported
-    assert 1 <= figures["delivered_median"] <= 300
-    assert figures["staleness_median_intervals"] >= 0
+    # a slow client (1,000 lines/s) ends with the last value and the terminal update, and gets a
+    # fraction of the values: the ones it had no time to read were replaced before they were sent
+    assert figures["holding"] is True
+    assert figures["ends_with_last_value_and_terminal"] is True
+    assert 1 <= figures["delivered_median"] <= 1000
+    # what it holds is fresh: measured about 0.7 read intervals (median), 1.5 (p95); without
+    # holding 12 (median) at this size, growing with the tool's run (45 at 20,000 reports). The
+    # bound leaves room for a loaded 2-core machine, not for values queued in the pipe.
+    assert figures["staleness_samples"] >= 10, figures
+    assert 0 <= figures["staleness_median_intervals"] <= 4, figures
 
 
 @pytest.mark.benchmark
