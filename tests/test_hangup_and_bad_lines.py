@@ -158,3 +158,24 @@ async def test_an_over_long_line_is_skipped_whole_answered_once_and_reading_goes
     refused = [i for i in items if not isinstance(i, Accepted)]
     assert len(refused) == 1 and refused[0].answer["error"]["code"] == -32700
     assert "too long" in refused[0].answer["error"]["data"]["details"]
+
+
+@pytest.mark.parametrize("command", [["-m", "acp_adapter"], ["-m", "acp_adapter.cli", "relay", "--"]])
+@pytest.mark.parametrize("stdout", ["pipe", "devnull"])
+def test_an_agent_started_on_dev_null_reads_its_end_and_exits(tmp_path, command, stdout):
+    """``< /dev/null`` is a character device epoll refuses: it must read as an empty input (exit 0
+    at once), not leave the agent (or the relay in front of one) waiting for ever."""
+    argv = [sys.executable, *command]
+    if command[-1] == "--":
+        argv += [sys.executable, "-m", "acp_adapter"]
+    done = subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if stdout == "pipe" else subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **agent_env()},
+        cwd=tmp_path,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr and b"ERROR" not in done.stderr, done.stderr

@@ -13,6 +13,7 @@ import asyncio
 import io
 import logging
 import os
+import selectors
 import stat
 import sys
 import threading
@@ -121,8 +122,21 @@ class _BlockingWriteTransport(asyncio.WriteTransport):
 
 
 def _is_pipe_like(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``: a pipe, a socket, or a character device the
+    selector accepts (a terminal). ``/dev/null`` is a character device that epoll refuses (EPERM):
+    handed to the loop, an agent started with ``< /dev/null`` would wait for input for ever instead
+    of reading its end; it is read on a thread like a regular file."""
     mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        return True
+    if not stat.S_ISCHR(mode):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
 
 
 class _EofAfterReader(asyncio.StreamReader):
