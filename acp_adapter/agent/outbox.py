@@ -193,19 +193,22 @@ class UpdateOutbox:
             if queued is not None:
                 queued.build = build
                 self.replaced += 1
-                now = time.monotonic()
-                if now >= self._hold_due:
-                    # the pump holds this card's progress and its re-check is due: offer the loop
-                    # the GIL, or a tool reporting in a tight loop keeps it for the whole switch
-                    # interval (5 ms) and the client's value ages by as much; at most every
-                    # HOLD_HANDOVER, as the loop may not be awake yet and each offer costs the tool
-                    self._hold_due = now + HOLD_HANDOVER
-                    time.sleep(0)
-                return
-            item = _Item(session_id, None, build, key)
-            self._latest[key] = item
-            self._items.append(item)
-        self._schedule_wake(first=len(self._items) == 1)
+            else:
+                item = _Item(session_id, None, build, key)
+                self._latest[key] = item
+                self._items.append(item)
+        if queued is None:
+            self._schedule_wake(first=len(self._items) == 1)
+            return
+        now = time.monotonic()
+        if now >= self._hold_due:
+            # the pump holds this card's progress and its re-check is due: offer the loop the GIL,
+            # or a tool reporting in a tight loop keeps it for the whole switch interval (5 ms) and
+            # the client's value ages by as much; at most every HOLD_HANDOVER, as the loop may not
+            # be awake yet and each offer costs the tool. Outside the lock, which the pump's
+            # re-check takes.
+            self._hold_due = now + HOLD_HANDOVER
+            time.sleep(0)
 
     def wait_for_room(self) -> None:
         """Block a producer thread while the backlog is at :data:`PACE_HIGH` or more.
