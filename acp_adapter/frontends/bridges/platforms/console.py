@@ -17,7 +17,6 @@ import contextlib
 import io
 import logging
 import os
-import signal
 import threading
 from collections.abc import Mapping
 from typing import Any, Final, TextIO
@@ -27,6 +26,7 @@ from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
+from acp_adapter.frontends.bridges.platforms import stop_on_signals
 from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Verdict
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
@@ -144,23 +144,6 @@ def _lines_of(inp: TextIO) -> StdinLines | _ObjectLines:
     return StdinLines(fd)
 
 
-@contextlib.contextmanager
-def _stop_on_signals(stop: asyncio.Event) -> Any:
-    """SIGINT and SIGTERM set ``stop`` (as ``run_telegram`` does) while the bridge runs; outside
-    the main thread, or where the loop cannot take signal handlers, nothing is installed."""
-    loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
-            handled.append(sig)
-    try:
-        yield
-    finally:
-        for sig in handled:
-            loop.remove_signal_handler(sig)
-
-
 async def run_console(
     instance: BridgeInstance,
     inp: TextIO,
@@ -208,7 +191,7 @@ async def run_console(
 
     runner.ask_permission = ask
     turns: list[asyncio.Task[None]] = []
-    with _stop_on_signals(stop):
+    with stop_on_signals(stop):
         stopping = asyncio.create_task(stop.wait(), name="console-stop")
         try:
             if runner.state is not None:  # answer chunks a previous run stored but could not show

@@ -48,7 +48,6 @@ import logging
 import os
 import re
 import secrets
-import signal
 import time
 import unicodedata
 import warnings
@@ -62,6 +61,7 @@ from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
+from acp_adapter.frontends.bridges.platforms import stop_on_signals
 from acp_adapter.frontends.bridges.retry import (
     DROPPED_STOPPING,
     DeliveryDropped,
@@ -783,33 +783,29 @@ async def run_telegram(
     api = api_url or settings.api_url  # ACP_PROGRESS_TELEGRAM_API_URL or [telegram] api_url
     _quiet_http_logs()
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    handled: list[signal.Signals] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(sig, stop.set)
-            handled.append(sig)
     with _scrubbing(token) as scrubber:
         try:
-            app = build_application(token, api, settings, poll_timeout)
-            bridge = TelegramBridge(instance, runner, app, settings, policy=policy)
-            async with app:
-                me = await app.bot.get_me()
-                log.info("bridge %s: polling as @%s", instance.name, me.username)
-                await app.start()
-                await bridge.recover()
-                polling = asyncio.create_task(bridge.poll(poll_timeout), name="telegram-poll")
-                stopping = asyncio.create_task(stop.wait())
-                await asyncio.wait([polling, stopping], return_when=asyncio.FIRST_COMPLETED)
-                log.info("bridge %s: stopping", instance.name)
-                polling.cancel()
-                stopping.cancel()
-                # Every last edit happens here, inside `async with app`: before the HTTP client shuts down.
-                await bridge.stop(settings.stop_grace)
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(app.stop(), 1.0)
-                if polling.done() and not polling.cancelled() and polling.exception() is not None:
-                    raise polling.exception()  # type: ignore[misc]
+            with stop_on_signals(stop):
+                app = build_application(token, api, settings, poll_timeout)
+                bridge = TelegramBridge(instance, runner, app, settings, policy=policy)
+                async with app:
+                    me = await app.bot.get_me()
+                    log.info("bridge %s: polling as @%s", instance.name, me.username)
+                    await app.start()
+                    await bridge.recover()
+                    polling = asyncio.create_task(bridge.poll(poll_timeout), name="telegram-poll")
+                    stopping = asyncio.create_task(stop.wait())
+                    await asyncio.wait([polling, stopping], return_when=asyncio.FIRST_COMPLETED)
+                    log.info("bridge %s: stopping", instance.name)
+                    polling.cancel()
+                    stopping.cancel()
+                    # Every last edit happens here, inside `async with app`: before the HTTP client
+                    # shuts down.
+                    await bridge.stop(settings.stop_grace)
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(app.stop(), 1.0)
+                    if polling.done() and not polling.cancelled() and polling.exception() is not None:
+                        raise polling.exception()  # type: ignore[misc]
         except InvalidToken:
             raise TelegramSetupError(
                 f"Telegram rejected the bot token in {TOKEN_ENV}: check it (or get a new one) with @BotFather"
@@ -817,6 +813,4 @@ async def run_telegram(
         except TelegramError as exc:
             raise TelegramSetupError(f"Telegram: {scrubber.scrub(redact_text(str(exc)))}") from None
         finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
             await runner.close()
