@@ -42,21 +42,21 @@ import operator
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acp import RequestError
 
+from acp_adapter.config import StreamSettings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_text
 
-if TYPE_CHECKING:
-    from acp_adapter.config import StreamSettings
-
-
 log = logging.getLogger("acp_progress.jsonrpc")
 
-DEFAULT_MAX_LINE_BYTES = 50 * 1024 * 1024
-DEFAULT_MAX_DEPTH = 256
+#: The settings' defaults are the limits' defaults (one place to change them): what an embedder
+#: that builds ``StreamLimits()`` gets is what ``ACP_PROGRESS_*`` left unset gives.
+_DEFAULTS = StreamSettings()
+DEFAULT_MAX_LINE_BYTES = _DEFAULTS.max_line_bytes
+DEFAULT_MAX_DEPTH = _DEFAULTS.max_json_depth
 #: Bytes asked of the source per read; also the source StreamReader's own limit (it pauses the pipe at
 #: twice that), so unread input waits in the kernel, not in our memory.
 CHUNK_BYTES = 64 * 1024
@@ -72,9 +72,9 @@ class StreamLimits:
 
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_depth: int = DEFAULT_MAX_DEPTH
-    max_in_flight: int = 1024
-    write_high_water: int = 1024 * 1024
-    max_queued_updates: int = 1024
+    max_in_flight: int = _DEFAULTS.max_in_flight
+    write_high_water: int = _DEFAULTS.write_high_water
+    max_queued_updates: int = _DEFAULTS.max_queued_updates
 
     @classmethod
     def from_settings(cls, settings: StreamSettings) -> StreamLimits:

@@ -9,19 +9,19 @@ time a request's headers may take) live in :mod:`.connections`, which guards uvi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from acp_adapter.config import AguiSettings
+from acp_adapter.config import AguiSettings
 
-
-DEFAULT_BODY_TIMEOUT: Final = 5.0
-DEFAULT_MAX_BODY_BYTES: Final = 16 * 1024 * 1024
-DEFAULT_MAX_RUNS: Final = 32
-DEFAULT_MAX_ID_LENGTH: Final = 256
+#: The settings' defaults are the limits' defaults (one place to change them).
+_DEFAULTS: Final = AguiSettings()
+DEFAULT_BODY_TIMEOUT: Final = _DEFAULTS.body_timeout
+DEFAULT_MAX_BODY_BYTES: Final = _DEFAULTS.max_body_bytes
+DEFAULT_MAX_RUNS: Final = _DEFAULTS.max_runs
+DEFAULT_MAX_ID_LENGTH: Final = _DEFAULTS.max_id_length
 #: Events a run may have queued for a reader that is behind; beyond it activity snapshots replace
 #: their queued predecessor and the agent's update stream waits (see :mod:`.run`).
-DEFAULT_MAX_QUEUED_EVENTS: Final = 1024
+DEFAULT_MAX_QUEUED_EVENTS: Final = _DEFAULTS.max_queued_events
 #: Seconds a 503 asks the client to wait (``Retry-After``).
 RETRY_AFTER: Final = 1
 
