@@ -1,0 +1,464 @@
+"""Keep README.md's example output true: run each documented command and compare, or regenerate.
+
+Every block in README.md that shows what a command prints carries a marker line right before its
+fence, ``<!-- example: NAME -->``. ``EXAMPLES`` below says, for each NAME, the command exactly as
+the README shows it (stdin, environment and arguments are read from that one shell line, so the
+shown command and the command run cannot differ), and how its output is captured: through a pipe,
+or as a screen snapshot of a pseudo-terminal read back through ``pyte``.
+
+Each command runs for real — the embedded offline model, no network — in a fresh copy of
+``examples/workspace/`` with its own temporary home (state and settings directories inside it,
+removed afterwards), all examples at once, each bounded by a timeout.
+
+    python scripts/readme_examples.py            # --check: exit 1 with a diff when a block drifted
+    python scripts/readme_examples.py --update   # rewrite the blocks from fresh runs
+
+The check compares after normalising what legitimately varies from run to run (durations such as
+``0.2s`` or ``1m 5s``, the spinner's frame); lines that are inherently timing-dependent (summary
+and heartbeat lines, intermediate progress) are matched by their example's patterns instead of
+their text. Everything else must be exactly what the run printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import difflib
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+WORKSPACE = ROOT / "examples" / "workspace"
+UPDATE_COMMAND = "python scripts/readme_examples.py --update"
+#: what the temporary home directory is shown as (the workspace is ``HOME/project``)
+HOME_PLACEHOLDER = "/home/me"
+#: bounds: one command, and a pty example's wait for its screen condition
+COMMAND_TIMEOUT = 60.0
+SCREEN_SIZE = (100, 30)
+
+MARKER = re.compile(r"^<!-- example: ([a-z0-9-]+) -->$")
+FENCE = re.compile(r"^(`{3,})(text|console)$")
+DURATION = re.compile(r"(?<![\w.])(?:\d+m )?\d+(?:\.\d+)?s\b")
+SPINNER = re.compile(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]")
+#: variables of the caller that would change what a command prints; the examples run without them
+SCRUBBED_PREFIXES = ("ACP_PROGRESS_", "OPENAI_", "TELEGRAM_", "XDG_")
+SCRUBBED = {"FORCE_COLOR", "NO_COLOR", "COLUMNS", "LINES", "TERM", "PYTHONPATH", "HOME"}
+
+SUMMARY_LINE = r"^   … summary: .+$"
+HEARTBEAT_LINE = r"^   … Thinking\.\.\.: Still thinking… .+$"
+SCAN_START_LINE = r"^   … Searching for TODO: ░+ +0% Scanning \d+ files? · .+$"
+OUTPUT_SO_FAR_LINE = r"^   … Running .+: \d+ lines? of output so far$"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One documented command and how to compare what it prints with its README block."""
+
+    #: the command exactly as a person types it (``$`` line of the block); ``acp-progress`` stands
+    #: for this checkout's CLI, a part before ``|`` is run by bash to make stdin, ``VAR=value``
+    #: words before ``acp-progress`` are its environment, a trailing ``| cat`` only says "a pipe"
+    command: str
+    #: "pipe" (stdout through a pipe) or "pty" (a screen snapshot, taken when ``until`` matches)
+    mode: str = "pipe"
+    until: str | None = None
+    #: write the ``$ command`` line at the top of the block (a screen snapshot has none)
+    show_command: bool = True
+    #: commands run first in the same home and workspace (their output is not shown)
+    setup: tuple[str, ...] = ()
+    #: files written under the temporary home before the run (``~/.config/…``)
+    files: Mapping[str, str] = field(default_factory=dict)
+    #: regexes of timing-dependent lines: compared by shape, not text, and in any position
+    volatile: tuple[str, ...] = ()
+    #: lines matching this regex are left out of the block; each run of them becomes one "…"
+    elide: str | None = None
+    exit_code: int = 0
+
+
+CONFIG_TOML = """\
+heartbeat_interval = 10
+summary = "embedded"
+
+[openai]
+base_url = "http://localhost:11434/v1"
+model = "llama3.2"
+"""
+
+EXAMPLES: dict[str, Example] = {
+    "watch-pipe": Example(
+        'acp-progress watch "search the workspace for TODO" | cat',
+        volatile=(SUMMARY_LINE, HEARTBEAT_LINE, SCAN_START_LINE),
+    ),
+    "watch-terminal": Example(
+        'acp-progress watch "search for TODO and then wait 3 seconds"',
+        mode="pty",
+        until=r"█+░+ +50% ",
+        show_command=False,
+        volatile=(r"^  ↳ .+$",),
+    ),
+    "chat-pipe": Example(
+        "printf 'hello\\nwhat is 2+2\\nwhat is 3*7\\n' | acp-progress chat --summary off",
+        volatile=(HEARTBEAT_LINE,),
+    ),
+    "config": Example(
+        "OPENAI_API_KEY=sk-… acp-progress config --summary-interval 3",
+        files={".config/acp-progress/config.toml": CONFIG_TOML},
+        elide=r"\sdefault$",
+    ),
+    "summaries": Example(
+        'acp-progress watch --yes --summary-interval 2 "search for TODO and read notes.py" | cat',
+        volatile=(SUMMARY_LINE, HEARTBEAT_LINE, SCAN_START_LINE),
+    ),
+    "tool-cards": Example(
+        'acp-progress watch --yes "search for TODO and run ls" | cat',
+        volatile=(SUMMARY_LINE, HEARTBEAT_LINE, SCAN_START_LINE, OUTPUT_SO_FAR_LINE),
+    ),
+    "bridge-console": Example(
+        'echo "search for TODO and then wait 3 seconds" | acp-progress bridge run demo',
+        setup=("acp-progress bridge create demo --platform console --delivery-progress all",),
+        volatile=(r"^\[typing…\]$", r"^\[typing off\]$", r"^\[#\d+ reaction .+\]$"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """What a shown command line runs: argv after ``acp-progress``, its stdin and environment."""
+
+    args: list[str]
+    stdin: bytes | None
+    env: dict[str, str]
+
+
+def parse_command(command: str) -> Invocation:
+    """Read the argv, stdin and environment from the command line as the README shows it."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars="|")
+    lexer.whitespace_split = True
+    segments: list[list[str]] = [[]]
+    for token in lexer:
+        if token == "|":
+            segments.append([])
+        else:
+            segments[-1].append(token)
+    main = next((i for i, seg in enumerate(segments) if "acp-progress" in seg), None)
+    if main is None or main > 1 or segments[main + 1 :] not in ([], [["cat"]]):
+        raise ValueError(f"unsupported example command: {command!r}")
+    stdin = None
+    if main == 1:
+        made = subprocess.run(["bash", "-c", shlex.join(segments[0])], capture_output=True, check=True)
+        stdin = made.stdout
+    words = segments[main]
+    start = words.index("acp-progress")
+    env = dict(word.split("=", 1) for word in words[:start])
+    if not all(re.fullmatch(r"[A-Z_][A-Z0-9_]*", name) for name in env):
+        raise ValueError(f"only VAR=value words may precede acp-progress: {command!r}")
+    return Invocation(words[start + 1 :], stdin, env)
+
+
+@dataclass
+class Run:
+    """What one example printed (lines as the README would show them) or why it could not run."""
+
+    name: str
+    lines: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def base_env(home: Path) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in SCRUBBED and not key.startswith(SCRUBBED_PREFIXES)
+    }
+    env.update(
+        HOME=str(home),
+        PYTHONPATH=str(ROOT),  # this checkout's code, whatever is installed
+        LC_ALL="C.UTF-8",  # `ls` and sorting as everywhere
+        TZ="UTC",
+        COLUMNS=str(SCREEN_SIZE[0]),
+        LINES=str(SCREEN_SIZE[1]),
+    )
+    return env
+
+
+def cli(args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", "acp_adapter.cli", *args]
+
+
+def run_pipe(argv: list[str], stdin: bytes | None, cwd: Path, env: Mapping[str, str]) -> tuple[int, str, str]:
+    """Run to the end with stdout and stderr on pipes; kill its process group after the timeout."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(stdin, timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise TimeoutError(
+            f"timed out after {COMMAND_TIMEOUT:.0f}s; stdout ends: {out.decode()[-500:]!r}"
+        ) from None
+    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def run_pty(argv: list[str], cwd: Path, env: Mapping[str, str], until: str) -> tuple[int | None, str]:
+    """The screen of a pseudo-terminal when ``until`` first matches it, after the output settles."""
+    import pyte  # the test extra: pip install -e '.[test]'
+
+    sys.path.insert(0, str(ROOT))
+    from tests.pty_child import PtyChild
+
+    width, height = SCREEN_SIZE
+    screen = pyte.Screen(width, height)
+    stream = pyte.ByteStream(screen)
+
+    class Screen(PtyChild):
+        def on_output(self, chunk: bytes) -> None:
+            stream.feed(chunk)
+
+    def shown() -> str:
+        return "\n".join(line.rstrip() for line in screen.display)
+
+    child = Screen(argv, str(cwd), {**env, "TERM": "xterm-256color"})
+    try:
+        child.read_while(COMMAND_TIMEOUT, lambda: re.search(until, shown()) is not None)
+        snapshot = shown()
+        if re.search(until, snapshot) is None:
+            raise TimeoutError(f"the screen never matched {until!r}; it shows:\n{snapshot}")
+        settled = time.monotonic() + 0.3  # let a redraw that was cut in two chunks finish
+        before = len(child.output)
+        while time.monotonic() < settled and child.read_once(0.05) and len(child.output) != before:
+            before = len(child.output)
+        if re.search(until, shown()) is not None:
+            snapshot = shown()
+        return child.wait(COMMAND_TIMEOUT), snapshot
+    finally:
+        child.close()
+
+
+def as_shown(text: str, roots: Sequence[Path], elide: str | None) -> list[str]:
+    """The lines a README block shows: temp paths as ``/home/me``, elided rows, no trailing blanks."""
+    for root in roots:
+        text = text.replace(str(root), HOME_PLACEHOLDER)
+    lines = [line.rstrip() for line in text.splitlines()]
+    if elide is not None:
+        kept: list[str] = []
+        for line in lines:
+            if not re.search(elide, line):
+                kept.append(line)
+            elif not kept or kept[-1] != "…":
+                kept.append("…")
+        lines = kept
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return lines
+
+
+def run_example(name: str, example: Example) -> Run:
+    """Run one example in a fresh home and workspace copy (removed afterwards)."""
+    started = time.monotonic()
+    result = Run(name)
+    top = Path(tempfile.mkdtemp(prefix="readme-example-"))
+    try:
+        home = top / "home"
+        workspace = home / "project"
+        shutil.copytree(WORKSPACE, workspace, ignore=shutil.ignore_patterns("__pycache__"))
+        for relative, content in example.files.items():
+            path = home / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+        env = base_env(home)
+        for line in example.setup:
+            setup = parse_command(line)
+            code, _, err = run_pipe(cli(setup.args), setup.stdin, workspace, {**env, **setup.env})
+            if code != 0:
+                raise RuntimeError(f"setup {line!r} exited {code}: {err.strip()[-500:]}")
+        invocation = parse_command(example.command)
+        argv = cli(invocation.args)
+        run_env = {**env, **invocation.env}
+        if example.mode == "pty":
+            assert example.until is not None
+            code_or_none, text = run_pty(argv, workspace, run_env, example.until)
+            err = ""
+            if code_or_none is None:
+                raise TimeoutError(f"did not exit within {COMMAND_TIMEOUT:.0f}s")
+            code = code_or_none
+        else:
+            code, text, err = run_pipe(argv, invocation.stdin, workspace, run_env)
+        if code != example.exit_code:
+            raise RuntimeError(f"exited {code}, expected {example.exit_code}; stderr ends: {err[-800:]}")
+        roots = [home.resolve(), home]
+        result.lines = ([f"$ {example.command}"] if example.show_command else []) + as_shown(
+            text, roots, example.elide
+        )
+    except Exception as exc:  # reported per example; the others still run
+        result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+        result.seconds = time.monotonic() - started
+    return result
+
+
+@dataclass
+class Block:
+    """One marked example block of the README: where its body lines are, and its fence."""
+
+    name: str
+    fence: str
+    language: str
+    start: int  # index of the first body line
+    end: int  # index of the closing fence
+    lines: list[str]
+
+
+def find_blocks(readme: list[str]) -> list[Block]:
+    blocks: list[Block] = []
+    for index, line in enumerate(readme):
+        marker = MARKER.match(line)
+        if marker is None:
+            continue
+        name = marker.group(1)
+        opening = FENCE.match(readme[index + 1]) if index + 1 < len(readme) else None
+        if opening is None:
+            raise ValueError(f"README.md:{index + 1}: the marker {name!r} must precede a ```text/console fence")
+        fence, language = opening.groups()
+        end = next((i for i in range(index + 2, len(readme)) if readme[i] == fence), None)
+        if end is None:
+            raise ValueError(f"README.md:{index + 2}: the block of {name!r} is never closed")
+        blocks.append(Block(name, fence, language, index + 2, end, readme[index + 2 : end]))
+    names = [block.name for block in blocks]
+    unknown = sorted(set(names) - set(EXAMPLES))
+    missing = sorted(set(EXAMPLES) - set(names))
+    doubled = sorted({n for n in names if names.count(n) > 1})
+    if unknown or missing or doubled:
+        raise ValueError(f"README.md markers: unknown {unknown}, missing {missing}, repeated {doubled}")
+    return blocks
+
+
+def normalise(line: str) -> str:
+    """What may differ between two runs of the same command: durations and the spinner's frame."""
+    return SPINNER.sub("⠋", DURATION.sub("‹t›", line))
+
+
+def drift(example: Example, documented: list[str], printed: list[str]) -> list[str]:
+    """Why the documented block is not what the run printed (empty when it is)."""
+
+    def volatile(line: str) -> bool:
+        return any(re.search(pattern, line) for pattern in example.volatile)
+
+    steady_doc = [normalise(line) for line in documented if not volatile(line)]
+    steady_run = [normalise(line) for line in printed if not volatile(line)]
+    if steady_doc == steady_run:
+        return []
+    return list(
+        difflib.unified_diff(documented, printed, "README.md (documented)", "what the run printed", lineterm="")
+    )
+
+
+def fence_for(lines: list[str]) -> str:
+    """A fence longer than any backtick run that starts a line of the body."""
+    longest = max((len(m.group(0)) for line in lines if (m := re.match(r"`+", line))), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def run_all(names: Sequence[str], progress: Callable[[Run], None]) -> dict[str, Run]:
+    runs: dict[str, Run] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(names) or 1) as pool:
+        futures = [pool.submit(run_example, name, EXAMPLES[name]) for name in names]
+        for future in concurrent.futures.as_completed(futures):
+            run = future.result()
+            runs[run.name] = run
+            progress(run)
+    return runs
+
+
+def rewrite(readme: list[str], blocks: list[Block], runs: Mapping[str, Run]) -> list[str]:
+    """The README with each run example's block body replaced (from the last block backwards)."""
+    out = list(readme)
+    for block in sorted(blocks, key=lambda b: b.start, reverse=True):
+        run = runs.get(block.name)
+        if run is None:
+            continue
+        fence = fence_for(run.lines)
+        out[block.start - 1 : block.end + 1] = [f"{fence}{block.language}", *run.lines, fence]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="compare every block with a fresh run (default)")
+    mode.add_argument("--update", action="store_true", help="rewrite the blocks from fresh runs")
+    parser.add_argument("--only", action="append", metavar="NAME", help="just these examples (repeatable)")
+    args = parser.parse_args(argv)
+
+    readme = README.read_text(encoding="utf-8").splitlines()
+    try:
+        blocks = find_blocks(readme)
+    except ValueError as exc:
+        print(f"readme_examples: {exc}", file=sys.stderr)
+        return 2
+    names = args.only or list(EXAMPLES)
+    unknown = [name for name in names if name not in EXAMPLES]
+    if unknown:
+        print(f"readme_examples: no example named {', '.join(unknown)}; known: {', '.join(EXAMPLES)}")
+        return 2
+
+    def progress(run: Run) -> None:
+        state = "failed" if run.error else "ran"
+        print(f"  {state} {run.name} ({run.seconds:.1f}s)", file=sys.stderr, flush=True)
+
+    started = time.monotonic()
+    runs = run_all(names, progress)
+    failed = [run for run in runs.values() if run.error]
+    for run in failed:
+        print(f"readme_examples: {run.name}: {run.error}", file=sys.stderr)
+    if failed:
+        print("readme_examples: the README was not changed" if args.update else "", file=sys.stderr)
+        return 1
+
+    if args.update:
+        updated = rewrite(readme, blocks, runs)
+        README.write_text("\n".join(updated) + "\n", encoding="utf-8")
+        changed = sum(1 for b in blocks if b.name in runs and b.lines != runs[b.name].lines)
+        print(f"readme_examples: rewrote {changed} of {len(runs)} blocks in {time.monotonic() - started:.1f}s")
+        return 0
+
+    report: list[str] = []
+    for block in blocks:
+        if block.name in runs:
+            diff = drift(EXAMPLES[block.name], block.lines, runs[block.name].lines)
+            if diff:
+                report += [f"── example {block.name!r} (README.md line {block.start}) drifted:", *diff]
+    if report:
+        print("\n".join(report))
+        print(
+            f"\nREADME.md's examples are not what the commands print. Regenerate them with:\n"
+            f"    {UPDATE_COMMAND}\n(then review the diff and commit README.md)"
+        )
+        return 1
+    print(f"readme_examples: {len(runs)} examples match ({time.monotonic() - started:.1f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
