@@ -85,13 +85,20 @@ class Example:
     exit_code: int = 0
 
 
+#: the settings file of the README's "Configuration" section (its ```toml block), as the user's
 CONFIG_TOML = """\
 heartbeat_interval = 10
 summary = "embedded"
 
-[openai]
+[openai]                      # the OpenAI-compatible back-end (OPENAI_BASE_URL …)
 base_url = "http://localhost:11434/v1"
 model = "llama3.2"
+
+[summary_openai]              # the summary model (ACP_PROGRESS_SUMMARY_OPENAI_…)
+model = "qwen2.5:0.5b"
+
+[agui]                        # also [telegram] and [streams]
+allowed_origins = ["https://app.example"]
 """
 
 EXAMPLES: dict[str, Example] = {

@@ -90,3 +90,11 @@ def test_every_example_has_one_marked_block_and_markers_name_examples() -> None:
         script.find_blocks(readme[:marker] + readme[marker + 1 :])
     with pytest.raises(ValueError, match="unknown \\['nope'\\]"):
         script.find_blocks([*readme, "<!-- example: nope -->", "```text", "x", "```"])
+
+
+def test_the_config_example_reads_the_settings_file_the_readme_shows() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("**The settings file**") :]
+    start = section.index("```toml\n") + len("```toml\n")
+    toml = section[start : section.index("```\n", start)]
+    assert _script().CONFIG_TOML == toml
