@@ -97,4 +97,4 @@ def test_the_config_example_reads_the_settings_file_the_readme_shows() -> None:
     section = readme[readme.index("**The settings file**") :]
     start = section.index("```toml\n") + len("```toml\n")
     toml = section[start : section.index("```\n", start)]
-    assert _script().CONFIG_TOML == toml
+    assert toml == _script().CONFIG_TOML
