@@ -84,6 +84,10 @@ class Example:
     #: lines matching this regex are left out of the block; each run of them becomes one "…"
     elide: str | None = None
     exit_code: int = 0
+    #: further commands shown in the same block, each with its expected exit code
+    then: tuple[tuple[str, int], ...] = ()
+    #: show stderr too, interleaved with stdout as on a terminal (else it is only kept for errors)
+    stderr: bool = False
 
 
 #: the settings file of the README's "Configuration" section (its ```toml block), as the user's
@@ -100,6 +104,14 @@ model = "qwen2.5:0.5b"
 
 [agui]                        # also [telegram] and [streams]
 allowed_origins = ["https://app.example"]
+"""
+
+#: the README's MCP tool descriptor and its manifest entry with a preview the rules refuse
+TOOL_JSON = '{ "_meta": { "agh/friendly_verb": "Looking up", "agh/preview": "arg:issueKey" } }\n'
+BAD_TOML = """\
+[resources.tools.issue_lookup]
+friendly_verb = "Looking up"
+preview = "arg:api_key"
 """
 
 EXAMPLES: dict[str, Example] = {
@@ -130,6 +142,12 @@ EXAMPLES: dict[str, Example] = {
     "tool-cards": Example(
         'acp-progress watch --yes "search for TODO and run ls" | cat',
         volatile=(SUMMARY_LINE, HEARTBEAT_LINE, SCAN_START_LINE, OUTPUT_SO_FAR_LINE),
+    ),
+    "descriptor": Example(
+        """acp-progress descriptor tool.json --tool-id issue_lookup --input '{"issueKey": "BUG-456"}'""",
+        then=(("acp-progress descriptor bad.toml", 1),),
+        files={"project/tool.json": TOOL_JSON, "project/bad.toml": BAD_TOML},
+        stderr=True,
     ),
     "bridge-console": Example(
         'echo "search for TODO and then wait 3 seconds" | acp-progress bridge run demo',
@@ -204,7 +222,9 @@ def cli(args: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "acp_adapter.cli", *args]
 
 
-def run_pipe(argv: list[str], stdin: bytes | None, cwd: Path, env: Mapping[str, str]) -> tuple[int, str, str]:
+def run_pipe(
+    argv: list[str], stdin: bytes | None, cwd: Path, env: Mapping[str, str], merge_stderr: bool = False
+) -> tuple[int, str, str]:
     """Run to the end with stdout and stderr on pipes; kill its process group after the timeout."""
     proc = subprocess.Popen(
         argv,
@@ -212,7 +232,7 @@ def run_pipe(argv: list[str], stdin: bytes | None, cwd: Path, env: Mapping[str, 
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         start_new_session=True,
     )
     try:
@@ -223,7 +243,7 @@ def run_pipe(argv: list[str], stdin: bytes | None, cwd: Path, env: Mapping[str, 
         raise TimeoutError(
             f"timed out after {COMMAND_TIMEOUT:.0f}s; stdout ends: {out.decode()[-500:]!r}"
         ) from None
-    return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    return proc.returncode, out.decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")
 
 
 def run_pty(argv: list[str], cwd: Path, env: Mapping[str, str], until: str) -> tuple[int | None, str]:
@@ -303,24 +323,24 @@ def run_example(name: str, example: Example) -> Run:
             code, _, err = run_pipe(cli(setup.args), setup.stdin, workspace, {**env, **setup.env})
             if code != 0:
                 raise RuntimeError(f"setup {line!r} exited {code}: {err.strip()[-500:]}")
-        invocation = parse_command(example.command)
-        argv = cli(invocation.args)
-        run_env = {**env, **invocation.env}
-        if example.mode == "pty":
-            assert example.until is not None
-            code_or_none, text = run_pty(argv, workspace, run_env, example.until)
-            err = ""
-            if code_or_none is None:
-                raise TimeoutError(f"did not exit within {COMMAND_TIMEOUT:.0f}s")
-            code = code_or_none
-        else:
-            code, text, err = run_pipe(argv, invocation.stdin, workspace, run_env)
-        if code != example.exit_code:
-            raise RuntimeError(f"exited {code}, expected {example.exit_code}; stderr ends: {err[-800:]}")
-        roots = [home.resolve(), home]
-        result.lines = ([f"$ {example.command}"] if example.show_command else []) + as_shown(
-            text, roots, example.elide
-        )
+        for command, exit_code in ((example.command, example.exit_code), *example.then):
+            invocation = parse_command(command)
+            argv = cli(invocation.args)
+            run_env = {**env, **invocation.env}
+            if example.mode == "pty":
+                assert example.until is not None
+                code_or_none, text = run_pty(argv, workspace, run_env, example.until)
+                err = ""
+                if code_or_none is None:
+                    raise TimeoutError(f"did not exit within {COMMAND_TIMEOUT:.0f}s")
+                code = code_or_none
+            else:
+                code, text, err = run_pipe(argv, invocation.stdin, workspace, run_env, example.stderr)
+            if code != exit_code:
+                why = f"{command!r} exited {code}, expected {exit_code}"
+                raise RuntimeError(f"{why}; stderr ends: {err[-800:]}")
+            shown = as_shown(text, [home.resolve(), home], example.elide)
+            result.lines += ([f"$ {command}"] if example.show_command else []) + shown
     except Exception as exc:  # reported per example; the others still run
         result.error = f"{type(exc).__name__}: {exc}"
     finally:
