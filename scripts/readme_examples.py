@@ -11,7 +11,7 @@ Each command runs for real — the embedded offline model, no network — in a f
 removed afterwards), all examples at once, each bounded by a timeout.
 
     python scripts/readme_examples.py            # --check: exit 1 with a diff when a block drifted
-    python scripts/readme_examples.py --update   # rewrite the blocks from fresh runs
+    python scripts/readme_examples.py --update   # rewrite the blocks that drifted, from fresh runs
 
 The check compares after normalising what legitimately varies from run to run (durations such as
 ``0.2s`` or ``1m 5s``, the spinner's frame); lines that are inherently timing-dependent (summary
@@ -438,7 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="compare every block with a fresh run (default)")
-    mode.add_argument("--update", action="store_true", help="rewrite the blocks from fresh runs")
+    mode.add_argument("--update", action="store_true", help="rewrite the blocks that drifted from fresh runs")
     parser.add_argument("--only", action="append", metavar="NAME", help="just these examples (repeatable)")
     args = parser.parse_args(argv)
 
@@ -469,9 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
     if args.update:
-        updated = rewrite(readme, blocks, runs)
-        README.write_text("\n".join(updated) + "\n", encoding="utf-8")
-        changed = sum(1 for b in blocks if b.name in runs and b.lines != runs[b.name].lines)
+        # a block that still matches stays as it is: no churn of durations or timing-dependent lines
+        drifted = {
+            block.name: runs[block.name]
+            for block in blocks
+            if block.name in runs and drift(EXAMPLES[block.name], block.lines, runs[block.name].lines)
+        }
+        README.write_text("\n".join(rewrite(readme, blocks, drifted)) + "\n", encoding="utf-8")
+        changed = len(drifted)
         took = time.monotonic() - started
         print(f"readme_examples: rewrote {changed} of {len(runs)} blocks in {took:.1f}s")
         return 0
