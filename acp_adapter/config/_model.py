@@ -7,16 +7,20 @@ declare the settings.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
 from pydantic.fields import FieldInfo
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from acp_adapter.errors import AcpProgressError
+
+#: C0 controls but tab and newline, DEL and C1 controls: never part of a setting's text
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 MODEL_CHOICES = ("embedded", "openai")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -28,7 +32,14 @@ SummaryModeSetting = Literal["auto", "off", "embedded", "openai"]
 
 
 class ConfigError(AcpProgressError, ValueError):
-    """A setting has a value the agent cannot use; the message names the setting."""
+    """A setting has a value the agent cannot use; the message names the setting.
+
+    ``problems`` holds each problem on its own (a settings file with three mistakes has three),
+    the message joins them."""
+
+    def __init__(self, message: str, problems: Sequence[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems: list[str] = list(problems) if problems is not None else [message]
 
 
 def setting(
@@ -133,6 +144,26 @@ class _Section(BaseModel):
         enable_decoding=False,  # a variable's text is the field's to parse (lists split on commas), not JSON
     )
 
+    @field_validator("*")
+    @classmethod
+    def _no_control_characters(cls, value: Any) -> Any:
+        """A NUL or another control character in a string setting is refused here, naming the
+        setting, instead of failing later (an environment variable cannot hold a NUL: the agent
+        would not start) or reaching a terminal or a URL raw. Newlines and tabs stay allowed."""
+        texts = value if isinstance(value, tuple) else (value,)
+        for text in texts:
+            raw = text.get_secret_value() if isinstance(text, SecretStr) else text
+            if isinstance(raw, str):
+                bad = _CONTROL.search(raw)
+                if bad is not None:
+                    code = f"U+{ord(bad.group()):04X}"
+                    raise PydanticCustomError(
+                        "control_character",
+                        "must not contain control characters (found {code})",
+                        {"code": code},
+                    )
+        return value
+
     @classmethod
     def _fields_with_env(cls) -> Iterator[tuple[str, str]]:
         for name, info in cls.model_fields.items():
@@ -222,6 +253,21 @@ def _raw_at(data: Mapping[str, Any], loc: tuple[str | int, ...]) -> Any:
     return current
 
 
+def _is_secret_at(model: type[_Section], loc: tuple[str | int, ...]) -> bool:
+    """Whether the setting at ``loc`` is a secret: its bad value is never echoed in an error."""
+    current: type[_Section] = model
+    for part in loc:
+        info = current.model_fields.get(str(part))
+        if info is None:
+            return False
+        section = _section_type(info)
+        if section is None:
+            extra = info.json_schema_extra
+            return isinstance(extra, dict) and bool(extra.get("secret"))
+        current = section
+    return False
+
+
 def _config_error(
     exc: ValidationError,
     model: type[_Section],
@@ -233,9 +279,10 @@ def _config_error(
         loc = error["loc"]
         label = _label_for(model, loc, labels)
         raw = _raw_at(data, loc)
-        got = f", got {raw!r}" if raw is not None and error["type"] != "extra_forbidden" else ""
+        shown = raw is not None and error["type"] != "extra_forbidden" and not _is_secret_at(model, loc)
+        got = f", got {raw!r}" if shown else ""
         lines.append(f"{label}: {_describe(error)}{got}")
-    return ConfigError("; ".join(lines))
+    return ConfigError("; ".join(lines), lines)
 
 
 SourceKind = Literal["default", "file", "env", "flag"]

@@ -159,6 +159,19 @@ class Settings(_Section):
     agui: AguiSettings = Field(default_factory=AguiSettings)
     streams: StreamSettings = Field(default_factory=StreamSettings)
 
+    @field_validator("state_dir")
+    @classmethod
+    def _state_dir_absolute(cls, value: str | None) -> str | None:
+        """A relative state directory would put the database inside whatever workspace the agent
+        runs in (where the model's tools can read and write it): refused."""
+        if value is not None and not os.path.isabs(os.path.expanduser(value)):
+            raise PydanticCustomError(
+                "relative_path",
+                "must be an absolute path (or start with ~/): a relative one would put the "
+                "session database inside whatever workspace the agent runs in",
+            )
+        return value
+
     @field_validator("summary", mode="before")
     @classmethod
     def _fold_summary_case(cls, value: Any) -> Any:

@@ -22,7 +22,7 @@ from acp_adapter._config_file import (
     ConfigFileError,
     config_file_path,
     file_label,
-    read_config_file,
+    read_config_file_checked,
     warn_if_secret_exposed,
 )
 from acp_adapter.config._model import (
@@ -158,11 +158,12 @@ def _file_layer(
         path = Path(config_file)
     root = _file_root()
     try:
-        raw = read_config_file(root, path)
+        read = read_config_file_checked(root, path)
     except ConfigFileError as exc:
         raise ConfigError(str(exc)) from None
-    if raw is None or path is None:
+    if read is None or path is None:
         return path, None
+    raw, problems = read
     file_path: Path = path
     table: tuple[str, ...] = ()
     if model is not root:  # a section read on its own: just its table
@@ -172,7 +173,10 @@ def _file_layer(
     try:
         model.model_validate(raw, strict=True)  # a file has types: "10" is not a number there
     except ValidationError as exc:
-        raise _config_error(exc, model, raw, labels) from None
+        # every problem of the file at once: its shape's, then each bad value's
+        problems = [*problems, *_config_error(exc, model, raw, labels).problems]
+    if problems:
+        raise ConfigError("; ".join(problems), problems)
     if model is root:
         warn_if_secret_exposed(root, path, raw)
     origin = SettingSource("file", str(path))
