@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.safety.private_path import UnsafePathError, check_parent, check_private
 
 log = logging.getLogger("acp_progress.config")
 
@@ -87,57 +88,166 @@ def _section_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
 
 
-def _check_value(path: Path, loc: tuple[str, ...], value: Any) -> Any:
-    if isinstance(value, dict):
-        raise ConfigFileError(f"{file_label(path, loc)}: expected a value, got a table")
-    if isinstance(value, list):
-        return tuple(value)  # TOML arrays are the model's tuples; the model checks the items
-    return value
+#: the largest settings file read (a real one is a few hundred bytes)
+MAX_FILE_BYTES = 1024 * 1024
+#: the deepest nesting of tables and arrays accepted (the schema needs 3: a table's list of names)
+MAX_DEPTH = 8
 
 
-def _shape(model: type[BaseModel], path: Path, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The file's tables and keys checked against the model's fields (by field name only:
-    ``ACP_PROGRESS_…`` variable names are for the environment)."""
-    data: dict[str, Any] = {}
-    for key, value in raw.items():
-        section = _section_model(model, key)
-        if section is not None:
-            if not isinstance(value, dict):
-                raise ConfigFileError(f"{path}: [{key}] must be a table, got {value!r}")
-            table: dict[str, Any] = {}
-            for sub, item in value.items():
-                if sub not in section.model_fields or _section_model(section, sub) is not None:
-                    raise ConfigFileError(f"{file_label(path, (key, sub))}: is not a setting")
-                table[sub] = _check_value(path, (key, sub), item)
-            data[key] = table
-        elif key in model.model_fields:
-            data[key] = _check_value(path, (key,), value)
-        elif isinstance(value, dict):
-            raise ConfigFileError(f"{path}: [{key}] is not a settings table")
-        else:
-            raise ConfigFileError(f"{file_label(path, (key,))}: is not a setting")
-    return data
+class _Shape:
+    """Every problem of the file's shape, collected (a file with three mistakes names all three)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.problems: list[str] = []
+
+    def value(self, loc: tuple[str, ...], value: Any) -> tuple[bool, Any]:
+        if isinstance(value, dict):
+            self.problems.append(f"{file_label(self.path, loc)}: expected a value, got a table")
+            return False, None
+        if isinstance(value, list):
+            if any(isinstance(item, list | dict) for item in value):
+                self.problems.append(
+                    f"{file_label(self.path, loc)}: expected a list of values, got nested lists"
+                )
+                return False, None
+            return True, tuple(value)  # TOML arrays are the model's tuples; the model checks the items
+        return True, value
+
+    def check(self, model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+        """The file's tables and keys checked against the model's fields (by field name only:
+        ``ACP_PROGRESS_…`` variable names are for the environment); what is well-shaped is kept."""
+        path = self.path
+        data: dict[str, Any] = {}
+        for key, value in raw.items():
+            section = _section_model(model, key)
+            if section is not None:
+                if not isinstance(value, dict):
+                    self.problems.append(f"{path}: [{key}] must be a table, got {_short(value)}")
+                    continue
+                table: dict[str, Any] = {}
+                for sub, item in value.items():
+                    if sub not in section.model_fields or _section_model(section, sub) is not None:
+                        self.problems.append(f"{file_label(path, (key, sub))}: is not a setting")
+                        continue
+                    ok, checked = self.value((key, sub), item)
+                    if ok:
+                        table[sub] = checked
+                data[key] = table
+            elif key in model.model_fields:
+                ok, checked = self.value((key,), value)
+                if ok:
+                    data[key] = checked
+            elif isinstance(value, dict):
+                self.problems.append(f"{path}: [{key}] is not a settings table")
+            else:
+                self.problems.append(f"{file_label(path, (key,))}: is not a setting")
+        return data
 
 
-def read_config_file(model: type[BaseModel], path: Path | None) -> dict[str, Any] | None:
-    """The file's settings keyed by field name (sections as dicts), shape-checked; None when
-    there is no file. Types and bounds are left to the model."""
-    if path is None:
-        return None
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests at most ``limit`` levels of tables and arrays (iteratively)."""
+    todo: list[tuple[Any, int]] = [(value, 1)]
+    while todo:
+        current, level = todo.pop()
+        if level > limit:
+            return False
+        if isinstance(current, dict):
+            todo.extend((item, level + 1) for item in current.values())
+        elif isinstance(current, list):
+            todo.extend((item, level + 1) for item in current)
+    return True
+
+
+def _read_bounded(path: Path) -> bytes | None:
+    """The file's bytes, read only if it is a regular file of the current user that nobody else
+    may write, in a directory nobody else may write (the ssh rule), and at most
+    :data:`MAX_FILE_BYTES` long. None when there is no file.
+
+    A FIFO, a device (``/dev/zero``) or a socket is refused without reading: it is opened with
+    ``O_NONBLOCK`` (a FIFO's open would wait for a writer) and checked with ``fstat``. The
+    ownership check is made on the opened file, so a file swapped in between is what is judged."""
     try:
-        with path.open("rb") as handle:
-            raw = tomllib.load(handle)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise ConfigFileError(f"{path}: is a directory, not a settings file") from None
     except OSError as exc:
         raise ConfigFileError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise ConfigFileError(f"{path}: is a directory, not a settings file")
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigFileError(
+                f"{path}: is not a regular file (a FIFO, device or socket is never read as settings)"
+            )
+        try:
+            check_parent(path, what="the settings file")
+            checked = check_private(path, what="the settings file")
+        except UnsafePathError as exc:
+            raise ConfigFileError(str(exc)) from None
+        except OSError as exc:
+            raise ConfigFileError(
+                f"{path}: cannot be checked ({exc.strerror or type(exc).__name__})"
+            ) from None
+        if (checked.st_dev, checked.st_ino) != (st.st_dev, st.st_ino):
+            raise ConfigFileError(f"{path}: changed while it was being read; try again")
+        if st.st_size > MAX_FILE_BYTES:
+            raise ConfigFileError(
+                f"{path}: is larger than {MAX_FILE_BYTES // 1024} KiB; a settings file is not"
+            )
+        content = handle.read(MAX_FILE_BYTES + 1)
+    if content is None or len(content) > MAX_FILE_BYTES:
+        raise ConfigFileError(
+            f"{path}: is larger than {MAX_FILE_BYTES // 1024} KiB, too large for a settings file"
+        )
+    return content
+
+
+def read_config_file_checked(
+    model: type[BaseModel], path: Path | None
+) -> tuple[dict[str, Any], list[str]] | None:
+    """The file's well-shaped settings keyed by field name (sections as dicts), and every problem
+    of its shape (unknown keys and tables, a table where a value belongs …); None when there is
+    no file. Types and bounds are left to the model. A file that cannot be used at all (unsafe,
+    too large, not a regular file, not TOML) raises :class:`ConfigFileError`."""
+    if path is None:
+        return None
+    content = _read_bounded(path)
+    if content is None:
+        return None
+    try:
+        raw = tomllib.loads(content.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigFileError(f"{path}: not valid TOML: the file is not UTF-8") from None
-    return _shape(model, path, raw)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigFileError(f"{path}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    if not _depth(raw, MAX_DEPTH):
+        raise ConfigFileError(f"{path}: nested too deeply (at most {MAX_DEPTH} levels)")
+    shape = _Shape(path)
+    data = shape.check(model, raw)
+    return data, shape.problems
+
+
+def read_config_file(model: type[BaseModel], path: Path | None) -> dict[str, Any] | None:
+    """:func:`read_config_file_checked`, raising every shape problem at once."""
+    result = read_config_file_checked(model, path)
+    if result is None:
+        return None
+    data, problems = result
+    if problems:
+        raise ConfigFileError("; ".join(problems))
+    return data
 
 
 def secret_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

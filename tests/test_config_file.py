@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -163,14 +164,14 @@ def test_an_environment_error_still_names_the_variable_with_a_file_present(tmp_p
 
 def test_an_unreadable_file_is_an_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, "heartbeat_interval = 5\n", mode=0o000)
-    real_open = Path.open
+    real_open = os.open
 
-    def refuse(self: Path, *args: object, **kwargs: object) -> object:
-        if self == path:  # as for any user but root, who reads a mode-0 file anyway
+    def refuse(file: object, *args: object, **kwargs: object) -> object:
+        if Path(str(file)) == path:  # as for any user but root, who reads a mode-0 file anyway
             raise PermissionError(13, "Permission denied")
-        return real_open(self, *args, **kwargs)  # type: ignore[arg-type]
+        return real_open(file, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Path, "open", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     with pytest.raises(ConfigError, match=rf"^{path}: cannot be read \(Permission denied\)$"):
         Settings.from_env(env_for(tmp_path))
 

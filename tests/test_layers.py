@@ -47,10 +47,15 @@ FORBIDDEN: dict[str, frozenset[str]] = {
     "frontends": frozenset({"agent", "events", "server", "models"}),
 }
 
-#: The one sanctioned crossing, with its reason: the plain terminal is the routing order's last
+#: The sanctioned crossings, with their reasons: the plain terminal is the routing order's last
 #: channel of the agent loop itself (no ACP client at all), and beats its spinner line on the
 #: agent's heartbeat scheduler.
-ALLOWED_CROSSINGS = {("acp_adapter.frontends.plain.printer", "acp_adapter.agent.heartbeat")}
+ALLOWED_CROSSINGS = {
+    ("acp_adapter.frontends.plain.printer", "acp_adapter.agent.heartbeat"),
+    # the settings file is read only when it passes the ssh rule; private_path needs only the
+    # standard library and errors (no cycle), and the file must be checked where it is opened
+    ("acp_adapter._config_file", "acp_adapter.safety.private_path"),
+}
 
 BASE_LAYERS = {name for name, rank in RANKS.items() if rank == 0}
 
