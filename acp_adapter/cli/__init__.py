@@ -32,6 +32,7 @@ from types import ModuleType  # noqa: E402
 
 from acp_adapter._version import __version__  # noqa: E402
 from acp_adapter.cli._flags import settings_from  # noqa: E402
+from acp_adapter.cli._usage import UsageParser  # noqa: E402
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -70,7 +71,7 @@ def _describe_commands(parser: argparse.ArgumentParser, commands: Iterable[str])
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="acp-progress", description=DESCRIPTION)
+    parser = UsageParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
