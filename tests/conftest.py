@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -28,12 +30,24 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+#: One private temporary directory per test process (each xdist worker has its own), removed when
+#: the process exits: a test run leaves nothing behind in the temp dir.
+TEMP_ROOT = Path(tempfile.mkdtemp(prefix="acp-progress-test-"))
+atexit.register(shutil.rmtree, TEMP_ROOT, True)
+
+
+def _private_dir(name: str) -> str:
+    path = TEMP_ROOT / name
+    path.mkdir(mode=0o700)
+    return str(path)
+
+
 # Every agent a test starts, in this process or spawned, keeps its sessions in a temporary state
-# directory of this test process (each xdist worker has its own), never the user's own.
-os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="acp-progress-test-state-")
+# directory of this test process, never the user's own ...
+os.environ["XDG_STATE_HOME"] = _private_dir("state")
 os.environ.pop("ACP_PROGRESS_STATE_DIR", None)
 # ... and reads its settings file from an empty directory, never the user's ~/.config/acp-progress.
-os.environ["ACP_PROGRESS_CONFIG_DIR"] = tempfile.mkdtemp(prefix="acp-progress-test-config-")
+os.environ["ACP_PROGRESS_CONFIG_DIR"] = _private_dir("config")
 
 
 @pytest.fixture
@@ -144,7 +158,7 @@ async def spawn_agent(
     argv: list[str] | None = None,
 ) -> AsyncIterator[tuple[Any, Any, Path]]:
     """Spawn ``python -m acp_adapter`` and yield (connection, process, stderr_log_path), initialised."""
-    log = Path(tempfile.mkstemp(prefix="acp-agent-", suffix=".log")[1])
+    log = Path(tempfile.mkstemp(prefix="acp-agent-", suffix=".log", dir=TEMP_ROOT)[1])
     with log.open("wb") as stderr:
         async with spawn_agent_process(
             client,

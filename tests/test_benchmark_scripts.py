@@ -105,3 +105,11 @@ def test_bench_sessions_measures_size_and_load_time_against_the_sdk(tmp_path: Pa
     assert positive(figures["database_kib"]) and positive(figures["load_ms"])
     assert figures["kib_per_100_turns"] == pytest.approx(figures["database_kib"] * 10)
     assert positive(figures["load_vs_bare_sdk"])
+
+
+@pytest.mark.benchmark
+def test_startup_benchmark_measures_each_command_against_python_pass(tmp_path: Path) -> None:
+    figures = figures_of("bench_startup.py", tmp_path, "--rounds", "1", "--only=--version")
+    assert set(figures) == {"baseline", "--version"}
+    assert positive(figures["baseline"]["median_s"])
+    assert all(positive(v) for v in figures["--version"].values()), figures

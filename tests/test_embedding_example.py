@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,7 @@ def test_the_readme_command_runs_the_example_from_another_directory(tmp_path: Pa
     env = {
         **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},  # nothing but the installed package
         "PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
-        "ACP_PROGRESS_CONFIG_DIR": tempfile.mkdtemp(prefix="acp-progress-cfg-"),
+        "ACP_PROGRESS_CONFIG_DIR": str(tmp_path),  # an empty settings directory
         "ACP_PROGRESS_HEARTBEAT_INTERVAL": "",
     }
     done = subprocess.run(

@@ -36,21 +36,24 @@ from acp_adapter.cli._usage import UsageParser  # noqa: E402
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-#: Every subcommand, in the order the help lists them: each is a module of this package with
-#: ``add_parser(subparsers)`` and ``run(args, settings) -> exit code`` (its own module says more).
-COMMANDS = (
-    "serve",
-    "watch",
-    "chat",
-    "sessions",
-    "descriptor",
-    "relay",
-    "run",
-    "audit",
-    "config",
-    "bridge",
-    "agui",
-)
+#: Every subcommand, in the order the help lists them, with its one-line help: each is a module of this
+#: package with ``add_parser(subparsers)`` and ``run(args, settings) -> exit code`` (its own module
+#: says more). The help is here, not only in the module, so ``--help`` and ``--version`` import no
+#: command module (they would pull in the settings model and the protocol schema: seconds on a slow
+#: machine); a test holds each module's own help to this table.
+COMMANDS: dict[str, str] = {
+    "serve": "serve ACP over stdio (what an editor launches)",
+    "watch": "spawn an ACP agent, send a prompt, render its cards live",
+    "chat": "a conversation with an ACP agent in one session (a prompt line, or stdin lines)",
+    "sessions": "list an ACP agent's stored sessions (session/list)",
+    "descriptor": "validate a tool presentation descriptor and show the line it renders",
+    "relay": "serve ACP to an editor with CMD as the real agent; adds a think card while CMD is silent",
+    "run": "run one prompt in a plain terminal, without ACP",
+    "audit": "show the permission decisions kept in the session store",
+    "config": "show every effective setting and where it came from (default, settings file, env, flag)",
+    "bridge": "chat bridges: drive an ACP agent from a chat (Telegram, console)",
+    "agui": "serve an AG-UI endpoint (HTTP + SSE) that drives an ACP agent",
+}
 
 DESCRIPTION = (
     "Make an ACP agent visibly alive: thinking spinners, tool cards and progress, in an editor, "
@@ -70,14 +73,28 @@ def _describe_commands(parser: argparse.ArgumentParser, commands: Iterable[str])
     parser.description = f"{DESCRIPTION} Commands: {names}. Run acp-progress COMMAND --help for one of them."
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given the words to parse, only the command they name is imported
+    and gets its real flags (the others are listed by name and help); without words, every command
+    is loaded (for tests and documentation)."""
+    chosen = _chosen_command(argv) if argv is not None else None
     parser = UsageParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        _command(name).add_parser(sub)
+    for name, summary in COMMANDS.items():
+        if argv is None or name == chosen:
+            _command(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=summary)
     _describe_commands(parser, sub.choices)
     return parser
+
+
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The first word that names a command (top-level options take no value, so it is the first word
+    that is not an option)."""
+    word = next((w for w in argv if not w.startswith("-")), None)
+    return word if word in COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,14 +121,14 @@ def _caused_by_ctrl_c(exc: BaseException) -> bool:
 
 
 def _main(argv: Sequence[str]) -> int:
-    from acp_adapter.config import ConfigError
-    from acp_adapter.safety.logging import configure_logging
-
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)  # --help and --version end here, before the settings model is imported
     if args.command is None:
         parser.print_help()
         return 0
+    from acp_adapter.config import ConfigError
+    from acp_adapter.safety.logging import configure_logging
+
     command = _command(args.command)
     if not getattr(command, "NEEDS_SETTINGS", True):
         # e.g. descriptor and config: an unrelated bad environment variable must not fail them
