@@ -140,4 +140,7 @@ def _main(argv: Sequence[str]) -> int:
         print(f"acp-progress: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
+    from acp_adapter.cli._state import warn_if_state_unusable
+
+    settings = warn_if_state_unusable(settings, args.command)  # one line on stderr, never silent
     return int(command.run(args, settings))

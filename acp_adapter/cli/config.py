@@ -30,7 +30,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: object = None) -> int:
     import json
 
-    from acp_adapter.cli._config_report import config_json, config_lines
+    from acp_adapter.cli._config_report import config_json, config_lines, state_lines
+    from acp_adapter.cli._state import check_state_dir, state_location
     from acp_adapter.config import ConfigError, Settings
 
     try:
@@ -38,9 +39,13 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
     except ConfigError as exc:
         print(f"acp-progress config: {exc}", file=sys.stderr)
         return 2
-    text = (
-        json.dumps(config_json(loaded), ensure_ascii=False) if args.json else "\n".join(config_lines(loaded))
-    )
+    state = state_location(loaded.settings)
+    problem = check_state_dir(state.directory) if state.enabled else None
+    if args.json:
+        text = json.dumps(config_json(loaded, state, problem), ensure_ascii=True)
+    else:
+        shown = state_lines(state, problem, state.database.exists())
+        text = "\n".join(config_lines(loaded, shown))
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `acp-progress config | head`: the reader had enough
