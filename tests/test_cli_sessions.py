@@ -77,3 +77,15 @@ def test_sessions_delete_removes_for_good_and_names_an_unknown_id(tmp_path: Path
     assert "could not delete session sess_nope" in missing.stderr and "Traceback" not in missing.stderr
     bare = cli(tmp_path / "st", "delete")
     assert bare.returncode == 2 and "name the session IDs" in bare.stderr
+
+
+def test_audit_json_gives_iso_8601_times() -> None:
+    """Old code gave epoch seconds where ``sessions --json`` gives ISO 8601."""
+    from acp_adapter.store.base import PermissionDecision
+    from acp_adapter.store.report import audit_json_lines
+
+    fields = PermissionDecision.__dataclass_fields__
+    values = {name: "x" for name in fields}
+    values.update(at=1_764_748_800.0, allowed=True)
+    row = json.loads(audit_json_lines([PermissionDecision(**values)])[0])
+    assert row["at"] == "2025-12-03T08:00:00Z"
