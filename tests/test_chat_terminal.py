@@ -36,7 +36,7 @@ def until(term: PtyChild, text: bytes, seconds: float = 30) -> bytes:
 def test_banner_names_the_agent_bogus_is_local_history_is_private(tmp_path: Path) -> None:
     term = chat(tmp_path)
     try:
-        seen = until(term, "› ".encode())
+        seen = until(term, "›".encode())  # prompt_toolkit draws it apart from its space
         banner = seen.decode(errors="replace")
         assert "chat with acp-progress" in banner, banner  # agentInfo from initialize
         assert sys.executable not in banner, "not the interpreter's path"
