@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def add_parser(sub: Any) -> None:
     sessions = sub.add_parser(
         "sessions",
-        help="list an ACP agent's stored sessions (session/list), or delete some",
+        help="list an ACP agent's stored sessions (session/list)",
         description="List the agent's stored sessions, newest first (every page), or remove sessions "
         "for good with: acp-progress sessions delete ID [ID ...]",
     )
