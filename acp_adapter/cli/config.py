@@ -37,7 +37,12 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
     try:
         loaded = Settings.load_with_sources(flags=setting_flags(args))
     except ConfigError as exc:
-        print(f"acp-progress config: {exc}", file=sys.stderr)
+        # one problem: one line; several (a settings file with three mistakes): one line each
+        if len(exc.problems) > 1:
+            listed = "".join(f"\n  {problem}" for problem in exc.problems)
+            print(f"acp-progress config: {len(exc.problems)} problems:{listed}", file=sys.stderr)
+        else:
+            print(f"acp-progress config: {exc}", file=sys.stderr)
         return 2
     state = state_location(loaded.settings)
     problem = check_state_dir(state.directory) if state.enabled else None
