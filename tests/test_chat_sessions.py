@@ -165,7 +165,8 @@ def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None
     assert second.returncode == 0
     listed = _run(["sessions", "--cwd", str(work)], work, state)
     assert listed.returncode == 0, listed.stderr
-    rows = listed.stdout.splitlines()
+    header, *rows = listed.stdout.splitlines()
+    assert header.split() == ["SESSION", "UPDATED", "WORKSPACE", "TITLE"]
     assert len(rows) == 2 and rows[0].endswith("what is 5*5") and rows[1].endswith("what is 2+2"), rows
     newest = rows[0].split()[0]
     cont = _run(["watch", "--summary", "off", "--continue", "what is 1+1"], work, state)
@@ -198,7 +199,7 @@ def test_watch_session_loads_that_session_not_the_newest_and_goes_on_in_it(dirs)
     assert older.returncode == 0, older.stderr
     newer = _run(["watch", "--summary", "off", "what is 5*5"], work, state)
     assert newer.returncode == 0, newer.stderr
-    rows = _run(["sessions", "--cwd", str(work)], work, state).stdout.splitlines()
+    rows = _run(["sessions", "--cwd", str(work)], work, state).stdout.splitlines()[1:]  # after the header
     assert rows[1].endswith("what is 2+2"), rows
     picked = rows[1].split()[0]
     out = _run(["watch", "--summary", "off", "--session", picked, "what is 7+7"], work, state)

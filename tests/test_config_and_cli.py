@@ -444,7 +444,11 @@ def test_config_shows_each_value_and_where_it_came_from_never_a_secret(tmp_path)
     )
     shown = _cli("config", "--summary-interval", "3", env=env)
     assert shown.returncode == 0, shown.stderr
-    rows = {line.split()[0]: line for line in shown.stdout.splitlines()[3:]}
+    out = shown.stdout.splitlines()
+    rows = {
+        line.split()[0]: line
+        for line in out[out.index(next(x for x in out if x.startswith("SETTING"))) + 1 :]
+    }
     assert shown.stdout.splitlines()[0] == f"settings file: {path} (read)"
     assert rows["heartbeat_interval"].split()[1:] == ["5.0", "file", str(path)]
     assert rows["openai.model"].split()[1:] == ['"from-env"', "env", "ACP_PROGRESS_OPENAI_MODEL"]

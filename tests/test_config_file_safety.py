@@ -158,6 +158,8 @@ def test_three_mistakes_are_all_reported_at_once(tmp_path: Path) -> None:
     ):
         assert problem in done.stderr, done.stderr
     assert done.stderr.count(str(path)) == 5
+    assert done.stderr.startswith("acp-progress config: 5 problems:\n  ")
+    assert len(done.stderr.splitlines()) == 6  # one line each
 
 
 def test_config_json_still_works_with_a_good_file(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from types import ModuleType  # noqa: E402
 
 from acp_adapter._version import __version__  # noqa: E402
 from acp_adapter.cli._flags import settings_from  # noqa: E402
+from acp_adapter.cli._usage import UsageParser  # noqa: E402
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -77,7 +78,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     and gets its real flags (the others are listed by name and help); without words, every command
     is loaded (for tests and documentation)."""
     chosen = _chosen_command(argv) if argv is not None else None
-    parser = argparse.ArgumentParser(prog="acp-progress", description=DESCRIPTION)
+    parser = UsageParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, summary in COMMANDS.items():
@@ -139,4 +140,7 @@ def _main(argv: Sequence[str]) -> int:
         print(f"acp-progress: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
+    from acp_adapter.cli._state import warn_if_state_unusable
+
+    settings = warn_if_state_unusable(settings, args.command)  # one line on stderr, never silent
     return int(command.run(args, settings))

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from acp_adapter.cli._state import StateLocation
 from acp_adapter.config import LoadedSettings, Settings
 from acp_adapter.safety.redact import REDACTED, redact_text
 
@@ -66,13 +67,34 @@ def config_rows(loaded: LoadedSettings) -> list[dict[str, Any]]:
     return rows
 
 
-def config_json(loaded: LoadedSettings) -> dict[str, Any]:
-    """The whole report for machines (``acp-progress config --json``)."""
-    return {
+def config_json(
+    loaded: LoadedSettings, state: StateLocation | None = None, problem: str | None = None
+) -> dict[str, Any]:
+    """The whole report for machines (``acp-progress config --json``); with ``state``, where
+    sessions really go (``stateDir``, ``database``, ``stateEnabled``, ``stateProblem``)."""
+    out: dict[str, Any] = {
         "configFile": str(loaded.config_file) if loaded.config_file is not None else None,
         "configFileFound": loaded.config_file_found,
-        "settings": {row.pop("setting"): row for row in config_rows(loaded)},
     }
+    if state is not None:
+        out.update(
+            stateDir=str(state.directory),
+            database=str(state.database),
+            stateEnabled=state.enabled,
+            stateProblem=problem,
+        )
+    out["settings"] = {row.pop("setting"): row for row in config_rows(loaded)}
+    return out
+
+
+def state_lines(state: StateLocation, problem: str | None, database_exists: bool) -> list[str]:
+    """Where sessions go: the resolved directory and database file, or why they cannot."""
+    if not state.enabled:
+        return [f"session store: off (sessions in memory only; it would be {state.database})"]
+    if problem is not None:
+        return [f"state directory: {state.directory} (UNUSABLE: {problem})"]
+    made = "exists" if database_exists else "created on first use"
+    return [f"state directory: {state.directory}", f"session database: {state.database} ({made})"]
 
 
 def _shown(value: Any) -> str:
@@ -83,8 +105,9 @@ def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)  # TOML-like: strings quoted, true/false, lists
 
 
-def config_lines(loaded: LoadedSettings) -> list[str]:
-    """The report for people: the file looked at, then ``setting  value  source`` columns."""
+def config_lines(loaded: LoadedSettings, where: list[str] | None = None) -> list[str]:
+    """The report for people: the file looked at (and ``where`` sessions go: :func:`state_lines`), then
+    ``setting  value  source`` columns."""
     if loaded.config_file is None:
         head = "settings file: none (no home directory in the environment)"
     else:
@@ -96,6 +119,6 @@ def config_lines(loaded: LoadedSettings) -> list[str]:
     ]
     width_name = max(len("SETTING"), *(len(r[0]) for r in rows))
     width_value = min(48, max(len("VALUE"), *(len(r[1]) for r in rows)))
-    lines = [head, "", f"{'SETTING':<{width_name}}  {'VALUE':<{width_value}}  SOURCE"]
+    lines = [head, *(where or []), "", f"{'SETTING':<{width_name}}  {'VALUE':<{width_value}}  SOURCE"]
     lines.extend(f"{name:<{width_name}}  {value:<{width_value}}  {source}" for name, value, source in rows)
     return lines

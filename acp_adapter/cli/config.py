@@ -30,17 +30,27 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: object = None) -> int:
     import json
 
-    from acp_adapter.cli._config_report import config_json, config_lines
+    from acp_adapter.cli._config_report import config_json, config_lines, state_lines
+    from acp_adapter.cli._state import check_state_dir, state_location
     from acp_adapter.config import ConfigError, Settings
 
     try:
         loaded = Settings.load_with_sources(flags=setting_flags(args))
     except ConfigError as exc:
-        print(f"acp-progress config: {exc}", file=sys.stderr)
+        # one problem: one line; several (a settings file with three mistakes): one line each
+        if len(exc.problems) > 1:
+            listed = "".join(f"\n  {problem}" for problem in exc.problems)
+            print(f"acp-progress config: {len(exc.problems)} problems:{listed}", file=sys.stderr)
+        else:
+            print(f"acp-progress config: {exc}", file=sys.stderr)
         return 2
-    text = (
-        json.dumps(config_json(loaded), ensure_ascii=False) if args.json else "\n".join(config_lines(loaded))
-    )
+    state = state_location(loaded.settings)
+    problem = check_state_dir(state.directory) if state.enabled else None
+    if args.json:
+        text = json.dumps(config_json(loaded, state, problem), ensure_ascii=True)
+    else:
+        shown = state_lines(state, problem, state.database.exists())
+        text = "\n".join(config_lines(loaded, shown))
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `acp-progress config | head`: the reader had enough

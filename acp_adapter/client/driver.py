@@ -420,6 +420,8 @@ class AgentDriver:
         self._turns: dict[str, Turn] = {}
         #: sessions being loaded: their replayed updates go to the loader's callback
         self._replaying: dict[str, Callable[[SessionUpdate], None]] = {}
+        #: the last :meth:`list_sessions` stopped before the agent's last page (its cursors loop)
+        self.list_incomplete = False
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_task: asyncio.Task[None] | None = None
         self._log_file: IO[bytes] | None = None
@@ -669,12 +671,17 @@ class AgentDriver:
         finally:
             self._replaying.pop(session_id, None)
 
-    async def list_sessions(self, cwd: str | None = None, max_pages: int = 100) -> list[SessionInfo]:
-        """Every session the agent lists (``session/list``, all pages, at most ``max_pages``)."""
+    async def list_sessions(self, cwd: str | None = None, max_pages: int = 100_000) -> list[SessionInfo]:
+        """Every session the agent lists (``session/list``), page after page to the end.
+
+        ``max_pages`` only guards against an agent whose cursors never end (or repeat): then
+        :attr:`list_incomplete` is set, so the caller can say the list is not whole."""
         if not self.can_list_sessions:
             raise AgentError("the agent cannot list sessions (no sessionCapabilities.list in initialize)")
         found: list[SessionInfo] = []
         cursor: str | None = None
+        seen: set[str] = set()
+        self.list_incomplete = False
         workspace = os.path.abspath(cwd) if cwd is not None else None  # noqa: ASYNC240 - string work
         try:
             for _ in range(max_pages):
@@ -683,11 +690,43 @@ class AgentDriver:
                 cursor = page.next_cursor
                 if not cursor:
                     break
+                if cursor in seen:  # the agent sends us round in a circle
+                    self.list_incomplete = True
+                    break
+                seen.add(cursor)
+            else:
+                self.list_incomplete = True
         except RequestError as exc:
             raise AgentError(f"the agent could not list its sessions: {describe_error(exc)}") from None
         except ConnectionError as exc:
             raise await self.crash_error(exc) from None
         return found
+
+    @property
+    def can_delete_sessions(self) -> bool:
+        """The agent offers ``session/delete`` (``sessionCapabilities.delete``)."""
+        init = self.initialize_response
+        caps = init.agent_capabilities.session_capabilities if init and init.agent_capabilities else None
+        return caps is not None and caps.delete is not None
+
+    async def delete_session(self, session_id: str) -> None:
+        """Remove a stored session for good (``session/delete``)."""
+        from acp.meta import AGENT_METHODS
+        from acp.schema import DeleteSessionRequest, DeleteSessionResponse
+        from acp.utils import request_model_from_dict
+
+        if not self.can_delete_sessions:
+            raise AgentError("the agent cannot delete sessions (no sessionCapabilities.delete in initialize)")
+        request = DeleteSessionRequest(session_id=session_id)
+        try:
+            await request_model_from_dict(
+                self.connection._conn, AGENT_METHODS["session_delete"], request, DeleteSessionResponse
+            )
+        except RequestError as exc:
+            said = describe_error(exc)
+            raise AgentError(f"the agent could not delete session {session_id}: {said}") from None
+        except ConnectionError as exc:
+            raise await self.crash_error(exc) from None
 
     def prompt(self, session_id: str, prompt: str | Sequence[PromptBlock]) -> Turn:
         """Send a prompt now; the returned :class:`Turn` yields its updates."""

@@ -15,6 +15,12 @@ def local_time(at: float) -> str:
     return datetime.datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def iso_time(at: float) -> str:
+    """``2026-12-02T07:15:03Z``: ISO 8601 in UTC, as ``sessions --json`` gives ``updatedAt``."""
+    moment = datetime.datetime.fromtimestamp(at, tz=datetime.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
 def audit_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
     """One line per decision, newest first: when, allowed/denied, by whom, where, what."""
     if not decisions:
@@ -34,7 +40,7 @@ def audit_json_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
     return [
         json.dumps(
             {
-                "at": d.at,
+                "at": iso_time(d.at),
                 "sessionId": d.session_id,
                 "toolCallId": d.tool_call_id,
                 "title": d.title,
@@ -42,7 +48,7 @@ def audit_json_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
                 "decidedBy": d.decided_by,
                 "surface": d.surface,
             },
-            ensure_ascii=False,
+            ensure_ascii=True,  # U+009B, U+202E … escaped: safe text on any terminal
             allow_nan=False,
         )
         for d in decisions

@@ -16,8 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
+import os
+import re
 import sys
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
 from acp.schema import RequestPermissionResponse
 from rich.console import Console
@@ -45,8 +49,61 @@ from acp_adapter.frontends.watch.watcher import (
 )
 from acp_adapter.summary import SummaryFactory
 
+log = logging.getLogger("acp_progress.chat")
+
 PROMPT = "› "
 HELP = "/cancel, /new (new session), /quit — Ctrl-C cancels a turn, Ctrl-D quits"
+
+
+#: one word after a slash (``/bogus``): a command, answered here; ``/usr/bin/x …`` is a prompt
+SLASH_COMMAND = re.compile(r"/[A-Za-z?][\w-]*")
+#: the chat history's file in the state directory
+HISTORY_FILE = "chat_history"
+
+
+def agent_label(driver: AgentDriver) -> str:
+    """The agent's name from ``initialize`` (``agentInfo``: its title or name, and version),
+    else the program it runs — never the interpreter's path."""
+    init = driver.initialize_response
+    info = init.agent_info if init is not None else None
+    if info is not None:
+        name = " ".join((info.title or info.name or "").split())
+        if name:
+            version = " ".join((info.version or "").split())
+            return _visible(f"{name} {version}" if version else name)
+    argv = list(driver.argv)
+    program = next((a for a in argv[1:] if not a.startswith("-")), None) if argv else None
+    if argv and os.path.basename(argv[0]).startswith("python") and program:
+        return _visible(os.path.basename(program))
+    return _visible(os.path.basename(argv[0]) if argv else "the agent")
+
+
+def _visible(text: str) -> str:
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def chat_history(settings: Settings) -> Any:
+    """``prompt_toolkit``'s ``FileHistory`` in the state directory (file 0600, directory 0700, both
+    checked as the store is: owned by you, writable by nobody else); in memory when the store is
+    off or the directory cannot be used — a history is never a reason not to chat."""
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    from acp_adapter.safety.private_path import PRIVATE_FILE_MODE, check_private, make_private_dir
+    from acp_adapter.store import default_state_dir
+
+    if not settings.state:
+        return InMemoryHistory()
+    directory = Path(settings.state_dir).expanduser() if settings.state_dir else default_state_dir()
+    path = directory / HISTORY_FILE
+    try:
+        make_private_dir(directory, what="the state directory")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        os.close(fd)
+        check_private(path, what="the chat history", readable_by_others=False)
+    except OSError as exc:
+        log.warning("chat history kept in memory only: %s", exc)
+        return InMemoryHistory()
+    return FileHistory(str(path))
 
 
 class _CtrlC(AcpProgressError):
@@ -161,8 +218,8 @@ class _Chat:
             # was never retrieved" traceback. An ordinary exception is just the prompt's result.
             event.app.exit(exception=_CtrlC())
 
-        session: PromptSession[str] = PromptSession(key_bindings=keys)
-        self.note(f"chat with {' '.join(self.driver.argv)} in {self.cwd} — {HELP}")
+        session: PromptSession[str] = PromptSession(key_bindings=keys, history=chat_history(self.settings))
+        self.note(f"chat with {agent_label(self.driver)} in {self.cwd} — {HELP}")
         while True:
             # Ctrl-C at the prompt is a key (the terminal is raw): KeyboardInterrupt; a SIGINT that
             # lands just before or after the raw mode (or from kill) is counted: both exit 130
@@ -197,6 +254,9 @@ class _Chat:
                 continue
             if command in ("/help", "/?"):
                 self.note(HELP)
+                continue
+            if SLASH_COMMAND.fullmatch(command):  # a mistyped command never goes to the model
+                self.note(f"unknown command {command}; /help lists them")
                 continue
             if not await self.turn(text):
                 return 130

@@ -1,0 +1,97 @@
+"""Where sessions really go, and one warning line when they cannot go there.
+
+A state directory that cannot be used (``ACP_PROGRESS_STATE_DIR=/proc/nope``, a directory another
+user owns or may write, a read-only disk) used to be silent: the agent fell back to memory, the
+error went to ``--agent-log`` only, and the next ``--continue`` said "no session to continue".
+Every command now checks the directory before it starts and says so in one line on stderr; the
+command then runs with the store off (in memory), as the agent would have anyway, so the agent
+it starts does not fail a second time in a log nobody reads.
+
+The check is the store's own rule (:mod:`acp_adapter.safety.private_path`: created 0700, owned by
+you, writable by nobody else) plus a write probe; it imports nothing of the store (start-up time).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acp_adapter.config import Settings
+
+__all__ = ["DATABASE_NAME", "StateLocation", "check_state_dir", "state_location", "warn_if_state_unusable"]
+
+#: commands that only read the store: the warning is given, the settings stay as they are
+READ_ONLY_COMMANDS = frozenset({"audit"})
+
+#: the session database's file name in the state directory (the store's ``DATABASE_NAME``)
+DATABASE_NAME = "sessions.sqlite3"
+
+
+@dataclass(frozen=True)
+class StateLocation:
+    """The resolved state directory, the database file in it, and whether the store is on."""
+
+    directory: Path
+    database: Path
+    enabled: bool
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/acp-progress``, else ``~/.local/state/acp-progress`` (as the store's)."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "acp-progress"
+
+
+def state_location(settings: Settings, environ: Mapping[str, str] | None = None) -> StateLocation:
+    directory = Path(settings.state_dir).expanduser() if settings.state_dir else default_state_dir(environ)
+    return StateLocation(directory, directory / DATABASE_NAME, settings.state)
+
+
+def check_state_dir(directory: Path) -> str | None:
+    """Why ``directory`` cannot hold the session store (None: it can). Creates it (0700) when
+    missing, as the store would."""
+    from acp_adapter.safety.private_path import UnsafePathError, make_private_dir
+
+    try:
+        make_private_dir(directory, what="the state directory")
+        with tempfile.TemporaryFile(dir=directory, prefix=".probe-"):
+            pass
+    except UnsafePathError as exc:
+        return str(exc)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        where = exc.filename if isinstance(exc.filename, str) else directory
+        return f"the state directory {directory} cannot be used ({reason}: {where})"
+    return None
+
+
+def warn_if_state_unusable(settings: Settings, command: str) -> Settings:
+    """One line on stderr when the store is on and its directory cannot be used; then the
+    settings with the store off (sessions in memory only, as the agent would fall back to)."""
+    import sys
+
+    if not settings.state:
+        return settings
+    where = state_location(settings)
+    problem = check_state_dir(where.directory)
+    if problem is None:
+        return settings
+    text = (
+        f"acp-progress {command}: warning: {problem}; sessions are kept in memory only "
+        "(set ACP_PROGRESS_STATE_DIR or state_dir to a directory of your own)"
+    )
+    print(_one_line(text), file=sys.stderr, flush=True)
+    # ``audit`` reads the store and reports what it finds there; the others run an agent
+    return settings if command in READ_ONLY_COMMANDS else settings.replace(state=False)
+
+
+def _one_line(text: str) -> str:
+    """Control characters (a path from the environment may hold any) shown, never sent raw."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
