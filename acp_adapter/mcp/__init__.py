@@ -1,0 +1,9 @@
+"""MCP servers handed to the agent by the editor (issue 27).
+
+Only configuration parsing lives here so far; the connection manager and the
+tool bridge are built on top of :mod:`acp_adapter.mcp.config`.
+"""
+
+from acp_adapter.mcp.config import McpConfigError, McpServerSpec, parse_common_form, server_names
+
+__all__ = ["McpConfigError", "McpServerSpec", "parse_common_form", "server_names"]
