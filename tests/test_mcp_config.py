@@ -46,3 +46,27 @@ def test_wrong_top_level() -> None:
         parse_common_form({"servers": {}})
     with pytest.raises(McpConfigError):
         parse_common_form({"mcpServers": {str(i): {"command": "x"} for i in range(100)}})
+
+
+def test_load_file(tmp_path: pytest.TempPathFactory) -> None:
+    import os
+    from pathlib import Path
+
+    from acp_adapter.mcp import load_mcp_config
+
+    base = Path(str(tmp_path))
+    good = base / "servers.json"
+    good.write_text('{"mcpServers": {"time": {"command": "mcp-server-time"}}}')
+    assert server_names(load_mcp_config(str(good))) == ["time"]
+    bad = base / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(McpConfigError, match="not valid JSON"):
+        load_mcp_config(str(bad))
+    with pytest.raises(McpConfigError, match="not a regular file"):
+        load_mcp_config(str(base))
+    fifo = base / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(McpConfigError, match="not a regular file"):
+        load_mcp_config(str(fifo))
+    with pytest.raises(McpConfigError, match="No such file"):
+        load_mcp_config(str(base / "missing.json"))

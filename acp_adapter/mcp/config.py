@@ -100,3 +100,32 @@ def server_names(servers: object) -> list[str]:
     if not isinstance(servers, list):
         return []
     return [s.name for s in servers if isinstance(s, McpServerStdio | HttpMcpServer)]
+
+
+MAX_FILE_BYTES = 1 << 20
+
+
+def load_mcp_config(path: str) -> list[McpServerSpec]:
+    """Read ``--mcp-config FILE``: a regular JSON file of at most 1 MiB in the common form."""
+    import json
+    import os
+    import stat
+
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is then refused below
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise McpConfigError(f"{path}: not a regular file")
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except IsADirectoryError:
+        raise McpConfigError(f"{path}: not a regular file") from None
+    except OSError as exc:
+        raise McpConfigError(f"{path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise McpConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise McpConfigError(f"{path}: not valid JSON ({str(exc)[:80]})") from None
+    return parse_common_form(document)
