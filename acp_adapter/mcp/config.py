@@ -1,0 +1,131 @@
+"""Parse MCP server lists into the ACP SDK's schema types.
+
+Two inputs exist: the ACP ``mcpServers`` list of ``session/new`` (already SDK
+models) and the common JSON form ``{"mcpServers": {"NAME": {...}}}`` that
+Claude Desktop, Cursor and VS Code write, read by ``--mcp-config FILE``.  Both
+end as ``McpServerStdio`` / ``HttpMcpServer`` so the rest of the code handles
+one shape.  Sizes are bounded because the file may come from anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
+
+McpServerSpec = McpServerStdio | HttpMcpServer
+
+MAX_SERVERS = 64
+MAX_ARGS = 256
+MAX_ITEMS = 256
+MAX_STRING = 8192
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class McpConfigError(ValueError):
+    """A server entry is malformed; the message names the entry, never a secret value."""
+
+
+def _string(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise McpConfigError(f"{where}: expected a string")
+    if len(value) > MAX_STRING:
+        raise McpConfigError(f"{where}: longer than {MAX_STRING} characters")
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise McpConfigError(f"{where}: contains control characters")
+    return value
+
+
+def _pairs(value: object, where: str) -> list[tuple[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        raise McpConfigError(f"{where}: expected an object")
+    if len(value) > MAX_ITEMS:
+        raise McpConfigError(f"{where}: more than {MAX_ITEMS} entries")
+    return [(_string(k, f"{where} key"), _string(v, f"{where}.{k}")) for k, v in value.items()]
+
+
+def parse_entry(name: str, entry: object) -> McpServerSpec:
+    """Turn one common-form entry into an SDK server model."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise McpConfigError(f"server name {name!r:.80}: use 1-64 letters, digits, '_', '.', '-'")
+    if not isinstance(entry, Mapping):
+        raise McpConfigError(f"{name}: expected an object")
+    if "url" in entry:
+        kind = entry.get("type", "http")
+        if kind not in ("http", "streamable-http", "streamableHttp"):
+            raise McpConfigError(f"{name}: only the http transport is supported, not {str(kind)[:40]!r}")
+        url = _string(entry["url"], f"{name}.url")
+        if not url.startswith(("http://", "https://")):
+            raise McpConfigError(f"{name}.url: must start with http:// or https://")
+        headers = [HttpHeader(name=k, value=v) for k, v in _pairs(entry.get("headers"), f"{name}.headers")]
+        return HttpMcpServer(name=name, url=url, headers=headers, type="http")
+    if "command" not in entry:
+        raise McpConfigError(f"{name}: needs 'command' (stdio) or 'url' (http)")
+    command = _string(entry["command"], f"{name}.command")
+    if not command:
+        raise McpConfigError(f"{name}.command: empty")
+    raw_args = entry.get("args", [])
+    if not isinstance(raw_args, list) or len(raw_args) > MAX_ARGS:
+        raise McpConfigError(f"{name}.args: expected a list of at most {MAX_ARGS} strings")
+    args = [_string(a, f"{name}.args[{i}]") for i, a in enumerate(raw_args)]
+    env = [EnvVariable(name=k, value=v) for k, v in _pairs(entry.get("env"), f"{name}.env")]
+    return McpServerStdio(name=name, command=command, args=args, env=env)
+
+
+def parse_common_form(document: object) -> list[McpServerSpec]:
+    """Parse ``{"mcpServers": {...}}``; every mistake is reported at once."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("mcpServers"), Mapping):
+        raise McpConfigError('expected {"mcpServers": {"NAME": {...}}}')
+    servers: Mapping[Any, Any] = document["mcpServers"]
+    if len(servers) > MAX_SERVERS:
+        raise McpConfigError(f"more than {MAX_SERVERS} servers")
+    specs: list[McpServerSpec] = []
+    errors: list[str] = []
+    for name, entry in servers.items():
+        try:
+            specs.append(parse_entry(name, entry))
+        except McpConfigError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise McpConfigError("; ".join(errors))
+    return specs
+
+
+def server_names(servers: object) -> list[str]:
+    """Names of the SDK server models in an ACP ``mcpServers`` list (what a stored session keeps)."""
+    if not isinstance(servers, list):
+        return []
+    return [s.name for s in servers if isinstance(s, McpServerStdio | HttpMcpServer)]
+
+
+MAX_FILE_BYTES = 1 << 20
+
+
+def load_mcp_config(path: str) -> list[McpServerSpec]:
+    """Read ``--mcp-config FILE``: a regular JSON file of at most 1 MiB in the common form."""
+    import json
+    import os
+    import stat
+
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; it is then refused below
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise McpConfigError(f"{path}: not a regular file")
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except IsADirectoryError:
+        raise McpConfigError(f"{path}: not a regular file") from None
+    except OSError as exc:
+        raise McpConfigError(f"{path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise McpConfigError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise McpConfigError(f"{path}: not valid JSON ({str(exc)[:80]})") from None
+    return parse_common_form(document)
