@@ -89,3 +89,33 @@ def test_audit_json_gives_iso_8601_times() -> None:
     values.update(at=1_764_748_800.0, allowed=True)
     row = json.loads(audit_json_lines([PermissionDecision(**values)])[0])
     assert row["at"] == "2025-12-03T08:00:00Z"
+
+
+def test_the_store_read_lists_what_the_agent_lists(tmp_path: Path) -> None:
+    """``sessions`` reads this project's store in-process (start-up time, issue 31 point 6); the
+    rows must be exactly what the spawned agent's ``session/list`` gives, in both forms."""
+    seed(tmp_path / "st", 3, cwd="/work/alpha")
+    store = SqliteStore(tmp_path / "st")
+    store.upsert_session(SessionRecord("sess_untitled", "/work/beta", None, time.time() - 9, time.time() - 9))
+    store.close()
+    agent = f"{sys.executable} -m acp_adapter"
+    for extra in ((), ("--json",), ("--cwd", "/work/alpha")):
+        if extra[:1] == ("--cwd",):
+            (tmp_path / "alpha").mkdir(exist_ok=True)
+            extra = ("--cwd", str(tmp_path / "alpha"))
+        direct = cli(tmp_path / "st", *extra)
+        spawned = cli(tmp_path / "st", *extra, "--agent", agent)
+        assert direct.returncode == spawned.returncode == 0, (direct.stderr, spawned.stderr)
+        assert direct.stdout == spawned.stdout
+        assert direct.stdout or extra[:1] == ("--cwd",)
+
+
+def test_a_stored_row_is_shaped_as_session_info() -> None:
+    from acp.schema import SessionInfo
+
+    from acp_adapter.cli.sessions import StoredRow, session_json
+
+    for title in ("a title", None):
+        row = StoredRow("sess_1", "/w", title, "2026-12-03T08:00:00Z")
+        info = SessionInfo(session_id="sess_1", cwd="/w", title=title, updated_at="2026-12-03T08:00:00Z")
+        assert session_json(row) == session_json(info)

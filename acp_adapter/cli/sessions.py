@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_adapter.cli._flags import add_agent_flag, add_init_timeout_flag
@@ -35,7 +36,7 @@ def add_parser(sub: Any) -> None:
 
 async def _sessions(args: argparse.Namespace, settings: Settings, cwd: str | None) -> int:
     from acp_adapter.client.driver import AgentDriver, AgentError
-    from acp_adapter.frontends.watch.sessions import session_table, updated_key
+    from acp_adapter.frontends.watch.sessions import updated_key
     from acp_adapter.frontends.watch.watcher import agent_env
 
     try:
@@ -53,14 +54,7 @@ async def _sessions(args: argparse.Namespace, settings: Settings, cwd: str | Non
         print(f"acp-progress sessions: {exc}", file=sys.stderr)
         return 2
     sessions.sort(key=updated_key, reverse=True)
-    if args.json:
-        for info in sessions:
-            print(
-                json.dumps(info.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=True)
-            )
-    else:
-        for line in session_table(sessions):
-            print(line)
+    _print_sessions(sessions, args.json)
     if incomplete:
         print(
             f"acp-progress sessions: the agent's list did not end (its page cursors repeat); "
@@ -91,12 +85,76 @@ async def _delete(driver: Any, ids: list[str]) -> int:
     return 1 if failed else 0
 
 
+def _print_sessions(sessions: list[Any], as_json: bool) -> None:
+    from acp_adapter.frontends.watch.session_table import session_table
+
+    if as_json:
+        for info in sessions:
+            print(json.dumps(session_json(info), ensure_ascii=True))
+    else:
+        for line in session_table(sessions):
+            print(line)
+
+
+def session_json(info: Any) -> dict[str, Any]:
+    """A session as ``SessionInfo`` serializes it (camelCase, absent fields left out); an agent's
+    own ``SessionInfo`` is dumped by the SDK, a row read from our store takes the same shape."""
+    dump = getattr(info, "model_dump", None)
+    if dump is not None:
+        return dict(dump(mode="json", by_alias=True, exclude_none=True))
+    shaped = {
+        "sessionId": info.session_id,
+        "cwd": info.cwd,
+        "title": info.title,
+        "updatedAt": info.updated_at,
+    }
+    return {key: value for key, value in shaped.items() if value is not None}
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """A session read straight from this project's store, with the fields ``session/list`` gives."""
+
+    session_id: str
+    cwd: str
+    title: str | None
+    updated_at: str | None
+
+
+def _list_from_store(settings: Settings, cwd: str | None) -> list[StoredRow]:
+    """This project's own sessions, read from its store in this process.
+
+    Spawning the default agent only to ask it ``session/list`` cost seconds (the protocol schema
+    and the model stack are imported twice); the agent would answer from this very database, with
+    the same pruning on open, so reading it here gives the same rows in a fraction of the time."""
+    from pathlib import Path
+
+    from acp_adapter.store import open_store
+    from acp_adapter.store.report import iso_time
+
+    if not settings.state:
+        return []
+    directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
+    store = open_store(directory, retention_days=settings.session_retention_days)
+    rows: list[StoredRow] = []
+    try:
+        cursor: str | None = None
+        while True:
+            page = store.list_sessions(cwd, cursor, 200)
+            rows += [StoredRow(r.session_id, r.cwd, r.title, iso_time(r.updated_at)) for r in page.sessions]
+            cursor = page.next_cursor
+            if cursor is None:
+                return rows
+    finally:
+        store.close()
+
+
 def _visible(text: str) -> str:
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from acp_adapter.frontends.watch.watcher import quiet_broken_stdout
+    from acp_adapter.frontends.stdout import quiet_broken_stdout
 
     if args.action == "list" and args.ids:
         print("acp-progress sessions: IDs are for delete (acp-progress sessions delete ID)", file=sys.stderr)
@@ -108,8 +166,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"acp-progress sessions: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
             return 2
     try:
+        if args.action == "list" and args.agent is None:
+            rows = _list_from_store(settings, cwd)
+            _print_sessions(rows, args.json)
+            if not rows and not args.json:
+                print("no sessions" + (f" in {cwd}" if cwd else ""), file=sys.stderr)
+            return 0
         return asyncio.run(_sessions(args, settings, cwd))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # ``sessions | head``: the reader has what it wanted
+        return 0
     finally:
         quiet_broken_stdout()

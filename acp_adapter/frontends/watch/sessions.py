@@ -19,6 +19,9 @@ from acp.schema import AgentMessageChunk, SessionInfo, ToolCallProgress, ToolCal
 from acp_adapter.client.driver import AgentDriver, AgentError
 from acp_adapter.frontends.watch.json_lines import JsonLines
 from acp_adapter.frontends.watch.render import CardBoard, card_line
+from acp_adapter.frontends.watch.session_table import session_table
+
+__all__ = ["newest_session", "open_session", "replay_lines", "session_table", "show_replay", "updated_key"]
 
 
 def replay_lines(updates: list[SessionUpdate]) -> list[str]:
@@ -60,45 +63,6 @@ def updated_key(info: SessionInfo) -> str:
 
 def newest_session(sessions: list[SessionInfo]) -> SessionInfo | None:
     return max(sessions, key=updated_key, default=None)
-
-
-def session_line(info: SessionInfo) -> str:
-    title = " ".join((info.title or "").split()) or "(untitled)"
-    return f"{info.session_id}  {info.updated_at or '-':<25}  {title}"
-
-
-def _shown(text: str) -> str:
-    """One line, control characters shown escaped (a title is a chat member's text)."""
-    flat = " ".join(text.split())
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in flat)
-
-
-def session_table(sessions: list[SessionInfo]) -> list[str]:
-    """``acp-progress sessions``: a header, then one row per session — its id, last update,
-    workspace and title (the title last: it is the only free-length column)."""
-    if not sessions:
-        return []
-    rows = [
-        (
-            _shown(info.session_id),
-            _shown(info.updated_at or "-"),
-            _shown(info.cwd or "-"),
-            _shown(info.title or "") or "(untitled)",
-        )
-        for info in sessions
-    ]
-    header = ("SESSION", "UPDATED", "WORKSPACE", "TITLE")
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(3)]
-    widths[2] = min(widths[2], 60)
-
-    def line(cells: tuple[str, str, str, str]) -> str:
-        return (
-            "  ".join(cell.ljust(width) for cell, width in zip(cells[:3], widths, strict=True))
-            + "  "
-            + cells[3]
-        )
-
-    return [line(header), *(line(row) for row in rows)]
 
 
 async def open_session(

@@ -45,6 +45,7 @@ from acp_adapter.client.driver import (
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
+from acp_adapter.frontends.stdout import quiet_broken_stdout
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
 from acp_adapter.frontends.watch.render import CardBoard
 from acp_adapter.frontends.watch.view import CardRenderer, LiveView, PlainView
@@ -416,13 +417,3 @@ def run_watch(args: argparse.Namespace, settings: Settings) -> int:
         return 130
     finally:
         quiet_broken_stdout()
-
-
-def quiet_broken_stdout() -> None:
-    """After ``| head`` closed our stdout, point it at /dev/null so the exit flush stays silent."""
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
