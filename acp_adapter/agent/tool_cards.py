@@ -84,7 +84,9 @@ class AcpToolObserver:
                 locations = (_absolute(self._workspace, path),)
         # build_tool_start redacts the whole _meta (and the title) at the single choke point
         meta = ProgressMeta(tool_id=call.name, label=label, preview=preview, emoji=presentation.emoji)
-        return title, presentation.kind, locations, meta
+        # a tool may say which kind its card is (MCP tools: from their annotations)
+        kind = getattr(tool, "card_kind", None) or presentation.kind
+        return title, kind, locations, meta
 
     def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
         title, kind, locations, meta = self._present(call, tool)
@@ -122,9 +124,13 @@ class AcpToolObserver:
             return PermissionDecision(False)
         card_id = self._card(call)
         self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
+        title = self._titles.get(card_id, call.name)
+        origin = getattr(tool, "server", "")
+        if origin:  # an MCP tool: the person sees which server and which tool asks
+            title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name})"
         request = ToolCallUpdate(
             tool_call_id=card_id,
-            title=redact_text(self._titles.get(card_id, call.name)),
+            title=redact_text(title),
             kind="execute",
             status="pending",
             raw_input=redact_value(dict(call.arguments)),
