@@ -93,6 +93,19 @@ class McpServer:
         self._scope: anyio.CancelScope | None = None
         self._on_list_changed = on_list_changed
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Values of this server's secret-named env variables and of all its headers: a server
+        that echoes them (in a result, an error, a progress message) must not show them anywhere."""
+        from acp_adapter.safety.redact import is_sensitive_name
+
+        if isinstance(self.spec, McpServerStdio):
+            values = [e.value for e in self.spec.env if is_sensitive_name(e.name)]
+        else:
+            values = [h.value for h in self.spec.headers]
+            values += [v for h in self.spec.headers for v in h.value.split()[1:]]  # "Bearer TOKEN"
+        return tuple(sorted({v for v in values if len(v) >= 6}, key=len, reverse=True))
+
     # ------------------------------------------------------------ lifecycle (runner task)
 
     async def run(self) -> None:

@@ -40,7 +40,11 @@ MAX_ERROR = 2000
 #: that never answers is bounded by cancel.
 CALL_TIMEOUT_ENV = "ACP_PROGRESS_MCP_CALL_TIMEOUT"
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]|\x1b\[[0-?]*[ -/]*[@-~]")
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, clear screen)
+    r"|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?"  # OSC (window title, hyperlinks)
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
 _SEARCHY = re.compile(r"search|find|query|grep|lookup|list", re.I)
 _FETCHY = re.compile(r"fetch|download|http|url|web|browse", re.I)
 
@@ -57,6 +61,14 @@ class McpTool(Tool):
 def clean_text(text: str) -> str:
     """``text`` without escape sequences and control characters (newlines and tabs stay)."""
     return _CONTROL.sub("", text)
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every known secret value of the server replaced."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "[REDACTED]")
+    return text
 
 
 def card_kind(tool: types.Tool) -> str:
@@ -151,19 +163,22 @@ class McpToolFactory:
                 raise ToolError(f"MCP server '{server_name}' is not running")
             finished = False
 
+            secrets = server.secrets
+
             async def progress(value: float, total: float | None, message: str | None) -> None:
                 if not finished:  # progress after the result is ignored
-                    ctx.progress(value, total, clean_text(message)[:500] if message else None)
+                    note = scrub(clean_text(message)[:500], secrets) if isinstance(message, str) else None
+                    ctx.progress(value, total, note)
 
             try:
                 result = _wait(loop, server.call(tool_name, dict(args), progress, call_timeout()), ctx)
             except ServerCrashed as exc:
                 raise ToolError(f"MCP server '{server_name}': {exc}") from None
             except MCPError as exc:
-                raise ToolError(f"MCP server '{server_name}': {reason_of(exc)}") from None
+                raise ToolError(f"MCP server '{server_name}': {scrub(reason_of(exc), secrets)}") from None
             finally:
                 finished = True
-            return to_return(result)
+            return to_return(result, secrets)
 
         return run
 
@@ -234,9 +249,9 @@ def cut(text: str, limit: int = MAX_RESULT_BYTES) -> str:
     return f"{kept}\n… (result cut: the server returned {len(data):,} bytes; the first {limit:,} are kept)"
 
 
-def to_return(result: types.CallToolResult) -> ToolReturn:
+def to_return(result: types.CallToolResult, secrets: tuple[str, ...] = ()) -> ToolReturn:
     """A tool result for the toolbox; ``isError`` fails the card with the server's message."""
-    text = clean_text(cut(result_text(result)))
+    text = scrub(clean_text(cut(result_text(result))), secrets)
     if result.is_error:
         message = " ".join(text.split())[:MAX_ERROR] or "the tool reported an error"
         raise ToolError(message)

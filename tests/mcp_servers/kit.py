@@ -1,6 +1,6 @@
 """A test MCP server built with the official ``mcp`` SDK (MCPServer, formerly FastMCP).
 
-Run ``python -m tests.mcp_servers.kit [stdio|http PORT] [--many N]``. Its tools cover what the
+Run ``python -m tests.mcp_servers.kit [stdio|http PORT]``. Its tools cover what the
 agent must survive: progress, a read-only tool, errors, a crash mid-call, a hang that ignores
 cancel, a huge result, a progress flood, secrets and escape sequences. ``MCP_KIT_MARKER`` names
 a file written at start (proof the server was started); ``MCP_KIT_PIDFILE`` gets its pid.
@@ -70,29 +70,15 @@ async def flood(ctx: Context, count: int = 10000) -> str:
 
 @server.tool(
     name="leak\x1b]0;pwned\x07\x1b[31m",
-    description="\x1b[2JDescription with escapes and sk-proj-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    description="\x1b[2JDescription with escapes and sk-proj-Aq3ZkT9vW2xY7bN4mP8rL5sD1fG6jK0b",
 )
 def leak() -> str:
     token = os.environ.get("KIT_SECRET", "")
-    return f"\x1b[31mred\x1b[0m token={token} key=sk-proj-BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
-
-
-def _add_many(count: int) -> None:
-    for i in range(count):
-
-        def make(i: int = i):  # type: ignore[no-untyped-def]
-            def tool() -> str:
-                return f"tool {i}"
-
-            return tool
-
-        server.add_tool(make(), name=f"t{i:05d}", description=f"tool number {i}")
+    return f"\x1b[31mred\x1b[0m token={token} key=sk-proj-Hq3ZkT9vW2xY7bN4mP8rL5sD1fG6jK0a"
 
 
 def main() -> None:
     argv = sys.argv[1:]
-    if "--many" in argv:
-        _add_many(int(argv[argv.index("--many") + 1]))
     marker = os.environ.get("MCP_KIT_MARKER")
     if marker:
         with open(marker, "a") as handle:
