@@ -1,0 +1,111 @@
+"""The reference MCP server ``@modelcontextprotocol/server-everything`` (npm, stdio) behind the agent:
+its progress reaches the card and AG-UI TOOL_PROGRESS as value/total, read-only tools run unasked,
+the others ask, cancel mid-operation ends the turn in time, its env secrets stay hidden.
+
+Needs ``npm ci`` in tests/mcp_everything (node_modules is never committed)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+
+import anyio
+import pytest
+from acp.schema import EnvVariable, McpServerStdio
+
+from acp_adapter.frontends.agui.policy import none_policy
+from acp_adapter.frontends.agui.projection import RunProjection
+
+from .agui_checks import wire
+from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .test_mcp_e2e import progress_of, text_of, tool_cards
+
+pytestmark = pytest.mark.anyio
+
+ENTRY = ROOT / "tests/mcp_everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+TOKEN = "evr-token-1a2b3c4d5e6f7a8b9c0d"
+
+needs_everything = pytest.mark.skipif(
+    not ENTRY.exists() or shutil.which("node") is None,
+    reason="run `npm ci` in tests/mcp_everything to install server-everything",
+)
+
+
+def everything() -> McpServerStdio:
+    return McpServerStdio(
+        name="everything",
+        command="node",
+        args=[str(ENTRY), "stdio"],
+        env=[EnvVariable(name="EVERYTHING_API_TOKEN", value=TOKEN)],
+    )
+
+
+FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+
+
+@needs_everything
+async def test_long_running_operation_progress_reaches_the_card_and_agui(tmp_path):
+    client = RecordingClient()
+    async with spawn_agent(client, env=FAST) as (conn, _p, log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+        ask = 'call trigger-long-running-operation {"duration": 1, "steps": 3}'
+        response = await prompt_text(conn, sid, ask)
+        assert response.stop_reason == "end_turn"
+        card = tool_cards(client, sid)[-1]
+        assert card[0].title.startswith("mcp__everything__trigger-long-running-operation")
+        values = progress_of(card)
+        assert values[-1] == {"value": 3, "total": 3} and len(values) >= 2
+        assert final_status(card) == "completed" and "Long running operation completed" in text_of(card[-1])
+        # the same updates through the AG-UI projection (a host that publishes progress values):
+        # TOOL_PROGRESS snapshots with value/total
+        projection = RunProjection("t", "r", emit_tool_progress=True, policy=none_policy)
+        events = projection.start()
+        for update in client.for_session(sid):
+            events += projection.project(update)
+        events += projection.finish(stop_reason="end_turn")
+        shots = [e for e in wire(events) if e.get("activityType") == "TOOL_PROGRESS"]
+        assert shots and shots[-1]["content"]["progress"] == {"value": 3, "total": 3}
+        # read-only echo runs unasked; toggle-simulated-logging (not read-only) asks first
+        await prompt_text(conn, sid, 'call echo {"message": "hi"}')
+        assert final_status(tool_cards(client, sid)[-1]) == "completed"
+        assert client.permission_requests == []
+        client.permission = "reject"
+        await prompt_text(conn, sid, "call toggle-simulated-logging {}")
+        (asked,) = client.permission_requests
+        assert "everything" in asked.title and "toggle-simulated-logging" in asked.title
+        card = tool_cards(client, sid)[-1]
+        assert final_status(card) == "failed" and "denied" in text_of(card[-1]).lower()
+        # its env token, echoed by get-env, never shows
+        await prompt_text(conn, sid, "call get-env {}")
+        assert final_status(tool_cards(client, sid)[-1]) == "completed"
+        assert TOKEN not in repr([r.update for r in client.updates])
+    assert TOKEN not in log.read_text()
+
+
+@needs_everything
+async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(tmp_path):
+    client = RecordingClient()
+    async with spawn_agent(client, env=FAST) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+        first = anyio.Event()
+
+        def watch(item) -> None:
+            if progress_of([item.update]):
+                first.set()
+
+        client.on_update = watch
+        answers = []
+        async with anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                call = 'call trigger-long-running-operation {"duration": 20, "steps": 20}'
+                answers.append(await prompt_text(conn, sid, call))
+
+            tg.start_soon(ask)
+            with anyio.fail_after(15):
+                await first.wait()
+            at = time.monotonic()
+            await conn.cancel(session_id=sid)
+        assert time.monotonic() - at < 2.0
+        assert answers[0].stop_reason == "cancelled"
+        assert final_status(tool_cards(client, sid)[-1]) != "in_progress"
