@@ -54,7 +54,8 @@ from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from acp_adapter.mcp.manager import McpManager
+from acp_adapter.mcp.config import server_names
+from acp_adapter.mcp.manager import MCP_SERVERS, McpManager, mcp_start_timeout
 from acp_adapter.mcp.tools import McpToolFactory
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
@@ -393,10 +394,11 @@ class ProgressAgent:
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
         await self._stop_mcp(session_id)  # a live copy's servers: the client passes the servers now
+        had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
         session.toolbox = default_toolbox(cwd)
         self.recorder.open_session(session_id, cwd, stored.record.title)
-        self._start_mcp(session, mcp_servers)
+        self._start_mcp(session, mcp_servers, had)
         for update in replay_updates(session_id, stored.events):
             self.outbox.submit(session_id, update)
         if stored.record.title:
@@ -470,27 +472,48 @@ class ProgressAgent:
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
         await self._stop_mcp(session_id)
+        had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
         session = self.sessions.adopt(session_id, cwd, self.outbox, history)
         session.toolbox = default_toolbox(cwd)
         self.recorder.open_session(session_id, cwd, stored.record.title if stored is not None else None)
-        self._start_mcp(session, mcp_servers)
+        self._start_mcp(session, mcp_servers, had)
         log.info("resumed session %s in %s", session_id, cwd)
         return ResumeSessionResponse()
 
     # ------------------------------------------------------------ MCP servers
 
-    def _start_mcp(self, session: Session, mcp_servers: Any) -> None:
-        """Start the session's MCP servers in parallel; the first prompt waits for them."""
+    def _start_mcp(self, session: Session, mcp_servers: Any, had: Sequence[str] = ()) -> None:
+        """Start the session's MCP servers in parallel; the first prompt waits for them.
+
+        The session store remembers their names (never commands, env or headers); ``had`` is what
+        it remembered for a loaded session: a server it had and the client no longer passes is
+        told once, in the session."""
         specs = list(mcp_servers or [])
-        if not specs:
+        names = server_names(specs)
+        missing = [n for n in had if n not in names]
+        if not specs and not missing:
             return
-        manager = McpManager(specs, session.cwd)
+        manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
+        for name in missing[:64]:
+            manager.notice(name, "the editor did not pass this server again; its tools are not available")
         manager.start()
         session.mcp = manager
         self._mcp[session.id] = manager
+        if names:
+            session_id = session.id
+            self._writer.submit(lambda: self.store.put(MCP_SERVERS, session_id, names))
         log.info("session %s: %d MCP server(s): %s", session.id, len(specs), ", ".join(manager.names))
+
+    def _mcp_names_of(self, session_id: str) -> list[str]:
+        """The MCP server names a stored session had (on a worker thread)."""
+        try:
+            names = self.store.get(MCP_SERVERS, session_id)
+        except Exception as exc:
+            log.warning("could not read the MCP servers of session %s: %s", session_id, exc)
+            return []
+        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     async def _stop_mcp(self, session_id: str) -> None:
         manager = self._mcp.pop(session_id, None)
@@ -529,6 +552,7 @@ class ProgressAgent:
     def _delete_stored(self, session_id: str) -> bool:
         with self.store.batch():
             self.store.remove(OPEN_TURNS, session_id)
+            self.store.remove(MCP_SERVERS, session_id)
             return self.store.delete(session_id)
 
     def _load_stored(self, session_id: str) -> StoredSession | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,21 @@ from anyio.abc import TaskGroup
 from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, reason_of
 
 log = logging.getLogger("acp_progress.mcp")
+
+#: The session store's namespace for the server names each session had (never secrets).
+MCP_SERVERS = "agent.mcp-servers"
+#: Seconds each server gets to start (``ACP_PROGRESS_MCP_START_TIMEOUT``, default 10).
+START_TIMEOUT_ENV = "ACP_PROGRESS_MCP_START_TIMEOUT"
+
+
+def mcp_start_timeout() -> float:
+    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else START_TIMEOUT
+    except ValueError:
+        log.warning("%s=%r is not a number of seconds; using %g", START_TIMEOUT_ENV, raw[:20], START_TIMEOUT)
+        return START_TIMEOUT
+    return min(max(value, 0.1), 300.0)
 
 
 class McpManager:

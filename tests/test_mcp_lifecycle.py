@@ -1,0 +1,93 @@
+"""MCP servers live as long as their session (issue 27, points 1 and 8): no orphan when the agent
+exits, a server that never answers initialize is given up after the start timeout and stopped,
+and a stored session remembers its servers' names (never their secrets) so ``session/load``
+reconnects to the servers the client passes now and says which ones it no longer has."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from acp.schema import EnvVariable, McpServerStdio
+
+from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .test_mcp_e2e import SECRET, alive, kit, text_of, tool_cards
+
+pytestmark = pytest.mark.anyio
+
+FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+
+
+async def gone(pid: int, within: float = 6.0) -> bool:
+    for _ in range(int(within / 0.05)):
+        if not alive(pid):
+            return True
+        await anyio.sleep(0.05)
+    return not alive(pid)
+
+
+async def test_servers_stop_when_the_agent_exits(tmp_path):
+    marker = tmp_path / "started"
+    client = RecordingClient()
+    async with spawn_agent(client, env=FAST) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
+        await prompt_text(conn, sid, 'call peek {"text": "x"}')
+        (pid,) = [int(x) for x in marker.read_text().split()]
+        assert alive(pid)
+    assert await gone(pid)
+
+
+async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path):
+    marker = tmp_path / "started"
+    mute = McpServerStdio(
+        name="mute",
+        command=sys.executable,
+        args=["-m", "tests.mcp_servers.kit", "sleep-forever"],
+        env=[
+            EnvVariable(name="PYTHONPATH", value=str(ROOT)),
+            EnvVariable(name="MCP_KIT_MARKER", value=str(marker)),
+        ],
+    )
+    client = RecordingClient()
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_START_TIMEOUT="3")
+    async with spawn_agent(client, env=env) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, kit()])).session_id
+        response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
+        assert response.stop_reason == "end_turn"
+        assert "MCP server 'mute' is not available: did not start within 3 s" in client.answer(sid)
+        assert final_status(tool_cards(client, sid)[-1]) == "completed"
+        (pid,) = [int(x) for x in marker.read_text().split()]
+        assert await gone(pid)
+
+
+async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_ones(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    state = tmp_path / "state"
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", XDG_STATE_HOME=str(state))
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[kit()])).session_id
+        await prompt_text(conn, sid, 'call peek {"text": "first"}')
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _p, _log):
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        await prompt_text(conn, sid, "hello")
+        assert (
+            "MCP server 'kit' is not available: the editor did not pass this server again"
+            in client.answer(sid)
+        )
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _p, _log):
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[kit()])
+        client.updates.clear()
+        await prompt_text(conn, sid, 'call peek {"text": "again"}')
+        card = tool_cards(client, sid)[-1]
+        assert final_status(card) == "completed" and "peek: again" in text_of(card[-1])
+        assert "not available" not in client.answer(sid)
+    stored = b"".join(p.read_bytes() for p in Path(state).rglob("*") if p.is_file())
+    assert b"kit" in stored and SECRET.encode() not in stored
+    assert os.fsencode(sys.executable) not in stored or b"tests.mcp_servers.kit" not in stored
