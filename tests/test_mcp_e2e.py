@@ -135,3 +135,16 @@ async def test_error_crash_and_restart_once_per_turn(tmp_path):
         card = tool_cards(client, sid)[-1]
         assert final_status(card) == "completed" and "peek: back" in text_of(card[-1])
         assert len(marker.read_text().split()) == 2
+
+
+async def test_tools_list_changed_refreshes_the_offered_tools_between_turns(tmp_path):
+    client = RecordingClient()
+    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+        await prompt_text(conn, sid, "call grown {}")
+        assert tool_cards(client, sid) == []  # not offered yet: the model does not call it
+        await prompt_text(conn, sid, "call grow {}")
+        await prompt_text(conn, sid, "call grown {}")
+        card = tool_cards(client, sid)[-1]
+        assert card[0].title.startswith("mcp__kit__grown")
+        assert final_status(card) == "completed" and "grown here" in text_of(card[-1])

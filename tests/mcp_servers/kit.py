@@ -77,6 +77,16 @@ def leak() -> str:
     return f"\x1b[31mred\x1b[0m token={token} key=sk-proj-Hq3ZkT9vW2xY7bN4mP8rL5sD1fG6jK0a"
 
 
+@server.tool(description="Add the tool 'grown' and tell the client its tool list changed.")
+async def grow(ctx: Context) -> str:
+    def grown() -> str:
+        return "grown here"
+
+    server.add_tool(grown, name="grown", description="A tool added while the server runs.")
+    await ctx.session.send_tool_list_changed()
+    return "grew"
+
+
 def main() -> None:
     argv = sys.argv[1:]
     marker = os.environ.get("MCP_KIT_MARKER")
