@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -34,6 +35,14 @@ async def slow_count(ctx: Context, steps: int = 3, delay: float = 0.1, label: st
         await anyio.sleep(delay)
         await ctx.report_progress(i, steps, f"step {i} of {steps}")
     return f"counted {steps} {label}"
+
+
+@server.tool(annotations=READ_ONLY, description="Progress steps stamped with the sender's monotonic clock.")
+async def stamped(ctx: Context, steps: int = 20, delay: float = 0.01) -> str:
+    for i in range(1, steps + 1):
+        await anyio.sleep(delay)
+        await ctx.report_progress(i, steps, f"t={time.monotonic():.6f}")
+    return f"stamped {steps}"
 
 
 @server.tool(description="Fail with an error message.")
