@@ -25,8 +25,7 @@ def test_mcp_progress_benchmark_measures_mcp_builtin_and_the_bare_sdk(tmp_path: 
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text())
     assert figures["mcp_samples"] >= 1 and figures["builtin_samples"] >= 1
-    assert (
-        figures["mcp_median_ms"] > 0 and figures["builtin_median_ms"] > 0 and figures["raw_sdk_median_ms"] > 0
-    )
-    assert figures["ratio"] == round(figures["mcp_median_ms"] / figures["builtin_median_ms"], 2)
+    assert min(figures["mcp_median_ms"], figures["builtin_median_ms"], figures["raw_sdk_median_ms"]) > 0
+    expected = figures["mcp_median_ms"] / figures["builtin_median_ms"]
+    assert figures["ratio"] == pytest.approx(expected, abs=0.02)
     assert "ratio MCP / built-in" in done.stdout
