@@ -26,6 +26,8 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
+    CloseSessionRequest,
+    CloseSessionResponse,
     DeleteSessionRequest,
     DeleteSessionResponse,
     Implementation,
@@ -39,6 +41,7 @@ from acp.schema import (
     ResumeSessionRequest,
     ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
     SessionInfoUpdate,
@@ -354,6 +357,7 @@ class ProgressAgent:
                     list=SessionListCapabilities(),
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
                     resume=SessionResumeCapabilities() if self.routes_resume else None,
+                    close=SessionCloseCapabilities() if self.routes_resume else None,
                 ),
                 # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
@@ -480,6 +484,26 @@ class ProgressAgent:
         self._start_mcp(session, mcp_servers, had)
         log.info("resumed session %s in %s", session_id, cwd)
         return ResumeSessionResponse()
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Free a live session: its running turn is cancelled (waited for up to 2 s), its MCP servers
+        are stopped; the stored conversation stays (``session/load`` brings it back)."""
+        live = self.sessions.find(session_id)
+        if live is None:
+            raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session id"})
+        if live.cancel is not None:
+            live.cancel.cancel("the session was closed")
+            for _ in range(40):
+                if live.cancel is None:
+                    break
+                await asyncio.sleep(0.05)
+        self.sessions.close(session_id)
+        await self._stop_mcp(session_id)
+        self.recorder.forget(session_id)
+        if self._outbox is not None:
+            self._outbox.forget_observers(session_id)
+        log.info("closed session %s", session_id)
+        return CloseSessionResponse()
 
     # ------------------------------------------------------------ MCP servers
 
@@ -858,12 +882,20 @@ def agent_connection(agent: ProgressAgent, transport: Any) -> AgentSideConnectio
             adapt_result=normalize_result,
         )
         agent.routes_delete = True
-        # session/resume is "unstable" in this SDK (not routed by default): routed the same way
+        # session/resume and session/close are "unstable" in this SDK (not routed by default):
+        # routed the same way
         router.route_request(
             AGENT_METHODS["session_resume"],
             ResumeSessionRequest,
             agent,
             "resume_session",
+            adapt_result=normalize_result,
+        )
+        router.route_request(
+            AGENT_METHODS["session_close"],
+            CloseSessionRequest,
+            agent,
+            "close_session",
             adapt_result=normalize_result,
         )
         agent.routes_resume = True

@@ -91,3 +91,32 @@ async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_o
     stored = b"".join(p.read_bytes() for p in Path(state).rglob("*") if p.is_file())
     assert b"kit" in stored and SECRET.encode() not in stored
     assert os.fsencode(sys.executable) not in stored or b"tests.mcp_servers.kit" not in stored
+
+
+async def _close_session(conn, session_id: str):
+    """``session/close`` through the SDK's client connection and models (no hand-built JSON)."""
+    from acp.meta import AGENT_METHODS
+    from acp.schema import CloseSessionRequest, CloseSessionResponse
+    from acp.utils import request_model_from_dict
+
+    return await request_model_from_dict(
+        conn._conn,
+        AGENT_METHODS["session_close"],
+        CloseSessionRequest(session_id=session_id),
+        CloseSessionResponse,
+    )
+
+
+async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path):
+    marker = tmp_path / "started"
+    client = RecordingClient()
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_CALL_TIMEOUT="0.5")
+    async with spawn_agent(client, env=env) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
+        response = await prompt_text(conn, sid, "call hang {}")
+        assert response.stop_reason == "end_turn"
+        card = tool_cards(client, sid)[-1]
+        assert final_status(card) == "failed" and "timed out" in text_of(card[-1]).lower()
+        (pid,) = [int(x) for x in marker.read_text().split()]
+        await _close_session(conn, sid)
+        assert await gone(pid)
