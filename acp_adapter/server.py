@@ -58,6 +58,7 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
 from acp_adapter.mcp.config import server_names
+from acp_adapter.mcp.connection import reason_of
 from acp_adapter.mcp.manager import MCP_SERVERS, McpManager, mcp_start_timeout
 from acp_adapter.mcp.tools import McpToolFactory
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
@@ -567,7 +568,10 @@ class ProgressAgent:
         manager = session.mcp
         if manager is None:
             return
-        await manager.prepare_turn()
+        try:
+            await manager.prepare_turn()
+        except Exception as exc:  # the turn goes on with the servers that are ready
+            log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
         session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)
         notes = manager.take_notices()
         if notes:

@@ -148,3 +148,17 @@ async def test_tools_list_changed_refreshes_the_offered_tools_between_turns(tmp_
         card = tool_cards(client, sid)[-1]
         assert card[0].title.startswith("mcp__kit__grown")
         assert final_status(card) == "completed" and "grown here" in text_of(card[-1])
+
+
+async def test_descriptors_are_validated_as_seed_000_says(tmp_path):
+    client = RecordingClient()
+    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+        key = "sk-proj-Hq3ZkT9vW2xY7bN4mP8rL5sD1fG6jK0c"
+        await prompt_text(conn, sid, f'call peek_key {{"api_key": "{key}", "note": "n1"}}')
+        await prompt_text(conn, sid, 'call peek_escape {"note": "n2"}')
+        first, second = tool_cards(client, sid)
+        # a descriptor that previews a sensitive field is refused: raw id, safe scalar preview
+        assert first[0].title == "mcp__kit__peek_key n1"
+        assert second[0].title == "mcp__kit__peek_escape n2"
+        assert key not in repr([r.update for r in client.updates])

@@ -45,6 +45,24 @@ async def stamped(ctx: Context, steps: int = 20, delay: float = 0.01) -> str:
     return f"stamped {steps}"
 
 
+@server.tool(
+    annotations=READ_ONLY,
+    description="A descriptor that previews a sensitive field: refused, the card falls back.",
+    meta={"agh/friendly_verb": "Peeking", "agh/preview": "arg:api_key"},
+)
+def peek_key(api_key: str = "", note: str = "") -> str:
+    return f"note {note}"
+
+
+@server.tool(
+    annotations=READ_ONLY,
+    description="A descriptor whose verb carries an escape sequence: refused.",
+    meta={"agh/friendly_verb": "Peeking\x1b[2J", "agh/preview": "arg:note"},
+)
+def peek_escape(note: str = "") -> str:
+    return f"note {note}"
+
+
 @server.tool(description="Fail with an error message.")
 def fail(message: str = "the widget broke") -> str:
     raise ToolError(message)
