@@ -45,7 +45,14 @@ def test_is_error_fails_with_the_servers_message_and_images_and_links_are_descri
             types.ResourceLink(type="resource_link", uri="file:///a.txt", name="a.txt"),
         ]
     )
-    assert to_return(mixed).text == "see\n[image image/png, about 3 bytes]\n[resource a.txt: file:///a.txt]"
+    done = to_return(mixed)
+    assert done.text == "see\n[image image/png, about 3 bytes]\n[resource a.txt: file:///a.txt]"
+    assert done.raw_output == {
+        "media": [
+            {"type": "image", "mimeType": "image/png"},
+            {"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt"},
+        ]
+    }
 
 
 def test_kinds_come_from_annotations_and_names() -> None:

@@ -256,4 +256,26 @@ def to_return(result: types.CallToolResult, secrets: tuple[str, ...] = ()) -> To
         message = " ".join(text.split())[:MAX_ERROR] or "the tool reported an error"
         raise ToolError(message)
     size = len(text.encode("utf-8", "replace"))
-    return ToolReturn(text or "(no output)", summary=f"{size:,} bytes")
+    return ToolReturn(text or "(no output)", summary=f"{size:,} bytes", raw_output=media_of(result, secrets))
+
+
+MAX_MEDIA = 50
+
+
+def media_of(result: types.CallToolResult, secrets: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """Images, audio and resource links of a result, described for the card's raw output (never
+    their data); None when there are none."""
+    media: list[dict[str, Any]] = []
+    for item in result.content:
+        if len(media) >= MAX_MEDIA:
+            break
+        if isinstance(item, types.ImageContent | types.AudioContent):
+            media.append({"type": item.type, "mimeType": clean_text(item.mime_type)[:100]})
+        elif isinstance(item, types.ResourceLink):
+            link = {
+                "type": "resource_link",
+                "uri": clean_text(str(item.uri))[:2000],
+                "name": clean_text(item.name)[:200],
+            }
+            media.append({k: scrub(v, secrets) for k, v in link.items()})
+    return {"media": media} if media else None
