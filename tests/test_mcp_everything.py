@@ -2,11 +2,14 @@
 its progress reaches the card and AG-UI TOOL_PROGRESS as value/total, read-only tools run unasked,
 the others ask, cancel mid-operation ends the turn in time, its env secrets stay hidden.
 
-Needs ``npm ci`` in tests/mcp_everything (node_modules is never committed)."""
+server-everything is pinned in tests/mcp_everything (package.json and its lock file) and installed
+there when missing; node_modules is never committed."""
 
 from __future__ import annotations
 
+import fcntl
 import shutil
+import subprocess
 import time
 
 import anyio
@@ -22,19 +25,35 @@ from .test_mcp_e2e import progress_of, text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
 
-ENTRY = ROOT / "tests/mcp_everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+EVERYTHING_DIR = ROOT / "tests/mcp_everything"
+ENTRY = EVERYTHING_DIR / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 TOKEN = "evr-token-1a2b3c4d5e6f7a8b9c0d"
 
-needs_everything = pytest.mark.skipif(
-    not ENTRY.exists() or shutil.which("node") is None,
-    reason="run `npm ci` in tests/mcp_everything to install server-everything",
-)
+
+def node_with_everything() -> str:
+    """node, with server-everything installed from tests/mcp_everything's lock file when missing
+    (test workers may get here together: one installs under the lock, the others wait)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail("node and npm are required for this test (install Node.js >= 18 with npm)")
+    with open(EVERYTHING_DIR / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ENTRY.is_file():
+            done = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--no-save"],
+                cwd=EVERYTHING_DIR,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
+    return node
 
 
 def everything() -> McpServerStdio:
     return McpServerStdio(
         name="everything",
-        command="node",
+        command=node_with_everything(),
         args=[str(ENTRY), "stdio"],
         env=[EnvVariable(name="EVERYTHING_API_TOKEN", value=TOKEN)],
     )
@@ -43,7 +62,6 @@ def everything() -> McpServerStdio:
 FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
 
 
-@needs_everything
 async def test_long_running_operation_progress_reaches_the_card_and_agui(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, env=FAST) as (conn, _p, log):
@@ -82,7 +100,6 @@ async def test_long_running_operation_progress_reaches_the_card_and_agui(tmp_pat
     assert TOKEN not in log.read_text()
 
 
-@needs_everything
 async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, env=FAST) as (conn, _p, _log):
