@@ -98,3 +98,34 @@ def test_call_line_reaches_any_offered_tool_by_full_or_unique_bare_name() -> Non
     call = explicit_call("call mcp__a__sum {bad json}", offered)
     assert call is not None and "_raw" in call.arguments
     assert explicit_call("please call sum", offered) is None
+
+
+def test_a_sessions_offered_schemas_are_bounded_and_the_cut_is_said_once(tmp_path) -> None:
+    import asyncio
+    import json
+
+    from acp.schema import McpServerStdio
+
+    from acp_adapter.mcp.connection import McpServer
+    from acp_adapter.mcp.manager import McpManager
+    from acp_adapter.mcp.tools import MAX_OFFERED_BYTES, McpToolFactory
+
+    manager = McpManager([], str(tmp_path))
+    server = McpServer(McpServerStdio(name="wide", command="true", args=[], env=[]), str(tmp_path))
+    server.state = "ready"
+    props = {f"p{i}": {"type": "string", "description": "d" * 40} for i in range(80)}
+    server.tools = [
+        types.Tool(name=f"t{i}", input_schema={"type": "object", "properties": props}) for i in range(1000)
+    ]
+    manager.servers.append(server)
+    loop = asyncio.new_event_loop()
+    try:
+        factory = McpToolFactory(manager, loop)
+        offered = factory.tools()
+        again = factory.tools()
+    finally:
+        loop.close()
+    size = sum(len(t.description) + len(json.dumps(t.parameters)) for t in offered)
+    assert 0 < len(offered) < 1000 and size <= MAX_OFFERED_BYTES and len(again) == len(offered)
+    (note,) = manager.take_notices()
+    assert f"{1000 - len(offered)} of its tools were left out" in note

@@ -35,6 +35,8 @@ log = logging.getLogger("acp_progress.mcp")
 MAX_RESULT_BYTES = 1 << 20
 MAX_DESCRIPTION = 2000
 MAX_SCHEMA_BYTES = 64 * 1024
+#: All MCP tool descriptions and schemas offered in one session (every model request carries them).
+MAX_OFFERED_BYTES = 2 << 20
 MAX_ERROR = 2000
 #: Per-call timeout in seconds (``ACP_PROGRESS_MCP_CALL_TIMEOUT``); none by default: a call
 #: that never answers is bounded by cancel.
@@ -120,10 +122,11 @@ class McpToolFactory:
     def __init__(self, manager: Any, loop: asyncio.AbstractEventLoop) -> None:
         self.manager = manager
         self.loop = loop
-        self._dropped_told: set[str] = set()
+        self._dropped_told: set[object] = set()
 
     def tools(self) -> list[McpTool]:
         out: list[McpTool] = []
+        budget = MAX_OFFERED_BYTES  # what every model request carries: bounded for the session
         for server in self.manager.servers:
             if server.state not in ("ready", "crashed"):  # a crashed one is restarted at its next call
                 continue
@@ -133,8 +136,20 @@ class McpToolFactory:
                 self._dropped_told.add(server.name)
                 why = f"{dropped} of its {len(by_name)} tools were left out (at most 1,000 a server)"
                 self.manager.notice(server.name, why)
+            over = 0
             for offered, original in mapping.items():
-                out.append(self._tool(server.name, offered, by_name[original]))
+                tool = self._tool(server.name, offered, by_name[original])
+                cost = len(tool.description) + len(json.dumps(tool.parameters))
+                if budget - cost < 0:
+                    over += 1
+                    continue
+                budget -= cost
+                out.append(tool)
+            if over and (server.name, "budget") not in self._dropped_told:
+                self._dropped_told.add((server.name, "budget"))
+                limit = MAX_OFFERED_BYTES >> 20
+                why = f"{over} of its tools were left out (a session's MCP tool schemas: at most {limit} MiB)"
+                self.manager.notice(server.name, why)
         return out
 
     def _tool(self, server: str, offered: str, tool: types.Tool) -> McpTool:
