@@ -64,7 +64,8 @@ FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
 
 async def test_long_running_operation_progress_reaches_the_card_and_agui(tmp_path):
     client = RecordingClient()
-    async with spawn_agent(client, env=FAST) as (conn, _p, log):
+    env = {**FAST, "AGENT_ONLY_CANARY": "agent-canary-7f6e5d"}  # the agent's env, not the server's
+    async with spawn_agent(client, env=env) as (conn, _p, log):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
         ask = 'call trigger-long-running-operation {"duration": 1, "steps": 3}'
         response = await prompt_text(conn, sid, ask)
@@ -95,7 +96,9 @@ async def test_long_running_operation_progress_reaches_the_card_and_agui(tmp_pat
         assert final_status(card) == "failed" and "denied" in text_of(card[-1]).lower()
         # its env token, echoed by get-env, never shows
         await prompt_text(conn, sid, "call get-env {}")
-        assert final_status(tool_cards(client, sid)[-1]) == "completed"
+        card = tool_cards(client, sid)[-1]
+        assert final_status(card) == "completed" and "EVERYTHING_API_TOKEN" in text_of(card[-1])
+        assert "agent-canary" not in text_of(card[-1])  # a stdio server inherits only PATH, HOME …
         assert TOKEN not in repr([r.update for r in client.updates])
     assert TOKEN not in log.read_text()
 
