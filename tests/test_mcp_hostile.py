@@ -103,3 +103,33 @@ async def test_escapes_and_secrets_from_a_server_never_reach_the_client_or_the_l
         assert "\\x1b" not in everything and "\x1b" not in everything
         assert "red token=[REDACTED]" in text_of(card[-1])
     assert SECRET not in log.read_text()
+
+
+async def test_session_cancel_sends_mcp_notifications_cancelled_to_the_server(tmp_path):
+    cancelled = tmp_path / "cancelled"
+    client = RecordingClient()
+    async with spawn_agent(client, env=FAST) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(cancelled=cancelled)])).session_id
+        waiting = anyio.Event()
+
+        def watch(item) -> None:
+            if "waiting for cancel" in text_of(item.update):
+                waiting.set()
+
+        client.on_update = watch
+        answers = []
+        async with anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                answers.append(await prompt_text(conn, sid, "call wait_cancel {}"))
+
+            tg.start_soon(ask)
+            with anyio.fail_after(15):
+                await waiting.wait()
+            await conn.cancel(session_id=sid)
+        assert answers[0].stop_reason == "cancelled"
+        for _ in range(100):  # the server's handler was cancelled by notifications/cancelled
+            if cancelled.exists():
+                break
+            await anyio.sleep(0.05)
+        assert cancelled.read_text() == "cancelled\n"

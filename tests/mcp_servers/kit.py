@@ -83,6 +83,20 @@ async def hang(ctx: Context) -> str:
     return "never"
 
 
+@server.tool(description="Wait until cancelled; a cancel (notifications/cancelled) writes MCP_KIT_CANCELLED.")
+async def wait_cancel(ctx: Context) -> str:
+    await ctx.report_progress(0, 1, "waiting for cancel")
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        path = os.environ.get("MCP_KIT_CANCELLED")
+        if path:
+            with open(path, "w") as handle:
+                handle.write("cancelled\n")
+        raise
+    return "not cancelled"
+
+
 @server.tool(annotations=READ_ONLY, description="Return a result of mb megabytes.")
 def huge(mb: float = 5) -> str:
     return "x" * int(mb * (1 << 20))
