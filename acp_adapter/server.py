@@ -508,7 +508,13 @@ class ProgressAgent:
 
     # ------------------------------------------------------------ MCP servers
 
-    def _start_mcp(self, session: Session, mcp_servers: Any, had: Sequence[str] = ()) -> None:
+    def _start_mcp(
+        self,
+        session: Session,
+        mcp_servers: Any,
+        had: Sequence[str] = (),
+        why: str = "the editor did not pass this server again; its tools are not available",
+    ) -> None:
         """Start the session's MCP servers in parallel; the first prompt waits for them.
 
         The session store remembers their names (never commands, env or headers); ``had`` is what
@@ -522,7 +528,7 @@ class ProgressAgent:
         manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
         for name in missing[:64]:
-            manager.notice(name, "the editor did not pass this server again; its tools are not available")
+            manager.notice(name, why)
         manager.start()
         session.mcp = manager
         self._mcp[session.id] = manager
@@ -613,6 +619,10 @@ class ProgressAgent:
             )
             session.toolbox = default_toolbox(stored.record.cwd)
             self.recorder.open_session(session_id, stored.record.cwd, stored.record.title)
+            had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
+            self._start_mcp(
+                session, [], had, "it was stopped with the idle session; load the session again to reconnect"
+            )
             log.info("session %s brought back from the store for a prompt", session_id)
             return self.sessions.get(session_id)
 

@@ -120,3 +120,19 @@ async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_
         (pid,) = [int(x) for x in marker.read_text().split()]
         await _close_session(conn, sid)
         assert await gone(pid)
+
+
+async def test_an_idle_session_is_freed_with_its_servers_and_says_so_when_it_comes_back(tmp_path):
+    marker = tmp_path / "started"
+    client = RecordingClient()
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_SESSION_IDLE_TIMEOUT="1")
+    async with spawn_agent(client, env=env) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
+        await prompt_text(conn, sid, 'call peek {"text": "x"}')
+        (pid,) = [int(x) for x in marker.read_text().split()]
+        await anyio.sleep(1.3)
+        await conn.new_session(cwd=str(tmp_path), mcp_servers=[])  # its sweep frees the idle session
+        assert await gone(pid)
+        await prompt_text(conn, sid, "hello")
+        told = "MCP server 'kit' is not available: it was stopped with the idle session"
+        assert client.answer(sid).count(told) == 1
