@@ -133,3 +133,20 @@ async def test_session_cancel_sends_mcp_notifications_cancelled_to_the_server(tm
                 break
             await anyio.sleep(0.05)
         assert cancelled.read_text() == "cancelled\n"
+
+
+async def test_a_result_that_breaks_its_output_schema_fails_the_card_and_the_session_goes_on(tmp_path):
+    server = McpServerStdio(
+        name="many",
+        command=sys.executable,
+        args=["-m", "tests.mcp_servers.many", "2"],
+        env=[type(kit().env[0])(name="PYTHONPATH", value=str(ROOT))],
+    )
+    client = RecordingClient()
+    async with spawn_agent(client, env=FAST) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[server])).session_id
+        await prompt_text(conn, sid, "call bad_output {}")
+        await prompt_text(conn, sid, "call t00001 {}")
+        bad, good = tool_cards(client, sid)
+        assert final_status(bad) == "failed" and "structured content" in text_of(bad[-1])
+        assert final_status(good) == "completed" and "ran t00001" in text_of(good[-1])

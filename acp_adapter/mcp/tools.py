@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
-from mcp.shared.exceptions import MCPError
 
 from acp_adapter.cancel import TurnCancelled
 from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
@@ -189,7 +188,9 @@ class McpToolFactory:
                 result = _wait(loop, server.call(tool_name, dict(args), progress, call_timeout()), ctx)
             except ServerCrashed as exc:
                 raise ToolError(f"MCP server '{server_name}': {exc}") from None
-            except MCPError as exc:
+            except (TurnCancelled, ToolError):
+                raise
+            except Exception as exc:  # an error answer, a timeout, a result that is not valid MCP …
                 raise ToolError(f"MCP server '{server_name}': {scrub(reason_of(exc), secrets)}") from None
             finally:
                 finished = True

@@ -1,5 +1,6 @@
 """A low-level ``mcp`` SDK server that lists N tools (default 5,000) cheaply: the agent keeps at
-most 1,000 of them. ``python -m tests.mcp_servers.many [N]``."""
+most 1,000 of them; plus ``bad_output``, whose results break its own output schema.
+``python -m tests.mcp_servers.many [N]``."""
 
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ TOOLS = [
     types.Tool(name=f"t{i:05d}", description=f"tool number {i}", input_schema={"type": "object"})
     for i in range(COUNT)
 ]
+# a tool whose results break its own output schema (the client must refuse them, not crash)
+TOOLS.append(
+    types.Tool(
+        name="bad_output",
+        description="Declares an output schema and never follows it.",
+        input_schema={"type": "object"},
+        output_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    )
+)
 
 
 async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
