@@ -136,3 +136,28 @@ async def test_an_idle_session_is_freed_with_its_servers_and_says_so_when_it_com
         await prompt_text(conn, sid, "hello")
         told = "MCP server 'kit' is not available: it was stopped with the idle session"
         assert client.answer(sid).count(told) == 1
+
+
+async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_path):
+    from acp.meta import AGENT_METHODS
+    from acp.schema import ResumeSessionRequest, ResumeSessionResponse
+    from acp.utils import request_model_from_dict
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", XDG_STATE_HOME=str(tmp_path / "state"))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _p, _log):
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[kit()])).session_id
+        await prompt_text(conn, sid, 'call peek {"text": "one"}')
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _p, _log):
+        init = await conn.initialize(protocol_version=1)
+        assert init.agent_capabilities.session_capabilities.resume is not None
+        request = ResumeSessionRequest(session_id=sid, cwd=str(ws), mcp_servers=[kit()])
+        await request_model_from_dict(
+            conn._conn, AGENT_METHODS["session_resume"], request, ResumeSessionResponse
+        )
+        assert client.for_session(sid) == []  # no replay
+        await prompt_text(conn, sid, 'call peek {"text": "two"}')
+        card = tool_cards(client, sid)[-1]
+        assert final_status(card) == "completed" and "peek: two" in text_of(card[-1])
