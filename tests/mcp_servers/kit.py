@@ -97,6 +97,15 @@ async def wait_cancel(ctx: Context) -> str:
     return "not cancelled"
 
 
+@server.tool(annotations=READ_ONLY, description="Write count lines that are not JSON-RPC to stdout.")
+def spew(count: int = 1000) -> str:
+    token = os.environ.get("KIT_SECRET", "")
+    line = f"garbage \x1b[2J not json token={token}\n".encode()
+    for _ in range(count):
+        os.write(1, line)
+    return f"spewed {count}"
+
+
 @server.tool(annotations=READ_ONLY, description="Return a result of mb megabytes.")
 def huge(mb: float = 5) -> str:
     return "x" * int(mb * (1 << 20))
