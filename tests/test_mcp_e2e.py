@@ -20,13 +20,19 @@ SECRET = "kit-secret-value-Zq8r7T6y5U4i3O2p"
 
 
 def kit(
-    name: str = "kit", *args: str, marker: Path | None = None, cancelled: Path | None = None
+    name: str = "kit",
+    *args: str,
+    marker: Path | None = None,
+    cancelled: Path | None = None,
+    garbage: int = 0,
 ) -> McpServerStdio:
     env = [EnvVariable(name="PYTHONPATH", value=str(ROOT)), EnvVariable(name="KIT_SECRET", value=SECRET)]
     if marker is not None:
         env.append(EnvVariable(name="MCP_KIT_MARKER", value=str(marker)))
     if cancelled is not None:
         env.append(EnvVariable(name="MCP_KIT_CANCELLED", value=str(cancelled)))
+    if garbage:
+        env.append(EnvVariable(name="MCP_KIT_GARBAGE", value=str(garbage)))
     return McpServerStdio(
         name=name, command=sys.executable, args=["-m", "tests.mcp_servers.kit", *args], env=env
     )

@@ -60,6 +60,20 @@ def reason_of(exc: BaseException) -> str:
     return redact_text(text)
 
 
+def spec_secrets(spec: McpServerStdio | HttpMcpServer) -> tuple[str, ...]:
+    """Values of a server's secret-named env variables and of all its headers (longest first): a
+    server that echoes them (in a result, an error, a progress message, a log line) must not show
+    them anywhere."""
+    from acp_adapter.safety.redact import is_sensitive_name
+
+    if isinstance(spec, McpServerStdio):
+        values = [e.value for e in spec.env if is_sensitive_name(e.name)]
+    else:
+        values = [h.value for h in spec.headers]
+        values += [v for h in spec.headers for v in h.value.split()[1:]]  # "Bearer TOKEN"
+    return tuple(sorted({v for v in values if len(v) >= 6}, key=len, reverse=True))
+
+
 def _stdio_params(spec: McpServerStdio, cwd: str) -> StdioServerParameters:
     env = {item.name: item.value for item in spec.env}
     return StdioServerParameters(command=spec.command, args=list(spec.args), env=env, cwd=cwd)
@@ -95,16 +109,8 @@ class McpServer:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """Values of this server's secret-named env variables and of all its headers: a server
-        that echoes them (in a result, an error, a progress message) must not show them anywhere."""
-        from acp_adapter.safety.redact import is_sensitive_name
-
-        if isinstance(self.spec, McpServerStdio):
-            values = [e.value for e in self.spec.env if is_sensitive_name(e.name)]
-        else:
-            values = [h.value for h in self.spec.headers]
-            values += [v for h in self.spec.headers for v in h.value.split()[1:]]  # "Bearer TOKEN"
-        return tuple(sorted({v for v in values if len(v) >= 6}, key=len, reverse=True))
+        """See :func:`spec_secrets`."""
+        return spec_secrets(self.spec)
 
     # ------------------------------------------------------------ lifecycle (runner task)
 

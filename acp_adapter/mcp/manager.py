@@ -19,7 +19,8 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, reason_of
+from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, reason_of, spec_secrets
+from acp_adapter.mcp.logs import GUARD, install_guard
 
 log = logging.getLogger("acp_progress.mcp")
 
@@ -60,6 +61,7 @@ class McpManager:
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
         self._closed = False
+        self._secrets: list[str] = []
         #: builds the toolbox tools of these servers (an ``McpToolFactory``, set by the agent)
         self.factory: Any = None
 
@@ -73,6 +75,8 @@ class McpManager:
         if self._host is not None or not self._specs:
             self._ready.set()
             return
+        self._secrets = [v for spec in self._specs for v in spec_secrets(spec)]
+        install_guard().add_secrets(self._secrets)  # the SDK's own log records never show them
         self._host = asyncio.ensure_future(self._run_host())
 
     async def _run_host(self) -> None:
@@ -154,10 +158,13 @@ class McpManager:
         host = self._host
         if host is None:
             return
-        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(host), within)
-        if not host.done():
-            host.cancel()
+        try:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(host), within)
+            if not host.done():
+                host.cancel()
+        finally:
+            GUARD.remove_secrets(self._secrets)
 
 
 def _supported(spec: Any) -> bool:

@@ -97,15 +97,6 @@ async def wait_cancel(ctx: Context) -> str:
     return "not cancelled"
 
 
-@server.tool(annotations=READ_ONLY, description="Write count lines that are not JSON-RPC to stdout.")
-def spew(count: int = 1000) -> str:
-    token = os.environ.get("KIT_SECRET", "")
-    line = f"garbage \x1b[2J not json token={token}\n".encode()
-    for _ in range(count):
-        os.write(1, line)
-    return f"spewed {count}"
-
-
 @server.tool(annotations=READ_ONLY, description="Return a result of mb megabytes.")
 def huge(mb: float = 5) -> str:
     return "x" * int(mb * (1 << 20))
@@ -143,6 +134,12 @@ def main() -> None:
     if marker:
         with open(marker, "a") as handle:
             handle.write(f"{os.getpid()}\n")
+    garbage = int(os.environ.get("MCP_KIT_GARBAGE", "0"))
+    if garbage:  # lines that are not JSON-RPC on the protocol stream, before the server starts
+        token = os.environ.get("KIT_SECRET", "")
+        line = f'garbage \x1b[2J not json {{"token": "{token}"}}\n'.encode()
+        for _ in range(garbage):
+            os.write(1, line)
     if argv and argv[0] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
     elif argv and argv[0] == "sleep-forever":  # a server that never speaks MCP
