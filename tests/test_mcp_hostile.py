@@ -162,3 +162,24 @@ async def test_lines_that_are_not_json_rpc_neither_flood_the_log_nor_leak_the_se
     assert "Failed to parse JSONRPC message" in text  # the SDK did see the lines
     assert SECRET not in text and "Traceback" not in text and "\x1b" not in text
     assert len(text.splitlines()) < 60, text[-3000:]
+
+
+def _peak_rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
+async def test_a_line_that_never_ends_is_cut_off_and_memory_stays_bounded(tmp_path):
+    client = RecordingClient()
+    env = {**FAST, "ACP_PROGRESS_MCP_MAX_LINE": str(2 << 20)}
+    async with spawn_agent(client, env=env) as (conn, process, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+        await prompt_text(conn, sid, 'call peek {"text": "warm"}')
+        before = _peak_rss_kib(process.pid)
+        response = await prompt_text(conn, sid, 'call endless {"mb": 60}')
+        assert response.stop_reason == "end_turn"
+        card = tool_cards(client, sid)[-1]
+        assert final_status(card) == "failed" and "crashed or closed its connection" in text_of(card[-1])
+        assert _peak_rss_kib(process.pid) - before < 30 * 1024  # never near the 60 MB it was sent
+        await prompt_text(conn, sid, 'call peek {"text": "again"}')  # started again, this turn
+        assert final_status(tool_cards(client, sid)[-1]) == "completed"

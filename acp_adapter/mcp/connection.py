@@ -23,11 +23,12 @@ import anyio
 import mcp_types as types
 from acp.schema import HttpMcpServer, McpServerStdio
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from acp_adapter._version import __version__
+from acp_adapter.mcp.stdio import bounded_stdio_client
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.mcp")
@@ -161,7 +162,7 @@ class McpServer:
     def _transport(self, errlog: Any) -> contextlib.AbstractAsyncContextManager[Any]:
         if isinstance(self.spec, McpServerStdio):
             # the server's stderr may print its tokens: it never reaches our log
-            return stdio_client(_stdio_params(self.spec, self.cwd), errlog=errlog)
+            return bounded_stdio_client(_stdio_params(self.spec, self.cwd), errlog=errlog)
         return _http_transport(self.spec)
 
     async def _on_message(self, message: Any) -> None:

@@ -18,6 +18,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
 server = MCPServer("kit")
+#: the protocol stream (stdout) before the SDK's stdio server takes fd 1 over
+PROTOCOL_FD = os.dup(1)
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
@@ -95,6 +97,14 @@ async def wait_cancel(ctx: Context) -> str:
                 handle.write("cancelled\n")
         raise
     return "not cancelled"
+
+
+@server.tool(annotations=READ_ONLY, description="Write mb megabytes on the protocol stream, never a newline.")
+def endless(mb: int = 50) -> str:
+    chunk = b"x" * (1 << 20)
+    for _ in range(mb):
+        os.write(PROTOCOL_FD, chunk)
+    return "never seen"
 
 
 @server.tool(annotations=READ_ONLY, description="Return a result of mb megabytes.")
