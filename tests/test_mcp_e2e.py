@@ -11,6 +11,10 @@ import anyio
 import pytest
 from acp.schema import EnvVariable, McpServerStdio, ToolCallStart
 
+from acp_adapter.frontends.bridges.config import ProgressConfig
+from acp_adapter.frontends.bridges.events import ProgressEvent
+from acp_adapter.frontends.bridges.projection import TurnProjection
+
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from .test_durable_sessions import _delete_session
 
@@ -96,6 +100,15 @@ async def test_stdio_server_starts_its_tools_run_with_progress_and_it_stops_with
         values = progress_of(card)
         assert values and values[-1] == {"value": 3, "total": 3, "message": "step 3 of 3"}
         assert final_status(card) == "completed" and "counted 3 goats" in text_of(card[-1])
+        # the chat bridges' progress lines come from the same updates: the descriptor's label
+        projection = TurnProjection(ProgressConfig(tool_progress="all"))
+        lines = [
+            e.payload
+            for u in client.for_session(sid)
+            for e in projection.project(u, 0.0)
+            if isinstance(e, ProgressEvent) and e.payload.tool_id == "mcp__kit__slow_count"
+        ]
+        assert [(p.phase, p.label, p.preview) for p in lines][-1] == ("completed", "Counting", "goats")
         pids = [int(x) for x in marker.read_text().split()]
         assert len(pids) == 1 and alive(pids[0])
         await _delete_session(conn, sid)

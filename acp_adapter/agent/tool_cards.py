@@ -26,7 +26,16 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.tooling.calls import ToolCall
-from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title, select_preview
+from acp_adapter.tooling.presentation import (
+    MCP_PREVIEW_KEY,
+    MCP_VERB_KEY,
+    DescriptorError,
+    PresentationRegistry,
+    parse_mcp_meta,
+    render_label,
+    render_title,
+    select_preview,
+)
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool, ToolOutcome
 
 log = logging.getLogger("acp_progress.tool_cards")
@@ -93,7 +102,13 @@ class AcpToolObserver:
         card_id = self._card_ids[call.id] = self._stream.claim_card_id(call.id)
         self._titles[card_id] = title
         self._stream.tool_start(
-            card_id, title, kind, raw_input=dict(call.arguments), locations=locations, meta=meta
+            card_id,
+            title,
+            kind,
+            raw_input=dict(call.arguments),
+            locations=locations,
+            meta=meta,
+            descriptor=_valid_descriptor(tool),
         )
 
     def tool_progress(
@@ -195,6 +210,26 @@ def answered_automatically(response: Any) -> bool:
     the client's policy answered without asking a person (e.g. a deny-all policy with no terminal)."""
     meta = meta_of(response)
     return meta is not None and meta.automatic is True
+
+
+def _valid_descriptor(tool: Tool | None) -> dict[str, str] | None:
+    """A tool's own seed-000 descriptor keys when they are valid (an invalid one is dropped, as
+    the registry drops it), so front-ends that present calls themselves see them too."""
+    extension = tool.extension if tool is not None else None
+    if not extension:
+        return None
+    try:
+        presentation = parse_mcp_meta(extension)
+    except DescriptorError:
+        return None
+    if presentation is None:
+        return None
+    out = {}
+    if presentation.verb:
+        out[MCP_VERB_KEY] = presentation.verb
+    if presentation.preview:
+        out[MCP_PREVIEW_KEY] = presentation.preview
+    return out or None
 
 
 def _absolute(workspace: str | None, path: str) -> str:
