@@ -98,6 +98,8 @@ def test_call_line_reaches_any_offered_tool_by_full_or_unique_bare_name() -> Non
     call = explicit_call("call mcp__a__sum {bad json}", offered)
     assert call is not None and "_raw" in call.arguments
     assert explicit_call("please call sum", offered) is None
+    call = explicit_call("call get.weather {}", ["mcp__w__get_weather"])  # the server's own spelling
+    assert call is not None and call.name == "mcp__w__get_weather"
 
 
 def test_a_sessions_offered_schemas_are_bounded_and_the_cut_is_said_once(tmp_path) -> None:

@@ -176,7 +176,8 @@ def explicit_call(prompt: str, available: Sequence[str]) -> ToolCall | None:
         return None
     name = m.group("name")
     if name not in available:
-        bare = [t for t in available if t.startswith("mcp__") and t.split("__", 2)[-1] == name]
+        wanted = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")  # as MCP names are offered
+        bare = [t for t in available if t.startswith("mcp__") and t.split("__", 2)[-1] == wanted]
         if len(bare) != 1:
             return None
         name = bare[0]
