@@ -70,3 +70,24 @@ async def test_http_server_tools_run_with_progress_and_the_header_stays_secret(t
             assert final_status(card) == "completed" and "counted 2 sheep" in text_of(card[-1])
         assert "hdr-token" not in log.read_text()
         assert "hdr-token" not in repr([r.update for r in client.updates])
+
+
+async def test_an_http_server_that_cannot_be_reached_is_told_once_without_its_token(tmp_path):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    down = HttpMcpServer(
+        name="down",
+        url=f"http://127.0.0.1:{port}/mcp",
+        headers=[HttpHeader(name="Authorization", value=TOKEN)],
+        type="http",
+    )
+    client = RecordingClient()
+    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, _p, log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[down])).session_id
+        first = await prompt_text(conn, sid, "hello")
+        await prompt_text(conn, sid, "hello again")
+        assert first.stop_reason == "end_turn"
+        answer = client.answer(sid)
+        assert answer.count("MCP server 'down' is not available: ") == 1
+    assert "hdr-token" not in log.read_text() and "hdr-token" not in repr([r.update for r in client.updates])
