@@ -5,8 +5,10 @@ reconnects to the servers the client passes now and says which ones it no longer
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -161,3 +163,34 @@ async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_
         await prompt_text(conn, sid, 'call peek {"text": "two"}')
         card = tool_cards(client, sid)[-1]
         assert final_status(card) == "completed" and "peek: two" in text_of(card[-1])
+
+
+async def test_the_agent_exits_in_time_and_leaves_no_server_while_a_call_hangs(tmp_path):
+    marker = tmp_path / "started"
+    client = RecordingClient()
+    hanging = anyio.Event()
+
+    def watch(item) -> None:
+        if "hanging" in text_of(item.update):
+            hanging.set()
+
+    client.on_update = watch
+    async with spawn_agent(client, env=FAST) as (conn, process, _log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
+        async with anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                with contextlib.suppress(Exception):
+                    await prompt_text(conn, sid, "call hang {}")
+
+            tg.start_soon(ask)
+            with anyio.fail_after(15):
+                await hanging.wait()
+            (pid,) = [int(x) for x in marker.read_text().split()]
+            started = time.monotonic()
+            process.stdin.close()  # the editor goes away mid-call
+            with anyio.fail_after(15):
+                await process.wait()
+            tg.cancel_scope.cancel()
+        assert time.monotonic() - started < 10
+    assert await gone(pid, within=1.0)
