@@ -26,20 +26,27 @@ from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
+    CloseSessionRequest,
+    CloseSessionResponse,
     DeleteSessionRequest,
     DeleteSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     Usage,
 )
 
@@ -50,6 +57,10 @@ from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
+from acp_adapter.mcp.config import server_names
+from acp_adapter.mcp.connection import reason_of
+from acp_adapter.mcp.manager import MCP_SERVERS, McpManager, mcp_start_timeout
+from acp_adapter.mcp.tools import McpToolFactory
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
@@ -64,8 +75,9 @@ from acp_adapter.store import (
 from acp_adapter.store import PermissionDecision as StoredPermission
 from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
 from acp_adapter.text import prompt_to_text
-from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
+from acp_adapter.tooling.builtin import BUILTIN_TOOLS, default_toolbox, kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
+from acp_adapter.tooling.toolbox import Toolbox
 from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
@@ -200,6 +212,10 @@ class ProgressAgent:
         self._prompt_tasks: set[asyncio.Task[Any]] = set()
         self._workers: set[asyncio.Future[Any]] = set()
         self._abandoned = False
+        #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
+        self._mcp: dict[str, McpManager] = {}
+        self._mcp_closing: set[asyncio.Task[None]] = set()
+        self.routes_resume = False
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )
@@ -226,6 +242,7 @@ class ProgressAgent:
         """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
         store) it is gone altogether, as before durable sessions, so memory stays bounded."""
         self.recorder.forget(session_id)
+        self._stop_mcp_soon(session_id)
         if self._outbox is not None:
             self._outbox.forget_observers(session_id)
         if isinstance(self.store, MemoryStore):
@@ -279,6 +296,7 @@ class ProgressAgent:
         """
         with contextlib.suppress(Exception):
             await self.drain(grace)
+        await self.stop_all_mcp()
         self._abandoned = True
         for task in list(self._prompt_tasks):
             task.cancel()
@@ -339,7 +357,11 @@ class ProgressAgent:
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
+                    resume=SessionResumeCapabilities() if self.routes_resume else None,
+                    close=SessionCloseCapabilities() if self.routes_resume else None,
                 ),
+                # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             field_meta=meta_field(
@@ -355,6 +377,7 @@ class ProgressAgent:
         session = self.sessions.create(cwd, self.outbox)
         session.toolbox = default_toolbox(cwd)
         self.recorder.open_session(session.id, cwd)
+        self._start_mcp(session, mcp_servers)
         log.info("new session %s in %s", session.id, cwd)
         return NewSessionResponse(session_id=session.id)
 
@@ -375,9 +398,12 @@ class ProgressAgent:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
+        await self._stop_mcp(session_id)  # a live copy's servers: the client passes the servers now
+        had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
         session.toolbox = default_toolbox(cwd)
         self.recorder.open_session(session_id, cwd, stored.record.title)
+        self._start_mcp(session, mcp_servers, had)
         for update in replay_updates(session_id, stored.events):
             self.outbox.submit(session_id, update)
         if stored.record.title:
@@ -426,15 +452,141 @@ class ProgressAgent:
             )
         if live is not None:
             self.sessions.close(session_id)
+        await self._stop_mcp(session_id)
         self.recorder.forget(session_id)
         if self._outbox is not None:
             self._outbox.forget_observers(session_id)
         log.info("deleted session %s", session_id)
         return DeleteSessionResponse()
 
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> ResumeSessionResponse:
+        """Go on with a session without a replay (the client still shows it), with the MCP
+        servers the client passes now."""
+        await self._check_cwd(cwd)
+        live = self.sessions.find(session_id)
+        if live is not None and live.cancel is not None:
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
+            )
+        await self._writer.flush_async()
+        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
+        if stored is None and live is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
+            )
+        await self._stop_mcp(session_id)
+        had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
+        history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
+        session = self.sessions.adopt(session_id, cwd, self.outbox, history)
+        session.toolbox = default_toolbox(cwd)
+        self.recorder.open_session(session_id, cwd, stored.record.title if stored is not None else None)
+        self._start_mcp(session, mcp_servers, had)
+        log.info("resumed session %s in %s", session_id, cwd)
+        return ResumeSessionResponse()
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Free a live session: its running turn is cancelled (waited for up to 2 s), its MCP servers
+        are stopped; the stored conversation stays (``session/load`` brings it back)."""
+        live = self.sessions.find(session_id)
+        if live is None:
+            raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session id"})
+        if live.cancel is not None:
+            live.cancel.cancel("the session was closed")
+            for _ in range(40):
+                if live.cancel is None:
+                    break
+                await asyncio.sleep(0.05)
+        self.sessions.close(session_id)
+        await self._stop_mcp(session_id)
+        self.recorder.forget(session_id)
+        if self._outbox is not None:
+            self._outbox.forget_observers(session_id)
+        log.info("closed session %s", session_id)
+        return CloseSessionResponse()
+
+    # ------------------------------------------------------------ MCP servers
+
+    def _start_mcp(
+        self,
+        session: Session,
+        mcp_servers: Any,
+        had: Sequence[str] = (),
+        why: str = "the editor did not pass this server again; its tools are not available",
+    ) -> None:
+        """Start the session's MCP servers in parallel; the first prompt waits for them.
+
+        The session store remembers their names (never commands, env or headers); ``had`` is what
+        it remembered for a loaded session: a server it had and the client no longer passes is
+        told once, in the session."""
+        specs = list(mcp_servers or [])
+        names = server_names(specs)
+        missing = [n for n in had if n not in names]
+        if not specs and not missing:
+            return
+        manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
+        manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
+        for name in missing[:64]:
+            manager.notice(name, why)
+        manager.start()
+        session.mcp = manager
+        self._mcp[session.id] = manager
+        if names:
+            session_id = session.id
+            self._writer.submit(lambda: self.store.put(MCP_SERVERS, session_id, names))
+        log.info("session %s: %d MCP server(s): %s", session.id, len(specs), ", ".join(manager.names))
+
+    def _mcp_names_of(self, session_id: str) -> list[str]:
+        """The MCP server names a stored session had (on a worker thread)."""
+        try:
+            names = self.store.get(MCP_SERVERS, session_id)
+        except Exception as exc:
+            log.warning("could not read the MCP servers of session %s: %s", session_id, exc)
+            return []
+        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+    async def _stop_mcp(self, session_id: str) -> None:
+        manager = self._mcp.pop(session_id, None)
+        if manager is not None:
+            await manager.aclose()
+
+    def _stop_mcp_soon(self, session_id: str) -> None:
+        """Stop a freed session's servers in the background (called from a synchronous sweep)."""
+        manager = self._mcp.pop(session_id, None)
+        if manager is None:
+            return
+        task = asyncio.ensure_future(manager.aclose())
+        self._mcp_closing.add(task)
+        task.add_done_callback(self._mcp_closing.discard)
+
+    async def stop_all_mcp(self, within: float = 8.0) -> None:
+        """Stop every session's servers, in parallel and bounded (the agent is exiting)."""
+        managers = list(self._mcp.values())
+        self._mcp.clear()
+        jobs = [asyncio.ensure_future(m.aclose(within)) for m in managers] + list(self._mcp_closing)
+        if jobs:
+            await asyncio.wait(jobs, timeout=within + 1)
+
+    async def _prepare_mcp(self, session: Session) -> None:
+        """Before a turn: the session's MCP tools join the built-in ones (lists re-read when a
+        server said they changed), and failed servers are told once, in the session."""
+        manager = session.mcp
+        if manager is None:
+            return
+        try:
+            await manager.prepare_turn()
+        except Exception as exc:  # the turn goes on with the servers that are ready
+            log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
+        session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)
+        notes = manager.take_notices()
+        if notes:
+            session.stream.send_message_text("\n".join(f"⚠️ {n}" for n in notes) + "\n\n")
+
     def _delete_stored(self, session_id: str) -> bool:
         with self.store.batch():
             self.store.remove(OPEN_TURNS, session_id)
+            self.store.remove(MCP_SERVERS, session_id)
             return self.store.delete(session_id)
 
     def _load_stored(self, session_id: str) -> StoredSession | None:
@@ -467,6 +619,10 @@ class ProgressAgent:
             )
             session.toolbox = default_toolbox(stored.record.cwd)
             self.recorder.open_session(session_id, stored.record.cwd, stored.record.title)
+            had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
+            self._start_mcp(
+                session, [], had, "it was stopped with the idle session; load the session again to reconnect"
+            )
             log.info("session %s brought back from the store for a prompt", session_id)
             return self.sessions.get(session_id)
 
@@ -512,6 +668,17 @@ class ProgressAgent:
                 lambda: self._abandoned,
             )
             # recorded once the spinner is out: the first card never waits for the session store
+            if session.mcp is not None:  # waits for servers still starting: cancel stops the wait
+                preparing = asyncio.ensure_future(self._prepare_mcp(session))
+
+                def stop_waiting() -> None:
+                    loop.call_soon_threadsafe(preparing.cancel)
+
+                remove = cancel.on_cancel(stop_waiting)
+                try:
+                    await _await_through_cancel(preparing, give_up=lambda: self._abandoned)
+                finally:
+                    remove()
             title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
             self.outbox.observers(session.id).add(recording)
             if title is not None:  # the first prompt names the session, for session/list and the client
@@ -729,6 +896,23 @@ def agent_connection(agent: ProgressAgent, transport: Any) -> AgentSideConnectio
             adapt_result=normalize_result,
         )
         agent.routes_delete = True
+        # session/resume and session/close are "unstable" in this SDK (not routed by default):
+        # routed the same way
+        router.route_request(
+            AGENT_METHODS["session_resume"],
+            ResumeSessionRequest,
+            agent,
+            "resume_session",
+            adapt_result=normalize_result,
+        )
+        router.route_request(
+            AGENT_METHODS["session_close"],
+            CloseSessionRequest,
+            agent,
+            "close_session",
+            adapt_result=normalize_result,
+        )
+        agent.routes_resume = True
     else:
         log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
     return conn

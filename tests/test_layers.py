@@ -33,6 +33,8 @@ RANKS: dict[str, int] = {
     "summary": 3,
     "client": 3,
     "models": 4,
+    # the editor's MCP servers: connections (safety) and their tools as toolbox tools (tooling)
+    "mcp": 4,
     "agent": 5,
     "events": 6,
     "server": 7,

@@ -32,6 +32,8 @@ class Session:
     history: list[Message] = field(default_factory=list)
     cancel: CancelToken | None = None
     toolbox: Toolbox | None = None
+    #: the session's MCP servers (an ``acp_adapter.mcp.manager.McpManager``), None without any
+    mcp: Any = None
 
     def begin_turn(self) -> CancelToken:
         if self.cancel is not None:

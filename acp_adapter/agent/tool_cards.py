@@ -26,7 +26,16 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.tooling.calls import ToolCall
-from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title, select_preview
+from acp_adapter.tooling.presentation import (
+    MCP_PREVIEW_KEY,
+    MCP_VERB_KEY,
+    DescriptorError,
+    PresentationRegistry,
+    parse_mcp_meta,
+    render_label,
+    render_title,
+    select_preview,
+)
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool, ToolOutcome
 
 log = logging.getLogger("acp_progress.tool_cards")
@@ -84,14 +93,22 @@ class AcpToolObserver:
                 locations = (_absolute(self._workspace, path),)
         # build_tool_start redacts the whole _meta (and the title) at the single choke point
         meta = ProgressMeta(tool_id=call.name, label=label, preview=preview, emoji=presentation.emoji)
-        return title, presentation.kind, locations, meta
+        # a tool may say which kind its card is (MCP tools: from their annotations)
+        kind = getattr(tool, "card_kind", None) or presentation.kind
+        return title, kind, locations, meta
 
     def tool_started(self, call: ToolCall, tool: Tool | None) -> None:
         title, kind, locations, meta = self._present(call, tool)
         card_id = self._card_ids[call.id] = self._stream.claim_card_id(call.id)
         self._titles[card_id] = title
         self._stream.tool_start(
-            card_id, title, kind, raw_input=dict(call.arguments), locations=locations, meta=meta
+            card_id,
+            title,
+            kind,
+            raw_input=dict(call.arguments),
+            locations=locations,
+            meta=meta,
+            descriptor=_valid_descriptor(tool),
         )
 
     def tool_progress(
@@ -122,9 +139,13 @@ class AcpToolObserver:
             return PermissionDecision(False)
         card_id = self._card(call)
         self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
+        title = self._titles.get(card_id, call.name)
+        origin = getattr(tool, "server", "")
+        if origin:  # an MCP tool: the person sees which server and which tool asks
+            title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name})"
         request = ToolCallUpdate(
             tool_call_id=card_id,
-            title=redact_text(self._titles.get(card_id, call.name)),
+            title=redact_text(title),
             kind="execute",
             status="pending",
             raw_input=redact_value(dict(call.arguments)),
@@ -189,6 +210,26 @@ def answered_automatically(response: Any) -> bool:
     the client's policy answered without asking a person (e.g. a deny-all policy with no terminal)."""
     meta = meta_of(response)
     return meta is not None and meta.automatic is True
+
+
+def _valid_descriptor(tool: Tool | None) -> dict[str, str] | None:
+    """A tool's own seed-000 descriptor keys when they are valid (an invalid one is dropped, as
+    the registry drops it), so front-ends that present calls themselves see them too."""
+    extension = tool.extension if tool is not None else None
+    if not extension:
+        return None
+    try:
+        presentation = parse_mcp_meta(extension)
+    except DescriptorError:
+        return None
+    if presentation is None:
+        return None
+    out = {}
+    if presentation.verb:
+        out[MCP_VERB_KEY] = presentation.verb
+    if presentation.preview:
+        out[MCP_PREVIEW_KEY] = presentation.preview
+    return out or None
 
 
 def _absolute(workspace: str | None, path: str) -> str:

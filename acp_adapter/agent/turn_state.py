@@ -298,18 +298,25 @@ class SessionStream:
         raw_input: Any = None,
         locations: tuple[str, ...] = (),
         meta: ProgressMeta | Mapping[str, Any] | None = None,
+        descriptor: Mapping[str, str] | None = None,
     ) -> bool:
-        """Open a real tool card. A think card still open is completed first: no orphan spinner."""
+        """Open a real tool card. A think card still open is completed first: no orphan spinner.
+
+        ``descriptor``: a tool's validated seed-000 presentation keys (``agh/friendly_verb``,
+        ``agh/preview`` of an MCP tool), carried at the top of the start's ``_meta`` so every
+        front-end (chat bridges, AG-UI) presents the call as the card does."""
         with self._lock:
             if not self._turn_open or tool_call_id in self._cards:
                 return False
             self._close_thinking_locked()
             self._cards[tool_call_id] = _Card("tool", title, self._clock())
-            self._submit(
-                build_tool_start(
-                    tool_call_id, title, kind, raw_input=raw_input, locations=locations, meta=meta
-                )
+            update = build_tool_start(
+                tool_call_id, title, kind, raw_input=raw_input, locations=locations, meta=meta
             )
+            if descriptor:
+                merged = {**descriptor, **(update.field_meta or {})}
+                update = update.model_copy(update={"field_meta": merged})
+            self._submit(update)
             return True
 
     def tool_is_open(self, tool_call_id: str) -> bool:

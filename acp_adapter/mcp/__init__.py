@@ -1,7 +1,11 @@
 """MCP servers handed to the agent by the editor (issue 27).
 
-Only configuration parsing lives here so far; the connection manager and the
-tool bridge are built on top of :mod:`acp_adapter.mcp.config`.
+:mod:`~acp_adapter.mcp.config` parses server lists (the ACP ``mcpServers`` models and the common
+``{"mcpServers": {...}}`` form), :mod:`~acp_adapter.mcp.names` makes the model-facing tool names,
+:mod:`~acp_adapter.mcp.connection` keeps one server, :mod:`~acp_adapter.mcp.manager` the servers
+of one session, and :mod:`~acp_adapter.mcp.tools` offers their tools through the toolbox.
+Only the configuration API is re-exported here: it is what the front-ends need, and it imports
+neither the ``mcp`` SDK nor the tooling.
 """
 
 from acp_adapter.mcp.config import (

@@ -9,6 +9,7 @@ small chunks. After tool results arrive it answers from them.
 from __future__ import annotations
 
 import ast
+import json
 import operator
 import re
 import uuid
@@ -52,7 +53,8 @@ class EmbeddedModel:
             raise TurnCancelled(cancel.reason)
         prompt_tokens = sum(_estimate_tokens(m.content) for m in messages)
         if not follow_up:
-            calls = plan_tool_calls(last.content, {t.name for t in tools})
+            direct = explicit_call(last.content, [t.name for t in tools])
+            calls = [direct] if direct is not None else plan_tool_calls(last.content, {t.name for t in tools})
             if calls:
                 for call in calls:
                     cancel.raise_if_cancelled()
@@ -160,6 +162,34 @@ def _looks_like_command(text: str) -> bool:
     """Unquoted "run X" only counts when X starts like a command (so "run the tests" does not)."""
     first = text.split(maxsplit=1)[0] if text.split() else ""
     return first in _COMMON_COMMANDS or first.startswith(("./", "/"))
+
+
+_CALL = re.compile(r"^\s*call\s+(?P<name>[^\s{]+)\s*(?P<args>\{.*\})?\s*$", re.S)
+
+
+def explicit_call(prompt: str, available: Sequence[str]) -> ToolCall | None:
+    """``call NAME {JSON arguments}``: a call of any offered tool, so tools (MCP ones too) work
+    offline. NAME is the offered name, or the part after ``mcp__<server>__`` when only one
+    offered tool ends that way. None when the prompt is not such a line or NAME matches nothing."""
+    m = _CALL.match(prompt)
+    if m is None:
+        return None
+    name = m.group("name")
+    if name not in available:
+        wanted = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")  # as MCP names are offered
+        bare = [t for t in available if t.startswith("mcp__") and t.split("__", 2)[-1] == wanted]
+        if len(bare) != 1:
+            return None
+        name = bare[0]
+    arguments: Any = {}
+    if m.group("args"):
+        try:
+            arguments = json.loads(m.group("args"))
+        except (ValueError, RecursionError):
+            arguments = {"_raw": m.group("args")[:2000]}  # the toolbox says the JSON is bad
+    if not isinstance(arguments, dict):
+        arguments = {"_raw": m.group("args")[:2000]}
+    return _new_call(name, arguments)
 
 
 _AND = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b)\s*", re.I)

@@ -157,6 +157,10 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
     clean: dict[str, Any] = {}
     for name, value in args.items():
         schema = props.get(name)
+        checkable = isinstance(schema, Mapping) and isinstance(schema.get("type", ""), str)
+        if schema is not None and not checkable:
+            clean[name] = value  # a schema this check cannot read (a union type …): the tool checks
+            continue
         if schema is None:
             if tool.parameters.get("additionalProperties", True) is False:
                 raise ToolError(f"{tool.name}: unknown argument '{name}'")

@@ -1,0 +1,265 @@
+"""One MCP server of one session: start it, keep it, call its tools, stop it.
+
+Why this shape: the ``mcp`` SDK's transports are async context managers whose task groups must
+be entered and left by one task, so every server lives in a *runner* task of the session's
+task group (:mod:`acp_adapter.mcp.manager`). The runner enters the transport and the
+``ClientSession``, lists the tools, says it is ready, then waits until it is told to stop;
+leaving the contexts stops the server (stdio: close stdin, SIGTERM, SIGKILL of its own process
+group — the SDK starts it with ``start_new_session``). A call is a separate task on the same
+loop that uses the live ``ClientSession``; cancelling it makes the SDK send MCP
+``notifications/cancelled``. Reasons shown to anyone are redacted: a server's command line,
+environment and headers may hold tokens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from acp.schema import HttpMcpServer, McpServerStdio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+
+from acp_adapter._version import __version__
+from acp_adapter.mcp.stdio import bounded_stdio_client
+from acp_adapter.safety.redact import redact_text
+
+log = logging.getLogger("acp_progress.mcp")
+
+#: Seconds a server gets to start, initialize and list its tools.
+START_TIMEOUT = 10.0
+#: At most this many pages of ``tools/list`` are read (a server paging forever is cut).
+MAX_LIST_PAGES = 50
+#: At most this many tools are read from one server (the names module keeps 1,000 of them).
+MAX_LISTED = 5000
+#: The longest reason shown for a server that failed.
+MAX_REASON = 300
+
+ProgressFn = ProgressFnT
+
+
+class ServerCrashed(RuntimeError):
+    """The server's connection closed during a call (the process died or hung up)."""
+
+
+def reason_of(exc: BaseException) -> str:
+    """A short, redacted, one-line reason for a failure (no secrets, no control characters)."""
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return reason_of(exc.exceptions[0])
+    text = str(exc) or type(exc).__name__
+    text = "".join(ch if ch.isprintable() else " " for ch in text)
+    text = " ".join(text.split())
+    if len(text) > MAX_REASON:
+        text = text[: MAX_REASON - 1] + "…"
+    return redact_text(text)
+
+
+def spec_secrets(spec: McpServerStdio | HttpMcpServer) -> tuple[str, ...]:
+    """Values of a server's secret-named env variables and of all its headers (longest first): a
+    server that echoes them (in a result, an error, a progress message, a log line) must not show
+    them anywhere."""
+    from acp_adapter.safety.redact import is_sensitive_name
+
+    if isinstance(spec, McpServerStdio):
+        values = [e.value for e in spec.env if is_sensitive_name(e.name)]
+    else:
+        values = [h.value for h in spec.headers]
+        values += [v for h in spec.headers for v in h.value.split()[1:]]  # "Bearer TOKEN"
+    return tuple(sorted({v for v in values if len(v) >= 6}, key=len, reverse=True))
+
+
+def _stdio_params(spec: McpServerStdio, cwd: str) -> StdioServerParameters:
+    env = {item.name: item.value for item in spec.env}
+    return StdioServerParameters(command=spec.command, args=list(spec.args), env=env, cwd=cwd)
+
+
+class McpServer:
+    """One server: its state (``starting``, ``ready``, ``failed``, ``crashed``, ``stopped``), tools
+    and session."""
+
+    def __init__(
+        self,
+        spec: McpServerStdio | HttpMcpServer,
+        cwd: str,
+        *,
+        start_timeout: float = START_TIMEOUT,
+        on_list_changed: Callable[[McpServer], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.cwd = cwd
+        self.start_timeout = start_timeout
+        self.state = "starting"
+        self.error: str | None = None
+        self.tools: list[types.Tool] = []
+        #: set when the server said its tool list changed; the list is read again before the next turn
+        self.tools_stale = False
+        self.session: ClientSession | None = None
+        self._ready = anyio.Event()
+        self._stop = anyio.Event()
+        self._done = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+        self._on_list_changed = on_list_changed
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """See :func:`spec_secrets`."""
+        return spec_secrets(self.spec)
+
+    # ------------------------------------------------------------ lifecycle (runner task)
+
+    async def run(self) -> None:
+        """The runner: connect, serve until stopped or the connection closes, then clean up."""
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                await self._serve()
+            except Exception as exc:
+                self._fail(reason_of(exc))
+            finally:
+                self.session = None
+                if self.state == "ready" and not self._stop.is_set():
+                    self.state = "crashed"
+                    self.error = "the server crashed or closed its connection"
+                elif self.state in ("starting", "ready"):
+                    self.state = "stopped" if self._stop.is_set() else "failed"
+                    self.error = self.error or "the server closed its connection"
+                self._ready.set()
+                self._done.set()
+        if scope.cancelled_caught and self.state == "starting":
+            self._fail(f"did not start within {self.start_timeout:g} s")
+
+    async def _serve(self) -> None:
+        devnull = open(os.devnull, "w")  # noqa: SIM115, ASYNC230 - /dev/null never blocks
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(devnull))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        message_handler=self._on_message,
+                        client_info=types.Implementation(name="acp-progress", version=__version__),
+                    )
+                )
+                await session.initialize()
+                self.tools = await list_tools(session)
+                self.session = session
+                self.state = "ready"
+                log.info("MCP server %s ready with %d tool(s)", self.name, len(self.tools))
+                self._ready.set()
+                await self._stop.wait()
+        finally:
+            devnull.close()
+
+    def _transport(self, errlog: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+        if isinstance(self.spec, McpServerStdio):
+            # the server's stderr may print its tokens: it never reaches our log
+            return bounded_stdio_client(_stdio_params(self.spec, self.cwd), errlog=errlog)
+        return _http_transport(self.spec)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_stale = True
+            if self._on_list_changed is not None:
+                self._on_list_changed(self)
+
+    def _fail(self, reason: str) -> None:
+        self.state = "failed"
+        self.error = reason
+        self._ready.set()
+
+    async def wait_ready(self, within: float | None = None) -> bool:
+        """Wait until the server is ready or failed; on timeout, give up on it (it is stopped)."""
+        with anyio.move_on_after(self.start_timeout if within is None else within):
+            await self._ready.wait()
+        if not self._ready.is_set():
+            self._fail(f"did not start within {self.start_timeout:g} s")
+            if self._scope is not None:
+                self._scope.cancel()
+        return self.state == "ready"
+
+    async def stop(self, within: float = 6.0) -> None:
+        """Stop the server and wait (bounded) until its process is gone."""
+        self._stop.set()
+        if self.state == "starting" and self._scope is not None:
+            self._scope.cancel()
+        with anyio.move_on_after(within):
+            await self._done.wait()
+        if not self._done.is_set() and self._scope is not None:
+            self._scope.cancel()
+
+    @property
+    def finished(self) -> bool:
+        return self._done.is_set()
+
+    # ------------------------------------------------------------ calls (any task)
+
+    async def refresh_tools(self) -> None:
+        """Read the tool list again (after ``notifications/tools/list_changed``)."""
+        if self.session is None:
+            return
+        self.tools_stale = False
+        with anyio.fail_after(self.start_timeout):
+            self.tools = await list_tools(self.session)
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn,
+        call_timeout: float | None = None,
+    ) -> types.CallToolResult:
+        """Call one tool with a progress token; a closed connection raises :class:`ServerCrashed`."""
+        session = self.session
+        if session is None or self.state != "ready":
+            raise ServerCrashed(self.error or "the server is not running")
+        try:
+            result = await session.call_tool(
+                tool, arguments, read_timeout_seconds=call_timeout, progress_callback=progress
+            )
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED:
+                self.state = "crashed"
+                self.error = "the server crashed or closed its connection"
+                self._stop.set()
+                raise ServerCrashed(self.error) from None
+            raise
+        if not isinstance(result, types.CallToolResult):
+            raise RuntimeError("the server answered with an unsupported result")
+        return result
+
+
+async def list_tools(session: ClientSession) -> list[types.Tool]:
+    """Every tool of a server, page by page, bounded in pages and in tools."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools[: MAX_LISTED - len(tools)])
+        cursor = page.next_cursor
+        if not cursor or len(tools) >= MAX_LISTED:
+            break
+    return tools
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(spec: HttpMcpServer) -> Any:
+    """Streamable HTTP with the spec's headers (they carry tokens: never logged)."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {h.name: h.value for h in spec.headers}
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        streamable_http_client(spec.url, http_client=http) as streams,
+    ):
+        yield streams[0], streams[1]

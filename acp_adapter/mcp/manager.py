@@ -1,0 +1,173 @@
+"""The MCP servers of one session, in one anyio task group the session owns.
+
+Servers start in parallel as the session opens; ``session/new`` does not wait for them, the first
+prompt does (each bounded by its 10 s start timeout). A server that fails is left out — the
+session works without its tools — and the user is told once, in the session. Closing the manager
+(session closed, deleted or freed, agent exiting) stops every server and waits, bounded, until
+their processes are gone. A server that crashed is started again at most once per turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, reason_of, spec_secrets
+from acp_adapter.mcp.logs import GUARD, install_guard
+
+log = logging.getLogger("acp_progress.mcp")
+
+#: The session store's namespace for the server names each session had (never secrets).
+MCP_SERVERS = "agent.mcp-servers"
+#: Seconds each server gets to start (``ACP_PROGRESS_MCP_START_TIMEOUT``, default 10).
+START_TIMEOUT_ENV = "ACP_PROGRESS_MCP_START_TIMEOUT"
+
+
+def mcp_start_timeout() -> float:
+    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else START_TIMEOUT
+    except ValueError:
+        log.warning("%s=%r is not a number of seconds; using %g", START_TIMEOUT_ENV, raw[:20], START_TIMEOUT)
+        return START_TIMEOUT
+    return min(max(value, 0.1), 300.0)
+
+
+class McpManager:
+    """Start, keep and stop the MCP servers of one session (all on the agent's event loop)."""
+
+    def __init__(self, specs: Sequence[Any], cwd: str, *, start_timeout: float = START_TIMEOUT) -> None:
+        self.cwd = cwd
+        self.start_timeout = start_timeout
+        self.servers: list[McpServer] = []
+        #: lines the user has not been told yet (told once, at the start of the next turn)
+        self._notices: list[str] = []
+        self._told: set[tuple[str, str]] = set()
+        self._restarted: set[str] = set()  # servers started again during the current turn
+        self._skipped = [s for s in specs if not _supported(s)]
+        self._specs = [s for s in specs if _supported(s)]
+        for spec in self._skipped:
+            kind = getattr(spec, "type", None) or type(spec).__name__
+            self.notice(getattr(spec, "name", "?"), f"the {kind} transport is not supported")
+        self._tg: TaskGroup | None = None
+        self._host: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._closing = asyncio.Event()
+        self._closed = False
+        self._secrets: list[str] = []
+        #: builds the toolbox tools of these servers (an ``McpToolFactory``, set by the agent)
+        self.factory: Any = None
+
+    @property
+    def names(self) -> list[str]:
+        """The server names (what a stored session remembers; never commands, env or headers)."""
+        return [str(getattr(s, "name", "")) for s in (*self._specs, *self._skipped)]
+
+    def start(self) -> None:
+        """Launch the host task and every server, in parallel; returns at once."""
+        if self._host is not None or not self._specs:
+            self._ready.set()
+            return
+        self._secrets = [v for spec in self._specs for v in spec_secrets(spec)]
+        install_guard().add_secrets(self._secrets)  # the SDK's own log records never show them
+        self._host = asyncio.ensure_future(self._run_host())
+
+    async def _run_host(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for spec in self._specs:
+                    server = McpServer(spec, self.cwd, start_timeout=self.start_timeout)
+                    self.servers.append(server)
+                    tg.start_soon(server.run)
+                self._ready.set()
+                await self._closing.wait()
+                for server in self.servers:
+                    tg.start_soon(server.stop)
+        except Exception as exc:  # a runner never raises; this is a bug, logged redacted
+            log.error("MCP host task failed: %s", reason_of(exc))
+        finally:
+            self._tg = None
+            self._ready.set()
+
+    def notice(self, server: str, reason: str) -> None:
+        key = (server, reason)
+        if key not in self._told:
+            self._told.add(key)
+            self._notices.append(f"MCP server '{server}' is not available: {reason}")
+
+    def take_notices(self) -> list[str]:
+        notes, self._notices = self._notices, []
+        return notes
+
+    async def prepare_turn(self) -> None:
+        """Before a turn: wait (bounded) for servers still starting, restart budget back to one,
+        re-read changed tool lists, and note every server that failed."""
+        self._restarted.clear()
+        if self._host is None:
+            return
+        await self._ready.wait()
+        if self.servers:
+            async with anyio.create_task_group() as tg:
+                for server in self.servers:
+                    if server.state == "starting":
+                        tg.start_soon(server.wait_ready)
+        for server in list(self.servers):
+            if server.state == "crashed":  # crashed after the last turn: this turn's one restart
+                await self.restart(server)
+        for server in self.servers:
+            if server.state == "ready" and server.tools_stale:
+                try:
+                    await server.refresh_tools()
+                except Exception as exc:
+                    log.warning("MCP server %s: re-reading its tools failed: %s", server.name, reason_of(exc))
+            if server.state == "failed" and server.error:
+                self.notice(server.name, server.error)
+
+    async def restart(self, server: McpServer) -> McpServer | None:
+        """Start a crashed server again, at most once per turn; the new one, or None."""
+        if self._closed or self._tg is None or server.name in self._restarted:
+            return None
+        self._restarted.add(server.name)
+        await server.stop(within=3.0)
+        fresh = McpServer(server.spec, self.cwd, start_timeout=self.start_timeout)
+        self.servers[self.servers.index(server)] = fresh
+        self._tg.start_soon(fresh.run)
+        log.info("MCP server %s crashed; started again (once this turn)", server.name)
+        if await fresh.wait_ready():
+            return fresh
+        self.notice(fresh.name, fresh.error or "it did not start again")
+        return None
+
+    def server(self, name: str) -> McpServer | None:
+        return next((s for s in self.servers if s.name == name), None)
+
+    async def aclose(self, within: float = 8.0) -> None:
+        """Stop every server and wait (bounded) until they are gone. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._closing.set()
+        host = self._host
+        if host is None:
+            return
+        try:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(host), within)
+            if not host.done():
+                host.cancel()
+        finally:
+            GUARD.remove_secrets(self._secrets)
+
+
+def _supported(spec: Any) -> bool:
+    from acp.schema import HttpMcpServer, McpServerStdio
+
+    return isinstance(spec, McpServerStdio | HttpMcpServer)

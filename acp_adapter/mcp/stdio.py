@@ -1,0 +1,139 @@
+"""The ``mcp`` SDK's stdio client transport with one addition: a bound on the length of a line.
+
+Why: the SDK's ``stdio_client`` keeps appending a server's stdout to one buffer until it sees a
+newline, so a server that writes without ever ending its line grows the agent's memory without
+limit. This is the SDK's transport, step for step — same process start (its own process group),
+same message parsing, same shutdown sequence (close stdin, wait, SIGTERM then SIGKILL of the
+group), all by the SDK's own functions — except that the reader counts: a line longer than
+``max_line`` bytes ends the connection (the session sees it closed: a call in flight fails as a
+crash) instead of growing the buffer. Messages stay the SDK's models; nothing here writes MCP JSON.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import TextIO
+
+import anyio
+import anyio.lowlevel
+from mcp.client import stdio as sdk
+from mcp.client._transport import TransportStreams
+from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.shared.message import SessionMessage
+
+log = logging.getLogger("acp_progress.mcp")
+
+#: The longest line (one JSON-RPC message) read from a server: 64 MiB by default
+#: (``ACP_PROGRESS_MCP_MAX_LINE`` bytes, 64 KiB to 1 GiB).
+MAX_LINE = 64 << 20
+MAX_LINE_ENV = "ACP_PROGRESS_MCP_MAX_LINE"
+
+
+def max_line() -> int:
+    raw = os.environ.get(MAX_LINE_ENV, "").strip()
+    try:
+        value = int(raw) if raw else MAX_LINE
+    except ValueError:
+        log.warning("%s=%r is not a number of bytes; using %d", MAX_LINE_ENV, raw[:20], MAX_LINE)
+        return MAX_LINE
+    return min(max(value, 64 << 10), 1 << 30)
+
+
+@asynccontextmanager
+async def bounded_stdio_client(
+    server: StdioServerParameters, errlog: TextIO, limit: int | None = None
+) -> AsyncGenerator[TransportStreams, None]:
+    """Like ``mcp.client.stdio.stdio_client``, with lines bounded to ``limit`` bytes (default:
+    :func:`max_line`)."""
+    bound = max_line() if limit is None else limit
+    command = await sdk._get_executable_command(server.command)
+    process = await sdk._create_platform_compatible_process(
+        command=command,
+        args=server.args,
+        env=get_default_environment() | (server.env or {}),
+        errlog=errlog,
+        cwd=server.cwd,
+    )
+    # no awaits until the task group is entered, or a cancellation would leak the process
+    read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    shutting_down = False
+    writer_done = anyio.Event()
+
+    async def stdout_reader() -> None:
+        assert process.stdout is not None
+        buffer = bytearray()
+        try:
+            async with read_stream_writer:
+                try:
+                    async for chunk in process.stdout:
+                        buffer += chunk
+                        start = 0
+                        while (end := buffer.find(b"\n", start)) >= 0:
+                            line = bytes(buffer[start:end]).decode(
+                                server.encoding, server.encoding_error_handler
+                            )
+                            start = end + 1
+                            try:
+                                await read_stream_writer.send(sdk._parse_line(line))
+                            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                                return
+                        del buffer[:start]
+                        if len(buffer) > bound:
+                            log.warning(
+                                "an MCP server wrote a line longer than %d bytes; its connection is closed",
+                                bound,
+                            )
+                            buffer.clear()
+                            # closed now (the drain below runs until shutdown): the session sees
+                            # the connection end and a call in flight fails
+                            await read_stream_writer.aclose()
+                            return
+                finally:
+                    await sdk._drain_stdout(process)
+        except anyio.ClosedResourceError:
+            pass
+        except (anyio.BrokenResourceError, ConnectionError, UnicodeDecodeError):
+            if not shutting_down:
+                log.warning("reading from an MCP server's stdout failed")
+
+    async def stdin_writer() -> None:
+        assert process.stdin is not None
+        try:
+            async with write_stream_reader:
+                async for session_message in write_stream_reader:
+                    json = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    data = (json + "\n").encode(
+                        encoding=server.encoding, errors=server.encoding_error_handler
+                    )
+                    await process.stdin.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_stream_writer.aclose()
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        read_stream.close()
+        write_stream.close()
+        with anyio.move_on_after(sdk._WRITER_FLUSH_TIMEOUT) as flush_scope:
+            await writer_done.wait()
+        if flush_scope.cancelled_caught:
+            await anyio.lowlevel.cancel_shielded_checkpoint()
+        await sdk._stop_server_process(process)
+        await sdk._aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stdout_reader)
+        tg.start_soon(stdin_writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            shutting_down = True
+            with anyio.CancelScope(shield=True):  # the server must stop even under cancellation
+                await shutdown()
+            tg.cancel_scope.cancel()
+    await anyio.lowlevel.cancel_shielded_checkpoint()
