@@ -15,6 +15,8 @@ from typing import Any
 
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
+from ..errors import AcpProgressError
+
 McpServerSpec = McpServerStdio | HttpMcpServer
 
 MAX_SERVERS = 64
@@ -24,7 +26,7 @@ MAX_STRING = 8192
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
-class McpConfigError(ValueError):
+class McpConfigError(AcpProgressError, ValueError):
     """A server entry is malformed; the message names the entry, never a secret value."""
 
 

@@ -31,6 +31,8 @@ from acp_adapter._version import __version__
 from acp_adapter.mcp.stdio import bounded_stdio_client
 from acp_adapter.safety.redact import redact_text
 
+from ..errors import AcpProgressError
+
 log = logging.getLogger("acp_progress.mcp")
 
 #: Seconds a server gets to start, initialize and list its tools.
@@ -45,7 +47,7 @@ MAX_REASON = 300
 ProgressFn = ProgressFnT
 
 
-class ServerCrashed(RuntimeError):
+class ServerCrashed(AcpProgressError, RuntimeError):
     """The server's connection closed during a call (the process died or hung up)."""
 
 
