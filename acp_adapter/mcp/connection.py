@@ -28,10 +28,9 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from acp_adapter._version import __version__
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.mcp.stdio import bounded_stdio_client
 from acp_adapter.safety.redact import redact_text
-
-from ..errors import AcpProgressError
 
 log = logging.getLogger("acp_progress.mcp")
 
