@@ -345,21 +345,37 @@ def close_tool_pairs(messages: list[Message], reason: str) -> None:
             return
 
 
-def run_plain(prompt: str, cwd: str, settings: Settings, *, yes: bool = False) -> int:
+def run_plain(
+    prompt: str, cwd: str, settings: Settings, *, yes: bool = False, mcp_servers: Sequence[Any] = ()
+) -> int:
     """One prompt in a plain terminal: live spinner line, tool progress, tool notes, streamed answer.
 
-    Dangerous tools (``run_command``) ask on the terminal, are denied automatically when there is
-    no terminal to ask, and run unasked only with ``yes`` (``--yes``)."""
+    Dangerous tools (``run_command``, an MCP tool not marked read-only) ask on the terminal, are
+    denied automatically when there is no terminal to ask, and run unasked only with ``yes``
+    (``--yes``). ``mcp_servers`` are started for this prompt and their tools offered beside the
+    built-in ones."""
+    if not mcp_servers:
+        return _run_plain(prompt, cwd, settings, yes, [])
+    from acp_adapter.mcp.plain import mcp_tools_for_run
+
+    with mcp_tools_for_run(mcp_servers, cwd) as (tools, notes):
+        for note in notes:
+            print(f"acp-progress run: {note}", file=sys.stderr)
+        return _run_plain(prompt, cwd, settings, yes, tools)
+
+
+def _run_plain(prompt: str, cwd: str, settings: Settings, yes: bool, extra_tools: Sequence[Any]) -> int:
     from acp_adapter.frontends.plain.permission import TerminalPermission
     from acp_adapter.frontends.plain.tools import PlainToolObserver
-    from acp_adapter.tooling.builtin import default_toolbox
+    from acp_adapter.tooling.builtin import BUILTIN_TOOLS
+    from acp_adapter.tooling.toolbox import Toolbox
 
     printer = TerminalPrinter()
     cancel = CancelToken()
     permission = TerminalPermission(yes=yes, before_ask=printer.prepare_question)
     agent = AIAgent(
         settings=settings,
-        toolbox=default_toolbox(cwd),
+        toolbox=Toolbox([*BUILTIN_TOOLS, *extra_tools], cwd),
         printer=printer,
         cancel=cancel,
         permission_callback=permission,

@@ -2,7 +2,8 @@
 
 ``config.toml`` holds any setting of :class:`~acp_adapter.config.Settings` under its field name;
 the sections are TOML tables (``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``,
-``[streams]``)::
+``[streams]``; and ``[mcp_servers.NAME]``, which is not a setting but a server list, read by
+:mod:`acp_adapter.mcp.config`)::
 
     heartbeat_interval = 10
     summary = "embedded"
@@ -88,6 +89,10 @@ def _section_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
 
 
+#: Tables of the settings file that are not settings: each is read by its own module
+#: (``[mcp_servers.NAME]``: :func:`acp_adapter.mcp.config.servers_from_settings_file`).
+OWN_TABLES = frozenset({"mcp_servers"})
+
 #: the largest settings file read (a real one is a few hundred bytes)
 MAX_FILE_BYTES = 1024 * 1024
 #: the deepest nesting of tables and arrays accepted (the schema needs 3: a table's list of names)
@@ -134,6 +139,9 @@ class _Shape:
                     if ok:
                         table[sub] = checked
                 data[key] = table
+            elif key in OWN_TABLES:  # read and checked by its own module (read_config_table)
+                if not isinstance(value, dict):
+                    self.problems.append(f"{path}: [{key}] must be a table, got {_short(value)}")
             elif key in model.model_fields:
                 ok, checked = self.value((key,), value)
                 if ok:
@@ -219,6 +227,23 @@ def read_config_file_checked(
     of its shape (unknown keys and tables, a table where a value belongs …); None when there is
     no file. Types and bounds are left to the model. A file that cannot be used at all (unsafe,
     too large, not a regular file, not TOML) raises :class:`ConfigFileError`."""
+    raw = _parse(path)
+    if raw is None or path is None:
+        return None
+    shape = _Shape(path)
+    data = shape.check(model, raw)
+    return data, shape.problems
+
+
+def read_config_table(path: Path | None, name: str) -> Any:
+    """The raw value of one of :data:`OWN_TABLES` in the settings file (None when the file or the
+    table is absent); its own module checks it (the file itself is checked as for settings)."""
+    raw = _parse(path)
+    return None if raw is None else raw.get(name)
+
+
+def _parse(path: Path | None) -> dict[str, Any] | None:
+    """The file as TOML, read safely (:func:`_read_bounded`) and bounded in depth."""
     if path is None:
         return None
     content = _read_bounded(path)
@@ -234,9 +259,7 @@ def read_config_file_checked(
         raise ConfigFileError(f"{path}: nested too deeply (at most {MAX_DEPTH} levels)") from None
     if not _depth(raw, MAX_DEPTH):
         raise ConfigFileError(f"{path}: nested too deeply (at most {MAX_DEPTH} levels)")
-    shape = _Shape(path)
-    data = shape.check(model, raw)
-    return data, shape.problems
+    return raw
 
 
 def read_config_file(model: type[BaseModel], path: Path | None) -> dict[str, Any] | None:

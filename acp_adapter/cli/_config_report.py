@@ -122,3 +122,21 @@ def config_lines(loaded: LoadedSettings, where: list[str] | None = None) -> list
     lines = [head, *(where or []), "", f"{'SETTING':<{width_name}}  {'VALUE':<{width_value}}  SOURCE"]
     lines.extend(f"{name:<{width_name}}  {value:<{width_value}}  {source}" for name, value, source in rows)
     return lines
+
+
+def mcp_server_lines(servers: list[dict[str, Any]]) -> list[str]:
+    """The settings file's ``[mcp_servers]`` (described by :func:`~acp_adapter.mcp.config.describe_server`:
+    env and header values already hidden), one line each, above the settings table."""
+    if not servers:
+        return ["MCP servers: none in the settings file ([mcp_servers.NAME])"]
+    lines = []
+    for server in servers:
+        if server["type"] == "http":
+            what = f"http {server['url']}"
+            hidden = server["headers"]
+        else:
+            what = " ".join(["stdio", server["command"], *server["args"]])
+            hidden = server["env"]
+        extra = "  " + " ".join(f"{k}={v}" for k, v in hidden.items()) if hidden else ""
+        lines.append(f"MCP server {server['name']}: {what}{extra}")
+    return lines

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING, Literal, get_args, get_origin
+import sys
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
@@ -106,4 +107,28 @@ def add_frontend_flags(parser: argparse.ArgumentParser) -> None:
     )
     add_agent_log_flag(parser)
     add_init_timeout_flag(parser)
+    add_mcp_config_flag(parser)
     add_model_flags(parser)
+
+
+def add_mcp_config_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mcp-config",
+        metavar="FILE",
+        help='MCP servers for the agent, sent in session/new: a JSON file {"mcpServers": {"NAME": '
+        '{"command": ..., "args": [...], "env": {...}} or {"url": ..., "headers": {...}}}} (the form '
+        "Claude Desktop, Cursor and VS Code use); added to the settings file's [mcp_servers]",
+    )
+
+
+def mcp_servers_of(args: argparse.Namespace, command: str) -> list[Any] | None:
+    """The MCP servers this command hands its agent (the settings file's ``[mcp_servers]`` and
+    ``--mcp-config``); None after saying on stderr what is wrong with them (the command exits 2
+    before starting anything)."""
+    from acp_adapter.mcp.config import McpConfigError, frontend_servers
+
+    try:
+        return frontend_servers(getattr(args, "mcp_config", None))
+    except McpConfigError as exc:
+        print(f"acp-progress {command}: MCP servers: {exc}", file=sys.stderr)
+        return None

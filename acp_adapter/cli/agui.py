@@ -22,7 +22,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
+from acp_adapter.cli._flags import SUMMARY_FLAGS, add_mcp_config_flag, add_model_flags, mcp_servers_of
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
@@ -110,6 +110,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long to wait for the agent to answer initialize (default 30)",
     )
+    add_mcp_config_flag(agui)
     _add_admission_flags(agui)
     # --summary, --summary-interval, --summary-max-length: the same flags (and validation) as on
     # watch, serve and relay. On by default here (auto = embedded): each run publishes a
@@ -225,6 +226,10 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
         token=token.strip() if token is not None else None,
         bind_host=args.host,
     )
+    mcp_servers = mcp_servers_of(args, "agui")
+    if mcp_servers is None:
+        return 2
+    args.mcp_servers = mcp_servers
     thread_store = _open_thread_store(settings)
     try:
         return _run(args, settings, endpoint, admission, thread_store)
@@ -262,6 +267,7 @@ def _run(
             limits=EndpointLimits.from_settings(endpoint),
             thread_store=thread_store,
             thread_retention_days=settings.session_retention_days,
+            mcp_servers=args.mcp_servers,
         )
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
-from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
+from acp_adapter.cli._flags import SUMMARY_FLAGS, add_mcp_config_flag, add_model_flags, mcp_servers_of
 from acp_adapter.frontends.bridges.config import (
     SUMMARY_CHOICES,
     BridgeConfigError,
@@ -157,6 +157,7 @@ def add_parser(sub: Any) -> None:
     )
     run_action.add_argument("name")
     run_action.add_argument("--agent-log", metavar="FILE", help="append the agent's stderr to FILE")
+    add_mcp_config_flag(run_action)
     # --summary, --summary-interval, --summary-max-length: the flags (and validation) of watch and
     # serve; --summary here overrides the instance's delivery_defaults.summary for this run.
     add_model_flags(run_action, only=SUMMARY_FLAGS)
@@ -291,8 +292,13 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
     except ConfigError as exc:
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 2
+    mcp_servers = mcp_servers_of(args, "bridge")
+    if mcp_servers is None:
+        return 2
     state = open_state(instance.name, settings)
-    runner = BridgeRunner(instance, stderr_log=args.agent_log, summary=summary, state=state)
+    runner = BridgeRunner(
+        instance, stderr_log=args.agent_log, summary=summary, state=state, mcp_servers=mcp_servers
+    )
     ran = False
     try:
         if instance.platform == "console":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from acp_adapter.cli._flags import add_frontend_flags
+from acp_adapter.cli._flags import add_frontend_flags, mcp_servers_of
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
@@ -21,4 +21,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from acp_adapter.frontends.watch.chat import run_chat
 
+    mcp_servers = mcp_servers_of(args, "chat")  # checked before anything starts
+    if mcp_servers is None:
+        return 2
+    args.mcp_servers = mcp_servers
     return run_chat(args, settings)

@@ -30,9 +30,10 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: object = None) -> int:
     import json
 
-    from acp_adapter.cli._config_report import config_json, config_lines, state_lines
+    from acp_adapter.cli._config_report import config_json, config_lines, mcp_server_lines, state_lines
     from acp_adapter.cli._state import check_state_dir, state_location
     from acp_adapter.config import ConfigError, Settings
+    from acp_adapter.mcp.config import McpConfigError, describe_server, servers_from_settings_file
 
     try:
         loaded = Settings.load_with_sources(flags=setting_flags(args))
@@ -44,13 +45,18 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
         else:
             print(f"acp-progress config: {exc}", file=sys.stderr)
         return 2
+    try:
+        servers = [describe_server(spec) for spec in servers_from_settings_file()]
+    except McpConfigError as exc:
+        print(f"acp-progress config: MCP servers: {exc}", file=sys.stderr)
+        return 2
     state = state_location(loaded.settings)
     problem = check_state_dir(state.directory) if state.enabled else None
     if args.json:
-        text = json.dumps(config_json(loaded, state, problem), ensure_ascii=True)
+        text = json.dumps({**config_json(loaded, state, problem), "mcpServers": servers}, ensure_ascii=True)
     else:
         shown = state_lines(state, problem, state.database.exists())
-        text = "\n".join(config_lines(loaded, shown))
+        text = "\n".join(config_lines(loaded, [*shown, *mcp_server_lines(servers)]))
     try:
         print(text, flush=True)
     except BrokenPipeError:  # `acp-progress config | head`: the reader had enough

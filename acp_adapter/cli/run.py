@@ -8,7 +8,7 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any
 
-from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags
+from acp_adapter.cli._flags import SUMMARY_FLAGS, add_mcp_config_flag, add_model_flags, mcp_servers_of
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
@@ -21,6 +21,7 @@ def add_parser(sub: Any) -> None:
     run_parser.add_argument(
         "--yes", action="store_true", help="allow shell commands without asking (default: ask on a terminal)"
     )
+    add_mcp_config_flag(run_parser)
     add_model_flags(run_parser, skip=SUMMARY_FLAGS)
 
 
@@ -30,8 +31,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     if interrupts.count:  # Ctrl-C while starting: nothing ran
         return 130
+    mcp_servers = mcp_servers_of(args, "run")
+    if mcp_servers is None:
+        return 2
     if signal.getsignal(signal.SIGINT) == interrupts._press:  # the loop takes Ctrl-C as KeyboardInterrupt
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if interrupts.count:
             return 130
-    return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes)
+    return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes, mcp_servers=mcp_servers)

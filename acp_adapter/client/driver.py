@@ -47,6 +47,7 @@ from acp.schema import (
 from acp_adapter._version import __version__
 from acp_adapter.client.procgroup import end_process_group
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.protocol import (
     CHUNK_BYTES,
     JsonRpcStream,
@@ -396,8 +397,12 @@ class AgentDriver:
         client_capabilities: ClientCapabilities | None = None,
         on_stray_update: Callable[[str, SessionUpdate], None] | None = None,
         limits: StreamLimits | None = None,
+        mcp_servers: Sequence[McpServerSpec] = (),
     ) -> None:
         self.argv = parse_agent_command(command)
+        #: the MCP servers sent in every ``session/new`` and ``session/load`` (``--mcp-config``,
+        #: the settings file's ``[mcp_servers]``): the agent starts them, whichever agent it is
+        self.mcp_servers: list[McpServerSpec] = list(mcp_servers)
         #: the stream limits (ACP_PROGRESS_MAX_LINE_BYTES …; from the environment unless given)
         self.limits = limits or StreamLimits.from_env()
         self._room = asyncio.Event()
@@ -629,7 +634,9 @@ class AgentDriver:
         """Open a session in workspace ``cwd`` (absolute, as ACP requires)."""
         try:
             workspace = os.path.abspath(cwd)  # noqa: ASYNC240 - string work, no I/O
-            response = await self.connection.new_session(cwd=workspace, mcp_servers=[], **kwargs)
+            response = await self.connection.new_session(
+                cwd=workspace, mcp_servers=list(self.mcp_servers), **kwargs
+            )
         except RequestError as exc:
             raise AgentError(f"the agent refused to open a session: {describe_error(exc)}") from None
         except ConnectionError as exc:
@@ -661,7 +668,9 @@ class AgentDriver:
         self._replaying[session_id] = on_replay or (lambda _update: None)
         try:
             workspace = os.path.abspath(cwd)  # noqa: ASYNC240 - string work, no I/O
-            await self.connection.load_session(cwd=workspace, session_id=session_id, mcp_servers=[])
+            await self.connection.load_session(
+                cwd=workspace, session_id=session_id, mcp_servers=list(self.mcp_servers)
+            )
             await asyncio.sleep(0)  # notifications read before the answer finish their handlers first
         except RequestError as exc:
             said = describe_error(exc)

@@ -11,9 +11,23 @@ neither the ``mcp`` SDK nor the tooling.
 from acp_adapter.mcp.config import (
     McpConfigError,
     McpServerSpec,
+    describe_server,
+    frontend_servers,
     load_mcp_config,
     parse_common_form,
+    parse_servers,
     server_names,
+    servers_from_settings_file,
 )
 
-__all__ = ["McpConfigError", "McpServerSpec", "load_mcp_config", "parse_common_form", "server_names"]
+__all__ = [
+    "McpConfigError",
+    "McpServerSpec",
+    "describe_server",
+    "frontend_servers",
+    "load_mcp_config",
+    "parse_common_form",
+    "parse_servers",
+    "server_names",
+    "servers_from_settings_file",
+]

@@ -82,19 +82,78 @@ def parse_common_form(document: object) -> list[McpServerSpec]:
     """Parse ``{"mcpServers": {...}}``; every mistake is reported at once."""
     if not isinstance(document, Mapping) or not isinstance(document.get("mcpServers"), Mapping):
         raise McpConfigError('expected {"mcpServers": {"NAME": {...}}}')
-    servers: Mapping[Any, Any] = document["mcpServers"]
+    return parse_servers(document["mcpServers"])
+
+
+def parse_servers(servers: Mapping[Any, Any], where: str = "") -> list[McpServerSpec]:
+    """Parse ``{"NAME": {...}}`` (the ``mcpServers`` object, or the settings file's
+    ``[mcp_servers]`` table); every mistake is reported at once, each prefixed with ``where``."""
     if len(servers) > MAX_SERVERS:
-        raise McpConfigError(f"more than {MAX_SERVERS} servers")
+        raise McpConfigError(f"{where}more than {MAX_SERVERS} servers")
     specs: list[McpServerSpec] = []
     errors: list[str] = []
     for name, entry in servers.items():
         try:
             specs.append(parse_entry(name, entry))
         except McpConfigError as exc:
-            errors.append(str(exc))
+            errors.append(f"{where}{exc}")
     if errors:
         raise McpConfigError("; ".join(errors))
     return specs
+
+
+def servers_from_settings_file(environ: Mapping[str, str] | None = None) -> list[McpServerSpec]:
+    """The settings file's ``[mcp_servers.NAME]`` tables (``command``/``args``/``env`` or
+    ``url``/``headers``, as in the common form); none when there is no file or no table."""
+    from acp_adapter._config_file import ConfigFileError, config_file_path, read_config_table
+
+    path = config_file_path(environ)
+    try:
+        table = read_config_table(path, "mcp_servers")
+    except ConfigFileError as exc:
+        raise McpConfigError(str(exc)) from None
+    if table is None:
+        return []
+    if not isinstance(table, Mapping):
+        raise McpConfigError(f"{path}: [mcp_servers] must be a table of servers")
+    return parse_servers(table, f"{path}: [mcp_servers] ")
+
+
+def frontend_servers(
+    mcp_config: str | None = None, environ: Mapping[str, str] | None = None
+) -> list[McpServerSpec]:
+    """The MCP servers a front-end sends in ``session/new``: the settings file's, then those of
+    ``--mcp-config FILE`` (a server named in both is the file's: the command line is nearer)."""
+    specs = {spec.name: spec for spec in servers_from_settings_file(environ)}
+    if mcp_config:
+        specs.update((spec.name, spec) for spec in load_mcp_config(mcp_config))
+    if len(specs) > MAX_SERVERS:
+        raise McpConfigError(f"more than {MAX_SERVERS} MCP servers in the settings file and --mcp-config")
+    return list(specs.values())
+
+
+HIDDEN = "[hidden]"
+
+
+def describe_server(spec: McpServerSpec) -> dict[str, Any]:
+    """A server for ``acp-progress config``: what it runs or where it connects, with every env and
+    header value hidden (they are where tokens live) and the rest through the redactor."""
+    from acp_adapter.safety.redact import redact_text
+
+    if isinstance(spec, HttpMcpServer):
+        return {
+            "name": spec.name,
+            "type": "http",
+            "url": redact_text(spec.url),
+            "headers": {h.name: HIDDEN for h in spec.headers},
+        }
+    return {
+        "name": spec.name,
+        "type": "stdio",
+        "command": redact_text(spec.command),
+        "args": [redact_text(a) for a in spec.args],
+        "env": {e.name: HIDDEN for e in spec.env or []},
+    }
 
 
 def server_names(servers: object) -> list[str]:

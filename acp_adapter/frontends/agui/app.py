@@ -60,6 +60,7 @@ from acp_adapter.frontends.agui.service import CANCEL_GRACE, AguiService, TooMan
 from acp_adapter.frontends.agui.summaries import SummarySetup, summary_setup
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadBusy
+from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.store import KeyValueStore
 from acp_adapter.summary import SummaryFactory
 
@@ -153,6 +154,7 @@ def create_app(
     limits: EndpointLimits | None = None,
     thread_store: KeyValueStore | None = None,
     thread_retention_days: float = 30.0,
+    mcp_servers: Sequence[McpServerSpec] = (),
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
@@ -176,6 +178,8 @@ def create_app(
     remembers each thread's session across restarts (namespace ``agui:threads``; entries unused for
     ``thread_retention_days`` are dropped at startup); without one threads last as long as the
     process. The caller keeps ownership of the store (the app does not close it).
+    ``mcp_servers`` are sent in every thread's ``session/new`` (``--mcp-config``, the settings
+    file's ``[mcp_servers]``), so the agent behind the endpoint offers their tools.
     """
     admission = admission or Admission()
     limits = limits or EndpointLimits()
@@ -203,6 +207,7 @@ def create_app(
         max_runs=limits.max_runs,
         max_queued_events=limits.max_queued_events,
         thread_sessions=ThreadSessions(thread_store, retention_days=thread_retention_days),
+        mcp_servers=mcp_servers,
     )
 
     @contextlib.asynccontextmanager

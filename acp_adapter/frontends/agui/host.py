@@ -21,6 +21,7 @@ from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, Per
 from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadSlot
+from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.agui.host")
@@ -40,7 +41,9 @@ class AgentHost:
         stderr_log: str | os.PathLike[str] | None = None,
         threads: ThreadSessions | None = None,
         restart: RestartPolicy | None = None,
+        mcp_servers: Sequence[McpServerSpec] = (),
     ) -> None:
+        self.mcp_servers = list(mcp_servers)
         #: where each thread's session is remembered across restarts
         self.threads = threads if threads is not None else ThreadSessions()
         self.argv = list(argv)
@@ -61,6 +64,7 @@ class AgentHost:
             init_timeout=self.init_timeout,
             stderr_log=self.stderr_log,
             client_name="acp-progress-agui",
+            mcp_servers=self.mcp_servers,
         )
 
     @property

@@ -26,6 +26,7 @@ from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.frontends.agui.summaries import SummarySetup, summary_observers
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadRegistry
+from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.agui.service")
@@ -58,6 +59,7 @@ class AguiService:
         max_runs: int = DEFAULT_MAX_RUNS,
         max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
         thread_sessions: ThreadSessions | None = None,
+        mcp_servers: Sequence[McpServerSpec] = (),
     ) -> None:
         self.policy = policy
         #: threadId → sessionId, durable when given a store (else for this process only)
@@ -82,6 +84,7 @@ class AguiService:
             init_timeout=init_timeout,
             stderr_log=agent_log,
             threads=self.thread_sessions,
+            mcp_servers=mcp_servers,
         )
         self.threads = ThreadRegistry()
         self._tasks: set[asyncio.Task[None]] = set()

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -57,6 +57,7 @@ from acp_adapter.frontends.bridges.projection import TurnProjection
 from acp_adapter.frontends.bridges.queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
 from acp_adapter.frontends.bridges.sink import ChatSink, MessageId
 from acp_adapter.frontends.bridges.state import BridgeState
+from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
@@ -141,6 +142,7 @@ class BridgeRunner:
         summary: SummaryFactory | None = None,
         placeholder_delay: float = PLACEHOLDER_DELAY,
         summary_clock: Clock | None = None,
+        mcp_servers: Sequence[McpServerSpec] = (),
         state: BridgeState | None = None,
         restart: RestartPolicy | None = None,
     ) -> None:
@@ -160,6 +162,8 @@ class BridgeRunner:
         self.permission_timeout = permission_timeout
         self.registry = registry or PresentationRegistry()
         self.stderr_log = stderr_log
+        #: sent in every session/new and session/load (--mcp-config, the settings file's [mcp_servers])
+        self.mcp_servers = list(mcp_servers)
         self.ask_permission: PermissionAsker | None = None
         #: the agent process: started by the first message, restarted after it died (bounded)
         self.agent = AgentSupervisor(self._make_driver, name=f"bridge {instance.name}", policy=restart)
@@ -182,6 +186,7 @@ class BridgeRunner:
             permission_policy=self._permission_policy,
             stderr_log=self.stderr_log,
             client_name="acp-progress-bridge",
+            mcp_servers=self.mcp_servers,
         )
 
     async def _driver_for_turn(self) -> AgentDriver:

@@ -134,6 +134,7 @@ class _Chat:
             init_timeout=args.init_timeout,
             stderr_log=args.agent_log,
             client_name="acp-progress-chat",
+            mcp_servers=getattr(args, "mcp_servers", ()),
         )
         self.client: WatchClient | None = None
 

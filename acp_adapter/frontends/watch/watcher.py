@@ -339,6 +339,7 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
             init_timeout=args.init_timeout,
             stderr_log=args.agent_log,
             client_name="acp-progress-watch",
+            mcp_servers=getattr(args, "mcp_servers", ()),
         )
     except AgentError as exc:
         print(f"acp-progress watch: {exc}", file=sys.stderr)
