@@ -273,7 +273,8 @@ class AIAgent:
         outcome: ToolOutcome = self.toolbox.execute(
             call, cancel=self.cancel, observer=self.tool_observer, permission=self.permission_callback
         )
-        content = outcome.text if outcome.ok else f"error: {outcome.error}"
+        # a failed result with text (a command's output and exit code) is what the model reads
+        content = outcome.text if outcome.ok or outcome.text else f"error: {outcome.error}"
         if (
             self.tool_observer is None
             and self.message_callback is None

@@ -220,9 +220,20 @@ def build_tool_complete(
     return _with_meta(update, ProgressMeta(phase="completed", duration_ms=_ms(duration)))
 
 
-def build_tool_failed(tool_call_id: str, error: str, *, duration: float | None = None) -> ToolCallProgress:
+def build_tool_failed(
+    tool_call_id: str,
+    error: str,
+    *,
+    duration: float | None = None,
+    text: str = "",
+    raw_output: Any = None,
+) -> ToolCallProgress:
+    """A failed card: ``error`` is its one-line reason (``_meta.acpProgress.error``); ``text``, when
+    the tool produced some (a command's output before it exited non-zero), follows the reason in
+    the card's content: a client that shows one line shows why, one that shows more shows what."""
     short = one_line(error) or "failed"
-    update = update_tool_call(tool_call_id, status="failed", content=_text(short))
+    shown = f"{short}\n\n{text}" if text else short
+    update = update_tool_call(tool_call_id, status="failed", content=_text(shown), raw_output=raw_output)
     return _with_meta(update, ProgressMeta(phase="failed", error=short, duration_ms=_ms(duration)))
 
 

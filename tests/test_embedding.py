@@ -254,3 +254,21 @@ def test_serve_answers_a_running_prompt_after_the_client_closes_its_input(tmp_pa
     closing = [m for m in rest if m.get("method") == "session/update"]
     assert closing and closing[-1]["params"]["update"]["status"] == "failed"
     assert rest.index(closing[-1]) < rest.index(response), "the card closes before the response"
+
+
+def test_watch_says_a_turn_that_failed_and_ended_end_turn_failed(tmp_path):
+    """The example fails its think card and answers ``end_turn``: watch's last line says the turn
+    failed (never ``stop reason: end_turn``), and the exit code (1) agrees with it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_adapter.cli", "watch", "--no-animation", "--cwd", str(tmp_path)]
+        + ["--agent", f"{sys.executable} {ROOT / EXAMPLE[0]}", "please fail"],
+        env={**agent_env(), "ACP_PROGRESS_SUMMARY": "off"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1, done.stderr
+    assert "stop reason: end_turn" not in done.stdout
+    assert lines[-2].startswith("❌ turn failed:") and "RuntimeError" in lines[-2]
+    assert lines[-1].strip() == "details: the agent ended the turn with stop reason end_turn"

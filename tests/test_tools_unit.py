@@ -116,7 +116,23 @@ def test_dangerous_tools_ask_and_a_denial_fails_with_a_reason(tmp_path):
     assert ("permission", "run_command") in denied.events
     allowed = Observer(allow=True)
     outcome = run(box, "run_command", {"command": "echo hi; echo there >&2; exit 3"}, allowed)
-    assert outcome.ok and "hi" in outcome.text and "there" in outcome.text and "(exit code 3)" in outcome.text
+    # a command that exits non-zero is a failure that shows its exit code; its output stays readable
+    assert not outcome.ok and outcome.error == "exit code 3" and outcome.raw_output["exit_code"] == 3
+    assert "hi" in outcome.text and "there" in outcome.text and "(exit code 3)" in outcome.text
+    assert run(box, "run_command", {"command": "true"}, allowed).ok
+
+
+def test_a_failed_command_card_says_its_exit_code_first_and_keeps_the_output():
+    from acp_adapter.tools import build_tool_failed
+
+    card = build_tool_failed(
+        "c1", "exit code 2", text="ls: no such file\n(exit code 2)", raw_output={"exit_code": 2}
+    )
+    assert card.status == "failed" and card.raw_output == {"exit_code": 2}
+    shown = card.content[0].content.text
+    assert shown.startswith("exit code 2\n\n") and "ls: no such file" in shown
+    assert card.field_meta["acpProgress"]["error"] == "exit code 2"
+    assert build_tool_failed("c2", "Cancelled").content[0].content.text == "Cancelled"
 
 
 def test_run_command_timeout_and_cancel_kill_the_process_tree(tmp_path):

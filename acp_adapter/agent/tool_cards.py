@@ -118,15 +118,18 @@ class AcpToolObserver:
 
     def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None:
         self._titles.pop(self._card(call), None)
+        text = (
+            outcome.text if len(outcome.text) <= RESULT_CAP else outcome.text[:RESULT_CAP] + "\n… (truncated)"
+        )
         if outcome.ok:
-            text = (
-                outcome.text
-                if len(outcome.text) <= RESULT_CAP
-                else outcome.text[:RESULT_CAP] + "\n… (truncated)"
-            )
             self._stream.tool_finish(self._card(call), result_text=text, raw_output=outcome.raw_output)
-        else:
-            self._stream.tool_finish(self._card(call), error=outcome.error or "failed")
+        else:  # a result that is a failure keeps its text (a command's output) on the failed card
+            self._stream.tool_finish(
+                self._card(call),
+                error=outcome.error or "failed",
+                result_text=text,
+                raw_output=outcome.raw_output,
+            )
 
     def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision:
         """Ask the client (blocking this worker thread, never the loop); cancel means no.

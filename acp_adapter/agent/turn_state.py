@@ -389,7 +389,11 @@ class SessionStream:
             del self._cards[tool_call_id]
             duration = self._clock() - card.started
             if error is not None:
-                self._submit(build_tool_failed(tool_call_id, error, duration=duration))
+                self._submit(
+                    build_tool_failed(
+                        tool_call_id, error, duration=duration, text=result_text, raw_output=raw_output
+                    )
+                )
             else:
                 self._submit(
                     build_tool_complete(tool_call_id, result_text, raw_output=raw_output, duration=duration)

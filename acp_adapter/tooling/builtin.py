@@ -315,7 +315,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     text = output if output else "(no output)"
     if code != 0:
         text += f"\n(exit code {code})"
-    return ToolReturn(text, summary, {"exit_code": code, "output_bytes": size})
+    return ToolReturn(text, summary, {"exit_code": code, "output_bytes": size}, failed=code != 0)
 
 
 # ---------------------------------------------------------------- wait (a long task for demos)

@@ -35,6 +35,9 @@ class ToolReturn:
     text: str
     summary: str = ""
     raw_output: Any = None
+    #: the tool ran and its result is a failure (a command that exited non-zero): the card fails
+    #: with ``summary`` as its reason, and the model still gets ``text`` to read
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,8 @@ class Toolbox:
                 _check_permission(call, tool, observer, permission)
             cancel.raise_if_cancelled()
             result = tool.function(args, ctx)
-            outcome = ToolOutcome(True, result.text, None, result.summary, result.raw_output)
+            error = (result.summary or "failed") if result.failed else None
+            outcome = ToolOutcome(not result.failed, result.text, error, result.summary, result.raw_output)
         except TurnCancelled:
             cancelled = True
             outcome = ToolOutcome(False, error="Cancelled")

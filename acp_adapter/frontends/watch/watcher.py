@@ -144,7 +144,15 @@ class WatchClient:
     @property
     def turn_failed(self) -> bool:
         """A think card that ended ``failed`` means the model call failed: the turn did not succeed."""
-        return any(c.kind == "think" and c.status == "failed" for c in self.board.cards.values())
+        return self.failed_think_reason is not None
+
+    @property
+    def failed_think_reason(self) -> str | None:
+        """Why the turn's model call failed (the last failed think card's text), else None."""
+        failed = [c for c in self.board.cards.values() if c.kind == "think" and c.status == "failed"]
+        if not failed:
+            return None
+        return failed[-1].detail.strip() or "the model call failed"
 
     # ------------------------------------------------------------ drawing
 
@@ -158,8 +166,15 @@ class WatchClient:
         self.view.tick()
 
     def finish(self, response: PromptResponse) -> None:
+        """The turn's last line: its stop reason — or, when a think card failed (another agent's
+        way of failing: a failed card, then ``end_turn``), that it failed and why: the last line
+        and the exit code (1) agree."""
         if self.json is not None:
             self.json.end(response)
+        reason = self.failed_think_reason
+        if reason is not None:
+            self.view.fail(reason, f"the agent ended the turn with stop reason {response.stop_reason}")
+            return
         self.view.finish(response.stop_reason)
 
     def fail(self, exc: AgentError) -> None:
@@ -252,7 +267,7 @@ async def run_turn(
     assert end.stop_reason is not None and turn.response is not None
     client.finish(turn.response)
     if client.turn_failed:  # another agent's way of failing: a failed think card, then end_turn
-        return TurnEnd(stop_reason=end.stop_reason, error=AgentError("the model call failed"))
+        return TurnEnd(stop_reason=end.stop_reason, error=AgentError(client.failed_think_reason or ""))
     return end
 
 
