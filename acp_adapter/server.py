@@ -73,6 +73,7 @@ from acp_adapter.store import (
     open_store,
 )
 from acp_adapter.store import PermissionDecision as StoredPermission
+from acp_adapter.store.base import CANCELLED_DECISION
 from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
 from acp_adapter.text import prompt_to_text
 from acp_adapter.tooling.builtin import BUILTIN_TOOLS, default_toolbox, kill_started_processes
@@ -232,7 +233,10 @@ class ProgressAgent:
         Who: ``auto`` when a policy answered with no person asked, else the person the client
         names (``decidedBy``), else ``client``. Where: the surface the client names (``watch``,
         ``telegram`` …), else the client's own name from ``initialize``, else ``acp``."""
-        decided_by = "auto" if answer.automatic else (answer.decided_by or "client")
+        if answer.cancelled:  # withdrawn when the turn was cancelled: nobody decided
+            decided_by = CANCELLED_DECISION
+        else:
+            decided_by = "auto" if answer.automatic else (answer.decided_by or "client")
         surface = answer.surface or self.client_name or "acp"
         self.store.record_permission(
             StoredPermission(time.time(), session_id, card_id, title, answer.allowed, decided_by, surface)

@@ -10,10 +10,14 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
 
 from acp_adapter.cli import main
 
-from .conftest import ROOT, agent_env
+from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from .test_bridge_console_stop import Bridge
 
 
@@ -74,3 +78,54 @@ def test_a_console_bridge_approval_names_the_person_and_the_surface(tmp_path: Pa
         (False, f"console:{getpass.getuser()}", "console"),
         (True, f"console:{getpass.getuser()}", "console"),
     ]
+
+
+class _NeverAnswers(RecordingClient):
+    """A client that leaves the question open (a person who walked away) until the turn is cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = anyio.Event()
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any:
+        self.permission_requests.append(tool_call)
+        self.asked.set()
+        await anyio.sleep_forever()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["client answers cancelled", "turn cancelled while asking"])
+async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
+    tmp_path: Path, how: str
+) -> None:
+    """Before: a question ended by Ctrl-C read "Permission denied by the user" and left no audit row."""
+    state = tmp_path / "state"
+    client = RecordingClient(permission="cancel") if how.startswith("client") else _NeverAnswers()
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+    async with spawn_agent(client, env=env) as (conn, _proc, log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        if how.startswith("client"):
+            response = await prompt_text(conn, sid, "run `echo withdrawn`")
+        else:
+            async with anyio.create_task_group() as tg:
+                result: list[Any] = []
+
+                async def turn() -> None:
+                    result.append(await prompt_text(conn, sid, "run `echo withdrawn`"))
+
+                tg.start_soon(turn)
+                assert isinstance(client, _NeverAnswers)
+                with anyio.fail_after(30):
+                    await client.asked.wait()
+                await conn.cancel(session_id=sid)
+            response = result[0]
+            assert response.stop_reason == "cancelled"
+        cards = [c for c in client.cards(sid).values() if c[0].kind != "think"]
+        assert final_status(cards[-1]) == "failed", log.read_text()
+        text = " ".join(
+            getattr(getattr(block, "content", None), "text", "") for block in cards[-1][-1].content or []
+        )
+        assert "Cancelled" in text and "denied" not in text
+    (row,) = _audit(state)
+    assert (row["allowed"], row["outcome"], row["decidedBy"]) == (False, "cancelled", "cancelled")
+    assert "echo withdrawn" in str(row["title"])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp import update_tool_call
-from acp.schema import AllowedOutcome, PermissionOption, ToolCallUpdate
+from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, ToolCallUpdate
 
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
@@ -169,24 +169,27 @@ class AcpToolObserver:
         remove_hook = self._cancel.on_cancel(abandon)
         try:
             response = future.result()
-        except concurrent.futures.CancelledError:
-            return PermissionDecision(False)
+        except concurrent.futures.CancelledError:  # the turn was cancelled while the question was open
+            response = None
         except Exception as exc:
             log.warning("permission request failed: %s", redact_text(str(exc)), exc_info=True)
             return PermissionDecision(False, automatic=True)
         finally:
             remove_hook()
-        allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
-        answer = PermissionAnswer.of(response, allowed)
-        automatic = answer.automatic
+        if response is None or isinstance(response.outcome, DeniedOutcome):
+            # withdrawn, not denied: ACP answers ``cancelled`` to a question the turn's cancel ended
+            answer = PermissionAnswer(False, False, cancelled=True)
+        else:
+            allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
+            answer = PermissionAnswer.of(response, allowed)
         if self._audit is not None:
             try:
                 self._audit(card_id, request.title or call.name, answer)
             except Exception:
                 log.exception("recording the permission decision failed")
-        if allowed:
+        if answer.allowed:
             self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
-        return PermissionDecision(allowed, automatic=automatic)
+        return PermissionDecision(answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled)
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,8 @@ class PermissionAnswer:
     automatic: bool
     decided_by: str | None = None
     surface: str | None = None
+    #: the question was withdrawn (cancelled), nobody decided it
+    cancelled: bool = False
 
     @classmethod
     def of(cls, response: Any, allowed: bool) -> PermissionAnswer:

@@ -64,6 +64,10 @@ class SessionPage:
     next_cursor: str | None
 
 
+#: ``decided_by`` of a question withdrawn by the turn's cancel (recorded, never read as a denial)
+CANCELLED_DECISION = "cancelled"
+
+
 @dataclass(frozen=True)
 class PermissionDecision:
     """One audited permission answer: written before the agent is told "allow"."""
@@ -73,7 +77,8 @@ class PermissionDecision:
     tool_call_id: str
     title: str
     allowed: bool
-    #: who decided: a person ("telegram:12345", "terminal"), or "auto" (``--yes``, a policy)
+    #: who decided: a person ("telegram:12345", "terminal"), or "auto" (``--yes``, a policy), or
+    #: :data:`CANCELLED_DECISION` (nobody: the question was withdrawn as its turn was cancelled)
     decided_by: str
     #: where: "acp", "watch", "telegram", "agui", "plain" …
     surface: str

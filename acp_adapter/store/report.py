@@ -7,7 +7,7 @@ import datetime
 import json
 from collections.abc import Sequence
 
-from acp_adapter.store.base import PermissionDecision
+from acp_adapter.store.base import CANCELLED_DECISION, PermissionDecision
 
 
 def local_time(at: float) -> str:
@@ -27,12 +27,19 @@ def audit_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
         return ["no permission decisions recorded"]
     lines = []
     for d in decisions:
-        verdict = "allowed" if d.allowed else "denied "
+        verdict = "allowed" if d.allowed else ("cancel " if d.decided_by == CANCELLED_DECISION else "denied ")
         title = " ".join(d.title.split())
         lines.append(
             f"{local_time(d.at)}  {verdict}  {d.decided_by:<14} {d.surface:<8} {title}  [{d.session_id}]"
         )
     return lines
+
+
+def _outcome(decision: PermissionDecision) -> str:
+    """``allowed``, ``denied`` or ``cancelled`` (the question was withdrawn; nobody decided)."""
+    if decision.allowed:
+        return "allowed"
+    return "cancelled" if decision.decided_by == CANCELLED_DECISION else "denied"
 
 
 def audit_json_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
@@ -45,6 +52,7 @@ def audit_json_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
                 "toolCallId": d.tool_call_id,
                 "title": d.title,
                 "allowed": d.allowed,
+                "outcome": _outcome(d),
                 "decidedBy": d.decided_by,
                 "surface": d.surface,
             },

@@ -52,6 +52,7 @@ class ToolOutcome:
 
 DENIED_BY_USER = "Permission denied by the user"
 DENIED_AUTOMATICALLY = "Permission denied automatically: nobody was there to answer"
+PERMISSION_CANCELLED = "Cancelled"
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class PermissionDecision:
 
     allowed: bool
     automatic: bool = False
+    #: nobody decided: the question was withdrawn (the turn is being cancelled, or the client
+    #: answered ``cancelled``); the card says "Cancelled", never that the user denied it
+    cancelled: bool = False
 
     def __bool__(self) -> bool:
         return self.allowed
@@ -264,6 +268,8 @@ def _check_permission(
     else:
         decision = PermissionDecision(False, automatic=True)
     if not decision:
+        if isinstance(decision, PermissionDecision) and decision.cancelled:
+            raise ToolError(PERMISSION_CANCELLED)
         automatic = isinstance(decision, PermissionDecision) and decision.automatic
         raise ToolError(DENIED_AUTOMATICALLY if automatic else DENIED_BY_USER)
 
