@@ -13,11 +13,12 @@ import time
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
 from acp_adapter.store import open_store
 
-from .agui_process import AguiProcess, of_type, text_of
+from .agui_process import AguiProcess, of_type, sse_events, text_of
 from .conftest import ROOT
 
 PROGRESS_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'progress_agent.py'}"
@@ -39,7 +40,7 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
     try:
         run1 = first.run("thread-T", "run-1", "search for TODO")
     finally:
-        assert first.stop() == 0, first.text()
+        assert first.stop() == 130, first.text()
     assert of_type(run1, "RUN_FINISHED") and of_type(run1, "TOOL_CALL_START")
 
     second = AguiProcess(tmp_path, env=env).wait_healthy()
@@ -47,7 +48,7 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
         run2 = second.run("thread-T", "run-2", "hello")
         other = second.run("thread-U", "run-3", "hello")
     finally:
-        assert second.stop() == 0, second.text()
+        assert second.stop() == 130, second.text()
     assert of_type(run2, "RUN_FINISHED") and of_type(other, "RUN_FINISHED")
     # the replay of run 1 is history, not part of run 2: no tool card of run 1 is streamed again
     assert not of_type(run2, "TOOL_CALL_START")
@@ -190,7 +191,52 @@ def test_a_stop_signal_while_the_agent_starts_ends_everything_within_2s(tmp_path
 def test_a_serving_endpoint_stops_within_2s(tmp_path: Path) -> None:
     served = AguiProcess(tmp_path).wait_healthy()
     started = time.monotonic()
-    assert served.stop(signal.SIGINT) == 0
+    assert served.stop(signal.SIGINT) == 130
     assert time.monotonic() - started < 2
     text = served.text()
     assert text.index("starting the agent") < text.index("serving AG-UI on")
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_signal(
+    tmp_path: Path, sig: int, code: int
+) -> None:
+    """Before: the stream stopped after TOOL_CALL_END with no terminal event (curl rc 18), uvicorn
+    logged ~95 lines of traceback, and the command exited 0."""
+    import threading
+
+    served = AguiProcess(tmp_path).wait_healthy()
+    events: list[dict[str, object]] = []
+    failure: list[BaseException] = []
+
+    def read() -> None:
+        body = {
+            "threadId": "t-stop",
+            "runId": "r-stop",
+            "messages": [{"id": "m", "role": "user", "content": "wait 20 seconds"}],
+        }
+        try:
+            with httpx.stream("POST", served.url + "/", json=body, timeout=60) as response:
+                events.extend(sse_events(response.iter_lines()))  # extend appends as they arrive
+        except BaseException as exc:  # the assertion below reports it
+            failure.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    deadline = time.monotonic() + 60
+    while not of_type(events, "TOOL_CALL_START"):  # the wait tool is running
+        assert time.monotonic() < deadline and reader.is_alive(), (events, failure, served.text())
+        time.sleep(0.05)
+    started = time.monotonic()
+    assert served.stop(sig, within=15) == code, served.text()
+    took = time.monotonic() - started
+    reader.join(30)
+    assert not failure, failure
+    assert events and events[-1]["type"] == "RUN_ERROR", [e["type"] for e in events]
+    assert events[-1]["message"] == "the server is stopping" and events[-1]["code"] == "SHUTDOWN"
+    assert of_type(events, "TOOL_CALL_START")  # the run was mid-tool when the signal came
+    text = served.text()
+    assert "Traceback" not in text and "Exception in ASGI application" not in text
+    stopping = [line for line in text.splitlines() if "stopping;" in line]
+    assert len(stopping) == 1 and "1 open run(s) ended" in stopping[0]
+    assert took < 10, f"took {took:.1f}s"

@@ -102,7 +102,7 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 server.kill()
                 raise
-    assert code == 0, f"acp-progress agui exited with {code}:\n{log_path.read_text()}"
+    assert code == 130, f"acp-progress agui exited with {code}:\n{log_path.read_text()}"
 
 
 def _run_client(node: str, url: str, thread: str, forwarded: dict[str, Any], *prompts: str) -> dict[str, Any]:

@@ -250,6 +250,7 @@ def _run(
     from acp_adapter.frontends.agui.limits import EndpointLimits
     from acp_adapter.frontends.agui.options import ToolProgressOptionError
     from acp_adapter.frontends.agui.policy import PolicyError
+    from acp_adapter.frontends.agui.stopping import StoppingServer
 
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
@@ -307,7 +308,7 @@ def _run(
         )
         return 1
     with listener:
-        return asyncio.run(_serve(uvicorn.Server(config), app.state.agui, listener, args))
+        return asyncio.run(_serve(StoppingServer(config, app.state.agui), app.state.agui, listener, args))
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
@@ -330,9 +331,11 @@ async def _serve(server: Any, service: Any, listener: socket.socket, args: argpa
     """Start the agent, then serve until SIGINT/SIGTERM; each is handled from the first moment.
 
     Until uvicorn serves, a stopping signal cancels the start (the agent process group is ended)
-    and the command exits 130; once it serves, uvicorn's own handlers stop it gracefully (exit 0,
-    a server's ordinary end). The agent is started here, not in the app's lifespan, so a broken
-    ``--agent`` is one line and is never followed by an announcement or a lifespan traceback.
+    and the command exits 130; once it serves, ``server`` (a
+    :class:`~acp_adapter.frontends.agui.stopping.StoppingServer`) ends the open runs with
+    ``RUN_ERROR`` and then stops uvicorn: 130 after SIGINT, 143 after SIGTERM. The agent is started
+    here, not in the app's lifespan, so a broken ``--agent`` is one line and is never followed by
+    an announcement or a lifespan traceback.
     """
     from acp_adapter.client.driver import AgentError
 
@@ -381,7 +384,8 @@ async def _serve(server: Any, service: Any, listener: socket.socket, args: argpa
         return exc.code if isinstance(exc.code, int) and exc.code else 1
     finally:
         await service.close()  # a no-op after the lifespan closed it
-    return 0
+    stopped_by = getattr(server, "stop_signal", None)
+    return 128 + stopped_by if stopped_by else 0
 
 
 def _open_thread_store(settings: Any) -> Any:

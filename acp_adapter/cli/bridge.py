@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
@@ -317,7 +318,7 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
                 print(f"acp-progress bridge: {exc}", file=sys.stderr)
                 return 2
     except KeyboardInterrupt:
-        pass
+        runner.stop_signal = runner.stop_signal or signal.SIGINT
     except AgentError as exc:
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 1
@@ -332,4 +333,6 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
             print(
                 redact_text(f"bridge {instance.name}: delivery metrics {json.dumps(record)}"), file=sys.stderr
             )
-    return 0
+    # stopped by Ctrl-C / SIGTERM: 130 / 143, as watch, chat, run and agui; the console's input
+    # ending is the run's ordinary end: 0
+    return 128 + int(runner.stop_signal) if runner.stop_signal else 0

@@ -106,7 +106,7 @@ class ActiveRun:
             outcome = await self._run()
         except asyncio.CancelledError:
             self._code = "SHUTDOWN"
-            outcome = RunOutcome("error", error="the AG-UI endpoint is shutting down")
+            outcome = RunOutcome("error", error="the server is stopping")
             raise
         except AgentError as exc:
             self._code = "AGENT_CRASHED" if isinstance(exc, AgentCrashed) else "AGENT_ERROR"

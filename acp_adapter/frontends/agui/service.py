@@ -39,6 +39,10 @@ class TooManyRuns(AcpProgressError):
     """As many runs as the endpoint allows are in flight (a 503 with ``Retry-After``)."""
 
 
+#: the name of a run's driving task (what :meth:`AguiService.end_runs` counts)
+RUN_TASK_PREFIX = "agui-run"
+
+
 class AguiService:
     """Everything one AG-UI endpoint serves with: one agent, one session per thread."""
 
@@ -116,17 +120,23 @@ class AguiService:
             raise
         self.started = True
 
-    async def close(self) -> None:
-        """End the runs still in flight (their clients get ``RUN_ERROR``), then stop the agent (once)."""
-        if self._closed:
-            return
-        self._closed = True
+    async def end_runs(self) -> int:
+        """End the runs still in flight — each client gets ``RUN_ERROR`` ("the server is stopping")
+        and its stream closes — and return how many there were. The agent keeps running."""
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        return sum(1 for task in tasks if task.get_name().startswith(RUN_TASK_PREFIX))
+
+    async def close(self) -> None:
+        """End the runs still in flight (their clients get ``RUN_ERROR``), then stop the agent (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.end_runs()
         await self.host.close()
         await self.thread_sessions.aclose()
         if self.summary is not None:
@@ -186,7 +196,7 @@ class AguiService:
         slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
         active.observers = ObserverSet.build(self.run_observers, context)
         emitter.start()
-        self.spawn(active.drive(slot), "agui-run").add_done_callback(self._run_ended)
+        self.spawn(active.drive(slot), RUN_TASK_PREFIX).add_done_callback(self._run_ended)
         log.info(
             "run %s on thread %s started (tool progress %s, progress summary %s)",
             redact_text(run_input.run_id),

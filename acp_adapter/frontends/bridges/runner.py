@@ -175,6 +175,8 @@ class BridgeRunner:
         self._closed = False
         #: a chat reached the runner (``bridge run`` prints metrics only for a run that did work)
         self.started = False
+        #: the signal that stopped the bridge (SIGINT, SIGTERM), None while none did
+        self.stop_signal: int | None = None
 
     # ------------------------------------------------------------------------ agent
 

@@ -191,7 +191,7 @@ async def run_console(
 
     runner.ask_permission = ask
     turns: list[asyncio.Task[None]] = []
-    with stop_on_signals(stop):
+    with stop_on_signals(stop, runner):
         stopping = asyncio.create_task(stop.wait(), name="console-stop")
         try:
             if runner.state is not None:  # answer chunks a previous run stored but could not show

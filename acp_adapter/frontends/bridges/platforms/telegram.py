@@ -785,7 +785,7 @@ async def run_telegram(
     stop = stop or asyncio.Event()
     with _scrubbing(token) as scrubber:
         try:
-            with stop_on_signals(stop):
+            with stop_on_signals(stop, runner):
                 app = build_application(token, api, settings, poll_timeout)
                 bridge = TelegramBridge(instance, runner, app, settings, policy=policy)
                 async with app:
