@@ -35,6 +35,11 @@ class Interrupts:
         if loop is not None:
             loop.call_soon_threadsafe(self._notify)
 
+    def press(self) -> None:
+        """A press that did not come from the keyboard (stdout's reader went away): the front-end
+        stops as for Ctrl-C. Safe from any thread."""
+        self._press(signal.SIGINT, None)
+
     def _notify(self) -> None:
         if self._changed is not None:
             self._changed.set()

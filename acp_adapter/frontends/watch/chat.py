@@ -36,6 +36,7 @@ from acp_adapter.client.driver import (
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
+from acp_adapter.frontends.reader_gone import when_reader_gone
 from acp_adapter.frontends.watch.json_lines import JsonLines
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.frontends.watch.watcher import (
@@ -43,6 +44,7 @@ from acp_adapter.frontends.watch.watcher import (
     WatchClient,
     agent_env,
     check_cwd,
+    fileno_of,
     quiet_broken_stdout,
     run_turn,
     start_driver,
@@ -272,6 +274,12 @@ class _Chat:
             return 2
         self.presses.attach()
         seen = 0  # a press before the loop ran counts too: it came after the command started
+
+        def reader_gone() -> None:  # nobody reads the answers: cancel the turn, then leave
+            self.presses.press()
+            self.presses.press()
+
+        reader = asyncio.ensure_future(when_reader_gone(fileno_of(self.out), reader_gone))
         try:
             if not await start_driver(self.driver, self.presses, seen):
                 return 130
@@ -294,6 +302,7 @@ class _Chat:
         finally:
             if self.summaries is not None:
                 await self.summaries.aclose()
+            reader.cancel()
             with contextlib.suppress(Exception):
                 await self.driver.close()
             self.presses.detach()

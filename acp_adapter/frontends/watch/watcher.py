@@ -45,6 +45,7 @@ from acp_adapter.client.driver import (
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
+from acp_adapter.frontends.reader_gone import when_reader_gone
 from acp_adapter.frontends.stdout import quiet_broken_stdout
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
 from acp_adapter.frontends.watch.render import CardBoard
@@ -296,7 +297,9 @@ async def _follow(turn: Turn, client: WatchClient, presses: Interrupts, seen: in
             if press.done() and not consumer.done():
                 if client.interrupt is not None:
                     client.interrupt.set()  # a question waiting on the terminal is answered no
-                return await _cancel(turn, consumer, presses, presses.count)
+                # the first press beyond ``seen`` cancels; any later one — even one that arrived
+                # in the same instant (``\x03\x03``) — is the second press that exits
+                return await _cancel(turn, consumer, presses, seen + 1)
             if client.animate:
                 client.tick()
         return TurnEnd(stop_reason=str(consumer.result().stop_reason))
@@ -359,6 +362,8 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
     except AgentError as exc:
         print(f"acp-progress watch: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, AgentLogError) else 1
+    # `| head` exits: the turn is cancelled as for Ctrl-C, the agent and its tools stop
+    reader = asyncio.ensure_future(when_reader_gone(fileno_of(out), presses.press))
     try:
         if args.prompt == ["-"]:
             text = await _race(read_prompt_stdin(), presses, seen)
@@ -397,8 +402,17 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         if summaries is not None:
             await summaries.aclose()
         client._clear_live()  # the terminal is restored (live region erased, cursor shown) on every exit
+        reader.cancel()
         await driver.close()
         presses.detach()
+
+
+def fileno_of(out: TextIO) -> int:
+    """``out``'s descriptor (-1 for a stream without one, e.g. a test's StringIO: never polled)."""
+    try:
+        return out.fileno()
+    except (OSError, ValueError, AttributeError):
+        return -1
 
 
 async def _race(work: Any, presses: Interrupts, seen: int) -> Any:
