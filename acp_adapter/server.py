@@ -713,7 +713,12 @@ class ProgressAgent:
         )
         session.finish_turn(result.messages if result is not None else [])
         self.outbox.observers(session.id).discard(recording)
-        self.recorder.end_turn(session.id, history_to_json(session.history))
+        self.recorder.end_turn(
+            session.id,
+            history_to_json(session.history),
+            stop_reason,
+            failed=_turn_failure(stop_reason, error, result) is not None,
+        )
         # the turn is on disk before its answer, so an agent killed right after still has it;
         # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT
         await _await_through_cancel(

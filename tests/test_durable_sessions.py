@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import signal
 from pathlib import Path
 from typing import Any
@@ -416,3 +417,35 @@ async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(tmp_path: P
     asked = [content for role, content in said if role == "user"]
     assert asked == ["what is 1+1", "wait 10 seconds", "what is 3+3"]
     assert ("assistant", INTERRUPTED_NOTE) in said
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_turn_replays_as_its_own_turn_marked_cancelled(tmp_path: Path) -> None:
+    """Before: a turn cancelled while the model thought stored only its prompt, so the replay sent
+    two user_message_chunks in a row and every client joined them (`› wait 10 secondshello`)."""
+    ws = _workspace(tmp_path)
+    state = str(tmp_path / "state")
+    first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state, embedded_delay=5.0))
+    live = RecordingClient()
+    async with inprocess_agent(live, first) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        thinking = asyncio.Event()
+        live.on_update = lambda _r: thinking.set()
+        turn = asyncio.ensure_future(prompt_text(conn, sid, "wait 10 seconds"))
+        await asyncio.wait_for(thinking.wait(), 10)  # the think card is out: the model is thinking
+        await conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
+
+    client = RecordingClient()
+    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
+    async with inprocess_agent(client, second) as conn:
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        assert (await prompt_text(conn, sid, "hello")).stop_reason == "end_turn"
+        mark = len(client.updates)
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+    replay = [r.update for r in client.updates[mark:]]
+    kinds = _kinds(replay)
+    for a, b in itertools.pairwise(kinds):
+        assert not (a == b == "user_message_chunk"), kinds
+    texts = [u.content.text for u in replay if isinstance(u, UserMessageChunk | AgentMessageChunk)]
+    assert texts[:3] == ["wait 10 seconds", "(cancelled)", "hello"], texts

@@ -57,6 +57,11 @@ _TERMINAL = {"completed", "failed"}
 OPEN_TURNS = "agent.open-turns"
 #: What closes a turn its agent never finished (killed, crashed, the machine went down).
 INTERRUPTED_NOTE = "(interrupted — the agent stopped before this turn finished)"
+#: What ends a cancelled turn's stored entries: a replay shows the turn as its own (a client joins
+#: consecutive user message chunks, so a cancelled prompt would glue onto the next one) and says why.
+CANCELLED_NOTE = "(cancelled)"
+#: The same for a turn that failed before the agent said anything.
+FAILED_NOTE = "(the turn failed)"
 
 
 def _process_alive(pid: int) -> bool:
@@ -214,9 +219,23 @@ class ConversationRecorder:
             return
         turn.entries.append(_dump(update))
 
-    def end_turn(self, session_id: str, history: Sequence[JsonObject]) -> None:
-        """The turn answered: queue its entries (every tool in a terminal state) and the history."""
+    def end_turn(
+        self,
+        session_id: str,
+        history: Sequence[JsonObject],
+        stop_reason: str | None = None,
+        failed: bool = False,
+    ) -> None:
+        """The turn answered: queue its entries (every tool in a terminal state) and the history.
+
+        A cancelled turn ends with a :data:`CANCELLED_NOTE` agent message, a failed one that said
+        nothing with :data:`FAILED_NOTE`: each turn replays as its own, never merged into the next."""
         turn = self._turns.pop(session_id, None)
+        if turn is not None:
+            if stop_reason == "cancelled":
+                _end_with_note(turn.entries, CANCELLED_NOTE)
+            elif failed and not any(e.get("sessionUpdate") == "agent_message_chunk" for e in turn.entries):
+                _end_with_note(turn.entries, FAILED_NOTE)
         entries = list(turn.entries[turn.written :]) if turn is not None else []
         for entry in entries:
             if entry.get("sessionUpdate") == "tool_call" and entry.get("status") not in _TERMINAL:
@@ -268,6 +287,20 @@ class ConversationRecorder:
             self.store.remove(OPEN_TURNS, session_id)
         log.info("session %s: closed a turn its agent (pid %s) never finished", session_id, pid)
         return True
+
+
+def _end_with_note(entries: list[JsonObject], note: str) -> None:
+    """Close a turn's entries with an agent ``note`` (after a blank line, when the agent's text is last)."""
+    last = entries[-1] if entries else None
+    if last is not None and last.get("sessionUpdate") == "agent_message_chunk":
+        content = last.get("content")
+        if isinstance(content, dict) and content.get("type") == "text":
+            content["text"] = f"{content.get('text', '')}\n\n{note}"
+            return
+    chunk = AgentMessageChunk(
+        session_update="agent_message_chunk", content=TextContentBlock(type="text", text=note)
+    )
+    entries.append(_dump(chunk))
 
 
 def replay_updates(session_id: str, events: Sequence[JsonObject]) -> list[Any]:
