@@ -89,7 +89,7 @@ def test_read_list_and_search_work_inside_the_workspace(tmp_path):
     observer = Observer()
     found = run(box, "search", {"query": "todo"}, observer)
     assert found.ok and found.text.splitlines()[1] == "docs/a.md:2: TODO: write"
-    assert found.raw_output == {"matches": 1, "files": 1}
+    assert found.raw_output == {"matches": 1, "files": 1, "listed": 1}
     progress = [e[1] for e in observer.events if e[0] == "progress"]
     assert progress[0] == (0, 2, "Scanning 2 files") and progress[-1] == (2, 2, "Scanned 2/2 files")
     binary = run(box, "read_file", {"path": "b.bin"})
@@ -220,3 +220,26 @@ def test_tool_card_builders_redact_everything():
 def test_unparseable_model_arguments_fail_with_a_clear_reason(tmp_path):
     outcome = run(default_toolbox(tmp_path), "search", {"_raw": '{"query": "TO'})
     assert outcome.error == "search: the model's arguments are not valid JSON: '{\"query\": \"TO'"
+
+
+def test_search_counts_every_match_once_for_the_card_and_the_answer(tmp_path):
+    """Before: the card said "200 matches in 34 files" and the answer "31 files" (each counted
+    what it saw: the listed 200, or every file)."""
+    from acp_adapter.models.base import Message
+    from acp_adapter.models.embedded import answer_from_tools
+
+    for i in range(30):
+        (tmp_path / f"f{i:02}.txt").write_text("".join(f"TODO {j}\n" for j in range(8)))
+    box = default_toolbox(tmp_path)
+    outcome = run(box, "search", {"query": "TODO"})
+    assert outcome.summary == "240 matches in 30 files"
+    assert outcome.text.splitlines()[0] == "240 matches in 30 files (scanned 30 files; the first 200 listed)"
+    assert outcome.raw_output == {"matches": 240, "files": 30, "listed": 200}
+    call = ToolCall("c1", "search", {"query": "TODO"})
+    messages = [
+        Message("user", "search for TODO"),
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", outcome.text, tool_call_id="c1", name="search"),
+    ]
+    answer = answer_from_tools(messages)
+    assert "found 240 matches in 30 files" in answer and "… and 228 more" in answer

@@ -459,6 +459,8 @@ def compose_reply(prompt: str, cancel: CancelToken | None = None) -> str:
 # ---------------------------------------------------------------- answers from tool results
 
 _MATCH_LINE = re.compile(r"^(?P<path>[^\n:]+):(?P<line>\d+):\s?(?P<text>.*)$")
+#: the search tool's first line: ``N matches in M files (scanned …)``
+_FOUND_LINE = re.compile(r"^(?P<matches>\d+) match(?:es)? in (?P<files>\d+) files?\b")
 
 
 def _tool_calls_of_last_round(messages: Sequence[Message]) -> list[tuple[ToolCall | None, Message]]:
@@ -488,14 +490,17 @@ def _describe_result(call: ToolCall | None, result: Message) -> str:
         matches = [m for line in lines if (m := _MATCH_LINE.match(line))]
         if not matches:
             return f"I searched the workspace for \u201c{query}\u201d and found no matches."
+        counted = _FOUND_LINE.match(lines[0]) if lines else None  # the tool's own count of everything
         files = sorted({m.group("path") for m in matches})
+        n_matches = int(counted.group("matches")) if counted else len(matches)
+        n_files = int(counted.group("files")) if counted else len(files)
         shown = "\n".join(
             f"- `{m.group('path')}:{m.group('line')}` — {m.group('text').strip()}" for m in matches[:12]
         )
-        more = f"\n- … and {len(matches) - 12} more" if len(matches) > 12 else ""
+        more = f"\n- … and {n_matches - 12} more" if n_matches > 12 else ""
         return (
             f"I searched the workspace for \u201c{query}\u201d and found "
-            f"{_plural(len(matches), 'match', 'matches')} in {_plural(len(files), 'file', 'files')}:\n"
+            f"{_plural(n_matches, 'match', 'matches')} in {_plural(n_files, 'file', 'files')}:\n"
             f"{shown}{more}"
         )
     if name == "read_file":

@@ -131,6 +131,7 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     total = len(files)
     ctx.progress(0, total, f"Scanning {total} files")
     matches: list[str] = []
+    total_matches = 0  # every match, also beyond the MAX_MATCHES listed
     matched_files = 0
     last_report = time.monotonic()
     needle = query.lower()
@@ -148,6 +149,7 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
             for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
                 if needle in line.lower():
                     hit = True
+                    total_matches += 1
                     if len(matches) < MAX_MATCHES:
                         matches.append(f"{_display(ctx.cwd, path)}:{number}: {line.strip()[:200]}")
             matched_files += hit
@@ -155,13 +157,15 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         if now - last_report >= 0.05 or index == total:
             ctx.progress(index, total, f"Scanned {index}/{total} files")
             last_report = now
-    found = f"{_count(len(matches), 'match', 'matches')} in {_count(matched_files, 'file', 'files')}"
-    header = f"{found} (scanned {_count(total, 'file', 'files')})"
+    # one count for the card and the answer: every match and every file with one, whatever is listed
+    found = f"{_count(total_matches, 'match', 'matches')} in {_count(matched_files, 'file', 'files')}"
+    listed = f"; the first {len(matches)} listed" if len(matches) < total_matches else ""
+    header = f"{found} (scanned {_count(total, 'file', 'files')}{listed})"
     body = "\n".join([header, *matches])
     return ToolReturn(
         body,
         found,
-        {"matches": len(matches), "files": matched_files},
+        {"matches": total_matches, "files": matched_files, "listed": len(matches)},
     )
 
 
