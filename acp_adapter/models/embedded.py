@@ -90,7 +90,7 @@ def _new_call(name: str, arguments: dict[str, Any]) -> ToolCall:
 
 _QUOTED = r"[\"'`“‘](?P<q>[^\"'`”’]{1,200})[\"'`”’]"
 _SEARCH = re.compile(
-    r"\b(?:search|grep|look)\s+(?:the\s+\w+\s+)?(?:for|through\s+\w+\s+for)\s+(?:"
+    r"\b(?:search|grep|look)\s+(?:the\s+(?:\w+\s+){1,3})?(?:for|through\s+\w+\s+for)\s+(?:"
     + _QUOTED
     + r"|(?P<w>\S+))",
     re.I,
@@ -110,7 +110,7 @@ _LIST = re.compile(
 )
 _WAIT = re.compile(
     r"\b(?:wait|sleep|long[- ]running|long task|slow task)\b"
-    r"(?:\D{0,20}(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds)\b)?",
+    r"(?:\D{0,20}(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|second|seconds)\b)?",
     re.I,
 )
 _COMMON_COMMANDS = frozenset(
@@ -195,8 +195,54 @@ def explicit_call(prompt: str, available: Sequence[str]) -> ToolCall | None:
 _AND = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b)\s*", re.I)
 
 
+#: Where one step of a prompt ends and the next begins ("…, then …", "… and afterwards …", ";").
+_STEP = re.compile(
+    r"\s*(?:;|,?\s*\b(?:and\s+then|and\s+afterwards|and\s+after\s+that|afterwards|after\s+that|"
+    r"then|and\s+finally|finally)\b,?)\s*",
+    re.I,
+)
+
+
+def _steps(prompt: str) -> list[str]:
+    """The prompt cut into its steps, never inside quotes or backticks (a command keeps its ``;``)."""
+    steps: list[str] = []
+    start = 0
+    quote = ""
+    i = 0
+    while i < len(prompt):
+        ch = prompt[i]
+        if quote:
+            if ch == quote or (quote == "\u201c" and ch == "\u201d"):
+                quote = ""
+            i += 1
+            continue
+        if ch in '`"\u201c':
+            quote = ch
+            i += 1
+            continue
+        m = _STEP.match(prompt, i)
+        if m is not None and _is_step_break(m):
+            steps.append(prompt[start:i])
+            start = i = m.end()
+            continue
+        i += 1
+    steps.append(prompt[start:])
+    return [s for s in steps if s.strip()]
+
+
+def _is_step_break(m: re.Match[str]) -> bool:
+    """A match of :data:`_STEP` that holds a separator (not just the whitespace around one)."""
+    return bool(m.group().strip(" \t\n,"))
+
+
 def plan_tool_calls(prompt: str, available: set[str]) -> list[ToolCall]:
-    """The tool calls a prompt asks for, in the order it asks for them (only offered tools)."""
+    """The tool calls a prompt asks for, in the order it asks for them (only offered tools): every
+    step it recognizes ("search for TODO and afterwards wait 4 seconds" is two calls)."""
+    return [call for step in _steps(prompt) for call in _plan_step(step, available)]
+
+
+def _plan_step(prompt: str, available: set[str]) -> list[ToolCall]:
+    """The calls one step asks for (at most one of each kind), in the order it names them."""
     calls: list[tuple[int, ToolCall]] = []
 
     def add(match: re.Match[str] | None, name: str, arguments: dict[str, Any]) -> None:
