@@ -126,9 +126,7 @@ def config_lines(loaded: LoadedSettings, where: list[str] | None = None) -> list
 
 def mcp_server_lines(servers: list[dict[str, Any]]) -> list[str]:
     """The settings file's ``[mcp_servers]`` (described by :func:`~acp_adapter.mcp.config.describe_server`:
-    env and header values already hidden), one line each, above the settings table."""
-    if not servers:
-        return ["MCP servers: none in the settings file ([mcp_servers.NAME])"]
+    env and header values already hidden), one line each, above the settings table (none: no line)."""
     lines = []
     for server in servers:
         if server["type"] == "http":
