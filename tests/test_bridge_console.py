@@ -86,7 +86,7 @@ async def test_another_agent_title_fallback_transcript_boundary_and_no_secret() 
     inp.end()
     await run_console(instance, inp, out, runner=runner_for(instance))  # type: ignore[arg-type]
     text = out.getvalue()
-    assert "🧰 Lookup hello there" in text  # ACP title + safe scalar preview; the api_key is never chosen
+    assert "🌐 Lookup hello there" in text  # ACP title + safe scalar preview; the api_key is never chosen
     assert "✅ Lookup second message" in text
     # the agent's own history holds exactly the person's messages: no progress line was fed back
     assert "history=2 prompts=['hello there', 'second message']" in text

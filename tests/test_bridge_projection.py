@@ -158,7 +158,12 @@ def test_other_agents_tools_use_title_and_a_safe_scalar_preview() -> None:
     )
     (event,) = proj.project(start, 0.0)
     p = event.payload
-    assert (p.tool_id, p.label, p.preview, p.emoji) == ("Fetch", "Fetch", "https://e.com", "🧰")
+    assert (p.tool_id, p.label, p.preview, p.emoji) == (
+        "Fetch",
+        "Fetch",
+        "https://e.com",
+        "🌐",
+    )  # an undescribed tool: its kind's symbol, as in watch
     # a later update fills in a better title; the terminal line uses it, the secret never shows
     done = update_tool_call("x1", status="completed", title="Fetch page")
     (event,) = proj.project(done, 1.0)

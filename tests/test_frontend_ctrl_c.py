@@ -169,4 +169,4 @@ def test_sigint_during_the_tool_cancels_the_turn_and_closes_its_cards(tmp_path, 
     assert code == 130 and took < BOUND, (code, took, out)
     assert "wait` finished" not in out and "step 3 of" not in out, out
     if command != "run":
-        assert "❌ 🧰 Working on long task" in out and "⏹  cancelled" in out, out
+        assert "❌ ⏳ Working on long task" in out and "⏹  cancelled" in out, out

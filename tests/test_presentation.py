@@ -779,3 +779,23 @@ def test_verb_is_shown_verbatim_never_interpolated() -> None:
     title, _ = _render("t", {"issueKey": "BUG-1"}, presentation)
     assert title == "Looking up {issueKey} BUG-1"
     assert re.fullmatch(r"[^\n\r\t]*", title)
+
+
+def test_one_symbol_per_tool_on_every_front_end() -> None:
+    """Before: ``wait`` was 🧰 in watch and ⏳ in a bridge; another agent's fetch card 🌐 in watch,
+    🧰 in a bridge. Both front-ends now ask :func:`card_emoji`."""
+    from acp.helpers import start_tool_call
+
+    from acp_adapter.frontends.bridges.config import ProgressConfig
+    from acp_adapter.frontends.bridges.projection import TurnProjection
+    from acp_adapter.frontends.watch.render import card_line
+    from acp_adapter.protocol.cards import Card
+    from acp_adapter.tooling.presentation import card_emoji
+
+    assert card_emoji("other", "wait") == "⏳" and card_emoji("fetch") == "🌐" and card_emoji("other") == "🧰"
+    assert card_emoji("other", "x", "🚀") == "🚀" and card_emoji("other", None, "\x1b[2J") == "🧰"
+    watch = card_line(Card("c", "Fetch", "fetch", "completed"), now=0.0)
+    (event,) = TurnProjection(ProgressConfig(tool_progress="all")).project(
+        start_tool_call("c", "Fetch", kind="fetch", status="pending"), 0.0
+    )
+    assert watch.split()[1] == event.payload.emoji == "🌐"

@@ -32,9 +32,11 @@ from acp.schema import (
     ClientCapabilities,
     DeniedOutcome,
     EmbeddedResourceContentBlock,
+    HttpMcpServer,
     ImageContentBlock,
     Implementation,
     InitializeResponse,
+    McpServerStdio,
     PermissionOption,
     PromptResponse,
     RequestPermissionResponse,
@@ -47,7 +49,6 @@ from acp.schema import (
 from acp_adapter._version import __version__
 from acp_adapter.client.procgroup import end_process_group
 from acp_adapter.errors import AcpProgressError
-from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.protocol import (
     CHUNK_BYTES,
     JsonRpcStream,
@@ -397,12 +398,12 @@ class AgentDriver:
         client_capabilities: ClientCapabilities | None = None,
         on_stray_update: Callable[[str, SessionUpdate], None] | None = None,
         limits: StreamLimits | None = None,
-        mcp_servers: Sequence[McpServerSpec] = (),
+        mcp_servers: Sequence[McpServerStdio | HttpMcpServer] = (),
     ) -> None:
         self.argv = parse_agent_command(command)
         #: the MCP servers sent in every ``session/new`` and ``session/load`` (``--mcp-config``,
         #: the settings file's ``[mcp_servers]``): the agent starts them, whichever agent it is
-        self.mcp_servers: list[McpServerSpec] = list(mcp_servers)
+        self.mcp_servers: list[McpServerStdio | HttpMcpServer] = list(mcp_servers)
         #: the stream limits (ACP_PROGRESS_MAX_LINE_BYTES …; from the environment unless given)
         self.limits = limits or StreamLimits.from_env()
         self._room = asyncio.Event()

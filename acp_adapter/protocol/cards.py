@@ -66,6 +66,8 @@ class Card:
     report: ProgressReport | None = None
     #: ``_meta.acpProgress.toolId`` from the start, when this project's agent named the tool
     tool_id: str | None = None
+    #: ``_meta.acpProgress.emoji`` from the start: the tool's own symbol (see ``card_emoji``)
+    emoji: str | None = None
     raw_input: Any = None
     #: the last reported ``(value, total)`` with a positive total: a bar stays through message-only reports
     progress: tuple[float, float] | None = None
@@ -116,6 +118,7 @@ class CardAccumulator:
                 content_text(update.content),
                 now,
                 tool_id=meta.tool_id if meta is not None else None,
+                emoji=meta.emoji if meta is not None else None,
                 raw_input=update.raw_input,
             )
             if not card.live:

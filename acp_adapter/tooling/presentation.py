@@ -131,6 +131,32 @@ NATIVE_TOOLS: Final[Mapping[str, ToolPresentation]] = MappingProxyType(
 )
 """Presentations for the agent's own tools (read-only; use a registry to override)."""
 
+#: The symbol of each ACP tool kind, for a card whose tool is not known by name (another agent's).
+KIND_EMOJI: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "think": "\U0001f4ad",  # 💭
+        "read": "\U0001f4d6",  # 📖
+        "search": "\U0001f50e",  # 🔎
+        "execute": "\U0001f4bb",  # 💻
+        "edit": "\u270f\ufe0f",  # ✏️
+        "fetch": "\U0001f310",  # 🌐
+        "delete": "\U0001f5d1",  # 🗑
+        "move": "\U0001f4e6",  # 📦
+    }
+)
+
+
+def card_emoji(kind: str | None, tool_id: str | None = None, sent: str | None = None) -> str:
+    """The one symbol of a tool card on every front-end (watch, chat, the bridges): the emoji its
+    agent sent in ``_meta.acpProgress.emoji`` (a few visible characters at most), else the symbol of
+    a tool of this package known by name (``wait`` is ⏳ everywhere), else its kind's, else 🧰."""
+    if sent and len(sent) <= 8 and sent.isprintable() and not sent.isascii():
+        return sent
+    native = NATIVE_TOOLS.get(tool_id or "")
+    if native is not None:
+        return native.emoji
+    return KIND_EMOJI.get(kind or "", UNKNOWN_EMOJI)
+
 
 def unknown_presentation(tool_id: str) -> ToolPresentation:
     """Presentation for a tool nobody described: the raw tool id and the 🧰 emoji.

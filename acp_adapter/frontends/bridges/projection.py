@@ -31,7 +31,13 @@ from acp_adapter.frontends.bridges.events import (
 from acp_adapter.protocol.cards import Card, CardAccumulator
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.tooling.presentation import PREVIEW_CAP, PresentationRegistry, render_label
+from acp_adapter.tooling.presentation import (
+    PREVIEW_CAP,
+    UNKNOWN_EMOJI,
+    PresentationRegistry,
+    card_emoji,
+    render_label,
+)
 from acp_adapter.tools import one_line
 
 ERROR_CAP: Final = 160
@@ -120,11 +126,13 @@ class TurnProjection:
         event_meta = meta if isinstance(meta, Mapping) else None
         presentation = self._registry.lookup(key, self._workspace_id, event_meta)
         label, preview = render_label(key, raw_input, presentation, cap=self._cap)
+        described = None if presentation.emoji == UNKNOWN_EMOJI else presentation.emoji
         return _Call(
             tool_id=redact_text(key),
             label=redact_text(label),
             preview=redact_text(preview),
-            emoji=presentation.emoji,
+            # the symbol every front-end shows: an undescribed tool falls back to its kind's
+            emoji=card_emoji(card.kind, tool_id, described),
             started_at=None,
             think=False,
             source_id=tool_id,

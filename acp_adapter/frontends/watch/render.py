@@ -16,18 +16,9 @@ from acp_adapter.frontends._render import fit_line, progress_bar, spinner_frame
 from acp_adapter.protocol.cards import Card, CardAccumulator, bar_of
 from acp_adapter.protocol.meta import meta_of
 from acp_adapter.text import format_elapsed
+from acp_adapter.tooling.presentation import card_emoji
 
 STATUS_MARK = {"completed": "✅", "failed": "❌", "pending": "⏸"}
-KIND_ICON = {
-    "think": "💭",
-    "read": "📖",
-    "search": "🔎",
-    "execute": "💻",
-    "edit": "✏️",
-    "fetch": "🌐",
-    "delete": "🗑",
-    "move": "📦",
-}
 
 
 #: A card as the watch shows it: the shared accumulator's card (kept under its old name).
@@ -81,7 +72,7 @@ def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int
             mark = spinner_frame(frame) if card.status == "in_progress" else STATUS_MARK["pending"]
         else:
             mark = STATUS_MARK.get(card.status, "•")
-    icon = KIND_ICON.get(card.kind, "🧰")
+    icon = card_emoji(card.kind, card.tool_id, card.emoji)
     detail = " ".join(card.detail.strip().split("\n", 1)[0].split()) if card.detail.strip() else ""
     if card.live and card.progress is not None:
         # a bar with percentage, the tool's message and the elapsed time beside it
