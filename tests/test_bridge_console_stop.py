@@ -134,3 +134,13 @@ def test_a_signal_while_a_question_is_pending_says_nobody_answered(cfg: Path) ->
     assert "[permission] the bridge stopped; nobody answered" in text, text
     assert "[permission] denied" not in text and "Permission denied" not in text, text  # not a "no"
     assert "Traceback" not in err, err
+
+
+def test_bridge_run_says_it_is_ready_before_anyone_types(cfg: Path) -> None:
+    """Before: a console bridge on a terminal showed nothing until a line was typed."""
+    bridge = Bridge(cfg)
+    assert bridge.proc.stderr is not None
+    first = bridge.proc.stderr.readline()  # stdin stays open: nothing was typed
+    assert first.strip() == "bridge con: ready — type a message (end of input ends the run, Ctrl-C stops it)"
+    took, err = bridge.stop(signal.SIGINT)
+    assert bridge.proc.returncode == 130, err

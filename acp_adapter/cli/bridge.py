@@ -300,6 +300,7 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
     runner = BridgeRunner(
         instance, stderr_log=args.agent_log, summary=summary, state=state, mcp_servers=mcp_servers
     )
+    runner.on_ready = lambda text: print(redact_text(text), file=sys.stderr, flush=True)
     ran = False
     try:
         if instance.platform == "console":

@@ -177,6 +177,14 @@ class BridgeRunner:
         self.started = False
         #: the signal that stopped the bridge (SIGINT, SIGTERM), None while none did
         self.stop_signal: int | None = None
+        #: told one line when the platform is ready for messages (``bridge run`` prints it)
+        self.on_ready: Callable[[str], None] | None = None
+
+    def ready(self, text: str) -> None:
+        """The platform is ready for messages: say so once (a person at a terminal otherwise sees
+        nothing until they type)."""
+        if self.on_ready is not None:
+            self.on_ready(text)
 
     # ------------------------------------------------------------------------ agent
 

@@ -197,6 +197,9 @@ async def run_console(
             if runner.state is not None:  # answer chunks a previous run stored but could not show
                 await flush_outbox(sink, runner.state, CHAT)
             lines = _lines_of(inp)
+            runner.ready(
+                f"bridge {instance.name}: ready — type a message (end of input ends the run, Ctrl-C stops it)"
+            )
             while not stop.is_set():
                 reading = asyncio.ensure_future(lines.readline())
                 await asyncio.wait([reading, stopping], return_when=asyncio.FIRST_COMPLETED)

@@ -792,6 +792,9 @@ async def run_telegram(
                     me = await app.bot.get_me()
                     log.info("bridge %s: polling as @%s", instance.name, me.username)
                     await app.start()
+                    runner.ready(
+                        f"bridge {instance.name}: ready — polling Telegram as @{me.username} (Ctrl-C stops)"
+                    )
                     await bridge.recover()
                     polling = asyncio.create_task(bridge.poll(poll_timeout), name="telegram-poll")
                     stopping = asyncio.create_task(stop.wait())
