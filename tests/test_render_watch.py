@@ -43,10 +43,10 @@ def test_long_lines_are_cut_to_the_width_in_terminal_cells():
     board = CardBoard()
     board.apply(build_tool_start("c", "Reading " + "x" * 300, "read"), 0.0)
     line = render_card(board.cards["c"], frame=0, now=1.0, width=60)
-    assert cell_len(line) == 60 and line.endswith("…")  # 📖 is two cells wide
+    assert cell_len(line) == 60 and "…" in line and line.endswith(" — 1.0s")  # 📖 is two cells wide; the clock stays
     board.apply(build_tool_start("k", "読み込み中 " + "漢字" * 50, "read"), 0.0)
     cjk = render_card(board.cards["k"], frame=0, now=1.0, width=41)
-    assert cell_len(cjk) <= 41 and cjk.endswith("…")
+    assert cell_len(cjk) <= 41 and "…" in cjk and cjk.endswith(" — 1.0s")
 
 
 async def test_plain_output_prints_one_line_per_card_event_and_flags_orphans():
@@ -195,3 +195,23 @@ def test_a_progress_line_on_a_pipe_has_the_bar_the_message_and_the_elapsed_time(
     assert lines[1].startswith("   … Scanning files: " + "█" * 6 + "░" * 14 + "  30% Scanned 3/10 files · ")
     assert lines[1].endswith("s") and lines[2].startswith("   … Scanning files: " + "█" * 10)
     assert "  50% " in lines[2] and " · " in lines[2]
+
+
+@pytest.mark.parametrize("width", [80, 60, 40, 24])
+def test_a_narrow_terminal_cuts_the_message_never_the_clock(width: int) -> None:
+    """Before: at 80 columns the live line lost its elapsed time, the one thing that says the
+    tool is alive."""
+    from rich.cells import cell_len
+
+    from acp_adapter.frontends.watch.render import render_card
+    from acp_adapter.protocol.cards import Card
+
+    card = Card(
+        "c", "Working on long task", "other", "in_progress", "step 3 of 6 " + "x" * 80, 0.0, tool_id="wait"
+    )
+    card.progress = (3, 6)
+    line = render_card(card, frame=0, now=61.5, width=width)
+    assert line.endswith(" · 1m 1s") and "…" in line and cell_len(line) <= width
+    quiet = Card("q", "Searching for TODO " + "y" * 100, "search", "in_progress", "", 0.0)
+    line = render_card(quiet, frame=0, now=2.0, width=width)
+    assert line.endswith(" — 2.0s") and cell_len(line) <= width

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp.schema import AgentMessageChunk, AgentThoughtChunk
+from rich.cells import cell_len
 
 from acp_adapter.frontends._render import fit_line, progress_bar, spinner_frame
 from acp_adapter.protocol.cards import Card, CardAccumulator, bar_of
@@ -67,6 +68,13 @@ class CardBoard:
 def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int = 0) -> str:
     """One line for a card, uncut: mark (spinner frame or ✅/❌, unless given), icon, title and its
     latest detail (the first line of it)."""
+    head, clock = card_parts(card, now=now, mark=mark, frame=frame)
+    return head + clock
+
+
+def card_parts(card: CardView, *, now: float, mark: str | None = None, frame: int = 0) -> tuple[str, str]:
+    """The line of a card as (everything but the clock, the clock): a live card's elapsed time is
+    its end (`` · 1.5s`` after a bar, `` — 1.5s`` alone), the part a narrow terminal must keep."""
     if mark is None:
         if card.live:
             mark = spinner_frame(frame) if card.status == "in_progress" else STATUS_MARK["pending"]
@@ -74,19 +82,29 @@ def card_line(card: CardView, *, now: float, mark: str | None = None, frame: int
             mark = STATUS_MARK.get(card.status, "•")
     icon = card_emoji(card.kind, card.tool_id, card.emoji)
     detail = " ".join(card.detail.strip().split("\n", 1)[0].split()) if card.detail.strip() else ""
+    line = f"{mark} {icon} {card.title}" if mark else f"{icon} {card.title}"
     if card.live and card.progress is not None:
         # a bar with percentage, the tool's message and the elapsed time beside it
         bar = progress_bar(*card.progress)
-        elapsed = format_elapsed(now - card.opened_at)
-        detail = f"{bar} {detail} · {elapsed}" if detail else f"{bar} · {elapsed}"
-    elif card.live and not detail:
-        detail = format_elapsed(now - card.opened_at)
-    line = f"{mark} {icon} {card.title}" if mark else f"{icon} {card.title}"
-    if detail:
-        line += f" — {detail}"
-    return line
+        head = f"{line} — {bar} {detail}" if detail else f"{line} — {bar}"
+        return head, f" · {format_elapsed(now - card.opened_at)}"
+    if card.live and not detail:
+        return line, f" — {format_elapsed(now - card.opened_at)}"
+    return (f"{line} — {detail}" if detail else line), ""
 
 
 def render_card(card: CardView, *, frame: int, now: float, width: int = 100) -> str:
-    """:func:`card_line` cut to ``width`` terminal cells (wide characters count two), with ``…``."""
-    return fit_line(card_line(card, now=now, frame=frame), width)
+    """:func:`card_line` cut to ``width`` terminal cells (wide characters count two), with ``…``.
+
+    The title and message are cut, never the clock: at 80 columns a live card still shows how long
+    it has been running."""
+    head, clock = card_parts(card, now=now, mark=None, frame=frame)
+    return fit_keeping_clock(head, clock, width)
+
+
+def fit_keeping_clock(head: str, clock: str, width: int) -> str:
+    """``head + clock`` in ``width`` cells: the head is cut (with ``…``), the clock kept whole."""
+    room = width - cell_len(clock)
+    if not clock or room < 12:  # too narrow to keep both: cut the whole line
+        return fit_line(head + clock, width)
+    return fit_line(head, room) + clock

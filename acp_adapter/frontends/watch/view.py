@@ -42,7 +42,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from acp_adapter.frontends._render import SPINNER_NAME, progress_bar
-from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line
+from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line, card_parts, fit_keeping_clock
 from acp_adapter.text import format_elapsed
 
 
@@ -275,8 +275,8 @@ class LiveView(_Base):
 
     def _card_renderable(self, card: CardView, now: float) -> RenderableType:
         """One line per live card, cropped to the width with ``…`` (never wrapped: the region's
-        height stays what the display measured)."""
-        body = card_line(card, mark="", now=now)
+        height stays what the display measured), its clock kept whole."""
+        head, clock = card_parts(card, mark="", now=now)
         if card.status == "in_progress":
             spinner = self._spinners.get(card.tool_call_id)
             if spinner is None:
@@ -285,7 +285,8 @@ class LiveView(_Base):
             mark = frame.plain if isinstance(frame, Text) else str(frame)
         else:
             mark = card_line(card, now=now).split(" ", 1)[0]
-        return Text(f"{mark} {body}", no_wrap=True, overflow="ellipsis", end="")
+        line = fit_keeping_clock(f"{mark} {head}", clock, self.console.width)
+        return Text(line, no_wrap=True, overflow="ellipsis", end="")
 
     def _region(self) -> RenderableType:
         now = time.monotonic()
