@@ -199,7 +199,7 @@ async def test_observer_publishes_each_revision_then_nothing_after_the_end() -> 
     await clock.advance(10)  # same sentence: suppressed, no snapshot
     observer.observe(update_tool_call("think-1", status="completed"))
     observer.observe(start_tool_call("c1", "Editing test_app.py", kind="edit", status="in_progress"))
-    await clock.advance(10)
+    await clock.advance(2)  # a new card revises the sentence within 2 s, not at the next tick
     shots = _activities(context.emitter)
     assert [s.content for s in shots] == [
         {"summary": "Reading the test.", "revision": 1, "id": "progress-summary"},

@@ -505,3 +505,28 @@ def test_bad_options_are_refused() -> None:
     summary = ProgressSummary(Scripted())
     with pytest.raises(ValueError, match="outcome"):
         summary.stop("done")  # type: ignore[arg-type]
+
+
+async def test_a_new_card_revises_the_sentence_without_waiting_for_the_tick() -> None:
+    """Before: "Thinking about the request …" stayed for up to 10 s while a tool's bar moved."""
+    clock, rec = ManualClock(), Recorder()
+    gen = Scripted("Thinking about the failing test.", "Reading test_x.py.", "Running the tests.", "Later.")
+    summary = make(gen, clock, rec, interval=10)
+    summary.observe(think())
+    await clock.advance(3)
+    summary.observe(done("think-1"))
+    summary.observe(tool("c1", "Reading test_x.py"))  # new activity at t = 3: revised now
+    await clock.settle()
+    assert [e.summary for e in rec.events] == ["Thinking about the failing test.", "Reading test_x.py."]
+    await clock.advance(0.2)
+    summary.observe(tool("c2", "Running pytest", kind="execute"))  # 0.2 s later: at most 1 per 2 s
+    await clock.settle()
+    assert len(gen.calls) == 2
+    await clock.advance(1.8)  # t = 5: two seconds after the last one began
+    assert [e.summary for e in rec.events][-1] == "Running the tests." and len(gen.calls) == 3
+    await clock.advance(9.9)  # nothing new: the cadence counts from t = 5, its next tick is t = 15
+    assert len(gen.calls) == 3
+    await clock.advance(0.1)
+    assert len(gen.calls) == 4
+    summary.stop("finished")
+    assert clock.pending == 0

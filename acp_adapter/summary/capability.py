@@ -7,6 +7,11 @@ never delayed by a summary. Everything else happens on the event loop's timers a
 * cadence (``interval > 0``): the first stream chunk starts a generation at once and anchors a
   fixed cadence (anchor + k·interval, no drift). At most one generation runs at a time; a tick that
   finds one pending is skipped. An unchanged result is not emitted.
+  Activity (a tool card starting or ending, reasoning starting) does not wait for the next tick:
+  the sentence would describe work that is over ("Thinking about …" while a tool's bar moves), so
+  it starts a generation at once — at most one every :data:`ACTIVITY_MIN_GAP` seconds, the rest
+  folded into one follow-up — and the cadence counts again from it (the next tick is a whole
+  interval later), so revisions come when the work changes, not on top of the ticks.
 * event-driven (``interval == 0``): the first non-terminal chunk starts the first generation; later
   ones only when reasoning or tool events add activity. Activity during a generation schedules
   exactly one follow-up after it settles. A stream of only terminal updates, or one that fails
@@ -64,6 +69,8 @@ from acp_adapter.summary.templates import PromptTemplate
 log = logging.getLogger("acp_progress.summary")
 
 DEFAULT_INTERVAL = 10.0
+#: Cadence mode: the shortest time between two generations that new activity starts early.
+ACTIVITY_MIN_GAP = 2.0
 DEFAULT_MAX_LENGTH = 180
 DEFAULT_TIMEOUT = 20.0
 _OUTCOMES = frozenset(get_args(Outcome))
@@ -161,6 +168,8 @@ class ProgressSummary:
         self._task: asyncio.Task[None] | None = None
         self._gen_seq = 0
         self._gen_activity = 0
+        self._gen_started = -math.inf  # when the last generation started (the clock's time)
+        self._catch_up_timer: Timer | None = None
         self._aborted: set[asyncio.Task[None]] = set()
         self._started = False
         self._running = False
@@ -209,10 +218,10 @@ class ProgressSummary:
             return
         self._stopped = True
         self.outcome = outcome
-        for timer in (self._tick_timer, self._timeout_timer):
+        for timer in (self._tick_timer, self._timeout_timer, self._catch_up_timer):
             if timer is not None:
                 timer.cancel()
-        self._tick_timer = self._timeout_timer = None
+        self._tick_timer = self._timeout_timer = self._catch_up_timer = None
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -266,6 +275,35 @@ class ProgressSummary:
                 self._begin()
         elif self.interval == 0 and bits & ACTIVITY and self._task is None:
             self._generate()
+        elif self.interval > 0 and bits & ACTIVITY:
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Cadence mode, new activity: revise the sentence now rather than at the next tick (once a
+        running generation settles, or :data:`ACTIVITY_MIN_GAP` after the last one began)."""
+        if self._task is not None or self._catch_up_timer is not None:
+            return  # a follow-up comes when the running generation settles (or is already due)
+        wait = self._gen_started + ACTIVITY_MIN_GAP - self._now()
+        if wait <= 0:
+            self._restart_cadence()
+            return
+        assert self._clock is not None
+
+        def due() -> None:
+            self._catch_up_timer = None
+            if not self._stopped and self._task is None and self._tracker.activity > self._gen_activity:
+                self._restart_cadence()
+
+        self._catch_up_timer = self._clock.call_later(wait, due)
+
+    def _restart_cadence(self) -> None:
+        """Generate now and count the cadence from now: the sentence is fresh, so the next tick is a
+        whole interval away (early revisions replace ticks rather than adding to them)."""
+        if self._tick_timer is not None:
+            self._tick_timer.cancel()
+        self._anchor = self._now()
+        self._ticks = 0
+        self._tick()
 
     def snapshot(self) -> ProgressSnapshot:
         """The facts a generation started now would get."""
@@ -310,6 +348,7 @@ class ProgressSummary:
         self._gen_seq += 1
         seq = self._gen_seq
         self._gen_activity = self._tracker.activity
+        self._gen_started = self._now()
         self.stats.generations += 1
         snapshot = self.snapshot()
         task = self._loop.create_task(self._run(seq, snapshot), name=f"acp-progress-summary-{seq}")
@@ -427,8 +466,11 @@ class ProgressSummary:
         if self._timeout_timer is not None:
             self._timeout_timer.cancel()
             self._timeout_timer = None
-        if not self._stopped and self.interval == 0 and self._tracker.activity > self._gen_activity:
-            self._generate()  # activity arrived meanwhile: exactly one follow-up
+        if not self._stopped and self._tracker.activity > self._gen_activity:
+            if self.interval == 0:
+                self._generate()  # activity arrived meanwhile: exactly one follow-up
+            else:
+                self._catch_up()
 
     # ------------------------------------------------------------ traces
 
