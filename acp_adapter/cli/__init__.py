@@ -120,12 +120,28 @@ def _caused_by_ctrl_c(exc: BaseException) -> bool:
     return any(isinstance(e, KeyboardInterrupt) for e in exception_chain(exc))
 
 
+#: Commands whose stdout is not plain text: the ACP stream itself (serve, relay) or a drawing made
+#: with its own escape sequences (watch, chat, run: their views make the data safe before drawing).
+RAW_STDOUT = frozenset({"serve", "relay", "watch", "chat", "run"})
+
+
+def _guard_terminal(command: str | None) -> None:
+    """Every write to stderr — and to stdout for commands that print plain text — goes through
+    the one sanitizer (:func:`~acp_adapter.safety.terminal_text.terminal_safe`)."""
+    from acp_adapter.safety.terminal_text import guard_stream
+
+    sys.stderr = guard_stream(sys.stderr)
+    if command not in RAW_STDOUT:
+        sys.stdout = guard_stream(sys.stdout)
+
+
 def _main(argv: Sequence[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)  # --help and --version end here, before the settings model is imported
     if args.command is None:
         parser.print_help()
         return 0
+    _guard_terminal(args.command)
     from acp_adapter.config import ConfigError
     from acp_adapter.safety.logging import configure_logging
 

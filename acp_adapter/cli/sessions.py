@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_adapter.cli._flags import add_agent_flag, add_init_timeout_flag
+from acp_adapter.safety.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
@@ -79,9 +80,9 @@ async def _delete(driver: Any, ids: list[str]) -> int:
             await driver.delete_session(session_id)
         except AgentError as exc:
             failed += 1
-            print(f"acp-progress sessions delete: {_visible(str(exc))}", file=sys.stderr)
+            print(f"acp-progress sessions delete: {terminal_safe(str(exc))}", file=sys.stderr)
         else:
-            print(f"deleted {_visible(session_id)}")
+            print(f"deleted {terminal_safe(session_id)}")
     return 1 if failed else 0
 
 
@@ -147,10 +148,6 @@ def _list_from_store(settings: Settings, cwd: str | None) -> list[StoredRow]:
                 return rows
     finally:
         store.close()
-
-
-def _visible(text: str) -> str:
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -169,6 +169,14 @@ class PermissionRequest:
     def title(self) -> str:
         return self.tool_call.title or self.tool_call.tool_call_id
 
+    @property
+    def command(self) -> str | None:
+        """The whole command the agent asks to run (``rawInput.command``), when it says so: a
+        card's title is cut, and nobody can approve what they cannot see."""
+        raw = self.tool_call.raw_input
+        command = raw.get("command") if isinstance(raw, dict) else None
+        return command if isinstance(command, str) and command.strip() else None
+
 
 PermissionPolicy = Callable[[PermissionRequest], Awaitable[RequestPermissionResponse]]
 

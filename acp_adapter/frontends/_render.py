@@ -18,6 +18,8 @@ from rich.control import Control, ControlType
 from rich.spinner import Spinner
 from rich.text import Text
 
+from acp_adapter.safety.terminal_text import terminal_safe
+
 #: The rich spinner every front-end animates (``watch`` renders ``Spinner(SPINNER_NAME)`` itself).
 SPINNER_NAME = "dots"
 _SPINNER = Spinner(SPINNER_NAME)
@@ -75,7 +77,8 @@ def live_line(line: str, width: int) -> str:
     console = _console(width)
     with console.capture() as capture:
         console.control(_RESET_LINE)
-        console.print(Text(fit_line(line, width)), end="", no_wrap=True, overflow="ellipsis", crop=True)
+        safe = fit_line(terminal_safe(line), width)  # the data in it may not act on the terminal
+        console.print(Text(safe), end="", no_wrap=True, overflow="ellipsis", crop=True)
     return capture.get()
 
 

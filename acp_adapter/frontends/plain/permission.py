@@ -13,17 +13,24 @@ from collections.abc import Callable
 from typing import TextIO
 
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.text import flatten
 from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.toolbox import PermissionDecision, Tool
 
 
 def permission_question(call: ToolCall) -> str:
-    """``Allow rm victim.txt? [y/N] `` — what the tool would do, one line, redacted."""
+    """``Allow rm victim.txt? [y/N] `` — what the tool would do, whole (never cut: nobody can
+    approve what they cannot see; the terminal wraps a long one), redacted and terminal-safe. A
+    command of several lines is shown as its lines, indented, under the question."""
     command = call.arguments.get("command")
-    what = command if isinstance(command, str) and command.strip() else call.name
-    what = flatten(what, 200)
-    return redact_text(f"Allow {what}? [y/N] ")
+    if not (isinstance(command, str) and command.strip()):
+        return terminal_safe(redact_text(f"Allow {flatten(call.name, 200)}? [y/N] "))
+    shown = terminal_safe(redact_text(command.strip()))
+    if "\n" in shown:
+        lines = "".join(f"\n    {line}" for line in shown.splitlines())
+        return f"Allow this command?{lines}\n[y/N] "
+    return f"Allow {shown}? [y/N] "
 
 
 def parse_answer(line: str) -> bool:

@@ -30,6 +30,7 @@ from acp_adapter.frontends._render import (
 from acp_adapter.protocol.stdio import protocol_attached
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.redact.stream import StreamRedactor
+from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.text import format_elapsed
 
 
@@ -71,11 +72,14 @@ class TerminalPrinter:
         isatty = getattr(self.out, "isatty", None)
         return bool(isatty and isatty())
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, *, drawn: bool = False) -> None:
+        """Write ``text`` — data, made :func:`terminal_safe` (and redacted) here, unless ``drawn``:
+        a line already made by :func:`live_line` / :func:`clear_line`, whose escapes are ours and
+        whose data was made safe there."""
         if self.closed:
             return
         try:
-            self.out.write(redact_text(text))
+            self.out.write(text if drawn else terminal_safe(redact_text(text)))
             self.out.flush()
         except BrokenPipeError:
             # `acp-progress run … | head`: the reader is gone; stop writing (no warning per line),
@@ -88,7 +92,8 @@ class TerminalPrinter:
         extra = f" — {self._detail}" if self._detail else ""
         # one terminal line, cropped by cells (one short of the width, so the cursor never wraps)
         width = shutil.get_terminal_size((80, 24)).columns - 1
-        self._write(live_line(f"{spinner_frame(self._frame)} {self._label} {elapsed}{extra}", width))
+        line = f"{spinner_frame(self._frame)} {redact_text(self._label)} {elapsed}{extra}"
+        self._write(live_line(line, width), drawn=True)
         self._line_shown = True
 
     def _tick(self) -> None:
@@ -165,7 +170,7 @@ class TerminalPrinter:
             handle.cancel()
         with self._lock:
             if self._line_shown:
-                self._write(clear_line())
+                self._write(clear_line(), drawn=True)
                 self._line_shown = False
             self._release_answer_locked()
             if error:

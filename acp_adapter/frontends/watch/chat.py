@@ -49,6 +49,7 @@ from acp_adapter.frontends.watch.watcher import (
     run_turn,
     start_driver,
 )
+from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.summary import SummaryFactory
 
 log = logging.getLogger("acp_progress.chat")
@@ -72,16 +73,12 @@ def agent_label(driver: AgentDriver) -> str:
         name = " ".join((info.title or info.name or "").split())
         if name:
             version = " ".join((info.version or "").split())
-            return _visible(f"{name} {version}" if version else name)
+            return terminal_safe(f"{name} {version}" if version else name)
     argv = list(driver.argv)
     program = next((a for a in argv[1:] if not a.startswith("-")), None) if argv else None
     if argv and os.path.basename(argv[0]).startswith("python") and program:
-        return _visible(os.path.basename(program))
-    return _visible(os.path.basename(argv[0]) if argv else "the agent")
-
-
-def _visible(text: str) -> str:
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+        return terminal_safe(os.path.basename(program))
+    return terminal_safe(os.path.basename(argv[0]) if argv else "the agent")
 
 
 def chat_history(settings: Settings) -> Any:

@@ -24,6 +24,7 @@ from acp.schema import (
 
 from acp_adapter.client.driver import PermissionRequest
 from acp_adapter.frontends.watch.render import CardBoard
+from acp_adapter.safety.terminal_text import json_line_safe
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -42,7 +43,8 @@ class JsonLines:
         if self.closed:
             return
         try:
-            self.out.write(json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n")
+            # the same JSON value, with every character a terminal would obey escaped (\u009b)
+            self.out.write(json_line_safe(json.dumps(obj, ensure_ascii=False, allow_nan=False)) + "\n")
             self.out.flush()
         except BrokenPipeError:  # `… | head`: stop writing, let the turn end quietly
             self.closed = True

@@ -16,6 +16,7 @@ from rich.cells import cell_len
 from acp_adapter.frontends._render import fit_line, progress_bar, spinner_frame
 from acp_adapter.protocol.cards import Card, CardAccumulator, bar_of
 from acp_adapter.protocol.meta import meta_of
+from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.text import format_elapsed
 from acp_adapter.tooling.presentation import card_emoji
 
@@ -81,8 +82,11 @@ def card_parts(card: CardView, *, now: float, mark: str | None = None, frame: in
         else:
             mark = STATUS_MARK.get(card.status, "•")
     icon = card_emoji(card.kind, card.tool_id, card.emoji)
+    # the agent's text (title, tool output) may hold escape sequences: shown, never obeyed
     detail = " ".join(card.detail.strip().split("\n", 1)[0].split()) if card.detail.strip() else ""
-    line = f"{mark} {icon} {card.title}" if mark else f"{icon} {card.title}"
+    detail = terminal_safe(detail)
+    title = terminal_safe(card.title)
+    line = f"{mark} {icon} {title}" if mark else f"{icon} {title}"
     if card.live and card.progress is not None:
         # a bar with percentage, the tool's message and the elapsed time beside it
         bar = progress_bar(*card.progress)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from acp_adapter.safety.terminal_text import terminal_safe
+
 
 class SessionRow(Protocol):
     """What a row of the table needs (``acp.schema.SessionInfo`` has it)."""
@@ -27,8 +29,7 @@ class SessionRow(Protocol):
 
 def _shown(text: str) -> str:
     """One line, control characters shown escaped (a title is a chat member's text)."""
-    flat = " ".join(text.split())
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in flat)
+    return terminal_safe(" ".join(text.split()))
 
 
 def session_table(sessions: Sequence[SessionRow]) -> list[str]:

@@ -43,6 +43,7 @@ from rich.text import Text
 
 from acp_adapter.frontends._render import SPINNER_NAME, progress_bar
 from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line, card_parts, fit_keeping_clock
+from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.text import format_elapsed
 
 
@@ -135,7 +136,7 @@ class PlainView(_Base):
         if self.output_closed:
             return
         try:
-            self.out.write(text)
+            self.out.write(terminal_safe(text))  # plain lines: no escape of ours, none of the data's
             self.out.flush()
         except BrokenPipeError:  # `… | head`: stop drawing, let the turn finish quietly
             self.output_closed = True
@@ -269,7 +270,9 @@ class LiveView(_Base):
 
     def _answer_renderable(self, text: str) -> RenderableType:
         """An answer as Markdown (fences, lists, emphasis rendered) on a terminal."""
-        return Markdown(text.strip("\n"))
+        # shown, never obeyed; and a link shows its real target ("text (url)"): no OSC 8 hyperlink
+        # whose visible text differs from where it leads
+        return Markdown(terminal_safe(text.strip("\n")), hyperlinks=False)
 
     # ------------------------------------------------------------ the live region
 
@@ -293,7 +296,13 @@ class LiveView(_Base):
         parts: list[RenderableType] = [self._card_renderable(c, now) for c in self.board.live_cards]
         if self.summary and self._summary_open:  # the status line, under the card stack
             parts.append(
-                Text(f"  ↳ {self.summary}", style="dim italic", no_wrap=True, overflow="ellipsis", end="")
+                Text(
+                    f"  ↳ {terminal_safe(self.summary)}",
+                    style="dim italic",
+                    no_wrap=True,
+                    overflow="ellipsis",
+                    end="",
+                )
             )
         tail = self.board.answer[self._answer_printed :]
         if tail.strip():
@@ -358,7 +367,7 @@ class LiveView(_Base):
             self._refresh()
 
     def note(self, text: str) -> None:
-        self._print(Text(text))
+        self._print(Text(terminal_safe(text)))
         if not self._asking:
             self._refresh()
 
@@ -369,7 +378,7 @@ class LiveView(_Base):
             self._stop_live()
             if not self.output_closed:
                 with contextlib.suppress(BrokenPipeError):
-                    self.console.print(Text(question), end="")
+                    self.console.print(Text(terminal_safe(question)), end="")
                     self.console.file.flush()
             answer = await read_answer(self._stdin, self._interrupt)
             if answer is None:
@@ -402,7 +411,7 @@ class LiveView(_Base):
         self._print_answer_block(len(self.board.answer))
 
     def _line(self, line: str) -> None:
-        self._print(Text(line.rstrip("\n")))
+        self._print(Text(terminal_safe(line.rstrip("\n"))))
 
     def finish(self, stop_reason: str) -> None:
         self._flush_all()

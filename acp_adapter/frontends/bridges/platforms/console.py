@@ -31,6 +31,7 @@ from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Verdict
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.terminal_text import terminal_safe
 
 log = logging.getLogger("acp_progress.bridges.console")
 
@@ -61,7 +62,7 @@ class ConsoleSink(BaseSink):
         if self.closed:
             return
         try:
-            self._out.write(redact_text(line) + "\n")
+            self._out.write(terminal_safe(redact_text(line)) + "\n")
             self._out.flush()
         except (BrokenPipeError, ValueError):  # closed pipe, or a stream already closed
             self._closed_pipe()

@@ -72,6 +72,7 @@ from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person, 
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId, SendOutcomeUnknown, utf16_len
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.terminal_text import chat_safe
 from acp_adapter.text import flatten
 
 try:
@@ -295,7 +296,7 @@ class TelegramSink(BaseSink):
         # Progress lines and the placeholder are silent; the answer notifies.
         message = await call_api(
             "sendMessage",
-            lambda: self.bot.send_message(self.chat_id, text, disable_notification=silent),
+            lambda: self.bot.send_message(self.chat_id, chat_safe(text), disable_notification=silent),
             self.policy,
             important=True,
             exactly_once=exactly_once,
@@ -305,7 +306,7 @@ class TelegramSink(BaseSink):
     async def edit(self, message_id: MessageId, text: str) -> None:
         await call_api(
             "editMessageText",
-            lambda: self.bot.edit_message_text(text, chat_id=self.chat_id, message_id=message_id),
+            lambda: self.bot.edit_message_text(chat_safe(text), chat_id=self.chat_id, message_id=message_id),
             self.policy,
         )
 
@@ -613,7 +614,7 @@ class TelegramBridge:
         q = _Question(
             nonce=secrets.token_urlsafe(12),
             chat_id=int(chat_id),
-            text=redact_text(f"🔐 Allow {request.title}?"),
+            text=chat_safe(redact_text(f"🔐 Allow {request.title}?")),
             deciders=frozenset(deciders),
             who=who,
             future=asyncio.get_running_loop().create_future(),
