@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from acp_adapter.safety.secret_env import command_environment
 from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
 SKIP_DIRS = frozenset(
@@ -310,6 +311,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so cancel/timeout kill the whole tree
+        env=command_environment(os.environ),  # none of the package's secrets (model keys, tokens)
     )
     _remember_group(proc.pid)
     chunks: list[bytes] = []
