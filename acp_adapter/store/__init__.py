@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from acp_adapter.store.base import (
+    AuditError,
     JsonObject,
     KeyValueStore,
     PermissionDecision,
@@ -25,12 +26,13 @@ from acp_adapter.store.base import (
     StoreVersionError,
 )
 from acp_adapter.store.memory import MemoryStore
-from acp_adapter.store.sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore
+from acp_adapter.store.sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore, StoreSchemaError
 from acp_adapter.store.writer import BackgroundWriter
 
 __all__ = [
     "DATABASE_NAME",
     "SCHEMA_VERSION",
+    "AuditError",
     "BackgroundWriter",
     "JsonObject",
     "KeyValueStore",
@@ -41,6 +43,7 @@ __all__ = [
     "SessionStore",
     "SqliteStore",
     "StoreError",
+    "StoreSchemaError",
     "StoreVersionError",
     "StoredSession",
     "default_state_dir",
