@@ -199,10 +199,7 @@ class AcpToolObserver:
 def audit_refusal(why: str) -> str:
     """What the tool card says when an allowed call is refused because its audit row could not
     be written (the model reads it too, and goes on with the turn)."""
-    return (
-        "Refused: the permission was granted, but the audit could not record it, so nothing ran "
-        f"({why}). Free disk space or stop whatever holds the session database, then try again."
-    )
+    return f"Refused, nothing ran: the audit could not record this permission ({why})"
 
 
 @dataclass(frozen=True)

@@ -208,9 +208,9 @@ def check_schema(db: sqlite3.Connection, path: Path) -> None:
         if missing:
             parts.append("lacks " + ", ".join(missing))
         raise StoreSchemaError(
-            f"the session database {path} " + " and ".join(parts) + ": someone may have tampered "
-            f"with it (a trigger can hide or change the permission audit). It was not used; move it "
-            f"aside (mv {path} {path}.suspect) to start a fresh one, after looking at it"
+            "the session database " + " and ".join(parts) + "; it was not used (someone may have "
+            f"tampered with it: a trigger can hide or change the permission audit). Look at {path}, "
+            f"then move it aside (mv {path} {path}.suspect) to start a fresh one"
         )
 
 
@@ -353,6 +353,10 @@ class SqliteStore:
         return db
 
     def _migrate(self, db: sqlite3.Connection) -> None:
+        # an up-to-date database is only read: opening never waits for a write lock another
+        # process holds (the audit write then fails closed instead of the open falling back)
+        if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return
         with self._write(db):
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -546,14 +550,18 @@ class SqliteStore:
                 db.execute("PRAGMA synchronous = NORMAL")
                 db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         except sqlite3.Error as exc:
-            why = "it stayed locked by another process" if is_busy(exc) else str(exc)
-            raise AuditError(f"the session database {self.path} did not take it ({why})") from exc
+            why = (
+                f"is locked by another process (waited {self.busy_timeout:g} s)"
+                if is_busy(exc)
+                else f"failed: {exc}"
+            )
+            raise AuditError(f"the session database {why}: {self.path}") from exc
         finally:
             self._lock.release()
         if kept != row:
             raise AuditError(
-                f"the session database {self.path} did not keep it (the row was "
-                f"{'removed' if kept is None else 'changed'} as it was written: a trigger?)"
+                f"the row was {'removed' if kept is None else 'changed'} as it was written "
+                f"(a trigger?): {self.path}"
             )
 
     def permission_audit(self, limit: int = 100) -> list[PermissionDecision]:
