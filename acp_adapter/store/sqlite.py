@@ -218,6 +218,10 @@ def _check_side_files(path: Path) -> None:
     """The database and the files SQLite keeps beside it, when they exist: yours, regular, 0600."""
     for suffix in ("", *SIDE_SUFFIXES):
         side = Path(f"{path}{suffix}")
+        if side.is_symlink() and not side.exists():  # SQLite would create its target, anywhere
+            raise UnsafePathError(
+                f"the session database file {side} is a link to a file that does not exist; remove it"
+            )
         try:
             st = check_private(side, what="the session database file", readable_by_others=False)
         except FileNotFoundError:
