@@ -405,6 +405,7 @@ class ProgressAgent:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
+        _check_same_workspace(session_id, stored.record.cwd, cwd)
         await self._stop_mcp(session_id)  # a live copy's servers: the client passes the servers now
         had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
@@ -488,6 +489,7 @@ class ProgressAgent:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
+        _check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
         await self._stop_mcp(session_id)
         had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
@@ -785,6 +787,19 @@ class ProgressAgent:
             settings=self.settings,
             system_prompt=SYSTEM_PROMPT,
             error_note=False,
+        )
+
+
+def _check_same_workspace(session_id: str, own: str, asked: str) -> None:
+    """A session is loaded (or resumed) in its own workspace only: moving it would hand its
+    conversation — the files its tools read — to whatever runs in the other one."""
+    if own and own.rstrip("/") != asked.rstrip("/"):
+        raise RequestError.invalid_params(
+            {
+                "sessionId": session_id,
+                "cwd": asked,
+                "details": f"session {session_id} belongs to workspace {own}; load it with that cwd",
+            }
         )
 
 

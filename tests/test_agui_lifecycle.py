@@ -43,7 +43,7 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
         assert first.stop() == 130, first.text()
     assert of_type(run1, "RUN_FINISHED") and of_type(run1, "TOOL_CALL_START")
 
-    second = AguiProcess(tmp_path, env=env).wait_healthy()
+    second = AguiProcess(tmp_path, env=env, port=first.port).wait_healthy()  # the same endpoint again
     try:
         run2 = second.run("thread-T", "run-2", "hello")
         other = second.run("thread-U", "run-3", "hello")
@@ -56,7 +56,10 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
 
     store = open_store(state, retention_days=0)
     try:
-        threads = dict(store.items("agui:threads"))
+        from acp_adapter.frontends.agui.thread_store import endpoint_scope
+
+        scope = endpoint_scope(None, "127.0.0.1", first.port, None, str(tmp_path))
+        threads = dict(store.items(f"agui:threads:{scope}"))
         session_id = threads["thread-T"]["sessionId"]
         assert threads["thread-U"]["sessionId"] != session_id
         stored = store.load(session_id)
@@ -76,7 +79,8 @@ def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(tmp_path:
         assert text_of(first.run("thread-T", "run-1", "hi")) == "echo: hi"
     finally:
         first.stop()
-    second = AguiProcess(tmp_path, "--agent", PROGRESS_AGENT, env=env).wait_healthy()
+    # the same endpoint again (same address, port, token, workspace): the same threads
+    second = AguiProcess(tmp_path, "--agent", PROGRESS_AGENT, env=env, port=first.port).wait_healthy()
     try:
         run2 = second.run("thread-T", "run-2", "again")
     finally:
@@ -240,3 +244,50 @@ def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_si
     stopping = [line for line in text.splitlines() if "stopping;" in line]
     assert len(stopping) == 1 and "1 open run(s) ended" in stopping[0]
     assert took < 10, f"took {took:.1f}s"
+
+
+def test_two_endpoints_on_one_state_directory_never_share_a_thread(tmp_path: Path) -> None:
+    """Before: endpoint B (its own token and workspace) ran thread ``main`` by loading endpoint A's
+    session, and its model request carried A's confidential file."""
+    state = tmp_path / "state"
+    a_ws, b_ws = tmp_path / "a", tmp_path / "b"
+    a_ws.mkdir()
+    b_ws.mkdir()
+    (a_ws / "secret.md").write_text("PROJECT-A CONFIDENTIAL\n")
+    env = {"ACP_PROGRESS_STATE_DIR": str(state)}
+    a = AguiProcess(a_ws, env=env).wait_healthy()
+    try:
+        assert "PROJECT-A CONFIDENTIAL" in str(a.run("main", "r1", "read secret.md"))
+    finally:
+        a.stop()
+    b = AguiProcess(b_ws, env=env).wait_healthy()
+    try:
+        run = b.run("main", "r2", "hello")
+    finally:
+        b.stop()
+    assert of_type(run, "RUN_FINISHED")
+    assert "loaded its ACP session" not in b.text()
+    store = open_store(state, retention_days=0)
+    try:
+        sessions = store.list_sessions().sessions
+        assert len(sessions) == 2  # A's and a new one for B
+        b_session = next(s for s in sessions if s.cwd == str(b_ws))
+        stored = store.load(b_session.session_id)
+        assert stored is not None and "PROJECT-A" not in str(stored.events) + str(stored.history)
+    finally:
+        store.close()
+
+
+@pytest.mark.anyio
+async def test_thread_maps_are_scoped_per_endpoint_and_never_hold_the_token() -> None:
+    from acp_adapter.frontends.agui.thread_store import ThreadSessions, endpoint_scope
+    from acp_adapter.store import MemoryStore
+
+    store = MemoryStore()
+    one = ThreadSessions(store, scope=endpoint_scope("shared", "h", 1, None, "/a"))
+    two = ThreadSessions(store, scope=endpoint_scope(None, "h", 2, "tok", "/b"))
+    one.remember("main", "sess-1", "/a")
+    await one.aclose()
+    assert (await one.lookup("main")) is not None and (await two.lookup("main")) is None
+    assert endpoint_scope(None, "h", 1, "t1", "/a") != endpoint_scope(None, "h", 1, "t2", "/a")
+    assert "t1" not in endpoint_scope(None, "h", 1, "t1", "/a")  # the token is never stored

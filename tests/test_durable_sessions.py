@@ -450,3 +450,22 @@ async def test_a_cancelled_turn_replays_as_its_own_turn_marked_cancelled(tmp_pat
         assert not (a == b == "user_message_chunk"), kinds
     texts = [u.content.text for u in replay if isinstance(u, UserMessageChunk | AgentMessageChunk)]
     assert texts[:3] == ["wait 10 seconds", "(cancelled)", "hello"], texts
+
+
+@pytest.mark.anyio
+async def test_a_session_loads_only_in_its_own_workspace(tmp_path: Path) -> None:
+    """Before: session/load with another workspace's cwd moved the session there."""
+    ws = _workspace(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(tmp_path / "state")))
+    async with inprocess_agent(RecordingClient(), agent) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "read secrets.txt")).stop_reason == "end_turn"
+        for method in (conn.load_session, agent.resume_session):  # resume: called as the SDK would
+            with pytest.raises(RequestError) as info:
+                await method(cwd=str(other), session_id=sid, mcp_servers=[])
+            assert f"belongs to workspace {ws}" in str(info.value.data)
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        listed = await conn.list_sessions()
+        assert [s.cwd for s in listed.sessions] == [str(ws)]

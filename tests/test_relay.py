@@ -290,4 +290,5 @@ def test_the_relay_exits_promptly_when_the_editor_hangs_up(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b""
-    assert time.monotonic() - started < 5
+    # the agent would sleep 60 s: a generous bound (two process start-ups on a loaded machine)
+    assert time.monotonic() - started < 15

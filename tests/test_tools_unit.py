@@ -243,3 +243,42 @@ def test_search_counts_every_match_once_for_the_card_and_the_answer(tmp_path):
     ]
     answer = answer_from_tools(messages)
     assert "found 240 matches in 30 files" in answer and "… and 228 more" in answer
+
+
+def test_fifos_sockets_and_devices_are_never_read_so_no_tool_hangs(tmp_path):
+    """Before: read_file and search opened a FIFO in the workspace and waited for a writer for
+    ever; /dev/zero (a device node) would have been read to the cap."""
+    import socket
+    import stat
+    import time
+
+    from acp_adapter.tooling.builtin import open_regular
+
+    (tmp_path / "ok.txt").write_text("TODO here\n")
+    os.mkfifo(tmp_path / "pipe")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(tmp_path / "sock"))
+    devices = []
+    if os.geteuid() == 0:  # a device node needs root to make (CI runs as root)
+        os.mknod(tmp_path / "zero", 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+        devices.append("zero")
+    box = default_toolbox(tmp_path)
+    started = time.monotonic()
+    for name in ["pipe", "sock", *devices]:
+        outcome = run(box, "read_file", {"path": name})
+        error = outcome.error or ""  # a socket cannot even be opened (ENXIO): refused either way
+        assert not outcome.ok and ("is not a regular file" in error or "cannot open" in error), (
+            name,
+            outcome,
+        )
+    found = run(box, "search", {"query": "TODO"})
+    assert found.ok and found.summary == "1 match in 1 file"
+    assert time.monotonic() - started < 5
+    sock.close()
+    # a symlink swapped in after the path was checked is refused, not followed out of the workspace
+    (tmp_path / "outside.txt").write_text("secret")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(tmp_path / "outside.txt", ws / "link.txt")
+    with pytest.raises(ToolError, match="cannot open"):
+        open_regular(ws, ws / "link.txt")

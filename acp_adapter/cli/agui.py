@@ -111,6 +111,12 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         help="how long to wait for the agent to answer initialize (default 30)",
     )
     add_mcp_config_flag(agui)
+    agui.add_argument(
+        "--instance",
+        metavar="NAME",
+        help="name of this endpoint's conversations in the session store (default: its address, port, "
+        "token and workspace): two endpoints never share threads unless given the same NAME",
+    )
     _add_admission_flags(agui)
     # --summary, --summary-interval, --summary-max-length: the same flags (and validation) as on
     # watch, serve and relay. On by default here (auto = embedded): each run publishes a
@@ -230,6 +236,9 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
     if mcp_servers is None:
         return 2
     args.mcp_servers = mcp_servers
+    from acp_adapter.frontends.agui.thread_store import endpoint_scope
+
+    args.thread_scope = endpoint_scope(args.instance, args.host, args.port, token, args.cwd)
     thread_store = _open_thread_store(settings)
     try:
         return _run(args, settings, endpoint, admission, thread_store)
@@ -269,6 +278,7 @@ def _run(
             thread_store=thread_store,
             thread_retention_days=settings.session_retention_days,
             mcp_servers=args.mcp_servers,
+            thread_scope=args.thread_scope,
         )
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)

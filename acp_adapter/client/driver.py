@@ -59,6 +59,7 @@ from acp_adapter.protocol import (
 )
 from acp_adapter.protocol.meta import ProgressMeta, meta_field, meta_of
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.secret_env import agent_environment
 
 log = logging.getLogger("acp_progress.client")
 
@@ -467,7 +468,8 @@ class AgentDriver:
         return self.initialize_response
 
     async def _spawn(self) -> None:
-        env = {**os.environ, **self.env}
+        # the front-end's own secrets (bot token, endpoint token) are never the agent's
+        env = agent_environment(os.environ, self.env)
         if self.stderr_log is not None:  # before the agent starts: a bad path must not leave it running
             try:
                 self._log_file = open(self.stderr_log, "ab")  # noqa: SIM115, ASYNC230 - tiny; closed in close()

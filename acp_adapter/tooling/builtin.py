@@ -11,6 +11,7 @@ import contextlib
 import io
 import os
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -18,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from acp_adapter.safety.secret_env import command_environment
 from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
 SKIP_DIRS = frozenset(
@@ -44,6 +46,39 @@ def resolve_in_workspace(workspace: Path, raw: str) -> Path:
     return resolved
 
 
+_NOT_REGULAR = "is not a regular file (a FIFO, socket or device is never read: it could block for ever)"
+
+
+def open_regular(workspace: Path, resolved: Path) -> io.BufferedReader:
+    """Open a file :func:`resolve_in_workspace` resolved, for reading, safely.
+
+    The path is walked from the workspace one component at a time with ``O_NOFOLLOW`` (``openat``):
+    a symlink swapped in after the path was checked is refused, not followed out of the
+    workspace. The file is opened ``O_NONBLOCK`` (a FIFO's open would wait for a writer for ever)
+    and judged by ``fstat`` of the descriptor it got: only a regular file is read."""
+    parts = resolved.relative_to(workspace).parts
+    if not parts:
+        raise ToolError(f"{_display(workspace, resolved)} is a directory")
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    dir_fd = os.open(workspace, flags | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, flags | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+            os.close(dir_fd)
+            dir_fd = next_fd
+        fd = os.open(parts[-1], flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY, dir_fd=dir_fd)
+    except OSError as exc:
+        raise ToolError(f"cannot open {_display(workspace, resolved)}: {exc.strerror or exc}") from None
+    finally:
+        os.close(dir_fd)
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ToolError(f"{_display(workspace, resolved)} {_NOT_REGULAR}")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def _display(workspace: Path, path: Path) -> str:
     try:
         rel = path.relative_to(workspace)
@@ -65,8 +100,8 @@ def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         raise ToolError(f"no such file: {args['path']}")
     if path.is_dir():
         raise ToolError(f"{args['path']} is a directory; use list_dir")
-    size = path.stat().st_size
-    with path.open("rb") as handle:
+    with open_regular(ctx.cwd, path) as handle:
+        size = os.fstat(handle.fileno()).st_size
         data = handle.read(READ_CAP)
     if _is_binary(data[:4096]):
         raise ToolError(f"{args['path']} looks like a binary file ({size} bytes)")
@@ -139,10 +174,13 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         ctx.cancel.raise_if_cancelled()
         try:
             resolved = path.resolve()
-            if not resolved.is_relative_to(ctx.cwd) or resolved.stat().st_size > 4 * 1024 * 1024:
+            if not resolved.is_relative_to(ctx.cwd):
                 continue
-            data = resolved.read_bytes()
-        except OSError:
+            with open_regular(ctx.cwd, resolved) as handle:  # a FIFO or device is skipped
+                if os.fstat(handle.fileno()).st_size > 4 * 1024 * 1024:
+                    continue
+                data = handle.read()
+        except (OSError, ToolError):
             continue
         if not _is_binary(data[:4096]):
             hit = False
@@ -273,6 +311,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so cancel/timeout kill the whole tree
+        env=command_environment(os.environ),  # none of the package's secrets (model keys, tokens)
     )
     _remember_group(proc.pid)
     chunks: list[bytes] = []

@@ -155,6 +155,7 @@ def create_app(
     thread_store: KeyValueStore | None = None,
     thread_retention_days: float = 30.0,
     mcp_servers: Sequence[McpServerSpec] = (),
+    thread_scope: str = "",
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
@@ -178,7 +179,9 @@ def create_app(
     remembers each thread's session across restarts (namespace ``agui:threads``; entries unused for
     ``thread_retention_days`` are dropped at startup); without one threads last as long as the
     process. The caller keeps ownership of the store (the app does not close it).
-    ``mcp_servers`` are sent in every thread's ``session/new`` (``--mcp-config``, the settings
+    ``thread_scope`` names this endpoint's thread map in the store
+    (:func:`~.thread_store.endpoint_scope`: another endpoint on the same store never sees its
+    threads). ``mcp_servers`` are sent in every thread's ``session/new`` (``--mcp-config``, the settings
     file's ``[mcp_servers]``), so the agent behind the endpoint offers their tools.
     """
     admission = admission or Admission()
@@ -206,7 +209,9 @@ def create_app(
         summary=summaries,
         max_runs=limits.max_runs,
         max_queued_events=limits.max_queued_events,
-        thread_sessions=ThreadSessions(thread_store, retention_days=thread_retention_days),
+        thread_sessions=ThreadSessions(
+            thread_store, retention_days=thread_retention_days, scope=thread_scope
+        ),
         mcp_servers=mcp_servers,
     )
 

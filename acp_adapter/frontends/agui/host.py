@@ -122,6 +122,11 @@ class AgentHost:
         candidate = slot.session_id
         if candidate is None:
             stored = await self.threads.lookup(slot.thread_id)
+            if stored is not None and stored.cwd and stored.cwd != self.cwd:
+                # another workspace's conversation: never loaded here (its files would reach the model)
+                why = "its session belongs to another workspace; starting a new conversation"
+                log.warning("thread %s: %s", redact_text(slot.thread_id), why)
+                stored = None
             candidate = stored.session_id if stored is not None else None
         if candidate is None:
             return None
