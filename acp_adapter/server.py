@@ -119,6 +119,9 @@ T = TypeVar("T")
 HANGUP_GRACE = 0.8
 #: Longest a prompt's answer waits for its turn to reach the session store.
 STORE_FLUSH_TIMEOUT = 2.0
+#: the longest ``session/list`` waits for the writer's backlog (a lock held by another process
+#: stalls the writer; the list then answers from what is on disk)
+LIST_FLUSH_S = 1.0
 
 SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
@@ -425,11 +428,16 @@ class ProgressAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        """The stored sessions, newest first, 50 a page (``cursor`` from the previous page)."""
-        await self._writer.flush_async()
+        """The stored sessions, newest first, 50 a page (``cursor`` from the previous page).
+
+        Bounded in time: the writer's backlog is waited for at most :data:`LIST_FLUSH_S` (another
+        process may hold the database's lock), and the read itself never waits for the writer."""
+        await self._writer.flush_async(LIST_FLUSH_S)
         try:
             page = await anyio.to_thread.run_sync(lambda: self.store.list_sessions(cwd, cursor, 50))
         except StoreError as exc:
+            if cursor is None:  # nothing of the request was wrong: the store could not answer
+                raise RequestError.internal_error({"details": str(exc)}) from None
             raise RequestError.invalid_params({"cursor": cursor, "details": str(exc)}) from None
         return ListSessionsResponse(
             sessions=[

@@ -299,6 +299,7 @@ async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(t
     state.mkdir(mode=0o700)
     garbage = b"\x00\xffnot a database at all\n" * 500
     (state / DATABASE_NAME).write_bytes(garbage)
+    (state / DATABASE_NAME).chmod(0o600)  # private, as the store demands: only its content is bad
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, _proc, log):

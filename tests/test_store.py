@@ -137,6 +137,7 @@ def test_a_corrupt_database_is_moved_aside_and_a_fresh_one_used(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / DATABASE_NAME).write_bytes(b"this is not a database" * 100)
+    (tmp_path / DATABASE_NAME).chmod(0o600)  # private, as the store demands: only its content is bad
     with caplog.at_level(logging.ERROR, logger="acp_progress.store"):
         store = open_store(tmp_path)
     assert isinstance(store, SqliteStore)

@@ -185,11 +185,21 @@ class AcpToolObserver:
         if self._audit is not None:
             try:
                 self._audit(card_id, request.title or call.name, answer)
-            except Exception:
-                log.exception("recording the permission decision failed")
+            except Exception as exc:
+                # the audit fails closed: an allowed call whose decision is not on disk never runs
+                why = redact_text(str(exc)) or type(exc).__name__
+                log.error("recording the permission decision failed: %s", why)
+                if answer.allowed:
+                    return PermissionDecision(False, automatic=True, reason=audit_refusal(why))
         if answer.allowed:
             self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
         return PermissionDecision(answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled)
+
+
+def audit_refusal(why: str) -> str:
+    """What the tool card says when an allowed call is refused because its audit row could not
+    be written (the model reads it too, and goes on with the turn)."""
+    return f"Refused, nothing ran: the audit could not record this permission ({why})"
 
 
 @dataclass(frozen=True)

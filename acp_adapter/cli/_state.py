@@ -3,9 +3,11 @@
 A state directory that cannot be used (``ACP_PROGRESS_STATE_DIR=/proc/nope``, a directory another
 user owns or may write, a read-only disk) used to be silent: the agent fell back to memory, the
 error went to ``--agent-log`` only, and the next ``--continue`` said "no session to continue".
-Every command now checks the directory before it starts and says so in one line on stderr; the
-command then runs with the store off (in memory), as the agent would have anyway, so the agent
-it starts does not fail a second time in a log nobody reads.
+Every command now checks the directory before it starts and says so in one line on stderr. The
+settings are left as they are: the agent finds the same problem, keeps sessions in memory, and —
+the audit fails closed (issue 26) — refuses every tool call that needs permission, with the
+reason on its card. Turning the store off here instead would have let an attacker who can spoil
+the state directory (a 0777 directory, a planted file) run allowed commands with no audit at all.
 
 The check is the store's own rule (:mod:`acp_adapter.safety.private_path`: created 0700, owned by
 you, writable by nobody else) plus a write probe; it imports nothing of the store (start-up time).
@@ -25,8 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DATABASE_NAME", "StateLocation", "check_state_dir", "state_location", "warn_if_state_unusable"]
 
-#: commands that only read the store: the warning is given, the settings stay as they are
-READ_ONLY_COMMANDS = frozenset({"audit"})
+#: commands that only read the store (they run no tool): the warning says nothing of refusals
+READ_ONLY_COMMANDS = frozenset({"audit", "sessions"})
 
 #: the session database's file name in the state directory (the store's ``DATABASE_NAME``)
 DATABASE_NAME = "sessions.sqlite3"
@@ -73,8 +75,8 @@ def check_state_dir(directory: Path) -> str | None:
 
 
 def warn_if_state_unusable(settings: Settings, command: str) -> Settings:
-    """One line on stderr when the store is on and its directory cannot be used; then the
-    settings with the store off (sessions in memory only, as the agent would fall back to)."""
+    """One line on stderr when the store is on and its directory cannot be used; the settings
+    are returned unchanged (the agent's store then refuses to audit, so allowed calls are refused)."""
     import sys
 
     if not settings.state:
@@ -87,9 +89,13 @@ def warn_if_state_unusable(settings: Settings, command: str) -> Settings:
         f"acp-progress {command}: warning: {problem}; sessions are kept in memory only "
         "(set ACP_PROGRESS_STATE_DIR or state_dir to a directory of your own)"
     )
+    if command not in READ_ONLY_COMMANDS:
+        text += (
+            ", and tool calls that need permission are refused (their audit cannot be written; "
+            "ACP_PROGRESS_STATE=off runs without one)"
+        )
     print(_one_line(text), file=sys.stderr, flush=True)
-    # ``audit`` reads the store and reports what it finds there; the others run an agent
-    return settings if command in READ_ONLY_COMMANDS else settings.replace(state=False)
+    return settings
 
 
 def _one_line(text: str) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from acp_adapter.store.base import (
+    AuditError,
     JsonObject,
     KeyValueStore,
     PermissionDecision,
@@ -25,12 +26,13 @@ from acp_adapter.store.base import (
     StoreVersionError,
 )
 from acp_adapter.store.memory import MemoryStore
-from acp_adapter.store.sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore
+from acp_adapter.store.sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore, StoreSchemaError
 from acp_adapter.store.writer import BackgroundWriter
 
 __all__ = [
     "DATABASE_NAME",
     "SCHEMA_VERSION",
+    "AuditError",
     "BackgroundWriter",
     "JsonObject",
     "KeyValueStore",
@@ -41,6 +43,7 @@ __all__ = [
     "SessionStore",
     "SqliteStore",
     "StoreError",
+    "StoreSchemaError",
     "StoreVersionError",
     "StoredSession",
     "default_state_dir",
@@ -64,7 +67,9 @@ def open_store(
     directory: Path | None, *, enabled: bool = True, retention_days: float = 30.0
 ) -> SqliteStore | MemoryStore:
     """The store to use: SQLite in ``directory`` (default :func:`default_state_dir`), or memory
-    when ``enabled`` is False or the database cannot be opened (one error line says why).
+    when ``enabled`` is False or the database cannot be opened (one error line says why). In the
+    second case the memory store refuses to audit, so every allowed tool call is refused with the
+    reason on its card (the audit fails closed); ``enabled=False`` is the user's own choice.
 
     Sessions not updated for ``retention_days`` are removed on open (0 keeps everything).
     """
@@ -74,11 +79,16 @@ def open_store(
     try:
         store = SqliteStore(where)
     except StoreVersionError as exc:
-        log.error("%s; sessions are kept in memory only", exc)
-        return MemoryStore()
+        log.error("%s; sessions are kept in memory only, and no allowed tool call runs", exc)
+        return MemoryStore(unusable=str(exc))
     except (OSError, StoreError, Exception) as exc:  # unwritable directory, a disk error …
-        log.error("cannot use the session store in %s (%s); sessions are kept in memory only", where, exc)
-        return MemoryStore()
+        log.error(
+            "cannot use the session store in %s (%s); sessions are kept in memory only, and no "
+            "allowed tool call runs (its audit could not be written)",
+            where,
+            exc,
+        )
+        return MemoryStore(unusable=str(exc))
     if retention_days > 0:
         try:
             removed = store.prune(time.time() - retention_days * DAY)

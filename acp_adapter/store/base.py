@@ -34,6 +34,12 @@ class StoreError(AcpProgressError):
     """The session store cannot do what was asked (the message says what and where)."""
 
 
+class AuditError(StoreError):
+    """A permission decision could not be written to the audit durably (disk full, a lock held
+    past the busy timeout, a trigger that raised or removed the row). The call it was for must
+    not run: the audit fails closed."""
+
+
 class StoreVersionError(StoreError):
     """The database was written by a newer acp-progress, whose schema this one cannot read."""
 

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from acp_adapter.store.base import (
+    AuditError,
     JsonObject,
     PermissionDecision,
     SessionPage,
@@ -25,7 +26,11 @@ from acp_adapter.store.base import (
 class MemoryStore:
     """Sessions, audit and front-end state in dictionaries, behind one lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, unusable: str | None = None) -> None:
+        #: why the database this store stands in for could not be used (None: memory was chosen,
+        #: ``ACP_PROGRESS_STATE=off``). Then the audit fails closed: no allowed call runs with its
+        #: decision only in memory, where nobody will find it.
+        self.unusable = unusable
         self._lock = threading.Lock()
         self._records: dict[str, SessionRecord] = {}
         self._events: dict[str, list[JsonObject]] = {}
@@ -99,6 +104,8 @@ class MemoryStore:
         return sum(self.delete(sid) for sid in old)
 
     def record_permission(self, decision: PermissionDecision) -> None:
+        if self.unusable is not None:
+            raise AuditError(f"{self.unusable}; or set ACP_PROGRESS_STATE=off to run without a durable audit")
         d = decision
         clean = PermissionDecision(
             d.at, d.session_id, d.tool_call_id, scrub(d.title), d.allowed, scrub(d.decided_by), d.surface

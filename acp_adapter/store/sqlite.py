@@ -17,7 +17,22 @@ Why each choice:
   it (and its WAL) aside would split one store in two. Busy is retried until the busy timeout;
   then, as for any other error (an unwritable directory, a full disk), :class:`StoreError` is
   raised and the caller keeps sessions in memory, leaving the file alone.
-* **Directory 0700, files 0600** — conversations are private to the user.
+* **Directory 0700, files 0600, checked** — conversations are private to the user. The state
+  directory is used only when it is yours and nobody else may write it (the ssh rule, see
+  :mod:`acp_adapter.safety.private_path`); the database and its ``-wal``, ``-shm`` and
+  ``-journal`` files are created 0600 and, when they already exist, refused unless they are yours
+  and private (a 0666 ``-wal`` planted beforehand would let another user read the conversation).
+  ``secure_delete`` overwrites what is deleted.
+* **The schema is checked, not assumed** — a trigger, view or table this package did not create
+  (``AFTER INSERT ON permissions BEGIN DELETE …`` silences the audit) is refused at open, naming
+  it; ``trusted_schema = OFF`` keeps functions with side effects out of the schema anyway.
+* **The audit fails closed** — :meth:`SqliteStore.record_permission` writes its row in its own
+  transaction, synced (``synchronous = FULL``), then reads it back; any failure (disk full, a lock
+  held past :data:`BUSY_TIMEOUT_S`, a trigger raising or deleting the row) raises
+  :class:`~acp_adapter.store.base.AuditError`, and the caller refuses the call.
+* **Waits are bounded** — no statement waits more than :data:`BUSY_TIMEOUT_S` (2 s) for another
+  process's lock; reads use a connection of their own (WAL readers never wait for writers), so
+  ``session/list`` answers while the writer thread waits.
 * **One connection guarded by a lock** (``check_same_thread=False``) — the store is used from the
   background writer thread and from request handlers; SQLite serialises writes anyway.
 """
@@ -30,13 +45,21 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from acp_adapter.safety.private_path import (
+    PRIVATE_FILE_MODE,
+    UnsafePathError,
+    check_private,
+    make_private_dir,
+)
 from acp_adapter.store.base import (
+    AuditError,
     JsonObject,
     PermissionDecision,
     SessionPage,
@@ -52,7 +75,10 @@ log = logging.getLogger("acp_progress.store")
 
 DATABASE_NAME = "sessions.sqlite3"
 SCHEMA_VERSION = 1
-BUSY_TIMEOUT_S = 10.0
+#: the longest any statement waits for a lock another process holds (issue 26: ≤ 2 s)
+BUSY_TIMEOUT_S = 2.0
+#: the files SQLite keeps beside the database (each must be as private as the database)
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 
 #: SQLite's primary result codes that mean "this file is not a sound database"
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
@@ -135,10 +161,73 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
-def _private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(OSError):
-        os.chmod(path, 0o700)
+class StoreSchemaError(StoreError):
+    """The database holds triggers, views or tables this package did not create (or changed ones)."""
+
+
+def _schema_rows(db: sqlite3.Connection) -> dict[tuple[str, str], str]:
+    rows = db.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    return {(kind, name): " ".join((sql or "").split()) for kind, name, sql in rows}
+
+
+def _expected_schema() -> dict[tuple[str, str], str]:
+    """What :data:`MIGRATIONS` create, from a scratch database in memory (so the check can never
+    drift from the migrations)."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        for migrate in MIGRATIONS:
+            migrate(db)
+        return _schema_rows(db)
+    finally:
+        db.close()
+
+
+def check_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse a database whose schema is not exactly the one :data:`MIGRATIONS` create.
+
+    A trigger planted beside the tables runs inside every write (``AFTER INSERT ON permissions
+    BEGIN DELETE …`` silences the audit); a view or a table of someone else's has no business in
+    a private store. SQLite's own statistics tables (``sqlite_stat*``, from ``ANALYZE``) are fine.
+    """
+    expected = _expected_schema()
+    found = _schema_rows(db)
+    strange: list[str] = []
+    for (kind, name), sql in sorted(found.items()):
+        if kind == "table" and name.startswith("sqlite_stat"):
+            continue
+        want = expected.get((kind, name))
+        if want is None:
+            strange.append(f"{kind} {name!r}")
+        elif want != sql:
+            strange.append(f"{kind} {name!r} (changed)")
+    missing = sorted(f"{kind} {name!r}" for kind, name in expected.keys() - found.keys())
+    if strange or missing:
+        parts = []
+        if strange:
+            parts.append("holds " + ", ".join(strange) + " that acp-progress did not create")
+        if missing:
+            parts.append("lacks " + ", ".join(missing))
+        raise StoreSchemaError(
+            "the session database " + " and ".join(parts) + "; it was not used (someone may have "
+            f"tampered with it: a trigger can hide or change the permission audit). Look at {path}, "
+            f"then move it aside (mv {path} {path}.suspect) to start a fresh one"
+        )
+
+
+def _check_side_files(path: Path) -> None:
+    """The database and the files SQLite keeps beside it, when they exist: yours, regular, 0600."""
+    for suffix in ("", *SIDE_SUFFIXES):
+        side = Path(f"{path}{suffix}")
+        if side.is_symlink() and not side.exists():  # SQLite would create its target, anywhere
+            raise UnsafePathError(
+                f"the session database file {side} is a link to a file that does not exist; remove it"
+            )
+        try:
+            st = check_private(side, what="the session database file", readable_by_others=False)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePathError(f"the session database file {side} is not a regular file; remove it")
 
 
 def _move_aside(path: Path, reason: str) -> Path:
@@ -182,9 +271,12 @@ class SqliteStore:
 
     def __init__(self, directory: Path, *, busy_timeout: float | None = None) -> None:
         self.directory = directory
-        _private_dir(directory)
+        # the ssh rule: yours, writable by nobody else, made 0700 (parents too) whatever the umask
+        make_private_dir(directory, what="the state directory")
         self.path = directory / DATABASE_NAME
+        _check_side_files(self.path)
         self._lock = threading.Lock()
+        self._read_lock = threading.Lock()
         #: how long a lock held by another process is waited for (default :data:`BUSY_TIMEOUT_S`)
         self.busy_timeout = BUSY_TIMEOUT_S if busy_timeout is None else busy_timeout
         try:
@@ -198,6 +290,11 @@ class SqliteStore:
                 raise StoreError(f"cannot open the session database {self.path}: {exc}") from exc
             _move_aside(self.path, str(exc))
             self._db = self._open_waiting()
+        try:
+            self._reader = self._connect(self.busy_timeout)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise StoreError(f"cannot open the session database {self.path}: {exc}") from exc
 
     # ------------------------------------------------------------------ opening and migrating
 
@@ -219,31 +316,51 @@ class SqliteStore:
                     raise
             time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
-    def _open(self, wait: float) -> sqlite3.Connection:
-        fresh = not self.path.exists()
-        if fresh:  # create it 0600 before SQLite does (its default follows the umask)
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+    def _connect(self, wait: float) -> sqlite3.Connection:
+        """A connection with this store's settings (SQLite makes ``-wal``/``-shm``/``-journal``
+        with the database's own mode, so they are 0600 too; :func:`_check_side_files` checks)."""
         db = sqlite3.connect(self.path, timeout=wait, check_same_thread=False, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
-            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA trusted_schema = OFF")
+            db.execute("PRAGMA secure_delete = ON")
             db.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _open(self, wait: float) -> sqlite3.Connection:
+        # create it 0600 before SQLite does (its default follows the umask); one that exists
+        # (or appears meanwhile) is checked instead, never taken over with a chmod
+        try:
+            flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
+            os.close(os.open(self.path, flags, PRIVATE_FILE_MODE))
+        except FileExistsError:
+            pass
+        _check_side_files(self.path)
+        db = self._connect(wait)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             check = db.execute("PRAGMA quick_check").fetchone()
             if check is None or check[0] != "ok":
                 raise _IntegrityError(f"integrity check failed: {check[0] if check else 'no answer'}")
             self._migrate(db)
+            check_schema(db, self.path)
             # once open, every later statement waits the full busy timeout for another process
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            _check_side_files(self.path)
         except BaseException:
             db.close()
             raise
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(OSError):
-                os.chmod(f"{self.path}{suffix}", 0o600)
         return db
 
     def _migrate(self, db: sqlite3.Connection) -> None:
+        # an up-to-date database is only read: opening never waits for a write lock another
+        # process holds (the audit write then fails closed instead of the open falling back)
+        if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+            return
         with self._write(db):
             version = db.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -265,10 +382,13 @@ class SqliteStore:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk); a failed COMMIT leaves it open
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
@@ -296,10 +416,18 @@ class SqliteStore:
             yield db
 
     def _read(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """Inside :meth:`batch`, on its connection (it sees its own writes); otherwise on the
+        reading connection, which never waits for the writer thread (WAL readers do not block)."""
         if self._in_batch:
             return self._db.execute(sql, args).fetchall()
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        if not self._read_lock.acquire(timeout=self.busy_timeout):
+            raise StoreError(f"the session database {self.path} is busy; try again")
+        try:
+            return self._reader.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the session database {self.path}: {exc}") from exc
+        finally:
+            self._read_lock.release()
 
     # ------------------------------------------------------------------ sessions
 
@@ -381,20 +509,63 @@ class SqliteStore:
     # ------------------------------------------------------------------ permission audit
 
     def record_permission(self, decision: PermissionDecision) -> None:
+        """Write one audit row durably, or raise :class:`AuditError` (the caller then refuses the
+        call: an allowed command never runs unrecorded).
+
+        Its own transaction (never a writer batch, which may fail later), synced to disk
+        (``synchronous = FULL``), then read back by its rowid: a trigger that deletes or changes
+        the row, planted after this store was opened, is caught too. The whole wait — for the
+        writer thread and for another process's lock — is bounded by :data:`BUSY_TIMEOUT_S`.
+        """
         d = decision
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO permissions (at, session_id, tool_call_id, title, allowed, decided_by, surface) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    d.at,
-                    d.session_id,
-                    d.tool_call_id,
-                    scrub(d.title),
-                    int(d.allowed),
-                    scrub(d.decided_by),
-                    d.surface,
-                ),
+        row = (
+            d.at,
+            d.session_id,
+            d.tool_call_id,
+            scrub(d.title),
+            int(d.allowed),
+            scrub(d.decided_by),
+            d.surface,
+        )
+        if self._in_batch:  # the writer thread never audits; if it did, its batch is not durable yet
+            raise AuditError("the permission audit cannot be written inside a batch of other writes")
+        deadline = time.monotonic() + self.busy_timeout
+        if not self._lock.acquire(timeout=self.busy_timeout):
+            raise AuditError(f"the session database {self.path} stayed busy for {self.busy_timeout:g} s")
+        try:
+            db = self._db
+            wait_ms = max(1, int((deadline - time.monotonic()) * 1000))
+            db.execute(f"PRAGMA busy_timeout = {wait_ms}")
+            db.execute("PRAGMA synchronous = FULL")
+            try:
+                with self._write(db):
+                    rowid = db.execute(
+                        "INSERT INTO permissions "
+                        "(at, session_id, tool_call_id, title, allowed, decided_by, surface) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        row,
+                    ).lastrowid
+                kept = db.execute(
+                    "SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface "
+                    "FROM permissions WHERE id = ?",
+                    (rowid,),
+                ).fetchone()
+            finally:
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        except sqlite3.Error as exc:
+            why = (
+                f"is locked by another process (waited {self.busy_timeout:g} s)"
+                if is_busy(exc)
+                else f"failed: {exc}"
+            )
+            raise AuditError(f"the session database {why}: {self.path}") from exc
+        finally:
+            self._lock.release()
+        if kept != row:
+            raise AuditError(
+                f"the row was {'removed' if kept is None else 'changed'} as it was written "
+                f"(a trigger?): {self.path}"
             )
 
     def permission_audit(self, limit: int = 100) -> list[PermissionDecision]:
@@ -434,3 +605,5 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock, contextlib.suppress(sqlite3.Error):
             self._db.close()
+        with self._read_lock, contextlib.suppress(sqlite3.Error):
+            self._reader.close()

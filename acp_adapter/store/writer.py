@@ -7,7 +7,9 @@ barrier for the rare caller that must see its writes (a ``session/load`` of a se
 is still writing, a test, shutdown).
 
 A write that fails is logged (redacted, one line) and the writer goes on: the conversation the
-user is having matters more than its copy on disk.
+user is having matters more than its copy on disk. A batch refused because another process holds
+the database past the busy timeout is dropped whole (one error line), not retried write by write:
+each retry would wait as long again, and a stalled writer delays every flush behind it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.store.sqlite import is_busy
 
 log = logging.getLogger("acp_progress.store")
 
@@ -120,6 +123,13 @@ class BackgroundWriter:
                     write()
             return
         except Exception as exc:  # one bad write must not take its neighbours with it: go one by one
+            if is_busy(exc):  # another process holds the database: each retry would wait as long
+                log.error(
+                    "%d session changes were not saved: %s (another process holds the database)",
+                    len(batch),
+                    _why(exc),
+                )
+                return
             log.warning(
                 "a batch of %d session changes failed (%s); retrying one by one", len(batch), _why(exc)
             )

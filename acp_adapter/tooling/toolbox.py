@@ -66,6 +66,9 @@ class PermissionDecision:
     #: nobody decided: the question was withdrawn (the turn is being cancelled, or the client
     #: answered ``cancelled``); the card says "Cancelled", never that the user denied it
     cancelled: bool = False
+    #: why the call was refused when nobody denied it (e.g. its audit row could not be written):
+    #: shown on the tool card instead of the usual "denied" text
+    reason: str | None = None
 
     def __bool__(self) -> bool:
         return self.allowed
@@ -270,6 +273,8 @@ def _check_permission(
     if not decision:
         if isinstance(decision, PermissionDecision) and decision.cancelled:
             raise ToolError(PERMISSION_CANCELLED)
+        if isinstance(decision, PermissionDecision) and decision.reason:
+            raise ToolError(decision.reason)
         automatic = isinstance(decision, PermissionDecision) and decision.automatic
         raise ToolError(DENIED_AUTOMATICALLY if automatic else DENIED_BY_USER)
 
