@@ -129,3 +129,30 @@ async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
     (row,) = _audit(state)
     assert (row["allowed"], row["outcome"], row["decidedBy"]) == (False, "cancelled", "cancelled")
     assert "echo withdrawn" in str(row["title"])
+
+
+def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Path) -> None:
+    """Before: the audit kept the card title, cut at ~160 characters: a hidden tail was approved
+    and nobody could tell afterwards."""
+    state = tmp_path / "state"
+    env = {**agent_env(), "ACP_PROGRESS_STATE_DIR": str(state)}
+    command = "echo " + "x" * 250 + "; echo hidden-tail-marker"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acp_adapter.cli",
+            "watch",
+            "--yes",
+            "--cwd",
+            str(tmp_path),
+            f"run `{command}`",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = _audit(state)
+    assert command in str(row["title"]) and row["title"].startswith("Running echo")
