@@ -24,7 +24,7 @@ from .test_bridge_console_stop import Bridge
 def _audit(state: Path) -> list[dict[str, object]]:
     env = {**agent_env(), "ACP_PROGRESS_STATE_DIR": str(state)}
     done = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "audit", "--json"],
+        [sys.executable, "-m", "acp_adapter.cli", "audit", "--json", "--limit", "1000"],
         env=env,
         capture_output=True,
         text=True,
@@ -135,3 +135,24 @@ def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Path) -> 
     state = _watch_yes(tmp_path, f"run `{command}`")
     (row,) = _audit(state)
     assert command in str(row["title"]) and row["title"].startswith("Running echo")
+
+
+@pytest.mark.anyio
+async def test_one_turn_asks_at_most_100_questions_and_writes_at_most_100_audit_rows(tmp_path: Path) -> None:
+    """Before: one model answer with 3,000 run_command calls asked 3,000 times and wrote 3,000 audit
+    rows (7.6 s). The 101st call on is refused without asking, its card says why."""
+    from acp_adapter.agent.tool_cards import MAX_QUESTIONS_PER_TURN, TOO_MANY_QUESTIONS
+
+    state = tmp_path / "state"
+    client = RecordingClient(permission="allow")
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.01")
+    prompt = " then ".join(["run `true`"] * (MAX_QUESTIONS_PER_TURN + 5))
+    async with spawn_agent(client, env=env) as (conn, _proc, log):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        with anyio.fail_after(120):
+            await prompt_text(conn, sid, prompt)
+        cards = [c for c in client.cards(sid).values() if c[0].kind != "think"]
+    assert len(client.permission_requests) == MAX_QUESTIONS_PER_TURN, log.read_text()[-2000:]
+    refused = [c for c in cards if final_status(c) == "failed"]
+    assert len(refused) == 5 and all(TOO_MANY_QUESTIONS in str(c[-1].content) for c in refused)
+    assert len(_audit(state)) == MAX_QUESTIONS_PER_TURN

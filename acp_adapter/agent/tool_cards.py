@@ -76,6 +76,7 @@ class AcpToolObserver:
         self._workspace_id = workspace_id
         self._titles: dict[str, str] = {}
         self._card_ids: dict[str, str] = {}
+        self._questions = 0  # permission questions asked this turn (bounded: MAX_QUESTIONS_PER_TURN)
 
     def _card(self, call: ToolCall) -> str:
         """The card id of a model tool call: unique in the session (see ``claim_card_id``)."""
@@ -140,6 +141,10 @@ class AcpToolObserver:
         """
         if not self._stream.tool_is_open(self._card(call)):
             return PermissionDecision(False)
+        self._questions += 1
+        if self._questions > MAX_QUESTIONS_PER_TURN:
+            # a model that asks for thousands of commands in one answer asks nobody, fills no audit
+            return PermissionDecision(False, automatic=True, reason=TOO_MANY_QUESTIONS)
         card_id = self._card(call)
         self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
         title = self._titles.get(card_id, call.name)
@@ -201,6 +206,12 @@ def audit_refusal(why: str) -> str:
     be written (the model reads it too, and goes on with the turn)."""
     return f"Refused, nothing ran: the audit could not record this permission ({why})"
 
+
+#: Permission questions one turn may ask (and audit rows it may write); beyond, calls are refused.
+MAX_QUESTIONS_PER_TURN = 100
+TOO_MANY_QUESTIONS = (
+    f"Refused without asking: more than {MAX_QUESTIONS_PER_TURN} permission questions in one turn"
+)
 
 #: The longest action the audit keeps (a whole command, redacted; far beyond any real one).
 AUDIT_ACTION_CAP = 16_384
