@@ -496,3 +496,35 @@ async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: P
         users = [u.content.text for u in client.for_session(sid) if isinstance(u, UserMessageChunk)]
         assert users == ["hello"]  # the first turn's two damaged rows are skipped, the rest replays
         assert (await prompt_text(conn, sid, "again")).stop_reason == "end_turn"
+
+
+@pytest.mark.anyio
+async def test_a_huge_prompt_is_kept_once_and_capped(tmp_path: Path) -> None:
+    """Before: one 15 MB AG-UI run stored 75 MB (the prompt in the conversation, the history, the
+    open-turn marker and the answer that quoted it). Each stored text is now at most 1 MiB."""
+    from acp_adapter.store.recorder import STORED_TEXT_CAP
+
+    ws = _workspace(tmp_path)
+    state = tmp_path / "state"
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    huge = "word " * (3 * STORED_TEXT_CAP // 5 * 2)  # about 6 MiB of prompt
+    async with inprocess_agent(RecordingClient(), agent) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, huge)).stop_reason == "end_turn"
+        assert (await prompt_text(conn, sid, "hello")).stop_reason == "end_turn"
+    db_bytes = sum(f.stat().st_size for f in state.iterdir() if f.name.startswith(DATABASE_NAME))
+    assert db_bytes < 4 * STORED_TEXT_CAP, db_bytes  # was about 5 copies of the prompt
+    from acp_adapter.store import open_store
+
+    store = open_store(state, retention_days=0)
+    try:
+        stored = store.load(sid)
+    finally:
+        store.close()
+    assert stored is not None
+    user = [e for e in stored.events if e.get("sessionUpdate") == "user_message_chunk"]
+    assert (
+        len(user[0]["content"]["text"]) <= STORED_TEXT_CAP + 100
+        and "more characters not kept" in user[0]["content"]["text"]
+    )
+    assert all(len(str(m.get("content", ""))) <= STORED_TEXT_CAP + 100 for m in stored.history)

@@ -55,6 +55,13 @@ TITLE_CAP = 80
 _TERMINAL = {"completed", "failed"}
 #: Front-end state namespace of the turns begun and not yet ended: session id -> {"pid", "at"}.
 OPEN_TURNS = "agent.open-turns"
+#: The most characters of one text a session keeps (a prompt, an answer, a history message): a
+#: 15 MB prompt is kept as its first MiB and a note, not five times over.
+STORED_TEXT_CAP = 1 << 20
+#: What ends a streamed text cut at :data:`STORED_TEXT_CAP`.
+STREAM_CUT_NOTE = "… (the rest was not kept)"
+#: The most of the prompt an open-turn marker keeps (it only names what was asked).
+MARKER_PROMPT_CAP = 4096
 #: What closes a turn its agent never finished (killed, crashed, the machine went down).
 INTERRUPTED_NOTE = "(interrupted — the agent stopped before this turn finished)"
 #: What ends a cancelled turn's stored entries: a replay shows the turn as its own (a client joins
@@ -140,7 +147,11 @@ class ConversationRecorder:
         turn = self._turns[session_id] = _Turn()
         for block in prompt:
             chunk = UserMessageChunk(session_update="user_message_chunk", content=block)
-            turn.entries.append(_dump(chunk))
+            entry = _dump(chunk)
+            content = entry.get("content")
+            if isinstance(content, dict) and isinstance(content.get("text"), str):
+                content["text"] = _capped(content["text"], STORED_TEXT_CAP)
+            turn.entries.append(entry)
         now = self._clock()
         title = None if session_id in self._titled else title_from(text)
         if title is not None:
@@ -150,7 +161,8 @@ class ConversationRecorder:
         # the prompt goes to disk now, marked open, so a turn killed mid-way is not lost
         prompt_entries = [dict(entry) for entry in turn.entries]
         turn.written = len(prompt_entries)
-        marker = {"pid": os.getpid(), "at": now, "prompt": text}
+        # the marker's prompt only says what was asked, should the turn be interrupted
+        marker = {"pid": os.getpid(), "at": now, "prompt": _capped(text, MARKER_PROMPT_CAP)}
 
         def write() -> None:
             self.store.append_events(session_id, prompt_entries, now)
@@ -215,9 +227,17 @@ class ConversationRecorder:
             and last.get("sessionUpdate") == update.session_update
             and last.get("content", {}).get("type") == "text"
         ):
-            last["content"]["text"] += content.text
+            kept = last["content"]["text"]
+            if len(kept) < STORED_TEXT_CAP:  # beyond the cap the rest of the stream is not kept
+                whole = kept + content.text
+                cut = whole if len(whole) <= STORED_TEXT_CAP else whole[:STORED_TEXT_CAP] + STREAM_CUT_NOTE
+                last["content"]["text"] = cut
             return
-        turn.entries.append(_dump(update))
+        entry = _dump(update)
+        text = entry.get("content", {}).get("text")
+        if isinstance(text, str) and len(text) > STORED_TEXT_CAP:
+            entry["content"]["text"] = text[:STORED_TEXT_CAP] + STREAM_CUT_NOTE
+        turn.entries.append(entry)
 
     def end_turn(
         self,
@@ -243,7 +263,7 @@ class ConversationRecorder:
         if turn is not None and turn.usage is not None:
             entries.append(turn.usage)
         now = self._clock()
-        snapshot = list(history)
+        snapshot = [_capped_message(m) for m in history]
 
         def write() -> None:
             self.store.append_events(session_id, entries, now)
@@ -301,6 +321,23 @@ def _end_with_note(entries: list[JsonObject], note: str) -> None:
         session_update="agent_message_chunk", content=TextContentBlock(type="text", text=note)
     )
     entries.append(_dump(chunk))
+
+
+def _capped(text: str, cap: int) -> str:
+    """``text`` whole when it fits ``cap`` characters, else its start and a note of what is not kept."""
+    if len(text) <= cap:
+        return text
+    note = f"… ({len(text) - cap:,} more characters not kept)"
+    if text.endswith(note):
+        return text
+    return text[:cap] + note
+
+
+def _capped_message(message: JsonObject) -> JsonObject:
+    content = message.get("content")
+    if isinstance(content, str) and len(content) > STORED_TEXT_CAP:
+        return {**message, "content": _capped(content, STORED_TEXT_CAP)}
+    return message
 
 
 def replay_updates(session_id: str, events: Sequence[JsonObject]) -> list[Any]:
