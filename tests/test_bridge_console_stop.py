@@ -142,5 +142,5 @@ def test_bridge_run_says_it_is_ready_before_anyone_types(cfg: Path) -> None:
     assert bridge.proc.stderr is not None
     first = bridge.proc.stderr.readline()  # stdin stays open: nothing was typed
     assert first.strip() == "bridge con: ready — type a message (end of input ends the run, Ctrl-C stops it)"
-    took, err = bridge.stop(signal.SIGINT)
+    _took, err = bridge.stop(signal.SIGINT)
     assert bridge.proc.returncode == 130, err

@@ -469,3 +469,30 @@ async def test_a_session_loads_only_in_its_own_workspace(tmp_path: Path) -> None
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         listed = await conn.list_sessions()
         assert [s.cwd for s in listed.sessions] == [str(ws)]
+
+
+@pytest.mark.anyio
+async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: Path) -> None:
+    """Before: one altered event row made the session un-loadable for good (-32603, a traceback)."""
+    import sqlite3
+
+    ws = _workspace(tmp_path)
+    state = tmp_path / "state"
+    first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    async with inprocess_agent(RecordingClient(), first) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+        assert (await prompt_text(conn, sid, "hello")).stop_reason == "end_turn"
+    db = sqlite3.connect(state / DATABASE_NAME)
+    seqs = [seq for (seq,) in db.execute("SELECT seq FROM events WHERE session_id = ? ORDER BY seq", (sid,))]
+    db.execute("UPDATE events SET body = '{not json' WHERE seq = ?", (seqs[0],))
+    db.execute("UPDATE events SET body = '[1, 2]' WHERE seq = ?", (seqs[1],))
+    db.commit()
+    db.close()
+    client = RecordingClient()
+    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    async with inprocess_agent(client, second) as conn:
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        users = [u.content.text for u in client.for_session(sid) if isinstance(u, UserMessageChunk)]
+        assert users == ["hello"]  # the first turn's two damaged rows are skipped, the rest replays
+        assert (await prompt_text(conn, sid, "again")).stop_reason == "end_turn"

@@ -260,8 +260,10 @@ def test_watch_says_a_turn_that_failed_and_ended_end_turn_failed(tmp_path):
     """The example fails its think card and answers ``end_turn``: watch's last line says the turn
     failed (never ``stop reason: end_turn``), and the exit code (1) agrees with it."""
     done = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "watch", "--no-animation", "--cwd", str(tmp_path)]
-        + ["--agent", f"{sys.executable} {ROOT / EXAMPLE[0]}", "please fail"],
+        [
+            *(sys.executable, "-m", "acp_adapter.cli", "watch", "--no-animation", "--cwd", str(tmp_path)),
+            *("--agent", f"{sys.executable} {ROOT / EXAMPLE[0]}", "please fail"),
+        ],
         env={**agent_env(), "ACP_PROGRESS_SUMMARY": "off"},
         capture_output=True,
         text=True,

@@ -34,26 +34,23 @@ def _audit(state: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-def test_watch_yes_is_audited_as_automatic_on_the_watch_surface(tmp_path: Path) -> None:
+def _watch_yes(tmp_path: Path, prompt: str) -> Path:
+    """``watch --yes PROMPT`` in ``tmp_path`` with its own state directory (returned)."""
     state = tmp_path / "state"
     env = {**agent_env(), "ACP_PROGRESS_STATE_DIR": str(state)}
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "acp_adapter.cli",
-            "watch",
-            "--yes",
-            "--cwd",
-            str(tmp_path),
-            "run `echo audited`",
-        ],
+        [sys.executable, "-m", "acp_adapter.cli", "watch", "--yes", "--cwd", str(tmp_path), prompt],
         env=env,
         capture_output=True,
         text=True,
         timeout=90,
     )
     assert done.returncode == 0, done.stderr
+    return state
+
+
+def test_watch_yes_is_audited_as_automatic_on_the_watch_surface(tmp_path: Path) -> None:
+    state = _watch_yes(tmp_path, "run `echo audited`")
     (row,) = _audit(state)
     assert (row["allowed"], row["decidedBy"], row["surface"]) == (True, "auto", "watch")
     assert "echo audited" in str(row["title"])
@@ -129,3 +126,12 @@ async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
     (row,) = _audit(state)
     assert (row["allowed"], row["outcome"], row["decidedBy"]) == (False, "cancelled", "cancelled")
     assert "echo withdrawn" in str(row["title"])
+
+
+def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Path) -> None:
+    """Before: the audit kept the card title, cut at ~160 characters: a hidden tail was approved
+    and nobody could tell afterwards."""
+    command = "echo " + "x" * 250 + "; echo hidden-tail-marker"
+    state = _watch_yes(tmp_path, f"run `{command}`")
+    (row,) = _audit(state)
+    assert command in str(row["title"]) and row["title"].startswith("Running echo")

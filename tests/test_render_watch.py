@@ -43,7 +43,8 @@ def test_long_lines_are_cut_to_the_width_in_terminal_cells():
     board = CardBoard()
     board.apply(build_tool_start("c", "Reading " + "x" * 300, "read"), 0.0)
     line = render_card(board.cards["c"], frame=0, now=1.0, width=60)
-    assert cell_len(line) == 60 and "…" in line and line.endswith(" — 1.0s")  # 📖 is two cells wide; the clock stays
+    # 📖 is two cells wide; the title is cut, the clock stays
+    assert cell_len(line) == 60 and "…" in line and line.endswith(" — 1.0s")
     board.apply(build_tool_start("k", "読み込み中 " + "漢字" * 50, "read"), 0.0)
     cjk = render_card(board.cards["k"], frame=0, now=1.0, width=41)
     assert cell_len(cjk) <= 41 and "…" in cjk and cjk.endswith(" — 1.0s")

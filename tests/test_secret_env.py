@@ -34,7 +34,8 @@ def test_neither_the_agent_nor_its_commands_see_what_is_not_theirs(tmp_path: Pat
     """Before: ``watch --yes "run printenv"`` printed the bot token, the endpoint token and the
     model key the front-end's environment held."""
     log = tmp_path / "agent.log"
-    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_SUMMARY="off"), **SECRETS}
+    fast = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_SUMMARY="off")
+    env = {**os.environ, **fast, **SECRETS}
     env.pop("ACP_PROGRESS_PASS_ENV", None)
     probe = tmp_path / "probe.py"  # an agent that says what it got, then serves as ours does
     probe.write_text(
@@ -44,8 +45,10 @@ def test_neither_the_agent_nor_its_commands_see_what_is_not_theirs(tmp_path: Pat
         "sys.argv = ['acp_adapter']\nrunpy.run_module('acp_adapter', run_name='__main__')\n"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "watch", "--yes", "--agent-log", str(log)]
-        + ["--agent", f"{sys.executable} {probe}", "--cwd", str(tmp_path), "run `printenv`"],
+        [
+            *(sys.executable, "-m", "acp_adapter.cli", "watch", "--yes", "--agent-log", str(log)),
+            *("--agent", f"{sys.executable} {probe}", "--cwd", str(tmp_path), "run `printenv`"),
+        ],
         env=env,
         cwd=tmp_path,
         capture_output=True,

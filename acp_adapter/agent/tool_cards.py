@@ -184,7 +184,7 @@ class AcpToolObserver:
             answer = PermissionAnswer.of(response, allowed)
         if self._audit is not None:
             try:
-                self._audit(card_id, request.title or call.name, answer)
+                self._audit(card_id, _audited_action(request.title or call.name, call), answer)
             except Exception as exc:
                 # the audit fails closed: an allowed call whose decision is not on disk never runs
                 why = redact_text(str(exc)) or type(exc).__name__
@@ -200,6 +200,23 @@ def audit_refusal(why: str) -> str:
     """What the tool card says when an allowed call is refused because its audit row could not
     be written (the model reads it too, and goes on with the turn)."""
     return f"Refused, nothing ran: the audit could not record this permission ({why})"
+
+
+#: The longest action the audit keeps (a whole command, redacted; far beyond any real one).
+AUDIT_ACTION_CAP = 16_384
+
+
+def _audited_action(title: str, call: ToolCall) -> str:
+    """What the audit says was allowed or denied: the whole command (redacted) when the call runs
+    one — a card's title is cut, and the audit must hold what was actually approved — else the
+    card's title."""
+    command = call.arguments.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return title
+    whole = redact_text(command.strip())
+    if len(whole) > AUDIT_ACTION_CAP:
+        whole = whole[:AUDIT_ACTION_CAP] + f"… ({len(whole) - AUDIT_ACTION_CAP:,} more characters)"
+    return f"{title} — {whole}" if " ".join(whole.split()) not in title else title
 
 
 @dataclass(frozen=True)

@@ -469,8 +469,8 @@ class SqliteStore:
         events = self._read("SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,))
         return StoredSession(
             SessionRecord(sid, cwd, title, created, updated),
-            [json.loads(body) for (body,) in events],
-            json.loads(history),
+            [e for (body,) in events if (e := _stored_json(body, session_id, "an event")) is not None],
+            h if isinstance(h := _stored_json(history, session_id, "its model history"), list) else [],
         )
 
     def list_sessions(
@@ -607,3 +607,17 @@ class SqliteStore:
             self._db.close()
         with self._read_lock, contextlib.suppress(sqlite3.Error):
             self._reader.close()
+
+
+def _stored_json(body: Any, session_id: str, what: str) -> Any:
+    """One stored JSON text, or None (with a warning) when it was tampered with or cut: a session
+    whose row cannot be read loses that row, never the whole session (a load must not fail)."""
+    try:
+        value = json.loads(body)
+    except (TypeError, ValueError, RecursionError):
+        log.warning("session %s: skipped %s the store cannot read (damaged or altered)", session_id, what)
+        return None
+    if what == "an event" and not isinstance(value, dict):
+        log.warning("session %s: skipped %s that is not an object (damaged or altered)", session_id, what)
+        return None
+    return value

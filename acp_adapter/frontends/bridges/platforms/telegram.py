@@ -69,7 +69,13 @@ from acp_adapter.frontends.bridges.retry import (
     retry_after_seconds,
 )
 from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person, Verdict
-from acp_adapter.frontends.bridges.sink import BaseSink, MessageId, SendOutcomeUnknown, utf16_len
+from acp_adapter.frontends.bridges.sink import (
+    BaseSink,
+    MessageId,
+    SendOutcomeUnknown,
+    split_to_fit,
+    utf16_len,
+)
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.terminal_text import chat_safe
@@ -98,6 +104,8 @@ log = logging.getLogger("acp_progress.bridges.telegram")
 
 TOKEN_ENV: Final = "TELEGRAM_BOT_TOKEN"
 TELEGRAM_LIMIT: Final = 4096
+#: a permission question's text, with room left for the verdict its closing edit appends
+QUESTION_ROOM: Final = 3800
 TYPING_TTL: Final = 5.0
 NAME_LIMIT: Final = 64
 """Characters of a person's name shown in a question's verdict or a refusal."""
@@ -614,7 +622,7 @@ class TelegramBridge:
         q = _Question(
             nonce=secrets.token_urlsafe(12),
             chat_id=int(chat_id),
-            text=chat_safe(redact_text(f"🔐 Allow {request.title}?")),
+            text=await self._question_text(int(chat_id), request),
             deciders=frozenset(deciders),
             who=who,
             future=asyncio.get_running_loop().create_future(),
@@ -650,6 +658,21 @@ class TelegramBridge:
             return Verdict(allowed, q.decided_by)
         finally:
             self._questions.pop(q.nonce, None)
+
+    async def _question_text(self, chat_id: int, request: PermissionRequest) -> str:
+        """``🔐 Allow <title>?`` and, when the title does not hold it, the whole command under it:
+        nobody can approve what they cannot see. A command too long for one question is posted
+        whole first (in as many messages as it takes), and the question says so."""
+        question = chat_safe(redact_text(f"🔐 Allow {request.title}?"))
+        command = request.command
+        if command is None or " ".join(command.split()) in request.title:
+            return question
+        whole = chat_safe(redact_text(command.strip()))
+        if utf16_len(question) + utf16_len(whole) + 2 <= QUESTION_ROOM:
+            return f"{question}\n\n{whole}"
+        for part in split_to_fit(whole, QUESTION_ROOM, utf16_len):
+            await self._send(chat_id, part)
+        return f"{question}\n\n(the whole command, {len(whole):,} characters, is in the messages above)"
 
     async def _close(self, q: _Question, verdict: str) -> None:
         """Edit the question to say how it ended; no reply_markup, so its buttons are gone."""
