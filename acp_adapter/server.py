@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import datetime
 import logging
 import os
 import sys
@@ -53,14 +52,19 @@ from acp.schema import (
 from acp_adapter._version import __version__
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
 from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
+from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
+from acp_adapter.agent.turn_outcome import (
+    TurnResult,
+    check_same_workspace,
+    iso_now,
+    summary_outcome,
+    turn_failure,
+)
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from acp_adapter.mcp.config import server_names
-from acp_adapter.mcp.connection import reason_of
-from acp_adapter.mcp.manager import MCP_SERVERS, McpManager, mcp_start_timeout
-from acp_adapter.mcp.tools import McpToolFactory
+from acp_adapter.mcp.manager import MCP_SERVERS
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
@@ -76,9 +80,8 @@ from acp_adapter.store import PermissionDecision as StoredPermission
 from acp_adapter.store.base import CANCELLED_DECISION
 from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
 from acp_adapter.text import prompt_to_text
-from acp_adapter.tooling.builtin import BUILTIN_TOOLS, default_toolbox, kill_started_processes
+from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
-from acp_adapter.tooling.toolbox import Toolbox
 from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
@@ -89,16 +92,6 @@ if TYPE_CHECKING:
 __all__ = ["HANGUP_GRACE", "ProgressAgent", "agent_connection", "exit_if_turns_stuck", "serve"]
 
 log = logging.getLogger("acp_progress.server")
-
-
-class TurnResult(Protocol):
-    """How one prompt's agent loop ended (``run_agent.TurnResult`` is one)."""
-
-    stop_reason: str
-    text: str
-    messages: list[Message]
-    error: str | None
-    usage: UsageReport | None
 
 
 class TurnLoop(Protocol):
@@ -217,8 +210,8 @@ class ProgressAgent:
         self._workers: set[asyncio.Future[Any]] = set()
         self._abandoned = False
         #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
-        self._mcp: dict[str, McpManager] = {}
-        self._mcp_closing: set[asyncio.Task[None]] = set()
+        #: every session's MCP servers (started, prepared and stopped with the session)
+        self.mcp = SessionServers(self.store, self._writer)
         self.routes_resume = False
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
@@ -249,7 +242,7 @@ class ProgressAgent:
         """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
         store) it is gone altogether, as before durable sessions, so memory stays bounded."""
         self.recorder.forget(session_id)
-        self._stop_mcp_soon(session_id)
+        self.mcp.stop_soon(session_id)
         if self._outbox is not None:
             self._outbox.forget_observers(session_id)
         if isinstance(self.store, MemoryStore):
@@ -303,7 +296,7 @@ class ProgressAgent:
         """
         with contextlib.suppress(Exception):
             await self.drain(grace)
-        await self.stop_all_mcp()
+        await self.mcp.stop_all()
         self._abandoned = True
         for task in list(self._prompt_tasks):
             task.cancel()
@@ -384,7 +377,7 @@ class ProgressAgent:
         session = self.sessions.create(cwd, self.outbox)
         session.toolbox = default_toolbox(cwd)
         self.recorder.open_session(session.id, cwd)
-        self._start_mcp(session, mcp_servers)
+        self.mcp.start(session, mcp_servers)
         log.info("new session %s in %s", session.id, cwd)
         return NewSessionResponse(session_id=session.id)
 
@@ -405,20 +398,20 @@ class ProgressAgent:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
-        _check_same_workspace(session_id, stored.record.cwd, cwd)
-        await self._stop_mcp(session_id)  # a live copy's servers: the client passes the servers now
-        had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
+        check_same_workspace(session_id, stored.record.cwd, cwd)
+        await self.mcp.stop(session_id)  # a live copy's servers: the client passes the servers now
+        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
         session.toolbox = default_toolbox(cwd)
         self.recorder.open_session(session_id, cwd, stored.record.title)
-        self._start_mcp(session, mcp_servers, had)
+        self.mcp.start(session, mcp_servers, had)
         for update in replay_updates(session_id, stored.events):
             self.outbox.submit(session_id, update)
         if stored.record.title:
             info = SessionInfoUpdate(
                 session_update="session_info_update",
                 title=stored.record.title,
-                updated_at=_iso(stored.record.updated_at),
+                updated_at=iso_now(stored.record.updated_at),
             )
             self.outbox.submit(session_id, info)
         await self.outbox.flush()
@@ -441,7 +434,9 @@ class ProgressAgent:
             raise RequestError.invalid_params({"cursor": cursor, "details": str(exc)}) from None
         return ListSessionsResponse(
             sessions=[
-                SessionInfo(session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=_iso(r.updated_at))
+                SessionInfo(
+                    session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=iso_now(r.updated_at)
+                )
                 for r in page.sessions
             ],
             next_cursor=page.next_cursor,
@@ -465,7 +460,7 @@ class ProgressAgent:
             )
         if live is not None:
             self.sessions.close(session_id)
-        await self._stop_mcp(session_id)
+        await self.mcp.stop(session_id)
         self.recorder.forget(session_id)
         if self._outbox is not None:
             self._outbox.forget_observers(session_id)
@@ -489,14 +484,14 @@ class ProgressAgent:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
-        _check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
-        await self._stop_mcp(session_id)
-        had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
+        check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
+        await self.mcp.stop(session_id)
+        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
         session = self.sessions.adopt(session_id, cwd, self.outbox, history)
         session.toolbox = default_toolbox(cwd)
         self.recorder.open_session(session_id, cwd, stored.record.title if stored is not None else None)
-        self._start_mcp(session, mcp_servers, had)
+        self.mcp.start(session, mcp_servers, had)
         log.info("resumed session %s in %s", session_id, cwd)
         return ResumeSessionResponse()
 
@@ -513,89 +508,12 @@ class ProgressAgent:
                     break
                 await asyncio.sleep(0.05)
         self.sessions.close(session_id)
-        await self._stop_mcp(session_id)
+        await self.mcp.stop(session_id)
         self.recorder.forget(session_id)
         if self._outbox is not None:
             self._outbox.forget_observers(session_id)
         log.info("closed session %s", session_id)
         return CloseSessionResponse()
-
-    # ------------------------------------------------------------ MCP servers
-
-    def _start_mcp(
-        self,
-        session: Session,
-        mcp_servers: Any,
-        had: Sequence[str] = (),
-        why: str = "the editor did not pass this server again; its tools are not available",
-    ) -> None:
-        """Start the session's MCP servers in parallel; the first prompt waits for them.
-
-        The session store remembers their names (never commands, env or headers); ``had`` is what
-        it remembered for a loaded session: a server it had and the client no longer passes is
-        told once, in the session."""
-        specs = list(mcp_servers or [])
-        names = server_names(specs)
-        missing = [n for n in had if n not in names]
-        if not specs and not missing:
-            return
-        manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
-        manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
-        for name in missing[:64]:
-            manager.notice(name, why)
-        manager.start()
-        session.mcp = manager
-        self._mcp[session.id] = manager
-        if names:
-            session_id = session.id
-            self._writer.submit(lambda: self.store.put(MCP_SERVERS, session_id, names))
-        log.info("session %s: %d MCP server(s): %s", session.id, len(specs), ", ".join(manager.names))
-
-    def _mcp_names_of(self, session_id: str) -> list[str]:
-        """The MCP server names a stored session had (on a worker thread)."""
-        try:
-            names = self.store.get(MCP_SERVERS, session_id)
-        except Exception as exc:
-            log.warning("could not read the MCP servers of session %s: %s", session_id, exc)
-            return []
-        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
-
-    async def _stop_mcp(self, session_id: str) -> None:
-        manager = self._mcp.pop(session_id, None)
-        if manager is not None:
-            await manager.aclose()
-
-    def _stop_mcp_soon(self, session_id: str) -> None:
-        """Stop a freed session's servers in the background (called from a synchronous sweep)."""
-        manager = self._mcp.pop(session_id, None)
-        if manager is None:
-            return
-        task = asyncio.ensure_future(manager.aclose())
-        self._mcp_closing.add(task)
-        task.add_done_callback(self._mcp_closing.discard)
-
-    async def stop_all_mcp(self, within: float = 8.0) -> None:
-        """Stop every session's servers, in parallel and bounded (the agent is exiting)."""
-        managers = list(self._mcp.values())
-        self._mcp.clear()
-        jobs = [asyncio.ensure_future(m.aclose(within)) for m in managers] + list(self._mcp_closing)
-        if jobs:
-            await asyncio.wait(jobs, timeout=within + 1)
-
-    async def _prepare_mcp(self, session: Session) -> None:
-        """Before a turn: the session's MCP tools join the built-in ones (lists re-read when a
-        server said they changed), and failed servers are told once, in the session."""
-        manager = session.mcp
-        if manager is None:
-            return
-        try:
-            await manager.prepare_turn()
-        except Exception as exc:  # the turn goes on with the servers that are ready
-            log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
-        session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)
-        notes = manager.take_notices()
-        if notes:
-            session.stream.send_message_text("\n".join(f"⚠️ {n}" for n in notes) + "\n\n")
 
     def _delete_stored(self, session_id: str) -> bool:
         with self.store.batch():
@@ -633,8 +551,8 @@ class ProgressAgent:
             )
             session.toolbox = default_toolbox(stored.record.cwd)
             self.recorder.open_session(session_id, stored.record.cwd, stored.record.title)
-            had = await anyio.to_thread.run_sync(self._mcp_names_of, session_id)
-            self._start_mcp(
+            had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
+            self.mcp.start(
                 session, [], had, "it was stopped with the idle session; load the session again to reconnect"
             )
             log.info("session %s brought back from the store for a prompt", session_id)
@@ -683,7 +601,7 @@ class ProgressAgent:
             )
             # recorded once the spinner is out: the first card never waits for the session store
             if session.mcp is not None:  # waits for servers still starting: cancel stops the wait
-                preparing = asyncio.ensure_future(self._prepare_mcp(session))
+                preparing = asyncio.ensure_future(self.mcp.prepare(session))
 
                 def stop_waiting() -> None:
                     loop.call_soon_threadsafe(preparing.cancel)
@@ -697,7 +615,7 @@ class ProgressAgent:
             self.outbox.observers(session.id).add(recording)
             if title is not None:  # the first prompt names the session, for session/list and the client
                 session.stream.send(
-                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=_iso())
+                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=iso_now())
                 )
             agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
@@ -716,7 +634,7 @@ class ProgressAgent:
         stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
         if result is not None and not cancel.cancelled:
             stop_reason = result.stop_reason
-        self._end_summary(session, summary, _summary_outcome(stop_reason, error, result))
+        self._end_summary(session, summary, summary_outcome(stop_reason, error, result))
         session.stream.end_turn(cancelled=stop_reason == "cancelled")
         await _await_through_cancel(
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
@@ -727,7 +645,7 @@ class ProgressAgent:
             session.id,
             history_to_json(session.history),
             stop_reason,
-            failed=_turn_failure(stop_reason, error, result) is not None,
+            failed=turn_failure(stop_reason, error, result) is not None,
         )
         # the turn is on disk before its answer, so an agent killed right after still has it;
         # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT
@@ -736,7 +654,7 @@ class ProgressAgent:
             give_up=lambda: self._abandoned,
         )
         self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
-        failure = _turn_failure(stop_reason, error, result)
+        failure = turn_failure(stop_reason, error, result)
         if failure is not None:
             raise failure  # every card is closed and flushed: the error is the prompt's honest answer
         total = result.usage if result is not None else None
@@ -790,45 +708,6 @@ class ProgressAgent:
         )
 
 
-def _check_same_workspace(session_id: str, own: str, asked: str) -> None:
-    """A session is loaded (or resumed) in its own workspace only: moving it would hand its
-    conversation — the files its tools read — to whatever runs in the other one."""
-    if own and own.rstrip("/") != asked.rstrip("/"):
-        raise RequestError.invalid_params(
-            {
-                "sessionId": session_id,
-                "cwd": asked,
-                "details": f"session {session_id} belongs to workspace {own}; load it with that cwd",
-            }
-        )
-
-
-def _turn_failure(
-    stop_reason: str, error: BaseException | None, result: TurnResult | None
-) -> RequestError | None:
-    """The JSON-RPC error a failed turn answers with (None when it ended well or was cancelled):
-    the model call failed (HTTP 500, a refused connection, a stream that broke off) or the turn
-    crashed. The message says what happened; ``data.details`` carries the short redacted reason."""
-    if stop_reason == "cancelled":
-        return None
-    if error is not None:
-        return RequestError(
-            -32603,
-            f"The agent hit an internal error ({type(error).__name__})",
-            {"details": one_line(f"{type(error).__name__}: {error}")},
-        )
-    if result is not None and result.error:
-        reason = one_line(result.error)
-        return RequestError(-32603, f"The model request failed: {reason}", {"details": reason})
-    return None
-
-
-def _iso(at: float | None = None) -> str:
-    """An ISO 8601 UTC timestamp (what ``SessionInfo.updatedAt`` carries)."""
-    moment = datetime.datetime.fromtimestamp(time.time() if at is None else at, tz=datetime.UTC)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
 def _open_store(settings: Settings) -> SessionStore:
     return open_store(
         Path(settings.state_dir).expanduser() if settings.state_dir else None,
@@ -845,14 +724,6 @@ def _summary_factory(settings: Settings) -> SummaryFactory | None:
     from acp_adapter.summary import SummaryFactory
 
     return SummaryFactory.from_settings(settings, default_mode="off")
-
-
-def _summary_outcome(stop_reason: str, error: BaseException | None, result: TurnResult | None) -> Outcome:
-    if stop_reason == "cancelled":
-        return "cancelled"
-    if error is not None or (result is not None and result.error):
-        return "failed"
-    return "finished"
 
 
 async def serve(

@@ -1,0 +1,111 @@
+"""The MCP servers of every session the agent serves: started with a session, prepared before each
+of its turns, stopped when it closes, is deleted or freed, or the agent exits.
+
+What the agent's ACP methods need of the editor's MCP servers, in one place: ``session/new``,
+``session/load`` and ``session/resume`` start a session's servers (:meth:`SessionServers.start`),
+a prompt prepares them (:meth:`SessionServers.prepare`: their tools join the built-in ones, failures
+are told once in the session), and every way a session ends stops them. The store remembers each
+session's server *names* (never commands, env or headers), so a loaded session can say which server
+it had that the editor no longer passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from acp_adapter.agent.session import Session
+from acp_adapter.mcp.config import server_names
+from acp_adapter.mcp.connection import reason_of
+from acp_adapter.mcp.manager import MCP_SERVERS, McpManager, mcp_start_timeout
+from acp_adapter.mcp.tools import McpToolFactory
+from acp_adapter.store import BackgroundWriter, SessionStore
+from acp_adapter.tooling.builtin import BUILTIN_TOOLS
+from acp_adapter.tooling.toolbox import Toolbox
+
+log = logging.getLogger("acp_progress.server")
+
+#: What a loaded session is told about a server it had that the editor did not pass again.
+NOT_PASSED_AGAIN = "the editor did not pass this server again; its tools are not available"
+
+
+class SessionServers:
+    """Every session's :class:`~acp_adapter.mcp.manager.McpManager`, keyed by session id."""
+
+    def __init__(self, store: SessionStore, writer: BackgroundWriter) -> None:
+        self.store = store
+        self.writer = writer
+        self._managers: dict[str, McpManager] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def start(
+        self, session: Session, mcp_servers: Any, had: Sequence[str] = (), why: str = NOT_PASSED_AGAIN
+    ) -> None:
+        """Start the session's MCP servers in parallel; the first prompt waits for them.
+
+        ``had`` is what the store remembered for a loaded session: a server it had and the client
+        no longer passes is told once, in the session."""
+        specs = list(mcp_servers or [])
+        names = server_names(specs)
+        missing = [n for n in had if n not in names]
+        if not specs and not missing:
+            return
+        manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
+        manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
+        for name in missing[:64]:
+            manager.notice(name, why)
+        manager.start()
+        session.mcp = manager
+        self._managers[session.id] = manager
+        if names:
+            session_id = session.id
+            self.writer.submit(lambda: self.store.put(MCP_SERVERS, session_id, names))
+        log.info("session %s: %d MCP server(s): %s", session.id, len(specs), ", ".join(manager.names))
+
+    def names_of(self, session_id: str) -> list[str]:
+        """The MCP server names a stored session had (on a worker thread)."""
+        try:
+            names = self.store.get(MCP_SERVERS, session_id)
+        except Exception as exc:
+            log.warning("could not read the MCP servers of session %s: %s", session_id, exc)
+            return []
+        return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+    async def stop(self, session_id: str) -> None:
+        manager = self._managers.pop(session_id, None)
+        if manager is not None:
+            await manager.aclose()
+
+    def stop_soon(self, session_id: str) -> None:
+        """Stop a freed session's servers in the background (called from a synchronous sweep)."""
+        manager = self._managers.pop(session_id, None)
+        if manager is None:
+            return
+        task = asyncio.ensure_future(manager.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def stop_all(self, within: float = 8.0) -> None:
+        """Stop every session's servers, in parallel and bounded (the agent is exiting)."""
+        managers = list(self._managers.values())
+        self._managers.clear()
+        jobs = [asyncio.ensure_future(m.aclose(within)) for m in managers] + list(self._closing)
+        if jobs:
+            await asyncio.wait(jobs, timeout=within + 1)
+
+    async def prepare(self, session: Session) -> None:
+        """Before a turn: the session's MCP tools join the built-in ones (lists re-read when a
+        server said they changed), and failed servers are told once, in the session."""
+        manager = session.mcp
+        if manager is None:
+            return
+        try:
+            await manager.prepare_turn()
+        except Exception as exc:  # the turn goes on with the servers that are ready
+            log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
+        session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)
+        notes = manager.take_notices()
+        if notes:
+            session.stream.send_message_text("\n".join(f"⚠️ {n}" for n in notes) + "\n\n")

@@ -1,0 +1,75 @@
+"""How a turn ended, in the words each party needs: the JSON-RPC error a failed prompt answers
+with, the outcome its progress summary is told, and the rules a session's workspace keeps.
+
+Pure functions of what the agent loop returned; the server (:mod:`acp_adapter.server`) calls them
+at the end of every prompt.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import Protocol
+
+from acp import RequestError
+
+from acp_adapter.models.base import Message, UsageReport
+from acp_adapter.summary import Outcome
+from acp_adapter.tools import one_line
+
+
+class TurnResult(Protocol):
+    """How one prompt's agent loop ended (``run_agent.TurnResult`` is one)."""
+
+    stop_reason: str
+    text: str
+    messages: list[Message]
+    error: str | None
+    usage: UsageReport | None
+
+
+def turn_failure(
+    stop_reason: str, error: BaseException | None, result: TurnResult | None
+) -> RequestError | None:
+    """The JSON-RPC error a failed turn answers with (None when it ended well or was cancelled):
+    the model call failed (HTTP 500, a refused connection, a stream that broke off) or the turn
+    crashed. The message says what happened; ``data.details`` carries the short redacted reason."""
+    if stop_reason == "cancelled":
+        return None
+    if error is not None:
+        return RequestError(
+            -32603,
+            f"The agent hit an internal error ({type(error).__name__})",
+            {"details": one_line(f"{type(error).__name__}: {error}")},
+        )
+    if result is not None and result.error:
+        reason = one_line(result.error)
+        return RequestError(-32603, f"The model request failed: {reason}", {"details": reason})
+    return None
+
+
+def summary_outcome(stop_reason: str, error: BaseException | None, result: TurnResult | None) -> Outcome:
+    if stop_reason == "cancelled":
+        return "cancelled"
+    if error is not None or (result is not None and result.error):
+        return "failed"
+    return "finished"
+
+
+def check_same_workspace(session_id: str, own: str, asked: str) -> None:
+    """A session is loaded (or resumed) in its own workspace only: moving it would hand its
+    conversation — the files its tools read — to whatever runs in the other one."""
+    if own and own.rstrip("/") != asked.rstrip("/"):
+        raise RequestError.invalid_params(
+            {
+                "sessionId": session_id,
+                "cwd": asked,
+                "details": f"session {session_id} belongs to workspace {own}; load it with that cwd",
+            }
+        )
+
+
+def iso_now(at: float | None = None) -> str:
+    """An ISO 8601 UTC timestamp (what ``SessionInfo.updatedAt`` carries)."""
+    moment = datetime.datetime.fromtimestamp(time.time() if at is None else at, tz=datetime.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
