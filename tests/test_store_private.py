@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +29,9 @@ from acp_adapter.store import (
 )
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .fake_openai import FakeOpenAI, text_reply
+
+KEY = "sk-test-victim-0123456789abcdef"
 
 OTHER_UID = 54321
 
@@ -169,3 +174,55 @@ async def test_an_agent_never_writes_into_a_planted_wal(tmp_path: Path) -> None:
     for suffix in ("-wal", "-shm"):
         assert (state / f"{DATABASE_NAME}{suffix}").read_bytes() == b""
     assert f"{DATABASE_NAME}-wal may be written by other users" in log.read_text()
+
+
+def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = agent_env(
+        ACP_PROGRESS_CONFIG_DIR=str(config_dir),
+        ACP_PROGRESS_MODEL="openai",
+        OPENAI_API_KEY=KEY,
+        ACP_PROGRESS_OPENAI_MODEL="test-model",
+        ACP_PROGRESS_OPENAI_MAX_RETRIES="0",
+        ACP_PROGRESS_OPENAI_TIMEOUT="2",
+        ACP_PROGRESS_SUMMARY="off",
+        ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
+    )
+    env.pop("OPENAI_BASE_URL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "acp_adapter.cli", "run", "hi"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}, **env},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_path: Path) -> None:
+    """The attack: a ``config.toml`` in someone else's world-writable directory sets ``[openai]
+    base_url`` to their server. Old code sent the victim's OPENAI_API_KEY there. The same file in a
+    private directory shows the test can fail: there, the key does go to the configured server."""
+    _needs_root()
+    with FakeOpenAI(api_key=KEY) as server:
+        server.script(text_reply("hello"))
+        setting = f'[openai]\nbase_url = "{server.base_url}"\n'
+        private = tmp_path / "mine"
+        private.mkdir(mode=0o700)
+        (private / "config.toml").write_text(setting)
+        (private / "config.toml").chmod(0o600)
+        done = _run_with_config(private, server.base_url, tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert len(server.requests) == 1  # the control: a private file is obeyed
+
+        server.requests.clear()
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        (shared / "config.toml").write_text(setting)
+        (shared / "config.toml").chmod(0o644)
+        shared.chmod(0o777)
+        os.chown(shared, OTHER_UID, OTHER_UID)
+        done = _run_with_config(shared, server.base_url, tmp_path)
+        assert done.returncode != 0
+        assert server.requests == []
+        assert f"the settings file {shared / 'config.toml'} is in {shared}" in done.stderr

@@ -77,6 +77,8 @@ DATABASE_NAME = "sessions.sqlite3"
 SCHEMA_VERSION = 1
 #: the longest any statement waits for a lock another process holds (issue 26: ≤ 2 s)
 BUSY_TIMEOUT_S = 2.0
+#: the longest the start-up pruning waits for another process's lock (it is only housekeeping)
+PRUNE_WAIT_S = 0.2
 #: the files SQLite keeps beside the database (each must be as private as the database)
 SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 
@@ -501,10 +503,26 @@ class SqliteStore:
 
     def prune(self, older_than: float) -> int:
         """Remove sessions last used before ``older_than`` (and audit entries as old); returns
-        how many sessions went."""
-        with self._tx() as db:
-            db.execute("DELETE FROM permissions WHERE at < ?", (older_than,))
-            return db.execute("DELETE FROM sessions WHERE updated_at < ?", (older_than,)).rowcount
+        how many sessions went.
+
+        Housekeeping, done as an agent starts: it waits at most :data:`PRUNE_WAIT_S` for a lock
+        another process holds (then raises; the next start prunes), so a held database does not
+        delay every start by the full busy timeout."""
+        if self._in_batch:
+            return self._prune(older_than)
+        with self._lock:
+            self._db.execute(f"PRAGMA busy_timeout = {int(PRUNE_WAIT_S * 1000)}")
+            try:
+                with self._write():
+                    return self._prune(older_than)
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+
+    def _prune(self, older_than: float) -> int:
+        db = self._db
+        db.execute("DELETE FROM permissions WHERE at < ?", (older_than,))
+        rowcount: int = db.execute("DELETE FROM sessions WHERE updated_at < ?", (older_than,)).rowcount
+        return rowcount
 
     # ------------------------------------------------------------------ permission audit
 
