@@ -119,9 +119,13 @@ async def main() -> None:
     from acp._transport import memory_transport_pair
     from acp.core import AgentSideConnection, ClientSideConnection
 
+    from acp_adapter.agent import session_mcp
     from run_agent import AIAgent
 
+    # the built-in tool of this benchmark joins the session's toolbox, which a session with MCP
+    # servers builds in session_mcp (one without, in the server)
     server_module.BUILTIN_TOOLS = (*BUILTIN_TOOLS, LOCAL)  # type: ignore[attr-defined]
+    session_mcp.BUILTIN_TOOLS = (*BUILTIN_TOOLS, LOCAL)  # type: ignore[misc]
     settings = Settings.from_env()
     model = EmbeddedModel(think_delay=0.0, chunk_delay=0.0)
     agent = server_module.ProgressAgent(settings, turn_runner=AIAgent, model=model, store=MemoryStore())
@@ -146,7 +150,7 @@ async def main() -> None:
                 f'call local_steps {{"steps": {steps}, "delay": 0.01}}',
             ):
                 await conn.prompt(session_id=sid, prompt=[text_block(line)])
-    await agent.stop_all_mcp()
+    await agent.mcp.stop_all()
     agent.shutdown()
     raw = await raw_sdk(kit, args.rounds, args.steps)
     if not client.mcp or not client.local:
