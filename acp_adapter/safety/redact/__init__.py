@@ -77,10 +77,14 @@ _SCREEN_LITERALS: Final = (
     "mysql",
     "mariadb",
     "sshpass",
+    "login",
+    "redis-cli",
+    "htpasswd",
+    "sudo",
     *_SHAPE_LITERALS,
     *_NEEDLES,
 )
-_SCREEN_PATTERNS: Final = _SHAPE_PATTERNS
+_SCREEN_PATTERNS: Final = (*_SHAPE_PATTERNS, r":(?:[0-9]{1,5}|\*):")  # the port of a ``.pgpass`` line
 
 
 _ANY_TRIGGER: Final = re.compile("|".join((_trie_pattern(_SCREEN_LITERALS), *_SCREEN_PATTERNS)))

@@ -78,6 +78,39 @@ _ECHO: Final = re.compile(
 _HERE_STRING: Final = re.compile(r"[ \t]{0,8}<<<[ \t]{0,8}(?P<val>" + _VALUE + ")")
 _LINE_SPAN: Final = 2048
 
+# Registry and cloud logins take ``-p PASS`` (``docker``/``podman``/``buildah``/``skopeo``/``helm``/
+# ``oras``/``az``/``nerdctl login``), ``redis-cli`` takes ``-a PASS``; the flag must follow the
+# command word on its line. ``ps -p 123`` and ``ssh -p 22`` have no such word and stay.
+_LOGIN: Final = re.compile(
+    r"(?<![\w.-])(?:(?:docker|podman|buildah|skopeo|nerdctl|oras|helm(?:[ \t]{1,8}registry)?|az)"
+    r"[ \t]{1,8}login|redis-cli)\b"
+)
+_LOGIN_P: Final = re.compile(r"(?<![\w-])-(?P<flag>[pa])(?:[ \t]{1,8}|=)?(?P<pw>" + _VALUE + ")")
+# ``openssl … -pass pass:SECRET`` / ``-passin pass:…`` / ``-passout pass:…`` / ``-k``-less forms:
+# the ``pass:`` source holds the password itself (``env:``/``file:``/``fd:`` only name it).
+_OPENSSL_PASS: Final = re.compile(r"(?<![\w.-])pass:(?P<pw>" + _VALUE + ")")
+# ``htpasswd -b FILE USER PASS`` / ``htpasswd -nb USER PASS``: the password is a positional word.
+_HTPASSWD: Final = re.compile(r"(?<![\w.-])htpasswd\b")
+_WORD: Final = re.compile(r"\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512}")
+# netrc: ``machine HOST login USER password SECRET`` (also ``default …`` and one token per line).
+_NETRC: Final = re.compile(
+    r"(?:(?<![\w.-])(?:machine|default|login|account)[ \t]{1,8}(?:[^\s]{1,256}[ \t]{1,8})?|^[ \t]{0,16})"
+    r"password[ \t]{1,8}(?P<pw>" + _VALUE + ")",
+    re.MULTILINE,
+)
+# ``.pgpass``: ``host:port:database:user:password`` — a port that is digits or ``*`` and a password
+# that ends the word (``\:`` escapes a colon in it). ``hostname:port:database:username:password``
+# (the format in the docs) and IPv6 addresses (more groups) do not match.
+_PGPASS: Final = re.compile(
+    r"(?<!\S)[^\s:]{1,256}:(?:[0-9]{1,5}|\*):[^\s:]{1,256}:[^\s:]{1,256}:"
+    r"(?P<pw>(?:[^\s:\\]|\\.){1,512})(?![^\s])"
+)
+# ``echo PW | sudo -S …`` and ``sudo -S … <<< PW``: ``-S`` (upper case) reads the password from stdin.
+_SUDO_S: Final = re.compile(
+    r"(?<![\w.-])sudo(?:[ \t]{1,8}-[a-zA-Z]{1,8}|[ \t]{1,8}--[a-z-]{1,24}(?:=\S{1,64})?){0,16}?"
+    r"[ \t]{1,8}-[a-zA-Z]{0,8}S"
+)
+
 
 def _unquoted(m: re.Match[str], group: str) -> tuple[int, int]:
     start, end = m.span(group)
@@ -156,4 +189,85 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
                 if not _is_reference(text[start:end]):
                     spans.append((start, end))
             pos = after
+    _password_families(text, low, spans)
     return spans
+
+
+def _line_window(low: str, start: int) -> int:
+    end = low.find("\n", start, start + _LINE_SPAN)
+    return end if end != -1 else min(len(low), start + _LINE_SPAN)
+
+
+def _keep(text: str, m: re.Match[str], spans: list[tuple[int, int]]) -> None:
+    start, end = _unquoted(m, "pw")
+    if end > start and not _is_reference(text[start:end]):
+        spans.append((start, end))
+
+
+def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+    """The password forms of issue 26: logins' ``-p``, ``redis-cli -a``, ``htpasswd -b``,
+    openssl ``pass:``, netrc and ``.pgpass`` lines, ``sudo -S`` fed on stdin."""
+    if "login" in low or "redis-cli" in low:
+        cursor = 0
+        for m in _LOGIN.finditer(low):
+            if m.start() < cursor:
+                continue
+            want = "a" if m.group(0) == "redis-cli" else "p"
+            cursor = _line_window(low, m.end())
+            for p in _LOGIN_P.finditer(text, m.end(), cursor):
+                if p.group("flag") == want:
+                    _keep(text, p, spans)
+    if "pass:" in low:
+        for m in _OPENSSL_PASS.finditer(low):
+            _keep(text, m, spans)
+    if "htpasswd" in low:
+        for m in _HTPASSWD.finditer(low):
+            _htpasswd(text, m.end(), _line_window(low, m.end()), spans)
+    if "password" in low and "machine" in low:
+        for m in _NETRC.finditer(low):
+            _keep(text, m, spans)
+    if ":" in low:
+        for m in _PGPASS.finditer(text):
+            _keep(text, m, spans)
+    if "sudo" in low:
+        for m in _SUDO_S.finditer(text):
+            line_start = max(
+                low.rfind("\n", max(0, m.start() - _LINE_SPAN), m.start()) + 1, m.start() - _LINE_SPAN
+            )
+            for e in _ECHO.finditer(text, line_start, m.start()):
+                start, end = _unquoted(e, "val")
+                if not _is_reference(text[start:end]):
+                    spans.append((start, end))
+            line_end = _line_window(low, m.end())
+            here_at = low.find("<<<", m.end(), line_end)
+            if here_at != -1:
+                here = _HERE_STRING.search(text, here_at, line_end)
+                if here is not None:
+                    start, end = _unquoted(here, "val")
+                    if not _is_reference(text[start:end]):
+                        spans.append((start, end))
+
+
+def _htpasswd(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    """``htpasswd [-flags] [FILE] USER PASSWORD``: with ``b`` among the flags the password is the
+    last positional word (the second with ``n``, which writes no file; else the third)."""
+    flags = ""
+    positional: list[re.Match[str]] = []
+    for w in _WORD.finditer(text, start, end):
+        word = w.group(0)
+        if not positional and word.startswith("-") and len(word) > 1:
+            flags += word[1:]
+            continue
+        positional.append(w)
+        if len(positional) == 3:
+            break
+    if "b" not in flags:
+        return
+    index = 1 if "n" in flags else 2
+    if len(positional) > index:
+        w = positional[index]
+        s, e = w.span()
+        if e - s >= 2 and text[s] in "\"'" and text[e - 1] == text[s]:
+            s, e = s + 1, e - 1
+        if not _is_reference(text[s:e]):
+            spans.append((s, e))

@@ -47,7 +47,7 @@ _AFTER_NEEDLE: Final = (
 )
 _NEEDLE_FILTERS: Final = {
     "token": r"(?!s(?![a-z]))",  # the plural word ``tokens`` counts; ``tokenSecret`` does not
-    "pass": r"(?=w|phrase)",
+    "pass": r"(?=w|phrase|(?![a-z0-9]))",  # ``password``, ``passphrase``, ``DB_PASS``
     "auth": r"(?!or(?!i))",
     "key": r"(?<=[a-z0-9_.?&#; -]key)",
     "sig": r"(?<=[?&#;-]sig)",

@@ -192,9 +192,23 @@ def _names_secret(words: list[str], *, plurals: bool = False) -> bool:
     return False
 
 
+_ENV_NAME: Final = re.compile(r"[A-Z][A-Z0-9_]{0,127}")
+
+
+def _names_pass(name: str, words: list[str]) -> bool:
+    """``pass`` is a secret word only where it cannot be English: alone (``--pass X``,
+    ``pass: X``) or ending an environment-style name (``DB_PASS``, ``RABBITMQ_DEFAULT_PASS``).
+    ``first_pass``, ``bypass`` and ``--pass-through`` stay plain."""
+    if len(words) == 1:
+        return True
+    return _ENV_NAME.fullmatch(name.lstrip("-")) is not None and name.endswith("_PASS")
+
+
 def _key_kind(name: str) -> int:
     """Classify a key by its words (uncached; see _kind_cached)."""
     words = _words(name)
+    if words and words[-1] == "pass" and _names_pass(name, words):
+        return _PLAIN
     if not words or not _names_secret(words):
         return _NOT_SECRET
     if words[-1] in _HARMLESS_TAIL or any(w in _COUNT_WORDS for w in words):
