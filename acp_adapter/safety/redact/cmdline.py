@@ -92,19 +92,26 @@ _OPENSSL_PASS: Final = re.compile(r"(?<![\w.-])pass:(?P<pw>" + _VALUE + ")")
 # ``htpasswd -b FILE USER PASS`` / ``htpasswd -nb USER PASS``: the password is a positional word.
 _HTPASSWD: Final = re.compile(r"(?<![\w.-])htpasswd\b")
 _WORD: Final = re.compile(r"\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512}")
-# netrc: ``machine HOST login USER password SECRET`` (also ``default …`` and one token per line).
-_NETRC: Final = re.compile(
-    r"(?:(?<![\w.-])(?:machine|default|login|account)[ \t]{1,8}(?:[^\s]{1,256}[ \t]{1,8})?|^[ \t]{0,16})"
-    r"password[ \t]{1,8}(?P<pw>" + _VALUE + ")",
-    re.MULTILINE,
+# netrc: ``machine HOST login USER password SECRET`` (``default``/``account`` too), or a line that is
+# only ``password SECRET`` (the one-token-per-line layout). Prose ("login with your password") has
+# more than one word between the keywords and stays.
+_NETRC: Final = (
+    re.compile(
+        r"(?<![\w.-])(?:machine|default|login|account)[ \t]{1,8}(?:[^\s]{1,256}[ \t]{1,8})?"
+        r"password[ \t]{1,8}(?P<pw>" + _VALUE + ")"
+    ),
+    re.compile(r"^[ \t]{0,16}password[ \t]{1,8}(?P<pw>" + _VALUE + r")[ \t]{0,16}$", re.MULTILINE),
 )
-# ``.pgpass``: ``host:port:database:user:password`` — a port that is digits or ``*`` and a password
-# that ends the word (``\:`` escapes a colon in it). ``hostname:port:database:username:password``
-# (the format in the docs) and IPv6 addresses (more groups) do not match.
-_PGPASS: Final = re.compile(
-    r"(?<!\S)[^\s:]{1,256}:(?:[0-9]{1,5}|\*):[^\s:]{1,256}:[^\s:]{1,256}:"
-    r"(?P<pw>(?:[^\s:\\]|\\.){1,512})(?![^\s])"
+# ``.pgpass``: ``host:port:database:user:password`` -- found from its port (digits or ``*``), the host
+# checked backwards; the password ends the word (``\:`` escapes a colon in it).
+# ``hostname:port:database:username:password`` (the format in the docs) and IPv6 addresses (more
+# groups) do not match.
+_PGPASS_TAIL: Final = re.compile(
+    r":(?:[0-9]{1,5}|\*):[^\s:]{1,256}:[^\s:]{1,256}:(?P<pw>(?:[^\s:\\]|\\.){1,512})(?!\S)"
 )
+_HOST_MAX: Final = 256
+# hex groups only (``fe80:0:0:0:1``): an address, not a ``.pgpass`` line
+_HEX_GROUPS: Final = re.compile(r"[0-9a-fA-F:]{1,2048}")
 # ``echo PW | sudo -S …`` and ``sudo -S … <<< PW``: ``-S`` (upper case) reads the password from stdin.
 _SUDO_S: Final = re.compile(
     r"(?<![\w.-])sudo(?:[ \t]{1,8}-[a-zA-Z]{1,8}|[ \t]{1,8}--[a-z-]{1,24}(?:=\S{1,64})?){0,16}?"
@@ -223,25 +230,41 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
     if "htpasswd" in low:
         for m in _HTPASSWD.finditer(low):
             _htpasswd(text, m.end(), _line_window(low, m.end()), spans)
-    if "password" in low and "machine" in low:
-        for m in _NETRC.finditer(low):
+    if "password" in low:
+        for m in (m for form in _NETRC for m in form.finditer(low)):
             _keep(text, m, spans)
     if ":" in low:
-        for m in _PGPASS.finditer(text):
-            _keep(text, m, spans)
+        pos = 0
+        for m in _PGPASS_TAIL.finditer(text):
+            # the host: the word before the port, bounded, not before the previous match
+            host = m.start()
+            floor = max(pos, host - _HOST_MAX - 1)
+            while host > floor and not text[host - 1].isspace() and text[host - 1] != ":":
+                host -= 1
+            line = text[host : m.end()]
+            if (
+                host < m.start()
+                and (host == 0 or text[host - 1].isspace())
+                and not _HEX_GROUPS.fullmatch(line)
+            ):
+                _keep(text, m, spans)
+            pos = m.end()
     if "sudo" in low:
+        pos = 0
+        next_here = low.find("<<<")
         for m in _SUDO_S.finditer(text):
-            line_start = max(
-                low.rfind("\n", max(0, m.start() - _LINE_SPAN), m.start()) + 1, m.start() - _LINE_SPAN
-            )
+            back = max(0, m.start() - _LINE_SPAN, pos)
+            line_start = max(low.rfind("\n", back, m.start()) + 1, back)
             for e in _ECHO.finditer(text, line_start, m.start()):
                 start, end = _unquoted(e, "val")
                 if not _is_reference(text[start:end]):
                     spans.append((start, end))
+            pos = m.end()
             line_end = _line_window(low, m.end())
-            here_at = low.find("<<<", m.end(), line_end)
-            if here_at != -1:
-                here = _HERE_STRING.search(text, here_at, line_end)
+            if next_here != -1 and next_here < m.end():
+                next_here = low.find("<<<", m.end())
+            if next_here != -1 and next_here < line_end:
+                here = _HERE_STRING.search(text, next_here, line_end)
                 if here is not None:
                     start, end = _unquoted(here, "val")
                     if not _is_reference(text[start:end]):
