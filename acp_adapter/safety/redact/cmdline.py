@@ -110,7 +110,7 @@ _LINE_REST: Final = re.compile(r"[ \t]{0,16}(?:\n|\Z)")
 # ``hostname:port:database:username:password`` (the format in the docs) and IPv6 addresses (more
 # groups) do not match.
 _PGPASS_LINE: Final = re.compile(
-    r"\n[ \t]{0,8}[^\s:]{1,256}:(?:[0-9]{1,5}|\*):[^\s:]{1,256}:[^\s:]{1,256}:"
+    r"\n[ \t]{0,8}+[^\s:]{1,256}+:(?:[0-9]{1,5}+|\*):[^\s:]{1,256}+:[^\s:]{1,256}+:"
     r"(?P<pw>(?:[^\s:\\]|\\.){1,512})[ \t]{0,8}(?=\r?\n|\Z)"
 )
 # hex groups only (``fe80:0:0:0:1``): an address, not a ``.pgpass`` line
@@ -243,7 +243,7 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
     if "password" in low:
         for m in _NETRC.finditer(low):
             before = low[max(0, m.start() - _NETRC_REACH) : m.start()]
-            words = before.split()
+            words = before.rsplit(None, 2)
             if any(word in _NETRC_WORDS for word in words[-2:]):
                 _keep(text, m, spans)  # ``machine H password P`` / ``login U password P``
             elif not before.rpartition("\n")[2].strip(" \t") and _LINE_REST.match(low, m.end()) is not None:
