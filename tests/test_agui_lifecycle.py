@@ -152,7 +152,7 @@ def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> Non
     assert _stderr_lines(done) == [
         f"acp-progress agui: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
-    assert took < 5  # no agent was started first
+    assert "starting the agent" not in done.stderr and took < 20  # no agent was started first
 
 
 def _running_with(marker: str) -> list[int]:

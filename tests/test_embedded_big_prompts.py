@@ -57,5 +57,5 @@ def test_cancel_on_a_big_prompt_returns_promptly():
     cancelled_at = time.monotonic()
     cancel.cancel("the user pressed stop")
     worker.join(5)
-    assert time.monotonic() - cancelled_at < 0.5
+    assert time.monotonic() - cancelled_at < 2.0  # the 2 s cancel promise, with room for a loaded machine
     assert outcome in (["cancelled"], ["done"])
