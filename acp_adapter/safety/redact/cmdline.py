@@ -78,6 +78,49 @@ _ECHO: Final = re.compile(
 _HERE_STRING: Final = re.compile(r"[ \t]{0,8}<<<[ \t]{0,8}(?P<val>" + _VALUE + ")")
 _LINE_SPAN: Final = 2048
 
+# Registry and cloud logins take ``-p PASS`` (``docker``/``podman``/``buildah``/``skopeo``/``helm``/
+# ``oras``/``az``/``nerdctl login``), ``redis-cli`` takes ``-a PASS``; the flag must follow the
+# command word on its line. ``ps -p 123`` and ``ssh -p 22`` have no such word and stay.
+# Each scan opens with its literal (``login``, ``redis-cli``, ``pass:``, ``password``, ``sudo``) so
+# ``re`` jumps between occurrences; the words before it are checked in a short window afterwards.
+_LOGINS: Final = (
+    ("login", re.compile(r"login(?<![\w.-]login)\b")),
+    ("redis-cli", re.compile(r"redis-cli(?<![\w.-]redis-cli)\b")),
+)
+_LOGIN_TOOL: Final = re.compile(
+    r"(?<![\w.-])(?:docker|podman|buildah|skopeo|nerdctl|oras|helm(?:[ \t]{1,8}registry)?|az)[ \t]{1,8}\Z"
+)
+_TOOL_REACH: Final = 32
+_LOGIN_P: Final = re.compile(r"(?<![\w-])-(?P<flag>[pa])(?:[ \t]{1,8}|=)?(?P<pw>" + _VALUE + ")")
+# ``openssl … -pass pass:SECRET`` / ``-passin pass:…`` / ``-passout pass:…`` / ``-k``-less forms:
+# the ``pass:`` source holds the password itself (``env:``/``file:``/``fd:`` only name it).
+_OPENSSL_PASS: Final = re.compile(r"pass:(?<![\w.-]pass:)(?P<pw>" + _VALUE + ")")
+# ``htpasswd -b FILE USER PASS`` / ``htpasswd -nb USER PASS``: the password is a positional word.
+_HTPASSWD: Final = re.compile(r"htpasswd(?<![\w.-]htpasswd)\b")
+_WORD: Final = re.compile(r"\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512}")
+# netrc: ``machine HOST login USER password SECRET`` (``default``/``account`` too), or a line that is
+# only ``password SECRET`` (the one-token-per-line layout). Prose ("login with your password") has
+# more than one word between the keywords and stays.
+_NETRC: Final = re.compile(r"password(?<![\w.-]password)[ \t]{1,8}(?P<pw>" + _VALUE + ")")
+_NETRC_REACH: Final = 280  # a keyword, a blank, a word (<= 256), a blank
+_NETRC_WORDS: Final = frozenset({"machine", "default", "login", "account"})
+_LINE_REST: Final = re.compile(r"[ \t]{0,16}(?:\n|\Z)")
+# ``.pgpass``: ``host:port:database:user:password`` -- found from its port (digits or ``*``), the host
+# checked backwards; the password ends the word (``\:`` escapes a colon in it).
+# ``hostname:port:database:username:password`` (the format in the docs) and IPv6 addresses (more
+# groups) do not match.
+_PGPASS_LINE: Final = re.compile(
+    r"\n[ \t]{0,8}+[^\s:]{1,256}+:(?:[0-9]{1,5}+|\*):[^\s:]{1,256}+:[^\s:]{1,256}+:"
+    r"(?P<pw>(?:[^\s:\\]|\\.){1,512})[ \t]{0,8}(?=\r?\n|\Z)"
+)
+# hex groups only (``fe80:0:0:0:1``): an address, not a ``.pgpass`` line
+_HEX_GROUPS: Final = re.compile(r"[0-9a-fA-F:]{1,2048}")
+# ``echo PW | sudo -S …`` and ``sudo -S … <<< PW``: ``-S`` (upper case) reads the password from stdin.
+_SUDO_S: Final = re.compile(
+    r"sudo(?<![\w.-]sudo)(?:[ \t]{1,8}-[a-zA-Z]{1,8}|[ \t]{1,8}--[a-z-]{1,24}(?:=\S{1,64})?){0,16}?"
+    r"[ \t]{1,8}-[a-zA-Z]{0,8}S"
+)
+
 
 def _unquoted(m: re.Match[str], group: str) -> tuple[int, int]:
     start, end = m.span(group)
@@ -156,4 +199,106 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
                 if not _is_reference(text[start:end]):
                     spans.append((start, end))
             pos = after
+    _password_families(text, low, spans)
     return spans
+
+
+def _line_window(low: str, start: int) -> int:
+    end = low.find("\n", start, start + _LINE_SPAN)
+    return end if end != -1 else min(len(low), start + _LINE_SPAN)
+
+
+def _keep(text: str, m: re.Match[str], spans: list[tuple[int, int]]) -> None:
+    start, end = _unquoted(m, "pw")
+    if end > start and not _is_reference(text[start:end]):
+        spans.append((start, end))
+
+
+def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+    """The password forms of issue 26: logins' ``-p``, ``redis-cli -a``, ``htpasswd -b``,
+    openssl ``pass:``, netrc and ``.pgpass`` lines, ``sudo -S`` fed on stdin."""
+    if "login" in low or "redis-cli" in low:
+        cursor = 0
+        hits = [m for literal, finder in _LOGINS if literal in low for m in finder.finditer(low)]
+        hits.sort(key=lambda m: m.start())
+        for m in hits:
+            if m.start() < cursor:
+                continue
+            if m.group(0) == "redis-cli":
+                want = "a"
+            elif _LOGIN_TOOL.search(low, max(0, m.start() - _TOOL_REACH), m.start()) is not None:
+                want = "p"
+            else:
+                continue
+            cursor = _line_window(low, m.end())
+            for p in _LOGIN_P.finditer(text, m.end(), cursor):
+                if p.group("flag") == want:
+                    _keep(text, p, spans)
+    if "pass:" in low:
+        for m in _OPENSSL_PASS.finditer(low):
+            _keep(text, m, spans)
+    if "htpasswd" in low:
+        for m in _HTPASSWD.finditer(low):
+            _htpasswd(text, m.end(), _line_window(low, m.end()), spans)
+    if "password" in low:
+        for m in _NETRC.finditer(low):
+            before = low[max(0, m.start() - _NETRC_REACH) : m.start()]
+            words = before.rsplit(None, 2)
+            if any(word in _NETRC_WORDS for word in words[-2:]):
+                _keep(text, m, spans)  # ``machine H password P`` / ``login U password P``
+            elif not before.rpartition("\n")[2].strip(" \t") and _LINE_REST.match(low, m.end()) is not None:
+                _keep(text, m, spans)  # a line that is only ``password P``
+    if ":" in low:
+        # a ``.pgpass`` line is a whole line: scanned from each newline (far fewer than colons)
+        first = _PGPASS_LINE.match("\n" + text[:_LINE_SPAN])
+        if first is not None and not _HEX_GROUPS.fullmatch(first.group(0).strip()):
+            start, end = first.span("pw")
+            spans.append((start - 1, end - 1))
+        for m in _PGPASS_LINE.finditer(text):
+            if not _HEX_GROUPS.fullmatch(m.group(0).strip()):
+                _keep(text, m, spans)
+    if "sudo" in low:
+        pos = 0
+        next_here = low.find("<<<")
+        for m in _SUDO_S.finditer(text):
+            back = max(0, m.start() - _LINE_SPAN, pos)
+            line_start = max(low.rfind("\n", back, m.start()) + 1, back)
+            for e in _ECHO.finditer(text, line_start, m.start()):
+                start, end = _unquoted(e, "val")
+                if not _is_reference(text[start:end]):
+                    spans.append((start, end))
+            pos = m.end()
+            line_end = _line_window(low, m.end())
+            if next_here != -1 and next_here < m.end():
+                next_here = low.find("<<<", m.end())
+            if next_here != -1 and next_here < line_end:
+                here = _HERE_STRING.search(text, next_here, line_end)
+                if here is not None:
+                    start, end = _unquoted(here, "val")
+                    if not _is_reference(text[start:end]):
+                        spans.append((start, end))
+
+
+def _htpasswd(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    """``htpasswd [-flags] [FILE] USER PASSWORD``: with ``b`` among the flags the password is the
+    last positional word (the second with ``n``, which writes no file; else the third)."""
+    flags = ""
+    positional: list[re.Match[str]] = []
+    for w in _WORD.finditer(text, start, end):
+        word = w.group(0)
+        if not positional and word.startswith("-") and len(word) > 1:
+            flags += word[1:]
+            continue
+        positional.append(w)
+        if len(positional) == 3:
+            break
+    if "b" not in flags:
+        return
+    index = 1 if "n" in flags else 2
+    if len(positional) > index:
+        w = positional[index]
+        s, e = w.span()
+        if e - s >= 2 and text[s] in "\"'" and text[e - 1] == text[s]:
+            s, e = s + 1, e - 1
+        if not _is_reference(text[s:e]):
+            spans.append((s, e))

@@ -57,7 +57,8 @@ OAUTH_WINDOW: Final = 512
 # the very end of the buffer is the partial word, held anyway).
 _LINE_TRIGGER: Final = re.compile(
     r"=|-u|--password-stdin|<<<|-----begin"
-    r"|(?<![a-z0-9_.-])(?:mysql|mariadb|sshpass|echo|printf|setenv|set|config|aws|secret)(?=[^a-z0-9])"
+    r"|(?<![a-z0-9_.-])(?:mysql(?:dump|admin|import|check|sh)?|mariadb(?:-dump)?|sshpass|echo|printf|setenv|set|config|aws|secret"
+    r"|login|docker|podman|buildah|skopeo|nerdctl|oras|helm|az|redis-cli|htpasswd|sudo)(?=[^a-z0-9])"
 )
 # The key needles of the redactor's key/value pass. The identifier around one holds its line when
 # what follows may start an assignment (a separator or a quote), or when it names a secret and a

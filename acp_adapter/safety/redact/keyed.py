@@ -1,0 +1,633 @@
+"""Redact pass 4: ``key=value``, header, JSON and query-parameter forms, found near key needles.
+
+Only where one of a dozen lower-case needles (``token``, ``secret``, ``pass`` ...) occurs is the
+key around it measured, classified with :func:`is_sensitive_key` and its value located.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from acp_adapter.safety.redact.keys import _AUTH_HEADER, _NOT_SECRET, _PLAIN, _kind_cached
+from acp_adapter.safety.redact.placeholder import REDACTED
+
+# ---------------------------------------------------------------------------------------
+# Pass 4: key/value, header and query-parameter forms, near keyword hits
+# ---------------------------------------------------------------------------------------
+
+# Every sensitive key and query parameter contains one of these (lower-case) strings.  A
+# ``str.find`` per needle is far faster than any regex alternation in ``re``, so the
+# key/value machinery runs only where a needle occurs, anchored at the key around it.
+_NEEDLES: Final = (
+    "token",
+    "secret",
+    "pass",
+    "pwd",
+    "auth",
+    "cookie",
+    "credential",
+    "bearer",
+    "verifier",
+    "key",
+    "sig",
+    "code",
+)
+# Per-needle finders: the needle literal first (so ``re`` scans for it at full speed), then
+# look-arounds that drop, inside the regex engine, hits that cannot be part of an
+# assignment: words that merely contain a needle (``tokens``, ``passed``, ``author``,
+# ``keyboard``, ``decode``) and needles that end a word followed by no separator and value
+# (prose such as "the token expired").  A hit followed by more key characters is kept
+# without looking further, so no character is ever scanned twice here; the Python side
+# measures that key once and skips the hits inside it.  Python re-checks everything.
+_AFTER_NEEDLE: Final = (
+    r"(?=[a-z0-9_.-]"
+    r"|[ \t]{0,8}(?:=>?|:=|:(?=[ \t\"'`]))[ \t]{0,8}[^\s,;&)}\]<>=]"
+    r"|[\"'`\\])"
+)
+_NEEDLE_FILTERS: Final = {
+    "token": r"(?!s(?![a-z]))",  # the plural word ``tokens`` counts; ``tokenSecret`` does not
+    "pass": r"(?=w|phrase|(?![a-z0-9]))",  # ``password``, ``passphrase``, ``DB_PASS``
+    "auth": r"(?!or(?!i))",
+    "key": r"(?<=[a-z0-9_.?&#; -]key)",
+    "sig": r"(?<=[?&#;-]sig)",
+    "code": r"(?<![^a-z0-9_.?&#;\"' \t\n-]code)",
+}
+# ``Bearer <credential>``: blanks and a credential holding a digit.
+_NEEDLE_EXTRA: Final = {
+    "bearer": r"|(?=[ \t]{1,8}(?=[a-z._~+/=-]{0,4095}[0-9])[a-z0-9._~+/=-]{8})",
+}
+
+
+def _needle_finder(needle: str) -> re.Pattern[str]:
+    # ``--token value``: a flag (the needle right after a dash) followed by blanks and a value.
+    flag_form = rf"|(?<=-{needle})(?=[ \t]{{1,8}}[^\s-])"
+    return re.compile(
+        needle
+        + _NEEDLE_FILTERS.get(needle, "")
+        + "(?:"
+        + _AFTER_NEEDLE
+        + flag_form
+        + _NEEDLE_EXTRA.get(needle, "")
+        + ")"
+    )
+
+
+_NEEDLE_FINDERS: Final = tuple(_needle_finder(needle) for needle in _NEEDLES)
+_NEEDLE_LENS: Final = tuple(len(needle) for needle in _NEEDLES)
+_NEEDLE_SHIFT: Final = 4
+_NEEDLE_MASK: Final = (1 << _NEEDLE_SHIFT) - 1
+
+_MAX_KEY: Final = 80
+# Key characters (of the lower-cased text).  The identifier around a needle hit is measured
+# with one bounded regex step in each direction; the backward one runs on the reversed text.
+_KEY_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+_KEY_RUN: Final = re.compile(r"[a-z0-9_.-]{0,81}")
+_KEY_FIRST: Final = frozenset("abcdefghijklmnopqrstuvwxyz_")
+# A key must not continue a path, a hostname, an email or an escaped name; nor directly
+# follow a placeholder (``]``), where the original text had a value character instead and
+# a second pass must see the same thing as the first.
+_KEY_BOUNDARY: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-/\\@]")
+# What may follow a key: a separator, spaces before one, or the key's closing quote.
+_AFTER_KEY: Final = frozenset("=:\"' \t\\")
+# Characters a value cannot start with.
+_NO_VALUE: Final = frozenset(" \t\r\n\f\v,;&)}]<>")
+_BLANK: Final = frozenset(" \t")
+# First characters of a value that the inlined fast path may take as a bare word: anything
+# that is not a quote, a template ``$``, a string prefix letter or a non-value character.
+_PLAIN_VALUE_START: Final = frozenset("acdeghijklmnopqstvwxyzACDEGHIJKLMNOPQSTVWXYZ0123456789_-+/.:@!#%*?~^|")
+_SEP_SPACES: Final = 8
+_PHRASE_WORD: Final = re.compile(r"[a-z0-9_.-]{1,20}")
+
+# A free-standing ``Bearer <credential>`` (outside a recognised header); the credential
+# must hold a digit so that prose like "Bearer authentication" is left alone.
+_BEARER: Final = re.compile(
+    r"bearer(?<![a-z0-9_-]bearer)[ \t]{1,8}(?=[a-z._~+/=-]{0,4095}[0-9])([a-z0-9._~+/=-]{8,4096})"
+)
+
+_BEARER_MORE: Final = re.compile(r"[A-Za-z0-9._~+/=-]{1,4096}")
+
+# Query parameters that carry secrets although the name alone would not say so.
+_QUERY_KEYS: Final = frozenset(
+    {
+        "key",
+        "sig",
+        "signature",
+        "code",
+        "x-amz-signature",
+        "x-amz-credential",
+        "x-amz-security-token",
+        "x-goog-signature",
+        "x-goog-credential",
+    }
+)
+
+# Quoted values keep their quotes; the group that matched is the secret.  An unterminated
+# quote runs to the end of the line (fail closed).  Python string prefixes are skipped.
+_VAL_QUOTED: Final = re.compile(
+    r"(?:[rRbBfFuU]{1,2}(?=[\"'`]))?(?:"
+    r"\\\"(?P<e>[^\"\\\n]{0,4096})(?:\\\")?"
+    r"|\"(?P<d>(?:[^\"\\\n]|\\.){0,4096})\"?"
+    r"|'(?P<s>[^'\n]{0,4096})'?"
+    r"|`(?P<b>[^`\n]{0,4096})`?"
+    r")"
+)
+_QUOTED_LIMIT: Final = 4096
+# Continuations of a quoted value that is longer than one bounded match, and its closer.
+_QUOTED_CONTINUATION: Final = {
+    "e": (re.compile(r"[^\"\\\n]{1,4096}"), '\\"'),
+    "d": (re.compile(r"(?:[^\"\\\n]|\\.){1,4096}"), '"'),
+    "s": (re.compile(r"[^'\n]{1,4096}"), "'"),
+    "b": (re.compile(r"[^`\n]{1,4096}"), "`"),
+}
+_QUOTE_STARTS: Final = frozenset("\"'`\\rRbBfFuU")
+# ``${{ secrets.X }}`` / ``${VAR}``: one unit, so no ``{...}`` remnant is left behind.
+_VAL_TEMPLATE: Final = re.compile(r"\$\{\{[^}\n]{0,256}\}\}|\$\{[^}\n]{0,256}\}")
+# Header values (Authorization, Cookie): the rest of the line, or of the enclosing quote
+# when the header itself sits inside one (``curl -H "Authorization: Bearer ..."``).
+_VAL_LINE: Final = {
+    "": re.compile(r"[^\r\n]{1,8192}"),
+    '"': re.compile(r'[^\r\n"]{1,8192}'),
+    "'": re.compile(r"[^\r\n']{1,8192}"),
+}
+_BARE_LIMIT: Final = 4096
+_VAL_BARE: Final = re.compile(r"[^\s\"'`,;&<>(){}\[\]\\]{1,4096}")
+_SCHEME: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,30}[ \t]+")
+# Bare values that are plainly not secrets: leaving them makes code and config readable.
+_SKIP_VALUES: Final = frozenset(
+    {
+        "null",
+        "none",
+        "true",
+        "false",
+        "nil",
+        "undefined",
+        "str",
+        "int",
+        "bytes",
+        "bool",
+        "float",
+        "string",
+        "number",
+        "boolean",
+        "any",
+        "object",
+        "secretstr",
+        "await",
+        "new",
+        "yield",
+        "lambda",
+        "function",
+    }
+)
+_AUTH_SCHEMES: Final = frozenset({"bearer", "basic", "token", "digest", "negotiate", "ntlm", "apikey"})
+# A reference in source code (``process.env.API_KEY``, ``self.token``, ``config.password``)
+# names where a secret lives; hiding it would only make displayed code unreadable.
+_CODE_ROOT_START: Final = frozenset("acekoprst")
+_CODE_REFERENCE: Final = re.compile(
+    r"(?:process|os|self|this|cls|config|settings|env|options|opts|args|kwargs|ctx|context"
+    r"|req|request|params|props|app)(?:\.[A-Za-z_$][A-Za-z0-9_$]{0,63}){1,8}"
+)
+# Short bare words the value parser treats specially; the inlined fast path leaves them to it.
+_PLAIN_SPECIAL: Final = _SKIP_VALUES | _AUTH_SCHEMES
+
+
+def _extend(text: str, end: int, chunk: re.Pattern[str]) -> int:
+    """Advance ``end`` over further matches of a bounded ``chunk`` pattern.
+
+    Every pattern here has an upper bound on its repetitions (linear time); when a value
+    is longer than that bound, this walks the rest of it chunk by chunk so the tail is
+    redacted too.  Each step consumes up to a whole chunk, so the walk is linear as well.
+    """
+    while True:
+        m = chunk.match(text, end)
+        if m is None or m.end() == end:
+            return end
+        end = m.end()
+
+
+_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+
+
+def _ascii_lower(text: str) -> str:
+    """Lower-case without changing length, so offsets map 1:1 onto the original."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    # Only a few characters (e.g. U+0130) grow when lower-cased; fall back to ASCII only.
+    return text.translate(_ASCII_LOWER)
+
+
+def _needle_hits(low: str) -> list[int]:
+    """All needle positions, sorted, each packed with the needle's index in its low bits."""
+    hits: list[int] = []
+    for index, finder in enumerate(_NEEDLE_FINDERS):
+        hits.extend([m.start() << _NEEDLE_SHIFT | index for m in finder.finditer(low)])
+    hits.sort()
+    return hits
+
+
+def _separator_end(low: str, after: int, quoted: bool, flag: bool) -> tuple[int, bool] | None:
+    """Parse the separator after a key ending at ``after``.
+
+    Accepts ``=``, ``=>``, ``:=`` and ``:`` with up to 8 blanks on either side, and for a
+    ``--flag`` a run of blanks alone.  An unquoted ``key:`` needs a blank or a quote after
+    the colon, so ``file.py:42`` and ``host:port`` never read as assignments; ``==`` is a
+    comparison.  Returns (value start, separated by blanks only) or None.
+    """
+    n = len(low)
+    j = after
+    while j < n and low[j] in _BLANK and j - after < _SEP_SPACES:
+        j += 1
+    if j + 1 >= n:
+        return None
+    c = low[j]
+    if c == "=":
+        c2 = low[j + 1]
+        if c2 == "=":
+            return None
+        j += 2 if c2 == ">" else 1
+    elif c == ":":
+        c2 = low[j + 1]
+        if c2 == "=":
+            j += 2
+        elif quoted or c2 in " \t\"'`":
+            j += 1
+        else:
+            return None
+    elif flag and j > after:
+        return j, True
+    else:
+        return None
+    k = j
+    while k < n and low[k] in _BLANK and k - j < _SEP_SPACES:
+        k += 1
+    return k, False
+
+
+def _value_region(
+    text: str, i: int, kind: int, after_blank_sep: bool, enclosing_quote: str = ""
+) -> tuple[int, int, int] | None:
+    """Find the value starting at ``i``: (secret start, secret end, scan resume position).
+
+    Returns None when there is nothing to hide (empty value, code such as ``get_token()``,
+    a literal like ``null``, the next ``--flag``).
+    """
+    n = len(text)
+    if i >= n or text[i] in _NO_VALUE:
+        return None
+    c = text[i]
+    if c in _QUOTE_STARTS:
+        m = _VAL_QUOTED.match(text, i)
+        if m is not None:
+            name = m.lastgroup or ""
+            start, end = m.span(name)
+            resume = m.end()
+            if end - start >= _QUOTED_LIMIT:
+                # The bounded match stopped short of the closing quote: carry on in
+                # bounded steps rather than leave the tail of a long value readable.
+                continuation, closer = _QUOTED_CONTINUATION[name]
+                end = _extend(text, end, continuation)
+                resume = end + len(closer) if text.startswith(closer, end) else end
+            if end <= start:
+                return None
+            if kind == _AUTH_HEADER:
+                start = _skip_scheme(text, start, end)
+            return start, end, resume
+    if kind != _PLAIN:
+        pattern = _VAL_LINE[enclosing_quote]
+        line = pattern.match(text, i)
+        if line is None:
+            return None
+        resume = _extend(text, line.end(), pattern)
+        end = i + len(text[i:resume].rstrip())
+        if end <= i:
+            return None
+        start = _skip_scheme(text, i, end) if kind == _AUTH_HEADER else i
+        return start, end, resume
+    if c == "$":
+        m = _VAL_TEMPLATE.match(text, i)
+        if m is not None:
+            return i, m.end(), m.end()
+    m = _VAL_BARE.match(text, i)
+    if m is None:
+        return None
+    end = m.end()
+    if end - i == _BARE_LIMIT:  # an over-long run: extend in bounded steps, never leak a tail
+        end = _extend(text, end, _VAL_BARE)
+    nxt = text[end] if end < n else ""
+    if nxt == "(" or nxt == "[":
+        return None  # ``token = get_token()`` / ``key = cfg["api_key"]``: code, not a value
+    if _CODE_REFERENCE.fullmatch(text, i, end) is not None:
+        return None
+    if after_blank_sep and c == "-":
+        return None  # ``--token --verbose``: the next flag, not a value
+    if end - i <= 9:
+        word = text[i:end].lower()
+        if word in _SKIP_VALUES:
+            return None
+        if word in _AUTH_SCHEMES and (nxt == " " or nxt == "\t"):
+            # ``auth: Bearer abc``: the credential is the *next* word; treat it like a header.
+            return _value_region(text, i, _AUTH_HEADER, after_blank_sep, enclosing_quote)
+    return i, end, end
+
+
+def _skip_scheme(text: str, start: int, end: int) -> int:
+    """Keep an auth scheme (``Bearer``, ``Basic``, ...) visible in front of its credential."""
+    m = _SCHEME.match(text, start, end)
+    if m is not None and m.end() < end:
+        return m.end()
+    return start
+
+
+def _quoted_key(low: str, ks: int, ke: int) -> tuple[int, int] | None:
+    """If ``low[ks:ke]`` is a quoted key, return (position after the closing quote, start
+    of the opening quote); ``\\"key\\"`` (JSON inside a string) counts as quoted."""
+    if not ks:
+        return None
+    q = low[ks - 1]
+    if q != '"' and q != "'":
+        return None
+    if ks > 1 and low[ks - 2] == "\\":
+        if low.startswith("\\" + q, ke):
+            return ke + 2, ks - 2
+        return None
+    if ke < len(low) and low[ke] == q:
+        return ke + 1, ks - 1
+    return None
+
+
+def _phrase_key(low: str, ks: int, ke: int) -> tuple[int, int, int] | None:
+    """Handle a quoted key of several words (``"Client Secret": ...``) around a hit.
+
+    Returns (key start, position after the closing quote, start of the opening quote).
+    """
+    n = len(low)
+    q = low[ke] if ke < n else ""
+    if (q != '"' and q != "'") or not ks or low[ks - 1] != " ":
+        return None
+    open_at = low.rfind(q, max(0, ks - 64), ks)
+    if open_at < 0:
+        return None
+    # Words of key characters separated by single spaces, at most four in all.
+    pos = open_at + 1
+    words = 0
+    while pos < ks:
+        w = _PHRASE_WORD.match(low, pos)
+        if w is None or w.end() >= ks or low[w.end()] != " ":
+            return None
+        pos = w.end() + 1
+        words += 1
+    if words == 0 or words > 3 or low[open_at + 1] not in _KEY_FIRST:
+        return None
+    start = open_at
+    if open_at and low[open_at - 1] == "\\":
+        return None
+    return open_at + 1, ke + 1, start
+
+
+def _matched_end(match: re.Match[str] | None) -> int:
+    """End of a match that cannot fail (the pattern accepts the character just checked)."""
+    assert match is not None
+    return match.end()
+
+
+def _redact_keyed(text: str) -> str:
+    """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.
+
+    Needle hits are visited left to right.  For each, the identifier around it is
+    measured, cheap character tests and the cached classifier discard the many hits that
+    are prose or harmless keys, and only then are the separator and the value parsed.  A
+    cursor skips hits inside an identifier or a value already handled, so a run such as
+    ``tokentoken...`` or ``password=token=...`` costs one step per key, not per hit.
+    Everything here is plain character tests and anchored, bounded regex steps, and the
+    common shapes (``key=value``, ``key: value``, ``"key": "value"``) take an inlined
+    path: dense adversarial input costs a small constant per needle hit.
+    """
+    low = _ascii_lower(text)
+    hits = _needle_hits(low)
+    if not hits:
+        return text
+    n = len(text)
+    rev = ""
+    key_run = _KEY_RUN.match
+    bare_match = _VAL_BARE.match
+    kind_of = _kind_cached
+    key_chars = _KEY_CHARS
+    key_first = _KEY_FIRST
+    boundary = _KEY_BOUNDARY
+    no_value = _NO_VALUE
+    plain_start = _PLAIN_VALUE_START
+    needle_lens = _NEEDLE_LENS
+    spans: list[tuple[int, int]] = []
+    oauth: _OAuthContext | None = None
+    cursor = 0
+    for code in hits:
+        h = code >> _NEEDLE_SHIFT
+        if h < cursor:
+            continue
+        # The identifier around the needle: [ks, ke).
+        ks = h
+        if h and low[h - 1] in key_chars:
+            if not rev:
+                rev = low[::-1]
+            ks = h - (_matched_end(key_run(rev, n - h)) - (n - h))
+        ke = h + needle_lens[code & _NEEDLE_MASK]
+        if ke < n and low[ke] in key_chars:
+            ke = _matched_end(key_run(low, ke))
+        cursor = ke
+        if ke >= n - 1 or ke - ks > _MAX_KEY + 2:
+            continue  # too long to be a key, or no room for a separator and a value
+        nxt = low[ke]
+        if nxt not in _AFTER_KEY:
+            continue
+        name_start = ks
+        while name_start < h and low[name_start] == "-":
+            name_start += 1  # ``--token``: the dashes belong to the flag, not to the key
+        flag = name_start > ks
+        before = low[ks - 1] if ks else " "
+        if (
+            name_start - ks > 2
+            or low[name_start] not in key_first
+            or (before in boundary and not (flag and before == "-"))
+        ):
+            continue
+        kind = kind_of(text[name_start:ke])
+        if kind == _NOT_SECRET and ke - name_start == 4 and low.startswith("code", name_start):
+            if oauth is None:
+                oauth = _OAuthContext(low)
+            if oauth.near(ks):
+                kind = _PLAIN  # ``"code"`` of an OAuth token request: an authorization code
+        found: tuple[int, int, bool] | None = None
+        # Fast path: an unquoted ``key=value`` / ``key: value`` with a plain value.
+        if nxt == "=" or nxt == ":":
+            if kind == _NOT_SECRET:
+                if not (nxt == "=" and before in "?&#;" and not flag and low[ks:ke] in _QUERY_KEYS):
+                    continue
+                kind = _PLAIN
+            c2 = low[ke + 1]
+            if c2 in plain_start:
+                if nxt == ":":
+                    continue  # unquoted ``key:x``: ``file.py:42``, ``host:port``, not an assignment
+                if kind == _PLAIN:
+                    # ``key=v`` (not ``==``/``=>``) with a value starting with a plain character.
+                    m = bare_match(text, ke + 1)
+                    end = m.end() if m is not None else ke
+                    if (
+                        ke < end < ke + 1 + _BARE_LIMIT
+                        and (end - ke > 10 or text[ke + 1 : end].lower() not in _PLAIN_SPECIAL)
+                        and (
+                            text[ke + 1] not in _CODE_ROOT_START
+                            or _CODE_REFERENCE.fullmatch(text, ke + 1, end) is None
+                        )
+                    ):
+                        after_value = text[end] if end < n else ""
+                        if after_value != "(" and after_value != "[":
+                            spans.append((ke + 1, end))
+                            cursor = end
+                        continue
+            elif c2 in no_value and c2 != " " and c2 != "\t":
+                continue
+        elif nxt == " " or nxt == "\t":
+            if kind == _NOT_SECRET:
+                continue
+            j = ke + 1
+            while j < n and j - ke <= _SEP_SPACES and (low[j] == " " or low[j] == "\t"):
+                j += 1
+            if j < n and low[j] != "=" and low[j] != ":" and not flag:
+                # No separator after the blanks: only a bare ``Bearer <credential>`` is left.
+                bearer = _bearer_span(text, low, name_start)
+                if bearer is not None:
+                    spans.append(bearer)
+                    cursor = bearer[1]
+                continue
+        elif nxt == before and (nxt == '"' or nxt == "'") and not (ks > 1 and low[ks - 2] == "\\"):
+            # ``"key": value`` / ``'key' => value``: a quoted one-word key.
+            if kind == _NOT_SECRET or (ks > 1 and low[ks - 2] in boundary):
+                continue
+            sep = _separator_end(low, ke + 1, True, False)
+            if sep is not None:
+                found = (sep[0], kind, sep[1])
+        elif kind == _NOT_SECRET and nxt == "\\":
+            continue
+        if found is None:
+            found = _slow_assignment(text, low, ks, ke, name_start, flag, kind)
+        if found is None:
+            if nxt == " " or nxt == "\t":
+                bearer = _bearer_span(text, low, name_start)
+                if bearer is not None:
+                    spans.append(bearer)
+                    cursor = bearer[1]
+            continue
+        value_at, kind, blank_sep = found
+        enclosing = before if before == '"' or before == "'" else ""
+        region = _value_region(text, value_at, kind, blank_sep, enclosing)
+        if region is None:
+            continue
+        start, end, resume = region
+        spans.append((start, end))
+        if resume > cursor:
+            cursor = resume
+    if not spans:
+        return text
+    return _replace_spans(text, spans)
+
+
+# Words of an OAuth token request (RFC 6749 4.1.3): a bare ``code`` key near one of them holds an
+# authorization code, while ``"code": 404`` in an error object is left alone.
+_OAUTH_WORDS: Final = ("grant_type", "redirect_uri", "code_verifier", "authorization_code", "client_id")
+_OAUTH_WINDOW: Final = 512
+_OAUTH_KEYS: Final = frozenset({"grant_type", "redirect_uri", "code_verifier", "client_id", "client_secret"})
+
+
+class _OAuthContext:
+    """Answers "is an OAuth request word within the window around this position?" for positions
+    visited left to right. Each word keeps the next occurrence at or after the window start and
+    only searches again once the window has moved past it, so each word's scans cover the text
+    once: linear however many ``code`` keys there are."""
+
+    def __init__(self, low: str) -> None:
+        self._low = low
+        self._next = dict.fromkeys(_OAUTH_WORDS, -2)  # -2: not searched yet; -1: none left
+
+    def near(self, at: int) -> bool:
+        lo, hi = at - _OAUTH_WINDOW, at + _OAUTH_WINDOW
+        for word, pos in self._next.items():
+            if pos == -1:
+                continue
+            if pos == -2 or pos < lo:
+                pos = self._next[word] = self._low.find(word, max(lo, 0))
+                if pos == -1:
+                    continue
+            if pos <= hi:
+                return True
+        return False
+
+
+def _bearer_span(text: str, low: str, at: int) -> tuple[int, int] | None:
+    """The credential of a free-standing ``Bearer <credential>`` starting at ``at``."""
+    if not low.startswith("bearer", at):
+        return None
+    m = _BEARER.match(low, at)
+    if m is None:
+        return None
+    return m.start(1), _extend(text, m.end(), _BEARER_MORE)
+
+
+def _slow_assignment(
+    text: str, low: str, ks: int, ke: int, name_start: int, flag: bool, kind: int
+) -> tuple[int, int, bool] | None:
+    """The general key/separator parse behind the inlined fast path.
+
+    Handles quoted keys (``"key":``, ``'key' =>``, ``\\"key\\":``), quoted keys of
+    several words, blanks around the separator, ``--flag value`` and query parameters.
+    Returns (value start, key kind, separated by blanks only) or None.
+    """
+    after = ke
+    quoted = False
+    if not flag:
+        closing = _quoted_key(low, ks, ke)
+        if closing is not None:
+            after, open_at = closing
+            if open_at and low[open_at - 1] in _KEY_BOUNDARY:
+                return None
+            quoted = True
+        elif kind == _NOT_SECRET or low[ke] in "\"'":
+            phrase = _phrase_key(low, ks, ke)
+            if phrase is not None:
+                key_start, after, open_at = phrase
+                if open_at and low[open_at - 1] in _KEY_BOUNDARY:
+                    return None
+                kind = _kind_cached(text[key_start:ke])
+                quoted = True
+    if kind == _NOT_SECRET:
+        if quoted or flag or not ks or low[ks - 1] not in "?&#;" or low[ke] != "=":
+            return None
+        if low[ks:ke] not in _QUERY_KEYS:
+            return None
+        kind = _PLAIN
+    sep = _separator_end(low, after, quoted, flag)
+    if sep is None:
+        return None
+    return sep[0], kind, sep[1]
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """Replace each maximal union of overlapping spans by one placeholder."""
+    spans.sort()
+    out: list[str] = []
+    last = 0
+    cur_start, cur_end = spans[0]
+    for start, end in spans[1:]:
+        if start < cur_end:
+            if end > cur_end:
+                cur_end = end
+            continue
+        out.append(text[last:cur_start])
+        out.append(REDACTED)
+        last = cur_end
+        cur_start, cur_end = start, end
+    out.append(text[last:cur_start])
+    out.append(REDACTED)
+    out.append(text[cur_end:])
+    return "".join(out)
