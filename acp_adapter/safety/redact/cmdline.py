@@ -113,6 +113,8 @@ _PGPASS_LINE: Final = re.compile(
     r"\n[ \t]{0,8}+[^\s:]{1,256}+:(?:[0-9]{1,5}+|\*):[^\s:]{1,256}+:[^\s:]{1,256}+:"
     r"(?P<pw>(?:[^\s:\\]|\\.){1,512})[ \t]{0,8}(?=\r?\n|\Z)"
 )
+# where a ``.pgpass`` line may be: a port field (digits or ``*``) followed by two more fields
+_PGPASS_PORT: Final = re.compile(r":(?:[0-9]{1,5}+|\*):[^\s:]{1,256}+:[^\s:]{1,256}+:")
 # hex groups only (``fe80:0:0:0:1``): an address, not a ``.pgpass`` line
 _HEX_GROUPS: Final = re.compile(r"[0-9a-fA-F:]{1,2048}")
 # ``echo PW | sudo -S …`` and ``sudo -S … <<< PW``: ``-S`` (upper case) reads the password from stdin.
@@ -249,13 +251,22 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
             elif not before.rpartition("\n")[2].strip(" \t") and _LINE_REST.match(low, m.end()) is not None:
                 _keep(text, m, spans)  # a line that is only ``password P``
     if ":" in low:
-        # a ``.pgpass`` line is a whole line: scanned from each newline (far fewer than colons)
-        first = _PGPASS_LINE.match("\n" + text[:_LINE_SPAN])
-        if first is not None and not _HEX_GROUPS.fullmatch(first.group(0).strip()):
-            start, end = first.span("pw")
-            spans.append((start - 1, end - 1))
-        for m in _PGPASS_LINE.finditer(text):
-            if not _HEX_GROUPS.fullmatch(m.group(0).strip()):
+        # a ``.pgpass`` line is a whole line, found from its port field followed by two more fields
+        # (a log's ``12:34:56`` is not: nothing is tried at a newline without such a port after it)
+        seen_line = -2
+        for port in _PGPASS_PORT.finditer(text):
+            line_start = text.rfind("\n", max(0, port.start() - _LINE_SPAN), port.start())
+            if line_start == seen_line:
+                continue
+            seen_line = line_start
+            if line_start < 0:
+                first = _PGPASS_LINE.match("\n" + text[:_LINE_SPAN])
+                if first is not None and not _HEX_GROUPS.fullmatch(first.group(0).strip()):
+                    start, end = first.span("pw")
+                    spans.append((start - 1, end - 1))
+                continue
+            m = _PGPASS_LINE.match(text, line_start)
+            if m is not None and not _HEX_GROUPS.fullmatch(m.group(0).strip()):
                 _keep(text, m, spans)
     if "sudo" in low:
         pos = 0
