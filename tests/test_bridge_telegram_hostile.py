@@ -302,6 +302,9 @@ async def test_a_retry_after_on_the_long_poll_waits_at_most_the_cap(fake: FakeTe
     async with bridge(fake, group(), FAST, policy):
         fake.rate_limit("getUpdates", retry_after=3600, times=1)
         await until(lambda: 429 in polls(), what="the 429")
+        # the bridge's wait must have begun before the clock moves (on a loaded machine it may
+        # start after the 429 is seen; the cap is then counted from the moment it did)
+        await until(lambda: clock.pending > 0, what="the capped wait to begin")
         await clock.advance(4.9)
         await asyncio.sleep(0.2)
         assert polls()[-1] == 429  # waiting the cap, not polling
