@@ -265,9 +265,9 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
                     start, end = first.span("pw")
                     spans.append((start - 1, end - 1))
                 continue
-            m = _PGPASS_LINE.match(text, line_start)
-            if m is not None and not _HEX_GROUPS.fullmatch(m.group(0).strip()):
-                _keep(text, m, spans)
+            line = _PGPASS_LINE.match(text, line_start)
+            if line is not None and not _HEX_GROUPS.fullmatch(line.group(0).strip()):
+                _keep(text, line, spans)
     if "sudo" in low:
         pos = 0
         next_here = low.find("<<<")
