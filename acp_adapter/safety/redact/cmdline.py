@@ -12,7 +12,7 @@ scan, so the pass stays linear in its input.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 _VALUE: Final = r"(?:\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512})"
@@ -149,14 +149,10 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
             continue
         spans.append((m.start("pw"), m.start("pw") + len(pw)))
     cursor = 0
-    hits = [m for literal, finder in _MYSQL if literal in low for m in finder.finditer(low)]
-    hits.sort(key=lambda m: m.start())
-    for m in hits:
+    for m in _hits_in_order(low, _MYSQL):
         if m.start() < cursor:
             continue
-        line_end = low.find("\n", m.end(), m.end() + _LINE_SPAN)
-        if line_end == -1:
-            line_end = min(len(low), m.end() + _LINE_SPAN)
+        line_end = _line_window(low, m.end())
         pattern = _SSHPASS_P if m.group(0) == "sshpass" else _GLUED_P
         for p in pattern.finditer(text, m.end(), line_end):
             start, end = _unquoted(p, "pw")
@@ -205,6 +201,13 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
     return spans
 
 
+def _hits_in_order(low: str, finders: Iterable[tuple[str, re.Pattern[str]]]) -> list[re.Match[str]]:
+    """Every match of the ``(literal, finder)`` pairs whose literal occurs in ``low``, by position."""
+    hits = [m for literal, finder in finders if literal in low for m in finder.finditer(low)]
+    hits.sort(key=lambda m: m.start())
+    return hits
+
+
 def _line_window(low: str, start: int) -> int:
     end = low.find("\n", start, start + _LINE_SPAN)
     return end if end != -1 else min(len(low), start + _LINE_SPAN)
@@ -221,9 +224,7 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
     openssl ``pass:``, netrc and ``.pgpass`` lines, ``sudo -S`` fed on stdin."""
     if "login" in low or "redis-cli" in low:
         cursor = 0
-        hits = [m for literal, finder in _LOGINS if literal in low for m in finder.finditer(low)]
-        hits.sort(key=lambda m: m.start())
-        for m in hits:
+        for m in _hits_in_order(low, _LOGINS):
             if m.start() < cursor:
                 continue
             if m.group(0) == "redis-cli":
