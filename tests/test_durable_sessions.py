@@ -528,3 +528,6 @@ async def test_a_huge_prompt_is_kept_once_and_capped(tmp_path: Path) -> None:
         and "more characters not kept" in user[0]["content"]["text"]
     )
     assert all(len(str(m.get("content", ""))) <= STORED_TEXT_CAP + 100 for m in stored.history)
+    # the second turn stored the history again: the cut prompt kept its own note, not a new one
+    first = next(m for m in stored.history if m.get("role") == "user")
+    assert first["content"] == user[0]["content"]["text"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -323,14 +324,15 @@ def _end_with_note(entries: list[JsonObject], note: str) -> None:
     entries.append(_dump(chunk))
 
 
+#: the note :func:`_capped` ends a cut text with (so a text cut once is never cut again)
+_CAP_NOTE = re.compile(r"… \([0-9,]+ more characters not kept\)")
+
+
 def _capped(text: str, cap: int) -> str:
     """``text`` whole when it fits ``cap`` characters, else its start and a note of what is not kept."""
-    if len(text) <= cap:
-        return text
-    note = f"… ({len(text) - cap:,} more characters not kept)"
-    if text.endswith(note):
-        return text
-    return text[:cap] + note
+    if len(text) <= cap or _CAP_NOTE.fullmatch(text, cap) is not None:
+        return text  # it fits, or it was cut already (a history message stored by an earlier turn)
+    return text[:cap] + f"… ({len(text) - cap:,} more characters not kept)"
 
 
 def _capped_message(message: JsonObject) -> JsonObject:
