@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from acp_adapter.cli._config_report import describe_server
 from acp_adapter.config import Settings
-from acp_adapter.mcp import McpConfigError, describe_server, frontend_servers, servers_from_settings_file
+from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_settings_file
 
 from .conftest import ROOT, agent_env
 from .test_bridge_telegram_process import acp_progress

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from acp.schema import HttpMcpServer, McpServerStdio
 from pydantic import SecretStr
 
 from acp_adapter.cli._state import StateLocation
@@ -124,8 +125,27 @@ def config_lines(loaded: LoadedSettings, where: list[str] | None = None) -> list
     return lines
 
 
+def describe_server(spec: HttpMcpServer | McpServerStdio) -> dict[str, Any]:
+    """An MCP server of the settings file as the report shows it: what it runs or where it
+    connects, every env and header value hidden (they are where tokens live), the rest redacted."""
+    if isinstance(spec, HttpMcpServer):
+        return {
+            "name": spec.name,
+            "type": "http",
+            "url": redact_text(spec.url),
+            "headers": {h.name: HIDDEN for h in spec.headers},
+        }
+    return {
+        "name": spec.name,
+        "type": "stdio",
+        "command": redact_text(spec.command),
+        "args": [redact_text(a) for a in spec.args],
+        "env": {e.name: HIDDEN for e in spec.env or []},
+    }
+
+
 def mcp_server_lines(servers: list[dict[str, Any]]) -> list[str]:
-    """The settings file's ``[mcp_servers]`` (described by :func:`~acp_adapter.mcp.config.describe_server`:
+    """The settings file's ``[mcp_servers]`` (described by :func:`describe_server`:
     env and header values already hidden), one line each, above the settings table (none: no line)."""
     lines = []
     for server in servers:

@@ -30,10 +30,16 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, settings: object = None) -> int:
     import json
 
-    from acp_adapter.cli._config_report import config_json, config_lines, mcp_server_lines, state_lines
+    from acp_adapter.cli._config_report import (
+        config_json,
+        config_lines,
+        describe_server,
+        mcp_server_lines,
+        state_lines,
+    )
     from acp_adapter.cli._state import check_state_dir, state_location
     from acp_adapter.config import ConfigError, Settings
-    from acp_adapter.mcp.config import McpConfigError, describe_server, servers_from_settings_file
+    from acp_adapter.mcp.config import McpConfigError, servers_from_settings_file
 
     try:
         loaded = Settings.load_with_sources(flags=setting_flags(args))

@@ -11,7 +11,6 @@ neither the ``mcp`` SDK nor the tooling.
 from acp_adapter.mcp.config import (
     McpConfigError,
     McpServerSpec,
-    describe_server,
     frontend_servers,
     load_mcp_config,
     parse_common_form,
@@ -23,7 +22,6 @@ from acp_adapter.mcp.config import (
 __all__ = [
     "McpConfigError",
     "McpServerSpec",
-    "describe_server",
     "frontend_servers",
     "load_mcp_config",
     "parse_common_form",

@@ -132,30 +132,6 @@ def frontend_servers(
     return list(specs.values())
 
 
-HIDDEN = "[hidden]"
-
-
-def describe_server(spec: McpServerSpec) -> dict[str, Any]:
-    """A server for ``acp-progress config``: what it runs or where it connects, with every env and
-    header value hidden (they are where tokens live) and the rest through the redactor."""
-    from acp_adapter.safety.redact import redact_text
-
-    if isinstance(spec, HttpMcpServer):
-        return {
-            "name": spec.name,
-            "type": "http",
-            "url": redact_text(spec.url),
-            "headers": {h.name: HIDDEN for h in spec.headers},
-        }
-    return {
-        "name": spec.name,
-        "type": "stdio",
-        "command": redact_text(spec.command),
-        "args": [redact_text(a) for a in spec.args],
-        "env": {e.name: HIDDEN for e in spec.env or []},
-    }
-
-
 def server_names(servers: object) -> list[str]:
     """Names of the SDK server models in an ACP ``mcpServers`` list (what a stored session keeps)."""
     if not isinstance(servers, list):
