@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_adapter.cli._flags import add_agent_flag, add_init_timeout_flag
-from acp_adapter.safety.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
@@ -80,9 +79,9 @@ async def _delete(driver: Any, ids: list[str]) -> int:
             await driver.delete_session(session_id)
         except AgentError as exc:
             failed += 1
-            print(f"acp-progress sessions delete: {terminal_safe(str(exc))}", file=sys.stderr)
+            print(f"acp-progress sessions delete: {exc}", file=sys.stderr)
         else:
-            print(f"deleted {terminal_safe(session_id)}")
+            print(f"deleted {session_id}")  # stdout is a SafeTextStream here, as stderr
     return 1 if failed else 0
 
 

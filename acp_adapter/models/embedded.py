@@ -221,18 +221,13 @@ def _steps(prompt: str) -> list[str]:
             i += 1
             continue
         m = _STEP.match(prompt, i)
-        if m is not None and _is_step_break(m):
+        if m is not None:  # _STEP always holds a separator, never whitespace alone
             steps.append(prompt[start:i])
             start = i = m.end()
             continue
         i += 1
     steps.append(prompt[start:])
     return [s for s in steps if s.strip()]
-
-
-def _is_step_break(m: re.Match[str]) -> bool:
-    """A match of :data:`_STEP` that holds a separator (not just the whitespace around one)."""
-    return bool(m.group().strip(" \t\n,"))
 
 
 def plan_tool_calls(prompt: str, available: set[str]) -> list[ToolCall]:

@@ -66,19 +66,20 @@ HISTORY_FILE = "chat_history"
 
 def agent_label(driver: AgentDriver) -> str:
     """The agent's name from ``initialize`` (``agentInfo``: its title or name, and version),
-    else the program it runs — never the interpreter's path."""
+    else the program it runs — never the interpreter's path. (Made terminal-safe where it is
+    shown, by :meth:`_Chat.note`.)"""
     init = driver.initialize_response
     info = init.agent_info if init is not None else None
     if info is not None:
         name = " ".join((info.title or info.name or "").split())
         if name:
             version = " ".join((info.version or "").split())
-            return terminal_safe(f"{name} {version}" if version else name)
+            return f"{name} {version}" if version else name
     argv = list(driver.argv)
     program = next((a for a in argv[1:] if not a.startswith("-")), None) if argv else None
     if argv and os.path.basename(argv[0]).startswith("python") and program:
-        return terminal_safe(os.path.basename(program))
-    return terminal_safe(os.path.basename(argv[0]) if argv else "the agent")
+        return os.path.basename(program)
+    return os.path.basename(argv[0]) if argv else "the agent"
 
 
 def chat_history(settings: Settings) -> Any:
@@ -144,8 +145,11 @@ class _Chat:
         return await self.client.ask_permission(request)
 
     def note(self, text: str) -> None:
+        """A line of chat's own (banner, command answers): what it quotes (the agent's name, a
+        session id, a mistyped command) is made terminal-safe here, chat's stdout being raw."""
         if self.json is not None:
             return
+        text = terminal_safe(text)
         if self.console is not None:
             self.console.print(text, markup=False, highlight=False)
         else:
