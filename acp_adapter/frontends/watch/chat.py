@@ -165,6 +165,7 @@ class _Chat:
             interrupt=self.question_interrupt,
             json_lines=self.json,
             console=self.console,
+            verbose=getattr(self.args, "verbose", False),
         )
         try:
             end = await run_turn(
