@@ -219,7 +219,12 @@ class EverythingAgent:
             session_id, SessionInfoUpdate(session_update="session_info_update", title="Fix the greeting")
         )
         await send(
-            session_id, update_agent_message(text_block("Fixed the typo in `notes.py`; 3 tests pass."))
+            session_id,
+            update_agent_message(
+                text_block(
+                    f"Fixed the typo in `notes.py`; 3 tests pass (mode {self.mode}, model {self.model})."
+                )
+            ),
         )
         return PromptResponse(stop_reason="end_turn")
 
