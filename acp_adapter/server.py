@@ -178,6 +178,8 @@ class ProgressAgent:
         self.turn_runner = turn_runner
         #: the client's name from ``initialize`` (``clientInfo.name``), redacted and bounded
         self.client_name: str | None = None
+        #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
+        self.client_capabilities: Any = None
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         #: heartbeats of every turn; by default the connection's own event loop times them
@@ -349,6 +351,7 @@ class ProgressAgent:
         name = getattr(client_info, "name", None)
         if isinstance(name, str) and name.strip():  # the editor's name: the audit's default surface
             self.client_name = one_line(name, 60)
+        self.client_capabilities = client_capabilities  # its files and terminals serve the tools
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -699,6 +702,7 @@ class ProgressAgent:
                 registry=self.registry,
                 workspace=session.cwd,
                 audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
+                client_capabilities=self.client_capabilities,
             ),
             scheduler=self.scheduler or loop_heartbeats(loop),
             cancel=cancel,

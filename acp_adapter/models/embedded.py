@@ -53,7 +53,9 @@ class EmbeddedModel:
             raise TurnCancelled(cancel.reason)
         prompt_tokens = sum(_estimate_tokens(m.content) for m in messages)
         if not follow_up:
-            direct = explicit_call(last.content, [t.name for t in tools])
+            direct = explicit_call(last.content, [t.name for t in tools]) or write_call(
+                last.content, {t.name for t in tools}
+            )
             calls = [direct] if direct is not None else plan_tool_calls(last.content, {t.name for t in tools})
             if calls:
                 for call in calls:
@@ -192,6 +194,25 @@ def explicit_call(prompt: str, available: Sequence[str]) -> ToolCall | None:
     return _new_call(name, arguments)
 
 
+#: ``write PATH: TEXT`` — the whole prompt (TEXT may hold anything, "then" included).
+_WRITE = re.compile(r"^\s*write\s+(?:" + _QUOTED + r"|(?P<w>[\w./~-]+))\s*:\s?(?P<text>.*)\Z", re.S | re.I)
+#: ``edit PATH: replace "OLD" with "NEW"`` — one step (the quotes keep "then" inside OLD and NEW).
+_EDIT = re.compile(
+    r"\bedit\s+(?P<path>[\w./~-]+)\s*:\s*replace\s+"
+    r"(?P<oq>[\"'`\u201c])(?P<old>.+?)(?P=oq)\s+with\s+(?P<nq>[\"'`\u201c])(?P<new>.*?)(?P=nq)",
+    re.I | re.S,
+)
+
+
+def write_call(prompt: str, available: set[str]) -> ToolCall | None:
+    """``write PATH: TEXT``: a ``write_file`` call with the text as it was typed."""
+    m = _WRITE.match(prompt)
+    if m is None or "write_file" not in available:
+        return None
+    path = (m.group("q") or m.group("w") or "").strip()
+    return _new_call("write_file", {"path": path, "content": m.group("text")})
+
+
 _AND = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b)\s*", re.I)
 
 
@@ -243,6 +264,12 @@ def _plan_step(prompt: str, available: set[str]) -> list[ToolCall]:
     def add(match: re.Match[str] | None, name: str, arguments: dict[str, Any]) -> None:
         if match is not None and name in available:
             calls.append((match.start(), _new_call(name, arguments)))
+
+    m = _EDIT.search(prompt)
+    if m is not None:
+        # an edit is the whole step: its quoted texts are not read as other requests
+        add(m, "edit_file", {"path": m.group("path"), "old_text": m.group("old"), "new_text": m.group("new")})
+        return [call for _, call in calls]
 
     m = _RUN.search(prompt)
     if m is not None:
@@ -559,6 +586,8 @@ def _describe_result(call: ToolCall | None, result: Message) -> str:
         shown = "\n".join(f"- {e.strip()}" for e in entries[:25])
         more = f"\n- … and {len(entries) - 25} more" if len(entries) > 25 else ""
         return f"The workspace listing has {_plural(len(entries), 'entry', 'entries')}:\n{shown}{more}"
+    if name in ("edit_file", "write_file"):
+        return body
     if name == "run_command":
         command = args.get("command", "")
         excerpt = "\n".join(lines[:30])
