@@ -51,6 +51,7 @@ from acp.schema import (
 
 from acp_adapter._version import __version__
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
+from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
@@ -694,6 +695,7 @@ class ProgressAgent:
             thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
             message_callback=make_message_cb(conn, session.id, loop, stream=stream),
             usage_callback=on_usage,
+            plan_callback=plan_callback(stream),
             tool_observer=AcpToolObserver(
                 stream,
                 conn=conn,

@@ -96,6 +96,7 @@ class EditorHost:
     def _run(self, what: str, job: Coroutine[Any, Any, T], timeout: float | None) -> T:
         """Run ``job`` on the loop from this worker thread; cancel abandons it (TurnCancelled)."""
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(job, self._loop)
+
         def abandon() -> None:
             future.cancel()
 

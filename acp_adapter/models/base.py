@@ -17,12 +17,28 @@ from acp_adapter.tooling.calls import ToolCall, ToolSpec
 
 
 @dataclass(frozen=True)
+class ImagePart:
+    """An image the user attached (base64 ``data``): a back-end that sees images gets it."""
+
+    mime_type: str
+    data: str
+
+    @property
+    def size(self) -> int:
+        """The image's size in bytes (decoded)."""
+        body = self.data.rstrip("=")
+        return len(body) * 3 // 4
+
+
+@dataclass(frozen=True)
 class Message:
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    #: images attached to a user message (not kept in the stored history: only this turn sees them)
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,7 +80,30 @@ class StatusNote:
     text: str
 
 
-ModelEvent = TextDelta | ReasoningDelta | ToolCallRequest | UsageReport | StatusNote
+PlanStatus = Literal["pending", "in_progress", "completed"]
+PlanPriority = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One entry of the model's plan (ACP ``PlanEntry``). ``call_ids`` are the tool calls that
+    carry the step out: the agent loop moves the step along as they run (the embedded model's
+    plans); a plan without them is moved by the model itself (the OpenAI plan tool)."""
+
+    content: str
+    status: PlanStatus = "pending"
+    priority: PlanPriority = "medium"
+    call_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanUpdate:
+    """The model's whole plan, replacing any earlier one (ACP sends plans whole)."""
+
+    steps: tuple[PlanStep, ...]
+
+
+ModelEvent = TextDelta | ReasoningDelta | ToolCallRequest | UsageReport | StatusNote | PlanUpdate
 
 
 @dataclass

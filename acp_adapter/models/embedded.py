@@ -20,12 +20,14 @@ from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.models.base import (
     Message,
     ModelEvent,
+    PlanUpdate,
     TextDelta,
     ToolCall,
     ToolCallRequest,
     ToolSpec,
     UsageReport,
 )
+from acp_adapter.models.plans import steps_from
 from acp_adapter.text import ellipsize
 
 CONTEXT_WINDOW = 32_768
@@ -56,7 +58,10 @@ class EmbeddedModel:
             direct = explicit_call(last.content, [t.name for t in tools]) or write_call(
                 last.content, {t.name for t in tools}
             )
-            calls = [direct] if direct is not None else plan_tool_calls(last.content, {t.name for t in tools})
+            steps = [] if direct is not None else planned_steps(last.content, {t.name for t in tools})
+            calls = [direct] if direct is not None else [call for _, step in steps for call in step]
+            if len(steps) >= 2:  # several steps: the client sees them as a plan, moved along by the loop
+                yield PlanUpdate(steps_from([(text, [c.id for c in step]) for text, step in steps]).steps)
             if calls:
                 for call in calls:
                     cancel.raise_if_cancelled()
@@ -224,8 +229,21 @@ _STEP = re.compile(
 )
 
 
+#: An item of a numbered list: ``1. …`` or ``2) …`` at the start of a line.
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+", re.M)
+
+
 def _steps(prompt: str) -> list[str]:
-    """The prompt cut into its steps, never inside quotes or backticks (a command keeps its ``;``)."""
+    """The prompt cut into its steps: the items of a numbered list (two or more), each cut further
+    at "… and then …", ";" and the like — never inside quotes or backticks (a command keeps its
+    ``;``)."""
+    items = _NUMBERED.split(prompt)
+    if len(items) >= 3:  # text before the first number, then two or more items
+        return [step for item in items[1:] for step in _inline_steps(item)]
+    return _inline_steps(prompt)
+
+
+def _inline_steps(prompt: str) -> list[str]:
     steps: list[str] = []
     start = 0
     quote = ""
@@ -254,7 +272,17 @@ def _steps(prompt: str) -> list[str]:
 def plan_tool_calls(prompt: str, available: set[str]) -> list[ToolCall]:
     """The tool calls a prompt asks for, in the order it asks for them (only offered tools): every
     step it recognizes ("search for TODO and afterwards wait 4 seconds" is two calls)."""
-    return [call for step in _steps(prompt) for call in _plan_step(step, available)]
+    return [call for _, calls in planned_steps(prompt, available) for call in calls]
+
+
+def planned_steps(prompt: str, available: set[str]) -> list[tuple[str, list[ToolCall]]]:
+    """The steps of a prompt that ask for tool calls, each with its text and its calls."""
+    out: list[tuple[str, list[ToolCall]]] = []
+    for step in _steps(prompt):
+        calls = _plan_step(step, available)
+        if calls:
+            out.append((step, calls))
+    return out
 
 
 def _plan_step(prompt: str, available: set[str]) -> list[ToolCall]:
