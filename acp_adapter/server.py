@@ -50,6 +50,7 @@ from acp.schema import (
 )
 
 from acp_adapter._version import __version__
+from acp_adapter.agent.attachments import prompt_images
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
 from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
@@ -359,7 +360,10 @@ class ProgressAgent:
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                # images reach a back-end that sees them (the OpenAI-compatible one)
+                prompt_capabilities=PromptCapabilities(
+                    embedded_context=True, image=getattr(self.model, "name", "") == "openai"
+                ),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
@@ -625,8 +629,14 @@ class ProgressAgent:
                 )
             agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
+            images = prompt_images(prompt)
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
-                self._executor, lambda: agent.run_conversation(text, history)
+                self._executor,
+                lambda: (
+                    agent.run_conversation(text, history, images=images)  # type: ignore[call-arg]
+                    if images
+                    else agent.run_conversation(text, history)
+                ),
             )
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)

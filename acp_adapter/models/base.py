@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 
 from acp_adapter.cancel import CancelToken
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.text import base64_size
 from acp_adapter.tooling.calls import ToolCall, ToolSpec
 
 
@@ -26,8 +27,7 @@ class ImagePart:
     @property
     def size(self) -> int:
         """The image's size in bytes (decoded)."""
-        body = self.data.rstrip("=")
-        return len(body) * 3 // 4
+        return base64_size(self.data)
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
-    #: images attached to a user message (not kept in the stored history: only this turn sees them)
+    #: images attached to a user message (the stored history keeps only the text's note of them)
     images: tuple[ImagePart, ...] = ()
 
 

@@ -70,6 +70,10 @@ class EmbeddedModel:
                 yield UsageReport(prompt_tokens, out, prompt_tokens + out, CONTEXT_WINDOW)
                 return
             text = compose_reply(last.content, cancel)
+            images = _IMAGE_NOTE.findall(last.content)
+            if images:
+                rest = _IMAGE_NOTE.sub("", last.content).strip()
+                text = acknowledge_images(images) + ("\n\n" + compose_reply(rest, cancel) if rest else "")
         else:
             text = answer_from_tools(messages)
         for chunk in _chunks(text):
@@ -332,6 +336,20 @@ def _plan_step(prompt: str, available: set[str]) -> list[ToolCall]:
 
 
 # ---------------------------------------------------------------- answers without tools
+
+#: What the prompt's text says of an attached image (``acp_adapter.text.prompt_to_text``).
+_IMAGE_NOTE = re.compile(r"\[image attachment: (?P<mime>[^,\]]{1,100}), (?P<size>[\d,]{1,20}) bytes\]")
+
+
+def acknowledge_images(found: Sequence[tuple[str, str]]) -> str:
+    """The embedded model's answer to attached images: what it received (it cannot see them)."""
+    listed = "; ".join(f"{mime} ({size} bytes)" for mime, size in found)
+    what = "an image" if len(found) == 1 else f"{len(found)} images"
+    return (
+        f"I received {what}: {listed}. I'm the offline embedded model, so I can't look at the "
+        "picture itself; with the OpenAI back-end the model sees it."
+    )
+
 
 _KNOWLEDGE: tuple[tuple[tuple[str, ...], str], ...] = (
     (
