@@ -90,8 +90,12 @@ async def test_edit_file_shows_a_diff_asks_first_and_changes_the_file(tmp_path):
     assert [loc.path for loc in card[0].locations] == [str(target)]
     (asked,) = client.permission_requests
     assert asked.tool_call_id == card[0].tool_call_id and asked.kind == "edit"
+    # the person sees what they allow: the diff is on the question (and on the card meanwhile)
+    (proposed,) = [c for c in asked.content or [] if isinstance(c, FileEditToolCallContent)]
+    assert (proposed.old_text, proposed.new_text) == ("alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n")
+    assert len(content_of(card, FileEditToolCallContent)) == 2
     assert final_status(card) == "completed"
-    (diff,) = content_of(card, FileEditToolCallContent)
+    diff = content_of(card, FileEditToolCallContent)[-1]
     assert diff.path == str(target)
     assert diff.old_text == "alpha\nbeta\ngamma\n" and diff.new_text == "alpha\nBETA\ngamma\n"
     assert "Replaced 1 occurrence in notes.txt (line 2)" in client.answer(session.session_id)
@@ -115,6 +119,7 @@ async def test_edit_refuses_absent_or_ambiguous_text_and_a_denied_edit_changes_n
     assert "appears 2 times in a.txt" in reasons[1]
     assert "outside the workspace" in reasons[2]
     assert "Permission denied by the user" in reasons[3]
+    assert len(client.permission_requests) == 1, "an edit that cannot apply is refused without asking"
     assert target.read_text() == "x x\n"
     assert not content_of(cards[0], FileEditToolCallContent)
 
@@ -127,7 +132,7 @@ async def test_write_file_creates_a_file_with_a_diff_from_nothing(tmp_path):
     assert (tmp_path / "docs" / "hello.md").read_text() == "# Hello\nthen more text\n"
     (card,) = tool_cards(client, session.session_id)
     assert card[0].kind == "edit" and final_status(card) == "completed"
-    (diff,) = content_of(card, FileEditToolCallContent)
+    diff = content_of(card, FileEditToolCallContent)[-1]
     assert diff.old_text is None and diff.new_text == "# Hello\nthen more text\n"
 
 
@@ -151,6 +156,7 @@ class EditorClient(RecordingClient):
     terminals: dict[str, _Terminal] = field(default_factory=dict)
     fail: bool = False
     terminal_started: asyncio.Event = field(default_factory=asyncio.Event)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
 
     def _maybe_fail(self, method: str) -> None:
         self.calls.append(method)
@@ -228,7 +234,10 @@ class EditorClient(RecordingClient):
         if terminal.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 terminal.process.kill()
-            await terminal.process.wait()
+        await terminal.process.wait()
+        if terminal.reader is not None:
+            await terminal.reader
+        self.released.set()
 
 
 EDITOR = ClientCapabilities(
@@ -249,9 +258,10 @@ async def test_an_editor_that_offers_fs_is_read_and_applies_the_edit(tmp_path):
     assert "unsaved buffer" in client.answer(session.session_id)
     assert client.writes == [(str(target), "print('edited')\n")]
     assert target.read_text() == "print('on disk')\n", "the editor applies the edit, not the agent"
-    (diff,) = content_of(edit_card, FileEditToolCallContent)
+    diff = content_of(edit_card, FileEditToolCallContent)[-1]
     assert diff.old_text == "print('unsaved buffer')\n" and diff.new_text == "print('edited')\n"
-    assert client.calls[:3] == ["fs/read_text_file", "fs/read_text_file", "fs/write_text_file"]
+    # the read, the edit's preview (before the permission question), the edit, the write
+    assert client.calls == ["fs/read_text_file"] * 3 + ["fs/write_text_file"]
 
 
 async def test_an_editor_that_offers_terminals_runs_the_command_on_the_card(tmp_path):
@@ -283,8 +293,9 @@ async def test_cancel_kills_the_editors_terminal(tmp_path):
         await asyncio.wait_for(client.terminal_started.wait(), 10)
         await conn.cancel(session_id=session.session_id)
         response = await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(client.released.wait(), 5)
     assert response.stop_reason == "cancelled"
-    assert "terminal/kill" in client.calls and client.calls[-1] == "terminal/release"
+    assert "terminal/kill" in client.calls and "terminal/release" in client.calls
     assert client.terminals == {}
     (card,) = tool_cards(client, session.session_id)
     assert final_status(card) == "failed"

@@ -155,7 +155,7 @@ def test_edit_tools_through_the_toolbox_ask_and_refuse_clearly(tmp_path: Path) -
     )
     (tmp_path / "bin").write_bytes(b"\x00\x01")
     assert "binary" in (run("edit_file", {"path": "bin", "old_text": "x", "new_text": "y"}).error or "")
-    assert asked == ["edit_file"] * 5
+    assert asked == ["edit_file"], "only the edit that can apply asks"
     denied = box.execute(
         ToolCall("d", "write_file", {"path": "new.txt", "content": "x"}), cancel=CancelToken()
     )

@@ -81,6 +81,7 @@ class AcpToolObserver:
         self._card_ids: dict[str, str] = {}
         self._questions = 0  # permission questions asked this turn (bounded: MAX_QUESTIONS_PER_TURN)
         self._kinds: dict[str, str] = {}
+        self._previews: dict[str, list[Any]] = {}
         #: the client's files and terminals for the tools, when ``initialize`` offered any
         self.host: EditorHost | None = None
         if client_capabilities is not None:
@@ -146,6 +147,15 @@ class AcpToolObserver:
                 shown=shown,
             )
 
+    def tool_preview(self, call: ToolCall, shown: tuple[Shown, ...]) -> None:
+        """What the call is about to change (an edit's diff): on the card now, and in the
+        permission question that follows, so the person sees what they allow."""
+        card_id = self._card(call)
+        content = list(card_content(shown))
+        if content:
+            self._previews[card_id] = content
+            self._stream.tool_update(card_id, update_tool_call(card_id, content=content))
+
     def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision:
         """Ask the client (blocking this worker thread, never the loop); cancel means no.
 
@@ -170,6 +180,7 @@ class AcpToolObserver:
             title=redact_text(title),
             kind=self._kinds.get(card_id, "execute"),  # type: ignore[arg-type]
             status="pending",
+            content=self._previews.pop(card_id, None),
             raw_input=redact_value(dict(call.arguments)),
         )
 

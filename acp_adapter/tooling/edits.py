@@ -53,7 +53,8 @@ def _lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
-def edit_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+def _planned_edit(args: Mapping[str, Any], ctx: ToolContext) -> tuple[Path, str, str, int]:
+    """``(path, current text, edited text, line)`` of an edit, or a ToolError saying why not."""
     path = resolve_in_workspace(ctx.cwd, args["path"])
     shown = display(ctx.cwd, path)
     old, new = args["old_text"], args["new_text"]
@@ -72,10 +73,27 @@ def edit_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
             f"the text to replace appears {count} times in {shown}; include more of the surrounding "
             "text so it matches exactly once"
         )
-    ctx.cancel.raise_if_cancelled()
-    updated = current.replace(old, new, 1)
-    _write(ctx, path, updated)
     line = current[: current.index(old)].count("\n") + 1
+    return path, current, current.replace(old, new, 1), line
+
+
+def preview_edit(args: Mapping[str, Any], ctx: ToolContext) -> tuple[FileDiff, ...]:
+    """The diff an ``edit_file`` call would make, shown while permission is asked."""
+    path, current, updated, _ = _planned_edit(args, ctx)
+    return (FileDiff(str(path), updated, current),)
+
+
+def preview_write(args: Mapping[str, Any], ctx: ToolContext) -> tuple[FileDiff, ...]:
+    """The diff a ``write_file`` call would make (from nothing, for a new file)."""
+    path = resolve_in_workspace(ctx.cwd, args["path"])
+    return (FileDiff(str(path), args["content"], _read_current(ctx, path)),)
+
+
+def edit_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
+    path, current, updated, line = _planned_edit(args, ctx)  # again: the file may have changed
+    shown = display(ctx.cwd, path)
+    ctx.cancel.raise_if_cancelled()
+    _write(ctx, path, updated)
     summary = f"edited {shown} at line {line}"
     return ToolReturn(
         f"Replaced 1 occurrence in {shown} (line {line}); the file now has {_lines(updated)} lines.",
@@ -121,6 +139,7 @@ EDIT_TOOLS: tuple[Tool, ...] = (
         ),
         edit_file,
         dangerous=True,
+        preview=preview_edit,
     ),
     Tool(
         "write_file",
@@ -134,5 +153,6 @@ EDIT_TOOLS: tuple[Tool, ...] = (
         ),
         write_file,
         dangerous=True,
+        preview=preview_write,
     ),
 )

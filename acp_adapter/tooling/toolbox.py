@@ -138,6 +138,9 @@ class ToolContext:
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], ToolReturn]
+#: What a call is about to change, shown before the permission question (an edit's diff); a
+#: ToolError here fails the call without asking (an edit whose text is absent).
+ToolPreview = Callable[[Mapping[str, Any], ToolContext], tuple[Shown, ...]]
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,7 @@ class Tool:
     function: ToolFunction
     dangerous: bool = False
     extension: Mapping[str, Any] = field(default_factory=dict)
+    preview: ToolPreview | None = None
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
@@ -240,6 +244,10 @@ class Toolbox:
                 raise ToolError(f"unknown tool '{call.name}'")
             args = check_arguments(tool, call.arguments)
             if tool.dangerous:
+                if tool.preview is not None:
+                    shown = tool.preview(args, ctx)
+                    if shown and observer is not None and hasattr(observer, "tool_preview"):
+                        _notify(observer, "tool_preview", call, shown)
                 _check_permission(call, tool, observer, permission)
             cancel.raise_if_cancelled()
             result = tool.function(args, ctx)
