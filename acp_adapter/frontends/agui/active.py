@@ -51,6 +51,8 @@ class ActiveRun:
         self._gone = False
         self._seen_update = False
         self._code: str | None = None
+        #: the prompt response's token counts (RUN_FINISHED.usage)
+        self._tokens: Any = None
         self._done = asyncio.Event()
 
     # ------------------------------------------------------------------ what the registry asks
@@ -162,6 +164,7 @@ class ActiveRun:
             if emitter.over_limit:  # a reader that is behind holds the update stream, not memory
                 await emitter.writable()
         stop = str(turn.response.stop_reason) if turn.response is not None else "end_turn"
+        self._tokens = turn.response.usage if turn.response is not None else None
         return RunOutcome("cancelled" if stop == "cancelled" else "success", stop_reason=stop)
 
     def _close(self, outcome: RunOutcome, slot: ThreadSlot) -> None:
@@ -169,7 +172,9 @@ class ActiveRun:
         if outcome.status == "error":
             emitter.fail(outcome.error or "run failed", code=self._code)
         else:
-            emitter.finish(cancelled=outcome.status == "cancelled", stop_reason=outcome.stop_reason)
+            emitter.finish(
+                cancelled=outcome.status == "cancelled", stop_reason=outcome.stop_reason, tokens=self._tokens
+            )
         self._threads.release(slot, self)
         self._done.set()
         log.info(
