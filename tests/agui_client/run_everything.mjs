@@ -3,7 +3,7 @@
 //
 //   node run_everything.mjs URL THREAD_ID PROMPT [RESUME_PAYLOAD_JSON]
 //
-// Runs PROMPT with forwardedProps {emitToolProgress: true}. While a run finishes with an interrupt
+// Runs PROMPT with forwardedProps {emitToolProgress: true, permissionInterrupts: true}. While a run finishes with an interrupt
 // outcome, the next run resumes every interrupt with RESUME_PAYLOAD_JSON (status "resolved"), or
 // cancels them when none is given. Prints one JSON object: per run its event types, outcome, result
 // and usage; then the client's shared state, its tool results and the assistant text. Exits 1 with
@@ -27,7 +27,7 @@ try {
   for (let i = 0; i < 5; i++) {
     const seen = { types: [], outcome: null, result: null, usage: null, interrupts: [] };
     await agent.runAgent(
-      { forwardedProps: { emitToolProgress: true }, ...(resume ? { resume } : {}) },
+      { forwardedProps: { emitToolProgress: true, permissionInterrupts: true }, ...(resume ? { resume } : {}) },
       {
         onEvent({ event }) {
           seen.types.push(event.type);

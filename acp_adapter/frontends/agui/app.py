@@ -27,8 +27,11 @@ Progress summaries (``summary=``, see :mod:`.summaries`): each run that has them
 place, all before the run's terminal event.
 
 Permission requests from the agent are answered by ``permission_policy``: by default
-:func:`~acp_adapter.client.driver.deny_all` (an AG-UI client has no channel to ask its person here), so
-dangerous tools are denied and the agent says so on the card; ``allow_all`` (``--yes``) allows.
+:func:`~acp_adapter.client.driver.deny_all`, so dangerous tools are denied and the agent says so on
+the card; ``allow_all`` (``--yes``) allows. A run that asks for it
+(``forwardedProps.permissionInterrupts``, or ``permission_interrupts=True`` for every run) gets the
+question instead, as an AG-UI interrupt, and its client answers with a resume (:mod:`.interrupts`);
+``permission_policy`` answers when nobody does within ``permission_timeout`` seconds.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from acp_adapter.config import Settings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.admission import Admission, bearer_ok, install_admission
+from acp_adapter.frontends.agui.interrupts import DEFAULT_PERMISSION_TIMEOUT, ResumeError
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
 from acp_adapter.frontends.agui.observers import RunObserverFactory
 from acp_adapter.frontends.agui.options import global_tool_progress
@@ -156,6 +160,8 @@ def create_app(
     thread_retention_days: float = 30.0,
     mcp_servers: Sequence[McpServerSpec] = (),
     thread_scope: str = "",
+    permission_interrupts: bool = False,
+    permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
@@ -213,6 +219,8 @@ def create_app(
             thread_store, retention_days=thread_retention_days, scope=thread_scope
         ),
         mcp_servers=mcp_servers,
+        permission_interrupts=permission_interrupts,
+        permission_timeout=permission_timeout,
     )
 
     @contextlib.asynccontextmanager
@@ -251,7 +259,11 @@ def create_app(
         try:
             body = await _read_body(request, limits)
             run_request = parse_run_request(
-                body, service.tool_progress, service.progress_summary, max_id_length=limits.max_id_length
+                body,
+                service.tool_progress,
+                service.progress_summary,
+                max_id_length=limits.max_id_length,
+                global_interrupts=service.permission_interrupts,
             )
         except BadRunInput as exc:
             return _refusal(exc.status, str(exc))
@@ -262,6 +274,8 @@ def create_app(
             active = await service.open_run(run_request)
         except ThreadBusy as exc:
             return JSONResponse({"detail": str(exc)}, status_code=409)
+        except ResumeError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=exc.status)
         except TooManyRuns:
             return _busy()
         return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))

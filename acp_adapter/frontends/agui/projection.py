@@ -56,6 +56,7 @@ from ag_ui.core import (
     PROTOCOL_VERSION,
     ActivitySnapshotEvent,
     BaseEvent,
+    Interrupt,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -64,6 +65,7 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
+    RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateDeltaEvent,
@@ -229,6 +231,25 @@ class RunProjection:
             )
         )
         return events
+
+    def interrupt(self, interrupts: list[Interrupt]) -> list[BaseEvent]:
+        """Close what is open, then ``RUN_FINISHED`` with the ``interrupt`` outcome: the run pauses
+        on a question (:mod:`.interrupts`); :meth:`reopen` continues the same turn in the next run."""
+        if self.closed:
+            return []
+        events = self.start() + self._close_open()
+        self.closed = True
+        outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+        events.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome))
+        return events
+
+    def reopen(self, run_id: str) -> None:
+        """Continue as run ``run_id`` (a resume): its ``RUN_STARTED`` comes next; the tool calls,
+        the plan and the usage of the paused turn carry over."""
+        self.run_id = run_id
+        self._started = False
+        self.closed = False
+        self._last_text_id = None
 
     def error(self, message: str, *, code: str | None = None) -> list[BaseEvent]:
         """Close what is open, then ``RUN_ERROR`` with a short redacted message."""
