@@ -14,6 +14,9 @@ by the first run and never stopped explicitly.
   ``200`` and ``text/event-stream``: every event is an ag-ui-protocol model encoded by
   :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn; one gone
   before its body arrived is one INFO line.
+* ``GET /`` — the web page (:mod:`.page`: plain HTML/CSS/JS from the package, a strict CSP).
+* ``GET /threads`` — ``{"threads": [{"threadId", "title", "usedAt", "running", "paused"}]}``:
+  this endpoint's stored threads, most recently used first (the page's thread list).
 * ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``; only
   ``{"status": "ok"}`` to a caller without the token, when there is one.
 
@@ -58,6 +61,7 @@ from acp_adapter.frontends.agui.interrupts import DEFAULT_PERMISSION_TIMEOUT, Re
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
 from acp_adapter.frontends.agui.observers import RunObserverFactory
 from acp_adapter.frontends.agui.options import global_tool_progress
+from acp_adapter.frontends.agui.page import install_page
 from acp_adapter.frontends.agui.policy import RedactPolicy, load_policy
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
 from acp_adapter.frontends.agui.service import CANCEL_GRACE, AguiService, TooManyRuns
@@ -243,6 +247,12 @@ def create_app(
     app.state.admission = admission
     app.state.limits = limits
     install_admission(app, admission)
+
+    install_page(app)
+
+    @app.get("/threads")
+    async def threads() -> dict[str, Any]:
+        return {"threads": await service.thread_list()}
 
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:

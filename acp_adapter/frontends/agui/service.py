@@ -222,6 +222,7 @@ class AguiService:
 
     async def _open_run(self, request: RunRequest) -> ActiveRun:
         run_input = request.input
+        self.thread_sessions.note_title(run_input.thread_id, request.prompt)
         projection = RunProjection(
             run_input.thread_id,
             run_input.run_id,
@@ -258,6 +259,17 @@ class AguiService:
             "on" if context.progress_summary else "off",
         )
         return active
+
+    async def thread_list(self) -> list[dict[str, Any]]:
+        """This endpoint's threads (the stored ones, most recent first), each with whether a run
+        holds it now (``running``) or waits on a question (``paused``)."""
+        rows = await self.thread_sessions.listing()
+        for row in rows:
+            slot = self.threads.get(row["threadId"])
+            active = slot.active if slot is not None else None
+            row["running"] = active is not None
+            row["paused"] = isinstance(active, ActiveRun) and active.paused is not None
+        return rows
 
     def health(self) -> dict[str, Any]:
         return {
