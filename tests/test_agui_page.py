@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import sync_playwright
 
 from .agents.agui_everything_agent import LONG_COMMAND
 from .agui_process import AguiProcess
@@ -47,7 +48,7 @@ TOKEN = "page-test-token-0123456789abcdef"
 def browser() -> Iterator[Any]:
     if not CHROMIUM.is_file():
         pytest.fail("Debian's chromium is required for the page tests: apt-get install chromium")
-    with playwright_api.sync_playwright() as driver:
+    with sync_playwright() as driver:
         launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
         try:
             yield launched
