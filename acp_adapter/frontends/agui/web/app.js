@@ -48,6 +48,7 @@
   let threadId = sessionStorage.getItem(THREAD_KEY) || newId();
   sessionStorage.setItem(THREAD_KEY, threadId);
   let controller = null; // the AbortController of the run being read
+  let reading = Promise.resolve(); // settles when the run being read has ended
   let pending = []; // interrupts the thread waits on
   let state = {}; // the agent's shared state ({plan: [...]})
   let view = freshView();
@@ -164,11 +165,16 @@
 
   function setBusy(busy) {
     ui.busy.hidden = !busy;
-    ui.send.disabled = busy;
+    ui.send.disabled = busy || pending.length > 0; // a question waits: answer it (or Stop) first
     ui.stop.disabled = !busy && !pending.length;
   }
 
-  async function run(extra) {
+  function run(extra) {
+    reading = reading.then(() => runNow(extra));
+    return reading;
+  }
+
+  async function runNow(extra) {
     const body = {
       threadId,
       runId: newId(),
@@ -446,14 +452,14 @@
     }
     card.append(options);
     append(card);
-    ui.stop.disabled = false;
+    setBusy(false);
     const first = options.querySelector("button");
     if (first) first.focus();
   }
 
   function answer(option, card) {
     const questions = pending;
-    if (!questions.length || controller) return;
+    if (!questions.length) return;
     pending = [];
     for (const node of ui.log.querySelectorAll(".question button")) node.disabled = true;
     if (card) card.append(el("p", "muted", `You chose: ${option.name}`));
