@@ -222,3 +222,17 @@ def test_the_token_is_asked_once_and_kept_in_the_tab(browser: Any, tmp_path: Pat
         context.close()
     finally:
         process.stop()
+
+
+def test_markup_from_the_agent_is_shown_as_text_never_run(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.click("#new-thread")
+    hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    send(page, hostile)
+    idle(page)
+    assert page.locator(".msg.assistant").last.text_content() == f"echo: {hostile}"
+    page.reload()  # the title (the first prompt) in the thread list is text too
+    page.wait_for_selector("#thread-list button[aria-current='true']")
+    assert page.locator("#thread-list button[aria-current='true']").text_content() == hostile
+    assert page.evaluate("document.querySelectorAll('main img, main script, nav img').length") == 0
+    assert page.evaluate("window.pwned === undefined")

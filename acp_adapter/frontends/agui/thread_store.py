@@ -34,6 +34,8 @@ NAMESPACE: Final = "agui:threads"
 DAY: Final = 86_400.0
 #: Characters of a thread's title (its first prompt's first line) kept at most.
 TITLE_CHARS: Final = 80
+#: Titles kept in memory at most (a thread's title is also stored with its session).
+MAX_TITLES: Final = 10_000
 #: Threads a listing returns at most (the most recently used).
 MAX_LISTED: Final = 200
 
@@ -83,6 +85,8 @@ class ThreadSessions:
         """Name a thread after its first prompt (a known thread keeps the title it has)."""
         if thread_id not in self._titles and prompt.strip():
             self._titles[thread_id] = title_of(prompt)
+            while len(self._titles) > MAX_TITLES:  # the oldest first: they are in the store already
+                del self._titles[next(iter(self._titles))]
 
     @property
     def writer(self) -> BackgroundWriter:
