@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .agents.agui_everything_agent import LONG_COMMAND
+from .agents.agui_everything_agent import LONG_COMMAND, TITLE
 from .agui_process import AguiProcess, of_type, sse_events, text_of
 from .conftest import ROOT
 from .npm_client import CLIENT_DIR, node_with_packages
@@ -81,6 +81,8 @@ def test_the_real_client_applies_plan_state_diff_usage_and_reasoning(node: str, 
     }
     assert run["usage"] == [{"inputTokens": 900, "outputTokens": 120, "totalTokens": 1020}]
     assert report["text"] == "All done: 5 items counted and the typo fixed."
+    threads = {t["threadId"]: t for t in httpx.get(server.url + "/threads").json()["threads"]}
+    assert threads["everything-1"]["title"] == TITLE  # the agent's session title names the thread
 
 
 def test_progress_reaches_the_total_before_the_result(server: AguiProcess) -> None:

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from acp.schema import SessionInfoUpdate
 from ag_ui.core import RunAgentInput
 
 from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, Turn
@@ -229,6 +230,8 @@ class ActiveRun:
         async for update in turn:
             self._seen_update = True
             self.observers.observe(update)
+            if isinstance(update, SessionInfoUpdate) and update.title:
+                self._retitle(update.title)
             if self.paused is not None:  # the next run (the resume) gets it
                 if len(self._held) < MAX_HELD_UPDATES:
                     self._held.append(update)
@@ -240,6 +243,11 @@ class ActiveRun:
         stop = str(turn.response.stop_reason) if turn.response is not None else "end_turn"
         self._tokens = turn.response.usage if turn.response is not None else None
         return RunOutcome("cancelled" if stop == "cancelled" else "success", stop_reason=stop)
+
+    def _retitle(self, title: str) -> None:
+        """The agent titled the session: the thread list shows that title from now on."""
+        if self._slot is not None and self.context.session_id is not None:
+            self._host.threads.retitle(self._slot.thread_id, self.context.session_id, self._host.cwd, title)
 
     def _close(self, outcome: RunOutcome, slot: ThreadSlot) -> None:
         if self._broker is not None:

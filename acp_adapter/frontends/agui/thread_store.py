@@ -88,6 +88,12 @@ class ThreadSessions:
             while len(self._titles) > MAX_TITLES:  # the oldest first: they are in the store already
                 del self._titles[next(iter(self._titles))]
 
+    def retitle(self, thread_id: str, session_id: str, cwd: str, title: str) -> None:
+        """The agent named the session (``session_info_update``): that is the thread's title now."""
+        if title.strip() and self._titles.get(thread_id) != title_of(title):
+            self._titles[thread_id] = title_of(title)
+            self.remember(thread_id, session_id, cwd)
+
     @property
     def writer(self) -> BackgroundWriter:
         if self._writer is None:
