@@ -236,3 +236,17 @@ def test_markup_from_the_agent_is_shown_as_text_never_run(page: Any, server: Agu
     assert page.locator("#thread-list button[aria-current='true']").text_content() == hostile
     assert page.evaluate("document.querySelectorAll('main img, main script, nav img').length") == 0
     assert page.evaluate("window.pwned === undefined")
+
+
+def test_a_question_open_at_a_reload_is_asked_again(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.click("#new-thread")
+    send(page, "permission")
+    page.wait_for_selector(".question")
+    page.reload()
+    page.wait_for_selector(".question")
+    assert page.locator(".question pre.command").text_content() == LONG_COMMAND
+    assert page.locator("#send").is_disabled()  # the question comes first
+    page.click(".question button:has-text('Deny')")
+    idle(page)
+    assert page.locator(".msg.assistant").last.text_content() == "permission=reject"

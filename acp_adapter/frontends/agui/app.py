@@ -15,8 +15,9 @@ by the first run and never stopped explicitly.
   :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn; one gone
   before its body arrived is one INFO line.
 * ``GET /`` — the web page (:mod:`.page`: plain HTML/CSS/JS from the package, a strict CSP).
-* ``GET /threads`` — ``{"threads": [{"threadId", "title", "usedAt", "running", "paused"}]}``:
-  this endpoint's stored threads, most recently used first (the page's thread list).
+* ``GET /threads`` — ``{"threads": [{"threadId", "title", "usedAt", "running", "paused",
+  "interrupt"?}]}``: this endpoint's stored threads, most recently used first (the page's thread
+  list); a thread paused on a permission question carries its interrupt (a reloaded page asks again).
 * ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``; only
   ``{"status": "ok"}`` to a caller without the token, when there is one.
 

@@ -262,13 +262,18 @@ class AguiService:
 
     async def thread_list(self) -> list[dict[str, Any]]:
         """This endpoint's threads (the stored ones, most recent first), each with whether a run
-        holds it now (``running``) or waits on a question (``paused``)."""
+        holds it now (``running``) or waits on a question (``paused``, with the ``interrupt``)."""
         rows = await self.thread_sessions.listing()
         for row in rows:
             slot = self.threads.get(row["threadId"])
             active = slot.active if slot is not None else None
             row["running"] = active is not None
-            row["paused"] = isinstance(active, ActiveRun) and active.paused is not None
+            paused = active.paused if isinstance(active, ActiveRun) else None
+            row["paused"] = paused is not None
+            if paused is not None:  # a page reloaded while asked can ask again
+                row["interrupt"] = paused.interrupt().model_dump(
+                    mode="json", by_alias=True, exclude_none=True
+                )
         return rows
 
     def health(self) -> dict[str, Any]:

@@ -99,6 +99,11 @@
       return;
     }
     ui.connection.textContent = `Connected · ${threads.length} conversation${threads.length === 1 ? "" : "s"}`;
+    const current = threads.find((thread) => thread.threadId === threadId);
+    if (current && current.interrupt && !pending.length && !controller) {
+      pending = [current.interrupt]; // reloaded while the agent waits on a question: ask again
+      question(current.interrupt);
+    }
     ui.threadList.replaceChildren(
       ...threads.map((thread) => {
         const item = el("li");
