@@ -192,7 +192,11 @@ def create_app(
     process. The caller keeps ownership of the store (the app does not close it).
     ``thread_scope`` names this endpoint's thread map in the store
     (:func:`~.thread_store.endpoint_scope`: another endpoint on the same store never sees its
-    threads). ``mcp_servers`` are sent in every thread's ``session/new`` (``--mcp-config``, the settings
+    threads). ``permission_interrupts`` makes every run ask its client about permission requests
+    (an AG-UI interrupt; a run sets ``forwardedProps.permissionInterrupts`` for itself), and
+    ``permission_timeout`` bounds how long a paused run waits for its resume before
+    ``permission_policy`` answers (:mod:`.interrupts`). ``mcp_servers`` are sent in every
+    thread's ``session/new`` (``--mcp-config``, the settings
     file's ``[mcp_servers]``), so the agent behind the endpoint offers their tools.
     """
     admission = admission or Admission()
