@@ -251,9 +251,9 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
             if start >= netrc_from:
                 netrc_from = _netrc(text, low, start, spans)
         elif end - start == 5:  # ``pass:``
-            if start >= openssl_from and (m := _OPENSSL_PASS.match(low, start)) is not None:
-                _keep(text, m, spans)
-                openssl_from = m.end()
+            if start >= openssl_from and (found := _OPENSSL_PASS.match(low, start)) is not None:
+                _keep(text, found, spans)
+                openssl_from = found.end()
         elif low.startswith("ht", start - 2) and _HTPASSWD.match(low, start - 2) is not None:
             _htpasswd(text, end, _line_window(low, end), spans)
     if ":" in low:
