@@ -6,6 +6,10 @@ must not tear the ACP turn down half-way (that would leave the agent's cards ope
 sends ``session/cancel``; the drive task keeps consuming the turn until the agent answered the
 prompt, so its cards close and the thread is free for the next run.
 
+A run whose client answers permission questions can *pause* (:mod:`.interrupts`): its stream ends
+with the interrupt, its turn goes on waiting, the updates that still arrive are held, and a resume
+swaps in the next run's emitter over the same projection, so the rest of the turn is that run's.
+
 Ending is single-shot: whatever happens (success, cancel, agent error, crash, shutdown) the
 observers' ``on_end`` runs, then exactly one terminal event is written (ignored if the client
 left), the thread is released and waiters are woken.
