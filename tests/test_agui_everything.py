@@ -113,6 +113,7 @@ def test_a_cancelled_resume_gets_the_static_answer(node: str, server: AguiProces
     report = run_client(node, server.url, "perm-2", "permission")
     assert [r["outcome"]["type"] for r in report["runs"]] == ["interrupt", "success"]
     assert report["text"].endswith("permission=reject")
+    assert report["runs"][1]["resultStatuses"] == ["failed"]  # the denied tool's result says so
 
 
 def test_a_client_that_does_not_ask_gets_the_static_answer_in_the_same_run(server: AguiProcess) -> None:

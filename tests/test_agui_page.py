@@ -250,3 +250,4 @@ def test_a_question_open_at_a_reload_is_asked_again(page: Any, server: AguiProce
     page.click(".question button:has-text('Deny')")
     idle(page)
     assert page.locator(".msg.assistant").last.text_content() == "permission=reject"
+    assert page.locator(".card.failed .state").last.text_content() == "failed"  # denied: not "done"

@@ -25,12 +25,13 @@ try {
   agent.addMessage({ id: randomUUID(), role: "user", content: prompt });
   let resume;
   for (let i = 0; i < 5; i++) {
-    const seen = { types: [], outcome: null, result: null, usage: null, interrupts: [] };
+    const seen = { types: [], outcome: null, result: null, usage: null, interrupts: [], resultStatuses: [] };
     await agent.runAgent(
       { forwardedProps: { emitToolProgress: true, permissionInterrupts: true }, ...(resume ? { resume } : {}) },
       {
         onEvent({ event }) {
           seen.types.push(event.type);
+          if (event.type === "TOOL_CALL_RESULT") seen.resultStatuses.push(event.metadata?.acpProgress?.status);
         },
         onRunFinishedEvent({ event }) {
           seen.outcome = event.outcome ?? null;

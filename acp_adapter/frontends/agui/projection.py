@@ -16,7 +16,7 @@ The mapping (issue 9, seed 001):
   they and all their updates are dropped, so spinner text never reaches the client.
 * a real tool card → ``TOOL_CALL_START``, ``TOOL_CALL_ARGS`` (its redacted raw input as JSON),
   ``TOOL_CALL_END`` at once; its terminal update → ``TOOL_CALL_RESULT`` through the redaction
-  policy (kind ``tool_result``).
+  policy (kind ``tool_result``), with ``metadata.acpProgress.status`` (``completed``/``failed``).
 * ``_meta.acpProgress.progress`` on a live tool's update → one ``ACTIVITY_SNAPSHOT`` per tool call
   per run (``"{runId}:progress:{toolCallId}"``, ``TOOL_PROGRESS``, ``replace: true``) when progress
   is enabled, through the policy (kind ``tool_progress``). Only reported fields; an empty update,
@@ -441,5 +441,6 @@ class RunProjection:
                 tool_call_id=redact_text(call_id),
                 content=content,
                 role="tool",
+                metadata={"acpProgress": {"status": status}},
             )
         ]

@@ -348,10 +348,11 @@
       if (content) append(el("div", "msg note", content));
       return;
     }
+    const status = event.metadata && event.metadata.acpProgress && event.metadata.acpProgress.status;
     entry.bar.max = 1;
     entry.bar.value = 1;
-    entry.card.classList.add("done");
-    entry.status.textContent = "done · 100%";
+    entry.card.classList.add(status === "failed" ? "failed" : "done");
+    entry.status.textContent = status === "failed" ? "failed" : "done · 100%";
     entry.result.replaceChildren(isDiff(content) ? diffView(content) : resultText(content));
   }
 
