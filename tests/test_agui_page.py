@@ -150,6 +150,12 @@ def test_a_permission_question_is_answered_with_its_buttons(page: Any, server: A
     idle(page)
     assert page.locator(".msg.assistant").last.text_content() == "permission=allow"
     assert question.query_selector("button:not([disabled])") is None
+    assert page.locator(".card.tool .state").last.text_content() == "done · 100%"
+    send(page, "permission")
+    page.wait_for_selector(".question button:not([disabled]):has-text('Deny')").click()
+    idle(page)
+    assert page.locator(".msg.assistant").last.text_content() == "permission=reject"
+    assert page.locator(".card.tool .state").last.text_content() == "failed"  # denied: not "done"
     assert page.problems == []
 
 
@@ -250,4 +256,3 @@ def test_a_question_open_at_a_reload_is_asked_again(page: Any, server: AguiProce
     page.click(".question button:has-text('Deny')")
     idle(page)
     assert page.locator(".msg.assistant").last.text_content() == "permission=reject"
-    assert page.locator(".card.failed .state").last.text_content() == "failed"  # denied: not "done"

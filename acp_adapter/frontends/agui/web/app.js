@@ -191,7 +191,7 @@
       ...extra,
     };
     controller = new AbortController();
-    view = freshView();
+    if (!extra.resume) view = freshView(); // a resumed run goes on with the paused run's cards
     setBusy(true);
     try {
       const response = await api("/", {
