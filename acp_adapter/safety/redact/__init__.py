@@ -35,8 +35,9 @@ import re
 from typing import Any, Final
 
 from acp_adapter.safety.redact.cmdline import _PGPASS_PORT, redact_command_lines
-from acp_adapter.safety.redact.keyed import _NEEDLES, _OAUTH_KEYS, _ascii_lower, _redact_keyed, _replace_spans
+from acp_adapter.safety.redact.keyed import _NEEDLES, _redact_keyed
 from acp_adapter.safety.redact.keys import is_sensitive_key, is_sensitive_name
+from acp_adapter.safety.redact.oauth import _OAUTH_KEYS
 from acp_adapter.safety.redact.passes import (
     _SHAPE_LITERALS,
     _SHAPE_PATTERNS,
@@ -49,6 +50,7 @@ from acp_adapter.safety.redact.passes import (
     private_key_end,
 )
 from acp_adapter.safety.redact.placeholder import REDACTED
+from acp_adapter.safety.redact.textops import _ascii_lower, _replace_spans
 
 __all__ = [
     "REDACTED",
