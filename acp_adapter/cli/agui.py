@@ -406,4 +406,4 @@ def _open_thread_store(settings: Any) -> Any:
 
     directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
     # retention_days=0: the agent prunes its sessions; the endpoint prunes only its threads
-    return open_store(directory, enabled=settings.state, retention_days=0)
+    return open_store(directory, enabled=settings.state, retention_days=0, url=settings.store.url)

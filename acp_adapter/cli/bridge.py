@@ -202,13 +202,15 @@ def _forget_state(name: str, settings: Settings) -> None:
 def open_state(name: str, settings: Any) -> BridgeState | None:
     """The instance's durable state (chat sessions, offset, inbox, outbox) in the session store;
     None when state is off (``ACP_PROGRESS_STATE=off``: nothing survives a restart)."""
-    from acp_adapter.store import SqliteStore, open_store
+    from acp_adapter.store import MemoryStore, open_store
 
     if not settings.state:
         return None
     where = Path(settings.state_dir) if settings.state_dir else None
-    store = open_store(where, enabled=True, retention_days=settings.session_retention_days)
-    if not isinstance(store, SqliteStore):
+    store = open_store(
+        where, enabled=True, retention_days=settings.session_retention_days, url=settings.store.url
+    )
+    if isinstance(store, MemoryStore):
         store.close()
         return None
     return BridgeState(store, name)
