@@ -283,6 +283,10 @@ def _run(
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)
         return 2
+    if settings.state and settings.store.url:  # replicas on one PostgreSQL store: one run per thread
+        from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
+
+        app.state.agui.thread_locks = ReplicaThreadLocks(settings.store.url, thread_store, args.thread_scope)
     if not _is_loopback(args.host):
         log.warning(
             "serving on %s: anyone who reaches it and holds the token drives the agent; "

@@ -28,7 +28,12 @@ log = logging.getLogger("acp_progress.store.locks")
 
 #: TCP keepalive of the lock connection (seconds idle, between probes, probes): a holder whose
 #: machine vanished (no FIN, no RST) loses its locks within about 5 + 2 * 3 = 11 s
-KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 3}
+KEEPALIVE: dict[str, Any] = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+}
 
 
 def lock_key(name: str) -> int:
