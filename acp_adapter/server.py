@@ -191,7 +191,9 @@ class ProgressAgent:
         #: go through a thread of their own, never the event loop
         self.store: SessionStore = store if store is not None else _open_store(self.settings)
         self._writer = BackgroundWriter(self.store)
-        self.recorder = ConversationRecorder(self.store, self._writer)
+        self.recorder = ConversationRecorder(
+            self.store, self._writer, max_session_bytes=self.settings.max_session_bytes
+        )
         self.sessions.on_free = self._forget_freed
         self._conn: Any = None
         #: set by :func:`agent_connection` once ``session/delete`` reaches :meth:`delete_session`

@@ -1,5 +1,8 @@
 """Issue 18's redaction attack on real processes: ``run `cat creds.txt``` on every surface.
 
+Issue 26's password families (``*_PASS=``, ``login -p``, ``redis-cli -a``, ``htpasswd -b``, openssl
+``pass:``, netrc, ``.pgpass``, ``sudo -S`` feeds, Mailgun ``key-``) are in the same file.
+
 The workspace holds a ``creds.txt`` with each credential form issue 18 found leaking: the
 command-line forms (``curl -u``, ``mysql -p``, ``sshpass -p``, ``… | --password-stdin``,
 ``config set password``), an ``agh_claim_`` token and an AWS secret key in prose. The embedded
@@ -33,6 +36,16 @@ SECRETS = {
     "config set": "C0nfigSetPwQ7",
     "claim token": CLAIM,
     "aws secret in prose": AWS_SECRET,
+    # issue 26's password families
+    "env *_PASS": "EnvPa55wordQz",
+    "docker login -p": "D0ckLoginPw7x",
+    "redis-cli -a": "Red1sAuthPw4q",
+    "htpasswd -b": "HtPa55Bv9zWq",
+    "openssl pass:": "0sslPa55Kq2w",
+    "netrc": "N3trcPa55Wd8v",
+    ".pgpass": "PgPa55L1neX4",
+    "sudo -S": "Sud0StdinPw6k",
+    "mailgun key-": "key-" + "3a86f0c29d1e4b57a0c6d3e9f21b8c47",
 }
 CREDS = f"""\
 curl -u deploy:{SECRETS["curl -u"]} https://ci.example.com/api/json
@@ -42,6 +55,15 @@ echo {SECRETS["--password-stdin"]} | docker login --password-stdin -u bot ghcr.i
 redis-cli config set password {SECRETS["config set"]}
 agh task release T-42 --claim {CLAIM}
 the aws secret key is {AWS_SECRET} (rotate monthly)
+SMTP_PASS={SECRETS["env *_PASS"]}
+docker login -u bot -p {SECRETS["docker login -p"]} registry.example.com
+redis-cli -h cache.internal -a {SECRETS["redis-cli -a"]} ping
+htpasswd -b .htpasswd admin {SECRETS["htpasswd -b"]}
+openssl enc -aes-256-cbc -pass pass:{SECRETS["openssl pass:"]} -in a.txt
+machine api.example.com login bot password {SECRETS["netrc"]}
+db.internal:5432:app:deploy:{SECRETS[".pgpass"]}
+echo {SECRETS["sudo -S"]} | sudo -S systemctl restart app
+MAILGUN_API={SECRETS["mailgun key-"]}
 end-of-creds-marker
 """
 PROMPT = "run `cat creds.txt`"

@@ -123,6 +123,15 @@ class Settings(_Section):
         ge=0,
         le=36500,
     )
+    max_session_bytes: int = setting(
+        20 * 1024 * 1024,
+        env="ACP_PROGRESS_MAX_SESSION_BYTES",
+        metavar="BYTES",
+        help="most bytes one stored session (an AG-UI thread, an editor's conversation) keeps: beyond, "
+        "its oldest entries are dropped and a note says so",
+        ge=64 * 1024,
+        le=1 << 40,
+    )
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     summary: SummaryModeSetting = setting(
         "auto",

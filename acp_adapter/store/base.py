@@ -100,6 +100,23 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def drop_count(sizes: Sequence[int], max_bytes: int, note_bytes: int) -> int:
+    """How many of the oldest events (``sizes``, oldest first) to drop so that the rest and a note of
+    ``note_bytes`` fit ``max_bytes``; 0 while everything fits. The newest event is never kept at the
+    note's expense only: when even it does not fit, everything goes and the note stays alone."""
+    if sum(sizes) <= max_bytes:
+        return 0
+    budget = max_bytes - note_bytes
+    kept = 0
+    keep = 0
+    for size in reversed(sizes):
+        if kept + size > budget:
+            break
+        kept += size
+        keep += 1
+    return len(sizes) - keep
+
+
 def scrub(value: Any) -> Any:
     """``value`` with every string passed through the canonical redactor."""
     return redact_value(value)
@@ -128,6 +145,11 @@ class SessionStore(KeyValueStore, Protocol):
     def append_events(self, session_id: str, events: Sequence[JsonObject], updated_at: float) -> None: ...
 
     def replace_history(self, session_id: str, history: Sequence[JsonObject]) -> None: ...
+
+    def trim_events(self, session_id: str, max_bytes: int, note: JsonObject) -> tuple[int, int]:
+        """Keep the session's newest events within ``max_bytes`` (of their stored JSON): when over,
+        drop the oldest and put ``note`` first in their place. Returns (events dropped, bytes kept)."""
+        ...
 
     def load(self, session_id: str) -> StoredSession | None: ...
 

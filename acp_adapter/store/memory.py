@@ -18,6 +18,7 @@ from acp_adapter.store.base import (
     SessionRecord,
     StoredSession,
     StoreError,
+    drop_count,
     dumps,
     scrub,
 )
@@ -58,6 +59,16 @@ class MemoryStore:
             self._records[session_id] = SessionRecord(
                 record.session_id, record.cwd, record.title, record.created_at, updated_at
             )
+
+    def trim_events(self, session_id: str, max_bytes: int, note: JsonObject) -> tuple[int, int]:
+        with self._lock:
+            events = self._events.get(session_id, [])
+            sizes = [len(dumps(event).encode()) for event in events]
+            cut = drop_count(sizes, max_bytes, len(dumps(scrub(note)).encode()))
+            if cut:
+                events[:cut] = [json.loads(dumps(scrub(note)))]
+                sizes[:cut] = [len(dumps(events[0]).encode())]
+            return cut, sum(sizes)
 
     def replace_history(self, session_id: str, history: Sequence[JsonObject]) -> None:
         clean = json.loads(dumps(scrub(list(history))))

@@ -46,7 +46,7 @@ from acp.schema import (
 
 from acp_adapter.protocol.meta import phase_of
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.store.base import JsonObject, SessionRecord
+from acp_adapter.store.base import JsonObject, SessionRecord, dumps
 from acp_adapter.store.writer import BackgroundWriter
 from acp_adapter.text import ellipsize
 
@@ -66,6 +66,18 @@ STREAM_CUT_NOTE = "… (the rest was not kept)"
 MARKER_PROMPT_CAP = 4096
 #: What closes a turn its agent never finished (killed, crashed, the machine went down).
 INTERRUPTED_NOTE = "(interrupted — the agent stopped before this turn finished)"
+#: The most bytes of stored entries one session keeps unless told otherwise (``max_session_bytes``).
+DEFAULT_MAX_SESSION_BYTES = 20 * 1024 * 1024
+
+
+def trimmed_note(max_bytes: int) -> str:
+    """What takes the place of the entries a session over its storage cap no longer keeps."""
+    return (
+        f"(earlier parts of this conversation were not kept: a session keeps at most "
+        f"{max_bytes / (1024 * 1024):g} MB; ACP_PROGRESS_MAX_SESSION_BYTES sets that)"
+    )
+
+
 #: What ends a cancelled turn's stored entries: a replay shows the turn as its own (a client joins
 #: consecutive user message chunks, so a cancelled prompt would glue onto the next one) and says why.
 CANCELLED_NOTE = "(cancelled)"
@@ -149,10 +161,20 @@ class ConversationRecorder:
     break a turn: DESIGN contract 6).
     """
 
-    def __init__(self, store: Any, writer: BackgroundWriter, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Any,
+        writer: BackgroundWriter,
+        clock: Callable[[], float] = time.time,
+        max_session_bytes: int = DEFAULT_MAX_SESSION_BYTES,
+    ) -> None:
         self.store = store
         self.writer = writer
         self._clock = clock
+        self.max_session_bytes = max_session_bytes
+        #: bytes of stored entries per session, as far as this process knows (the writer's thread
+        #: alone reads and writes it): the store is asked again only when a turn may pass the cap
+        self._stored_bytes: dict[str, int] = {}
         self._turns: dict[str, _Turn] = {}
         self._titled: set[str] = set()
 
@@ -195,6 +217,7 @@ class ConversationRecorder:
 
         def write() -> None:
             self.store.append_events(session_id, prompt_entries, now)
+            self._count(session_id, prompt_entries)
             self.store.put(OPEN_TURNS, session_id, marker)
 
         self.writer.submit(write)
@@ -296,13 +319,43 @@ class ConversationRecorder:
 
         def write() -> None:
             self.store.append_events(session_id, entries, now)
+            self._keep_under_cap(session_id, entries)
             self.store.replace_history(session_id, snapshot)
             self.store.remove(OPEN_TURNS, session_id)
 
         self.writer.submit(write)
 
+    def _count(self, session_id: str, entries: Sequence[JsonObject]) -> int | None:
+        """Add ``entries`` (just written) to the session's known stored bytes; None when unknown."""
+        known = self._stored_bytes.get(session_id)
+        if known is not None:
+            known = self._stored_bytes[session_id] = known + sum(len(dumps(e).encode()) for e in entries)
+        return known
+
+    def _keep_under_cap(self, session_id: str, entries: Sequence[JsonObject]) -> None:
+        """One session's stored entries stay within :attr:`max_session_bytes` (issue 26: one AG-UI
+        thread fed 15 MB runs grew without bound): the oldest go first, a note takes their place,
+        the log says so. Runs on the writer's thread, after the turn's entries are written."""
+        known = self._count(session_id, entries)
+        if known is not None and known <= self.max_session_bytes:
+            return
+        note = AgentMessageChunk(
+            session_update="agent_message_chunk",
+            content=TextContentBlock(type="text", text=trimmed_note(self.max_session_bytes)),
+        )
+        dropped, kept = self.store.trim_events(session_id, self.max_session_bytes, _dump(note))
+        self._stored_bytes[session_id] = kept
+        if dropped:
+            log.warning(
+                "session %s: dropped its %d oldest stored entries (it keeps at most %d bytes)",
+                session_id,
+                dropped,
+                self.max_session_bytes,
+            )
+
     def forget(self, session_id: str) -> None:
         self._turns.pop(session_id, None)
+        self.writer.submit(lambda: self._stored_bytes.pop(session_id, None))
         self._titled.discard(session_id)
 
     def close_interrupted(self, session_id: str) -> bool:

@@ -67,6 +67,7 @@ from acp_adapter.store.base import (
     StoredSession,
     StoreError,
     StoreVersionError,
+    drop_count,
     dumps,
     scrub,
 )
@@ -455,6 +456,23 @@ class SqliteStore:
                 [(session_id, start + i, body) for i, body in enumerate(bodies)],
             )
             db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (updated_at, session_id))
+
+    def trim_events(self, session_id: str, max_bytes: int, note: JsonObject) -> tuple[int, int]:
+        note_body = dumps(scrub(note))
+        with self._tx() as db:
+            rows = db.execute(
+                "SELECT seq, LENGTH(CAST(body AS BLOB)) FROM events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            sizes = [size for _seq, size in rows]
+            cut = drop_count(sizes, max_bytes, len(note_body.encode()))
+            if not cut:
+                return 0, sum(sizes)
+            last_dropped = rows[cut - 1][0]
+            db.execute("DELETE FROM events WHERE session_id = ? AND seq <= ?", (session_id, last_dropped))
+            insert = "INSERT INTO events (session_id, seq, body) VALUES (?, ?, ?)"
+            db.execute(insert, (session_id, last_dropped, note_body))
+            return cut, sum(sizes[cut:]) + len(note_body.encode())
 
     def replace_history(self, session_id: str, history: Sequence[JsonObject]) -> None:
         body = dumps(scrub(list(history)))

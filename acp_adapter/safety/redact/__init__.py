@@ -34,9 +34,10 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from acp_adapter.safety.redact.cmdline import redact_command_lines
-from acp_adapter.safety.redact.keyed import _NEEDLES, _OAUTH_KEYS, _ascii_lower, _redact_keyed, _replace_spans
+from acp_adapter.safety.redact.cmdline import _PGPASS_PORT, redact_command_lines
+from acp_adapter.safety.redact.keyed import _NEEDLES, _redact_keyed
 from acp_adapter.safety.redact.keys import is_sensitive_key, is_sensitive_name
+from acp_adapter.safety.redact.oauth import _OAUTH_KEYS
 from acp_adapter.safety.redact.passes import (
     _SHAPE_LITERALS,
     _SHAPE_PATTERNS,
@@ -49,6 +50,7 @@ from acp_adapter.safety.redact.passes import (
     private_key_end,
 )
 from acp_adapter.safety.redact.placeholder import REDACTED
+from acp_adapter.safety.redact.textops import _ascii_lower, _replace_spans
 
 __all__ = [
     "REDACTED",
@@ -84,7 +86,9 @@ _SCREEN_LITERALS: Final = (
     *_SHAPE_LITERALS,
     *_NEEDLES,
 )
-_SCREEN_PATTERNS: Final = (*_SHAPE_PATTERNS, r":(?:[0-9]{1,5}|\*):")  # the port of a ``.pgpass`` line
+# a ``.pgpass`` line's port with the two fields after it: exactly what the family's own scan looks for, so
+# a log's ``12:34:56`` (a port-like field, but one field after it) is no trigger
+_SCREEN_PATTERNS: Final = (*_SHAPE_PATTERNS, _PGPASS_PORT.pattern)
 
 
 _ANY_TRIGGER: Final = re.compile("|".join((_trie_pattern(_SCREEN_LITERALS), *_SCREEN_PATTERNS)))

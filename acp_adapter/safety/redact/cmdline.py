@@ -97,12 +97,15 @@ _LOGIN_P: Final = re.compile(r"(?<![\w-])-(?P<flag>[pa])(?:[ \t]{1,8}|=)?(?P<pw>
 _OPENSSL_PASS: Final = re.compile(r"pass:(?<![\w.-]pass:)(?P<pw>" + _VALUE + ")")
 # ``htpasswd -b FILE USER PASS`` / ``htpasswd -nb USER PASS``: the password is a positional word.
 _HTPASSWD: Final = re.compile(r"htpasswd(?<![\w.-]htpasswd)\b")
+# where any of the three ``pass`` families may start: ``pass:``, (ht)``passwd``, ``password``
+_PASS_WORDS: Final = re.compile(r"pass(?:(?P<colon>:)|(?P<wd>wd)|word)")
 _WORD: Final = re.compile(r"\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512}")
 # netrc: ``machine HOST login USER password SECRET`` (``default``/``account`` too), or a line that is
 # only ``password SECRET`` (the one-token-per-line layout). Prose ("login with your password") has
 # more than one word between the keywords and stays.
 _NETRC: Final = re.compile(r"password(?<![\w.-]password)[ \t]{1,8}(?P<pw>" + _VALUE + ")")
 _NETRC_REACH: Final = 280  # a keyword, a blank, a word (<= 256), a blank
+_NETRC_NEAR: Final = 48  # the window tried first: two ordinary words and their blanks
 _NETRC_WORDS: Final = frozenset({"machine", "default", "login", "account"})
 _LINE_REST: Final = re.compile(r"[ \t]{0,16}(?:\n|\Z)")
 # ``.pgpass``: ``host:port:database:user:password`` -- found from its port (digits or ``*``), the host
@@ -237,20 +240,22 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
             for p in _LOGIN_P.finditer(text, m.end(), cursor):
                 if p.group("flag") == want:
                     _keep(text, p, spans)
-    if "pass:" in low:
-        for m in _OPENSSL_PASS.finditer(low):
-            _keep(text, m, spans)
-    if "htpasswd" in low:
-        for m in _HTPASSWD.finditer(low):
-            _htpasswd(text, m.end(), _line_window(low, m.end()), spans)
-    if "password" in low:
-        for m in _NETRC.finditer(low):
-            before = low[max(0, m.start() - _NETRC_REACH) : m.start()]
-            words = before.rsplit(None, 2)
-            if any(word in _NETRC_WORDS for word in words[-2:]):
-                _keep(text, m, spans)  # ``machine H password P`` / ``login U password P``
-            elif not before.rpartition("\n")[2].strip(" \t") and _LINE_REST.match(low, m.end()) is not None:
-                _keep(text, m, spans)  # a line that is only ``password P``
+    # openssl's ``pass:``, ``htpasswd`` and netrc's ``password`` share one scan for ``pass`` (a text
+    # full of prose "password" pays for one pass over it, not three)
+    # each family resumes after its own last match, as its own scan would (a hit inside a value it
+    # already took is not tried again: ``pass:pass:…`` stays linear)
+    netrc_from = openssl_from = 0
+    for hit in _PASS_WORDS.finditer(low):
+        start, end = hit.span()
+        if end - start == 8:  # ``password``
+            if start >= netrc_from:
+                netrc_from = _netrc(text, low, start, spans)
+        elif end - start == 5:  # ``pass:``
+            if start >= openssl_from and (found := _OPENSSL_PASS.match(low, start)) is not None:
+                _keep(text, found, spans)
+                openssl_from = found.end()
+        elif low.startswith("ht", start - 2) and _HTPASSWD.match(low, start - 2) is not None:
+            _htpasswd(text, end, _line_window(low, end), spans)
     if ":" in low:
         # a ``.pgpass`` line is a whole line, found from its port field followed by two more fields
         # (a log's ``12:34:56`` is not: nothing is tried at a newline without such a port after it)
@@ -289,6 +294,34 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
                     start, end = _unquoted(here, "val")
                     if not _is_reference(text[start:end]):
                         spans.append((start, end))
+
+
+def _netrc(text: str, low: str, start: int, spans: list[tuple[int, int]]) -> int:
+    """``machine H password P`` / ``login U password P``, or a line that is only ``password P``.
+
+    Prose ("see the password reset link") is most of the hits, so the words before ``password`` are
+    read from a short window first; the long one (a host word may be 256 characters) only when the
+    short one cuts a word it needs. Returns where the next ``password`` may be tried.
+    """
+    before = low[max(0, start - _NETRC_NEAR) : start]
+    if start > _NETRC_NEAR and len(before.rsplit(None, 2)) < 3:
+        before = low[max(0, start - _NETRC_REACH) : start]
+    words = before.rsplit(None, 2)
+    keyword = bool(words) and (words[-1] in _NETRC_WORDS or (len(words) > 1 and words[-2] in _NETRC_WORDS))
+    if not keyword:
+        tail = before.rpartition("\n")
+        if tail[2].strip(" \t"):
+            return start  # words before it on its line: prose
+        if not tail[1] and start > len(before):
+            tail = low[max(0, low.rfind("\n", 0, start) + 1) : start].rpartition("\n")
+            if tail[2].strip(" \t"):
+                return start
+    m = _NETRC.match(low, start)
+    if m is None:
+        return start
+    if keyword or _LINE_REST.match(low, m.end()) is not None:
+        _keep(text, m, spans)
+    return m.end()
 
 
 def _htpasswd(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:

@@ -10,7 +10,8 @@ import re
 from typing import Final
 
 from acp_adapter.safety.redact.keys import _AUTH_HEADER, _NOT_SECRET, _PLAIN, _kind_cached
-from acp_adapter.safety.redact.placeholder import REDACTED
+from acp_adapter.safety.redact.oauth import _OAuthContext
+from acp_adapter.safety.redact.textops import _ascii_lower, _extend, _replace_spans
 
 # ---------------------------------------------------------------------------------------
 # Pass 4: key/value, header and query-parameter forms, near keyword hits
@@ -190,32 +191,6 @@ _CODE_REFERENCE: Final = re.compile(
 )
 # Short bare words the value parser treats specially; the inlined fast path leaves them to it.
 _PLAIN_SPECIAL: Final = _SKIP_VALUES | _AUTH_SCHEMES
-
-
-def _extend(text: str, end: int, chunk: re.Pattern[str]) -> int:
-    """Advance ``end`` over further matches of a bounded ``chunk`` pattern.
-
-    Every pattern here has an upper bound on its repetitions (linear time); when a value
-    is longer than that bound, this walks the rest of it chunk by chunk so the tail is
-    redacted too.  Each step consumes up to a whole chunk, so the walk is linear as well.
-    """
-    while True:
-        m = chunk.match(text, end)
-        if m is None or m.end() == end:
-            return end
-        end = m.end()
-
-
-_ASCII_LOWER: Final = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
-
-
-def _ascii_lower(text: str) -> str:
-    """Lower-case without changing length, so offsets map 1:1 onto the original."""
-    low = text.lower()
-    if len(low) == len(text):
-        return low
-    # Only a few characters (e.g. U+0130) grow when lower-cased; fall back to ASCII only.
-    return text.translate(_ASCII_LOWER)
 
 
 def _needle_hits(low: str) -> list[int]:
@@ -533,37 +508,6 @@ def _redact_keyed(text: str) -> str:
     return _replace_spans(text, spans)
 
 
-# Words of an OAuth token request (RFC 6749 4.1.3): a bare ``code`` key near one of them holds an
-# authorization code, while ``"code": 404`` in an error object is left alone.
-_OAUTH_WORDS: Final = ("grant_type", "redirect_uri", "code_verifier", "authorization_code", "client_id")
-_OAUTH_WINDOW: Final = 512
-_OAUTH_KEYS: Final = frozenset({"grant_type", "redirect_uri", "code_verifier", "client_id", "client_secret"})
-
-
-class _OAuthContext:
-    """Answers "is an OAuth request word within the window around this position?" for positions
-    visited left to right. Each word keeps the next occurrence at or after the window start and
-    only searches again once the window has moved past it, so each word's scans cover the text
-    once: linear however many ``code`` keys there are."""
-
-    def __init__(self, low: str) -> None:
-        self._low = low
-        self._next = dict.fromkeys(_OAUTH_WORDS, -2)  # -2: not searched yet; -1: none left
-
-    def near(self, at: int) -> bool:
-        lo, hi = at - _OAUTH_WINDOW, at + _OAUTH_WINDOW
-        for word, pos in self._next.items():
-            if pos == -1:
-                continue
-            if pos == -2 or pos < lo:
-                pos = self._next[word] = self._low.find(word, max(lo, 0))
-                if pos == -1:
-                    continue
-            if pos <= hi:
-                return True
-        return False
-
-
 def _bearer_span(text: str, low: str, at: int) -> tuple[int, int] | None:
     """The credential of a free-standing ``Bearer <credential>`` starting at ``at``."""
     if not low.startswith("bearer", at):
@@ -610,24 +554,3 @@ def _slow_assignment(
     if sep is None:
         return None
     return sep[0], kind, sep[1]
-
-
-def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
-    """Replace each maximal union of overlapping spans by one placeholder."""
-    spans.sort()
-    out: list[str] = []
-    last = 0
-    cur_start, cur_end = spans[0]
-    for start, end in spans[1:]:
-        if start < cur_end:
-            if end > cur_end:
-                cur_end = end
-            continue
-        out.append(text[last:cur_start])
-        out.append(REDACTED)
-        last = cur_end
-        cur_start, cur_end = start, end
-    out.append(text[last:cur_start])
-    out.append(REDACTED)
-    out.append(text[cur_end:])
-    return "".join(out)

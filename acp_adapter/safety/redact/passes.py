@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from acp_adapter.safety.redact.keyed import _extend
 from acp_adapter.safety.redact.placeholder import REDACTED
 from acp_adapter.safety.redact.shapes import BOUNDARY, PROVIDER_TRIGGERS, SPECIAL_SHAPES, grouped_patterns
+from acp_adapter.safety.redact.textops import _extend
 
 # ---------------------------------------------------------------------------------------
 # Pass 1: PEM private key blocks
