@@ -43,6 +43,7 @@ from acp_adapter.store.base import (
     StoredSession,
     StoreError,
     StoreUnavailable,
+    drop_count,
     dumps,
     scrub,
 )
@@ -291,6 +292,34 @@ class PostgresStore:
                 db.execute(f"UPDATE {S}.sessions SET updated_at = %s WHERE id = %s", (updated_at, session_id))
 
         self._run(op, what="saving a conversation")
+
+    def trim_events(self, session_id: str, max_bytes: int, note: JsonObject) -> tuple[int, int]:
+        """Keep the session's newest events within ``max_bytes`` (the oldest dropped, ``note``
+        first in their place); returns (events dropped, bytes kept)."""
+        note_body = dumps(scrub(note))
+        note_size = len(note_body.encode())
+
+        def op(db: Any) -> tuple[int, int]:
+            with db.transaction():
+                rows = db.execute(
+                    f"SELECT seq, octet_length(body) FROM {S}.events WHERE session_id = %s ORDER BY seq",
+                    (session_id,),
+                ).fetchall()
+                sizes = [int(size) for _seq, size in rows]
+                cut = drop_count(sizes, max_bytes, note_size)
+                if not cut:
+                    return 0, sum(sizes)
+                last_dropped = rows[cut - 1][0]
+                db.execute(
+                    f"DELETE FROM {S}.events WHERE session_id = %s AND seq <= %s", (session_id, last_dropped)
+                )
+                db.execute(
+                    f"INSERT INTO {S}.events (session_id, seq, body) VALUES (%s, %s, %s)",
+                    (session_id, last_dropped, note_body),
+                )
+                return cut, sum(sizes[cut:]) + note_size
+
+        return self._run(op, what="trimming a conversation")
 
     def replace_history(self, session_id: str, history: Sequence[JsonObject]) -> None:
         body = dumps(scrub(list(history)))
