@@ -124,7 +124,7 @@ async def _pair(client: Counter, agent: Any) -> tuple[Any, Any, Any]:
 
 
 async def load_once(state: Path, url: str | None = None) -> tuple[float, int]:
-    settings = Settings(state_dir=str(state), heartbeat_disabled=True, store=StoreSettings(url=url))  # type: ignore[call-arg]
+    settings = Settings(state_dir=str(state), heartbeat_disabled=True, store=StoreSettings(url=url))
     agent = ProgressAgent(settings, turn_runner=AIAgent)
     client = Counter()
     agent_conn, client_conn, _writers = await _pair(client, agent)
