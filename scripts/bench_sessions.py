@@ -17,7 +17,7 @@ recording time (the recorder's calls on the hot path, and until everything is wr
 ``session/load`` time of each, and their ratio (goal: PostgreSQL load ≤ 1.5x SQLite). ``--agui``
 adds the replica figures (scripts/bench_replicas.py): 50 concurrent threads over 2 replicas vs 1.
 
-Usage: python scripts/bench_sessions.py [--turns 500] [--rounds 5] [--store sqlite|postgres] [--agui]
+Usage: python scripts/bench_sessions.py [--turns 500] [--rounds 5] [--store sqlite|postgres] [--agui [--agui-threads 50]]
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ async def raw_once(updates: list[Any], cwd: str) -> float:
 
 
 async def main_async(
-    turns: int, rounds: int, json_path: str | None = None, url: str | None = None, agui: bool = False
+    turns: int, rounds: int, json_path: str | None = None, url: str | None = None, agui: int = 0
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
@@ -217,7 +217,7 @@ async def main_async(
         if agui and url is not None:
             from bench_replicas import replica_figures
 
-            extra["agui"] = await asyncio.to_thread(replica_figures, url)
+            extra["agui"] = await asyncio.to_thread(replica_figures, url, agui)
         if json_path:
             figures = {
                 **extra,
@@ -288,10 +288,13 @@ def main() -> None:
     parser.add_argument(
         "--agui", action="store_true", help="with --store postgres: AG-UI replica figures too"
     )
+    parser.add_argument("--agui-threads", type=int, default=50, metavar="N", help="concurrent AG-UI threads")
     args = parser.parse_args()
     url, server = _database_url(args.database_url) if args.store == "postgres" else (None, None)
     try:
-        asyncio.run(main_async(args.turns, args.rounds, args.json, url, args.agui))
+        asyncio.run(
+            main_async(args.turns, args.rounds, args.json, url, args.agui_threads if args.agui else 0)
+        )
     finally:
         if server is not None:
             server.close()
