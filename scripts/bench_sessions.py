@@ -17,7 +17,8 @@ recording time (the recorder's calls on the hot path, and until everything is wr
 ``session/load`` time of each, and their ratio (goal: PostgreSQL load ≤ 1.5x SQLite). ``--agui``
 adds the replica figures (scripts/bench_replicas.py): 50 concurrent threads over 2 replicas vs 1.
 
-Usage: python scripts/bench_sessions.py [--turns 500] [--rounds 5] [--store sqlite|postgres] [--agui [--agui-threads 50]]
+Usage: python scripts/bench_sessions.py [--turns 500] [--rounds 5] [--store sqlite|postgres]
+       [--agui [--agui-threads 50]]
 """
 
 from __future__ import annotations
