@@ -125,3 +125,27 @@ def test_a_standby_waits_while_the_leader_lives(tmp_path: Path, pg_url: str) -> 
     second.acquire(said.append, sleep=sleep)
     assert len(sleeps) >= 3 and "standby" in said[0] and "leads now" in said[1]
     second.release()
+
+
+@pytest.mark.anyio
+async def test_a_leader_that_loses_its_lock_stops(pg_server: object, pg_url: str) -> None:
+    """The database restarts under the leader: it can no longer know it is alone, so it stops
+    (the CLI then exits 1 for its supervisor) instead of polling beside a new leader."""
+    import asyncio
+
+    from acp_adapter.frontends.bridges.standby import Leadership
+
+    leader = Leadership(pg_url, "b", retry=0.05)
+    leader.acquire(lambda _text: None)
+    stop = asyncio.Event()
+    keeper = asyncio.create_task(leader.keep(stop))
+    await asyncio.sleep(0.2)
+    assert not stop.is_set() and not leader.lost
+    pg_server.stop("fast")  # type: ignore[attr-defined]
+    try:
+        await asyncio.wait_for(stop.wait(), 10)
+        assert leader.lost
+    finally:
+        pg_server.start()  # type: ignore[attr-defined]
+        keeper.cancel()
+        leader.release()
