@@ -101,6 +101,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--yes", action="store_true", help="allow the agent's permission requests (default: deny them)"
     )
     agui.add_argument(
+        "--permission-interrupts",
+        action="store_true",
+        help="ask every run's client about the agent's permission requests (an AG-UI interrupt it "
+        "answers with a resume) instead of only runs that set forwardedProps.permissionInterrupts",
+    )
+    agui.add_argument(
+        "--permission-timeout",
+        type=_seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long a run paused on a permission question waits for its resume before the "
+        "static answer (deny, or allow with --yes) is given (default 120)",
+    )
+    agui.add_argument(
         "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
     )
     agui.add_argument(
@@ -279,10 +293,16 @@ def _run(
             thread_retention_days=settings.session_retention_days,
             mcp_servers=args.mcp_servers,
             thread_scope=args.thread_scope,
+            permission_interrupts=args.permission_interrupts,
+            permission_timeout=args.permission_timeout,
         )
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)
         return 2
+    if settings.state and settings.store.url:  # replicas on one PostgreSQL store: one run per thread
+        from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
+
+        app.state.agui.thread_locks = ReplicaThreadLocks(settings.store.url, thread_store, args.thread_scope)
     if not _is_loopback(args.host):
         log.warning(
             "serving on %s: anyone who reaches it and holds the token drives the agent; "
@@ -406,4 +426,4 @@ def _open_thread_store(settings: Any) -> Any:
 
     directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
     # retention_days=0: the agent prunes its sessions; the endpoint prunes only its threads
-    return open_store(directory, enabled=settings.state, retention_days=0)
+    return open_store(directory, enabled=settings.state, retention_days=0, url=settings.store.url)

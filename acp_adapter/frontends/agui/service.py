@@ -17,15 +17,22 @@ from acp_adapter.client.driver import AgentError, PermissionPolicy, deny_all
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.host import AgentHost
+from acp_adapter.frontends.agui.interrupts import (
+    DEFAULT_PERMISSION_TIMEOUT,
+    PermissionBroker,
+    ResumeError,
+    resume_entry,
+)
 from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MAX_RUNS
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunObserverFactory
 from acp_adapter.frontends.agui.policy import RedactPolicy
 from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks, ReplicaUnavailable, claim_thread
 from acp_adapter.frontends.agui.request import RunRequest
 from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.frontends.agui.summaries import SummarySetup, summary_observers
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
-from acp_adapter.frontends.agui.threads import ThreadRegistry
+from acp_adapter.frontends.agui.threads import ThreadBusy, ThreadRegistry, ThreadSlot
 from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.safety.redact import redact_text
 
@@ -64,8 +71,14 @@ class AguiService:
         max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
         thread_sessions: ThreadSessions | None = None,
         mcp_servers: Sequence[McpServerSpec] = (),
+        permission_interrupts: bool = False,
+        permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
     ) -> None:
         self.policy = policy
+        #: the endpoint's default for runs' permission interrupts (forwardedProps may override)
+        self.permission_interrupts = permission_interrupts
+        #: asks a run's client (an interrupt) when the run wants it, else ``permission_policy``
+        self.permissions = PermissionBroker(permission_policy, timeout=permission_timeout)
         #: threadId → sessionId, durable when given a store (else for this process only)
         self.thread_sessions = thread_sessions if thread_sessions is not None else ThreadSessions()
         self.max_runs = max_runs
@@ -84,7 +97,7 @@ class AguiService:
             argv,
             cwd=cwd,
             env=agent_env,
-            permission_policy=permission_policy,
+            permission_policy=self.permissions,
             init_timeout=init_timeout,
             stderr_log=agent_log,
             threads=self.thread_sessions,
@@ -96,6 +109,8 @@ class AguiService:
         self._closed = False
         #: why the agent did not start at app startup (one redacted line), for a one-line report
         self.start_error: str | None = None
+        #: the threads' locks across replicas (set when the store is shared: :mod:`.replicas`)
+        self.thread_locks: ReplicaThreadLocks | None = None
 
     @property
     def progress_summary(self) -> bool:
@@ -119,6 +134,8 @@ class AguiService:
             self.start_error = str(exc)
             raise
         self.started = True
+        if self.thread_locks is not None:
+            self.spawn(self.thread_locks.watch(), "agui-database-health")
 
     async def end_runs(self) -> int:
         """End the runs still in flight — each client gets ``RUN_ERROR`` ("the server is stopping")
@@ -139,6 +156,8 @@ class AguiService:
         await self.end_runs()
         await self.host.close()
         await self.thread_sessions.aclose()
+        if self.thread_locks is not None:  # PostgreSQL releases whatever it still held
+            await asyncio.to_thread(self.thread_locks.close)
         if self.summary is not None:
             await self.summary.aclose()
         self.started = False
@@ -156,11 +175,22 @@ class AguiService:
         return self.runs_in_flight >= self.max_runs
 
     async def open_run(self, request: RunRequest) -> ActiveRun:
-        """Claim the thread, queue RUN_STARTED, start driving.
+        """Claim the thread, queue RUN_STARTED, start driving — or continue the thread's paused turn.
 
         Raises :class:`TooManyRuns` when ``max_runs`` are in flight (counted from here, so runs
-        waiting for their thread count too) and :class:`~.threads.ThreadBusy`.
+        waiting for their thread count too), :class:`~.threads.ThreadBusy`, and
+        :class:`~.interrupts.ResumeError` for a ``resume`` that answers nothing pending.
         """
+        paused = self._paused_run(request.input.thread_id)
+        if request.input.resume:
+            if paused is None:
+                raise ResumeError(
+                    f"thread {request.input.thread_id!r} has no pending interrupt to resume "
+                    "(it was answered, or expired and the static policy answered it)"
+                )
+            return self._resume(paused, request)
+        if paused is not None:
+            paused.decline()  # a client that does not resume: the static policy answers
         if self.runs_full:
             raise TooManyRuns(f"{self.max_runs} runs are in progress, the most this endpoint serves at once")
         self.runs_in_flight += 1
@@ -171,11 +201,35 @@ class AguiService:
             raise
         return active
 
+    def _paused_run(self, thread_id: str) -> ActiveRun | None:
+        slot = self.threads.get(thread_id)
+        active = slot.active if slot is not None else None
+        return active if isinstance(active, ActiveRun) and active.paused is not None else None
+
+    def _resume(self, active: ActiveRun, request: RunRequest) -> ActiveRun:
+        """The paused turn goes on as this run: same projection, a new emitter, the chosen answer."""
+        pending = active.paused
+        assert pending is not None and request.input.resume
+        option = pending.choice(resume_entry(request.input.resume, pending))
+        projection = active.context.emitter.projection
+        projection.reopen(request.input.run_id)
+        emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
+        active.resume(emitter, request.input, option)
+        log.info(
+            "run %s on thread %s resumes interrupt %s (%s)",
+            redact_text(request.input.run_id),
+            redact_text(request.input.thread_id),
+            pending.id,
+            "answered" if option is not None else "cancelled: the static policy answers",
+        )
+        return active
+
     def _run_ended(self, task: asyncio.Task[None]) -> None:
         self.runs_in_flight -= 1
 
     async def _open_run(self, request: RunRequest) -> ActiveRun:
         run_input = request.input
+        self.thread_sessions.note_title(run_input.thread_id, request.prompt)
         projection = RunProjection(
             run_input.thread_id,
             run_input.run_id,
@@ -192,11 +246,23 @@ class AguiService:
             tool_progress=request.tool_progress,
             progress_summary=request.progress_summary and self.summary is not None,
         )
-        active = ActiveRun(context, host=self.host, threads=self.threads, spawn=self.spawn)
+        active = ActiveRun(
+            context,
+            host=self.host,
+            threads=self.threads,
+            spawn=self.spawn,
+            broker=self.permissions,
+            asks_permission=request.asks_permission,
+        )
         slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
+        if self.thread_locks is not None:
+            await self._claim_across_replicas(slot, active)
         active.observers = ObserverSet.build(self.run_observers, context)
         emitter.start()
-        self.spawn(active.drive(slot), RUN_TASK_PREFIX).add_done_callback(self._run_ended)
+        task = self.spawn(active.drive(slot), RUN_TASK_PREFIX)
+        task.add_done_callback(self._run_ended)
+        if self.thread_locks is not None:
+            task.add_done_callback(lambda _task: self._release_across_replicas(slot.thread_id))
         log.info(
             "run %s on thread %s started (tool progress %s, progress summary %s)",
             redact_text(run_input.run_id),
@@ -206,10 +272,58 @@ class AguiService:
         )
         return active
 
+    async def _claim_across_replicas(self, slot: ThreadSlot, active: ActiveRun) -> None:
+        """The thread's lock across replicas (:mod:`.replicas`), after the in-process claim: a
+        409 when another replica runs the thread; a stale copy of its session is dropped."""
+        assert self.thread_locks is not None
+        try:
+            stale = await claim_thread(self.thread_locks, slot.thread_id)
+        except ReplicaUnavailable as exc:
+            self.threads.release(slot, active)
+            raise ThreadBusy(f"thread {slot.thread_id!r} cannot run now ({exc}); try again") from None
+        except BaseException:
+            self.threads.release(slot, active)
+            raise
+        if stale is None:
+            self.threads.release(slot, active)
+            raise ThreadBusy(
+                f"thread {slot.thread_id!r} already has a run in progress at another replica; a thread "
+                "serves one run at a time: wait for its RUN_FINISHED"
+            )
+        if stale:  # another replica ran it since: load the session from the store again
+            slot.session_id, slot.generation = None, -1
+
+    def _release_across_replicas(self, thread_id: str) -> None:
+        locks = self.thread_locks
+        if locks is not None:  # off the loop; the thread map is written before the lock goes
+            asyncio.get_running_loop().run_in_executor(
+                None, locks.release, thread_id, self.thread_sessions.writer.flush
+            )
+
+    async def thread_list(self) -> list[dict[str, Any]]:
+        """This endpoint's threads (the stored ones, most recent first), each with whether a run
+        holds it now (``running``) or waits on a question (``paused``, with the ``interrupt``)."""
+        rows = await self.thread_sessions.listing()
+        for row in rows:
+            slot = self.threads.get(row["threadId"])
+            active = slot.active if slot is not None else None
+            row["running"] = active is not None
+            paused = active.paused if isinstance(active, ActiveRun) else None
+            row["paused"] = paused is not None
+            if paused is not None:  # a page reloaded while asked can ask again
+                row["interrupt"] = paused.interrupt().model_dump(
+                    mode="json", by_alias=True, exclude_none=True
+                )
+        return rows
+
     def health(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "status": "ok",
             "agentRunning": self.host.running,
             "threads": len(self.threads),
             "activeRuns": self.threads.active_runs,
         }
+        if self.thread_locks is not None:
+            ok = self.thread_locks.database_ok
+            out["database"] = "unknown" if ok is None else "reachable" if ok else "unreachable"
+        return out
