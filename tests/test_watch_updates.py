@@ -173,3 +173,21 @@ def test_a_long_diff_is_capped_with_how_many_lines_are_left() -> None:
     total = len(Diff("big.txt", old, new).unified().splitlines())
     assert f"… {total - DIFF_LINES} more lines" in lines
     assert len([line for line in lines if line.startswith(("+", "-", "@"))]) == DIFF_LINES
+
+
+def test_a_hostile_agents_plan_thought_diff_output_and_title_are_shown_inert_on_a_terminal(tmp_path) -> None:
+    """A real agent process whose every text ends in ``ESC ] 0;`` (retitle), ``ESC [2J`` (clear)
+    and U+202E: ``watch --verbose`` on a pty draws all of it, obeys none of it."""
+    argv = [sys.executable, "-m", "acp_adapter.cli", "watch", "--verbose", "--summary", "off"]
+    term = Screen([*argv, "--agent", f"{AGENT} --hostile", "fix"], str(tmp_path))
+    try:
+        assert term.wait(30) == 0, term.text()
+        raw = term.raw.decode(errors="replace")
+    finally:
+        term.close()
+    assert "\x1b]0;pwned" not in raw and "\x1b[2J" not in raw and "\u202e" not in raw
+    shown = term.text()
+    flat = shown.replace("\n", "")
+    for text in ("Read notes.py␛]0;pwned␇␛[2J", "run the tests.␛]0;pwned␇", "3 passed␛]0;pwned␇"):
+        assert text in flat, shown  # the plan entry, the thought, the terminal output: shown
+    assert term.screen.title == "", term.screen.title  # the window was never retitled
