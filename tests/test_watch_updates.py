@@ -191,3 +191,15 @@ def test_a_hostile_agents_plan_thought_diff_output_and_title_are_shown_inert_on_
     for text in ("Read notes.py␛]0;pwned␇␛[2J", "run the tests.␛]0;pwned␇", "3 passed␛]0;pwned␇"):
         assert text in flat, shown  # the plan entry, the thought, the terminal output: shown
     assert term.screen.title == "", term.screen.title  # the window was never retitled
+
+
+def test_a_long_plan_is_cut_in_the_live_region_around_its_open_entries() -> None:
+    from acp_adapter.frontends.watch.extras import plan_renderable
+
+    statuses = ["completed"] * 12 + ["in_progress"] + ["pending"] * 20
+    entries = [plan_entry(f"step {i}", status=s) for i, s in enumerate(statuses)]  # type: ignore[arg-type]
+    lines = plan_renderable(entries, limit=8).plain.splitlines()
+    assert lines[0] == "plan 12/33" and lines[1] == "  … 11 done"
+    assert lines[2] == "  ✓ step 11 · medium" and lines[3] == "  ◐ step 12 · medium"
+    assert len(lines) == 11 and lines[-1] == "  … 14 more"
+    assert len(plan_renderable(entries).plain.splitlines()) == 34  # whole when the turn ends
