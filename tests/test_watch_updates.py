@@ -203,3 +203,15 @@ def test_a_long_plan_is_cut_in_the_live_region_around_its_open_entries() -> None
     assert lines[2] == "  ✓ step 11 · medium" and lines[3] == "  ◐ step 12 · medium"
     assert len(lines) == 11 and lines[-1] == "  … 14 more"
     assert len(plan_renderable(entries).plain.splitlines()) == 34  # whole when the turn ends
+
+
+def test_a_live_thought_is_folded_even_with_verbose_and_whole_once_it_ended() -> None:
+    from acp_adapter.frontends.watch.extras import thought_renderable
+
+    thought = "\n".join(f"line {i}" for i in range(10))
+    live = thought_renderable(thought, verbose=True, live=True)
+    assert live is not None and live.plain.splitlines() == ["💭 line 7", "   line 8", "   line 9"]
+    ended = thought_renderable(thought, verbose=True, live=False)
+    assert ended is not None and len(ended.plain.splitlines()) == 10
+    folded = thought_renderable(thought, verbose=False, live=False)
+    assert folded is not None and folded.plain == "💭 line 9  (10 lines; --verbose shows them)"

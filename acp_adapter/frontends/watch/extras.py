@@ -82,9 +82,10 @@ def thought_lines(thoughts: str, *, verbose: bool, limit: int = THOUGHT_LINES) -
 
 
 def thought_renderable(thoughts: str, *, verbose: bool, live: bool) -> Text | None:
-    """A thought, dimmed: its last lines while it is written (all with ``verbose``); once it
-    ended, its last line with how many lines it had (all with ``verbose``)."""
-    lines = thought_lines(thoughts, verbose=verbose, limit=THOUGHT_LINES if live else 1)
+    """A thought, dimmed: its last lines while it is written (never more: the live region must
+    fit the screen); once it ended, its last line with how many lines it had (all with
+    ``verbose``)."""
+    lines = thought_lines(thoughts, verbose=verbose and not live, limit=THOUGHT_LINES if live else 1)
     if not lines:
         return None
     total = len([line for line in thoughts.splitlines() if line.strip()])
