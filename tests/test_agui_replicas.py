@@ -101,7 +101,7 @@ def replicas(tmp_path: Path, pg_url: str) -> Any:
 
 
 def test_a_thread_continues_across_replicas_in_both_directions(
-    replicas: list[AguiProcess], pg_url: str
+    replicas: list[AguiProcess], pg_url: str, pg_server: Any
 ) -> None:
     a, b = replicas
     for replica, run, prompt in (
@@ -116,8 +116,20 @@ def test_a_thread_continues_across_replicas_in_both_directions(
     stored = _stored(pg_url, "T")
     # the model history each replica went on with held every turn, whichever replica ran it
     assert _users(stored) == ["what is 2+2", "what is 3+3", "what is 4+4"]
-    health = httpx.get(a.url + "/health").json()
-    assert health.get("database") in ("reachable", "unknown")
+    assert httpx.get(a.url + "/health").json()["database"] == "reachable"
+    pg_server.stop("fast")  # /health says so within its 5 s check interval, and again when it is back
+    try:
+        _wait_health(a, "unreachable")
+    finally:
+        pg_server.start()
+    _wait_health(a, "reachable")
+
+
+def _wait_health(replica: AguiProcess, state: str, within: float = 15.0) -> None:
+    deadline = time.monotonic() + within
+    while (seen := httpx.get(replica.url + "/health").json().get("database")) != state:
+        assert time.monotonic() < deadline, f"/health says the database is {seen}, not {state}"
+        time.sleep(0.2)
 
 
 def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(
