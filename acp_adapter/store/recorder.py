@@ -430,6 +430,11 @@ def replay_updates(session_id: str, events: Sequence[JsonObject]) -> list[Any]:
     for event in events:
         if event.get("sessionUpdate") == "tool_call" and event.get("status") not in _TERMINAL:
             event = {**event, "status": "failed"}  # a replay never leaves a card spinning
+        content = event.get("content")
+        if isinstance(content, list) and any(_is_terminal(c) for c in content):
+            # the editor's terminal was released when the command ended: a replay shows the output
+            # the card kept as text, never a terminal id the editor no longer knows
+            event = {**event, "content": [c for c in content if not _is_terminal(c)]}
         try:
             note = SessionNotification.model_validate({"sessionId": session_id, "update": event})
         except ValueError:
@@ -437,6 +442,10 @@ def replay_updates(session_id: str, events: Sequence[JsonObject]) -> list[Any]:
             continue
         updates.append(note.update)
     return updates
+
+
+def _is_terminal(item: object) -> bool:
+    return isinstance(item, dict) and item.get("type") == "terminal"
 
 
 class _SessionRecording:
