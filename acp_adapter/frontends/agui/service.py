@@ -135,6 +135,11 @@ class AguiService:
             self.start_error = str(exc)
             raise
         self.started = True
+        if self.thread_locks is not None:
+            try:
+                await asyncio.to_thread(self.thread_locks.prune, self.thread_sessions.retention_days)
+            except Exception as exc:  # housekeeping: the next start prunes
+                log.warning("could not forget old AG-UI thread runs: %s", redact_text(str(exc)))
         if self.thread_locks is not None:  # not a run: end_runs leaves it be
             self._database_watch = asyncio.get_running_loop().create_task(
                 self.thread_locks.watch(), name="agui-database-health"
