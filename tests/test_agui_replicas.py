@@ -92,12 +92,12 @@ def replicas(tmp_path: Path, pg_url: str) -> Any:
     made = [_replica(tmp_path, pg_url), _replica(tmp_path, pg_url)]
     try:
         for replica in made:
-            replica.wait_healthy()
+            replica.wait_healthy(within=90)  # two agents starting on a loaded machine
         yield made
     finally:
         for replica in made:
             if replica.process.poll() is None:
-                replica.stop(signal.SIGTERM)
+                replica.stop(signal.SIGTERM, within=30)
 
 
 def test_a_thread_continues_across_replicas_in_both_directions(
