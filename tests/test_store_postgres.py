@@ -286,3 +286,25 @@ async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
         "what is 2+2",
         "what is 3+3",
     ]
+
+
+def test_no_password_survives_shown_or_clean_property() -> None:
+    """Hypothesis: whatever the password (percent-encoded in the URL as it must be), neither the
+    shown URL nor a cleaned error text holding it raw contains it."""
+    from urllib.parse import quote
+
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+
+    frame = "postgresql://acp:[hidden]@db.example:5432/acp FATAL: password authentication failed"
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(min_size=4, max_size=40).filter(lambda p: p.strip() == p and "\x00" not in p))
+    def check(password: str) -> None:
+        assume(password not in frame)
+        url = DatabaseUrl.parse(f"postgresql://acp:{quote(password, safe='')}@db.example:5432/acp")
+        assert url.password == password
+        assert password not in url.shown() and password not in repr(url)
+        assert password not in url.clean(f"FATAL: password {password} was refused; {url.raw}")
+
+    check()
