@@ -111,6 +111,7 @@ class AguiService:
         self.start_error: str | None = None
         #: the threads' locks across replicas (set when the store is shared: :mod:`.replicas`)
         self.thread_locks: ReplicaThreadLocks | None = None
+        self._database_watch: asyncio.Task[None] | None = None
 
     @property
     def progress_summary(self) -> bool:
@@ -135,7 +136,14 @@ class AguiService:
             raise
         self.started = True
         if self.thread_locks is not None:
-            self.spawn(self.thread_locks.watch(), "agui-database-health")
+            try:
+                await asyncio.to_thread(self.thread_locks.prune, self.thread_sessions.retention_days)
+            except Exception as exc:  # housekeeping: the next start prunes
+                log.warning("could not forget old AG-UI thread runs: %s", redact_text(str(exc)))
+        if self.thread_locks is not None:  # not a run: end_runs leaves it be
+            self._database_watch = asyncio.get_running_loop().create_task(
+                self.thread_locks.watch(), name="agui-database-health"
+            )
 
     async def end_runs(self) -> int:
         """End the runs still in flight — each client gets ``RUN_ERROR`` ("the server is stopping")
@@ -157,6 +165,8 @@ class AguiService:
         await self.host.close()
         await self.thread_sessions.aclose()
         if self.thread_locks is not None:  # PostgreSQL releases whatever it still held
+            if self._database_watch is not None:
+                self._database_watch.cancel()
             await asyncio.to_thread(self.thread_locks.close)
         if self.summary is not None:
             await self.summary.aclose()
