@@ -9,6 +9,7 @@ so the endpoint's own redaction is what these tests see.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -27,11 +28,13 @@ from acp.schema import (
     UserMessageChunk,
 )
 from ag_ui.core import AssistantMessage, ReasoningMessage, ToolMessage, UserMessage
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from acp_adapter.frontends.agui.admission import Admission
 from acp_adapter.frontends.agui.app import create_app
-from acp_adapter.frontends.agui.history import bounded, history_messages
+from acp_adapter.frontends.agui.history import MAX_TEXT_CHARS, bounded, history_messages
 from acp_adapter.frontends.agui.policy import default_policy
 from acp_adapter.store import SessionRecord, StoredSession
 
@@ -249,3 +252,69 @@ def test_bounds_keep_the_newest_and_never_start_with_an_orphan_tool_result() -> 
     assert isinstance(only, UserMessage) and isinstance(only.content, str)
     assert len(only.content) < 70_000 and only.content.endswith("more characters not shown)")
     assert bounded(messages, max_bytes=10) == ([], len(messages))
+
+
+class BrokenStore(PlainStore):
+    def load(self, session_id: str) -> StoredSession | None:
+        raise OSError("disk I/O error")
+
+
+@pytest.mark.anyio
+async def test_a_store_that_cannot_be_read_is_a_503_and_the_endpoint_goes_on() -> None:
+    store = BrokenStore()
+    fill(store, "thread-1", "session-1", conversation())
+    async with client(store) as http:
+        failed = await http.get("/threads/thread-1")
+        assert failed.status_code == 503 and failed.headers["retry-after"]
+        assert "disk" not in failed.text  # the reason is logged, not sent
+        assert (await http.get("/threads")).status_code == 200
+
+
+CHUNKS = {
+    "user": lambda t: UserMessageChunk(session_update="user_message_chunk", content=text(t)),
+    "assistant": lambda t: AgentMessageChunk(session_update="agent_message_chunk", content=text(t)),
+    "reasoning": lambda t: AgentThoughtChunk(session_update="agent_thought_chunk", content=text(t)),
+}
+STEP = st.one_of(
+    st.tuples(st.sampled_from(sorted(CHUNKS)), st.text("ab c\n", max_size=30)),
+    st.tuples(st.just("tool"), st.sampled_from(["completed", "failed", "in_progress"])),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(STEP, max_size=25), cap=st.integers(0, 12), max_bytes=st.integers(0, 3000))
+def test_any_stored_conversation_becomes_valid_bounded_messages(
+    steps: list[tuple[str, str]], cap: int, max_bytes: int
+) -> None:
+    updates: list[Any] = []
+    for n, (kind, value) in enumerate(steps):
+        if kind == "tool":
+            updates.append(
+                ToolCallStart(session_update="tool_call", tool_call_id=f"c{n}", title="t", status=value)  # type: ignore[arg-type]
+            )
+        else:
+            updates.append(CHUNKS[kind](value))
+    messages, _ = history_messages(updates, default_policy)
+    roles = [m.role for m in messages]
+    for before, after in itertools.pairwise(roles):
+        assert not (before == after and before in ("user", "reasoning"))  # chunks are joined
+    said = "".join(v for k, v in steps if k != "tool")
+    assert (
+        "".join(m.content or "" for m in messages if m.role != "tool" and isinstance(m.content, str)) == said
+    )
+    calls = [c.id for m in messages if isinstance(m, AssistantMessage) for c in m.tool_calls or []]
+    assert calls == [f"c{n}" for n, (kind, _) in enumerate(steps) if kind == "tool"]
+    assert all(
+        isinstance(m.content, str) and len(m.content) <= MAX_TEXT_CHARS + 60
+        for m in messages
+        if m.role != "assistant"
+    )
+    kept, omitted = bounded(messages, max_messages=cap, max_bytes=max_bytes)
+    assert len(kept) <= cap and omitted == len(messages) - len(kept)
+    assert sum(len(json.dumps(m, ensure_ascii=False).encode()) for m in kept) <= max_bytes
+    assert not kept or kept[0]["role"] != "tool"
+    assert kept == [
+        ANY_MESSAGE.validate_python(m).model_dump(mode="json", by_alias=True, exclude_none=True) for m in kept
+    ]
+    if kept:  # the newest are kept, in order
+        assert kept[-1]["id"] == messages[-1].id

@@ -179,6 +179,9 @@ def test_after_a_reload_the_thread_is_listed(page: Any, server: AguiProcess) -> 
     page.reload()
     current = page.wait_for_selector("#thread-list button[aria-current='true']")
     assert current.text_content() == "remember this thread"
+    # that agent keeps no session in the store: the page says the thread goes on, with its title
+    note = page.wait_for_selector(".msg.note")
+    assert note.text_content() == "Continuing “remember this thread”. The agent remembers what was said."
     threads = httpx.get(server.url + "/threads").json()["threads"]
     assert "remember this thread" in [t["title"] for t in threads]
 

@@ -102,7 +102,7 @@
     }
     ui.connection.textContent = `Connected · ${threads.length} conversation${threads.length === 1 ? "" : "s"}`;
     const current = threads.find((thread) => thread.threadId === threadId);
-    if (restoring === threadId && current) showHistory(threadId); // the page was (re)loaded
+    if (restoring === threadId && current) showHistory(threadId, current.title); // (re)loaded
     restoring = null;
     if (current && current.interrupt && !pending.length && !controller) {
       pending = [current.interrupt]; // reloaded while the agent waits on a question: ask again
@@ -116,19 +116,19 @@
         button.title = thread.title || thread.threadId;
         button.dataset.threadId = thread.threadId;
         if (thread.threadId === threadId) button.setAttribute("aria-current", "true");
-        button.addEventListener("click", () => switchThread(thread.threadId, true));
+        button.addEventListener("click", () => switchThread(thread.threadId, true, thread.title));
         item.append(button);
         return item;
       }),
     );
   }
 
-  function switchThread(id, known) {
+  function switchThread(id, known, title) {
     if (controller) return;
     threadId = id;
     sessionStorage.setItem(THREAD_KEY, id);
     clearConversation();
-    if (known) showHistory(id);
+    if (known) showHistory(id, title);
     loadThreads();
     ui.prompt.focus();
   }
@@ -138,7 +138,7 @@
 
   // GET /threads/{id}: the thread's stored conversation as AG-UI messages, drawn above whatever
   // this page has shown since (a run started meanwhile, a question asked again), as text only.
-  async function showHistory(id) {
+  async function showHistory(id, title) {
     const generation = ++opening;
     let body;
     try {
@@ -155,6 +155,10 @@
     const earlier = document.createDocumentFragment();
     if (body.truncated) {
       earlier.append(el("div", "msg note", `${body.omitted} earlier messages are not shown.`));
+    }
+    if (!messages.length && title) {
+      // the store keeps no conversation for it (another agent's session): the agent still has it
+      earlier.append(el("div", "msg note", `Continuing “${title}”. The agent remembers what was said.`));
     }
     const cards = new Map();
     for (const message of messages) earlier.append(...historyNodes(message, cards));
