@@ -50,7 +50,9 @@ from acp.schema import (
 )
 
 from acp_adapter._version import __version__
+from acp_adapter.agent.attachments import prompt_images
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
+from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
@@ -178,6 +180,8 @@ class ProgressAgent:
         self.turn_runner = turn_runner
         #: the client's name from ``initialize`` (``clientInfo.name``), redacted and bounded
         self.client_name: str | None = None
+        #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
+        self.client_capabilities: Any = None
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         #: heartbeats of every turn; by default the connection's own event loop times them
@@ -351,11 +355,15 @@ class ProgressAgent:
         name = getattr(client_info, "name", None)
         if isinstance(name, str) and name.strip():  # the editor's name: the audit's default surface
             self.client_name = one_line(name, 60)
+        self.client_capabilities = client_capabilities  # its files and terminals serve the tools
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                # images reach a back-end that sees them (the OpenAI-compatible one)
+                prompt_capabilities=PromptCapabilities(
+                    embedded_context=True, image=getattr(self.model, "name", "") == "openai"
+                ),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
@@ -621,8 +629,14 @@ class ProgressAgent:
                 )
             agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
+            images = prompt_images(prompt)
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
-                self._executor, lambda: agent.run_conversation(text, history)
+                self._executor,
+                lambda: (
+                    agent.run_conversation(text, history, images=images)  # type: ignore[call-arg]
+                    if images
+                    else agent.run_conversation(text, history)
+                ),
             )
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)
@@ -693,6 +707,7 @@ class ProgressAgent:
             thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
             message_callback=make_message_cb(conn, session.id, loop, stream=stream),
             usage_callback=on_usage,
+            plan_callback=plan_callback(stream),
             tool_observer=AcpToolObserver(
                 stream,
                 conn=conn,
@@ -701,6 +716,7 @@ class ProgressAgent:
                 registry=self.registry,
                 workspace=session.cwd,
                 audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
+                client_capabilities=self.client_capabilities,
             ),
             scheduler=self.scheduler or loop_heartbeats(loop),
             cancel=cancel,
@@ -715,6 +731,7 @@ def _open_store(settings: Settings) -> SessionStore:
         Path(settings.state_dir).expanduser() if settings.state_dir else None,
         enabled=settings.state,
         retention_days=settings.session_retention_days,
+        url=settings.store.url,
     )
 
 
