@@ -4,7 +4,9 @@
 // AG-UI event stream (SSE over fetch), renders answers, reasoning, tool cards with progress bars
 // (TOOL_PROGRESS activities), the plan (shared state: STATE_SNAPSHOT + STATE_DELTA JSON Patches),
 // diffs, the progress summary, usage, and permission questions (RUN_FINISHED with an interrupt
-// outcome, answered by a run with `resume`). Every text from the server is set with textContent:
+// outcome, answered by a run with `resume`). A thread opened from the list, or the current one after a
+// reload, first shows its earlier conversation (GET /threads/{id}: AG-UI messages from the session
+// store). Every text from the server is set with textContent:
 // nothing it sends is ever parsed as HTML.
 "use strict";
 
@@ -162,7 +164,9 @@
     }
     const cards = new Map();
     for (const message of messages) earlier.append(...historyNodes(message, cards));
+    const empty = !ui.log.firstChild;
     ui.log.prepend(earlier);
+    if (empty && ui.log.lastElementChild) ui.log.lastElementChild.scrollIntoView({ block: "nearest" });
     if (body.state && typeof body.state === "object" && !Array.isArray(state.plan)) {
       state = body.state;
       renderPlan();
