@@ -241,6 +241,22 @@ def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own
     assert page.problems == []
 
 
+def test_a_restored_conversation_is_text_never_markup(page: Any, own_server: AguiProcess) -> None:
+    page.goto(own_server.url + "/")
+    page.click("#new-thread")
+    hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script> list the files'
+    send(page, hostile)
+    idle(page)
+    thread_id = page.evaluate("sessionStorage.getItem('acp-progress.thread')")
+    stored(own_server, thread_id, page.locator(".msg.assistant").last.text_content() or "")
+    page.reload()
+    page.wait_for_selector(".msg.user")
+    assert page.locator(".msg.user").all_text_contents() == [hostile]
+    assert page.evaluate("document.querySelectorAll('main img, main script').length") == 0
+    assert page.evaluate("window.pwned === undefined")
+    assert page.problems == []
+
+
 def test_accessibility_basics(page: Any, server: AguiProcess) -> None:
     page.goto(server.url + "/")
     for field in page.locator("textarea, input").all():
