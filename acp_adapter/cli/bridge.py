@@ -79,6 +79,15 @@ def _progress_flags(parser: argparse.ArgumentParser) -> None:
         metavar="BOOL",
         help="react to the person's message with working/success/failure (=false to turn it off)",
     )
+    parser.add_argument(
+        "--delivery-thoughts",
+        dest="thoughts",
+        nargs="?",
+        const=True,
+        type=_bool,
+        metavar="BOOL",
+        help="post the agent's thoughts to the chat (default: not posted; =false to turn it off)",
+    )
 
 
 def _summary_flag(parser: argparse.ArgumentParser) -> None:
@@ -165,7 +174,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _progress_changes(args: argparse.Namespace) -> dict[str, Any]:
-    fields = ("tool_progress", "grouping", "typing", "reactions")
+    fields = ("tool_progress", "grouping", "typing", "reactions", "thoughts")
     return {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
 
 
