@@ -16,6 +16,7 @@ from typing import Any, Final
 from acp_adapter.client.driver import AgentError, PermissionPolicy, deny_all
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
+from acp_adapter.frontends.agui.history import bounded, history_messages
 from acp_adapter.frontends.agui.host import AgentHost
 from acp_adapter.frontends.agui.interrupts import (
     DEFAULT_PERMISSION_TIMEOUT,
@@ -34,7 +35,7 @@ from acp_adapter.frontends.agui.summaries import SummarySetup, summary_observers
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadBusy, ThreadRegistry, ThreadSlot
 from acp_adapter.mcp.config import McpServerSpec
-from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.redact import redact_text, redact_value
 
 log = logging.getLogger("acp_progress.agui.service")
 
@@ -325,6 +326,24 @@ class AguiService:
                     mode="json", by_alias=True, exclude_none=True
                 )
         return rows
+
+    async def thread_history(self, thread_id: str) -> dict[str, Any] | None:
+        """``thread_id``'s earlier conversation as AG-UI messages, bounded (:mod:`.history`), or
+        ``None`` when this endpoint has no such thread."""
+        updates = await self.thread_sessions.conversation(thread_id)
+        if updates is None:
+            return None
+        messages, state = history_messages(updates, self.policy)
+        kept, omitted = bounded(messages)
+        answer: dict[str, Any] = {
+            "threadId": redact_text(thread_id),
+            "messages": kept,
+            "truncated": omitted > 0,
+            "omitted": omitted,
+        }
+        if state is not None:
+            answer["state"] = redact_value(state)
+        return answer
 
     def health(self) -> dict[str, Any]:
         out: dict[str, Any] = {
