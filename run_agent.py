@@ -161,10 +161,14 @@ class AIAgent:
     def _emit_plan(self) -> None:
         if self.plan_callback is not None:
             self._safe(self.plan_callback, self._plan.steps)
+        elif self.agent_progress_callback is None and self.thinking_callback is None:
+            self._safe(self.printer.plan, self._plan.steps)
 
     def _emit_reasoning(self, text: str) -> None:
         if self.thinking_callback is not None:
             self._safe(self.thinking_callback, text)
+        elif self.agent_progress_callback is None:
+            self._safe(self.printer.thought, text)
 
     # ------------------------------------------------------------ the three hook sites
 
@@ -435,6 +439,8 @@ def _run_plain(prompt: str, cwd: str, settings: Settings, yes: bool, extra_tools
         if callable(close):
             close()
     printer.finish_answer()
+    if result.usage is not None:
+        printer.usage(result.usage.total_tokens, result.usage.context_window)
     return 0 if result.error is None else 1
 
 

@@ -17,7 +17,10 @@ import shutil
 import sys
 import threading
 import time
-from typing import TextIO
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from acp.schema import PlanEntry, UsageUpdate
 
 from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
 from acp_adapter.frontends._render import (
@@ -27,6 +30,7 @@ from acp_adapter.frontends._render import (
     progress_bar,
     spinner_frame,
 )
+from acp_adapter.frontends._updates import DIFF_LINES, Diff, capped, plan_lines, plan_progress, usage_line
 from acp_adapter.protocol.stdio import protocol_attached
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.redact.stream import StreamRedactor
@@ -58,6 +62,8 @@ class TerminalPrinter:
         self._detail = ""
         self._line_shown = False
         self._answer_text = StreamRedactor()
+        self._plan: list[str] = []
+        self._thought = ""
         self.closed = False
 
     @property
@@ -194,11 +200,63 @@ class TerminalPrinter:
             self._release_answer_locked()
             self._write(text + "\n")
 
+    def plan(self, steps: Sequence[Any]) -> None:
+        """The model's plan (steps with ``content``, ``status``, ``priority``): the whole checklist the
+        first time, then the entries that changed (the plain terminal has no region to redraw; each
+        line is the entry's new state)."""
+        entries = [PlanEntry(content=s.content, status=s.status, priority=s.priority) for s in steps]
+        lines = plan_lines(entries)
+        changed = [line for i, line in enumerate(lines) if i >= len(self._plan) or self._plan[i] != line]
+        self._plan = lines
+        if changed:
+            self.note("\n".join([plan_progress(entries), *(f"  {line}" for line in changed)]))
+
+    def diff(self, diff: Diff) -> None:
+        """An edit's unified diff under its card (green additions and red removals on a terminal),
+        at most :data:`DIFF_LINES` lines and then how many more."""
+        lines, more = capped(diff.unified().splitlines(), DIFF_LINES)
+        if more:
+            lines.append(f"… {more} more lines")
+        with self._lock:
+            self._release_answer_locked()
+            for line in lines:
+                safe = terminal_safe(redact_text(line))
+                colour = (
+                    _DIFF_COLOUR.get(line[:1], "")
+                    if self._tty() and not line.startswith(("+++", "---"))
+                    else ""
+                )
+                self._write(f"   {colour}{safe}\x1b[0m\n" if colour else f"   {safe}\n", drawn=True)
+
+    def thought(self, text: str) -> None:
+        """Reasoning while the model thinks: its newest line is the live line's detail (dimmed by
+        being the detail), folded to that line; a pipe gets none of it (it is not the answer)."""
+        self._thought = (self._thought + text)[-_THOUGHT_KEEP:]
+        last = next((line for line in reversed(self._thought.splitlines()) if line.strip()), "")
+        with self._lock:
+            if self._tty() and self._spinner is not None and last:
+                self._detail = "💭 " + " ".join(redact_text(last).split())
+                self._draw()
+
+    def usage(self, total_tokens: int, context_window: int | None) -> None:
+        """The turn's token count as a footer line (``📊 tokens 1,234 / 32,768 (3%)``)."""
+        if context_window:
+            update = UsageUpdate(session_update="usage_update", used=total_tokens, size=context_window)
+            self.note(f"📊 {usage_line(update)}")
+        else:
+            self.note(f"📊 tokens {total_tokens:,}")
+
     def prepare_question(self) -> None:
         """Clear the spinner line and release held text so a question is asked on a clean line."""
         self.spinner_stop()
         with self._lock:
             self._release_answer_locked()
+
+
+#: additions green, removals red, hunk headers cyan (a terminal only)
+_DIFF_COLOUR = {"+": "\x1b[32m", "-": "\x1b[31m", "@": "\x1b[36m"}
+#: characters of reasoning kept to find its newest line
+_THOUGHT_KEEP = 4096
 
 
 def _number(value: object) -> bool:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_adapter.frontends._updates import Diff
 from acp_adapter.frontends.plain.printer import TerminalPrinter
 from acp_adapter.tooling.calls import ToolCall
+from acp_adapter.tooling.display import FileDiff
 from acp_adapter.tooling.presentation import PresentationRegistry, render_label, render_title
 from acp_adapter.tooling.toolbox import PermissionDecision, PermissionPolicy, Tool, ToolOutcome
 
@@ -50,6 +52,9 @@ class PlainToolObserver:
         mark = "✔" if outcome.ok else "✖"
         detail = outcome.summary if outcome.ok else outcome.error or "failed"
         self.printer.note(f"{mark} {call.name} {detail}")
+        for shown in outcome.display:
+            if isinstance(shown, FileDiff):
+                self.printer.diff(Diff(path=shown.path, old=shown.old_text or "", new=shown.new_text))
 
     def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision | bool:
         return self.permission(call, tool)
