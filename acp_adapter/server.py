@@ -21,28 +21,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
     CloseSessionRequest,
-    CloseSessionResponse,
     DeleteSessionRequest,
-    DeleteSessionResponse,
     Implementation,
     InitializeResponse,
-    ListSessionsResponse,
-    LoadSessionResponse,
     McpCapabilities,
-    NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
     ResumeSessionRequest,
-    ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
-    SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -50,13 +43,15 @@ from acp.schema import (
 )
 
 from acp_adapter._version import __version__
+from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
-from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
+from acp_adapter.agent.session import LiveSessions, Session, history_to_json
+from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_mcp import SessionServers
+from acp_adapter.agent.session_methods import SessionMethods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.agent.turn_outcome import (
     TurnResult,
-    check_same_workspace,
     iso_now,
     summary_outcome,
     turn_failure,
@@ -64,7 +59,6 @@ from acp_adapter.agent.turn_outcome import (
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from acp_adapter.mcp.manager import MCP_SERVERS
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
@@ -72,15 +66,13 @@ from acp_adapter.store import (
     BackgroundWriter,
     MemoryStore,
     SessionStore,
-    StoredSession,
-    StoreError,
     open_store,
 )
 from acp_adapter.store import PermissionDecision as StoredPermission
 from acp_adapter.store.base import CANCELLED_DECISION
-from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
+from acp_adapter.store.recorder import ConversationRecorder
 from acp_adapter.text import prompt_to_text
-from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
+from acp_adapter.tooling.builtin import kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import one_line
 
@@ -112,9 +104,6 @@ T = TypeVar("T")
 HANGUP_GRACE = 0.8
 #: Longest a prompt's answer waits for its turn to reach the session store.
 STORE_FLUSH_TIMEOUT = 2.0
-#: the longest ``session/list`` waits for the writer's backlog (a lock held by another process
-#: stalls the writer; the list then answers from what is on disk)
-LIST_FLUSH_S = 1.0
 
 SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
@@ -161,7 +150,7 @@ async def _await_through_cancel(
         return None, exc, interrupted
 
 
-class ProgressAgent:
+class ProgressAgent(SessionMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -180,6 +169,10 @@ class ProgressAgent:
         self.client_name: str | None = None
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
+        #: the model selector's entries, the configured back-end first (it is ``self.model``)
+        self.model_menu: list[ModelChoice] = model_choices(self.settings)
+        #: the other entries' back-ends, built when a session first picks one
+        self._models: dict[str, ChatModel] = {self.model_menu[0].id: self.model}
         #: heartbeats of every turn; by default the connection's own event loop times them
         #: (``loop.call_later``), so an ACP agent needs no scheduler thread
         self.scheduler = scheduler
@@ -237,7 +230,9 @@ class ProgressAgent:
             decided_by = "auto" if answer.automatic else (answer.decided_by or "client")
         surface = answer.surface or self.client_name or "acp"
         self.store.record_permission(
-            StoredPermission(time.time(), session_id, card_id, title, answer.allowed, decided_by, surface)
+            StoredPermission(
+                time.time(), session_id, card_id, title, answer.allowed, decided_by, surface, answer.rule
+            )
         )
 
     def _forget_freed(self, session_id: str) -> None:
@@ -336,12 +331,31 @@ class ProgressAgent:
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()
-        close = getattr(self.model, "close", None)
-        if self._owns_model and callable(close):
-            try:
-                close()
-            except Exception:
-                log.exception("closing the model back-end failed")
+        for model in self._models.values():
+            close = getattr(model, "close", None)
+            if (model is not self.model or self._owns_model) and callable(close):
+                try:
+                    close()
+                except Exception:
+                    log.exception("closing the model back-end failed")
+
+    def model_for(self, session: Session) -> ChatModel:
+        """The back-end of the model the session picked (built on first use, then shared)."""
+        choice_id = self._config_of(session).model
+        model = self._models.get(choice_id)
+        if model is not None:
+            return model
+        choice = next((c for c in self.model_menu if c.id == choice_id), None)
+        if choice is None:
+            return self.model
+        if choice.backend == "openai":
+            openai = self.settings.openai.model_copy(update={"model": choice.model_name})
+            settings = self.settings.model_copy(update={"model": "openai", "openai": openai})
+        else:
+            settings = self.settings.model_copy(update={"model": "embedded"})
+        model = self._models[choice_id] = create_model(settings)
+        log.info("model %s ready", choice_id)
+        return model
 
     # ------------------------------------------------------------ ACP methods
 
@@ -374,192 +388,6 @@ class ProgressAgent:
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         return AuthenticateResponse()
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
-        await self._check_cwd(cwd)
-        session = self.sessions.create(cwd, self.outbox)
-        session.toolbox = default_toolbox(cwd)
-        self.recorder.open_session(session.id, cwd)
-        self.mcp.start(session, mcp_servers)
-        log.info("new session %s in %s", session.id, cwd)
-        return NewSessionResponse(session_id=session.id)
-
-    async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
-    ) -> LoadSessionResponse:
-        """Replay a stored conversation as ``session/update`` notifications, then answer; later
-        prompts go on with its model history. Every card arrives in its final state."""
-        await self._check_cwd(cwd)
-        live = self.sessions.find(session_id)
-        if live is not None and live.cancel is not None:
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
-            )
-        await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
-        if stored is None:
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
-            )
-        check_same_workspace(session_id, stored.record.cwd, cwd)
-        await self.mcp.stop(session_id)  # a live copy's servers: the client passes the servers now
-        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
-        session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
-        session.toolbox = default_toolbox(cwd)
-        self.recorder.open_session(session_id, cwd, stored.record.title)
-        self.mcp.start(session, mcp_servers, had)
-        for update in replay_updates(session_id, stored.events):
-            self.outbox.submit(session_id, update)
-        if stored.record.title:
-            info = SessionInfoUpdate(
-                session_update="session_info_update",
-                title=stored.record.title,
-                updated_at=iso_now(stored.record.updated_at),
-            )
-            self.outbox.submit(session_id, info)
-        await self.outbox.flush()
-        log.info("loaded session %s (%d stored entries) in %s", session_id, len(stored.events), cwd)
-        return LoadSessionResponse()
-
-    async def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
-    ) -> ListSessionsResponse:
-        """The stored sessions, newest first, 50 a page (``cursor`` from the previous page).
-
-        Bounded in time: the writer's backlog is waited for at most :data:`LIST_FLUSH_S` (another
-        process may hold the database's lock), and the read itself never waits for the writer."""
-        await self._writer.flush_async(LIST_FLUSH_S)
-        try:
-            page = await anyio.to_thread.run_sync(lambda: self.store.list_sessions(cwd, cursor, 50))
-        except StoreError as exc:
-            if cursor is None:  # nothing of the request was wrong: the store could not answer
-                raise RequestError.internal_error({"details": str(exc)}) from None
-            raise RequestError.invalid_params({"cursor": cursor, "details": str(exc)}) from None
-        return ListSessionsResponse(
-            sessions=[
-                SessionInfo(
-                    session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=iso_now(r.updated_at)
-                )
-                for r in page.sessions
-            ],
-            next_cursor=page.next_cursor,
-        )
-
-    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
-        """Remove a session for good: from memory and from the store (its events and history).
-
-        A session whose prompt is running is refused (cancel it first), as ``session/load`` does;
-        an id neither live nor stored is an invalid-params error that names it."""
-        live = self.sessions.find(session_id)
-        if live is not None and live.cancel is not None:
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
-            )
-        await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
-        stored = await anyio.to_thread.run_sync(self._delete_stored, session_id)
-        if live is None and not stored:
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
-            )
-        if live is not None:
-            self.sessions.close(session_id)
-        await self.mcp.stop(session_id)
-        self.recorder.forget(session_id)
-        if self._outbox is not None:
-            self._outbox.forget_observers(session_id)
-        log.info("deleted session %s", session_id)
-        return DeleteSessionResponse()
-
-    async def resume_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
-    ) -> ResumeSessionResponse:
-        """Go on with a session without a replay (the client still shows it), with the MCP
-        servers the client passes now."""
-        await self._check_cwd(cwd)
-        live = self.sessions.find(session_id)
-        if live is not None and live.cancel is not None:
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
-            )
-        await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
-        if stored is None and live is None:
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
-            )
-        check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
-        await self.mcp.stop(session_id)
-        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
-        history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
-        session = self.sessions.adopt(session_id, cwd, self.outbox, history)
-        session.toolbox = default_toolbox(cwd)
-        self.recorder.open_session(session_id, cwd, stored.record.title if stored is not None else None)
-        self.mcp.start(session, mcp_servers, had)
-        log.info("resumed session %s in %s", session_id, cwd)
-        return ResumeSessionResponse()
-
-    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
-        """Free a live session: its running turn is cancelled (waited for up to 2 s), its MCP servers
-        are stopped; the stored conversation stays (``session/load`` brings it back)."""
-        live = self.sessions.find(session_id)
-        if live is None:
-            raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session id"})
-        if live.cancel is not None:
-            live.cancel.cancel("the session was closed")
-            for _ in range(40):
-                if live.cancel is None:
-                    break
-                await asyncio.sleep(0.05)
-        self.sessions.close(session_id)
-        await self.mcp.stop(session_id)
-        self.recorder.forget(session_id)
-        if self._outbox is not None:
-            self._outbox.forget_observers(session_id)
-        log.info("closed session %s", session_id)
-        return CloseSessionResponse()
-
-    def _delete_stored(self, session_id: str) -> bool:
-        with self.store.batch():
-            self.store.remove(OPEN_TURNS, session_id)
-            self.store.remove(MCP_SERVERS, session_id)
-            return self.store.delete(session_id)
-
-    def _load_stored(self, session_id: str) -> StoredSession | None:
-        """The stored session (on a worker thread), its last turn closed with an "(interrupted)"
-        note first if the process that began it died before it ended."""
-        try:
-            self.recorder.close_interrupted(session_id)
-        except Exception as exc:  # the conversation still loads, without the note
-            log.warning("could not close the interrupted turn of session %s: %s", session_id, exc)
-        return self.store.load(session_id)
-
-    async def _check_cwd(self, cwd: str) -> None:
-        if not os.path.isabs(cwd):
-            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
-        if not await anyio.Path(cwd).is_dir():
-            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
-
-    async def _session_for_prompt(self, session_id: str) -> Session:
-        """The live session, or one freed for idleness (or from an earlier process) brought back
-        from the store with its history, without a replay: the client already shows it."""
-        try:
-            return self.sessions.get(session_id)
-        except RequestError:
-            await self._writer.flush_async()
-            stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
-            if stored is None:
-                raise
-            session = self.sessions.adopt(
-                session_id, stored.record.cwd, self.outbox, history_from_json(stored.history)
-            )
-            session.toolbox = default_toolbox(stored.record.cwd)
-            self.recorder.open_session(session_id, stored.record.cwd, stored.record.title)
-            had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
-            self.mcp.start(
-                session, [], had, "it was stopped with the idle session; load the session again to reconnect"
-            )
-            log.info("session %s brought back from the store for a prompt", session_id)
-            return self.sessions.get(session_id)
-
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
         if session is not None and session.cancel is not None:
@@ -567,9 +395,13 @@ class ProgressAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         session = await self._session_for_prompt(session_id)
+        command = parse_command(prompt_to_text(prompt, attachments=False))
+        if command is not None:  # /help, /title: the agent answers, not the model
+            return await self.run_command(session, command)
         cancel = session.begin_turn()
         loop = asyncio.get_running_loop()
         running: asyncio.Future[None] = loop.create_future()
+        session.turn_done = running
         self._turns_running.add(running)
         task = asyncio.current_task()
         if task is not None:
@@ -687,7 +519,7 @@ class ProgressAgent:
                 stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
 
         return self.turn_runner(
-            self.model,
+            self.model_for(session),
             toolbox=session.toolbox,
             agent_progress_callback=make_agent_progress_cb(conn, session.id, loop, stream=stream),
             thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
@@ -701,6 +533,7 @@ class ProgressAgent:
                 registry=self.registry,
                 workspace=session.cwd,
                 audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
+                policy=session.policy,
             ),
             scheduler=self.scheduler or loop_heartbeats(loop),
             cancel=cancel,
