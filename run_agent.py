@@ -27,12 +27,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, Settings
-from acp_adapter.frontends.plain.printer import TerminalPrinter
 from acp_adapter.models import (
     ChatModel,
     Message,
@@ -48,6 +47,9 @@ from acp_adapter.models import (
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import format_elapsed
 from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
+
+if TYPE_CHECKING:  # a terminal front-end's printer: serve never needs it (cold start)
+    from acp_adapter.frontends.plain.printer import TerminalPrinter
 
 __all__ = ["AIAgent", "TurnResult", "close_tool_pairs"]
 
@@ -132,6 +134,8 @@ class AIAgent:
     @property
     def printer(self) -> TerminalPrinter:
         if self._printer is None:
+            from acp_adapter.frontends.plain.printer import TerminalPrinter
+
             self._printer = TerminalPrinter()
         return self._printer
 

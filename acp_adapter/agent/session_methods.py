@@ -46,7 +46,7 @@ from acp_adapter.agent.session_config import (
     mode_state,
 )
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
-from acp_adapter.mcp.manager import MCP_SERVERS
+from acp_adapter.mcp.config import MCP_SERVERS
 from acp_adapter.store import StoredSession, StoreError
 from acp_adapter.store.recorder import OPEN_TURNS, replay_updates
 from acp_adapter.tooling.builtin import default_toolbox
