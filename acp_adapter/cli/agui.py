@@ -101,6 +101,20 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         "--yes", action="store_true", help="allow the agent's permission requests (default: deny them)"
     )
     agui.add_argument(
+        "--permission-interrupts",
+        action="store_true",
+        help="ask every run's client about the agent's permission requests (an AG-UI interrupt it "
+        "answers with a resume) instead of only runs that set forwardedProps.permissionInterrupts",
+    )
+    agui.add_argument(
+        "--permission-timeout",
+        type=_seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long a run paused on a permission question waits for its resume before the "
+        "static answer (deny, or allow with --yes) is given (default 120)",
+    )
+    agui.add_argument(
         "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
     )
     agui.add_argument(
@@ -279,6 +293,8 @@ def _run(
             thread_retention_days=settings.session_retention_days,
             mcp_servers=args.mcp_servers,
             thread_scope=args.thread_scope,
+            permission_interrupts=args.permission_interrupts,
+            permission_timeout=args.permission_timeout,
         )
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)

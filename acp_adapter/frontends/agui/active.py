@@ -6,6 +6,10 @@ must not tear the ACP turn down half-way (that would leave the agent's cards ope
 sends ``session/cancel``; the drive task keeps consuming the turn until the agent answered the
 prompt, so its cards close and the thread is free for the next run.
 
+A run whose client answers permission questions can *pause* (:mod:`.interrupts`): its stream ends
+with the interrupt, its turn goes on waiting, the updates that still arrive are held, and a resume
+swaps in the next run's emitter over the same projection, so the rest of the turn is that run's.
+
 Ending is single-shot: whatever happens (success, cancel, agent error, crash, shutdown) the
 observers' ``on_end`` runs, then exactly one terminal event is written (ignored if the client
 left), the thread is released and waiters are woken.
@@ -19,9 +23,14 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from acp.schema import SessionInfoUpdate
+from ag_ui.core import RunAgentInput
+
 from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, Turn
 from acp_adapter.frontends.agui.host import AgentHost
+from acp_adapter.frontends.agui.interrupts import PendingPermission, PermissionBroker
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunOutcome
+from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.frontends.agui.threads import ThreadRegistry, ThreadSlot
 from acp_adapter.safety.redact import redact_text
 
@@ -29,6 +38,9 @@ log = logging.getLogger("acp_progress.agui.active")
 
 #: How the driver words a prompt answered with a JSON-RPC error; the run reports the agent's own words.
 _PROMPT_ERROR_PREFIX = "the agent answered the prompt with an error: "
+
+#: Updates held while a run is paused on a question, at most (the agent waits; few arrive).
+MAX_HELD_UPDATES = 10_000
 
 Spawn = Callable[[Coroutine[Any, Any, None], str], asyncio.Task[None]]
 """Start a background task the app keeps a reference to (and cancels at shutdown)."""
@@ -38,9 +50,22 @@ class ActiveRun:
     """The state of one run between its claim on the thread and its terminal event."""
 
     def __init__(
-        self, context: RunContext, *, host: AgentHost, threads: ThreadRegistry, spawn: Spawn
+        self,
+        context: RunContext,
+        *,
+        host: AgentHost,
+        threads: ThreadRegistry,
+        spawn: Spawn,
+        broker: PermissionBroker | None = None,
+        asks_permission: bool = False,
     ) -> None:
         self.context = context
+        self._broker = broker
+        #: the client answers permission questions (interrupts); else the static policy does
+        self.asks_permission = asks_permission and broker is not None
+        #: the question the run is paused on (its stream ended with the interrupt)
+        self.paused: PendingPermission | None = None
+        self._held: list[Any] = []
         self.observers = ObserverSet(())
         self._host = host
         self._threads = threads
@@ -51,6 +76,8 @@ class ActiveRun:
         self._gone = False
         self._seen_update = False
         self._code: str | None = None
+        #: the prompt response's token counts (RUN_FINISHED.usage)
+        self._tokens: Any = None
         self._done = asyncio.Event()
 
     # ------------------------------------------------------------------ what the registry asks
@@ -75,13 +102,61 @@ class ActiveRun:
     # ------------------------------------------------------------------ the client side
 
     def client_gone(self) -> None:
-        """The SSE response ended before the run did: write nothing more, cancel the ACP turn."""
-        if self._done.is_set() or self._gone:
+        """The SSE response ended before the run did: write nothing more, cancel the ACP turn.
+
+        Not while paused on a question: that stream ended on purpose, the turn waits for a resume."""
+        if self._done.is_set() or self._gone or self.paused is not None:
             return
+        self._give_up()
+
+    def _give_up(self) -> None:
         self._gone = True
+        self.paused = None
+        self._held.clear()
         self.context.emitter.abandon()
-        log.info("run %s: the client disconnected; cancelling its turn", redact_text(self.run_id))
+        log.info("run %s: the client is gone; cancelling its turn", redact_text(self.run_id))
         self._cancel_turn()
+
+    # ------------------------------------------------------------------ questions (interrupts)
+
+    def pause(self, pending: PendingPermission) -> bool:
+        """End this run's stream with ``pending``'s interrupt; the turn waits for :meth:`resume`."""
+        if not self.asks_permission or self._gone or self._done.is_set() or self.paused is not None:
+            return False
+        self.paused = pending
+        if not self.context.emitter.interrupt([pending.interrupt()]):
+            self.paused = None
+            return False
+        return True
+
+    def expire(self, pending: PendingPermission) -> None:
+        """Nobody answered ``pending`` in time: the static policy answers and the turn is cancelled."""
+        if self.paused is pending:
+            self._give_up()
+
+    def decline(self) -> None:
+        """A plain run came to the paused thread: the static policy answers the question and the
+        paused turn is cancelled (the new run waits for it, like for a disconnected one)."""
+        pending = self.paused
+        if pending is None:
+            return
+        self._give_up()
+        pending.answer(None)
+
+    def resume(self, emitter: RunEmitter, run_input: RunAgentInput, option_id: str | None) -> None:
+        """Continue the paused turn as the run of ``run_input`` (streaming to ``emitter``, over the
+        same projection), then give the agent the answer: the held updates go out first."""
+        pending = self.paused
+        assert pending is not None
+        self.context.emitter = emitter
+        self.context.run_id = run_input.run_id
+        self.context.input = run_input
+        self.paused = None
+        emitter.start()
+        held, self._held = self._held, []
+        for update in held:
+            emitter.feed(update)
+        pending.answer(option_id)
 
     def _cancel_turn(self) -> None:
         turn, driver = self._turn, self._driver
@@ -132,6 +207,8 @@ class ActiveRun:
             driver, session_id, reused = await self._host.session(slot)
             self._driver = driver
             self.context.session_id = session_id
+            if self._broker is not None:
+                self._broker.attach(session_id, self)
             if self._gone:
                 return RunOutcome("cancelled", stop_reason="cancelled")  # left before the prompt went out
             turn = driver.prompt(session_id, self.context.prompt)
@@ -154,22 +231,41 @@ class ActiveRun:
         raise AssertionError("unreachable")
 
     async def _consume(self, turn: Turn) -> RunOutcome:
-        emitter = self.context.emitter
         async for update in turn:
             self._seen_update = True
             self.observers.observe(update)
+            if isinstance(update, SessionInfoUpdate) and update.title:
+                self._retitle(update.title)
+            if self.paused is not None:  # the next run (the resume) gets it
+                if len(self._held) < MAX_HELD_UPDATES:
+                    self._held.append(update)
+                continue
+            emitter = self.context.emitter  # a resume swaps it
             emitter.feed(update)
             if emitter.over_limit:  # a reader that is behind holds the update stream, not memory
                 await emitter.writable()
         stop = str(turn.response.stop_reason) if turn.response is not None else "end_turn"
+        self._tokens = turn.response.usage if turn.response is not None else None
         return RunOutcome("cancelled" if stop == "cancelled" else "success", stop_reason=stop)
 
+    def _retitle(self, title: str) -> None:
+        """The agent titled the session: the thread list shows that title from now on."""
+        if self._slot is not None and self.context.session_id is not None:
+            self._host.threads.retitle(self._slot.thread_id, self.context.session_id, self._host.cwd, title)
+
     def _close(self, outcome: RunOutcome, slot: ThreadSlot) -> None:
+        if self._broker is not None:
+            self._broker.detach(self.context.session_id, self)
+        if self.paused is not None:  # the turn ended while waiting (a crash): the question is moot
+            self.paused.answer(None)
+            self.paused = None
         emitter = self.context.emitter
         if outcome.status == "error":
             emitter.fail(outcome.error or "run failed", code=self._code)
         else:
-            emitter.finish(cancelled=outcome.status == "cancelled", stop_reason=outcome.stop_reason)
+            emitter.finish(
+                cancelled=outcome.status == "cancelled", stop_reason=outcome.stop_reason, tokens=self._tokens
+            )
         self._threads.release(slot, self)
         self._done.set()
         log.info(

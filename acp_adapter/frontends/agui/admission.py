@@ -18,9 +18,11 @@ outermost first:
    otherwise. Requests without ``Origin`` (curl, Node, Python) are not browsers' cross-site ones.
 3. **CORS** (Starlette's :class:`~starlette.middleware.cors.CORSMiddleware`) for the allowed
    origins only: their preflights are answered, so a browser front-end works on purpose.
-4. **Token**: with a token configured, every route but ``/health`` needs
-   ``Authorization: Bearer <token>``, compared in constant time; ``401`` otherwise. ``/health``
-   stays open for probes but tells an unauthenticated caller only ``{"status": "ok"}``.
+4. **Token**: with a token configured, every route but ``/health`` and the web page's files
+   (``GET /`` and ``/page/*``: no secret in them, and a navigation cannot
+   carry a header) needs ``Authorization: Bearer <token>``, compared in constant time; ``401``
+   otherwise. ``/health`` stays open for probes but tells an unauthenticated caller only
+   ``{"status": "ok"}``.
 
 Refusals are logged at INFO in one escaped line; what is refused never reaches the app.
 :func:`install_admission` adds the gates to an app as Starlette middleware.
@@ -47,6 +49,8 @@ log = logging.getLogger("acp_progress.agui.admission")
 
 LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "[::1]")
 HEALTH_PATH: Final = "/health"
+#: The web page's files: fetched by a browser's navigation, which cannot send the token.
+PAGE_PATHS: Final = frozenset({"/", "/page/app.js", "/page/app.css", "/page/icon.svg"})
 _HOST_OK: Final = "acp_progress.host_ok"
 
 
@@ -252,6 +256,11 @@ class _OriginGate:
         await self.app(scope, receive, send)
 
 
+def _page(scope: Scope, path: str) -> bool:
+    """A GET (or HEAD) of one of the page's files: ``POST /`` (a run) still needs the token."""
+    return scope.get("method") in ("GET", "HEAD") and path in PAGE_PATHS
+
+
 class _TokenGate:
     """Every route but ``/health`` needs the bearer token (when one is configured)."""
 
@@ -260,7 +269,8 @@ class _TokenGate:
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or _route_path(scope) == HEALTH_PATH:
+        path = _route_path(scope)
+        if scope["type"] != "http" or path == HEALTH_PATH or _page(scope, path):
             await self.app(scope, receive, send)
             return
         if not bearer_ok(Headers(scope=scope), self.token):

@@ -14,6 +14,10 @@ by the first run and never stopped explicitly.
   ``200`` and ``text/event-stream``: every event is an ag-ui-protocol model encoded by
   :class:`ag_ui.encoder.EventEncoder`. A client that disconnects cancels its ACP turn; one gone
   before its body arrived is one INFO line.
+* ``GET /`` — the web page (:mod:`.page`: plain HTML/CSS/JS from the package, a strict CSP).
+* ``GET /threads`` — ``{"threads": [{"threadId", "title", "usedAt", "running", "paused",
+  "interrupt"?}]}``: this endpoint's stored threads, most recently used first (the page's thread
+  list); a thread paused on a permission question carries its interrupt (a reloaded page asks again).
 * ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``; only
   ``{"status": "ok"}`` to a caller without the token, when there is one.
 
@@ -27,8 +31,11 @@ Progress summaries (``summary=``, see :mod:`.summaries`): each run that has them
 place, all before the run's terminal event.
 
 Permission requests from the agent are answered by ``permission_policy``: by default
-:func:`~acp_adapter.client.driver.deny_all` (an AG-UI client has no channel to ask its person here), so
-dangerous tools are denied and the agent says so on the card; ``allow_all`` (``--yes``) allows.
+:func:`~acp_adapter.client.driver.deny_all`, so dangerous tools are denied and the agent says so on
+the card; ``allow_all`` (``--yes``) allows. A run that asks for it
+(``forwardedProps.permissionInterrupts``, or ``permission_interrupts=True`` for every run) gets the
+question instead, as an AG-UI interrupt, and its client answers with a resume (:mod:`.interrupts`);
+``permission_policy`` answers when nobody does within ``permission_timeout`` seconds.
 """
 
 from __future__ import annotations
@@ -51,9 +58,11 @@ from acp_adapter.config import Settings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.admission import Admission, bearer_ok, install_admission
+from acp_adapter.frontends.agui.interrupts import DEFAULT_PERMISSION_TIMEOUT, ResumeError
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
 from acp_adapter.frontends.agui.observers import RunObserverFactory
 from acp_adapter.frontends.agui.options import global_tool_progress
+from acp_adapter.frontends.agui.page import install_page
 from acp_adapter.frontends.agui.policy import RedactPolicy, load_policy
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
 from acp_adapter.frontends.agui.service import CANCEL_GRACE, AguiService, TooManyRuns
@@ -156,6 +165,8 @@ def create_app(
     thread_retention_days: float = 30.0,
     mcp_servers: Sequence[McpServerSpec] = (),
     thread_scope: str = "",
+    permission_interrupts: bool = False,
+    permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
@@ -181,7 +192,11 @@ def create_app(
     process. The caller keeps ownership of the store (the app does not close it).
     ``thread_scope`` names this endpoint's thread map in the store
     (:func:`~.thread_store.endpoint_scope`: another endpoint on the same store never sees its
-    threads). ``mcp_servers`` are sent in every thread's ``session/new`` (``--mcp-config``, the settings
+    threads). ``permission_interrupts`` makes every run ask its client about permission requests
+    (an AG-UI interrupt; a run sets ``forwardedProps.permissionInterrupts`` for itself), and
+    ``permission_timeout`` bounds how long a paused run waits for its resume before
+    ``permission_policy`` answers (:mod:`.interrupts`). ``mcp_servers`` are sent in every
+    thread's ``session/new`` (``--mcp-config``, the settings
     file's ``[mcp_servers]``), so the agent behind the endpoint offers their tools.
     """
     admission = admission or Admission()
@@ -213,6 +228,8 @@ def create_app(
             thread_store, retention_days=thread_retention_days, scope=thread_scope
         ),
         mcp_servers=mcp_servers,
+        permission_interrupts=permission_interrupts,
+        permission_timeout=permission_timeout,
     )
 
     @contextlib.asynccontextmanager
@@ -236,6 +253,12 @@ def create_app(
     app.state.limits = limits
     install_admission(app, admission)
 
+    install_page(app)
+
+    @app.get("/threads")
+    async def threads() -> dict[str, Any]:
+        return {"threads": await service.thread_list()}
+
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:
         if not bearer_ok(request.headers, admission.token):
@@ -251,7 +274,11 @@ def create_app(
         try:
             body = await _read_body(request, limits)
             run_request = parse_run_request(
-                body, service.tool_progress, service.progress_summary, max_id_length=limits.max_id_length
+                body,
+                service.tool_progress,
+                service.progress_summary,
+                max_id_length=limits.max_id_length,
+                global_interrupts=service.permission_interrupts,
             )
         except BadRunInput as exc:
             return _refusal(exc.status, str(exc))
@@ -262,6 +289,8 @@ def create_app(
             active = await service.open_run(run_request)
         except ThreadBusy as exc:
             return JSONResponse({"detail": str(exc)}, status_code=409)
+        except ResumeError as exc:
+            return JSONResponse({"detail": str(exc)}, status_code=exc.status)
         except TooManyRuns:
             return _busy()
         return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))

@@ -5,6 +5,10 @@ default; ``forwardedProps.emitToolProgress`` of one run overrides it either way 
 ``false`` disables a global opt-in). Any other value of that key is a client error, reported as such
 rather than guessed at.
 
+Permission questions as AG-UI interrupts (issue 29, :mod:`.interrupts`) follow it too, with
+``forwardedProps.permissionInterrupts`` over ``--permission-interrupts`` (default off: a client
+that never resumes keeps getting the static policy's answer in the same run).
+
 Progress summaries (issue 10) follow the same rule with ``forwardedProps.emitProgressSummary``
 over the endpoint's summary setting (``--summary`` / ``ACP_PROGRESS_SUMMARY``), so a client that
 renders no status line can opt out per run, and one that does can opt in on an endpoint that
@@ -21,6 +25,7 @@ from acp_adapter.errors import AcpProgressError
 ENV_TOOL_PROGRESS: Final = "ACP_PROGRESS_AGUI_TOOL_PROGRESS"
 FORWARDED_PROP: Final = "emitToolProgress"
 SUMMARY_PROP: Final = "emitProgressSummary"
+INTERRUPTS_PROP: Final = "permissionInterrupts"
 
 
 class ForwardedSwitchError(AcpProgressError, ValueError):
@@ -29,6 +34,10 @@ class ForwardedSwitchError(AcpProgressError, ValueError):
 
 class ToolProgressOptionError(ForwardedSwitchError):
     """A value for the progress switch that is neither true nor false."""
+
+
+class PermissionInterruptsOptionError(ForwardedSwitchError):
+    """A value for the permission-interrupts switch that is neither true nor false."""
 
 
 class ProgressSummaryOptionError(ForwardedSwitchError):
@@ -70,3 +79,9 @@ def run_tool_progress(global_default: bool, forwarded_props: Any) -> bool:
 def run_progress_summary(global_default: bool, forwarded_props: Any) -> bool:
     """Whether one run publishes summaries: ``forwardedProps.emitProgressSummary``, else the default."""
     return _run_switch(global_default, forwarded_props, SUMMARY_PROP, ProgressSummaryOptionError)
+
+
+def run_permission_interrupts(global_default: bool, forwarded_props: Any) -> bool:
+    """Whether one run's permission questions pause it as AG-UI interrupts
+    (``forwardedProps.permissionInterrupts``, else ``--permission-interrupts``)."""
+    return _run_switch(global_default, forwarded_props, INTERRUPTS_PROP, PermissionInterruptsOptionError)

@@ -16,12 +16,18 @@ The mapping (issue 9, seed 001):
   they and all their updates are dropped, so spinner text never reaches the client.
 * a real tool card → ``TOOL_CALL_START``, ``TOOL_CALL_ARGS`` (its redacted raw input as JSON),
   ``TOOL_CALL_END`` at once; its terminal update → ``TOOL_CALL_RESULT`` through the redaction
-  policy (kind ``tool_result``).
+  policy (kind ``tool_result``), with ``metadata.acpProgress.status`` (``completed``/``failed``).
 * ``_meta.acpProgress.progress`` on a live tool's update → one ``ACTIVITY_SNAPSHOT`` per tool call
   per run (``"{runId}:progress:{toolCallId}"``, ``TOOL_PROGRESS``, ``replace: true``) when progress
   is enabled, through the policy (kind ``tool_progress``). Only reported fields; an empty update,
   or one whose every value the policy withheld, publishes nothing; anything for a tool whose
   result was published is ignored.
+* ``plan`` (and ``plan_update`` with items) → the shared state ``{"plan": [{content, status,
+  priority}]}``: a ``STATE_SNAPSHOT`` the first time, then ``STATE_DELTA`` JSON Patches of what
+  changed (:mod:`.shared_state`); ``plan_removed`` empties it.
+* an edit card's diff content → a unified diff in its ``TOOL_CALL_RESULT`` (:mod:`.content`).
+* ``usage_update`` (the context window: ``used``/``size``, ``cost``) → ``RUN_FINISHED``'s
+  ``result.usage``; the prompt response's token counts → ``RUN_FINISHED.usage``.
 * ``RUN_FINISHED`` (outcome success or cancelled) or ``RUN_ERROR`` last, after any open text or
   reasoning was closed. After it the projection returns nothing, whatever it is fed.
 """
@@ -35,17 +41,22 @@ from typing import Any, Final
 
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanContentUpdate,
+    AgentPlanRemovedUpdate,
+    AgentPlanUpdate,
     AgentThoughtChunk,
-    ContentToolCallContent,
-    FileEditToolCallContent,
+    PlanUpdateItems,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
+    Usage,
+    UsageUpdate,
 )
 from ag_ui.core import (
     PROTOCOL_VERSION,
     ActivitySnapshotEvent,
     BaseEvent,
+    Interrupt,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
@@ -54,8 +65,11 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
+    RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
     TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
@@ -64,7 +78,9 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
+from ag_ui.core.events import TokenUsage
 
+from acp_adapter.frontends.agui.content import tool_content_text
 from acp_adapter.frontends.agui.policy import (
     POLICY_REDACTED,
     TOOL_PROGRESS,
@@ -73,6 +89,7 @@ from acp_adapter.frontends.agui.policy import (
     apply_policy,
     default_policy,
 )
+from acp_adapter.frontends.agui.shared_state import PlanState, plan_items
 from acp_adapter.protocol.cards import CardAccumulator
 from acp_adapter.protocol.meta import meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
@@ -104,25 +121,36 @@ def _block_text(block: Any) -> str:
     return block.text if isinstance(block, TextContentBlock) else ""
 
 
-def _tool_content_text(update: ToolCallStart | ToolCallProgress) -> str | None:
-    """The card's text content (what the agent showed as the result), or ``None`` when it sent none."""
-    if not update.content:
-        return None
-    parts: list[str] = []
-    for item in update.content:
-        if isinstance(item, ContentToolCallContent):
-            parts.append(_block_text(item.content))
-        elif isinstance(item, FileEditToolCallContent):
-            parts.append(f"edited {item.path}")
-    return "\n".join(p for p in parts if p)
-
-
 def _tool_name(update: ToolCallStart) -> str:
     """This project's agent names the tool in ``_meta.acpProgress.toolId``; other agents give a title."""
     meta = meta_of(update)
     if meta is not None and meta.tool_id:
         return one_line(meta.tool_id, 120)
     return one_line(update.title, 120) or "tool"
+
+
+def usage_result(update: UsageUpdate) -> dict[str, Any]:
+    """An ACP ``usage_update`` as ``RUN_FINISHED.result.usage``: ``{"used", "size", "cost"?}``."""
+    usage: dict[str, Any] = {"used": update.used, "size": update.size}
+    if update.cost is not None:
+        usage["cost"] = {"amount": update.cost.amount, "currency": one_line(update.cost.currency, 16)}
+    return usage
+
+
+def token_usage(tokens: Usage | None) -> list[TokenUsage] | None:
+    """The prompt response's token counts as AG-UI ``TokenUsage`` (None when the agent sent none)."""
+    if tokens is None:
+        return None
+    counts = {
+        "input_tokens": tokens.input_tokens,
+        "output_tokens": tokens.output_tokens,
+        "total_tokens": tokens.total_tokens,
+        "reasoning_tokens": tokens.thought_tokens,
+        "cached_input_tokens": tokens.cached_read_tokens,
+        "cache_write_input_tokens": tokens.cached_write_tokens,
+    }
+    valid: dict[str, Any] = {k: v for k, v in counts.items() if isinstance(v, int) and 0 <= v <= 2**53 - 1}
+    return [TokenUsage.model_validate(valid)] if valid else None
 
 
 class RunProjection:
@@ -155,6 +183,9 @@ class RunProjection:
         self._finished_tools: set[str] = set()
         #: last text each live tool's card showed, the result when its terminal update carries none
         self._last_content: dict[str, str] = {}
+        self._plan = PlanState()
+        #: the last ``usage_update`` (context window, cost) as published in RUN_FINISHED's result
+        self.usage: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ ids
 
@@ -172,18 +203,53 @@ class RunProjection:
             RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id, protocol_version=PROTOCOL_VERSION)
         ]
 
-    def finish(self, *, cancelled: bool = False, stop_reason: str | None = None) -> list[BaseEvent]:
-        """Close what is open, then ``RUN_FINISHED``; nothing more is ever produced."""
+    def finish(
+        self, *, cancelled: bool = False, stop_reason: str | None = None, tokens: Usage | None = None
+    ) -> list[BaseEvent]:
+        """Close what is open, then ``RUN_FINISHED``; nothing more is ever produced.
+
+        ``result`` carries the stop reason and the last ``usage_update``; ``tokens`` (the prompt
+        response's usage) becomes the event's ``usage``.
+        """
         if self.closed:
             return []
         events = self.start() + self._close_open()
         self.closed = True
         outcome = RunFinishedCancelledOutcome() if cancelled else RunFinishedSuccessOutcome()
-        result = {"stopReason": stop_reason} if stop_reason else None
+        result: dict[str, Any] = {}
+        if stop_reason:
+            result["stopReason"] = stop_reason
+        if self.usage is not None:
+            result["usage"] = self.usage
         events.append(
-            RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome, result=result)
+            RunFinishedEvent(
+                thread_id=self.thread_id,
+                run_id=self.run_id,
+                outcome=outcome,
+                result=result or None,
+                usage=token_usage(tokens),
+            )
         )
         return events
+
+    def interrupt(self, interrupts: list[Interrupt]) -> list[BaseEvent]:
+        """Close what is open, then ``RUN_FINISHED`` with the ``interrupt`` outcome: the run pauses
+        on a question (:mod:`.interrupts`); :meth:`reopen` continues the same turn in the next run."""
+        if self.closed:
+            return []
+        events = self.start() + self._close_open()
+        self.closed = True
+        outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+        events.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome))
+        return events
+
+    def reopen(self, run_id: str) -> None:
+        """Continue as run ``run_id`` (a resume): its ``RUN_STARTED`` comes next; the tool calls,
+        the plan and the usage of the paused turn carry over."""
+        self.run_id = run_id
+        self._started = False
+        self.closed = False
+        self._last_text_id = None
 
     def error(self, message: str, *, code: str | None = None) -> list[BaseEvent]:
         """Close what is open, then ``RUN_ERROR`` with a short redacted message."""
@@ -213,7 +279,24 @@ class RunProjection:
             events += self._tool_start(update)
         elif isinstance(update, ToolCallProgress):
             events += self._tool_update(update)
+        elif isinstance(update, AgentPlanUpdate):
+            events += self._plan_changed(plan_items(update.entries))
+        elif isinstance(update, AgentPlanContentUpdate) and isinstance(update.plan, PlanUpdateItems):
+            events += self._plan_changed(plan_items(update.plan.entries))
+        elif isinstance(update, AgentPlanRemovedUpdate):
+            events += self._plan_changed([])
+        elif isinstance(update, UsageUpdate):
+            self.usage = usage_result(update)
         return events
+
+    def _plan_changed(self, items: list[dict[str, str]]) -> list[BaseEvent]:
+        change = self._plan.change(items)
+        if change is None:
+            return []
+        kind, value = change
+        if kind == "snapshot":
+            return [StateSnapshotEvent(snapshot=value)]
+        return [StateDeltaEvent(delta=value)]
 
     def activity(
         self, message_id: str, activity_type: str, content: Mapping[str, Any], *, replace: bool = True
@@ -309,7 +392,7 @@ class RunProjection:
             args = json.dumps(redact_value(update.raw_input), ensure_ascii=False, default=str)
             events.append(ToolCallArgsEvent(tool_call_id=safe_id, delta=args))
         events.append(ToolCallEndEvent(tool_call_id=safe_id))
-        text = _tool_content_text(update)
+        text = tool_content_text(update.content)
         if text:
             self._last_content[call_id] = text
         if update.status in _TERMINAL:
@@ -324,7 +407,7 @@ class RunProjection:
         if think or call_id not in self.live_tools:
             return []  # spinner updates, or a tool whose result is out (or that never started)
         events: list[BaseEvent] = []
-        text = _tool_content_text(update)
+        text = tool_content_text(update.content)
         if text:
             self._last_content[call_id] = text
         if update.status in _TERMINAL:
@@ -358,5 +441,6 @@ class RunProjection:
                 tool_call_id=redact_text(call_id),
                 content=content,
                 role="tool",
+                metadata={"acpProgress": {"status": status}},
             )
         ]

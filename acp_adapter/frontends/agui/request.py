@@ -17,7 +17,12 @@ from pydantic import ValidationError
 
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.limits import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_ID_LENGTH
-from acp_adapter.frontends.agui.options import ForwardedSwitchError, run_progress_summary, run_tool_progress
+from acp_adapter.frontends.agui.options import (
+    ForwardedSwitchError,
+    run_permission_interrupts,
+    run_progress_summary,
+    run_tool_progress,
+)
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.agui.request")
@@ -38,15 +43,22 @@ class BadRunInput(AcpProgressError, ValueError):
 class RunRequest:
     """A validated run: the protocol input, the prompt for the agent, the per-run switches."""
 
-    __slots__ = ("input", "progress_summary", "prompt", "tool_progress")
+    __slots__ = ("asks_permission", "input", "progress_summary", "prompt", "tool_progress")
 
     def __init__(
-        self, input: RunAgentInput, prompt: str, tool_progress: bool, progress_summary: bool = False
+        self,
+        input: RunAgentInput,
+        prompt: str,
+        tool_progress: bool,
+        progress_summary: bool = False,
+        asks_permission: bool = False,
     ) -> None:
         self.input = input
         self.prompt = prompt
         self.tool_progress = tool_progress
         self.progress_summary = progress_summary
+        #: permission questions pause the run as AG-UI interrupts (:mod:`.interrupts`)
+        self.asks_permission = asks_permission
 
 
 def _describe(exc: ValidationError) -> str:
@@ -85,6 +97,8 @@ def _ids(run_input: RunAgentInput) -> Iterator[tuple[str, Any]]:
         yield f"messages.{index}.toolCallId", getattr(message, "tool_call_id", None)
         for call_index, call in enumerate(getattr(message, "tool_calls", None) or ()):
             yield f"messages.{index}.toolCalls.{call_index}.id", call.id
+    for index, entry in enumerate(run_input.resume or ()):
+        yield f"resume.{index}.interruptId", entry.interrupt_id
 
 
 def check_id_lengths(run_input: RunAgentInput, max_length: int = DEFAULT_MAX_ID_LENGTH) -> None:
@@ -104,6 +118,7 @@ def parse_run_request(
     global_progress_summary: bool = False,
     *,
     max_id_length: int = DEFAULT_MAX_ID_LENGTH,
+    global_interrupts: bool = False,
 ) -> RunRequest:
     """Validate ``body``; raise :class:`BadRunInput` with a clear message when it is unusable.
 
@@ -121,13 +136,14 @@ def parse_run_request(
         raise BadRunInput("invalid RunAgentInput: threadId and runId must not be empty")
     check_id_lengths(run_input, max_id_length)
     prompt = prompt_text(run_input)
-    if not prompt.strip():
+    if not prompt.strip() and not run_input.resume:
         raise BadRunInput(
             "RunAgentInput has no user message with text: the latest user message is the prompt"
         )
     try:
         tool_progress = run_tool_progress(global_tool_progress, run_input.forwarded_props)
         progress_summary = run_progress_summary(global_progress_summary, run_input.forwarded_props)
+        asks = run_permission_interrupts(global_interrupts, run_input.forwarded_props)
     except ForwardedSwitchError as exc:
         raise BadRunInput(str(exc)) from None
-    return RunRequest(run_input, prompt, tool_progress, progress_summary)
+    return RunRequest(run_input, prompt, tool_progress, progress_summary, asks)

@@ -87,8 +87,14 @@ class RunEmitter:
             lambda: self.projection.activity(message_id, activity_type, content, replace=replace)
         )
 
-    def finish(self, *, cancelled: bool = False, stop_reason: str | None = None) -> bool:
-        return self._write(lambda: self.projection.finish(cancelled=cancelled, stop_reason=stop_reason))
+    def finish(self, *, cancelled: bool = False, stop_reason: str | None = None, tokens: Any = None) -> bool:
+        return self._write(
+            lambda: self.projection.finish(cancelled=cancelled, stop_reason=stop_reason, tokens=tokens)
+        )
+
+    def interrupt(self, interrupts: list[Any]) -> bool:
+        """End this run's stream with ``RUN_FINISHED`` (outcome ``interrupt``); the turn goes on paused."""
+        return self._write(lambda: self.projection.interrupt(interrupts))
 
     def fail(self, message: str, *, code: str | None = None) -> bool:
         return self._write(lambda: self.projection.error(message, code=code))

@@ -17,6 +17,12 @@ from acp_adapter.client.driver import AgentError, PermissionPolicy, deny_all
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.host import AgentHost
+from acp_adapter.frontends.agui.interrupts import (
+    DEFAULT_PERMISSION_TIMEOUT,
+    PermissionBroker,
+    ResumeError,
+    resume_entry,
+)
 from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MAX_RUNS
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunObserverFactory
 from acp_adapter.frontends.agui.policy import RedactPolicy
@@ -64,8 +70,14 @@ class AguiService:
         max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
         thread_sessions: ThreadSessions | None = None,
         mcp_servers: Sequence[McpServerSpec] = (),
+        permission_interrupts: bool = False,
+        permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
     ) -> None:
         self.policy = policy
+        #: the endpoint's default for runs' permission interrupts (forwardedProps may override)
+        self.permission_interrupts = permission_interrupts
+        #: asks a run's client (an interrupt) when the run wants it, else ``permission_policy``
+        self.permissions = PermissionBroker(permission_policy, timeout=permission_timeout)
         #: threadId → sessionId, durable when given a store (else for this process only)
         self.thread_sessions = thread_sessions if thread_sessions is not None else ThreadSessions()
         self.max_runs = max_runs
@@ -84,7 +96,7 @@ class AguiService:
             argv,
             cwd=cwd,
             env=agent_env,
-            permission_policy=permission_policy,
+            permission_policy=self.permissions,
             init_timeout=init_timeout,
             stderr_log=agent_log,
             threads=self.thread_sessions,
@@ -156,11 +168,22 @@ class AguiService:
         return self.runs_in_flight >= self.max_runs
 
     async def open_run(self, request: RunRequest) -> ActiveRun:
-        """Claim the thread, queue RUN_STARTED, start driving.
+        """Claim the thread, queue RUN_STARTED, start driving — or continue the thread's paused turn.
 
         Raises :class:`TooManyRuns` when ``max_runs`` are in flight (counted from here, so runs
-        waiting for their thread count too) and :class:`~.threads.ThreadBusy`.
+        waiting for their thread count too), :class:`~.threads.ThreadBusy`, and
+        :class:`~.interrupts.ResumeError` for a ``resume`` that answers nothing pending.
         """
+        paused = self._paused_run(request.input.thread_id)
+        if request.input.resume:
+            if paused is None:
+                raise ResumeError(
+                    f"thread {request.input.thread_id!r} has no pending interrupt to resume "
+                    "(it was answered, or expired and the static policy answered it)"
+                )
+            return self._resume(paused, request)
+        if paused is not None:
+            paused.decline()  # a client that does not resume: the static policy answers
         if self.runs_full:
             raise TooManyRuns(f"{self.max_runs} runs are in progress, the most this endpoint serves at once")
         self.runs_in_flight += 1
@@ -171,11 +194,35 @@ class AguiService:
             raise
         return active
 
+    def _paused_run(self, thread_id: str) -> ActiveRun | None:
+        slot = self.threads.get(thread_id)
+        active = slot.active if slot is not None else None
+        return active if isinstance(active, ActiveRun) and active.paused is not None else None
+
+    def _resume(self, active: ActiveRun, request: RunRequest) -> ActiveRun:
+        """The paused turn goes on as this run: same projection, a new emitter, the chosen answer."""
+        pending = active.paused
+        assert pending is not None and request.input.resume
+        option = pending.choice(resume_entry(request.input.resume, pending))
+        projection = active.context.emitter.projection
+        projection.reopen(request.input.run_id)
+        emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
+        active.resume(emitter, request.input, option)
+        log.info(
+            "run %s on thread %s resumes interrupt %s (%s)",
+            redact_text(request.input.run_id),
+            redact_text(request.input.thread_id),
+            pending.id,
+            "answered" if option is not None else "cancelled: the static policy answers",
+        )
+        return active
+
     def _run_ended(self, task: asyncio.Task[None]) -> None:
         self.runs_in_flight -= 1
 
     async def _open_run(self, request: RunRequest) -> ActiveRun:
         run_input = request.input
+        self.thread_sessions.note_title(run_input.thread_id, request.prompt)
         projection = RunProjection(
             run_input.thread_id,
             run_input.run_id,
@@ -192,7 +239,14 @@ class AguiService:
             tool_progress=request.tool_progress,
             progress_summary=request.progress_summary and self.summary is not None,
         )
-        active = ActiveRun(context, host=self.host, threads=self.threads, spawn=self.spawn)
+        active = ActiveRun(
+            context,
+            host=self.host,
+            threads=self.threads,
+            spawn=self.spawn,
+            broker=self.permissions,
+            asks_permission=request.asks_permission,
+        )
         slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
         active.observers = ObserverSet.build(self.run_observers, context)
         emitter.start()
@@ -205,6 +259,22 @@ class AguiService:
             "on" if context.progress_summary else "off",
         )
         return active
+
+    async def thread_list(self) -> list[dict[str, Any]]:
+        """This endpoint's threads (the stored ones, most recent first), each with whether a run
+        holds it now (``running``) or waits on a question (``paused``, with the ``interrupt``)."""
+        rows = await self.thread_sessions.listing()
+        for row in rows:
+            slot = self.threads.get(row["threadId"])
+            active = slot.active if slot is not None else None
+            row["running"] = active is not None
+            paused = active.paused if isinstance(active, ActiveRun) else None
+            row["paused"] = paused is not None
+            if paused is not None:  # a page reloaded while asked can ask again
+                row["interrupt"] = paused.interrupt().model_dump(
+                    mode="json", by_alias=True, exclude_none=True
+                )
+        return rows
 
     def health(self) -> dict[str, Any]:
         return {

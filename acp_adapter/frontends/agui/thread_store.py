@@ -26,11 +26,18 @@ from typing import Any, Final
 
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.store import BackgroundWriter, KeyValueStore, MemoryStore
+from acp_adapter.tools import one_line
 
 log = logging.getLogger("acp_progress.agui.threads")
 
 NAMESPACE: Final = "agui:threads"
 DAY: Final = 86_400.0
+#: Characters of a thread's title (its first prompt's first line) kept at most.
+TITLE_CHARS: Final = 80
+#: Titles kept in memory at most (a thread's title is also stored with its session).
+MAX_TITLES: Final = 10_000
+#: Threads a listing returns at most (the most recently used).
+MAX_LISTED: Final = 200
 
 
 def endpoint_scope(instance: str | None, host: str, port: int, token: str | None, cwd: str) -> str:
@@ -41,6 +48,12 @@ def endpoint_scope(instance: str | None, host: str, port: int, token: str | None
         return f"instance:{instance}"
     material = "\0".join([host, str(port), token or "", os.path.realpath(cwd)])
     return "endpoint:" + hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def title_of(prompt: str) -> str:
+    """A thread's title: the first non-blank line of its first prompt, redacted, on one line, bounded."""
+    line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
+    return one_line(line, TITLE_CHARS)
 
 
 class StoredThread:
@@ -65,6 +78,21 @@ class ThreadSessions:
         #: this endpoint's namespace in the store (see :func:`endpoint_scope`)
         self.namespace = f"{NAMESPACE}:{scope}" if scope else NAMESPACE
         self._writer: BackgroundWriter | None = None
+        #: each thread's title (its first prompt's first line), stored with its session
+        self._titles: dict[str, str] = {}
+
+    def note_title(self, thread_id: str, prompt: str) -> None:
+        """Name a thread after its first prompt (a known thread keeps the title it has)."""
+        if thread_id not in self._titles and prompt.strip():
+            self._titles[thread_id] = title_of(prompt)
+            while len(self._titles) > MAX_TITLES:  # the oldest first: they are in the store already
+                del self._titles[next(iter(self._titles))]
+
+    def retitle(self, thread_id: str, session_id: str, cwd: str, title: str) -> None:
+        """The agent named the session (``session_info_update``): that is the thread's title now."""
+        if title.strip() and self._titles.get(thread_id) != title_of(title):
+            self._titles[thread_id] = title_of(title)
+            self.remember(thread_id, session_id, cwd)
 
     @property
     def writer(self) -> BackgroundWriter:
@@ -82,13 +110,47 @@ class ThreadSessions:
         if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
             return None
         cwd = value.get("cwd")
+        title = value.get("title")
+        if isinstance(title, str) and title:
+            self._titles[thread_id] = title  # the stored title wins over this run's prompt
         return StoredThread(value["sessionId"], cwd if isinstance(cwd, str) else "")
 
     def remember(self, thread_id: str, session_id: str, cwd: str) -> None:
         """Store (off the loop) that ``thread_id`` is ``session_id`` from now on."""
-        value = {"sessionId": session_id, "cwd": cwd, "usedAt": time.time()}
+        value: dict[str, Any] = {"sessionId": session_id, "cwd": cwd, "usedAt": time.time()}
+        if thread_id in self._titles:
+            value["title"] = self._titles[thread_id]
         namespace = self.namespace
         self.writer.submit(lambda: self.store.put(namespace, thread_id, value))
+
+    async def listing(self, limit: int = MAX_LISTED) -> list[dict[str, Any]]:
+        """This endpoint's threads, most recently used first: ``{"threadId", "title", "usedAt"}``
+        (``usedAt`` in milliseconds since the epoch). What is queued for the store is written first."""
+        if self._writer is not None:
+            await self._writer.flush_async(within=2.0)
+
+        def read() -> list[dict[str, Any]]:
+            rows: list[dict[str, Any]] = []
+            for key, value in self.store.items(self.namespace):
+                if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+                    continue
+                used = value.get("usedAt")
+                title = value.get("title")
+                rows.append(
+                    {
+                        "threadId": redact_text(str(key)),
+                        "title": title_of(title) if isinstance(title, str) else "",
+                        "usedAt": int(used * 1000) if isinstance(used, int | float) else 0,
+                    }
+                )
+            rows.sort(key=lambda row: row["usedAt"], reverse=True)
+            return rows[:limit]
+
+        try:
+            return await asyncio.to_thread(read)
+        except Exception as exc:
+            log.warning("cannot list the AG-UI threads: %s", exc)
+            return []
 
     async def prune(self) -> int:
         """Forget threads not used for ``retention_days`` (0 keeps them); returns how many."""
