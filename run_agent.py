@@ -371,6 +371,7 @@ def run_plain(
 
 def _run_plain(prompt: str, cwd: str, settings: Settings, yes: bool, extra_tools: Sequence[Any]) -> int:
     from acp_adapter.frontends.plain.permission import TerminalPermission
+    from acp_adapter.frontends.plain.printer import TerminalPrinter
     from acp_adapter.frontends.plain.tools import PlainToolObserver
     from acp_adapter.tooling.builtin import BUILTIN_TOOLS
     from acp_adapter.tooling.toolbox import Toolbox

@@ -482,11 +482,15 @@ class ProgressAgent(SessionMethods):
             failed=turn_failure(stop_reason, error, result) is not None,
         )
         # the turn is on disk before its answer, so an agent killed right after still has it;
-        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT
-        await _await_through_cancel(
-            asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
-            give_up=lambda: self._abandoned,
-        )
+        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
+        # cancelled turn: the person is waiting for the stop (issue 28.9: cancel -> answer within a
+        # few ms), and the write is queued already — should the process die before it lands, the
+        # turn loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
+        if stop_reason != "cancelled":
+            await _await_through_cancel(
+                asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
+                give_up=lambda: self._abandoned,
+            )
         self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
         failure = turn_failure(stop_reason, error, result)
         if failure is not None:

@@ -72,8 +72,8 @@ async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_
 
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         # the commands the agent answers come with every load (not part of the conversation)
-        assert [type(r.update) for r in client.updates].count(AvailableCommandsUpdate) == 1
-        replay = [r.update for r in client.updates if not isinstance(r.update, AvailableCommandsUpdate)]
+        assert [type(r.update) for r in client.commands] == [AvailableCommandsUpdate]
+        replay = [r.update for r in client.updates]
         kinds = _kinds(replay)
         assert kinds.count("user_message_chunk") == 2
         users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]

@@ -16,6 +16,8 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from acp_adapter.agent.session import Session
 from acp_adapter.mcp.config import MCP_SERVERS, server_names
 from acp_adapter.tooling.builtin import BUILTIN_TOOLS
@@ -26,6 +28,12 @@ if TYPE_CHECKING:  # the MCP SDK is imported when a session first has a server (
     from acp_adapter.store import BackgroundWriter, SessionStore
 
 log = logging.getLogger("acp_progress.server")
+
+
+def _import_sdk() -> None:
+    import acp_adapter.mcp.manager
+    import acp_adapter.mcp.tools  # noqa: F401
+
 
 #: What a loaded session is told about a server it had that the editor did not pass again.
 NOT_PASSED_AGAIN = "the editor did not pass this server again; its tools are not available"
@@ -39,6 +47,15 @@ class SessionServers:
         self.writer = writer
         self._managers: dict[str, McpManager] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._sdk_loaded = False
+
+    async def load_sdk(self, wanted: bool) -> None:
+        """Import the MCP SDK on a worker thread the first time a session has a server: it takes
+        seconds on a busy machine, and the event loop keeps serving the other sessions meanwhile
+        (an agent none of whose sessions has a server never imports it)."""
+        if wanted and not self._sdk_loaded:
+            await anyio.to_thread.run_sync(_import_sdk)
+            self._sdk_loaded = True
 
     def start(
         self, session: Session, mcp_servers: Any, had: Sequence[str] = (), why: str = NOT_PASSED_AGAIN

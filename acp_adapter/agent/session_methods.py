@@ -214,6 +214,7 @@ class SessionMethods:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         await self._check_cwd(cwd)
+        await self.mcp.load_sdk(bool(mcp_servers))
         session = self.sessions.create(cwd, self.outbox)
         config = SessionConfig(model=self.model_menu[0].id)
         self._make_live(session, cwd, None, config, mcp_servers, ())
@@ -253,6 +254,7 @@ class SessionMethods:
             )
         await self.mcp.stop(session_id)  # a live copy's servers: the client passes the servers now
         had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
+        await self.mcp.load_sdk(bool(mcp_servers or had))
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
         self._make_live(session, cwd, stored.record.title, config, mcp_servers, had)
         for update in replay_updates(session_id, stored.events):
@@ -283,6 +285,7 @@ class SessionMethods:
             config = live.policy.config  # state off: the live copy is all there is
         await self.mcp.stop(session_id)
         had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
+        await self.mcp.load_sdk(bool(mcp_servers or had))
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
         session = self.sessions.adopt(session_id, cwd, self.outbox, history)
         self._make_live(
@@ -307,8 +310,9 @@ class SessionMethods:
                 raise
             config = await anyio.to_thread.run_sync(self._stored_config, session_id)
             cwd = stored.record.cwd
-            session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
             had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
+            await self.mcp.load_sdk(bool(had))
+            session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
             session.toolbox = default_toolbox(cwd)
             session.policy = self._policy_for(session_id, config)
             self.recorder.open_session(session_id, cwd, stored.record.title)
