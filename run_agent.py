@@ -34,8 +34,11 @@ from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.models import (
     ChatModel,
+    ImagePart,
     Message,
     ModelError,
+    PlanStep,
+    PlanUpdate,
     ReasoningDelta,
     StatusNote,
     TextDelta,
@@ -44,6 +47,7 @@ from acp_adapter.models import (
     UsageReport,
     create_model,
 )
+from acp_adapter.models.plans import PLAN_TOOL, PlanTracker, parse_plan_arguments
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import format_elapsed
 from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
@@ -92,6 +96,7 @@ class AIAgent:
         thinking_callback: Callable[[str], Any] | None = None,
         message_callback: Callable[[str], Any] | None = None,
         usage_callback: Callable[[UsageReport], Any] | None = None,
+        plan_callback: Callable[[Sequence[PlanStep]], Any] | None = None,
         tool_observer: ToolObserver | None = None,
         permission_callback: PermissionPolicy | None = None,
         heartbeat_interval: float | None = None,
@@ -114,6 +119,9 @@ class AIAgent:
         self.thinking_callback = thinking_callback
         self.message_callback = message_callback
         self.usage_callback = usage_callback
+        #: ``plan_callback(steps)``: the model's plan, whole, each time it changes (ACP ``plan``)
+        self.plan_callback = plan_callback
+        self._plan = PlanTracker()
         self.tool_observer = tool_observer
         self.permission_callback = permission_callback
         self.heartbeat_interval = (
@@ -153,6 +161,10 @@ class AIAgent:
             self._safe(self.message_callback, text)
         elif self.agent_progress_callback is None and self.thinking_callback is None:
             self._safe(self.printer.answer, text)
+
+    def _emit_plan(self) -> None:
+        if self.plan_callback is not None:
+            self._safe(self.plan_callback, self._plan.steps)
 
     def _emit_reasoning(self, text: str) -> None:
         if self.thinking_callback is not None:
@@ -240,6 +252,8 @@ class AIAgent:
                     self._emit_reasoning(event.text)
                 elif isinstance(event, ToolCallRequest):
                     tool_calls.append(event.call)
+                elif isinstance(event, PlanUpdate) and self._plan.replace(event):
+                    self._emit_plan()
                 self.cancel.raise_if_cancelled()
         except TurnCancelled:
             self._on_first_delta(call, error="Cancelled")
@@ -272,11 +286,32 @@ class AIAgent:
 
     # ------------------------------------------------------------ tools
 
+    def _run_plan_tool(self, call: ToolCall) -> Message:
+        """The model stated its plan (:data:`PLAN_TOOL`): a ``plan`` update, not a tool card."""
+        try:
+            update = parse_plan_arguments(call.arguments)
+        except ValueError as exc:
+            return Message("tool", f"error: {exc}", tool_call_id=call.id, name=call.name)
+        if self._plan.replace(update):
+            self._emit_plan()
+        return Message("tool", "Plan updated.", tool_call_id=call.id, name=call.name)
+
     def _run_tool(self, call: ToolCall) -> Message:
+        if call.name == PLAN_TOOL and (self.toolbox is None or PLAN_TOOL not in self.toolbox):
+            return self._run_plan_tool(call)
         assert self.toolbox is not None
-        outcome: ToolOutcome = self.toolbox.execute(
-            call, cancel=self.cancel, observer=self.tool_observer, permission=self.permission_callback
-        )
+        if self._plan.call_started(call.id):
+            self._emit_plan()
+        try:
+            outcome: ToolOutcome = self.toolbox.execute(
+                call, cancel=self.cancel, observer=self.tool_observer, permission=self.permission_callback
+            )
+        except TurnCancelled:
+            if self._plan.call_finished(call.id, "cancelled"):
+                self._emit_plan()
+            raise
+        if self._plan.call_finished(call.id, None if outcome.ok else outcome.error or "failed"):
+            self._emit_plan()
         # a failed result with text (a command's output and exit code) is what the model reads
         content = outcome.text if outcome.ok or outcome.text else f"error: {outcome.error}"
         if (
@@ -291,14 +326,17 @@ class AIAgent:
 
     # ------------------------------------------------------------ the loop
 
-    def run_conversation(self, user_text: str, history: Sequence[Message] = ()) -> TurnResult:
-        """Run one turn to its end; never raises for model errors or cancellation."""
+    def run_conversation(
+        self, user_text: str, history: Sequence[Message] = (), *, images: Sequence[ImagePart] = ()
+    ) -> TurnResult:
+        """Run one turn to its end; never raises for model errors or cancellation. ``images``
+        attached to the prompt reach a back-end that sees images with the user's message."""
         self._usage_total = None
         messages: list[Message] = []
         if self.system_prompt and not any(m.role == "system" for m in history):
             messages.append(Message("system", self.system_prompt))
         messages.extend(history)
-        new: list[Message] = [Message("user", user_text)]
+        new: list[Message] = [Message("user", user_text, images=tuple(images))]
         messages.append(new[0])
         answer = ""
         try:
@@ -311,7 +349,7 @@ class AIAgent:
                 new.append(reply)
                 if not tool_calls:
                     return TurnResult("end_turn", answer, new, usage=self._usage_total)
-                if self.toolbox is None:
+                if self.toolbox is None and any(c.name != PLAN_TOOL for c in tool_calls):
                     raise ModelError("The model asked for tools, but this agent has none configured.")
                 for call in tool_calls:
                     self.cancel.raise_if_cancelled()

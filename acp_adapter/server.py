@@ -43,8 +43,10 @@ from acp.schema import (
 )
 
 from acp_adapter._version import __version__
+from acp_adapter.agent.attachments import prompt_images
 from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
+from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_mcp import SessionServers
@@ -167,6 +169,8 @@ class ProgressAgent(SessionMethods):
         self.turn_runner = turn_runner
         #: the client's name from ``initialize`` (``clientInfo.name``), redacted and bounded
         self.client_name: str | None = None
+        #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
+        self.client_capabilities: Any = None
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         #: the model selector's entries, the configured back-end first (it is ``self.model``)
@@ -365,11 +369,15 @@ class ProgressAgent(SessionMethods):
         name = getattr(client_info, "name", None)
         if isinstance(name, str) and name.strip():  # the editor's name: the audit's default surface
             self.client_name = one_line(name, 60)
+        self.client_capabilities = client_capabilities  # its files and terminals serve the tools
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
                 load_session=True,
-                prompt_capabilities=PromptCapabilities(embedded_context=True),
+                # images reach a back-end that sees them (the OpenAI-compatible one)
+                prompt_capabilities=PromptCapabilities(
+                    embedded_context=True, image=getattr(self.model, "name", "") == "openai"
+                ),
                 session_capabilities=SessionCapabilities(
                     list=SessionListCapabilities(),
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
@@ -453,8 +461,14 @@ class ProgressAgent(SessionMethods):
                 )
             agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
+            images = prompt_images(prompt)
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
-                self._executor, lambda: agent.run_conversation(text, history)
+                self._executor,
+                lambda: (
+                    agent.run_conversation(text, history, images=images)  # type: ignore[call-arg]
+                    if images
+                    else agent.run_conversation(text, history)
+                ),
             )
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)
@@ -529,6 +543,7 @@ class ProgressAgent(SessionMethods):
             thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
             message_callback=make_message_cb(conn, session.id, loop, stream=stream),
             usage_callback=on_usage,
+            plan_callback=plan_callback(stream),
             tool_observer=AcpToolObserver(
                 stream,
                 conn=conn,
@@ -537,6 +552,7 @@ class ProgressAgent(SessionMethods):
                 registry=self.registry,
                 workspace=session.cwd,
                 audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
+                client_capabilities=self.client_capabilities,
                 policy=session.policy,
             ),
             scheduler=self.scheduler or loop_heartbeats(loop),
@@ -552,6 +568,7 @@ def _open_store(settings: Settings) -> SessionStore:
         Path(settings.state_dir).expanduser() if settings.state_dir else None,
         enabled=settings.state,
         retention_days=settings.session_retention_days,
+        url=settings.store.url,
     )
 
 

@@ -90,6 +90,12 @@ def flatten(text: str, cap: int | None = None) -> str:
     return flat if cap is None or len(flat) <= cap else ellipsize(flat, cap)
 
 
+def base64_size(data: str) -> int:
+    """The decoded size in bytes of base64 ``data`` (without decoding it)."""
+    body = data.strip().rstrip("=")
+    return len(body) * 3 // 4
+
+
 def prompt_to_text(blocks: Sequence[Any], *, attachments: bool = True) -> str:
     """Flatten ACP prompt content blocks into text, one block per line.
 
@@ -111,6 +117,10 @@ def prompt_to_text(blocks: Sequence[Any], *, attachments: bool = True) -> str:
                 parts.append(f"[attached binary resource {resource.uri}]")
         elif isinstance(block, ResourceContentBlock):
             parts.append(f"[file: {block.uri}]")
-        elif isinstance(block, ImageContentBlock | AudioContentBlock):
+        elif isinstance(block, ImageContentBlock):
+            # the image itself reaches a back-end that sees images (``ImagePart``); the text says
+            # what it is, so every model knows one was attached
+            parts.append(f"[image attachment: {block.mime_type}, {base64_size(block.data):,} bytes]")
+        elif isinstance(block, AudioContentBlock):
             parts.append(f"[{block.type} attachment not supported by this agent]")
     return "\n".join(parts)

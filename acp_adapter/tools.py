@@ -209,12 +209,20 @@ def build_tool_progress(
 
 
 def build_tool_complete(
-    tool_call_id: str, result_text: str, *, raw_output: Any = None, duration: float | None = None
+    tool_call_id: str,
+    result_text: str,
+    *,
+    raw_output: Any = None,
+    duration: float | None = None,
+    shown: Sequence[Any] = (),
 ) -> ToolCallProgress:
+    """A completed card. ``shown``: SDK tool-call content (a diff, a terminal, an image) that goes
+    before the text; the caller built it from redacted strings."""
+    content = [*shown, *(_text(result_text) if result_text else [])]
     update = update_tool_call(
         tool_call_id,
         status="completed",
-        content=_text(result_text) if result_text else None,
+        content=content or None,
         raw_output=redact_value(raw_output) if raw_output is not None else None,
     )
     return _with_meta(update, ProgressMeta(phase="completed", duration_ms=_ms(duration)))
@@ -227,13 +235,17 @@ def build_tool_failed(
     duration: float | None = None,
     text: str = "",
     raw_output: Any = None,
+    shown: Sequence[Any] = (),
 ) -> ToolCallProgress:
     """A failed card: ``error`` is its one-line reason (``_meta.acpProgress.error``); ``text``, when
     the tool produced some (a command's output before it exited non-zero), follows the reason in
-    the card's content: a client that shows one line shows why, one that shows more shows what."""
+    the card's content: a client that shows one line shows why, one that shows more shows what.
+    ``shown`` (a terminal the command ran in …) goes first, as for a completed card."""
     short = one_line(error) or "failed"
-    shown = f"{short}\n\n{text}" if text else short
-    update = update_tool_call(tool_call_id, status="failed", content=_text(shown), raw_output=raw_output)
+    body = f"{short}\n\n{text}" if text else short
+    update = update_tool_call(
+        tool_call_id, status="failed", content=[*shown, *_text(body)], raw_output=raw_output
+    )
     return _with_meta(update, ProgressMeta(phase="failed", error=short, duration_ms=_ms(duration)))
 
 

@@ -322,16 +322,16 @@ def test_history_and_tools_are_converted_to_the_openai_shapes(server):
         },
         {"role": "tool", "tool_call_id": "call_9", "content": "a.py:1: TODO"},
     ]
-    assert body["tools"] == [
-        {
-            "type": "function",
-            "function": {
-                "name": "search",
-                "description": SEARCH.description,
-                "parameters": dict(SEARCH.parameters),
-            },
-        }
-    ]
+    assert body["tools"][0] == {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": SEARCH.description,
+            "parameters": dict(SEARCH.parameters),
+        },
+    }
+    # the plan tool comes with every tool list: the model states its plan with it
+    assert [t["function"]["name"] for t in body["tools"]] == ["search", "update_plan"]
 
 
 def test_usage_is_reported_once_with_the_context_window(server):

@@ -598,6 +598,8 @@ def test_render_title_and_line_without_preview() -> None:
         ("run_command", {"command": ["pytest", "-q"], "env": {"X": "1"}}, "💻 Running pytest -q"),
         ("wait", {"label": "build"}, "⏳ Working on build"),
         ("fetch_url", {"url": "https://example.com"}, "🌐 Fetching https://example.com"),
+        ("edit_file", {"path": "a.py", "old_text": "x", "new_text": "y"}, "✏️ Editing a.py"),
+        ("write_file", {"path": "b.md", "content": "z"}, "📝 Writing b.md"),
     ],
 )
 def test_native_tools(tool_id: str, args: dict[str, Any], line: str) -> None:
@@ -613,6 +615,8 @@ def test_native_kinds() -> None:
         "list_dir": "read",
         "search": "search",
         "run_command": "execute",
+        "edit_file": "edit",
+        "write_file": "edit",
         "wait": "other",
         "fetch_url": "fetch",
     }

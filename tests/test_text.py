@@ -71,7 +71,7 @@ def test_prompt_to_text_with_and_without_attachments() -> None:
             '<context uri="file:///a.py">\nprint(1)\n</context>',
             "[attached binary resource file:///b.bin]",
             "[file: file:///c.txt]",
-            "[image attachment not supported by this agent]",
+            "[image attachment: image/png, 3 bytes]",
             "now",
         ]
     )

@@ -18,15 +18,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from acp import update_tool_call
+from acp import image_block, text_block, tool_content, tool_diff_content, tool_terminal_ref, update_tool_call
 from acp.schema import AllowedOutcome, DeniedOutcome, ToolCallUpdate
 
+from acp_adapter.agent.client_fs import EditorHost
 from acp_adapter.agent.permissions import ALLOWING, ALWAYS, SessionPolicy, permission_options, rule_key
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.tooling.calls import ToolCall
+from acp_adapter.tooling.display import FileDiff, ImageShown, Shown, TerminalShown
 from acp_adapter.tooling.presentation import (
     MCP_PREVIEW_KEY,
     MCP_VERB_KEY,
@@ -58,6 +60,7 @@ class AcpToolObserver:
         workspace: str | None = None,
         workspace_id: str | None = None,
         audit: Callable[[str, str, PermissionAnswer], None] | None = None,
+        client_capabilities: Any = None,
         policy: SessionPolicy | None = None,
     ) -> None:
         self._stream = stream
@@ -74,8 +77,14 @@ class AcpToolObserver:
         self._workspace_id = workspace_id
         self._titles: dict[str, str] = {}
         self._card_ids: dict[str, str] = {}
-        self._kinds: dict[str, str] = {}  # card id -> its tool kind (what an "always" answer covers)
         self._questions = 0  # permission questions asked this turn (bounded: MAX_QUESTIONS_PER_TURN)
+        self._kinds: dict[str, str] = {}  # card id -> its tool kind (what an "always" answer covers)
+        self._previews: dict[str, list[Any]] = {}
+        #: the client's files and terminals for the tools, when ``initialize`` offered any
+        self.host: EditorHost | None = None
+        if client_capabilities is not None:
+            host = EditorHost(conn, loop, stream, cancel, client_capabilities, self._card)
+            self.host = host if host.offers_anything else None
 
     def _card(self, call: ToolCall) -> str:
         """The card id of a model tool call: unique in the session (see ``claim_card_id``)."""
@@ -123,15 +132,28 @@ class AcpToolObserver:
         text = (
             outcome.text if len(outcome.text) <= RESULT_CAP else outcome.text[:RESULT_CAP] + "\n… (truncated)"
         )
+        shown = card_content(outcome.display)
         if outcome.ok:
-            self._stream.tool_finish(self._card(call), result_text=text, raw_output=outcome.raw_output)
+            self._stream.tool_finish(
+                self._card(call), result_text=text, raw_output=outcome.raw_output, shown=shown
+            )
         else:  # a result that is a failure keeps its text (a command's output) on the failed card
             self._stream.tool_finish(
                 self._card(call),
                 error=outcome.error or "failed",
                 result_text=text,
                 raw_output=outcome.raw_output,
+                shown=shown,
             )
+
+    def tool_preview(self, call: ToolCall, shown: tuple[Shown, ...]) -> None:
+        """What the call is about to change (an edit's diff): on the card now, and in the
+        permission question that follows, so the person sees what they allow."""
+        card_id = self._card(call)
+        content = list(card_content(shown))
+        if content:
+            self._previews[card_id] = content
+            self._stream.tool_update(card_id, update_tool_call(card_id, content=content))
 
     def request_permission(self, call: ToolCall, tool: Tool) -> PermissionDecision:
         """Ask the client (blocking this worker thread, never the loop); cancel means no.
@@ -155,6 +177,7 @@ class AcpToolObserver:
         action = _audited_action(redact_text(title), call)
         verdict = self._policy.before_asking(kind, call, tool) if self._policy is not None else None
         if verdict is not None:  # the session's mode or an "always" answer: nobody is asked
+            self._previews.pop(card_id, None)
             answer = PermissionAnswer(verdict.allowed, True, rule=verdict.rule)
             refused = self._record(card_id, action, answer)
             if refused is not None:
@@ -166,6 +189,7 @@ class AcpToolObserver:
             title=redact_text(title),
             kind=kind,  # type: ignore[arg-type]
             status="pending",
+            content=self._previews.pop(card_id, None),
             raw_input=redact_value(dict(call.arguments)),
         )
         key, may_allow_always = rule_key(kind, call, tool)
@@ -225,6 +249,32 @@ class AcpToolObserver:
             if answer.allowed:
                 return PermissionDecision(False, automatic=True, reason=audit_refusal(why))
         return None
+
+
+#: The most text a diff on a card carries (old and new together); a bigger edit is described in
+#: words instead (redacting and sending megabytes per edit would stall the stream).
+DIFF_CAP = 256 * 1024
+#: The most base64 an image on a card carries.
+IMAGE_CAP = 4 * 1024 * 1024
+
+
+def card_content(items: tuple[Shown, ...]) -> tuple[Any, ...]:
+    """A tool's display items as SDK tool-call content, every string redacted (contract 5)."""
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, FileDiff):
+            size = len(item.new_text) + len(item.old_text or "")
+            if size > DIFF_CAP:
+                note = f"(the diff of {item.path} is too large to show: {size:,} characters)"
+                out.append(tool_content(text_block(redact_text(note))))
+                continue
+            old = redact_text(item.old_text) if item.old_text is not None else None
+            out.append(tool_diff_content(item.path, redact_text(item.new_text), old))
+        elif isinstance(item, TerminalShown):
+            out.append(tool_terminal_ref(item.terminal_id))
+        elif isinstance(item, ImageShown) and len(item.data) <= IMAGE_CAP:
+            out.append(tool_content(image_block(item.data, item.mime_type)))
+    return tuple(out)
 
 
 def audit_refusal(why: str) -> str:

@@ -26,16 +26,18 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from acp.schema import StopReason, UsageUpdate
 
 from acp_adapter.agent.outbox import PerConnection, SessionUpdateSink, shared_outbox
+from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.tool_cards import AcpToolObserver
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken, TurnCancelled
+from acp_adapter.models.base import PlanStep
 from acp_adapter.tooling.presentation import PresentationRegistry
 
 if TYPE_CHECKING:
@@ -130,6 +132,8 @@ class ProgressTurn:
         self.thinking: Callable[[str], bool] = self.stream.send_thought_text
         #: ``message_callback(text)`` — answer text (redacted, streamed)
         self.message: Callable[[str], bool] = self.stream.send_message_text
+        #: ``plan_callback(steps)`` — the model's plan as ACP ``plan`` updates
+        self.plan: Callable[[Sequence[PlanStep]], bool] = plan_callback(self.stream)
         #: the toolbox observer: one card per tool call, progress, permission questions
         self.tool_observer = AcpToolObserver(
             self.stream, conn=conn, loop=self.loop, cancel=self.cancel, registry=registry, workspace=workspace
@@ -153,6 +157,7 @@ class ProgressTurn:
             "agent_progress_callback": self.progress,
             "thinking_callback": self.thinking,
             "message_callback": self.message,
+            "plan_callback": self.plan,
             "tool_observer": self.tool_observer,
             "cancel": self.cancel,
         }

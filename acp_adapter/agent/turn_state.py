@@ -385,7 +385,13 @@ class SessionStream:
             log.warning("tool progress: %s", problem)
 
     def tool_finish(
-        self, tool_call_id: str, *, result_text: str = "", error: str | None = None, raw_output: Any = None
+        self,
+        tool_call_id: str,
+        *,
+        result_text: str = "",
+        error: str | None = None,
+        raw_output: Any = None,
+        shown: tuple[Any, ...] = (),
     ) -> bool:
         with self._lock:
             card = self._cards.get(tool_call_id)
@@ -396,11 +402,18 @@ class SessionStream:
             if error is not None:
                 self._submit(
                     build_tool_failed(
-                        tool_call_id, error, duration=duration, text=result_text, raw_output=raw_output
+                        tool_call_id,
+                        error,
+                        duration=duration,
+                        text=result_text,
+                        raw_output=raw_output,
+                        shown=shown,
                     )
                 )
             else:
                 self._submit(
-                    build_tool_complete(tool_call_id, result_text, raw_output=raw_output, duration=duration)
+                    build_tool_complete(
+                        tool_call_id, result_text, raw_output=raw_output, duration=duration, shown=shown
+                    )
                 )
             return True

@@ -26,6 +26,7 @@ import mcp_types as types
 from acp_adapter.cancel import TurnCancelled
 from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
 from acp_adapter.mcp.names import offered_names
+from acp_adapter.tooling.display import ImageShown
 from acp_adapter.tooling.toolbox import Tool, ToolContext, ToolError, ToolReturn
 
 log = logging.getLogger("acp_progress.mcp")
@@ -272,7 +273,33 @@ def to_return(result: types.CallToolResult, secrets: tuple[str, ...] = ()) -> To
         message = " ".join(text.split())[:MAX_ERROR] or "the tool reported an error"
         raise ToolError(message)
     size = len(text.encode("utf-8", "replace"))
-    return ToolReturn(text or "(no output)", summary=f"{size:,} bytes", raw_output=media_of(result, secrets))
+    return ToolReturn(
+        text or "(no output)",
+        summary=f"{size:,} bytes",
+        raw_output=media_of(result, secrets),
+        display=images_of(result),
+    )
+
+
+#: Images of one result shown on its card, and the most base64 they may hold together.
+MAX_SHOWN_IMAGES = 8
+MAX_SHOWN_IMAGE_DATA = 8 * 1024 * 1024
+
+
+def images_of(result: types.CallToolResult) -> tuple[ImageShown, ...]:
+    """The result's images, for the card (a client shows them as image content); bounded in count
+    and size, and only with an image mime type."""
+    shown: list[ImageShown] = []
+    budget = MAX_SHOWN_IMAGE_DATA
+    for item in result.content:
+        if len(shown) >= MAX_SHOWN_IMAGES:
+            break
+        if isinstance(item, types.ImageContent) and item.mime_type.startswith("image/"):
+            if len(item.data) > budget:
+                continue
+            budget -= len(item.data)
+            shown.append(ImageShown(clean_text(item.mime_type)[:100], item.data))
+    return tuple(shown)
 
 
 MAX_MEDIA = 50

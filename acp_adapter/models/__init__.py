@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from acp_adapter.models.base import (
     ChatModel,
+    ImagePart,
     Message,
     ModelError,
     ModelEvent,
+    PlanStep,
+    PlanUpdate,
     ReasoningDelta,
     StatusNote,
     TextDelta,
@@ -18,9 +21,12 @@ from acp_adapter.models.base import (
 
 __all__ = [
     "ChatModel",
+    "ImagePart",
     "Message",
     "ModelError",
     "ModelEvent",
+    "PlanStep",
+    "PlanUpdate",
     "ReasoningDelta",
     "StatusNote",
     "TextDelta",

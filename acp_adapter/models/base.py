@@ -13,7 +13,21 @@ from typing import Literal, Protocol
 
 from acp_adapter.cancel import CancelToken
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.text import base64_size
 from acp_adapter.tooling.calls import ToolCall, ToolSpec
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image the user attached (base64 ``data``): a back-end that sees images gets it."""
+
+    mime_type: str
+    data: str
+
+    @property
+    def size(self) -> int:
+        """The image's size in bytes (decoded)."""
+        return base64_size(self.data)
 
 
 @dataclass(frozen=True)
@@ -23,6 +37,8 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    #: images attached to a user message (the stored history keeps only the text's note of them)
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,7 +80,30 @@ class StatusNote:
     text: str
 
 
-ModelEvent = TextDelta | ReasoningDelta | ToolCallRequest | UsageReport | StatusNote
+PlanStatus = Literal["pending", "in_progress", "completed"]
+PlanPriority = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One entry of the model's plan (ACP ``PlanEntry``). ``call_ids`` are the tool calls that
+    carry the step out: the agent loop moves the step along as they run (the embedded model's
+    plans); a plan without them is moved by the model itself (the OpenAI plan tool)."""
+
+    content: str
+    status: PlanStatus = "pending"
+    priority: PlanPriority = "medium"
+    call_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanUpdate:
+    """The model's whole plan, replacing any earlier one (ACP sends plans whole)."""
+
+    steps: tuple[PlanStep, ...]
+
+
+ModelEvent = TextDelta | ReasoningDelta | ToolCallRequest | UsageReport | StatusNote | PlanUpdate
 
 
 @dataclass

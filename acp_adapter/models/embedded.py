@@ -20,12 +20,14 @@ from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.models.base import (
     Message,
     ModelEvent,
+    PlanUpdate,
     TextDelta,
     ToolCall,
     ToolCallRequest,
     ToolSpec,
     UsageReport,
 )
+from acp_adapter.models.plans import steps_from
 from acp_adapter.text import ellipsize
 
 CONTEXT_WINDOW = 32_768
@@ -53,8 +55,13 @@ class EmbeddedModel:
             raise TurnCancelled(cancel.reason)
         prompt_tokens = sum(_estimate_tokens(m.content) for m in messages)
         if not follow_up:
-            direct = explicit_call(last.content, [t.name for t in tools])
-            calls = [direct] if direct is not None else plan_tool_calls(last.content, {t.name for t in tools})
+            direct = explicit_call(last.content, [t.name for t in tools]) or write_call(
+                last.content, {t.name for t in tools}
+            )
+            steps = [] if direct is not None else planned_steps(last.content, {t.name for t in tools})
+            calls = [direct] if direct is not None else [call for _, step in steps for call in step]
+            if len(steps) >= 2:  # several steps: the client sees them as a plan, moved along by the loop
+                yield PlanUpdate(steps_from([(text, [c.id for c in step]) for text, step in steps]).steps)
             if calls:
                 for call in calls:
                     cancel.raise_if_cancelled()
@@ -63,6 +70,10 @@ class EmbeddedModel:
                 yield UsageReport(prompt_tokens, out, prompt_tokens + out, CONTEXT_WINDOW)
                 return
             text = compose_reply(last.content, cancel)
+            images = _IMAGE_NOTE.findall(last.content)
+            if images:
+                rest = _IMAGE_NOTE.sub("", last.content).strip()
+                text = acknowledge_images(images) + ("\n\n" + compose_reply(rest, cancel) if rest else "")
         else:
             text = answer_from_tools(messages)
         for chunk in _chunks(text):
@@ -192,6 +203,25 @@ def explicit_call(prompt: str, available: Sequence[str]) -> ToolCall | None:
     return _new_call(name, arguments)
 
 
+#: ``write PATH: TEXT`` — the whole prompt (TEXT may hold anything, "then" included).
+_WRITE = re.compile(r"^\s*write\s+(?:" + _QUOTED + r"|(?P<w>[\w./~-]+))\s*:\s?(?P<text>.*)\Z", re.S | re.I)
+#: ``edit PATH: replace "OLD" with "NEW"`` — one step (the quotes keep "then" inside OLD and NEW).
+_EDIT = re.compile(
+    r"\bedit\s+(?P<path>[\w./~-]+)\s*:\s*replace\s+"
+    r"(?P<oq>[\"'`\u201c])(?P<old>.+?)(?P=oq)\s+with\s+(?P<nq>[\"'`\u201c])(?P<new>.*?)(?P=nq)",
+    re.I | re.S,
+)
+
+
+def write_call(prompt: str, available: set[str]) -> ToolCall | None:
+    """``write PATH: TEXT``: a ``write_file`` call with the text as it was typed."""
+    m = _WRITE.match(prompt)
+    if m is None or "write_file" not in available:
+        return None
+    path = (m.group("q") or m.group("w") or "").strip()
+    return _new_call("write_file", {"path": path, "content": m.group("text")})
+
+
 _AND = re.compile(r"\s*(?:,|;|\band then\b|\bthen\b|\band\b)\s*", re.I)
 
 
@@ -203,8 +233,21 @@ _STEP = re.compile(
 )
 
 
+#: An item of a numbered list: ``1. …`` or ``2) …`` at the start of a line.
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+", re.M)
+
+
 def _steps(prompt: str) -> list[str]:
-    """The prompt cut into its steps, never inside quotes or backticks (a command keeps its ``;``)."""
+    """The prompt cut into its steps: the items of a numbered list (two or more), each cut further
+    at "… and then …", ";" and the like — never inside quotes or backticks (a command keeps its
+    ``;``)."""
+    items = _NUMBERED.split(prompt)
+    if len(items) >= 3:  # text before the first number, then two or more items
+        return [step for item in items[1:] for step in _inline_steps(item)]
+    return _inline_steps(prompt)
+
+
+def _inline_steps(prompt: str) -> list[str]:
     steps: list[str] = []
     start = 0
     quote = ""
@@ -233,7 +276,17 @@ def _steps(prompt: str) -> list[str]:
 def plan_tool_calls(prompt: str, available: set[str]) -> list[ToolCall]:
     """The tool calls a prompt asks for, in the order it asks for them (only offered tools): every
     step it recognizes ("search for TODO and afterwards wait 4 seconds" is two calls)."""
-    return [call for step in _steps(prompt) for call in _plan_step(step, available)]
+    return [call for _, calls in planned_steps(prompt, available) for call in calls]
+
+
+def planned_steps(prompt: str, available: set[str]) -> list[tuple[str, list[ToolCall]]]:
+    """The steps of a prompt that ask for tool calls, each with its text and its calls."""
+    out: list[tuple[str, list[ToolCall]]] = []
+    for step in _steps(prompt):
+        calls = _plan_step(step, available)
+        if calls:
+            out.append((step, calls))
+    return out
 
 
 def _plan_step(prompt: str, available: set[str]) -> list[ToolCall]:
@@ -243,6 +296,12 @@ def _plan_step(prompt: str, available: set[str]) -> list[ToolCall]:
     def add(match: re.Match[str] | None, name: str, arguments: dict[str, Any]) -> None:
         if match is not None and name in available:
             calls.append((match.start(), _new_call(name, arguments)))
+
+    m = _EDIT.search(prompt)
+    if m is not None:
+        # an edit is the whole step: its quoted texts are not read as other requests
+        add(m, "edit_file", {"path": m.group("path"), "old_text": m.group("old"), "new_text": m.group("new")})
+        return [call for _, call in calls]
 
     m = _RUN.search(prompt)
     if m is not None:
@@ -277,6 +336,20 @@ def _plan_step(prompt: str, available: set[str]) -> list[ToolCall]:
 
 
 # ---------------------------------------------------------------- answers without tools
+
+#: What the prompt's text says of an attached image (``acp_adapter.text.prompt_to_text``).
+_IMAGE_NOTE = re.compile(r"\[image attachment: (?P<mime>[^,\]]{1,100}), (?P<size>[\d,]{1,20}) bytes\]")
+
+
+def acknowledge_images(found: Sequence[tuple[str, str]]) -> str:
+    """The embedded model's answer to attached images: what it received (it cannot see them)."""
+    listed = "; ".join(f"{mime} ({size} bytes)" for mime, size in found)
+    what = "an image" if len(found) == 1 else f"{len(found)} images"
+    return (
+        f"I received {what}: {listed}. I'm the offline embedded model, so I can't look at the "
+        "picture itself; with the OpenAI back-end the model sees it."
+    )
+
 
 _KNOWLEDGE: tuple[tuple[tuple[str, ...], str], ...] = (
     (
@@ -559,6 +632,8 @@ def _describe_result(call: ToolCall | None, result: Message) -> str:
         shown = "\n".join(f"- {e.strip()}" for e in entries[:25])
         more = f"\n- … and {len(entries) - 25} more" if len(entries) > 25 else ""
         return f"The workspace listing has {_plural(len(entries), 'entry', 'entries')}:\n{shown}{more}"
+    if name in ("edit_file", "write_file"):
+        return body
     if name == "run_command":
         command = args.get("command", "")
         excerpt = "\n".join(lines[:30])

@@ -88,6 +88,7 @@ from acp_adapter.models.openai_errors import (
     stream_dropped,
 )
 from acp_adapter.models.openai_stream import RAW_ARGUMENTS_KEY, StreamState, completion_as_chunk
+from acp_adapter.models.plans import PLAN_TOOL, PLAN_TOOL_SPEC
 from acp_adapter.text import flatten
 
 if TYPE_CHECKING:
@@ -189,6 +190,9 @@ class OpenAICompatModel:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if tools and all(t.name != PLAN_TOOL for t in tools):
+            # the model states its plan with this tool; the loop answers it as a ``plan`` update
+            tools = [*tools, PLAN_TOOL_SPEC]
         if tools:
             body["tools"] = [
                 {
@@ -365,6 +369,15 @@ def _message_to_openai(message: Message) -> dict[str, Any]:
     if message.role == "tool":
         return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content}
     out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "user" and message.images:
+        # the text, then each image as a data URL part (the chat-completions vision format)
+        out["content"] = [
+            {"type": "text", "text": message.content},
+            *(
+                {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+                for image in message.images
+            ),
+        ]
     if message.role == "assistant" and message.tool_calls:
         out["content"] = message.content or None
         out["tool_calls"] = [

@@ -11,7 +11,6 @@ import contextlib
 import io
 import os
 import signal
-import stat
 import subprocess
 import threading
 import time
@@ -20,6 +19,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from acp_adapter.safety.secret_env import command_environment
+from acp_adapter.tooling.display import TerminalShown
+from acp_adapter.tooling.edits import EDIT_TOOLS
+from acp_adapter.tooling.paths import display as _display
+from acp_adapter.tooling.paths import open_regular, resolve_in_workspace
 from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
 SKIP_DIRS = frozenset(
@@ -31,62 +34,6 @@ MAX_MATCHES = 200
 MAX_LIST = 500
 
 
-def resolve_in_workspace(workspace: Path, raw: str) -> Path:
-    """Resolve ``raw`` against the workspace; refuse anything that ends up outside it."""
-    if not isinstance(raw, str) or not raw.strip():
-        raise ToolError("path must be a non-empty string")
-    if "\x00" in raw:
-        raise ToolError("path contains a NUL byte")
-    candidate = Path(raw.strip()).expanduser()
-    if not candidate.is_absolute():
-        candidate = workspace / candidate
-    resolved = candidate.resolve()
-    if resolved != workspace and not resolved.is_relative_to(workspace):
-        raise ToolError(f"path '{raw}' is outside the workspace ({workspace})")
-    return resolved
-
-
-_NOT_REGULAR = "is not a regular file (a FIFO, socket or device is never read: it could block for ever)"
-
-
-def open_regular(workspace: Path, resolved: Path) -> io.BufferedReader:
-    """Open a file :func:`resolve_in_workspace` resolved, for reading, safely.
-
-    The path is walked from the workspace one component at a time with ``O_NOFOLLOW`` (``openat``):
-    a symlink swapped in after the path was checked is refused, not followed out of the
-    workspace. The file is opened ``O_NONBLOCK`` (a FIFO's open would wait for a writer for ever)
-    and judged by ``fstat`` of the descriptor it got: only a regular file is read."""
-    parts = resolved.relative_to(workspace).parts
-    if not parts:
-        raise ToolError(f"{_display(workspace, resolved)} is a directory")
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-    dir_fd = os.open(workspace, flags | os.O_DIRECTORY)
-    try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, flags | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
-            os.close(dir_fd)
-            dir_fd = next_fd
-        fd = os.open(parts[-1], flags | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY, dir_fd=dir_fd)
-    except OSError as exc:
-        raise ToolError(f"cannot open {_display(workspace, resolved)}: {exc.strerror or exc}") from None
-    finally:
-        os.close(dir_fd)
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise ToolError(f"{_display(workspace, resolved)} {_NOT_REGULAR}")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
-
-
-def _display(workspace: Path, path: Path) -> str:
-    try:
-        rel = path.relative_to(workspace)
-    except ValueError:
-        return str(path)
-    return str(rel) if str(rel) != "." else "."
-
-
 def _is_binary(sample: bytes) -> bool:
     return b"\x00" in sample
 
@@ -96,6 +43,8 @@ def _is_binary(sample: bytes) -> bool:
 
 def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     path = resolve_in_workspace(ctx.cwd, args["path"])
+    if ctx.host is not None and ctx.host.reads_files and not path.is_dir():
+        return _read_from_client(ctx, path)
     if not path.exists():
         raise ToolError(f"no such file: {args['path']}")
     if path.is_dir():
@@ -110,6 +59,25 @@ def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     note = f"\n… (truncated: showing {READ_CAP} of {size} bytes)" if size > READ_CAP else ""
     shown = _display(ctx.cwd, path)
     return ToolReturn(text + note, f"{shown} ({lines} lines)", {"path": shown, "bytes": size, "lines": lines})
+
+
+def _read_from_client(ctx: ToolContext, path: Path) -> ToolReturn:
+    """``read_file`` through the client's ``fs/read_text_file``: its unsaved buffer, if any (the
+    path was checked against the workspace first, as for a local read)."""
+    assert ctx.host is not None
+    text = ctx.host.read_text(str(path))
+    size = len(text.encode("utf-8", "surrogatepass"))
+    note = ""
+    if size > READ_CAP:
+        text = text.encode("utf-8", "surrogatepass")[:READ_CAP].decode("utf-8", "ignore")
+        note = f"\n… (truncated: showing {READ_CAP} of {size} bytes)"
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    shown = _display(ctx.cwd, path)
+    return ToolReturn(
+        text + note,
+        f"{shown} ({lines} lines, from the editor)",
+        {"path": shown, "bytes": size, "lines": lines, "source": "editor"},
+    )
 
 
 # ---------------------------------------------------------------- list_dir
@@ -303,6 +271,8 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     timeout = float(args.get("timeout", 30))
     if not 0 < timeout <= 600:
         raise ToolError("timeout must be between 0 and 600 seconds")
+    if ctx.host is not None and ctx.host.runs_terminals:
+        return _run_in_client_terminal(command, timeout, ctx)
     proc = subprocess.Popen(
         command,
         shell=True,
@@ -359,6 +329,29 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     if code != 0:
         text += f"\n(exit code {code})"
     return ToolReturn(text, summary, {"exit_code": code, "output_bytes": size}, failed=code != 0)
+
+
+def _run_in_client_terminal(command: str, timeout: float, ctx: ToolContext) -> ToolReturn:
+    """``run_command`` in the editor's terminal (it advertised ``terminal``): the card shows the
+    terminal, the editor runs the command with its own environment and shell."""
+    assert ctx.host is not None
+    run = ctx.host.run_terminal(ctx.call, command, str(ctx.cwd), timeout, ctx.cancel)
+    output = run.output
+    if run.truncated:
+        output = f"… (the start of the output was cut by the editor)\n{output}"
+    code = run.exit_code
+    summary = f"exit code {code}" if code is not None else f"killed by {run.signal or 'a signal'}"
+    text = output if output else "(no output)"
+    if code != 0:
+        text += f"\n({summary})"
+    size = len(run.output.encode("utf-8", "surrogatepass"))
+    return ToolReturn(
+        text,
+        summary,
+        {"exit_code": code, "output_bytes": size, "terminal_id": run.terminal_id},
+        failed=code != 0,
+        display=(TerminalShown(run.terminal_id),),
+    )
 
 
 # ---------------------------------------------------------------- wait (a long task for demos)
@@ -442,6 +435,7 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
         ),
         wait,
     ),
+    *EDIT_TOOLS,
 )
 
 

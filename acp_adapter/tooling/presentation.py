@@ -126,6 +126,8 @@ NATIVE_TOOLS: Final[Mapping[str, ToolPresentation]] = MappingProxyType(
         "search": ToolPresentation("Searching for", "\U0001f50e", "search", "query"),  # 🔎
         "run_command": ToolPresentation("Running", "\U0001f4bb", "execute", "command"),  # 💻
         "wait": ToolPresentation("Working on", "\u23f3", "other", "arg:label"),  # ⏳
+        "edit_file": ToolPresentation("Editing", "\u270f\ufe0f", "edit", "path"),  # ✏️
+        "write_file": ToolPresentation("Writing", "\U0001f4dd", "edit", "path"),  # 📝
         "fetch_url": ToolPresentation("Fetching", "\U0001f310", "fetch", "arg:url"),  # 🌐
     }
 )

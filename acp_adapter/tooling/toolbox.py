@@ -14,12 +14,16 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.tooling.calls import ToolCall, ToolSpec
+from acp_adapter.tooling.display import Shown
+
+if TYPE_CHECKING:
+    from acp_adapter.tooling.host import ToolHost
 
 log = logging.getLogger("acp_progress.toolbox")
 
@@ -38,6 +42,8 @@ class ToolReturn:
     #: the tool ran and its result is a failure (a command that exited non-zero): the card fails
     #: with ``summary`` as its reason, and the model still gets ``text`` to read
     failed: bool = False
+    #: what the card shows beside the text: a diff, the client's terminal, an image
+    display: tuple[Shown, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class ToolOutcome:
     summary: str = ""
     raw_output: Any = None
     duration: float = 0.0
+    display: tuple[Shown, ...] = ()
 
 
 DENIED_BY_USER = "Permission denied by the user"
@@ -100,8 +107,11 @@ class ToolContext:
         cwd: Path,
         cancel: CancelToken,
         report: Callable[[float | None, float | None, str | None], None] | None,
+        host: ToolHost | None = None,
     ) -> None:
         self.call = call
+        #: the client's files and terminals when it offers them (None: local only)
+        self.host = host
         self.cwd = cwd
         self.cancel = cancel
         self._report = report
@@ -128,6 +138,9 @@ class ToolContext:
 
 
 ToolFunction = Callable[[Mapping[str, Any], ToolContext], ToolReturn]
+#: What a call is about to change, shown before the permission question (an edit's diff); a
+#: ToolError here fails the call without asking (an edit whose text is absent).
+ToolPreview = Callable[[Mapping[str, Any], ToolContext], tuple[Shown, ...]]
 
 
 @dataclass(frozen=True)
@@ -138,6 +151,7 @@ class Tool:
     function: ToolFunction
     dangerous: bool = False
     extension: Mapping[str, Any] = field(default_factory=dict)
+    preview: ToolPreview | None = None
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
@@ -223,18 +237,24 @@ class Toolbox:
             if observer is not None:
                 observer.tool_progress(call, value, total, message)
 
-        ctx = ToolContext(call, self.cwd, cancel, report)
+        ctx = ToolContext(call, self.cwd, cancel, report, getattr(observer, "host", None))
         cancelled = False
         try:
             if tool is None:
                 raise ToolError(f"unknown tool '{call.name}'")
             args = check_arguments(tool, call.arguments)
             if tool.dangerous:
+                if tool.preview is not None:
+                    shown = tool.preview(args, ctx)
+                    if shown and observer is not None and hasattr(observer, "tool_preview"):
+                        _notify(observer, "tool_preview", call, shown)
                 _check_permission(call, tool, observer, permission)
             cancel.raise_if_cancelled()
             result = tool.function(args, ctx)
             error = (result.summary or "failed") if result.failed else None
-            outcome = ToolOutcome(not result.failed, result.text, error, result.summary, result.raw_output)
+            outcome = ToolOutcome(
+                not result.failed, result.text, error, result.summary, result.raw_output, 0.0, result.display
+            )
         except TurnCancelled:
             cancelled = True
             outcome = ToolOutcome(False, error="Cancelled")
@@ -252,6 +272,7 @@ class Toolbox:
             outcome.summary,
             outcome.raw_output,
             time.monotonic() - started,
+            outcome.display,
         )
         _notify(observer, "tool_finished", call, outcome)
         if cancelled:

@@ -13,7 +13,7 @@ import sys
 import time
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
 
@@ -136,6 +136,18 @@ async def grow(ctx: Context) -> str:
     server.add_tool(grown, name="grown", description="A tool added while the server runs.")
     await ctx.session.send_tool_list_changed()
     return "grew"
+
+
+#: a 1x1 PNG
+PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
+
+
+@server.tool(annotations=READ_ONLY, description="A picture (a 1x1 PNG) and a caption.")
+def picture() -> list[str | Image]:
+    return ["a tiny picture", Image(data=PIXEL, format="png")]
 
 
 def main() -> None:
