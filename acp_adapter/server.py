@@ -18,21 +18,18 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 from acp import PROTOCOL_VERSION
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
-    CloseSessionRequest,
-    DeleteSessionRequest,
     Implementation,
     InitializeResponse,
     McpCapabilities,
     PromptCapabilities,
     PromptResponse,
-    ResumeSessionRequest,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
@@ -44,9 +41,11 @@ from acp.schema import (
 
 from acp_adapter._version import __version__
 from acp_adapter.agent.attachments import prompt_images
+from acp_adapter.agent.cancel_wait import await_through_cancel
 from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
 from acp_adapter.agent.plans import plan_callback
+from acp_adapter.agent.routes import agent_connection
 from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_mcp import SessionServers
@@ -79,8 +78,6 @@ from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
-    from acp.agent.connection import AgentSideConnection
-
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 __all__ = ["HANGUP_GRACE", "ProgressAgent", "agent_connection", "exit_if_turns_stuck", "serve"]
@@ -99,8 +96,6 @@ class TurnLoop(Protocol):
 #: never imports the top-level script, so the package does not depend on it.
 TurnRunner = Callable[..., TurnLoop]
 
-T = TypeVar("T")
-
 #: Seconds a running turn gets to finish (cancelled) after the client hung up; then it is abandoned,
 #: so the agent exits within about twice this whatever the turn is doing.
 HANGUP_GRACE = 0.8
@@ -111,45 +106,6 @@ SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
     "search and run commands when the user asks about their files; answer concisely."
 )
-
-
-async def _await_through_cancel(
-    future: asyncio.Future[T],
-    on_cancel: Callable[[], None] = lambda: None,
-    give_up: Callable[[], bool] = lambda: False,
-) -> tuple[T | None, BaseException | None, bool]:
-    """Await ``future`` to its end even if the awaiting task is cancelled meanwhile.
-
-    Returns ``(result, error, interrupted)`` and never raises: a cancellation of the awaiting task
-    (the connection went away) calls ``on_cancel`` once and keeps waiting, so no worker outlives
-    its turn, every card is closed and ``CancelledError`` never escapes ``prompt``. Plain asyncio
-    here because the SDK's connection tasks are plain asyncio tasks.
-
-    The one exception is ``give_up()``: once the agent abandons its turns (the client hung up
-    and the grace period is over), a cancellation returns at once, so a turn that ignores its
-    cancel signal cannot keep the process alive.
-    """
-    interrupted = False
-    while True:
-        try:
-            return await asyncio.shield(future), None, interrupted
-        except asyncio.CancelledError:
-            if future.cancelled() or give_up():  # executor shut down, or the turn was abandoned
-                return None, None, True
-            if not interrupted:
-                interrupted = True
-                on_cancel()
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            if future.done():
-                break
-        except Exception as exc:
-            return None, exc, interrupted
-    try:
-        return future.result(), None, interrupted
-    except Exception as exc:
-        return None, exc, interrupted
 
 
 class ProgressAgent(SessionMethods):
@@ -436,7 +392,7 @@ class ProgressAgent(SessionMethods):
             # The spinner goes out first, from the event loop, as the prompt lands: the agent's
             # hook A adopts this card, so the person never waits for the hop to a worker thread.
             session.stream.think_open_early()
-            await _await_through_cancel(
+            await await_through_cancel(
                 asyncio.ensure_future(session.stream.flush()),
                 lambda: cancel.cancel("the client connection closed"),
                 lambda: self._abandoned,
@@ -450,7 +406,7 @@ class ProgressAgent(SessionMethods):
 
                 remove = cancel.on_cancel(stop_waiting)
                 try:
-                    await _await_through_cancel(preparing, give_up=lambda: self._abandoned)
+                    await await_through_cancel(preparing, give_up=lambda: self._abandoned)
                 finally:
                     remove()
             title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
@@ -472,7 +428,7 @@ class ProgressAgent(SessionMethods):
             )
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)
-            result, error, interrupted = await _await_through_cancel(
+            result, error, interrupted = await await_through_cancel(
                 worker, lambda: cancel.cancel("the client connection closed"), lambda: self._abandoned
             )
         except Exception as exc:  # building the turn failed: still finalise it below
@@ -484,7 +440,7 @@ class ProgressAgent(SessionMethods):
             stop_reason = result.stop_reason
         self._end_summary(session, summary, summary_outcome(stop_reason, error, result))
         session.stream.end_turn(cancelled=stop_reason == "cancelled")
-        await _await_through_cancel(
+        await await_through_cancel(
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
         )
         session.finish_turn(result.messages if result is not None else [])
@@ -501,7 +457,7 @@ class ProgressAgent(SessionMethods):
         # few ms), and the write is queued already — should the process die before it lands, the
         # turn loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
         if stop_reason != "cancelled":
-            await _await_through_cancel(
+            await await_through_cancel(
                 asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
                 give_up=lambda: self._abandoned,
             )
@@ -620,61 +576,6 @@ async def serve(
 
 
 _LAST_AGENT: list[ProgressAgent] = []
-
-
-def agent_connection(agent: ProgressAgent, transport: Any) -> AgentSideConnection:
-    """The SDK's agent-side connection for ``agent`` on ``transport``, not yet listening, with
-    ``session/delete`` routed to :meth:`ProgressAgent.delete_session`.
-
-    What ``acp.run_agent`` builds, plus one route: SDK 0.12's schema and method table have
-    ``session/delete`` (``DeleteSessionRequest``, ``SessionCapabilities.delete``) but its agent
-    router does not route it, and extension methods (``ext_method``) only reach names starting
-    with ``_``. So the route is added to the connection's router, with the SDK's own
-    ``MessageRouter.route_request`` (the request is validated into ``DeleteSessionRequest``, the
-    answer serialised by the SDK, errors are ``RequestError``s as for every other method). The
-    router is reached through the connection's private attributes: should a future SDK move them,
-    the agent simply stops advertising ``sessionCapabilities.delete`` (a warning says so) instead
-    of advertising a method it cannot answer.
-
-    ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
-    subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
-    """
-    from acp.agent.connection import AgentSideConnection
-    from acp.meta import AGENT_METHODS
-    from acp.router import MessageRouter
-    from acp.utils import normalize_result
-
-    conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]
-    router = getattr(getattr(conn, "_conn", None), "_handler", None)
-    if isinstance(router, MessageRouter):
-        router.route_request(
-            AGENT_METHODS["session_delete"],
-            DeleteSessionRequest,
-            agent,
-            "delete_session",
-            adapt_result=normalize_result,
-        )
-        agent.routes_delete = True
-        # session/resume and session/close are "unstable" in this SDK (not routed by default):
-        # routed the same way
-        router.route_request(
-            AGENT_METHODS["session_resume"],
-            ResumeSessionRequest,
-            agent,
-            "resume_session",
-            adapt_result=normalize_result,
-        )
-        router.route_request(
-            AGENT_METHODS["session_close"],
-            CloseSessionRequest,
-            agent,
-            "close_session",
-            adapt_result=normalize_result,
-        )
-        agent.routes_resume = True
-    else:
-        log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
-    return conn
 
 
 def exit_if_turns_stuck() -> None:
