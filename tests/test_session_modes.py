@@ -237,3 +237,55 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
         await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         users = [u.content.text for u in replay.for_session(sid) if isinstance(u, UserMessageChunk)]
         assert users == ["what is 2+2", "wait 20 seconds", "what is 3+3"]
+
+
+def test_a_schema_1_database_is_migrated_and_its_audit_gains_the_rule_column(tmp_path: Path) -> None:
+    """A database written before modes (schema 1: no ``rule``) opens, keeps its rows, passes the
+    schema check and records rules."""
+    import sqlite3
+
+    from acp_adapter.store import DATABASE_NAME, PermissionDecision, SqliteStore
+    from acp_adapter.store.sqlite import MIGRATIONS
+
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    db = sqlite3.connect(state / DATABASE_NAME, isolation_level=None)
+    MIGRATIONS[0](db)
+    db.execute("PRAGMA user_version = 1")
+    db.execute(
+        "INSERT INTO permissions (at, session_id, tool_call_id, title, allowed, decided_by, surface) "
+        "VALUES (1.0, 's1', 'c1', 'Running ls', 1, 'client', 'acp')"
+    )
+    db.close()
+    (state / DATABASE_NAME).chmod(0o600)
+    store = SqliteStore(state)
+    try:
+        store.record_permission(
+            PermissionDecision(2.0, "s1", "c2", "Running ls", True, "auto", "acp", "mode auto")
+        )
+        rows = store.permission_audit()
+    finally:
+        store.close()
+    assert [(r.tool_call_id, r.rule) for r in rows] == [("c2", "mode auto"), ("c1", "")]
+    again = SqliteStore(state)  # the migrated schema is exactly the expected one
+    again.close()
+
+
+def test_always_allow_never_covers_a_command_with_shell_operators() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from acp_adapter.agent.permissions import command_name, rule_key
+    from acp_adapter.tooling.calls import ToolCall
+
+    @given(st.text(max_size=30), st.sampled_from(list(";&|`$<>(){}\n*?[]~!#\\")), st.text(max_size=30))
+    def check(before: str, operator: str, after: str) -> None:
+        command = f"echo x{before}{operator}{after}y"
+        assert command_name(command)[1] is False
+        key, may_allow_always = rule_key("execute", ToolCall("c", "run_command", {"command": command}), None)
+        assert key.startswith("execute:") and may_allow_always is False
+
+    check()
+    assert command_name("/usr/bin/git status --short") == ("git", True)
+    assert command_name("FOO=1 ls") == ("FOO=1", False)
+    assert rule_key("edit", ToolCall("c", "edit_file", {"path": "a.py"}), None) == ("edit", True)
