@@ -289,3 +289,34 @@ def test_always_allow_never_covers_a_command_with_shell_operators() -> None:
     assert command_name("/usr/bin/git status --short") == ("git", True)
     assert command_name("FOO=1 ls") == ("FOO=1", False)
     assert rule_key("edit", ToolCall("c", "edit_file", {"path": "a.py"}), None) == ("edit", True)
+
+
+@pytest.mark.anyio
+async def test_the_model_selector_switches_the_session_to_the_configured_openai_model(tmp_path: Path) -> None:
+    from .fake_openai import FakeOpenAI, text_reply
+
+    with FakeOpenAI(api_key="sk-test-key") as server:
+        server.script(text_reply("from the ", "remote model"))
+        env = agent_env(
+            ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-test-key",
+            ACP_PROGRESS_OPENAI_MODEL="fake-model",
+        )
+        client = RecordingClient()
+        async with spawn_agent(client, env=env) as (conn, _p, _log):
+            new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+            sid = new.session_id
+            model = new.config_options[1]
+            assert [o.value for o in model.options] == ["embedded", "openai:fake-model"]
+            assert model.current_value == "embedded"
+            await prompt_text(conn, sid, "what is 2+2")
+            assert server.requests == [] and "4" in client.answer(sid)
+            answer = await conn.set_config_option(
+                config_id="model", session_id=sid, value="openai:fake-model"
+            )
+            assert answer.config_options[1].current_value == "openai:fake-model"
+            assert (await prompt_text(conn, sid, "hello")).stop_reason == "end_turn"
+        (request,) = server.requests
+        assert request.body["model"] == "fake-model"
+        assert "from the remote model" in client.answer(sid)

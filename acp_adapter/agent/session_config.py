@@ -81,8 +81,8 @@ def model_choices(settings: Any) -> list[ModelChoice]:
     """The embedded model and the configured OpenAI-compatible model(s), the default first.
 
     The OpenAI back-end is offered when it is the configured back-end or when a server is
-    configured for it (an API key, or a base URL other than the default); each name of
-    ``ACP_PROGRESS_OPENAI_MODELS`` (comma-separated) is offered beside the configured model.
+    configured for it (an API key, or a base URL other than the default); a settings object with
+    an ``openai_models`` sequence (embedders) offers those names beside the configured model.
     """
     openai = settings.openai
     embedded = ModelChoice("embedded", "Embedded", "The built-in offline model (no network)", "embedded")
