@@ -361,7 +361,7 @@ class ProgressAgent(SessionMethods):
         session = await self._session_for_prompt(session_id)
         command = parse_command(prompt_to_text(prompt, attachments=False))
         if command is not None:  # /help, /title: the agent answers, not the model
-            return await self.run_command(session, command)
+            return await self.answer_command(session, command)
         cancel = session.begin_turn()
         loop = asyncio.get_running_loop()
         running: asyncio.Future[None] = loop.create_future()

@@ -145,7 +145,8 @@ class SessionMethods:
 
     async def _set_option(self, session_id: str, config_id: str, value: object) -> Session:
         session = await self._session_for_prompt(session_id)
-        policy = session.policy or self._policy_for(session.id, self._config_of(session))
+        self._config_of(session)  # makes the session's policy when it has none yet
+        policy: SessionPolicy = session.policy
         if config_id == "mode":
             if value not in MODE_IDS:
                 raise RequestError.invalid_params(
@@ -175,7 +176,7 @@ class SessionMethods:
 
     # ------------------------------------------------------------ commands
 
-    async def run_command(self, session: Session, command: Command) -> PromptResponse:
+    async def answer_command(self, session: Session, command: Command) -> PromptResponse:
         """Answer a slash command without the model (and without a turn of the model's)."""
         if session.cancel is not None:
             raise RequestError.invalid_request({"sessionId": session.id, "details": _BUSY})
