@@ -27,12 +27,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, Settings
-from acp_adapter.frontends.plain.printer import TerminalPrinter
 from acp_adapter.models import (
     ChatModel,
     ImagePart,
@@ -52,6 +51,9 @@ from acp_adapter.models.plans import PLAN_TOOL, PlanTracker, parse_plan_argument
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import format_elapsed
 from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
+
+if TYPE_CHECKING:  # a terminal front-end's printer: serve never needs it (cold start)
+    from acp_adapter.frontends.plain.printer import TerminalPrinter
 
 __all__ = ["AIAgent", "TurnResult", "close_tool_pairs"]
 
@@ -140,6 +142,8 @@ class AIAgent:
     @property
     def printer(self) -> TerminalPrinter:
         if self._printer is None:
+            from acp_adapter.frontends.plain.printer import TerminalPrinter
+
             self._printer = TerminalPrinter()
         return self._printer
 
@@ -409,6 +413,7 @@ def run_plain(
 
 def _run_plain(prompt: str, cwd: str, settings: Settings, yes: bool, extra_tools: Sequence[Any]) -> int:
     from acp_adapter.frontends.plain.permission import TerminalPermission
+    from acp_adapter.frontends.plain.printer import TerminalPrinter
     from acp_adapter.frontends.plain.tools import PlainToolObserver
     from acp_adapter.tooling.builtin import BUILTIN_TOOLS
     from acp_adapter.tooling.toolbox import Toolbox

@@ -18,31 +18,21 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-from acp import PROTOCOL_VERSION, RequestError
+from acp import PROTOCOL_VERSION
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
-    CloseSessionRequest,
-    CloseSessionResponse,
-    DeleteSessionRequest,
-    DeleteSessionResponse,
     Implementation,
     InitializeResponse,
-    ListSessionsResponse,
-    LoadSessionResponse,
     McpCapabilities,
-    NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
-    ResumeSessionRequest,
-    ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
-    SessionInfo,
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -51,14 +41,18 @@ from acp.schema import (
 
 from acp_adapter._version import __version__
 from acp_adapter.agent.attachments import prompt_images
+from acp_adapter.agent.cancel_wait import await_through_cancel
+from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
 from acp_adapter.agent.plans import plan_callback
-from acp_adapter.agent.session import LiveSessions, Session, history_from_json, history_to_json
+from acp_adapter.agent.routes import agent_connection
+from acp_adapter.agent.session import LiveSessions, Session, history_to_json
+from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_mcp import SessionServers
+from acp_adapter.agent.session_methods import SessionMethods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.agent.turn_outcome import (
     TurnResult,
-    check_same_workspace,
     iso_now,
     summary_outcome,
     turn_failure,
@@ -66,7 +60,6 @@ from acp_adapter.agent.turn_outcome import (
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from acp_adapter.mcp.manager import MCP_SERVERS
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
@@ -74,21 +67,17 @@ from acp_adapter.store import (
     BackgroundWriter,
     MemoryStore,
     SessionStore,
-    StoredSession,
-    StoreError,
     open_store,
 )
 from acp_adapter.store import PermissionDecision as StoredPermission
 from acp_adapter.store.base import CANCELLED_DECISION
-from acp_adapter.store.recorder import OPEN_TURNS, ConversationRecorder, replay_updates
+from acp_adapter.store.recorder import ConversationRecorder
 from acp_adapter.text import prompt_to_text
-from acp_adapter.tooling.builtin import default_toolbox, kill_started_processes
+from acp_adapter.tooling.builtin import kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
-    from acp.agent.connection import AgentSideConnection
-
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 __all__ = ["HANGUP_GRACE", "ProgressAgent", "agent_connection", "exit_if_turns_stuck", "serve"]
@@ -107,16 +96,11 @@ class TurnLoop(Protocol):
 #: never imports the top-level script, so the package does not depend on it.
 TurnRunner = Callable[..., TurnLoop]
 
-T = TypeVar("T")
-
 #: Seconds a running turn gets to finish (cancelled) after the client hung up; then it is abandoned,
 #: so the agent exits within about twice this whatever the turn is doing.
 HANGUP_GRACE = 0.8
 #: Longest a prompt's answer waits for its turn to reach the session store.
 STORE_FLUSH_TIMEOUT = 2.0
-#: the longest ``session/list`` waits for the writer's backlog (a lock held by another process
-#: stalls the writer; the list then answers from what is on disk)
-LIST_FLUSH_S = 1.0
 
 SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
@@ -124,46 +108,7 @@ SYSTEM_PROMPT = (
 )
 
 
-async def _await_through_cancel(
-    future: asyncio.Future[T],
-    on_cancel: Callable[[], None] = lambda: None,
-    give_up: Callable[[], bool] = lambda: False,
-) -> tuple[T | None, BaseException | None, bool]:
-    """Await ``future`` to its end even if the awaiting task is cancelled meanwhile.
-
-    Returns ``(result, error, interrupted)`` and never raises: a cancellation of the awaiting task
-    (the connection went away) calls ``on_cancel`` once and keeps waiting, so no worker outlives
-    its turn, every card is closed and ``CancelledError`` never escapes ``prompt``. Plain asyncio
-    here because the SDK's connection tasks are plain asyncio tasks.
-
-    The one exception is ``give_up()``: once the agent abandons its turns (the client hung up
-    and the grace period is over), a cancellation returns at once, so a turn that ignores its
-    cancel signal cannot keep the process alive.
-    """
-    interrupted = False
-    while True:
-        try:
-            return await asyncio.shield(future), None, interrupted
-        except asyncio.CancelledError:
-            if future.cancelled() or give_up():  # executor shut down, or the turn was abandoned
-                return None, None, True
-            if not interrupted:
-                interrupted = True
-                on_cancel()
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            if future.done():
-                break
-        except Exception as exc:
-            return None, exc, interrupted
-    try:
-        return future.result(), None, interrupted
-    except Exception as exc:
-        return None, exc, interrupted
-
-
-class ProgressAgent:
+class ProgressAgent(SessionMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -184,6 +129,10 @@ class ProgressAgent:
         self.client_capabilities: Any = None
         self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
+        #: the model selector's entries, the configured back-end first (it is ``self.model``)
+        self.model_menu: list[ModelChoice] = model_choices(self.settings)
+        #: the other entries' back-ends, built when a session first picks one
+        self._models: dict[str, ChatModel] = {self.model_menu[0].id: self.model}
         #: heartbeats of every turn; by default the connection's own event loop times them
         #: (``loop.call_later``), so an ACP agent needs no scheduler thread
         self.scheduler = scheduler
@@ -241,7 +190,9 @@ class ProgressAgent:
             decided_by = "auto" if answer.automatic else (answer.decided_by or "client")
         surface = answer.surface or self.client_name or "acp"
         self.store.record_permission(
-            StoredPermission(time.time(), session_id, card_id, title, answer.allowed, decided_by, surface)
+            StoredPermission(
+                time.time(), session_id, card_id, title, answer.allowed, decided_by, surface, answer.rule
+            )
         )
 
     def _forget_freed(self, session_id: str) -> None:
@@ -340,12 +291,31 @@ class ProgressAgent:
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()
-        close = getattr(self.model, "close", None)
-        if self._owns_model and callable(close):
-            try:
-                close()
-            except Exception:
-                log.exception("closing the model back-end failed")
+        for model in self._models.values():
+            close = getattr(model, "close", None)
+            if (model is not self.model or self._owns_model) and callable(close):
+                try:
+                    close()
+                except Exception:
+                    log.exception("closing the model back-end failed")
+
+    def model_for(self, session: Session) -> ChatModel:
+        """The back-end of the model the session picked (built on first use, then shared)."""
+        choice_id = self._config_of(session).model
+        model = self._models.get(choice_id)
+        if model is not None:
+            return model
+        choice = next((c for c in self.model_menu if c.id == choice_id), None)
+        if choice is None:
+            return self.model
+        if choice.backend == "openai":
+            openai = self.settings.openai.model_copy(update={"model": choice.model_name})
+            settings = self.settings.model_copy(update={"model": "openai", "openai": openai})
+        else:
+            settings = self.settings.model_copy(update={"model": "embedded"})
+        model = self._models[choice_id] = create_model(settings)
+        log.info("model %s ready", choice_id)
+        return model
 
     # ------------------------------------------------------------ ACP methods
 
@@ -382,192 +352,6 @@ class ProgressAgent:
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
         return AuthenticateResponse()
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
-        await self._check_cwd(cwd)
-        session = self.sessions.create(cwd, self.outbox)
-        session.toolbox = default_toolbox(cwd)
-        self.recorder.open_session(session.id, cwd)
-        self.mcp.start(session, mcp_servers)
-        log.info("new session %s in %s", session.id, cwd)
-        return NewSessionResponse(session_id=session.id)
-
-    async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
-    ) -> LoadSessionResponse:
-        """Replay a stored conversation as ``session/update`` notifications, then answer; later
-        prompts go on with its model history. Every card arrives in its final state."""
-        await self._check_cwd(cwd)
-        live = self.sessions.find(session_id)
-        if live is not None and live.cancel is not None:
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
-            )
-        await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
-        if stored is None:
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
-            )
-        check_same_workspace(session_id, stored.record.cwd, cwd)
-        await self.mcp.stop(session_id)  # a live copy's servers: the client passes the servers now
-        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
-        session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
-        session.toolbox = default_toolbox(cwd)
-        self.recorder.open_session(session_id, cwd, stored.record.title)
-        self.mcp.start(session, mcp_servers, had)
-        for update in replay_updates(session_id, stored.events):
-            self.outbox.submit(session_id, update)
-        if stored.record.title:
-            info = SessionInfoUpdate(
-                session_update="session_info_update",
-                title=stored.record.title,
-                updated_at=iso_now(stored.record.updated_at),
-            )
-            self.outbox.submit(session_id, info)
-        await self.outbox.flush()
-        log.info("loaded session %s (%d stored entries) in %s", session_id, len(stored.events), cwd)
-        return LoadSessionResponse()
-
-    async def list_sessions(
-        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
-    ) -> ListSessionsResponse:
-        """The stored sessions, newest first, 50 a page (``cursor`` from the previous page).
-
-        Bounded in time: the writer's backlog is waited for at most :data:`LIST_FLUSH_S` (another
-        process may hold the database's lock), and the read itself never waits for the writer."""
-        await self._writer.flush_async(LIST_FLUSH_S)
-        try:
-            page = await anyio.to_thread.run_sync(lambda: self.store.list_sessions(cwd, cursor, 50))
-        except StoreError as exc:
-            if cursor is None:  # nothing of the request was wrong: the store could not answer
-                raise RequestError.internal_error({"details": str(exc)}) from None
-            raise RequestError.invalid_params({"cursor": cursor, "details": str(exc)}) from None
-        return ListSessionsResponse(
-            sessions=[
-                SessionInfo(
-                    session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=iso_now(r.updated_at)
-                )
-                for r in page.sessions
-            ],
-            next_cursor=page.next_cursor,
-        )
-
-    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
-        """Remove a session for good: from memory and from the store (its events and history).
-
-        A session whose prompt is running is refused (cancel it first), as ``session/load`` does;
-        an id neither live nor stored is an invalid-params error that names it."""
-        live = self.sessions.find(session_id)
-        if live is not None and live.cancel is not None:
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
-            )
-        await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
-        stored = await anyio.to_thread.run_sync(self._delete_stored, session_id)
-        if live is None and not stored:
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
-            )
-        if live is not None:
-            self.sessions.close(session_id)
-        await self.mcp.stop(session_id)
-        self.recorder.forget(session_id)
-        if self._outbox is not None:
-            self._outbox.forget_observers(session_id)
-        log.info("deleted session %s", session_id)
-        return DeleteSessionResponse()
-
-    async def resume_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
-    ) -> ResumeSessionResponse:
-        """Go on with a session without a replay (the client still shows it), with the MCP
-        servers the client passes now."""
-        await self._check_cwd(cwd)
-        live = self.sessions.find(session_id)
-        if live is not None and live.cancel is not None:
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "details": "a prompt is running in this session; cancel it first"}
-            )
-        await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
-        if stored is None and live is None:
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
-            )
-        check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
-        await self.mcp.stop(session_id)
-        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
-        history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
-        session = self.sessions.adopt(session_id, cwd, self.outbox, history)
-        session.toolbox = default_toolbox(cwd)
-        self.recorder.open_session(session_id, cwd, stored.record.title if stored is not None else None)
-        self.mcp.start(session, mcp_servers, had)
-        log.info("resumed session %s in %s", session_id, cwd)
-        return ResumeSessionResponse()
-
-    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
-        """Free a live session: its running turn is cancelled (waited for up to 2 s), its MCP servers
-        are stopped; the stored conversation stays (``session/load`` brings it back)."""
-        live = self.sessions.find(session_id)
-        if live is None:
-            raise RequestError.invalid_params({"sessionId": session_id, "details": "unknown session id"})
-        if live.cancel is not None:
-            live.cancel.cancel("the session was closed")
-            for _ in range(40):
-                if live.cancel is None:
-                    break
-                await asyncio.sleep(0.05)
-        self.sessions.close(session_id)
-        await self.mcp.stop(session_id)
-        self.recorder.forget(session_id)
-        if self._outbox is not None:
-            self._outbox.forget_observers(session_id)
-        log.info("closed session %s", session_id)
-        return CloseSessionResponse()
-
-    def _delete_stored(self, session_id: str) -> bool:
-        with self.store.batch():
-            self.store.remove(OPEN_TURNS, session_id)
-            self.store.remove(MCP_SERVERS, session_id)
-            return self.store.delete(session_id)
-
-    def _load_stored(self, session_id: str) -> StoredSession | None:
-        """The stored session (on a worker thread), its last turn closed with an "(interrupted)"
-        note first if the process that began it died before it ended."""
-        try:
-            self.recorder.close_interrupted(session_id)
-        except Exception as exc:  # the conversation still loads, without the note
-            log.warning("could not close the interrupted turn of session %s: %s", session_id, exc)
-        return self.store.load(session_id)
-
-    async def _check_cwd(self, cwd: str) -> None:
-        if not os.path.isabs(cwd):
-            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
-        if not await anyio.Path(cwd).is_dir():
-            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
-
-    async def _session_for_prompt(self, session_id: str) -> Session:
-        """The live session, or one freed for idleness (or from an earlier process) brought back
-        from the store with its history, without a replay: the client already shows it."""
-        try:
-            return self.sessions.get(session_id)
-        except RequestError:
-            await self._writer.flush_async()
-            stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
-            if stored is None:
-                raise
-            session = self.sessions.adopt(
-                session_id, stored.record.cwd, self.outbox, history_from_json(stored.history)
-            )
-            session.toolbox = default_toolbox(stored.record.cwd)
-            self.recorder.open_session(session_id, stored.record.cwd, stored.record.title)
-            had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
-            self.mcp.start(
-                session, [], had, "it was stopped with the idle session; load the session again to reconnect"
-            )
-            log.info("session %s brought back from the store for a prompt", session_id)
-            return self.sessions.get(session_id)
-
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
         if session is not None and session.cancel is not None:
@@ -575,9 +359,13 @@ class ProgressAgent:
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         session = await self._session_for_prompt(session_id)
+        command = parse_command(prompt_to_text(prompt, attachments=False))
+        if command is not None:  # /help, /title: the agent answers, not the model
+            return await self.answer_command(session, command)
         cancel = session.begin_turn()
         loop = asyncio.get_running_loop()
         running: asyncio.Future[None] = loop.create_future()
+        session.turn_done = running
         self._turns_running.add(running)
         task = asyncio.current_task()
         if task is not None:
@@ -604,7 +392,7 @@ class ProgressAgent:
             # The spinner goes out first, from the event loop, as the prompt lands: the agent's
             # hook A adopts this card, so the person never waits for the hop to a worker thread.
             session.stream.think_open_early()
-            await _await_through_cancel(
+            await await_through_cancel(
                 asyncio.ensure_future(session.stream.flush()),
                 lambda: cancel.cancel("the client connection closed"),
                 lambda: self._abandoned,
@@ -618,7 +406,7 @@ class ProgressAgent:
 
                 remove = cancel.on_cancel(stop_waiting)
                 try:
-                    await _await_through_cancel(preparing, give_up=lambda: self._abandoned)
+                    await await_through_cancel(preparing, give_up=lambda: self._abandoned)
                 finally:
                     remove()
             title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
@@ -640,7 +428,7 @@ class ProgressAgent:
             )
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)
-            result, error, interrupted = await _await_through_cancel(
+            result, error, interrupted = await await_through_cancel(
                 worker, lambda: cancel.cancel("the client connection closed"), lambda: self._abandoned
             )
         except Exception as exc:  # building the turn failed: still finalise it below
@@ -652,7 +440,7 @@ class ProgressAgent:
             stop_reason = result.stop_reason
         self._end_summary(session, summary, summary_outcome(stop_reason, error, result))
         session.stream.end_turn(cancelled=stop_reason == "cancelled")
-        await _await_through_cancel(
+        await await_through_cancel(
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
         )
         session.finish_turn(result.messages if result is not None else [])
@@ -664,11 +452,15 @@ class ProgressAgent:
             failed=turn_failure(stop_reason, error, result) is not None,
         )
         # the turn is on disk before its answer, so an agent killed right after still has it;
-        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT
-        await _await_through_cancel(
-            asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
-            give_up=lambda: self._abandoned,
-        )
+        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
+        # cancelled turn: the person is waiting for the stop (issue 28.9: cancel -> answer within a
+        # few ms), and the write is queued already — should the process die before it lands, the
+        # turn loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
+        if stop_reason != "cancelled":
+            await await_through_cancel(
+                asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
+                give_up=lambda: self._abandoned,
+            )
         self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
         failure = turn_failure(stop_reason, error, result)
         if failure is not None:
@@ -701,7 +493,7 @@ class ProgressAgent:
                 stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
 
         return self.turn_runner(
-            self.model,
+            self.model_for(session),
             toolbox=session.toolbox,
             agent_progress_callback=make_agent_progress_cb(conn, session.id, loop, stream=stream),
             thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
@@ -717,6 +509,7 @@ class ProgressAgent:
                 workspace=session.cwd,
                 audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
                 client_capabilities=self.client_capabilities,
+                policy=session.policy,
             ),
             scheduler=self.scheduler or loop_heartbeats(loop),
             cancel=cancel,
@@ -783,61 +576,6 @@ async def serve(
 
 
 _LAST_AGENT: list[ProgressAgent] = []
-
-
-def agent_connection(agent: ProgressAgent, transport: Any) -> AgentSideConnection:
-    """The SDK's agent-side connection for ``agent`` on ``transport``, not yet listening, with
-    ``session/delete`` routed to :meth:`ProgressAgent.delete_session`.
-
-    What ``acp.run_agent`` builds, plus one route: SDK 0.12's schema and method table have
-    ``session/delete`` (``DeleteSessionRequest``, ``SessionCapabilities.delete``) but its agent
-    router does not route it, and extension methods (``ext_method``) only reach names starting
-    with ``_``. So the route is added to the connection's router, with the SDK's own
-    ``MessageRouter.route_request`` (the request is validated into ``DeleteSessionRequest``, the
-    answer serialised by the SDK, errors are ``RequestError``s as for every other method). The
-    router is reached through the connection's private attributes: should a future SDK move them,
-    the agent simply stops advertising ``sessionCapabilities.delete`` (a warning says so) instead
-    of advertising a method it cannot answer.
-
-    ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
-    subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
-    """
-    from acp.agent.connection import AgentSideConnection
-    from acp.meta import AGENT_METHODS
-    from acp.router import MessageRouter
-    from acp.utils import normalize_result
-
-    conn = AgentSideConnection(agent, transport, listening=False)  # type: ignore[arg-type]
-    router = getattr(getattr(conn, "_conn", None), "_handler", None)
-    if isinstance(router, MessageRouter):
-        router.route_request(
-            AGENT_METHODS["session_delete"],
-            DeleteSessionRequest,
-            agent,
-            "delete_session",
-            adapt_result=normalize_result,
-        )
-        agent.routes_delete = True
-        # session/resume and session/close are "unstable" in this SDK (not routed by default):
-        # routed the same way
-        router.route_request(
-            AGENT_METHODS["session_resume"],
-            ResumeSessionRequest,
-            agent,
-            "resume_session",
-            adapt_result=normalize_result,
-        )
-        router.route_request(
-            AGENT_METHODS["session_close"],
-            CloseSessionRequest,
-            agent,
-            "close_session",
-            adapt_result=normalize_result,
-        )
-        agent.routes_resume = True
-    else:
-        log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
-    return conn
 
 
 def exit_if_turns_stuck() -> None:

@@ -97,9 +97,15 @@ class RecordingClient:
     #: for each permission request, the statuses the client had seen for that card at that moment
     statuses_seen_at_permission: list[list[str | None]] = field(default_factory=list)
     on_update: Callable[[Received], None] | None = None
+    #: ``available_commands_update`` notifications, kept apart: the agent sends one after every
+    #: session/new, load and resume, and the conversation's updates are what most tests look at
+    commands: list[Received] = field(default_factory=list)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         item = Received(time.monotonic(), session_id, update)
+        if getattr(update, "session_update", None) == "available_commands_update":
+            self.commands.append(item)
+            return
         self.updates.append(item)
         if self.on_update is not None:
             self.on_update(item)

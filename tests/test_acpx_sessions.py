@@ -72,3 +72,39 @@ async def test_acpx_lists_the_sessions_an_earlier_agent_process_stored(acpx: Pat
         (here, "what is 2+2", str(ws))
     ]
     assert answer["sessions"][0]["updatedAt"].endswith("Z")
+
+
+@pytest.mark.anyio
+async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_session(
+    acpx: Path, tmp_path: Path
+) -> None:
+    """acpx calls session/set_config_option (``set mode auto``), continues a session in a new agent
+    process with session/resume, and closes it with session/close, as the agent advertises them."""
+    ws, home, state = tmp_path / "ws", tmp_path / "home", tmp_path / "state"
+    for folder in (ws, home):
+        folder.mkdir()
+    env = {**agent_env(ACP_PROGRESS_STATE_DIR=str(state)), "HOME": str(home), "PATH": os.environ["PATH"]}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        done = _acpx(acpx, env, ws, "--ttl", "1", *args)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    sid = (await anyio.to_thread.run_sync(lambda: run("sessions", "new", "--name", "work"))).stdout.split()[
+        -1
+    ]
+    await anyio.to_thread.run_sync(lambda: run("set", "-s", "work", "mode", "auto"))
+    # --deny-all: only the session's auto mode lets the command run, nobody is asked
+    said = await anyio.to_thread.run_sync(
+        lambda: run("--deny-all", "prompt", "-s", "work", "run echo via-acpx")
+    )
+    assert "via-acpx" in said.stdout, said.stdout
+    await anyio.to_thread.run_sync(lambda: run("sessions", "close", "work"))
+
+    audit = await anyio.run_process([sys.executable, "-m", "acp_adapter.cli", "audit", "--json"], env=env)
+    (row,) = [json.loads(line) for line in audit.stdout.decode().splitlines()]
+    assert (row["sessionId"], row["allowed"], row["rule"]) == (sid, True, "mode auto")
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):  # closed, still stored
+        assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]
+        loaded = await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        assert loaded.modes.current_mode_id == "auto"

@@ -128,3 +128,23 @@ def test_startup_benchmark_measures_each_command_against_python_pass(tmp_path: P
     assert set(figures) == {"baseline", "--version"}
     assert positive(figures["baseline"]["median_s"])
     assert all(positive(v) for v in figures["--version"].values()), figures
+
+
+@pytest.mark.benchmark
+def test_cold_start_benchmark_measures_the_agent_against_a_bare_sdk_agent(tmp_path: Path) -> None:
+    figures = figures_of("bench_cold_start.py", tmp_path, "--rounds", "1")
+    assert figures["rounds"] == 1
+    assert positive(figures["bare_median_ms"]) and positive(figures["ours_median_ms"])
+    assert figures["ratio"] == pytest.approx(figures["ours_median_ms"] / figures["bare_median_ms"])
+
+
+@pytest.mark.benchmark
+def test_cancel_benchmark_measures_cancel_to_answer_under_load_against_a_bare_sdk_agent(
+    tmp_path: Path,
+) -> None:
+    args = ("--cancels", "3", "--rounds", "1", "--busy", "1", "--interval", "0.05")
+    figures = figures_of("bench_cancel.py", tmp_path, *args)
+    assert (figures["cancels"], figures["busy_sessions"]) == (3, 1)
+    for key in ("bare_median_ms", "bare_p99_ms", "ours_median_ms", "ours_p99_ms", "ratio"):
+        assert positive(figures[key]), (key, figures)
+    assert figures["ours_p99_ms"] >= figures["ours_median_ms"]

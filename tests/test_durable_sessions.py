@@ -18,6 +18,7 @@ import pytest
 from acp import RequestError
 from acp.schema import (
     AgentMessageChunk,
+    AvailableCommandsUpdate,
     SessionInfoUpdate,
     ToolCallProgress,
     ToolCallStart,
@@ -101,6 +102,8 @@ async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_
         assert (await conn.list_sessions(cwd=str(tmp_path))).sessions == []
 
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        # the commands the agent answers come with every load (not part of the conversation)
+        assert [type(r.update) for r in client.commands] == [AvailableCommandsUpdate]
         replay = [r.update for r in client.updates]
         kinds = _kinds(replay)
         assert kinds.count("user_message_chunk") == 2
@@ -321,12 +324,9 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(
         with pytest.raises(RequestError) as err:  # gone from memory too: no prompt, no load
             await prompt_text(conn, gone, "still there?")
         assert err.value.code == -32602 and gone in str(err.value.data)
-        with pytest.raises(RequestError) as err:
-            await _delete_session(conn, gone)
-        assert err.value.code == -32602 and f"unknown session id {gone}" in str(err.value.data)
-        with pytest.raises(RequestError) as err:
-            await _delete_session(conn, "sess_never")
-        assert err.value.code == -32602 and "sess_never" in str(err.value.data)
+        # deleting is idempotent (the protocol's SHOULD): a deleted or never-made id answers {}
+        assert await _delete_session(conn, gone) is not None
+        assert await _delete_session(conn, "sess_never") is not None
 
     async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):  # and from the disk
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [keep]

@@ -161,6 +161,7 @@ async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_
             conn._conn, AGENT_METHODS["session_resume"], request, ResumeSessionResponse
         )
         assert client.for_session(sid) == []  # no replay
+        assert len(client.commands) == 1  # only the commands the agent answers, as after every resume
         await prompt_text(conn, sid, 'call peek {"text": "two"}')
         card = tool_cards(client, sid)[-1]
         assert final_status(card) == "completed" and "peek: two" in text_of(card[-1])

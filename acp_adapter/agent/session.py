@@ -34,6 +34,10 @@ class Session:
     toolbox: Toolbox | None = None
     #: the session's MCP servers (an ``acp_adapter.mcp.manager.McpManager``), None without any
     mcp: Any = None
+    #: its mode, model and "always" answers (an ``acp_adapter.agent.permissions.SessionPolicy``)
+    policy: Any = None
+    #: resolved when the running prompt has answered (``session/close`` waits for it)
+    turn_done: Any = None
 
     def begin_turn(self) -> CancelToken:
         if self.cancel is not None:

@@ -14,18 +14,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from acp_adapter.agent.session import Session
-from acp_adapter.mcp.config import server_names
-from acp_adapter.mcp.connection import reason_of
-from acp_adapter.mcp.manager import MCP_SERVERS, McpManager, mcp_start_timeout
-from acp_adapter.mcp.tools import McpToolFactory
-from acp_adapter.store import BackgroundWriter, SessionStore
+from acp_adapter.mcp.config import MCP_SERVERS, server_names
 from acp_adapter.tooling.builtin import BUILTIN_TOOLS
 from acp_adapter.tooling.toolbox import Toolbox
 
+if TYPE_CHECKING:  # the MCP SDK is imported when a session first has a server (cold start)
+    from acp_adapter.mcp.manager import McpManager
+    from acp_adapter.store import BackgroundWriter, SessionStore
+
 log = logging.getLogger("acp_progress.server")
+
+
+def _import_sdk() -> None:
+    import acp_adapter.mcp.manager
+    import acp_adapter.mcp.tools  # noqa: F401
+
 
 #: What a loaded session is told about a server it had that the editor did not pass again.
 NOT_PASSED_AGAIN = "the editor did not pass this server again; its tools are not available"
@@ -39,6 +47,15 @@ class SessionServers:
         self.writer = writer
         self._managers: dict[str, McpManager] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._sdk_loaded = False
+
+    async def load_sdk(self, wanted: bool) -> None:
+        """Import the MCP SDK on a worker thread the first time a session has a server: it takes
+        seconds on a busy machine, and the event loop keeps serving the other sessions meanwhile
+        (an agent none of whose sessions has a server never imports it)."""
+        if wanted and not self._sdk_loaded:
+            await anyio.to_thread.run_sync(_import_sdk)
+            self._sdk_loaded = True
 
     def start(
         self, session: Session, mcp_servers: Any, had: Sequence[str] = (), why: str = NOT_PASSED_AGAIN
@@ -52,6 +69,9 @@ class SessionServers:
         missing = [n for n in had if n not in names]
         if not specs and not missing:
             return
+        from acp_adapter.mcp.manager import McpManager, mcp_start_timeout
+        from acp_adapter.mcp.tools import McpToolFactory
+
         manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
         for name in missing[:64]:
@@ -104,6 +124,8 @@ class SessionServers:
         try:
             await manager.prepare_turn()
         except Exception as exc:  # the turn goes on with the servers that are ready
+            from acp_adapter.mcp.connection import reason_of
+
             log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
         session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)
         notes = manager.take_notices()

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp import image_block, text_block, tool_content, tool_diff_content, tool_terminal_ref, update_tool_call
-from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, ToolCallUpdate
+from acp.schema import AllowedOutcome, DeniedOutcome, ToolCallUpdate
 
 from acp_adapter.agent.client_fs import EditorHost
+from acp_adapter.agent.permissions import ALLOWING, ALWAYS, SessionPolicy, permission_options, rule_key
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
@@ -44,12 +45,6 @@ log = logging.getLogger("acp_progress.tool_cards")
 
 RESULT_CAP = 8000
 
-PERMISSION_OPTIONS = (
-    PermissionOption(option_id="allow_once", name="Allow", kind="allow_once"),
-    PermissionOption(option_id="reject_once", name="Reject", kind="reject_once"),
-)
-_ALLOWING = {"allow_once", "allow_always"}
-
 
 class AcpToolObserver:
     """Turns toolbox lifecycle events into ACP tool-call updates for one session turn."""
@@ -66,8 +61,11 @@ class AcpToolObserver:
         workspace_id: str | None = None,
         audit: Callable[[str, str, PermissionAnswer], None] | None = None,
         client_capabilities: Any = None,
+        policy: SessionPolicy | None = None,
     ) -> None:
         self._stream = stream
+        #: the session's mode and "always" answers; None: every call is asked, once
+        self._policy = policy
         #: ``audit(card_id, title, answer)``: called with every answer before the tool runs (the
         #: session store's permission audit)
         self._audit = audit
@@ -80,7 +78,7 @@ class AcpToolObserver:
         self._titles: dict[str, str] = {}
         self._card_ids: dict[str, str] = {}
         self._questions = 0  # permission questions asked this turn (bounded: MAX_QUESTIONS_PER_TURN)
-        self._kinds: dict[str, str] = {}
+        self._kinds: dict[str, str] = {}  # card id -> its tool kind (what an "always" answer covers)
         self._previews: dict[str, list[Any]] = {}
         #: the client's files and terminals for the tools, when ``initialize`` offered any
         self.host: EditorHost | None = None
@@ -112,7 +110,7 @@ class AcpToolObserver:
         title, kind, locations, meta = self._present(call, tool)
         card_id = self._card_ids[call.id] = self._stream.claim_card_id(call.id)
         self._titles[card_id] = title
-        self._kinds[card_id] = kind
+        self._kinds[card_id] = str(kind or "other")
         self._stream.tool_start(
             card_id,
             title,
@@ -130,6 +128,7 @@ class AcpToolObserver:
 
     def tool_finished(self, call: ToolCall, outcome: ToolOutcome) -> None:
         self._titles.pop(self._card(call), None)
+        self._kinds.pop(self._card(call), None)
         text = (
             outcome.text if len(outcome.text) <= RESULT_CAP else outcome.text[:RESULT_CAP] + "\n… (truncated)"
         )
@@ -170,25 +169,37 @@ class AcpToolObserver:
             # a model that asks for thousands of commands in one answer asks nobody, fills no audit
             return PermissionDecision(False, automatic=True, reason=TOO_MANY_QUESTIONS)
         card_id = self._card(call)
-        self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
+        kind = self._kinds.get(card_id, "execute")
         title = self._titles.get(card_id, call.name)
         origin = getattr(tool, "server", "")
         if origin:  # an MCP tool: the person sees which server and which tool asks
             title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name})"
+        action = _audited_action(redact_text(title), call)
+        verdict = self._policy.before_asking(kind, call, tool) if self._policy is not None else None
+        if verdict is not None:  # the session's mode or an "always" answer: nobody is asked
+            self._previews.pop(card_id, None)
+            answer = PermissionAnswer(verdict.allowed, True, rule=verdict.rule)
+            refused = self._record(card_id, action, answer)
+            if refused is not None:
+                return refused
+            return PermissionDecision(verdict.allowed, automatic=True, reason=verdict.reason)
+        self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
         request = ToolCallUpdate(
             tool_call_id=card_id,
             title=redact_text(title),
-            kind=self._kinds.get(card_id, "execute"),  # type: ignore[arg-type]
+            kind=kind,  # type: ignore[arg-type]
             status="pending",
             content=self._previews.pop(card_id, None),
             raw_input=redact_value(dict(call.arguments)),
         )
+        key, may_allow_always = rule_key(kind, call, tool)
+        options = permission_options(key, may_allow_always and self._policy is not None)
 
         async def ask() -> Any:
             # the request must not overtake the card updates still queued in the outbox
             await self._stream.flush()
             return await self._conn.request_permission(
-                session_id=self._stream.session_id, tool_call=request, options=list(PERMISSION_OPTIONS)
+                session_id=self._stream.session_id, tool_call=request, options=options
             )
 
         future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(ask(), self._loop)
@@ -210,20 +221,34 @@ class AcpToolObserver:
             # withdrawn, not denied: ACP answers ``cancelled`` to a question the turn's cancel ended
             answer = PermissionAnswer(False, False, cancelled=True)
         else:
-            allowed = isinstance(response.outcome, AllowedOutcome) and response.outcome.option_id in _ALLOWING
-            answer = PermissionAnswer.of(response, allowed)
-        if self._audit is not None:
-            try:
-                self._audit(card_id, _audited_action(request.title or call.name, call), answer)
-            except Exception as exc:
-                # the audit fails closed: an allowed call whose decision is not on disk never runs
-                why = redact_text(str(exc)) or type(exc).__name__
-                log.error("recording the permission decision failed: %s", why)
-                if answer.allowed:
-                    return PermissionDecision(False, automatic=True, reason=audit_refusal(why))
+            chosen = response.outcome.option_id if isinstance(response.outcome, AllowedOutcome) else ""
+            offered = {o.option_id for o in options}
+            allowed = chosen in ALLOWING and chosen in offered
+            rule = ""
+            if chosen in ALWAYS and chosen in offered and self._policy is not None:
+                rule = self._policy.remember(kind, call, tool, allowed) or ""
+            answer = PermissionAnswer.of(response, allowed, rule)
+        refused = self._record(card_id, action, answer)
+        if refused is not None:
+            return refused
         if answer.allowed:
             self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
         return PermissionDecision(answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled)
+
+    def _record(self, card_id: str, action: str, answer: PermissionAnswer) -> PermissionDecision | None:
+        """Audit ``answer``; a refusal to return instead when an allowed call's row could not be
+        written (the audit fails closed)."""
+        if self._audit is None:
+            return None
+        try:
+            self._audit(card_id, action, answer)
+        except Exception as exc:
+            # the audit fails closed: an allowed call whose decision is not on disk never runs
+            why = redact_text(str(exc)) or type(exc).__name__
+            log.error("recording the permission decision failed: %s", why)
+            if answer.allowed:
+                return PermissionDecision(False, automatic=True, reason=audit_refusal(why))
+        return None
 
 
 #: The most text a diff on a card carries (old and new together); a bigger edit is described in
@@ -293,13 +318,15 @@ class PermissionAnswer:
     surface: str | None = None
     #: the question was withdrawn (cancelled), nobody decided it
     cancelled: bool = False
+    #: the session rule that answered (or that this "always" answer made), for the audit
+    rule: str = ""
 
     @classmethod
-    def of(cls, response: Any, allowed: bool) -> PermissionAnswer:
+    def of(cls, response: Any, allowed: bool, rule: str = "") -> PermissionAnswer:
         meta = meta_of(response)
         if meta is None:
-            return cls(allowed, False)
-        return cls(allowed, meta.automatic is True, meta.decided_by, meta.surface)
+            return cls(allowed, False, rule=rule)
+        return cls(allowed, meta.automatic is True, meta.decided_by, meta.surface, rule=rule)
 
 
 def answered_automatically(response: Any) -> bool:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from acp import RequestError
 
 from acp_adapter.models.base import Message, UsageReport
-from acp_adapter.summary import Outcome
 from acp_adapter.tools import one_line
+
+if TYPE_CHECKING:  # the summary package is imported only when summaries are on (cold start)
+    from acp_adapter.summary import Outcome
 
 
 class TurnResult(Protocol):

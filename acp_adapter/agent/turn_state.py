@@ -16,14 +16,13 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp import update_agent_message_text, update_agent_thought_text
 from acp.schema import ToolCallProgress, ToolCallStart, ToolKind, UsageUpdate
 
 from acp_adapter.agent.outbox import AnyUpdate, UpdateOutbox
 from acp_adapter.protocol.meta import ProgressMeta
-from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.tools import (
     build_thinking_complete,
     build_thinking_failed,
@@ -36,6 +35,9 @@ from acp_adapter.tools import (
     progress_number,
 )
 
+if TYPE_CHECKING:
+    from acp_adapter.safety.redact.stream import StreamRedactor
+
 log = logging.getLogger("acp_progress.turn_state")
 
 
@@ -46,6 +48,9 @@ _TEXT_UPDATE: dict[str, Callable[[str], AnyUpdate]] = {
 
 
 def _new_text_redactors() -> dict[str, StreamRedactor]:
+    # imported with the first turn: a session that never prompts compiles no redaction pattern
+    from acp_adapter.safety.redact.stream import StreamRedactor
+
     return {channel: StreamRedactor() for channel in _TEXT_UPDATE}
 
 
@@ -77,7 +82,7 @@ class SessionStream:
         self._cards: dict[str, _Card] = {}
         self._think_by_name: dict[str, str] = {}
         self._seq = itertools.count(1)
-        self._held_text = _new_text_redactors()
+        self._held_text: dict[str, StreamRedactor] = {}  # a turn's own, made by begin_turn
         self._claimed_ids: set[str] = set()
         self._summary: tuple[str, int] | None = None  # the turn's latest progress summary
         #: kinds of bad progress input already warned about (a tool in a loop must not flood the log)

@@ -17,6 +17,10 @@ from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
 from ..errors import AcpProgressError
 
+#: The session store's namespace for the server names each session had (never secrets). Here, not
+#: in the manager, so an agent whose sessions have no MCP server never imports the MCP SDK.
+MCP_SERVERS = "agent.mcp-servers"
+
 McpServerSpec = McpServerStdio | HttpMcpServer
 
 MAX_SERVERS = 64

@@ -19,13 +19,12 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from acp_adapter.mcp.config import MCP_SERVERS as MCP_SERVERS  # re-exported: where it always was
 from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, reason_of, spec_secrets
 from acp_adapter.mcp.logs import GUARD, install_guard
 
 log = logging.getLogger("acp_progress.mcp")
 
-#: The session store's namespace for the server names each session had (never secrets).
-MCP_SERVERS = "agent.mcp-servers"
 #: Seconds each server gets to start (``ACP_PROGRESS_MCP_START_TIMEOUT``, default 10).
 START_TIMEOUT_ENV = "ACP_PROGRESS_MCP_START_TIMEOUT"
 

@@ -94,6 +94,10 @@ class PermissionDecision:
     decided_by: str
     #: where: "acp", "watch", "telegram", "agui", "plain" …
     surface: str
+    #: the session rule that answered without asking (``mode auto``, ``mode read-only``,
+    #: ``always allow execute:ls``), or the rule the person's "always" answer made; empty for a
+    #: one-time answer
+    rule: str = ""
 
 
 def dumps(value: Any) -> str:

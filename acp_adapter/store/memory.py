@@ -119,7 +119,14 @@ class MemoryStore:
             raise AuditError(f"{self.unusable}; or set ACP_PROGRESS_STATE=off to run without a durable audit")
         d = decision
         clean = PermissionDecision(
-            d.at, d.session_id, d.tool_call_id, scrub(d.title), d.allowed, scrub(d.decided_by), d.surface
+            d.at,
+            d.session_id,
+            d.tool_call_id,
+            scrub(d.title),
+            d.allowed,
+            scrub(d.decided_by),
+            d.surface,
+            scrub(d.rule),
         )
         with self._lock:
             self._audit.append(clean)

@@ -185,6 +185,13 @@ class ConversationRecorder:
         record = SessionRecord(session_id, cwd, title, now, now)
         self.writer.submit(lambda: self.store.upsert_session(record))
 
+    def set_title(self, session_id: str, cwd: str, title: str) -> None:
+        """The person named the session (``/title``): stored, and no prompt renames it after."""
+        self._titled.add(session_id)
+        now = self._clock()
+        record = SessionRecord(session_id, cwd, title, now, now)
+        self.writer.submit(lambda: self.store.upsert_session(record))
+
     def knows_title(self, session_id: str) -> bool:
         return session_id in self._titled
 

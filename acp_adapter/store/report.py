@@ -29,9 +29,9 @@ def audit_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
     for d in decisions:
         verdict = "allowed" if d.allowed else ("cancel " if d.decided_by == CANCELLED_DECISION else "denied ")
         title = " ".join(d.title.split())
-        lines.append(
-            f"{local_time(d.at)}  {verdict}  {d.decided_by:<14} {d.surface:<8} {title}  [{d.session_id}]"
-        )
+        rule = f"  ({' '.join(d.rule.split())})" if d.rule else ""
+        who = f"{d.decided_by:<14} {d.surface:<8}"
+        lines.append(f"{local_time(d.at)}  {verdict}  {who} {title}{rule}  [{d.session_id}]")
     return lines
 
 
@@ -55,6 +55,7 @@ def audit_json_lines(decisions: Sequence[PermissionDecision]) -> list[str]:
                 "outcome": _outcome(d),
                 "decidedBy": d.decided_by,
                 "surface": d.surface,
+                "rule": d.rule,
             },
             ensure_ascii=True,  # U+009B, U+202E … escaped: safe text on any terminal
             allow_nan=False,

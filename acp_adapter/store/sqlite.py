@@ -75,7 +75,7 @@ from acp_adapter.store.base import (
 log = logging.getLogger("acp_progress.store")
 
 DATABASE_NAME = "sessions.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: the longest any statement waits for a lock another process holds (issue 26: ≤ 2 s)
 BUSY_TIMEOUT_S = 2.0
 #: the longest the start-up pruning waits for another process's lock (it is only housekeeping)
@@ -159,8 +159,14 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
+def _v2(db: sqlite3.Connection) -> None:
+    """Schema 2: each audit row says which rule answered when nobody was asked (``mode auto``,
+    ``always allow execute:ls``), or that the person's answer became such a rule."""
+    db.execute("ALTER TABLE permissions ADD COLUMN rule TEXT NOT NULL DEFAULT ''")
+
+
 #: ``MIGRATIONS[n]`` brings a database at schema ``n`` to ``n + 1``.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1,)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -562,6 +568,7 @@ class SqliteStore:
             int(d.allowed),
             scrub(d.decided_by),
             d.surface,
+            scrub(d.rule),
         )
         if self._in_batch:  # the writer thread never audits; if it did, its batch is not durable yet
             raise AuditError("the permission audit cannot be written inside a batch of other writes")
@@ -577,12 +584,12 @@ class SqliteStore:
                 with self._write(db):
                     rowid = db.execute(
                         "INSERT INTO permissions "
-                        "(at, session_id, tool_call_id, title, allowed, decided_by, surface) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        "(at, session_id, tool_call_id, title, allowed, decided_by, surface, rule) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         row,
                     ).lastrowid
                 kept = db.execute(
-                    "SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface "
+                    "SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
                     "FROM permissions WHERE id = ?",
                     (rowid,),
                 ).fetchone()
@@ -606,13 +613,13 @@ class SqliteStore:
 
     def permission_audit(self, limit: int = 100) -> list[PermissionDecision]:
         rows = self._read(
-            "SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface FROM permissions "
-            "ORDER BY id DESC LIMIT ?",
+            "SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
+            "FROM permissions ORDER BY id DESC LIMIT ?",
             (limit,),
         )
         return [
-            PermissionDecision(at, sid, tcid, title, bool(ok), by, surface)
-            for at, sid, tcid, title, ok, by, surface in rows
+            PermissionDecision(at, sid, tcid, title, bool(ok), by, surface, rule)
+            for at, sid, tcid, title, ok, by, surface, rule in rows
         ]
 
     # ------------------------------------------------------------------ front-end state

@@ -36,7 +36,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from acp_adapter.safety.redact import is_sensitive_key, private_key_blocks, private_key_end, redact_text
+from acp_adapter.safety.redact.engine import (
+    is_sensitive_key,
+    private_key_blocks,
+    private_key_end,
+    redact_text,
+)
 
 #: Most text held back on one line (characters). Longer than any command-line form's reach
 #: (the redactor looks 2,048 characters along a line from ``mysql`` or back from

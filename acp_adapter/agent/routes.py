@@ -1,0 +1,70 @@
+"""The SDK's agent-side connection for the agent, with the routes the SDK's router leaves out."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from acp.schema import CloseSessionRequest, DeleteSessionRequest, ResumeSessionRequest
+
+if TYPE_CHECKING:
+    from acp.agent.connection import AgentSideConnection
+
+__all__ = ["agent_connection"]
+
+log = logging.getLogger("acp_progress.server")
+
+
+def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
+    """The SDK's agent-side connection for ``agent`` on ``transport``, not yet listening, with
+    ``session/delete`` routed to :meth:`ProgressAgent.delete_session`.
+
+    What ``acp.run_agent`` builds, plus one route: SDK 0.12's schema and method table have
+    ``session/delete`` (``DeleteSessionRequest``, ``SessionCapabilities.delete``) but its agent
+    router does not route it, and extension methods (``ext_method``) only reach names starting
+    with ``_``. So the route is added to the connection's router, with the SDK's own
+    ``MessageRouter.route_request`` (the request is validated into ``DeleteSessionRequest``, the
+    answer serialised by the SDK, errors are ``RequestError``s as for every other method). The
+    router is reached through the connection's private attributes: should a future SDK move them,
+    the agent simply stops advertising ``sessionCapabilities.delete`` (a warning says so) instead
+    of advertising a method it cannot answer.
+
+    ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
+    subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
+    """
+    from acp.agent.connection import AgentSideConnection
+    from acp.meta import AGENT_METHODS
+    from acp.router import MessageRouter
+    from acp.utils import normalize_result
+
+    conn = AgentSideConnection(agent, transport, listening=False)
+    router = getattr(getattr(conn, "_conn", None), "_handler", None)
+    if isinstance(router, MessageRouter):
+        router.route_request(
+            AGENT_METHODS["session_delete"],
+            DeleteSessionRequest,
+            agent,
+            "delete_session",
+            adapt_result=normalize_result,
+        )
+        agent.routes_delete = True
+        # session/resume and session/close are "unstable" in this SDK (not routed by default):
+        # routed the same way
+        router.route_request(
+            AGENT_METHODS["session_resume"],
+            ResumeSessionRequest,
+            agent,
+            "resume_session",
+            adapt_result=normalize_result,
+        )
+        router.route_request(
+            AGENT_METHODS["session_close"],
+            CloseSessionRequest,
+            agent,
+            "close_session",
+            adapt_result=normalize_result,
+        )
+        agent.routes_resume = True
+    else:
+        log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
+    return conn

@@ -1,0 +1,412 @@
+"""The session-level ACP methods of the agent: new, load, resume, list, close, delete, the mode
+and config-option switches, and the slash commands the agent answers itself.
+
+A mixin of :class:`~acp_adapter.server.ProgressAgent` (which keeps initialize, prompt and the
+turn's wiring): every method here works on the agent's live sessions, its session store and its
+outbox, so each session a method makes live gets the same parts — toolbox, recorder, MCP servers,
+its stored configuration (mode, model, "always" answers) and the commands update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from acp import RequestError
+from acp.schema import (
+    AgentMessageChunk,
+    CloseSessionResponse,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    DeleteSessionResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    ResumeSessionResponse,
+    SessionInfo,
+    SessionInfoUpdate,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    TextContentBlock,
+)
+
+from acp_adapter.agent.commands import Command, clean_title, commands_update, help_text
+from acp_adapter.agent.permissions import SessionPolicy
+from acp_adapter.agent.session import Session, history_from_json
+from acp_adapter.agent.session_config import (
+    MODE_IDS,
+    SESSION_CONFIG,
+    ModelChoice,
+    SessionConfig,
+    config_options,
+    mode_state,
+)
+from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
+from acp_adapter.mcp.config import MCP_SERVERS
+from acp_adapter.store import StoredSession, StoreError
+from acp_adapter.store.recorder import OPEN_TURNS, replay_updates
+from acp_adapter.tooling.builtin import default_toolbox
+
+if TYPE_CHECKING:
+    from acp_adapter.agent.outbox import UpdateOutbox
+    from acp_adapter.agent.session import LiveSessions
+    from acp_adapter.agent.session_mcp import SessionServers
+    from acp_adapter.store import BackgroundWriter, SessionStore
+    from acp_adapter.store.recorder import ConversationRecorder
+
+__all__ = ["SessionMethods"]
+
+log = logging.getLogger("acp_progress.server")
+
+#: the longest ``session/list`` waits for the writer's backlog (a lock held by another process
+#: stalls the writer; the list then answers from what is on disk)
+LIST_FLUSH_S = 1.0
+#: the longest ``session/close`` waits for the session's cancelled turn to end
+CLOSE_WAIT_S = 2.0
+
+_BUSY = "a prompt is running in this session; cancel it first"
+
+
+class SessionMethods:
+    """ACP session methods (a mixin: the agent supplies the attributes declared here)."""
+
+    if TYPE_CHECKING:
+        sessions: LiveSessions
+        store: SessionStore
+        _writer: BackgroundWriter
+        recorder: ConversationRecorder
+        mcp: SessionServers
+        _outbox: UpdateOutbox | None
+        model_menu: list[ModelChoice]
+
+        @property
+        def outbox(self) -> UpdateOutbox: ...
+
+    # ------------------------------------------------------------ configuration
+
+    def _config_of(self, session: Session) -> SessionConfig:
+        if session.policy is None:
+            session.policy = self._policy_for(session.id, SessionConfig(model=self.model_menu[0].id))
+        return session.policy.config
+
+    def _policy_for(self, session_id: str, config: SessionConfig) -> SessionPolicy:
+        """The session's policy; each change is stored (through the writer: off the loop and off
+        the tool's worker thread)."""
+
+        def store(changed: SessionConfig) -> None:
+            snapshot = changed.to_json()
+            self._writer.submit(lambda: self.store.put(SESSION_CONFIG, session_id, snapshot))
+
+        return SessionPolicy(config, on_change=store)
+
+    def _stored_config(self, session_id: str) -> SessionConfig:
+        """On a worker thread: the stored configuration, checked, or the defaults."""
+        try:
+            value = self.store.get(SESSION_CONFIG, session_id)
+        except StoreError as exc:
+            log.warning("session %s: its stored configuration could not be read: %s", session_id, exc)
+            value = None
+        return SessionConfig.from_json(value, self.model_menu[0].id, self.model_menu)
+
+    def _announce(self, session: Session) -> None:
+        """What a client learns of a session it just opened: the commands it may type."""
+        self.outbox.submit(session.id, commands_update())
+
+    def _config_updates(self, session: Session, mode_changed: bool) -> list[Any]:
+        config = self._config_of(session)
+        updates: list[Any] = [
+            ConfigOptionUpdate(
+                session_update="config_option_update", config_options=config_options(config, self.model_menu)
+            )
+        ]
+        if mode_changed:
+            updates.append(
+                CurrentModeUpdate(session_update="current_mode_update", current_mode_id=config.mode)
+            )
+        return updates
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        """The older ``session/set_mode``: the same switch as the ``mode`` config option."""
+        await self._set_option(session_id, "mode", mode_id)
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """``session/set_config_option``: ``mode`` or ``model``; the answer holds every option."""
+        session = await self._set_option(session_id, config_id, value)
+        return SetSessionConfigOptionResponse(
+            config_options=config_options(self._config_of(session), self.model_menu)
+        )
+
+    async def _set_option(self, session_id: str, config_id: str, value: object) -> Session:
+        session = await self._session_for_prompt(session_id)
+        self._config_of(session)  # makes the session's policy when it has none yet
+        policy: SessionPolicy = session.policy
+        if config_id == "mode":
+            if value not in MODE_IDS:
+                raise RequestError.invalid_params(
+                    {
+                        "value": str(value)[:100],
+                        "details": f"unknown mode; one of {', '.join(sorted(MODE_IDS))}",
+                    }
+                )
+            policy.set_mode(str(value))
+            log.info("session %s: mode %s", session_id, value)
+        elif config_id == "model":
+            known = [choice.id for choice in self.model_menu]
+            if value not in known:
+                raise RequestError.invalid_params(
+                    {"value": str(value)[:100], "details": f"unknown model; one of {', '.join(known)}"}
+                )
+            policy.set_model(str(value))
+            log.info("session %s: model %s", session_id, value)
+        else:
+            raise RequestError.invalid_params(
+                {"configId": str(config_id)[:100], "details": "unknown config option; one of mode, model"}
+            )
+        for update in self._config_updates(session, mode_changed=config_id == "mode"):
+            self.outbox.submit(session.id, update)
+        await self.outbox.flush()
+        return session
+
+    # ------------------------------------------------------------ commands
+
+    async def answer_command(self, session: Session, command: Command) -> PromptResponse:
+        """Answer a slash command without the model (and without a turn of the model's)."""
+        if session.cancel is not None:
+            raise RequestError.invalid_request({"sessionId": session.id, "details": _BUSY})
+        config = self._config_of(session)
+        if command.name == "title":
+            title = clean_title(command.argument)
+            if title is None:
+                text = "Usage: /title NAME — renames this session."
+            else:
+                self.recorder.set_title(session.id, session.cwd, title)
+                info = SessionInfoUpdate(
+                    session_update="session_info_update", title=title, updated_at=iso_now()
+                )
+                self.outbox.submit(session.id, info)
+                text = f"Session renamed: {title}"
+        else:
+            specs = session.toolbox.specs() if session.toolbox is not None else []
+            text = help_text([(s.name, s.description) for s in specs], config, self.model_menu)
+        chunk = AgentMessageChunk(
+            session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text)
+        )
+        self.outbox.submit(session.id, chunk)
+        await self.outbox.flush()
+        await self._writer.flush_async(1.0)
+        return PromptResponse(stop_reason="end_turn")
+
+    # ------------------------------------------------------------ making sessions live
+
+    def _make_live(
+        self, session: Session, cwd: str, title: str | None, config: SessionConfig, mcp_servers: Any, had: Any
+    ) -> None:
+        session.toolbox = default_toolbox(cwd)
+        session.policy = self._policy_for(session.id, config)
+        self.recorder.open_session(session.id, cwd, title)
+        self.mcp.start(session, mcp_servers, had)
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        await self._check_cwd(cwd)
+        await self.mcp.load_sdk(bool(mcp_servers))
+        session = self.sessions.create(cwd, self.outbox)
+        config = SessionConfig(model=self.model_menu[0].id)
+        self._make_live(session, cwd, None, config, mcp_servers, ())
+        # after the answer (the client learns the session id first)
+        asyncio.get_running_loop().call_soon(self._announce, session)
+        log.info("new session %s in %s", session.id, cwd)
+        return NewSessionResponse(
+            session_id=session.id,
+            modes=mode_state(config),
+            config_options=config_options(config, self.model_menu),
+        )
+
+    async def _stored_for(self, session_id: str, cwd: str) -> tuple[StoredSession | None, SessionConfig]:
+        live = self.sessions.find(session_id)
+        if live is not None and live.cancel is not None:
+            raise RequestError.invalid_request({"sessionId": session_id, "details": _BUSY})
+        await self._writer.flush_async()
+        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
+        if stored is None and live is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
+            )
+        check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
+        config = await anyio.to_thread.run_sync(self._stored_config, session_id)
+        return stored, config
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        """Replay a stored conversation as ``session/update`` notifications, then answer; later
+        prompts go on with its model history, mode and model. Every card arrives in its final state."""
+        await self._check_cwd(cwd)
+        stored, config = await self._stored_for(session_id, cwd)
+        if stored is None:  # only the store has what a replay needs
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": f"unknown session id {session_id}"}
+            )
+        await self.mcp.stop(session_id)  # a live copy's servers: the client passes the servers now
+        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
+        await self.mcp.load_sdk(bool(mcp_servers or had))
+        session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
+        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had)
+        for update in replay_updates(session_id, stored.events):
+            self.outbox.submit(session_id, update)
+        if stored.record.title:
+            info = SessionInfoUpdate(
+                session_update="session_info_update",
+                title=stored.record.title,
+                updated_at=iso_now(stored.record.updated_at),
+            )
+            self.outbox.submit(session_id, info)
+        self._announce(session)
+        await self.outbox.flush()
+        log.info("loaded session %s (%d stored entries) in %s", session_id, len(stored.events), cwd)
+        return LoadSessionResponse(
+            modes=mode_state(config), config_options=config_options(config, self.model_menu)
+        )
+
+    async def resume_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> ResumeSessionResponse:
+        """Go on with a session without a replay (the client still shows it), with its stored
+        history, mode and model and the MCP servers the client passes now."""
+        await self._check_cwd(cwd)
+        live = self.sessions.find(session_id)
+        stored, config = await self._stored_for(session_id, cwd)
+        if live is not None and live.policy is not None and stored is None:
+            config = live.policy.config  # state off: the live copy is all there is
+        await self.mcp.stop(session_id)
+        had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
+        await self.mcp.load_sdk(bool(mcp_servers or had))
+        history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
+        session = self.sessions.adopt(session_id, cwd, self.outbox, history)
+        self._make_live(
+            session, cwd, stored.record.title if stored is not None else None, config, mcp_servers, had
+        )
+        self._announce(session)
+        await self.outbox.flush()
+        log.info("resumed session %s in %s", session_id, cwd)
+        return ResumeSessionResponse(
+            modes=mode_state(config), config_options=config_options(config, self.model_menu)
+        )
+
+    async def _session_for_prompt(self, session_id: str) -> Session:
+        """The live session, or one freed for idleness (or from an earlier process) brought back
+        from the store with its history and configuration, without a replay: the client shows it."""
+        try:
+            return self.sessions.get(session_id)
+        except RequestError:
+            await self._writer.flush_async()
+            stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
+            if stored is None:
+                raise
+            config = await anyio.to_thread.run_sync(self._stored_config, session_id)
+            cwd = stored.record.cwd
+            had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
+            await self.mcp.load_sdk(bool(had))
+            session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
+            session.toolbox = default_toolbox(cwd)
+            session.policy = self._policy_for(session_id, config)
+            self.recorder.open_session(session_id, cwd, stored.record.title)
+            self.mcp.start(
+                session, [], had, "it was stopped with the idle session; load the session again to reconnect"
+            )
+            log.info("session %s brought back from the store for a prompt", session_id)
+            return self.sessions.get(session_id)
+
+    # ------------------------------------------------------------ list, close, delete
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """The stored sessions, newest first, 50 a page (``cursor`` from the previous page).
+
+        Bounded in time: the writer's backlog is waited for at most :data:`LIST_FLUSH_S` (another
+        process may hold the database's lock), and the read itself never waits for the writer."""
+        await self._writer.flush_async(LIST_FLUSH_S)
+        try:
+            page = await anyio.to_thread.run_sync(lambda: self.store.list_sessions(cwd, cursor, 50))
+        except StoreError as exc:
+            if cursor is None:  # nothing of the request was wrong: the store could not answer
+                raise RequestError.internal_error({"details": str(exc)}) from None
+            raise RequestError.invalid_params({"cursor": cursor, "details": str(exc)}) from None
+        return ListSessionsResponse(
+            sessions=[
+                SessionInfo(
+                    session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=iso_now(r.updated_at)
+                )
+                for r in page.sessions
+            ],
+            next_cursor=page.next_cursor,
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Free a live session: its running turn is cancelled (waited for up to :data:`CLOSE_WAIT_S`),
+        its MCP servers are stopped; the stored conversation stays (``session/load`` or
+        ``session/resume`` bring it back). Closing a session that is not live changes nothing."""
+        live = self.sessions.find(session_id)
+        if live is None:
+            return CloseSessionResponse()
+        if live.cancel is not None:
+            live.cancel.cancel("the session was closed")
+            if live.turn_done is not None:
+                await asyncio.wait({live.turn_done}, timeout=CLOSE_WAIT_S)
+        self._forget_live(session_id)
+        await self.mcp.stop(session_id)
+        log.info("closed session %s", session_id)
+        return CloseSessionResponse()
+
+    def _forget_live(self, session_id: str) -> None:
+        self.sessions.close(session_id)
+        self.recorder.forget(session_id)
+        if self._outbox is not None:
+            self._outbox.forget_observers(session_id)
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        """Remove a session for good: from memory and from the store (its events, history and
+        configuration). A session whose prompt is running is refused (cancel it first), as
+        ``session/load`` does; an id neither live nor stored succeeds with nothing to do, as
+        the protocol asks (deleting is idempotent)."""
+        live = self.sessions.find(session_id)
+        if live is not None and live.cancel is not None:
+            raise RequestError.invalid_request({"sessionId": session_id, "details": _BUSY})
+        await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
+        stored = await anyio.to_thread.run_sync(self._delete_stored, session_id)
+        if live is None and not stored:
+            log.info("delete of session %s: not known, nothing to do", session_id)
+            return DeleteSessionResponse()
+        self._forget_live(session_id)
+        await self.mcp.stop(session_id)
+        log.info("deleted session %s", session_id)
+        return DeleteSessionResponse()
+
+    def _delete_stored(self, session_id: str) -> bool:
+        with self.store.batch():
+            self.store.remove(OPEN_TURNS, session_id)
+            self.store.remove(MCP_SERVERS, session_id)
+            self.store.remove(SESSION_CONFIG, session_id)
+            return self.store.delete(session_id)
+
+    def _load_stored(self, session_id: str) -> StoredSession | None:
+        """The stored session (on a worker thread), its last turn closed with an "(interrupted)"
+        note first if the process that began it died before it ended."""
+        try:
+            self.recorder.close_interrupted(session_id)
+        except Exception as exc:  # the conversation still loads, without the note
+            log.warning("could not close the interrupted turn of session %s: %s", session_id, exc)
+        return self.store.load(session_id)
+
+    async def _check_cwd(self, cwd: str) -> None:
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
+        if not await anyio.Path(cwd).is_dir():
+            raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
