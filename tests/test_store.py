@@ -131,6 +131,16 @@ def test_permission_audit_newest_first(store: SessionStore) -> None:
     assert [(d.tool_call_id, d.allowed) for d in audit] == [("t2", True), ("t1", False)]
 
 
+def test_the_audit_keeps_the_rule_that_answered(store: SessionStore) -> None:
+    """Every back-end keeps which session rule answered (``mode auto``, ``always allow …``)."""
+    store.record_permission(
+        PermissionDecision(1, "s", "t1", "Run ls", True, "rule", "acp", "always allow execute:ls")
+    )
+    store.record_permission(PermissionDecision(2, "s", "t2", "Run pwd", True, "person", "acp"))
+    audit = store.permission_audit(limit=5)
+    assert [(d.tool_call_id, d.rule) for d in audit] == [("t2", ""), ("t1", "always allow execute:ls")]
+
+
 def test_key_value_state(store: SessionStore) -> None:
     store.put("telegram", "offset", 42)
     store.put("telegram", "chat:1", {"session": "s1"})

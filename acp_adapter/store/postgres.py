@@ -412,6 +412,7 @@ class PostgresStore:
             bool(d.allowed),
             scrub(d.decided_by),
             d.surface,
+            scrub(d.rule),
         )
         if self._batch_conn is not None:
             raise AuditError("the permission audit cannot be written inside a batch of other writes")
@@ -422,12 +423,12 @@ class PostgresStore:
                 db.execute("SET LOCAL synchronous_commit = on")
                 (rowid,) = db.execute(
                     f"INSERT INTO {S}.permissions "
-                    "(at, session_id, tool_call_id, title, allowed, decided_by, surface) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                    "(at, session_id, tool_call_id, title, allowed, decided_by, surface, rule) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
                     row,
                 ).fetchone()
             return db.execute(
-                f"SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface "
+                f"SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
                 f"FROM {S}.permissions WHERE id = %s",
                 (rowid,),
             ).fetchone()
@@ -445,15 +446,15 @@ class PostgresStore:
     def permission_audit(self, limit: int = 100) -> list[PermissionDecision]:
         rows = self._run(
             lambda db: db.execute(
-                f"SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface "
+                f"SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
                 f"FROM {S}.permissions ORDER BY id DESC LIMIT %s",
                 (limit,),
             ).fetchall(),
             what="reading the audit",
         )
         return [
-            PermissionDecision(at, sid, tcid, title, bool(ok), by, surface)
-            for at, sid, tcid, title, ok, by, surface in rows
+            PermissionDecision(at, sid, tcid, title, bool(ok), by, surface, rule)
+            for at, sid, tcid, title, ok, by, surface, rule in rows
         ]
 
     # ------------------------------------------------------------------ front-end state

@@ -66,6 +66,9 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (namespace, key)
     );
     """,
+    # 2: each audit row says which session rule answered when nobody was asked (``mode auto``,
+    # ``always allow execute:ls``), or that the person's answer became such a rule (as SQLite's v2)
+    f"ALTER TABLE {SCHEMA}.permissions ADD COLUMN rule TEXT NOT NULL DEFAULT ''",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
