@@ -315,3 +315,28 @@ async def test_a_client_that_fails_its_calls_fails_only_the_tool_call(tmp_path):
     assert "fs/read_text_file is broken in this editor" in text_of(read_card[-1])
     assert "terminal/create is broken in this editor" in text_of(run_card[-1])
     assert "2 + 3 = 5" in client.answer(session.session_id)
+
+
+@pytest.mark.parametrize("editor", [False, True])
+async def test_edits_and_editor_reads_never_leave_the_workspace(tmp_path, editor):
+    """The attack: a symlink in the workspace to a file outside it (a dotfile, a key), or a path
+    with ``..`` — an edit or a write through it, or a read the editor would gladly serve."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "link.txt").symlink_to(outside)
+    client = EditorClient() if editor else RecordingClient()
+    async with spawn(client, EDITOR if editor else None) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        await prompt_text(conn, sid, 'edit link.txt: replace "secret" with "pwned"')
+        await prompt_text(conn, sid, "write link.txt: pwned")
+        await prompt_text(conn, sid, "write ../outside.txt: pwned")
+        await prompt_text(conn, sid, "read ../outside.txt")
+    cards = tool_cards(client, sid)
+    assert [final_status(c) for c in cards] == ["failed"] * 4
+    assert all("outside the workspace" in text_of(c[-1]) for c in cards)
+    assert outside.read_text() == "secret\n" and (ws / "link.txt").is_symlink()
+    assert client.permission_requests == [], "nothing that cannot run is asked about"
+    if editor:
+        assert client.calls == [], "the editor is never asked for a path outside the workspace"
