@@ -731,6 +731,7 @@ def _open_store(settings: Settings) -> SessionStore:
         Path(settings.state_dir).expanduser() if settings.state_dir else None,
         enabled=settings.state,
         retention_days=settings.session_retention_days,
+        url=settings.store.url,
     )
 
 

@@ -10,7 +10,15 @@ in the same run, is the raw SDK sending the same replayed updates over the same 
 pair (so the ratio is what reading, validating and replaying from the store adds to the wire
 cost). Rounds alternate between the two paths; the ratio is the median of the rounds' ratios.
 
-Usage: python scripts/bench_sessions.py [--turns 500] [--rounds 5]
+With ``--store postgres`` the same session is also recorded into and loaded from PostgreSQL
+(``--database-url URL``, else ``ACP_PROGRESS_DATABASE_URL``, else a throw-away server started
+with ``initdb`` as the tests do), in the same run, alternating with SQLite: the figures are the
+recording time (the recorder's calls on the hot path, and until everything is written) and the
+``session/load`` time of each, and their ratio (goal: PostgreSQL load ≤ 1.5x SQLite). ``--agui``
+adds the replica figures (scripts/bench_replicas.py): 50 concurrent threads over 2 replicas vs 1.
+
+Usage: python scripts/bench_sessions.py [--turns 500] [--rounds 5] [--store sqlite|postgres]
+       [--agui [--agui-threads 50]]
 """
 
 from __future__ import annotations
@@ -35,10 +43,10 @@ from acp.core import AgentSideConnection, ClientSideConnection  # noqa: E402
 from acp.schema import AgentMessageChunk, AgentThoughtChunk, UsageUpdate  # noqa: E402
 from paired_rounds import round_ratios  # noqa: E402
 
-from acp_adapter.config import Settings  # noqa: E402
+from acp_adapter.config import Settings, StoreSettings  # noqa: E402
 from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.server import ProgressAgent  # noqa: E402
-from acp_adapter.store import DATABASE_NAME, BackgroundWriter, SessionRecord, SqliteStore  # noqa: E402
+from acp_adapter.store import DATABASE_NAME, BackgroundWriter, SessionRecord, SqliteStore, open_store  # noqa: E402
 from acp_adapter.store.recorder import ConversationRecorder  # noqa: E402
 from run_agent import AIAgent  # noqa: E402
 
@@ -84,21 +92,27 @@ def _turn_updates(n: int) -> list[Any]:
     return updates
 
 
-def record_session(state: Path, turns: int) -> None:
-    store = SqliteStore(state)
+def record_session(state: Path, turns: int, url: str | None = None) -> float:
+    """Record the bench session; returns the seconds the recorder's calls took (the hot path:
+    the writes themselves happen on the writer's thread)."""
+    store: Any = SqliteStore(state) if url is None else open_store(None, retention_days=0, url=url)
     writer = BackgroundWriter(store)
     recorder = ConversationRecorder(store, writer)
     store.upsert_session(SessionRecord(SESSION, str(state), "bench", time.time(), time.time()))
     history: list[dict[str, Any]] = []
+    hot = 0.0
     for n in range(turns):
+        began = time.perf_counter()
         prompt = f"please look for item {n} in the workspace"
         recorder.begin_turn(SESSION, str(state), [text_block(prompt)], prompt)
         for update in _turn_updates(n):
             recorder.observe(SESSION, update)
         history += [{"role": "user", "content": prompt}, {"role": "assistant", "content": "done " * 50}]
         recorder.end_turn(SESSION, history[-200:])
+        hot += time.perf_counter() - began
     writer.close()
     store.close()
+    return hot
 
 
 async def _pair(client: Counter, agent: Any) -> tuple[Any, Any, Any]:
@@ -110,8 +124,8 @@ async def _pair(client: Counter, agent: Any) -> tuple[Any, Any, Any]:
     return agent_conn, client_conn, (aw, bw)
 
 
-async def load_once(state: Path) -> tuple[float, int]:
-    settings = Settings(state_dir=str(state), heartbeat_disabled=True)  # type: ignore[call-arg]
+async def load_once(state: Path, url: str | None = None) -> tuple[float, int]:
+    settings = Settings(state_dir=str(state), heartbeat_disabled=True, store=StoreSettings(url=url))
     agent = ProgressAgent(settings, turn_runner=AIAgent)
     client = Counter()
     agent_conn, client_conn, _writers = await _pair(client, agent)
@@ -163,11 +177,13 @@ async def raw_once(updates: list[Any], cwd: str) -> float:
     return took
 
 
-async def main_async(turns: int, rounds: int, json_path: str | None = None) -> None:
+async def main_async(
+    turns: int, rounds: int, json_path: str | None = None, url: str | None = None, agui: int = 0
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp)
         started = time.perf_counter()
-        record_session(state, turns)
+        record_hot_s = record_session(state, turns)
         record_s = time.perf_counter() - started
         size = sum(p.stat().st_size for p in state.iterdir() if p.name.startswith(DATABASE_NAME))
         store = SqliteStore(state)
@@ -196,8 +212,16 @@ async def main_async(turns: int, rounds: int, json_path: str | None = None) -> N
         raw_ms = statistics.median(base) * 1000
         print(f"bare SDK sending the same {len(updates)} updates: median {raw_ms:.0f} ms")
         print(f"load / bare SDK: {ratio.median:.2f}x ({ratio.spread()})")
+        extra: dict[str, Any] = {"record_s": record_s, "record_hot_s": record_hot_s}
+        if url is not None:
+            extra.update(await postgres_figures(state, turns, rounds, url, ours, record_s, record_hot_s))
+        if agui and url is not None:
+            from bench_replicas import replica_figures
+
+            extra["agui"] = await asyncio.to_thread(replica_figures, url, agui)
         if json_path:
             figures = {
+                **extra,
                 "turns": turns,
                 "stored_entries": len(stored.events),
                 "replayed_updates": count,
@@ -209,13 +233,72 @@ async def main_async(turns: int, rounds: int, json_path: str | None = None) -> N
             Path(json_path).write_text(json.dumps(figures))
 
 
+async def postgres_figures(
+    state: Path, turns: int, rounds: int, url: str, sqlite_loads: list[float], record_s: float, hot_s: float
+) -> dict[str, Any]:
+    """The same session recorded into and loaded from PostgreSQL, loads alternating with SQLite's."""
+    started = time.perf_counter()
+    pg_hot_s = record_session(state, turns, url)
+    pg_record_s = time.perf_counter() - started
+    pg: list[float] = []
+    lite: list[float] = []
+    for r in range(rounds):
+        for kind in ("pg", "sqlite") if r % 2 == 0 else ("sqlite", "pg"):
+            gc.collect()
+            took, _count = await load_once(state, url if kind == "pg" else None)
+            (pg if kind == "pg" else lite).append(took)
+    ratio = round_ratios(pg, lite)
+    print(f"PostgreSQL: recording {turns} turns: {pg_record_s:.2f} s (SQLite {record_s:.2f} s)")
+    print(f"  recorder calls on the hot path: {pg_hot_s * 1000:.0f} ms (SQLite {hot_s * 1000:.0f} ms)")
+    print(
+        f"  session/load: median {statistics.median(pg) * 1000:.0f} ms "
+        f"(SQLite {statistics.median(lite) * 1000:.0f} ms in the same rounds)"
+    )
+    print(f"  load PostgreSQL / SQLite: {ratio.median:.2f}x ({ratio.spread()}); goal <= 1.5x")
+    return {
+        "pg_record_s": pg_record_s,
+        "pg_record_hot_s": pg_hot_s,
+        "pg_load_ms": statistics.median(pg) * 1000,
+        "sqlite_load_ms_same_rounds": statistics.median(lite) * 1000,
+        "pg_load_vs_sqlite": ratio.median,
+    }
+
+
+def _database_url(given: str | None) -> tuple[str, Any]:
+    """The URL to bench against, and a throw-away server to stop after (None when given one)."""
+    import os
+
+    url = given or os.environ.get("ACP_PROGRESS_DATABASE_URL")
+    if url:
+        return url, None
+    from tests.pg_server import PgServer
+
+    server = PgServer()
+    return server.create_database(), server
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="FILE", help="also write the figures as one JSON object to FILE")
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument(
+        "--database-url", metavar="URL", help="PostgreSQL to bench (default: a throw-away one)"
+    )
+    parser.add_argument(
+        "--agui", action="store_true", help="with --store postgres: AG-UI replica figures too"
+    )
+    parser.add_argument("--agui-threads", type=int, default=50, metavar="N", help="concurrent AG-UI threads")
     args = parser.parse_args()
-    asyncio.run(main_async(args.turns, args.rounds, args.json))
+    url, server = _database_url(args.database_url) if args.store == "postgres" else (None, None)
+    try:
+        asyncio.run(
+            main_async(args.turns, args.rounds, args.json, url, args.agui_threads if args.agui else 0)
+        )
+    finally:
+        if server is not None:
+            server.close()
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def _private_dir(name: str) -> str:
 # directory of this test process, never the user's own ...
 os.environ["XDG_STATE_HOME"] = _private_dir("state")
 os.environ.pop("ACP_PROGRESS_STATE_DIR", None)
+os.environ.pop("ACP_PROGRESS_DATABASE_URL", None)  # the PostgreSQL store only where a test asks for it
 # ... and reads its settings file from an empty directory, never the user's ~/.config/acp-progress.
 os.environ["ACP_PROGRESS_CONFIG_DIR"] = _private_dir("config")
 
@@ -53,6 +54,30 @@ os.environ["ACP_PROGRESS_CONFIG_DIR"] = _private_dir("config")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Any:
+    """A real PostgreSQL server for this test process (see :mod:`tests.pg_server`); skipped only
+    where neither PostgreSQL nor psycopg is installed (``.ci/run`` installs both)."""
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
+    from .pg_server import PgServer
+
+    try:
+        server = PgServer()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> Any:
+    """The URL of a fresh database of its own for one test (dropped after)."""
+    url = pg_server.create_database()
+    yield url
+    pg_server.drop_database(url)
 
 
 @dataclass

@@ -33,6 +33,36 @@ from .conftest import RecordingClient, agent_env, fast_settings, inprocess_agent
 SECRET = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 
 
+class Backend:
+    """Where a test's agents keep their sessions: the SQLite file in ``tmp_path/state`` or a
+    fresh PostgreSQL database (the same assertions hold for both)."""
+
+    def __init__(self, kind: str, tmp_path: Path, url: str | None) -> None:
+        self.kind = kind
+        self.state = tmp_path / "state"
+        self.url = url
+
+    def env(self, **more: str) -> dict[str, str]:
+        extra = {"ACP_PROGRESS_DATABASE_URL": self.url} if self.url else {}
+        return agent_env(ACP_PROGRESS_STATE_DIR=str(self.state), **extra, **more)
+
+    def settings(self, **more: Any) -> Any:
+        if self.url:
+            more["store"] = {"url": self.url}
+        return fast_settings(state_dir=str(self.state), **more)
+
+    def open(self) -> Any:
+        from acp_adapter.store import open_store
+
+        return open_store(self.state, retention_days=0, url=self.url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    return Backend(request.param, tmp_path, url)
+
+
 def _kinds(updates: list[Any]) -> list[str]:
     return [u.session_update for u in updates]
 
@@ -46,10 +76,11 @@ def _workspace(tmp_path: Path) -> Path:
 
 
 @pytest.mark.anyio
-async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_on(tmp_path: Path) -> None:
+async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_on(
+    tmp_path: Path, backend: Backend
+) -> None:
     ws = _workspace(tmp_path)
-    state = str(tmp_path / "state")
-    first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
+    first = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
     live = RecordingClient()
     async with inprocess_agent(live, first) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
@@ -61,7 +92,7 @@ async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_
     assert infos[0].updated_at and infos[0].updated_at.endswith("Z")
 
     client = RecordingClient()
-    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
+    second = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
     async with inprocess_agent(client, second) as conn:
         listed = await conn.list_sessions(cwd=str(ws))
         assert [s.session_id for s in listed.sessions] == [sid]
@@ -136,10 +167,12 @@ async def test_initialize_advertises_load_and_list(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on_disk(tmp_path: Path) -> None:
+async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on_disk(
+    tmp_path: Path, backend: Backend
+) -> None:
     ws = _workspace(tmp_path)
-    state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    state = backend.state
+    env = backend.env()
     async with spawn_agent(RecordingClient(), env=env) as (conn, proc, _log):
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         first = await prompt_text(conn, sid, "read secrets.txt")
@@ -147,9 +180,18 @@ async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on
         proc.send_signal(signal.SIGKILL)  # no shutdown, no goodbye: the turn must already be on disk
         await asyncio.wait_for(proc.wait(), 10)
 
-    for path in state.iterdir():
-        assert SECRET.encode() not in path.read_bytes(), f"the secret reached {path.name}"
-    assert (state / DATABASE_NAME).exists()
+    if backend.url is None:
+        for path in state.iterdir():
+            assert SECRET.encode() not in path.read_bytes(), f"the secret reached {path.name}"
+        assert (state / DATABASE_NAME).exists()
+    else:
+        import psycopg
+
+        with psycopg.connect(backend.url) as db:  # every row of every table, as text
+            dump = db.execute(
+                "SELECT string_agg(t::text, ' ') FROM (SELECT * FROM acp_progress.events) t"
+            ).fetchone()[0] + repr(db.execute("TABLE acp_progress.sessions").fetchall())
+        assert "GITHUB_TOKEN" in dump and SECRET not in dump
 
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, _proc, _log):
@@ -165,10 +207,11 @@ async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on
 
 
 @pytest.mark.anyio
-async def test_two_agent_processes_on_one_store(tmp_path: Path) -> None:
-    """Two editor windows: a session prompted in one is listed and loaded by the other."""
+async def test_two_agent_processes_on_one_store(tmp_path: Path, backend: Backend) -> None:
+    """Two editor windows (or two machines on one PostgreSQL): a session prompted in one is
+    listed and loaded by the other."""
     ws = _workspace(tmp_path)
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    env = backend.env()
     one, two = RecordingClient(), RecordingClient()
     async with spawn_agent(one, env=env) as (a, _pa, _la), spawn_agent(two, env=env) as (b, _pb, _lb):
         sa = (await a.new_session(cwd=str(ws), mcp_servers=[])).session_id
@@ -259,9 +302,11 @@ async def _delete_session(conn: Any, session_id: str) -> Any:
 
 
 @pytest.mark.anyio
-async def test_session_delete_is_advertised_and_removes_a_session_for_good(tmp_path: Path) -> None:
+async def test_session_delete_is_advertised_and_removes_a_session_for_good(
+    tmp_path: Path, backend: Backend
+) -> None:
     ws = _workspace(tmp_path)
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    env = backend.env()
     async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
         from acp import PROTOCOL_VERSION
 
@@ -354,14 +399,16 @@ async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_kee
 
 
 @pytest.mark.anyio
-async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(tmp_path: Path) -> None:
+async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(
+    tmp_path: Path, backend: Backend
+) -> None:
     """SIGKILL while a long tool runs: the prompt was written when the turn began, so the next
     process replays it, closed by an "(interrupted)" note, with no card left in progress; and
     the conversation goes on."""
     from acp_adapter.store.recorder import INTERRUPTED_NOTE
 
     ws = _workspace(tmp_path)
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    env = backend.env()
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, proc, _log):
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
@@ -406,9 +453,7 @@ async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(tmp_path: P
         users = [u.content.text for u in replay if isinstance(u, UserMessageChunk)]
         assert users == ["what is 1+1", "wait 10 seconds", "what is 3+3"]
     # the model history the conversation goes on with knows what was asked and that it broke off
-    from acp_adapter.store import SqliteStore
-
-    store = SqliteStore(tmp_path / "state")
+    store = backend.open()
     try:
         stored = store.load(sid)
     finally:
@@ -438,7 +483,7 @@ async def test_a_cancelled_turn_replays_as_its_own_turn_marked_cancelled(tmp_pat
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
 
     client = RecordingClient()
-    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
+    second = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
     async with inprocess_agent(client, second) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         assert (await prompt_text(conn, sid, "hello")).stop_reason == "end_turn"

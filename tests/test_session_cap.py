@@ -40,9 +40,14 @@ def _event(i: int, size: int) -> dict[str, Any]:
 NOTE = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "(trimmed)"}}
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-def test_a_store_drops_the_oldest_events_and_puts_the_note_first(tmp_path: Path, kind: str) -> None:
-    store: Any = MemoryStore() if kind == "memory" else open_store(tmp_path / "state", retention_days=0)
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+def test_a_store_drops_the_oldest_events_and_puts_the_note_first(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("pg_url") if kind == "postgres" else None
+    store: Any = (
+        MemoryStore() if kind == "memory" else open_store(tmp_path / "state", retention_days=0, url=url)
+    )
     try:
         store.upsert_session(SessionRecord("s1", str(tmp_path), None, 1.0, 1.0))
         store.append_events("s1", [_event(i, 1000) for i in range(30)], 2.0)

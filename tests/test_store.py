@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +24,7 @@ from acp_adapter.store import (
     MemoryStore,
     PermissionDecision,
     SessionRecord,
+    SessionStore,
     SqliteStore,
     StoreError,
     default_state_dir,
@@ -42,14 +44,28 @@ def _chunk(text: str) -> dict[str, object]:
     return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
 
 
-@pytest.fixture(params=["sqlite", "memory"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> SqliteStore | MemoryStore:
-    made = SqliteStore(tmp_path / "state") if request.param == "sqlite" else MemoryStore()
+STORE_KINDS = ["sqlite", "memory", "postgres"]
+
+
+def make_store(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """One store of ``kind``: the contract below holds for every back-end alike."""
+    if kind == "sqlite":
+        return SqliteStore(tmp_path / "state")
+    if kind == "postgres":
+        from acp_adapter.store.postgres import PostgresStore
+
+        return PostgresStore(request.getfixturevalue("pg_url"))
+    return MemoryStore()
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    made = make_store(request.param, request, tmp_path)
     yield made
     made.close()
 
 
-def test_a_session_keeps_its_events_in_order_and_its_history(store: SqliteStore | MemoryStore) -> None:
+def test_a_session_keeps_its_events_in_order_and_its_history(store: SessionStore) -> None:
     store.upsert_session(_record("s1", title="fix the tests"))
     store.append_events("s1", [_chunk("one"), _chunk("two")], updated_at=101)
     store.append_events("s1", [_chunk("three")], updated_at=102)
@@ -62,7 +78,7 @@ def test_a_session_keeps_its_events_in_order_and_its_history(store: SqliteStore 
     assert store.load("nope") is None
 
 
-def test_list_filters_by_cwd_and_pages_newest_first(store: SqliteStore | MemoryStore) -> None:
+def test_list_filters_by_cwd_and_pages_newest_first(store: SessionStore) -> None:
     for i in range(7):
         store.upsert_session(_record(f"s{i}", cwd="/a" if i % 2 else "/b", updated=100 + i))
     page = store.list_sessions(limit=3)
@@ -76,7 +92,7 @@ def test_list_filters_by_cwd_and_pages_newest_first(store: SqliteStore | MemoryS
         store.list_sessions(cursor="not-a-cursor")
 
 
-def test_delete_and_retention(store: SqliteStore | MemoryStore) -> None:
+def test_delete_and_retention(store: SessionStore) -> None:
     store.upsert_session(_record("old", updated=10))
     store.upsert_session(_record("new", updated=1000))
     store.append_events("old", [_chunk("x")], updated_at=10)
@@ -85,7 +101,7 @@ def test_delete_and_retention(store: SqliteStore | MemoryStore) -> None:
     assert store.delete("new") and not store.delete("new")
 
 
-def test_every_string_is_redacted_before_it_is_stored(store: SqliteStore | MemoryStore) -> None:
+def test_every_string_is_redacted_before_it_is_stored(store: SessionStore) -> None:
     store.upsert_session(_record("s", title=f"use {SECRET}"))
     store.append_events("s", [_chunk(f"the token is {SECRET}")], updated_at=1)
     store.replace_history("s", [{"role": "tool", "content": f"GITHUB_TOKEN={SECRET}"}])
@@ -108,14 +124,14 @@ def test_a_secret_never_reaches_the_database_file(tmp_path: Path) -> None:
         assert SECRET.encode() not in path.read_bytes(), path
 
 
-def test_permission_audit_newest_first(store: SqliteStore | MemoryStore) -> None:
+def test_permission_audit_newest_first(store: SessionStore) -> None:
     for i in range(3):
         store.record_permission(PermissionDecision(i, "s", f"t{i}", f"Run {i}", i != 1, "terminal", "watch"))
     audit = store.permission_audit(limit=2)
     assert [(d.tool_call_id, d.allowed) for d in audit] == [("t2", True), ("t1", False)]
 
 
-def test_key_value_state(store: SqliteStore | MemoryStore) -> None:
+def test_key_value_state(store: SessionStore) -> None:
     store.put("telegram", "offset", 42)
     store.put("telegram", "chat:1", {"session": "s1"})
     store.put("agui", "thread", "s2")
@@ -338,15 +354,17 @@ def test_only_corruption_codes_count_as_corrupt() -> None:
     assert not is_corrupt(err(sqlite3.SQLITE_IOERR, "disk I/O error"))
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "memory"])
-def test_a_turn_begun_and_never_ended_is_closed_once_as_interrupted(tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_turn_begun_and_never_ended_is_closed_once_as_interrupted(
+    tmp_path: Path, kind: str, request: pytest.FixtureRequest
+) -> None:
     """The prompt is on disk as soon as the turn begins; a recorder of a later process (here: one
     that never ran the turn) closes it with a note, in the conversation and the model history."""
     from acp import text_block
 
     from acp_adapter.store.recorder import INTERRUPTED_NOTE, OPEN_TURNS, ConversationRecorder
 
-    store: SqliteStore | MemoryStore = SqliteStore(tmp_path) if kind == "sqlite" else MemoryStore()
+    store = make_store(kind, request, tmp_path)
     writer = BackgroundWriter(store)
     first = ConversationRecorder(store, writer)
     first.open_session("s", "/w")

@@ -156,7 +156,11 @@ def _main(argv: Sequence[str]) -> int:
         print(f"acp-progress: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
-    from acp_adapter.cli._state import warn_if_state_unusable
+    from acp_adapter.cli._state import check_database, warn_if_state_unusable
 
     settings = warn_if_state_unusable(settings, args.command)  # one line on stderr, never silent
+    problem = check_database(settings, args.command)  # a shared database that is not there: stop
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     return int(command.run(args, settings))

@@ -47,6 +47,14 @@ def _safe(value: Any, secret: bool) -> Any:
     return value
 
 
+def _shown_url(url: str) -> str:
+    """The store's database URL with its password replaced by :data:`HIDDEN` (where it goes is
+    worth showing; the password never is)."""
+    from acp_adapter.store.postgres_url import DatabaseUrl
+
+    return DatabaseUrl.parse(url).shown()
+
+
 def config_rows(loaded: LoadedSettings) -> list[dict[str, Any]]:
     """One row per setting: ``setting``, ``value``, ``source`` (default/file/env/flag), ``from``
     (the file, variable or flag; None for a default), ``env`` (its variable), ``secret``."""
@@ -55,10 +63,11 @@ def config_rows(loaded: LoadedSettings) -> list[dict[str, Any]]:
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         source = loaded.source(dotted)
         secret = _is_secret(info)
+        value = _value_of(loaded.settings, dotted)
         rows.append(
             {
                 "setting": dotted,
-                "value": _safe(_value_of(loaded.settings, dotted), secret),
+                "value": _shown_url(value) if dotted == "store.url" and value else _safe(value, secret),
                 "source": source.kind,
                 "from": source.name,
                 "env": extra.get("env"),
@@ -80,7 +89,7 @@ def config_json(
     if state is not None:
         out.update(
             stateDir=str(state.directory),
-            database=str(state.database),
+            database=_shown_url(state.database_url) if state.database_url else str(state.database),
             stateEnabled=state.enabled,
             stateProblem=problem,
         )
@@ -90,6 +99,10 @@ def config_json(
 
 def state_lines(state: StateLocation, problem: str | None, database_exists: bool) -> list[str]:
     """Where sessions go: the resolved directory and database file, or why they cannot."""
+    if state.database_url and state.enabled:
+        return [
+            f"session store: PostgreSQL {_shown_url(state.database_url)} (shared by every process using it)"
+        ]
     if not state.enabled:
         return [f"session store: off (sessions in memory only; it would be {state.database})"]
     if problem is not None:

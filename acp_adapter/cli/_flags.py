@@ -92,6 +92,11 @@ def add_frontend_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--yes", action="store_true", help="allow permission requests without asking")
     parser.add_argument("--no-animation", action="store_true", help="plain line output even on a terminal")
     parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the agent's thoughts in full (default: folded to their last lines)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help="one JSON object per line: each session update as received, permission requests and "

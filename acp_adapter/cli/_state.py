@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
 
-__all__ = ["DATABASE_NAME", "StateLocation", "check_state_dir", "state_location", "warn_if_state_unusable"]
+__all__ = [
+    "DATABASE_NAME",
+    "StateLocation",
+    "check_database",
+    "check_state_dir",
+    "state_location",
+    "warn_if_state_unusable",
+]
 
 #: commands that only read the store (they run no tool): the warning says nothing of refusals
 READ_ONLY_COMMANDS = frozenset({"audit", "sessions"})
@@ -41,6 +48,8 @@ class StateLocation:
     directory: Path
     database: Path
     enabled: bool
+    #: the PostgreSQL URL sessions go to instead of ``database`` (``[store] url``), or None
+    database_url: str | None = None
 
 
 def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -53,7 +62,7 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 def state_location(settings: Settings, environ: Mapping[str, str] | None = None) -> StateLocation:
     directory = Path(settings.state_dir).expanduser() if settings.state_dir else default_state_dir(environ)
-    return StateLocation(directory, directory / DATABASE_NAME, settings.state)
+    return StateLocation(directory, directory / DATABASE_NAME, settings.state, settings.store.url)
 
 
 def check_state_dir(directory: Path) -> str | None:
@@ -79,7 +88,7 @@ def warn_if_state_unusable(settings: Settings, command: str) -> Settings:
     are returned unchanged (the agent's store then refuses to audit, so allowed calls are refused)."""
     import sys
 
-    if not settings.state:
+    if not settings.state or settings.store.url:  # PostgreSQL: see check_database
         return settings
     where = state_location(settings)
     problem = check_state_dir(where.directory)
@@ -96,6 +105,35 @@ def warn_if_state_unusable(settings: Settings, command: str) -> Settings:
         )
     print(_one_line(text), file=sys.stderr, flush=True)
     return settings
+
+
+def check_database(settings: Settings, command: str, timeout: float = 5.0) -> str | None:
+    """With ``[store] url`` set: why the PostgreSQL store cannot be used, as one line for stderr
+    (None: it answers). Unlike a broken state directory this stops the command (exit 2): the
+    processes that share the database would otherwise split into one that remembers and one that
+    does not. The line names host and port, never the password."""
+    url = settings.store.url
+    if not settings.state or not url:
+        return None
+    from acp_adapter.store.postgres_url import DatabaseUrl
+
+    parsed = DatabaseUrl.parse(url)
+    try:
+        import psycopg
+    except ImportError:
+        return _one_line(
+            f"acp-progress {command}: the session store is PostgreSQL ({parsed.shown()}) but psycopg is "
+            "not installed: pip install 'acp-progress[postgres]'"
+        )
+    try:
+        psycopg.connect(parsed.raw, connect_timeout=max(1, int(timeout))).close()
+    except psycopg.Error as exc:
+        reason = parsed.clean(" ".join(str(exc).split()) or type(exc).__name__)
+        return _one_line(
+            f"acp-progress {command}: cannot reach the session database at {parsed.where()} ({reason}); "
+            "check ACP_PROGRESS_DATABASE_URL / [store] url, or that the server is up"
+        )
+    return None
 
 
 def _one_line(text: str) -> str:

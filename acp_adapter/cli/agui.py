@@ -299,6 +299,10 @@ def _run(
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)
         return 2
+    if settings.state and settings.store.url:  # replicas on one PostgreSQL store: one run per thread
+        from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
+
+        app.state.agui.thread_locks = ReplicaThreadLocks(settings.store.url, thread_store, args.thread_scope)
     if not _is_loopback(args.host):
         log.warning(
             "serving on %s: anyone who reaches it and holds the token drives the agent; "
@@ -422,4 +426,4 @@ def _open_thread_store(settings: Any) -> Any:
 
     directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
     # retention_days=0: the agent prunes its sessions; the endpoint prunes only its threads
-    return open_store(directory, enabled=settings.state, retention_days=0)
+    return open_store(directory, enabled=settings.state, retention_days=0, url=settings.store.url)

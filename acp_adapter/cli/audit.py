@@ -29,7 +29,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print("acp-progress audit: --limit must be at least 1", file=sys.stderr)
         return 2
     directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
-    store = open_store(directory, retention_days=0)
+    store = open_store(directory, retention_days=0, url=settings.store.url)
     try:
         decisions = store.permission_audit(args.limit)
     finally:

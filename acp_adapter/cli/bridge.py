@@ -79,6 +79,15 @@ def _progress_flags(parser: argparse.ArgumentParser) -> None:
         metavar="BOOL",
         help="react to the person's message with working/success/failure (=false to turn it off)",
     )
+    parser.add_argument(
+        "--delivery-thoughts",
+        dest="thoughts",
+        nargs="?",
+        const=True,
+        type=_bool,
+        metavar="BOOL",
+        help="post the agent's thoughts to the chat (default: not posted; =false to turn it off)",
+    )
 
 
 def _summary_flag(parser: argparse.ArgumentParser) -> None:
@@ -165,7 +174,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _progress_changes(args: argparse.Namespace) -> dict[str, Any]:
-    fields = ("tool_progress", "grouping", "typing", "reactions")
+    fields = ("tool_progress", "grouping", "typing", "reactions", "thoughts")
     return {f: getattr(args, f) for f in fields if getattr(args, f, None) is not None}
 
 
@@ -202,13 +211,15 @@ def _forget_state(name: str, settings: Settings) -> None:
 def open_state(name: str, settings: Any) -> BridgeState | None:
     """The instance's durable state (chat sessions, offset, inbox, outbox) in the session store;
     None when state is off (``ACP_PROGRESS_STATE=off``: nothing survives a restart)."""
-    from acp_adapter.store import SqliteStore, open_store
+    from acp_adapter.store import MemoryStore, open_store
 
     if not settings.state:
         return None
     where = Path(settings.state_dir) if settings.state_dir else None
-    store = open_store(where, enabled=True, retention_days=settings.session_retention_days)
-    if not isinstance(store, SqliteStore):
+    store = open_store(
+        where, enabled=True, retention_days=settings.session_retention_days, url=settings.store.url
+    )
+    if isinstance(store, MemoryStore):
         store.close()
         return None
     return BridgeState(store, name)
@@ -281,6 +292,31 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 2
 
 
+def _wait_to_lead(name: str, settings: Settings) -> Any:
+    """On a shared (PostgreSQL) store: block until this process leads bridge ``name`` (the
+    others stand by: :mod:`acp_adapter.frontends.bridges.standby`); None otherwise."""
+    if not (settings.state and settings.store.url):
+        return None
+    from acp_adapter.frontends.bridges.standby import Leadership
+
+    leader = Leadership(settings.store.url, name)
+    leader.acquire(lambda text: print(redact_text(text), file=sys.stderr, flush=True))
+    return leader
+
+
+async def _run_telegram(instance: BridgeInstance, runner: Any, settings: Settings, leader: Any) -> None:
+    """:func:`run_telegram`, stopped (as by SIGTERM) if the leader lock is lost meanwhile."""
+    from acp_adapter.frontends.bridges.platforms.telegram import run_telegram
+
+    stop = asyncio.Event()
+    keeper = asyncio.create_task(leader.keep(stop)) if leader is not None else None
+    try:
+        await run_telegram(instance, runner=runner, settings=settings.telegram, stop=stop)
+    finally:
+        if keeper is not None:
+            keeper.cancel()
+
+
 def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings) -> int:
     from acp_adapter.client.driver import AgentError
     from acp_adapter.config import ConfigError
@@ -296,6 +332,8 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
     mcp_servers = mcp_servers_of(args, "bridge")
     if mcp_servers is None:
         return 2
+    # a standby waits here, before it reads the shared state (the leader is still changing it)
+    leader = _wait_to_lead(instance.name, settings) if instance.platform != "console" else None
     state = open_state(instance.name, settings)
     runner = BridgeRunner(
         instance, stderr_log=args.agent_log, summary=summary, state=state, mcp_servers=mcp_servers
@@ -309,11 +347,11 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
             ran = True
             asyncio.run(run_console(instance, sys.stdin, sys.stdout, runner=runner))
         else:
-            from acp_adapter.frontends.bridges.platforms.telegram import TelegramSetupError, run_telegram
+            from acp_adapter.frontends.bridges.platforms.telegram import TelegramSetupError
 
             try:
                 ran = True
-                asyncio.run(run_telegram(instance, runner=runner, settings=settings.telegram))
+                asyncio.run(_run_telegram(instance, runner, settings, leader))
             except TelegramSetupError as exc:
                 ran = runner.started  # a token rejected at startup ran nothing: no metrics line
                 print(f"acp-progress bridge: {exc}", file=sys.stderr)
@@ -324,6 +362,8 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 1
     finally:
+        if leader is not None:
+            leader.release()
         if state is not None:
             state.store.close()  # type: ignore[attr-defined]
         if ran:
@@ -334,6 +374,8 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
             print(
                 redact_text(f"bridge {instance.name}: delivery metrics {json.dumps(record)}"), file=sys.stderr
             )
+    if leader is not None and leader.lost:
+        return 1  # its supervisor restarts it: as the standby, or the leader again
     # stopped by Ctrl-C / SIGTERM: 130 / 143, as watch, chat, run and agui; the console's input
     # ending is the run's ordinary end: 0
     return 128 + int(runner.stop_signal) if runner.stop_signal else 0

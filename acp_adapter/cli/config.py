@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
         print(f"acp-progress config: MCP servers: {exc}", file=sys.stderr)
         return 2
     state = state_location(loaded.settings)
-    problem = check_state_dir(state.directory) if state.enabled else None
+    problem = check_state_dir(state.directory) if state.enabled and not state.database_url else None
     if args.json:
         text = json.dumps({**config_json(loaded, state, problem), "mcpServers": servers}, ensure_ascii=True)
     else:

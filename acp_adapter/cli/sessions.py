@@ -135,7 +135,7 @@ def _list_from_store(settings: Settings, cwd: str | None) -> list[StoredRow]:
     if not settings.state:
         return []
     directory = Path(settings.state_dir).expanduser() if settings.state_dir else None
-    store = open_store(directory, retention_days=settings.session_retention_days)
+    store = open_store(directory, retention_days=settings.session_retention_days, url=settings.store.url)
     rows: list[StoredRow] = []
     try:
         cursor: str | None = None

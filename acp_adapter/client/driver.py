@@ -30,6 +30,7 @@ from acp.schema import (
     AllowedOutcome,
     AudioContentBlock,
     ClientCapabilities,
+    CurrentModeUpdate,
     DeniedOutcome,
     EmbeddedResourceContentBlock,
     HttpMcpServer,
@@ -48,6 +49,7 @@ from acp.schema import (
 
 from acp_adapter._version import __version__
 from acp_adapter.client.procgroup import end_process_group
+from acp_adapter.client.session_state import SessionFacts
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.protocol import (
     CHUNK_BYTES,
@@ -435,6 +437,8 @@ class AgentDriver:
         self._turns: dict[str, Turn] = {}
         #: sessions being loaded: their replayed updates go to the loader's callback
         self._replaying: dict[str, Callable[[SessionUpdate], None]] = {}
+        #: what each open session's agent said about it (commands, modes, options, title, usage)
+        self.facts: dict[str, SessionFacts] = {}
         #: the last :meth:`list_sessions` stopped before the agent's last page (its cursors loop)
         self.list_incomplete = False
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
@@ -652,7 +656,9 @@ class AgentDriver:
             raise AgentError(f"the agent refused to open a session: {describe_error(exc)}") from None
         except ConnectionError as exc:
             raise await self.crash_error(exc) from None
-        return str(response.session_id)
+        session_id = str(response.session_id)
+        self.facts[session_id] = SessionFacts.from_response(response)
+        return session_id
 
     @property
     def can_load_sessions(self) -> bool:
@@ -677,11 +683,16 @@ class AgentDriver:
                 "the agent cannot load sessions (it answered initialize with loadSession: false)"
             )
         self._replaying[session_id] = on_replay or (lambda _update: None)
+        self.facts[session_id] = SessionFacts()
         try:
             workspace = os.path.abspath(cwd)  # noqa: ASYNC240 - string work, no I/O
-            await self.connection.load_session(
+            response = await self.connection.load_session(
                 cwd=workspace, session_id=session_id, mcp_servers=list(self.mcp_servers)
             )
+            loaded = SessionFacts.from_response(response)
+            facts = self.facts[session_id]
+            facts.modes = loaded.modes or facts.modes
+            facts.config_options = loaded.config_options or facts.config_options
             await asyncio.sleep(0)  # notifications read before the answer finish their handlers first
         except RequestError as exc:
             said = describe_error(exc)
@@ -766,12 +777,45 @@ class AgentDriver:
         with contextlib.suppress(ConnectionError, RequestError):
             await self.connection.cancel(session_id=session_id)
 
+    async def set_choice(self, session_id: str, category: str, wanted: str) -> str:
+        """``/mode NAME``, ``/model NAME``: pick a value of the session's ``mode`` or ``model``
+        config option (``session/set_config_option``), or — for an agent that offers only
+        ``modes`` — its mode (``session/set_mode``). Returns the name now set; raises
+        :class:`AgentError` saying why not (the agent offers no such choice, no such value, or
+        refused)."""
+        facts = self.facts.get(session_id) or SessionFacts()
+        option = facts.option(category)
+        if option is None and not (category == "mode" and facts.modes is not None):
+            raise AgentError(f"the agent offers no {category} to choose")
+        value = facts.resolve(category, wanted)
+        if value is None:
+            names = ", ".join(name for _id, name in facts.choices(category)) or "none"
+            raise AgentError(f"the agent offers no {category} {wanted!r} (it offers: {names})")
+        try:
+            if option is not None:
+                response = await self.connection.set_config_option(
+                    config_id=option.id, session_id=session_id, value=value
+                )
+                if response is not None and response.config_options:
+                    facts.set_config_options(response.config_options)
+            else:
+                await self.connection.set_session_mode(session_id=session_id, mode_id=value)
+                facts.observe(CurrentModeUpdate(session_update="current_mode_update", current_mode_id=value))
+        except RequestError as exc:
+            raise AgentError(f"the agent refused to set the {category}: {describe_error(exc)}") from None
+        except ConnectionError as exc:
+            raise await self.crash_error(exc) from None
+        return facts.current(category) or value
+
     def turn_ended(self, turn: Turn) -> None:
         if self._turns.get(turn.session_id) is turn:
             del self._turns[turn.session_id]
         self.update_room()
 
     def dispatch_update(self, session_id: str, update: SessionUpdate) -> None:
+        facts = self.facts.get(session_id)
+        if facts is not None:
+            facts.observe(update)
         replay = self._replaying.get(session_id)
         if replay is not None:
             replay(update)

@@ -57,6 +57,7 @@ from acp_adapter.config._model import (
 from acp_adapter.config._sections import (
     AguiSettings,
     OpenAISettings,
+    StoreSettings,
     StreamSettings,
     SummaryOpenAISettings,
     TelegramSettings,
@@ -76,6 +77,7 @@ __all__ = [
     "SettingSource",
     "Settings",
     "SourceKind",
+    "StoreSettings",
     "StreamSettings",
     "SummaryOpenAISettings",
     "TelegramSettings",

@@ -1,5 +1,5 @@
 """The section models: each a TOML table of the settings file and a group of variables
-(``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``, ``[streams]``)."""
+(``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``, ``[streams]``, ``[store]``)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import SecretStr, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import InitSettingsSource
 
 from acp_adapter.config._model import DEFAULT_SOURCE, _label_for, _Section, _source_target, setting
@@ -298,3 +299,40 @@ class StreamSettings(_Section):
         """Just these limits from the settings file's ``[streams]`` and the environment (for code
         that has no :class:`Settings`)."""
         return section_from_env(cls, environ, config_file)
+
+
+class StoreSettings(_Section):
+    """Where sessions, the audit and the front-ends' state are kept when not in the SQLite file
+    (``[store]``): a PostgreSQL database every process on every machine shares."""
+
+    url: str | None = setting(
+        None,
+        env="ACP_PROGRESS_DATABASE_URL",
+        secret=True,
+        metavar="URL",
+        help="postgresql://USER:PASSWORD@HOST:PORT/DB: keep the session store in PostgreSQL, shared by "
+        "every process and machine (unset: the SQLite file in the state directory)",
+    )
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _postgres_url(cls, value: Any) -> Any:
+        """Checked at start-up (a typo fails there, not at the first write); the message never
+        echoes the URL, which holds the password."""
+        from urllib.parse import urlsplit
+
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        try:
+            parts = urlsplit(value.strip())
+            parts.port  # noqa: B018 - raises ValueError for a port that is not one
+        except ValueError as exc:
+            raise PydanticCustomError("database_url", f"not a valid database URL ({exc})") from None
+        if parts.scheme not in ("postgresql", "postgres"):
+            got = f"{parts.scheme}://" if parts.scheme else "no scheme"
+            raise PydanticCustomError(
+                "database_url", f"must be a postgresql://USER:PASSWORD@HOST:PORT/DB URL (got {got})"
+            )
+        return value.strip()

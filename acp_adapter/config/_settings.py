@@ -29,6 +29,7 @@ from acp_adapter.config._model import (
 from acp_adapter.config._sections import (
     AguiSettings,
     OpenAISettings,
+    StoreSettings,
     StreamSettings,
     SummaryOpenAISettings,
     TelegramSettings,
@@ -167,6 +168,7 @@ class Settings(_Section):
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
     agui: AguiSettings = Field(default_factory=AguiSettings)
     streams: StreamSettings = Field(default_factory=StreamSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
     @field_validator("state_dir")
     @classmethod

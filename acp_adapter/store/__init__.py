@@ -23,6 +23,7 @@ from acp_adapter.store.base import (
     SessionStore,
     StoredSession,
     StoreError,
+    StoreUnavailable,
     StoreVersionError,
 )
 from acp_adapter.store.memory import MemoryStore
@@ -44,6 +45,7 @@ __all__ = [
     "SqliteStore",
     "StoreError",
     "StoreSchemaError",
+    "StoreUnavailable",
     "StoreVersionError",
     "StoredSession",
     "default_state_dir",
@@ -64,17 +66,33 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def open_store(
-    directory: Path | None, *, enabled: bool = True, retention_days: float = 30.0
-) -> SqliteStore | MemoryStore:
-    """The store to use: SQLite in ``directory`` (default :func:`default_state_dir`), or memory
-    when ``enabled`` is False or the database cannot be opened (one error line says why). In the
-    second case the memory store refuses to audit, so every allowed tool call is refused with the
-    reason on its card (the audit fails closed); ``enabled=False`` is the user's own choice.
+    directory: Path | None,
+    *,
+    enabled: bool = True,
+    retention_days: float = 30.0,
+    url: str | None = None,
+) -> SessionStore:
+    """The store to use: PostgreSQL at ``url`` when one is given (``ACP_PROGRESS_DATABASE_URL``,
+    ``[store] url``), else SQLite in ``directory`` (default :func:`default_state_dir`), or memory
+    when ``enabled`` is False or the SQLite database cannot be opened (one error line says why).
+    In that last case the memory store refuses to audit, so every allowed tool call is refused with
+    the reason on its card (the audit fails closed); ``enabled=False`` is the user's own choice.
+
+    A PostgreSQL database that cannot be used raises :class:`StoreError` (naming host and port,
+    never the password) instead of falling back: the processes sharing it would silently split
+    into one that remembers and one that does not.
 
     Sessions not updated for ``retention_days`` are removed on open (0 keeps everything).
     """
     if not enabled:
         return MemoryStore()
+    store: SessionStore
+    if url:
+        from acp_adapter.store.postgres import PostgresStore
+
+        store = PostgresStore(url)
+        _prune(store, retention_days)
+        return store
     where = directory if directory is not None else default_state_dir()
     try:
         store = SqliteStore(where)
@@ -89,6 +107,11 @@ def open_store(
             exc,
         )
         return MemoryStore(unusable=str(exc))
+    _prune(store, retention_days)
+    return store
+
+
+def _prune(store: SessionStore, retention_days: float) -> None:
     if retention_days > 0:
         try:
             removed = store.prune(time.time() - retention_days * DAY)
@@ -97,4 +120,3 @@ def open_store(
         else:
             if removed:
                 log.info("removed %d sessions older than %g days", removed, retention_days)
-    return store

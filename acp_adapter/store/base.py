@@ -40,6 +40,11 @@ class AuditError(StoreError):
     not run: the audit fails closed."""
 
 
+class StoreUnavailable(StoreError):
+    """The database could not be reached, or the connection broke mid-statement (a server
+    restarting, a failover): nothing is wrong with the request, so it is worth retrying."""
+
+
 class StoreVersionError(StoreError):
     """The database was written by a newer acp-progress, whose schema this one cannot read."""
 

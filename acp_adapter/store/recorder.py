@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -93,7 +94,29 @@ def _process_alive(pid: int) -> bool:
         return False
     except PermissionError:  # someone else's process: alive
         return True
-    return True
+    try:  # a killed process whose parent died too may linger as a zombie nobody reaps
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+def this_host() -> str:
+    """The machine a turn's marker names: a pid means something only on its own machine (a
+    shared PostgreSQL store is written from several)."""
+    return socket.gethostname()
+
+
+def _turn_alive(marker: dict[str, Any]) -> bool:
+    """Whether the process that began a marked turn may still be running it. A turn begun on
+    another machine counts as ended: on a shared store, whoever loads its session there holds
+    what makes that safe (an AG-UI replica holds the thread's lock, so the other replica's run
+    ended — or died with its replica)."""
+    pid = marker.get("pid")
+    host = marker.get("host")
+    if isinstance(host, str) and host != this_host():
+        return False
+    return isinstance(pid, int) and pid != os.getpid() and _process_alive(pid)
 
 
 def title_from(text: str) -> str | None:
@@ -185,7 +208,12 @@ class ConversationRecorder:
         prompt_entries = [dict(entry) for entry in turn.entries]
         turn.written = len(prompt_entries)
         # the marker's prompt only says what was asked, should the turn be interrupted
-        marker = {"pid": os.getpid(), "at": now, "prompt": _capped(text, MARKER_PROMPT_CAP)}
+        marker = {
+            "pid": os.getpid(),
+            "host": this_host(),
+            "at": now,
+            "prompt": _capped(text, MARKER_PROMPT_CAP),
+        }
 
         def write() -> None:
             self.store.append_events(session_id, prompt_entries, now)
@@ -342,7 +370,7 @@ class ConversationRecorder:
         pid = marker.get("pid")
         if isinstance(pid, int) and session_id in self._turns and pid == os.getpid():
             return False  # this process is running that turn
-        if isinstance(pid, int) and pid != os.getpid() and _process_alive(pid):
+        if _turn_alive(marker):
             return False  # another agent process is in the middle of it
         note = AgentMessageChunk(
             session_update="agent_message_chunk",

@@ -10,6 +10,12 @@ A write that fails is logged (redacted, one line) and the writer goes on: the co
 user is having matters more than its copy on disk. A batch refused because another process holds
 the database past the busy timeout is dropped whole (one error line), not retried write by write:
 each retry would wait as long again, and a stalled writer delays every flush behind it.
+
+A batch refused because the database went away (a PostgreSQL server restarting, a failover: the
+store raises :class:`~acp_adapter.store.base.StoreUnavailable`) is different: nothing is wrong
+with the writes, so the batch is kept and retried whole — its transaction was rolled back, so
+replaying it writes each change once — with a growing pause, until the database is back. The log
+says so when it starts and when the changes went through.
 """
 
 from __future__ import annotations
@@ -19,16 +25,23 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.store.base import StoreUnavailable
 from acp_adapter.store.sqlite import is_busy
 
 log = logging.getLogger("acp_progress.store")
 
 Write = Callable[[], object]
+
+#: after :meth:`BackgroundWriter.close`, how long a batch waiting for the database is still retried
+RETRY_AFTER_CLOSE_S = 10.0
+#: longest pause between two tries of a batch while the database is away
+MAX_RETRY_PAUSE_S = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +131,10 @@ class BackgroundWriter:
         if not batch:
             return
         try:
-            with self._store.batch():
-                for write in batch:
-                    write()
+            self._write_batch(batch)
+            return
+        except StoreUnavailable as exc:
+            self._write_when_back(batch, exc)
             return
         except Exception as exc:  # one bad write must not take its neighbours with it: go one by one
             if is_busy(exc):  # another process holds the database: each retry would wait as long
@@ -138,6 +152,43 @@ class BackgroundWriter:
                 write()
             except Exception as exc:
                 log.error("could not save a session change: %s", _why(exc))
+
+    def _write_batch(self, batch: list[Write]) -> None:
+        with self._store.batch():
+            for write in batch:
+                write()
+
+    def _write_when_back(self, batch: list[Write], first: StoreUnavailable) -> bool:
+        """Retry ``batch`` whole until the database is back (True) or, once the writer is closed,
+        :data:`RETRY_AFTER_CLOSE_S` have passed (False: the changes are lost, said so)."""
+        log.warning("%s: %d session changes are kept and retried until it is back", _why(first), len(batch))
+        started = time.monotonic()
+        closed_at: float | None = None
+        pause = 0.1
+        tries = 1
+        while True:
+            time.sleep(pause)
+            pause = min(pause * 2, MAX_RETRY_PAUSE_S)
+            tries += 1
+            try:
+                self._write_batch(batch)
+            except StoreUnavailable as exc:
+                if self._closed:
+                    closed_at = time.monotonic() if closed_at is None else closed_at
+                    if time.monotonic() - closed_at > RETRY_AFTER_CLOSE_S:
+                        log.error("%d session changes were not saved: %s", len(batch), _why(exc))
+                        return False
+                continue
+            except Exception as exc:
+                log.error("could not save %d session changes: %s", len(batch), _why(exc))
+                return False
+            log.warning(
+                "the session database is back: %d session changes written after %.1f s (%d tries)",
+                len(batch),
+                time.monotonic() - started,
+                tries,
+            )
+            return True
 
 
 def _why(exc: BaseException) -> str:

@@ -27,11 +27,12 @@ from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunObserverFactory
 from acp_adapter.frontends.agui.policy import RedactPolicy
 from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks, ReplicaUnavailable, claim_thread
 from acp_adapter.frontends.agui.request import RunRequest
 from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.frontends.agui.summaries import SummarySetup, summary_observers
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
-from acp_adapter.frontends.agui.threads import ThreadRegistry
+from acp_adapter.frontends.agui.threads import ThreadBusy, ThreadRegistry, ThreadSlot
 from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.safety.redact import redact_text
 
@@ -108,6 +109,8 @@ class AguiService:
         self._closed = False
         #: why the agent did not start at app startup (one redacted line), for a one-line report
         self.start_error: str | None = None
+        #: the threads' locks across replicas (set when the store is shared: :mod:`.replicas`)
+        self.thread_locks: ReplicaThreadLocks | None = None
 
     @property
     def progress_summary(self) -> bool:
@@ -131,6 +134,8 @@ class AguiService:
             self.start_error = str(exc)
             raise
         self.started = True
+        if self.thread_locks is not None:
+            self.spawn(self.thread_locks.watch(), "agui-database-health")
 
     async def end_runs(self) -> int:
         """End the runs still in flight — each client gets ``RUN_ERROR`` ("the server is stopping")
@@ -151,6 +156,8 @@ class AguiService:
         await self.end_runs()
         await self.host.close()
         await self.thread_sessions.aclose()
+        if self.thread_locks is not None:  # PostgreSQL releases whatever it still held
+            await asyncio.to_thread(self.thread_locks.close)
         if self.summary is not None:
             await self.summary.aclose()
         self.started = False
@@ -248,9 +255,14 @@ class AguiService:
             asks_permission=request.asks_permission,
         )
         slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
+        if self.thread_locks is not None:
+            await self._claim_across_replicas(slot, active)
         active.observers = ObserverSet.build(self.run_observers, context)
         emitter.start()
-        self.spawn(active.drive(slot), RUN_TASK_PREFIX).add_done_callback(self._run_ended)
+        task = self.spawn(active.drive(slot), RUN_TASK_PREFIX)
+        task.add_done_callback(self._run_ended)
+        if self.thread_locks is not None:
+            task.add_done_callback(lambda _task: self._release_across_replicas(slot.thread_id))
         log.info(
             "run %s on thread %s started (tool progress %s, progress summary %s)",
             redact_text(run_input.run_id),
@@ -259,6 +271,34 @@ class AguiService:
             "on" if context.progress_summary else "off",
         )
         return active
+
+    async def _claim_across_replicas(self, slot: ThreadSlot, active: ActiveRun) -> None:
+        """The thread's lock across replicas (:mod:`.replicas`), after the in-process claim: a
+        409 when another replica runs the thread; a stale copy of its session is dropped."""
+        assert self.thread_locks is not None
+        try:
+            stale = await claim_thread(self.thread_locks, slot.thread_id)
+        except ReplicaUnavailable as exc:
+            self.threads.release(slot, active)
+            raise ThreadBusy(f"thread {slot.thread_id!r} cannot run now ({exc}); try again") from None
+        except BaseException:
+            self.threads.release(slot, active)
+            raise
+        if stale is None:
+            self.threads.release(slot, active)
+            raise ThreadBusy(
+                f"thread {slot.thread_id!r} already has a run in progress at another replica; a thread "
+                "serves one run at a time: wait for its RUN_FINISHED"
+            )
+        if stale:  # another replica ran it since: load the session from the store again
+            slot.session_id, slot.generation = None, -1
+
+    def _release_across_replicas(self, thread_id: str) -> None:
+        locks = self.thread_locks
+        if locks is not None:  # off the loop; the thread map is written before the lock goes
+            asyncio.get_running_loop().run_in_executor(
+                None, locks.release, thread_id, self.thread_sessions.writer.flush
+            )
 
     async def thread_list(self) -> list[dict[str, Any]]:
         """This endpoint's threads (the stored ones, most recent first), each with whether a run
@@ -277,9 +317,13 @@ class AguiService:
         return rows
 
     def health(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "status": "ok",
             "agentRunning": self.host.running,
             "threads": len(self.threads),
             "activeRuns": self.threads.active_runs,
         }
+        if self.thread_locks is not None:
+            ok = self.thread_locks.database_ok
+            out["database"] = "unknown" if ok is None else "reachable" if ok else "unreachable"
+        return out

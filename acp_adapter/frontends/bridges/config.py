@@ -79,6 +79,16 @@ class ProgressConfig(BaseModel):
     grouping: Grouping = "accumulate"
     typing: bool = False
     reactions: bool = False
+    thoughts: bool = False
+    """Post the agent's thoughts (``💭 …``) to the chat; off: they are not for chats."""
+
+    @model_serializer(mode="wrap")
+    def _omit_default_thoughts(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``thoughts: false`` is not written: files and ``bridge show`` stay as they were without it."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("thoughts") is False:
+            data.pop("thoughts", None)
+        return data
 
 
 DAEMON_DEFAULT: Final = ProgressConfig()

@@ -41,11 +41,13 @@ from acp_adapter.frontends.bridges.events import (
     DeleteMessage,
     ErrorNotice,
     Notice,
+    PlanUpdate,
     ProgressEvent,
     ProgressPayload,
     ReactionEvent,
     ReactionKind,
     SummaryUpdate,
+    ThoughtText,
     TurnEnd,
     TurnStart,
     TypingEvent,
@@ -84,7 +86,7 @@ def render_line(payload: ProgressPayload) -> str:
         line = f"✅ {title}"
         if payload.duration_ms is not None and payload.duration_ms >= LONG_TOOL_MS:
             line += f" ({format_elapsed(payload.duration_ms / 1000)})"
-        return line
+        return f"{line} — {payload.diff}" if payload.diff else line
     line = f"❌ {title}"
     return f"{line} — {payload.error}" if payload.error else line
 
@@ -175,6 +177,7 @@ class RouteDelivery:
         self._placeholder_line: str | None = None  # waiting for its delay before the first post
         self._placeholder_due = math.inf
         self._summary_revision = 0
+        self._plan: _Message | None = None  # the turn's plan message (accumulate: edited in place)
 
     # ------------------------------------------------------------------------- turn
 
@@ -184,6 +187,7 @@ class RouteDelivery:
         self._close_bubble()
         self._open = {}
         self._answered = False
+        self._plan = None
         self._in_turn = True
         self._active = True  # a turn is working from its start (the model thinks) until it idles
 
@@ -205,6 +209,13 @@ class RouteDelivery:
             await self._react(event.kind)
         elif isinstance(event, SummaryUpdate):
             await self._summary(event)
+        elif isinstance(event, PlanUpdate):
+            await self._plan_update(event)
+        elif isinstance(event, ThoughtText):
+            if self.config.thoughts:
+                await self._post_answer()
+                line = ellipsize(f"💭 {event.text}", self.sink.limit, measure=self.sink.measure)
+                await self._post(line, silent=True)
         elif isinstance(event, ErrorNotice):
             await self._end_placeholder()
             await self._post_answer()
@@ -263,6 +274,20 @@ class RouteDelivery:
             )
             await self._progress(failed)
         await self._flush_edits(force=True)
+
+    async def _plan_update(self, event: PlanUpdate) -> None:
+        """The plan: one message edited in place (coalesced like progress), or a message per change."""
+        text = ellipsize("\n".join(event.lines), self.sink.limit, measure=self.sink.measure)
+        if self.config.grouping == "separate" or self._plan is None:
+            await self._post_answer()
+            msg = _Message(entries=[["plan", text]])
+            msg.message_id = await self._post(text, silent=True)
+            msg.shown = text
+            if self.config.grouping != "separate":
+                self._plan = msg
+            return
+        self._plan.entries = [["plan", text]]
+        self._mark_dirty(self._plan)
 
     # --------------------------------------------------------------------- accumulate
 

@@ -33,6 +33,8 @@ class ProgressPayload:
     index: int
     duration_ms: int | None = None
     error: str | None = None
+    #: an edit's change, ``+N −M path`` (completed edits whose content had a diff)
+    diff: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of the payload: optional fields only when present."""
@@ -49,6 +51,8 @@ class ProgressPayload:
             out["duration_ms"] = self.duration_ms
         if self.error is not None:
             out["error"] = self.error
+        if self.diff is not None:
+            out["diff"] = self.diff
         return out
 
 
@@ -109,6 +113,24 @@ class SummaryUpdate:
 
 
 @dataclass(frozen=True)
+class PlanUpdate:
+    """The agent's plan, as checklist lines (``plan 1/3``, ``✓ Read notes.py · high``, …).
+
+    One message per turn, edited in place as entries change (accumulate), or a new message per
+    change (separate); the queue keeps only the newest unsent one, as it does summaries.
+    """
+
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ThoughtText:
+    """A thought of the agent that ended, posted only when the instance asks for thoughts."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class TurnStart:
     """A prompt from the chat begins: reactions go on ``user_message``; a new bubble will open."""
 
@@ -144,6 +166,8 @@ BridgeEvent = (
     | AnswerText
     | ReactionEvent
     | SummaryUpdate
+    | PlanUpdate
+    | ThoughtText
     | ErrorNotice
     | Notice
     | DeleteMessage

@@ -17,16 +17,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from acp.schema import AgentMessageChunk, TextContentBlock, ToolCallProgress, ToolCallStart
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+)
 
+from acp_adapter.frontends._updates import diffs_of, plan_lines, plan_progress
 from acp_adapter.frontends.bridges.config import ProgressConfig
 from acp_adapter.frontends.bridges.events import (
     AnswerText,
     BridgeEvent,
     Phase,
+    PlanUpdate,
     ProgressEvent,
     ProgressPayload,
     ReactionEvent,
+    ThoughtText,
 )
 from acp_adapter.protocol.cards import Card, CardAccumulator
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
@@ -44,6 +54,14 @@ ERROR_CAP: Final = 160
 """Failed lines carry at most this many characters of (redacted, one-line) error."""
 
 _TERMINAL: Final = {"completed": "completed", "failed": "failed"}
+THOUGHT_CAP: Final = 600
+"""A posted thought carries at most this many characters (one line)."""
+
+
+def _diff_line(content: object) -> str | None:
+    """``+N −M path`` for each file the content edits (``; `` between files), redacted."""
+    diffs = diffs_of(content)
+    return redact_text("; ".join(d.short() for d in diffs[:5])) if diffs else None
 
 
 @dataclass
@@ -56,6 +74,7 @@ class _Call:
     think: bool
     done: bool = False
     source_id: str | None = None
+    diff: str | None = None  # ``+N −M path`` of the edit, once its content had a diff
 
 
 def _acp_meta(update: ToolCallStart | ToolCallProgress) -> ProgressMeta:
@@ -99,6 +118,8 @@ class TurnProjection:
         self._segment = 0
         self._segment_text = ""
         self._answer_since_tool = False
+        self._thought = ""  # the thought being written (posted once it ends, when asked for)
+        self._plan: tuple[str, ...] | None = None
 
     # ------------------------------------------------------------------ state for typing
 
@@ -111,13 +132,35 @@ class TurnProjection:
 
     def project(self, update: Any, now: float) -> list[BridgeEvent]:
         """The delivery events one ACP session update produces (often none)."""
+        if isinstance(update, AgentThoughtChunk):
+            if self.config.thoughts:
+                self._thought += getattr(update.content, "text", "") or ""
+            return []
+        events = (
+            self.finish() if isinstance(update, ToolCallStart | AgentMessageChunk | AgentPlanUpdate) else []
+        )
         if isinstance(update, ToolCallStart):
-            return self._on_start(update, now)
+            return events + self._on_start(update, now)
         if isinstance(update, ToolCallProgress):
             return self._on_progress(update, now)
         if isinstance(update, AgentMessageChunk):
-            return self._on_text(update)
+            return events + self._on_text(update)
+        if isinstance(update, AgentPlanUpdate):
+            return events + self._on_plan(update)
         return []
+
+    def finish(self) -> list[BridgeEvent]:
+        """The thought still being written, as an event (the turn ended or something else came)."""
+        thought, self._thought = self._thought.strip(), ""
+        return [ThoughtText(redact_text(one_line(thought, THOUGHT_CAP)))] if thought else []
+
+    def _on_plan(self, update: AgentPlanUpdate) -> list[BridgeEvent]:
+        entries = list(update.entries)
+        lines = tuple(redact_text(line) for line in [plan_progress(entries), *plan_lines(entries)])
+        if lines == self._plan:
+            return []  # nothing changed: no edit
+        self._plan = lines
+        return [PlanUpdate(lines)]
 
     def _present(self, tool_id: str | None, card: Card, meta: Any) -> _Call:
         """How the card's tool is shown (its facts from the shared accumulator)."""
@@ -149,6 +192,7 @@ class TurnProjection:
         card = self._cards.fold(update, now).card
         call = self._present(card.tool_id, card, update.field_meta)
         call.started_at = now
+        call.diff = _diff_line(update.content)
         self._calls[call_id] = call
         events: list[BridgeEvent] = []
         if self._answer_since_tool:
@@ -183,8 +227,9 @@ class TurnProjection:
         if not call.think and (update.title is not None or update.raw_input is not None):
             # other agents often fill in the title and the input after the start
             fresh = self._present(call.source_id, card, update.field_meta)
-            fresh.started_at, fresh.think = call.started_at, call.think
+            fresh.started_at, fresh.think, fresh.diff = call.started_at, call.think, call.diff
             self._calls[call_id] = call = fresh
+        call.diff = _diff_line(update.content) or call.diff
         status = update.status
         if status not in _TERMINAL:
             return []
@@ -203,7 +248,8 @@ class TurnProjection:
         if self.config.tool_progress != "off":
             duration = None if call.started_at is None else max(0, round((now - call.started_at) * 1000))
             short = (one_line(error, ERROR_CAP) or "failed") if phase == "failed" else None
-            events.append(ProgressEvent(self._payload(call_id, call, phase, duration, short)))
+            diff = call.diff if phase == "completed" else None
+            events.append(ProgressEvent(self._payload(call_id, call, phase, duration, short, diff)))
         events.extend(self._react("success" if phase == "completed" else "failure"))
         return events
 
@@ -214,6 +260,7 @@ class TurnProjection:
         phase: Phase,
         duration_ms: int | None = None,
         error: str | None = None,
+        diff: str | None = None,
     ) -> ProgressPayload:
         self._index += 1
         return ProgressPayload(
@@ -226,6 +273,7 @@ class TurnProjection:
             index=self._index,
             duration_ms=duration_ms,
             error=error,
+            diff=diff,
         )
 
     def _react(self, kind: str) -> list[BridgeEvent]:

@@ -29,6 +29,7 @@ from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.events import (
     AnswerText,
     BridgeEvent,
+    PlanUpdate,
     ProgressEvent,
     ReactionEvent,
     SummaryUpdate,
@@ -93,6 +94,8 @@ def _coalesce_key(event: BridgeEvent) -> tuple[Any, ...] | None:
         return ("progress", event.payload.tool_call_id, event.payload.phase)
     if isinstance(event, SummaryUpdate):
         return ("summary",)
+    if isinstance(event, PlanUpdate):
+        return ("plan",)
     return None
 
 

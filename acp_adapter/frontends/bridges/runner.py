@@ -375,6 +375,8 @@ class BridgeRunner:
                 for event in projection.project(update, self.clock()):
                     route.queue.put(event)
                 self._typing(route, projection.active)
+            for event in projection.finish():  # a thought the turn ended on
+                route.queue.put(event)
             stop = turn.response.stop_reason if turn.response is not None else "end_turn"
             _stop(summary, "cancelled" if str(stop) == "cancelled" else "finished")
             route.queue.put(TurnEnd(str(stop)))

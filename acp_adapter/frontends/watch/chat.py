@@ -33,10 +33,18 @@ from acp_adapter.client.driver import (
     PermissionRequest,
     permission_response,
 )
+from acp_adapter.client.session_state import SessionFacts
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
 from acp_adapter.frontends.reader_gone import when_reader_gone
+from acp_adapter.frontends.watch.chat_commands import (
+    HELP,
+    ChatCompleter,
+    choices_line,
+    help_lines,
+    status_line,
+)
 from acp_adapter.frontends.watch.json_lines import JsonLines
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.frontends.watch.watcher import (
@@ -55,7 +63,6 @@ from acp_adapter.summary import SummaryFactory
 log = logging.getLogger("acp_progress.chat")
 
 PROMPT = "› "
-HELP = "/cancel, /new (new session), /quit — Ctrl-C cancels a turn, Ctrl-D quits"
 
 
 #: one word after a slash (``/bogus``): a command, answered here; ``/usr/bin/x …`` is a prompt
@@ -165,6 +172,7 @@ class _Chat:
             interrupt=self.question_interrupt,
             json_lines=self.json,
             console=self.console,
+            verbose=getattr(self.args, "verbose", False),
         )
         try:
             end = await run_turn(
@@ -178,6 +186,48 @@ class _Chat:
         if end.cancelled and not self.terminal:
             return False  # on a pipe nobody is at a prompt to come back to: Ctrl-C ends it
         return not end.interrupted_again
+
+    @property
+    def facts(self) -> SessionFacts:
+        """What the agent said about the current session (commands, modes, title, usage)."""
+        return self.driver.facts.get(self.session_id) or SessionFacts()
+
+    async def choose(self, category: str, wanted: str) -> None:
+        """``/mode NAME`` / ``/model NAME``: ask the agent (set_config_option or set_mode)."""
+        if not wanted:
+            self.note(choices_line(self.facts, category))
+            return
+        try:
+            now = await self.driver.set_choice(self.session_id, category, wanted)
+        except AgentError as exc:
+            self.note(f"{category} not changed: {exc}")
+            return
+        self.note(f"{category}: {now}")
+
+    async def slash(self, command: str) -> str:
+        """A line that starts with ``/``: ``"quit"``, ``"done"`` (answered here) or ``"send"`` (a
+        prompt: an agent command, sent as typed — ``/name args`` is how ACP agents take them)."""
+        name, _, rest = command.partition(" ")
+        if name in ("/quit", "/exit") and not rest:
+            return "quit"
+        if name == "/cancel" and not rest:
+            self.note("nothing is running (Ctrl-C cancels a running turn)")
+        elif name == "/new" and not rest:
+            self.args.session, self.args.continue_ = None, False
+            if await self.new_session():
+                self.note(f"new session {self.session_id}")
+        elif name in ("/help", "/?") and not rest:
+            for line in help_lines(self.facts):
+                self.note(line)
+        elif name in ("/mode", "/model"):
+            await self.choose(name[1:], rest.strip())
+        elif self.facts.command(name[1:]) is not None:
+            return "send"
+        elif SLASH_COMMAND.fullmatch(command):  # a mistyped command never goes to the model
+            self.note(f"unknown command {command}; /help lists them")
+        else:
+            return "send"  # a prompt that starts with a path (/usr/bin/x …)
+        return "done"
 
     async def new_session(self) -> bool:
         from acp_adapter.frontends.watch.sessions import open_session
@@ -206,6 +256,10 @@ class _Chat:
                 return 1 if self.failed_turns else 0
             if not line.strip():
                 continue
+            name = line.strip().split(" ", 1)[0]
+            if name in ("/mode", "/model"):  # a script may switch them between its prompts
+                await self.choose(name[1:], line.strip()[len(name) :].strip())
+                continue
             if not await self.turn(line):
                 return 130
 
@@ -222,7 +276,16 @@ class _Chat:
             # was never retrieved" traceback. An ordinary exception is just the prompt's result.
             event.app.exit(exception=_CtrlC())
 
-        session: PromptSession[str] = PromptSession(key_bindings=keys, history=chat_history(self.settings))
+        def toolbar() -> str | None:
+            return status_line(self.facts) or None
+
+        session: PromptSession[str] = PromptSession(
+            key_bindings=keys,
+            history=chat_history(self.settings),
+            completer=ChatCompleter(lambda: self.facts),
+            complete_while_typing=False,  # Tab completes; typing a prompt opens no menu
+            bottom_toolbar=toolbar,
+        )
         self.note(f"chat with {agent_label(self.driver)} in {self.cwd} — {HELP}")
         while True:
             # Ctrl-C at the prompt is a key (the terminal is raw): KeyboardInterrupt; a SIGINT that
@@ -246,22 +309,12 @@ class _Chat:
             command = text.strip()
             if not command:
                 continue
-            if command in ("/quit", "/exit"):
-                return 0
-            if command == "/cancel":
-                self.note("nothing is running (Ctrl-C cancels a running turn)")
-                continue
-            if command == "/new":
-                self.args.session, self.args.continue_ = None, False
-                if await self.new_session():
-                    self.note(f"new session {self.session_id}")
-                continue
-            if command in ("/help", "/?"):
-                self.note(HELP)
-                continue
-            if SLASH_COMMAND.fullmatch(command):  # a mistyped command never goes to the model
-                self.note(f"unknown command {command}; /help lists them")
-                continue
+            if command.startswith("/"):
+                action = await self.slash(command)
+                if action == "quit":
+                    return 0
+                if action == "done":
+                    continue
             if not await self.turn(text):
                 return 130
 

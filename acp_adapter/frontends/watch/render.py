@@ -10,10 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp.schema import AgentMessageChunk, AgentThoughtChunk
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AgentThoughtChunk,
+    PlanEntry,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+)
 from rich.cells import cell_len
 
 from acp_adapter.frontends._render import fit_line, progress_bar, spinner_frame
+from acp_adapter.frontends._updates import Diff, diffs_of, terminal_output_of, terminals_of
 from acp_adapter.protocol.cards import Card, CardAccumulator, bar_of
 from acp_adapter.protocol.meta import meta_of
 from acp_adapter.safety.terminal_text import terminal_safe
@@ -35,14 +44,31 @@ def progress_of(update: Any) -> tuple[float, float] | None:
 
 
 @dataclass
+class CardContent:
+    """What a card's content holds besides text: file edits and terminals (replace semantics,
+    as ACP content is: the latest update that has content says all of it)."""
+
+    diffs: list[Diff] = field(default_factory=list)
+    terminals: list[str] = field(default_factory=list)
+    output: str | None = None  # the terminal's output, when the agent sent it
+
+
+@dataclass
 class CardBoard:
     """The client's picture of one session: cards (the shared :class:`CardAccumulator`) in arrival
-    order plus the streamed answer and thoughts."""
+    order plus the streamed answer and thoughts, the plan, the cards' diffs and terminals and the
+    latest usage."""
 
     accumulator: CardAccumulator = field(default_factory=CardAccumulator)
     answer: str = ""
     thoughts: str = ""
     late_updates: int = 0
+    #: the latest plan (a ``plan`` update replaces the whole list); None until one arrives
+    plan: list[PlanEntry] | None = None
+    usage: UsageUpdate | None = None
+    contents: dict[str, CardContent] = field(default_factory=dict)
+    #: the last update was a thought chunk: the thought is still being written
+    thinking: bool = False
 
     @property
     def cards(self) -> dict[str, Card]:
@@ -50,16 +76,36 @@ class CardBoard:
 
     def apply(self, update: Any, now: float) -> list[str]:
         """Fold one update in; return the ids of cards whose state changed."""
+        if isinstance(
+            update, AgentThoughtChunk | AgentMessageChunk | AgentPlanUpdate | ToolCallStart | ToolCallProgress
+        ):
+            # what is shown ends a thought; a session-level update (commands, usage) does not
+            self.thinking = isinstance(update, AgentThoughtChunk)
         applied = self.accumulator.apply(update, now)
         if applied is not None:
             if applied.late:
                 self.late_updates += 1
+            if isinstance(update, ToolCallStart | ToolCallProgress):
+                self._content(applied.card.tool_call_id, update)
             return [applied.card.tool_call_id]
         if isinstance(update, AgentMessageChunk):
             self.answer += getattr(update.content, "text", "") or ""
         elif isinstance(update, AgentThoughtChunk):
             self.thoughts += getattr(update.content, "text", "") or ""
+        elif isinstance(update, AgentPlanUpdate):
+            self.plan = list(update.entries)
+        elif isinstance(update, UsageUpdate):
+            self.usage = update
         return []
+
+    def _content(self, card_id: str, update: ToolCallStart | ToolCallProgress) -> None:
+        content = self.contents.setdefault(card_id, CardContent())
+        if update.content is not None:
+            content.diffs = diffs_of(update.content)
+            content.terminals = terminals_of(update.content)
+        output = terminal_output_of(update)
+        if output is not None:
+            content.output = output
 
     @property
     def live_cards(self) -> list[Card]:

@@ -42,6 +42,15 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from acp_adapter.frontends._render import SPINNER_NAME, progress_bar
+from acp_adapter.frontends.watch.extras import (
+    content_plain,
+    content_renderables,
+    plan_plain,
+    plan_renderable,
+    thought_lines,
+    thought_renderable,
+    usage_plain,
+)
 from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line, card_parts, fit_keeping_clock
 from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.text import format_elapsed
@@ -101,8 +110,10 @@ def _yes(answer: str | None) -> bool:
 
 
 class _Base:
-    def __init__(self, stdin: TextIO | None, interrupt: asyncio.Event | None) -> None:
+    def __init__(self, stdin: TextIO | None, interrupt: asyncio.Event | None, verbose: bool = False) -> None:
         self.board = CardBoard()
+        self.verbose = verbose  # thoughts in full, not folded to their last lines
+        self._thoughts_shown = 0  # the thought text up to here was printed (a thought that ended)
         self.output_closed = False
         self._stdin = stdin if stdin is not None else sys.stdin
         self._interrupt = interrupt
@@ -111,6 +122,14 @@ class _Base:
         self.summary: str | None = None  # the progress summary shown now (highest revision)
         self.summary_revision = 0
         self._summary_open = True  # False once the turn finished: no status after the end
+
+    def _ended_thought(self) -> str | None:
+        """The thought written since the last one printed, once it ended (another update came)."""
+        if self.board.thinking or len(self.board.thoughts) <= self._thoughts_shown:
+            return None
+        thought = self.board.thoughts[self._thoughts_shown :]
+        self._thoughts_shown = len(self.board.thoughts)
+        return thought if thought.strip() else None
 
     def _take_summary(self, text: str, revision: int) -> bool:
         """Keep a summary if it is newer than the one shown and the turn is still on."""
@@ -124,10 +143,16 @@ class PlainView(_Base):
     """One line per card event, for pipes and logs (``▶`` opened, ``…`` progress, ✅/❌ ended)."""
 
     def __init__(
-        self, out: TextIO, *, stdin: TextIO | None = None, interrupt: asyncio.Event | None = None
+        self,
+        out: TextIO,
+        *,
+        stdin: TextIO | None = None,
+        interrupt: asyncio.Event | None = None,
+        verbose: bool = False,
     ) -> None:
-        super().__init__(stdin, interrupt)
+        super().__init__(stdin, interrupt, verbose)
         self.out = out
+        self._plan_written: list[Any] | None = None
         self._announced: set[str] = set()
         self._asking = False
         self._summary_written = 0  # the revision last written (a question holds newer ones back)
@@ -143,7 +168,10 @@ class PlainView(_Base):
 
     def apply(self, update: Any) -> None:
         now = time.monotonic()
-        for card_id in self.board.apply(update, now):
+        changed = self.board.apply(update, now)
+        self._write_thought()
+        self._write_plan()
+        for card_id in changed:
             card = self.board.cards[card_id]
             if card.live and card_id not in self._announced:
                 self._announced.add(card_id)
@@ -159,6 +187,7 @@ class PlainView(_Base):
             elif not card.live and card_id not in self._printed:
                 self._printed.add(card_id)
                 self._write(card_line(card, now=now) + "\n")
+                self._write_lines(content_plain(self.board.contents.get(card_id)))
         # whole lines only: a card, note or summary line never lands inside a line of the answer
         answer = self.board.answer
         cut = answer.rfind("\n") + 1
@@ -167,6 +196,24 @@ class PlainView(_Base):
             self._answer_printed = cut
         if self.summary_revision > self._summary_written:
             self._write_summary()
+
+    def _write_lines(self, lines: list[str]) -> None:
+        if lines:
+            self._write("".join(line + "\n" for line in lines))
+
+    def _write_thought(self) -> None:
+        """A thought that ended: ``💭`` and its last line (every line with ``--verbose``)."""
+        thought = self._ended_thought()
+        if thought is not None:
+            lines = thought_lines(thought, verbose=self.verbose, limit=1)
+            self._write_lines([f"💭 {line}" for line in lines])
+
+    def _write_plan(self) -> None:
+        plan = self.board.plan
+        if plan is None or plan == self._plan_written:
+            return
+        self._write_lines(plan_plain(plan, self._plan_written))
+        self._plan_written = list(plan)
 
     def show_summary(self, text: str, revision: int) -> None:
         """One ``… summary: <text>`` line per new revision (held while a question waits)."""
@@ -200,6 +247,8 @@ class PlainView(_Base):
 
     def _flush_answer(self) -> None:
         self._summary_open = False
+        self.board.thinking = False
+        self._write_thought()
         rest = self.board.answer[self._answer_printed :]
         if rest:
             self._write(rest if rest.endswith("\n") else rest + "\n")
@@ -207,6 +256,8 @@ class PlainView(_Base):
 
     def finish(self, stop_reason: str) -> None:
         self._flush_answer()
+        if self.board.usage is not None:
+            self._write(usage_plain(self.board.usage) + "\n")
         _orphans_and_reason(self.board, stop_reason, self._write)
 
     def fail(self, reason: str, details: str | None) -> None:
@@ -246,8 +297,9 @@ class LiveView(_Base):
         *,
         stdin: TextIO | None = None,
         interrupt: asyncio.Event | None = None,
+        verbose: bool = False,
     ) -> None:
-        super().__init__(stdin, interrupt)
+        super().__init__(stdin, interrupt, verbose)
         self.console = console
         self._live = self._new_live()
         self._started = False
@@ -293,7 +345,16 @@ class LiveView(_Base):
 
     def _region(self) -> RenderableType:
         now = time.monotonic()
-        parts: list[RenderableType] = [self._card_renderable(c, now) for c in self.board.live_cards]
+        parts: list[RenderableType] = []
+        if self.board.plan and self._summary_open:  # the checklist, redrawn in place as it changes
+            parts.append(plan_renderable(self.board.plan))
+        if self.board.thinking and self._summary_open:
+            thought = thought_renderable(
+                self.board.thoughts[self._thoughts_shown :], verbose=self.verbose, live=True
+            )
+            if thought is not None:
+                parts.append(thought)
+        parts += [self._card_renderable(c, now) for c in self.board.live_cards]
         if self.summary and self._summary_open:  # the status line, under the card stack
             parts.append(
                 Text(
@@ -353,13 +414,27 @@ class LiveView(_Base):
         """Print, once, every finished answer block (as Markdown: a block is the answer up to
         the next card, so the Markdown is whole) and every card that ended."""
         now = time.monotonic()
+        thought = self._ended_thought()
+        if thought is not None:
+            self._print_thought(thought)
         if self._segment_end > self._answer_printed:
             self._print_answer_block(self._segment_end)
         for card in self.board.cards.values():
             if not card.live and card.tool_call_id not in self._printed:
                 self._printed.add(card.tool_call_id)
                 self._spinners.pop(card.tool_call_id, None)
-                self._print(Text(card_line(card, now=now)))
+                self._print_card(card, now)
+
+    def _print_card(self, card: CardView, now: float) -> None:
+        """A card that ended, then its diffs (coloured) and its terminal's output."""
+        self._print(Text(card_line(card, now=now)))
+        for part in content_renderables(self.board.contents.get(card.tool_call_id)):
+            self._print(part)
+
+    def _print_thought(self, thought: str) -> None:
+        rendered = thought_renderable(thought, verbose=self.verbose, live=False)
+        if rendered is not None:
+            self._print(rendered)
 
     def show_summary(self, text: str, revision: int) -> None:
         """Replace the status line in the live region (drawn after a pending question)."""
@@ -407,8 +482,16 @@ class LiveView(_Base):
         for card in self.board.cards.values():
             if card.tool_call_id not in self._printed:
                 self._printed.add(card.tool_call_id)
-                self._print(Text(card_line(card, now=now)))
+                self._print_card(card, now)
+        self.board.thinking = False
+        thought = self._ended_thought()
+        if thought is not None:
+            self._print_thought(thought)
+        if self.board.plan:  # the final checklist stays in the scrollback
+            self._print(plan_renderable(self.board.plan))
         self._print_answer_block(len(self.board.answer))
+        if self.board.usage is not None:
+            self._print(Text(usage_plain(self.board.usage), style="dim"))
 
     def _line(self, line: str) -> None:
         self._print(Text(terminal_safe(line.rstrip("\n"))))

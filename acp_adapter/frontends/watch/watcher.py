@@ -72,6 +72,7 @@ class WatchClient:
         interrupt: asyncio.Event | None = None,
         json_lines: JsonLines | None = None,
         console: Console | None = None,
+        verbose: bool = False,
     ) -> None:
         self.animate = animate and json_lines is None
         self.auto_allow = auto_allow
@@ -82,9 +83,11 @@ class WatchClient:
         if json_lines is not None:
             self.view = JsonView(json_lines, stdin=self.stdin, interrupt=interrupt)
         elif self.animate:
-            self.view = LiveView(console or Console(file=out), stdin=self.stdin, interrupt=interrupt)
+            self.view = LiveView(
+                console or Console(file=out), stdin=self.stdin, interrupt=interrupt, verbose=verbose
+            )
         else:
-            self.view = PlainView(out, stdin=self.stdin, interrupt=interrupt)
+            self.view = PlainView(out, stdin=self.stdin, interrupt=interrupt, verbose=verbose)
         #: the turn's progress summary (None: off); it observes every update the view gets
         self.summary: ProgressSummary | None = None
         #: the turn being shown (a permission note waits until its queued updates are drawn)
@@ -352,7 +355,12 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
     seen = 0  # a press before the loop ran counts too: it came after the command started
     question_interrupt = asyncio.Event()  # Ctrl-C: also answers a pending permission question no
     client = WatchClient(
-        out, animate=animate, auto_allow=args.yes, interrupt=question_interrupt, json_lines=json_lines
+        out,
+        animate=animate,
+        auto_allow=args.yes,
+        interrupt=question_interrupt,
+        json_lines=json_lines,
+        verbose=getattr(args, "verbose", False),
     )
     try:
         driver = AgentDriver(

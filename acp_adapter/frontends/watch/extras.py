@@ -1,0 +1,128 @@
+"""How ``watch``, ``chat`` and the console bridge draw what is not a card or the answer.
+
+The plan checklist, a thought (dimmed, folded to its last lines while it is written), a card's
+diff (rich :class:`~rich.syntax.Syntax`, capped at :data:`~acp_adapter.frontends._updates.DIFF_LINES`
+lines with ``… M more lines``), a command card's terminal output and the usage footer — as ``rich``
+renderables for a terminal (:class:`~.view.LiveView`) and as plain lines for a pipe
+(:class:`~.view.PlainView`). Every piece of the agent's text goes through
+:func:`~acp_adapter.safety.terminal_text.terminal_safe` here, before any style of ours is added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from acp.schema import PlanEntry, UsageUpdate
+from rich.console import Group, RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+
+from acp_adapter.frontends._updates import (
+    DIFF_LINES,
+    MAX_PLAN_ENTRIES,
+    TERMINAL_LINES,
+    Diff,
+    capped,
+    plan_lines,
+    plan_progress,
+    usage_line,
+)
+from acp_adapter.frontends.watch.render import CardContent
+from acp_adapter.safety.terminal_text import terminal_safe
+
+#: lines of a thought shown while it is being written
+THOUGHT_LINES = 3
+_PLAN_STYLE = {"completed": "green", "in_progress": "bold yellow", "pending": ""}
+
+
+def plan_renderable(entries: Sequence[PlanEntry]) -> Text:
+    """The checklist: a ``plan 1/3`` head, then a line per entry in its status's colour."""
+    text = Text(plan_progress(entries), style="bold", end="")
+    for i, line in enumerate(plan_lines(entries)):
+        status = str(entries[i].status) if i < MAX_PLAN_ENTRIES else "more"
+        text.append("\n  ")
+        text.append(terminal_safe(line), style=_PLAN_STYLE.get(status, "dim"))
+    return text
+
+
+def plan_plain(entries: Sequence[PlanEntry], previous: Sequence[PlanEntry] | None) -> list[str]:
+    """Lines for a pipe: the whole list the first time (or when its entries changed), else only
+    the entries whose status changed."""
+    lines = plan_lines(entries)
+    same_shape = previous is not None and [e.content for e in previous] == [e.content for e in entries]
+    if not same_shape:
+        return [plan_progress(entries), *(f"  {line}" for line in lines)]
+    assert previous is not None
+    changed = [
+        f"  {line}"
+        for entry, old, line in zip(entries, previous, lines, strict=False)
+        if entry.status != old.status or entry.priority != old.priority
+    ]
+    return [plan_progress(entries), *changed] if changed else []
+
+
+def thought_lines(thoughts: str, *, verbose: bool, limit: int = THOUGHT_LINES) -> list[str]:
+    """The thought's lines (safe): all of them with ``verbose``, else the last ``limit``."""
+    lines = [line for line in terminal_safe(thoughts).splitlines() if line.strip()]
+    return lines if verbose else lines[-limit:]
+
+
+def thought_renderable(thoughts: str, *, verbose: bool, live: bool) -> Text | None:
+    """A thought, dimmed: its last lines while it is written (all with ``verbose``); once it
+    ended, its last line with how many lines it had (all with ``verbose``)."""
+    lines = thought_lines(thoughts, verbose=verbose, limit=THOUGHT_LINES if live else 1)
+    if not lines:
+        return None
+    total = len([line for line in thoughts.splitlines() if line.strip()])
+    text = Text("💭 ", style="dim italic", end="")
+    text.append("\n   ".join(lines), style="dim italic")
+    if not live and not verbose and total > 1:
+        text.append(f"  ({total} lines; --verbose shows them)", style="dim")
+    return text
+
+
+def diff_renderable(diff: Diff, *, limit: int = DIFF_LINES) -> RenderableType:
+    """The unified diff, coloured, at most ``limit`` lines then ``… M more lines``."""
+    lines, more = capped(terminal_safe(diff.unified()).splitlines(), limit)
+    if not lines:
+        return Text(f"   (no change to {terminal_safe(diff.path)})", style="dim")
+    syntax = Syntax("\n".join(lines), "diff", theme="ansi_dark", background_color="default", word_wrap=True)
+    if not more:
+        return syntax
+    return Group(syntax, Text(f"… {more} more lines", style="dim"))
+
+
+def diff_plain(diff: Diff, *, limit: int = DIFF_LINES) -> list[str]:
+    lines, more = capped(terminal_safe(diff.unified()).splitlines(), limit)
+    return [*lines, f"… {more} more lines"] if more else lines
+
+
+def terminal_plain(content: CardContent, *, limit: int = TERMINAL_LINES) -> list[str]:
+    """A command card's terminal output (its last ``limit`` lines), or the terminal's id when the
+    agent did not send the output."""
+    if content.output is not None:
+        lines = terminal_safe(content.output).splitlines()
+        shown = lines[-limit:]
+        head = [f"   │ … {len(lines) - limit} earlier lines"] if len(lines) > limit else []
+        return [*head, *(f"   │ {line}" for line in shown)]
+    return [f"   ⌨ terminal {terminal_safe(t)}" for t in content.terminals]
+
+
+def content_renderables(content: CardContent | None) -> list[RenderableType]:
+    """What is printed under a finished card on a terminal: its diffs and its terminal."""
+    if content is None:
+        return []
+    parts: list[RenderableType] = [diff_renderable(d) for d in content.diffs]
+    parts += [Text(line, style="dim") for line in terminal_plain(content)]
+    return parts
+
+
+def content_plain(content: CardContent | None) -> list[str]:
+    if content is None:
+        return []
+    lines = [line for d in content.diffs for line in diff_plain(d)]
+    return lines + terminal_plain(content)
+
+
+def usage_plain(usage: UsageUpdate) -> str:
+    return f"📊 {terminal_safe(usage_line(usage))}"

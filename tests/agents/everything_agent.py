@@ -1,0 +1,235 @@
+"""A foreign ACP agent for tests that sends every kind of session update a front-end must show.
+
+``python tests/agents/everything_agent.py [--modes-only] [--pause S]``
+
+* ``session/new`` answers with modes (``ask``, ``code``) and — unless ``--modes-only`` — config
+  options (``mode`` and ``model`` selects); just after it, ``available_commands_update`` offers
+  ``/deploy`` and ``/test``.
+* A prompt sends, in order: a thought (three lines), a plan of three entries that changes as the
+  work goes (pending → in progress → completed), an edit card with diff content, a command card
+  with terminal content (its output in ``_meta.terminal_output``, the convention of agents whose
+  client runs no terminal), ``usage_update``, ``session_info_update`` (a title) and the answer.
+  ``--pause S`` waits S seconds between steps (for screenshots of the live region).
+* A prompt that starts with ``/`` is an agent command: the answer repeats what arrived
+  (``command /deploy args prod``), so a test sees the client sent it as the agent expects.
+* ``session/set_config_option`` and ``session/set_mode`` change the value and say so with
+  ``config_option_update`` / ``current_mode_update``.
+
+It is written on the SDK's agent side, like any third-party agent would be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from acp import PROTOCOL_VERSION, RequestError, run_agent, start_tool_call, text_block, update_tool_call
+from acp.helpers import (
+    plan_entry,
+    tool_diff_content,
+    tool_terminal_ref,
+    update_agent_message,
+    update_agent_thought,
+    update_available_commands,
+    update_current_mode,
+    update_plan,
+)
+from acp.schema import (
+    AgentCapabilities,
+    AvailableCommand,
+    AvailableCommandInput,
+    ConfigOptionUpdate,
+    Cost,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfoUpdate,
+    SessionMode,
+    SessionModeState,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    ToolCallLocation,
+    ToolCallProgress,
+    UnstructuredCommandInput,
+    UsageUpdate,
+)
+
+MODES = [("ask", "Ask"), ("code", "Code")]
+MODELS = [("small", "Small model"), ("large", "Large model")]
+OLD = "def greet(name):\n    print('helo', name)\n    return None\n"
+NEW = "def greet(name: str) -> None:\n    print('hello', name)\n"
+
+
+class EverythingAgent:
+    def __init__(self, modes_only: bool, pause: float) -> None:
+        self.modes_only = modes_only
+        self.pause = pause
+        self.conn: Any = None
+        self.sessions = 0
+        self.mode = "ask"
+        self.model = "small"
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(load_session=False),
+            agent_info=Implementation(name="everything", title="Everything test agent", version="1.0"),
+        )
+
+    def _modes(self) -> SessionModeState:
+        return SessionModeState(
+            current_mode_id=self.mode,
+            available_modes=[SessionMode(id=i, name=n) for i, n in MODES],
+        )
+
+    def _options(self) -> list[SessionConfigOptionSelect]:
+        def select(key: str, name: str, current: str, values: list[tuple[str, str]]) -> Any:
+            return SessionConfigOptionSelect(
+                id=key,
+                name=name,
+                category=key,  # type: ignore[arg-type]  # "mode" / "model"
+                type="select",
+                current_value=current,
+                options=[SessionConfigSelectOption(value=v, name=n) for v, n in values],
+            )
+
+        return [select("mode", "Mode", self.mode, MODES), select("model", "Model", self.model, MODELS)]
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        self.sessions += 1
+        session_id = f"everything-{self.sessions}"
+        asyncio.get_running_loop().call_later(0.01, lambda: asyncio.ensure_future(self._commands(session_id)))
+        return NewSessionResponse(
+            session_id=session_id,
+            modes=self._modes(),
+            config_options=None if self.modes_only else self._options(),  # type: ignore[arg-type]
+        )
+
+    async def _commands(self, session_id: str) -> None:
+        commands = [
+            AvailableCommand(
+                name="deploy",
+                description="Deploy the app",
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint="environment")),
+            ),
+            AvailableCommand(name="test", description="Run the test suite"),
+        ]
+        await self.conn.session_update(session_id, update_available_commands(commands))
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        if mode_id not in dict(MODES):
+            raise RequestError.invalid_params({"modeId": mode_id})
+        self.mode = mode_id
+        await self.conn.session_update(session_id, update_current_mode(mode_id))
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        if self.modes_only:
+            raise RequestError.method_not_found("session/set_config_option")
+        values = dict(MODES) if config_id == "mode" else dict(MODELS) if config_id == "model" else {}
+        if value not in values:
+            raise RequestError.invalid_params({"configId": config_id, "value": value})
+        if config_id == "mode":
+            self.mode = str(value)
+        else:
+            self.model = str(value)
+        options = self._options()
+        await self.conn.session_update(
+            session_id, ConfigOptionUpdate(session_update="config_option_update", config_options=options)
+        )
+        return SetSessionConfigOptionResponse(config_options=options)  # type: ignore[arg-type]
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        return
+
+    async def _send(self, session_id: str, update: Any) -> None:
+        await self.conn.session_update(session_id, update)
+        if self.pause:
+            await asyncio.sleep(self.pause)
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        text = "".join(getattr(block, "text", "") for block in prompt)
+        if text.startswith("/"):
+            name, _, args = text[1:].partition(" ")
+            await self._send(session_id, update_agent_message(text_block(f"command /{name} args {args}")))
+            return PromptResponse(stop_reason="end_turn")
+        send = self._send
+        await send(session_id, update_agent_thought(text_block("Reading notes.py first.\n")))
+        await send(session_id, update_agent_thought(text_block("The greeting has a typo.\n")))
+        await send(session_id, update_agent_thought(text_block("I will fix it, then run the tests.")))
+        steps = ["Read notes.py", "Fix the greeting", "Run the tests"]
+        priorities = ["high", "medium", "low"]
+
+        def plan(done: int, running: bool) -> Any:
+            entries = []
+            for i, (step, priority) in enumerate(zip(steps, priorities, strict=True)):
+                status = "completed" if i < done else "in_progress" if i == done and running else "pending"
+                entries.append(plan_entry(step, priority=priority, status=status))  # type: ignore[arg-type]
+            return update_plan(entries)
+
+        await send(session_id, plan(0, False))
+        await send(session_id, plan(0, True))
+        await send(session_id, plan(1, True))
+        diff = tool_diff_content("notes.py", NEW, OLD)
+        await send(
+            session_id,
+            start_tool_call(
+                "edit-1",
+                "Edit notes.py",
+                kind="edit",
+                status="in_progress",
+                locations=[ToolCallLocation(path="notes.py")],
+            ),
+        )
+        await send(session_id, update_tool_call("edit-1", status="completed", content=[diff]))
+        await send(session_id, plan(2, True))
+        await send(session_id, start_tool_call("run-1", "Run pytest", kind="execute", status="in_progress"))
+        await send(
+            session_id,
+            ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id="run-1",
+                status="completed",
+                content=[tool_terminal_ref("term-1")],
+                field_meta={
+                    "terminal_output": {"terminal_id": "term-1", "data": "collected 3 items\n3 passed\n"}
+                },
+            ),
+        )
+        await send(session_id, plan(3, False))
+        await send(
+            session_id,
+            UsageUpdate(
+                session_update="usage_update",
+                used=1234,
+                size=200000,
+                cost=Cost(amount=0.0123, currency="USD"),
+            ),
+        )
+        await send(
+            session_id, SessionInfoUpdate(session_update="session_info_update", title="Fix the greeting")
+        )
+        await send(
+            session_id,
+            update_agent_message(
+                text_block(
+                    f"Fixed the typo in `notes.py`; 3 tests pass (mode {self.mode}, model {self.model})."
+                )
+            ),
+        )
+        return PromptResponse(stop_reason="end_turn")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    pause = float(args[args.index("--pause") + 1]) if "--pause" in args else 0.0
+    asyncio.run(run_agent(EverythingAgent("--modes-only" in args, pause)))  # type: ignore[arg-type]

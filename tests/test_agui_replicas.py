@@ -1,0 +1,178 @@
+"""AG-UI replicas on one PostgreSQL store (issue 30 point 3), real processes throughout: a thread
+continues across replicas, runs on one replica at a time (409 elsewhere), and a replica killed
+with SIGKILL mid-run leaves the thread to the other within 15 s, its turn recorded as interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from .agui_process import AguiProcess, of_type, sse_events
+
+pytest.importorskip("psycopg")
+
+
+def _replica(workspace: Path, url: str) -> AguiProcess:
+    return AguiProcess(
+        workspace,
+        "--instance",
+        "shared",
+        env={"ACP_PROGRESS_DATABASE_URL": url, "ACP_PROGRESS_EMBEDDED_DELAY": "0.05"},
+    )
+
+
+def _post(replica: AguiProcess, thread: str, run: str, prompt: str, timeout: float = 30.0) -> httpx.Response:
+    body = {
+        "threadId": thread,
+        "runId": run,
+        "messages": [{"id": f"m-{run}", "role": "user", "content": prompt}],
+    }
+    return httpx.post(replica.url + "/", json=body, timeout=timeout)
+
+
+def _stored(url: str, thread: str) -> Any:
+    from acp_adapter.frontends.agui.thread_store import NAMESPACE
+    from acp_adapter.store.postgres import PostgresStore
+
+    store = PostgresStore(url)
+    try:
+        [(_namespace, value)] = [
+            (ns, v)
+            for (ns,) in _namespaces(url)
+            if ns.startswith(NAMESPACE)
+            for k, v in store.items(ns)
+            if k == thread
+        ]
+        return store.load(value["sessionId"])
+    finally:
+        store.close()
+
+
+def _namespaces(url: str) -> list[tuple[str]]:
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        return db.execute("SELECT DISTINCT namespace FROM acp_progress.kv").fetchall()
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc: its children, theirs …)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        current = frontier.pop()
+        kids = [child for child, parent in parents.items() if parent == current]
+        found += kids
+        frontier += kids
+    return found
+
+
+def _users(stored: Any) -> list[str]:
+    return [m["content"] for m in stored.history if m["role"] == "user"]
+
+
+@pytest.fixture
+def replicas(tmp_path: Path, pg_url: str) -> Any:
+    made = [_replica(tmp_path, pg_url), _replica(tmp_path, pg_url)]
+    try:
+        for replica in made:
+            replica.wait_healthy()
+        yield made
+    finally:
+        for replica in made:
+            if replica.process.poll() is None:
+                replica.stop(signal.SIGTERM)
+
+
+def test_a_thread_continues_across_replicas_in_both_directions(
+    replicas: list[AguiProcess], pg_url: str
+) -> None:
+    a, b = replicas
+    for replica, run, prompt in (
+        (a, "r1", "what is 2+2"),
+        (b, "r2", "what is 3+3"),
+        (a, "r3", "what is 4+4"),
+    ):
+        response = _post(replica, "T", run, prompt)
+        assert response.status_code == 200, response.text
+        events = list(sse_events(iter(response.text.splitlines())))
+        assert of_type(events, "RUN_FINISHED"), events
+    stored = _stored(pg_url, "T")
+    # the model history each replica went on with held every turn, whichever replica ran it
+    assert _users(stored) == ["what is 2+2", "what is 3+3", "what is 4+4"]
+    health = httpx.get(a.url + "/health").json()
+    assert health.get("database") in ("reachable", "unknown")
+
+
+def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(
+    replicas: list[AguiProcess], pg_url: str
+) -> None:
+    from acp_adapter.store.recorder import INTERRUPTED_NOTE
+
+    a, b = replicas
+    assert _post(a, "T", "r1", "what is 2+2").status_code == 200
+    started = threading.Event()
+
+    def long_run() -> None:
+        body = {
+            "threadId": "T",
+            "runId": "r2",
+            "messages": [{"id": "m-r2", "role": "user", "content": "wait 10 seconds"}],
+        }
+        try:
+            with httpx.stream("POST", a.url + "/", json=body, timeout=30) as response:
+                for line in response.iter_lines():
+                    if '"TOOL_CALL_START"' in line:
+                        started.set()
+        except httpx.HTTPError:
+            pass  # the replica was killed under it
+
+    runner = threading.Thread(target=long_run, daemon=True)
+    runner.start()
+    assert started.wait(20), a.text()
+
+    busy = _post(b, "T", "r3", "what is 3+3")
+    assert busy.status_code == 409, busy.text
+    assert "another replica" in busy.json()["detail"]
+    assert _post(b, "other", "r4", "what is 1+1").status_code == 200  # other threads run meanwhile
+
+    # the replica's machine goes down: the endpoint and its agent die at once (SIGKILL, no goodbye)
+    doomed = [a.process.pid, *_descendants(a.process.pid)]
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    a.process.wait(10)
+    while True:
+        response = _post(b, "T", f"r5-{time.monotonic_ns()}", "what is 3+3")
+        if response.status_code == 200:
+            break
+        assert response.status_code == 409, response.text
+        assert time.monotonic() - killed < 15, "the thread never ran elsewhere"
+        time.sleep(0.2)
+    assert time.monotonic() - killed < 15
+    events = list(sse_events(iter(response.text.splitlines())))
+    assert of_type(events, "RUN_FINISHED") and "3+3 = 6" in "".join(
+        e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT")
+    )
+    runner.join(5)
+    stored = _stored(pg_url, "T")
+    assert _users(stored) == ["what is 2+2", "wait 10 seconds", "what is 3+3"], (stored.events, b.text())
+    texts = [e["content"]["text"] for e in stored.events if e.get("sessionUpdate") == "agent_message_chunk"]
+    assert texts.count(INTERRUPTED_NOTE) == 1, texts
