@@ -155,6 +155,9 @@ class EditorClient(RecordingClient):
     calls: list[str] = field(default_factory=list)
     terminals: dict[str, _Terminal] = field(default_factory=dict)
     fail: bool = False
+    #: never answer fs/read_text_file (an editor stuck on a dialog)
+    hang: bool = False
+    read_asked: asyncio.Event = field(default_factory=asyncio.Event)
     terminal_started: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -165,6 +168,9 @@ class EditorClient(RecordingClient):
 
     async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> ReadTextFileResponse:
         self._maybe_fail("fs/read_text_file")
+        self.read_asked.set()
+        if self.hang:
+            await asyncio.Event().wait()
         if path in self.buffers:
             return ReadTextFileResponse(content=self.buffers[path])
         return ReadTextFileResponse(content=Path(path).read_text())
@@ -297,6 +303,22 @@ async def test_cancel_kills_the_editors_terminal(tmp_path):
     assert response.stop_reason == "cancelled"
     assert "terminal/kill" in client.calls and "terminal/release" in client.calls
     assert client.terminals == {}
+    (card,) = tool_cards(client, session.session_id)
+    assert final_status(card) == "failed"
+
+
+async def test_cancel_does_not_wait_for_an_editor_that_never_answers_a_read(tmp_path):
+    (tmp_path / "a.txt").write_text("x\n")
+    client = EditorClient(hang=True)
+    async with spawn(client, EDITOR) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        task = asyncio.create_task(prompt_text(conn, session.session_id, "read a.txt"))
+        await asyncio.wait_for(client.read_asked.wait(), 10)
+        started = asyncio.get_running_loop().time()
+        await conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(task, 5)
+        waited = asyncio.get_running_loop().time() - started
+    assert response.stop_reason == "cancelled" and waited < 2
     (card,) = tool_cards(client, session.session_id)
     assert final_status(card) == "failed"
 
