@@ -48,7 +48,9 @@ class PgServer:
         self.pg_ctl = pg_ctl
         self.password = "pw-" + secrets.token_hex(12)
         self.port = free_port()
-        self.root = Path(tempfile.mkdtemp(prefix="acp-progress-pg-"))
+        # as root the server runs as nobody, who must reach its directory: /tmp, whatever TMPDIR says
+        where = "/tmp" if os.geteuid() == 0 and os.path.isdir("/tmp") else None
+        self.root = Path(tempfile.mkdtemp(prefix="acp-progress-pg-", dir=where))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self._run_as: str | None = None

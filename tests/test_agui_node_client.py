@@ -198,3 +198,44 @@ def test_the_readme_node_snippet_works_as_printed(node: str, endpoint: str, tmp_
     assert re.search(r"^\[summary \d+\] \S", done.stdout, re.M), done.stdout
     assert re.search(r"^\[progress \S+\] \{", done.stdout, re.M), done.stdout
     assert "TODO" in done.stdout  # the streamed answer
+
+
+def test_a_stored_thread_opens_in_the_http_agent_and_goes_on(node: str, endpoint: str) -> None:
+    """GET /threads/{id} as a reloaded client uses it: the earlier messages become the HttpAgent's
+    own (its schema parses them in the next RunAgentInput), and the thread goes on."""
+    first = _run_client(node, endpoint, "thread-history", {}, "search for TODO")
+    answer = first["runs"][0]["text"]
+    assert "TODO" in answer
+    deadline = time.monotonic() + 10
+    while True:  # the agent writes a turn to the store when it ends
+        stored = httpx.get(f"{endpoint}/threads/thread-history").json()
+        if any(m.get("content") == answer for m in stored["messages"]):
+            break
+        assert time.monotonic() < deadline, stored
+        time.sleep(0.05)
+    done = subprocess.run(
+        [node, str(CLIENT_DIR / "open_thread.mjs"), endpoint, "thread-history", "and again"],
+        cwd=CLIENT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.returncode == 0 and "error" not in report, f"{report.get('error')}\n{done.stderr}"
+    history = report["history"]["messages"]
+    roles = [m["role"] for m in history]
+    assert roles[0] == "user" and history[0]["content"] == "search for TODO"
+    assert "tool" in roles and history[-1] == {
+        "id": history[-1]["id"],
+        "role": "assistant",
+        "content": answer,
+    }
+    calls = {c["id"] for m in history for c in m.get("toolCalls", [])}
+    assert {m["toolCallId"] for m in history if m["role"] == "tool"} <= calls
+    messages = report["messages"]
+    assert messages[: len(history)] == history  # the client keeps them as they came
+    assert report["outgoingRoles"][: len(roles)] == roles  # and sent them with the next run
+    assert messages[len(history)]["content"] == "and again"
+    assert report["types"][0] == "RUN_STARTED" and report["types"][-1] == "RUN_FINISHED"
+    assert any(m["role"] == "assistant" and m.get("content") for m in messages[len(history) + 1 :])
+    assert report["warnings"] == []

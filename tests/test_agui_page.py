@@ -179,8 +179,82 @@ def test_after_a_reload_the_thread_is_listed(page: Any, server: AguiProcess) -> 
     page.reload()
     current = page.wait_for_selector("#thread-list button[aria-current='true']")
     assert current.text_content() == "remember this thread"
+    # that agent keeps no session in the store: the page says the thread goes on, with its title
+    note = page.wait_for_selector(".msg.note")
+    assert note.text_content() == "Continuing “remember this thread”. The agent remembers what was said."
     threads = httpx.get(server.url + "/threads").json()["threads"]
     assert "remember this thread" in [t["title"] for t in threads]
+
+
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
+    """This project's agent (its built-in model): it records each session in the store."""
+    workspace = tmp_path_factory.mktemp("agui-page-own")
+    (workspace / "notes.txt").write_text("pears\n")
+    process = AguiProcess(workspace, "--summary", "off")
+    try:
+        yield process.wait_healthy()
+    finally:
+        process.stop()
+
+
+def stored(server: AguiProcess, thread_id: str, needle: str, within: float = 10.0) -> dict[str, Any]:
+    """The thread's stored conversation once it holds ``needle`` (the agent writes a turn when it ends)."""
+    deadline = time.monotonic() + within
+    while True:
+        body = httpx.get(f"{server.url}/threads/{thread_id}").json()
+        if any(needle in str(m.get("content")) for m in body.get("messages", [])):
+            return body
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)
+
+
+def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own_server: AguiProcess) -> None:
+    page.goto(own_server.url + "/")
+    page.click("#new-thread")
+    send(page, "list the files here")
+    idle(page)
+    answer = page.locator(".msg.assistant").last.text_content() or ""
+    assert "notes.txt" in answer
+    thread_id = page.evaluate("sessionStorage.getItem('acp-progress.thread')")
+    stored(own_server, thread_id, answer)
+    page.reload()
+    page.wait_for_selector(".msg.assistant")
+    assert page.locator(".msg.user").all_text_contents() == ["list the files here"]
+    assert page.locator(".msg.assistant").all_text_contents() == [answer]
+    card = page.locator(".card.tool.done")
+    assert card.count() == 1 and card.locator(".name").text_content() == "list_dir"
+    assert "notes.txt" in (card.locator("div.result").text_content() or "")
+    # the thread goes on: a new run on it is drawn after the earlier conversation
+    send(page, "read notes.txt")
+    idle(page)
+    assert page.locator(".msg.user").all_text_contents() == ["list the files here", "read notes.txt"]
+    assert "pears" in (page.locator(".msg.assistant").last.text_content() or "")
+    stored(own_server, thread_id, "read notes.txt")
+    # another conversation, then back: the thread list opens the thread with its conversation
+    page.click("#new-thread")
+    assert page.locator("#log > *").count() == 0
+    page.click(f"#thread-list button[data-thread-id='{thread_id}']")
+    page.wait_for_selector(".msg.user:has-text('read notes.txt')")
+    assert page.locator(".msg.user").all_text_contents() == ["list the files here", "read notes.txt"]
+    assert page.locator(".card.tool.done").count() == 2
+    assert page.problems == []
+
+
+def test_a_restored_conversation_is_text_never_markup(page: Any, own_server: AguiProcess) -> None:
+    page.goto(own_server.url + "/")
+    page.click("#new-thread")
+    hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script> list the files'
+    send(page, hostile)
+    idle(page)
+    thread_id = page.evaluate("sessionStorage.getItem('acp-progress.thread')")
+    stored(own_server, thread_id, page.locator(".msg.assistant").last.text_content() or "")
+    page.reload()
+    page.wait_for_selector(".msg.user")
+    assert page.locator(".msg.user").all_text_contents() == [hostile]
+    assert page.evaluate("document.querySelectorAll('main img, main script').length") == 0
+    assert page.evaluate("window.pwned === undefined")
+    assert page.problems == []
 
 
 def test_accessibility_basics(page: Any, server: AguiProcess) -> None:

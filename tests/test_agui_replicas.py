@@ -92,16 +92,16 @@ def replicas(tmp_path: Path, pg_url: str) -> Any:
     made = [_replica(tmp_path, pg_url), _replica(tmp_path, pg_url)]
     try:
         for replica in made:
-            replica.wait_healthy()
+            replica.wait_healthy(within=90)  # two agents starting on a loaded machine
         yield made
     finally:
         for replica in made:
             if replica.process.poll() is None:
-                replica.stop(signal.SIGTERM)
+                replica.stop(signal.SIGTERM, within=30)
 
 
 def test_a_thread_continues_across_replicas_in_both_directions(
-    replicas: list[AguiProcess], pg_url: str
+    replicas: list[AguiProcess], pg_url: str, pg_server: Any
 ) -> None:
     a, b = replicas
     for replica, run, prompt in (
@@ -116,8 +116,20 @@ def test_a_thread_continues_across_replicas_in_both_directions(
     stored = _stored(pg_url, "T")
     # the model history each replica went on with held every turn, whichever replica ran it
     assert _users(stored) == ["what is 2+2", "what is 3+3", "what is 4+4"]
-    health = httpx.get(a.url + "/health").json()
-    assert health.get("database") in ("reachable", "unknown")
+    assert httpx.get(a.url + "/health").json()["database"] == "reachable"
+    pg_server.stop("fast")  # /health says so within its 5 s check interval, and again when it is back
+    try:
+        _wait_health(a, "unreachable")
+    finally:
+        pg_server.start()
+    _wait_health(a, "reachable")
+
+
+def _wait_health(replica: AguiProcess, state: str, within: float = 15.0) -> None:
+    deadline = time.monotonic() + within
+    while (seen := httpx.get(replica.url + "/health").json().get("database")) != state:
+        assert time.monotonic() < deadline, f"/health says the database is {seen}, not {state}"
+        time.sleep(0.2)
 
 
 def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(
@@ -176,3 +188,31 @@ def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread
     assert _users(stored) == ["what is 2+2", "wait 10 seconds", "what is 3+3"], (stored.events, b.text())
     texts = [e["content"]["text"] for e in stored.events if e.get("sessionUpdate") == "agent_message_chunk"]
     assert texts.count(INTERRUPTED_NOTE) == 1, texts
+
+
+def test_claims_say_who_holds_a_thread_and_whose_copy_is_stale(pg_url: str) -> None:
+    """In-process, two replicas' lock halves on one store: a held thread is refused elsewhere,
+    and a replica learns when another ran the thread since it last did."""
+    from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
+    from acp_adapter.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    a, b = ReplicaThreadLocks(pg_url, store, "s"), ReplicaThreadLocks(pg_url, store, "s")
+    other_scope = ReplicaThreadLocks(pg_url, store, "elsewhere")
+    try:
+        assert a.claim("T") is False  # never run: nothing stale
+        assert b.claim("T") is None  # A runs it
+        assert other_scope.claim("T") is False  # another endpoint's thread T is another thread
+        other_scope.release("T")
+        a.release("T")
+        assert b.claim("T") is True  # A ran it last: B's copy (if any) is stale
+        b.release("T")
+        assert b.claim("T") is False  # B ran it last itself
+        b.release("T")
+        store.put(a.namespace, "old", {"replica": "gone", "at": 1.0})
+        assert a.prune(30) == 1 and store.get(a.namespace, "old") is None
+        assert store.get(a.namespace, "T") is not None
+    finally:
+        for locks in (a, b, other_scope):
+            locks.close()
+        store.close()

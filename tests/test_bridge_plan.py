@@ -162,3 +162,13 @@ def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
     view = fake.chat_view(CHAT)
     assert any("✅ Edit notes.py — +2 −3 notes.py" in t for t in view), view
     assert not any("💭" in t for t in view)
+
+
+def test_an_edit_in_the_workspace_is_named_relative_to_it() -> None:
+    from acp_adapter.frontends._updates import Diff
+
+    diff = Diff("/work/space/src/a.py", "one\ntwo\n", "one\nTWO\nthree\n")
+    assert diff.short("/work/space") == "+2 −1 src/a.py"
+    assert diff.short("/elsewhere") == "+2 −1 /work/space/src/a.py"
+    assert diff.unified().splitlines()[:2] == ["--- /work/space/src/a.py", "+++ /work/space/src/a.py"]
+    assert Diff("a.py", "", "x\n").unified().splitlines()[:2] == ["--- a/a.py", "+++ b/a.py"]

@@ -483,7 +483,7 @@ async def test_a_cancelled_turn_replays_as_its_own_turn_marked_cancelled(tmp_pat
         assert (await asyncio.wait_for(turn, 10)).stop_reason == "cancelled"
 
     client = RecordingClient()
-    second = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state))
     async with inprocess_agent(client, second) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         assert (await prompt_text(conn, sid, "hello")).stop_reason == "end_turn"

@@ -248,3 +248,63 @@ def test_a_malformed_url_is_refused_at_start_without_echoing_it() -> None:
     done = _cli("sessions", env={"ACP_PROGRESS_DATABASE_URL": "mysql://acp:Hunter2Secret@db/acp"})
     assert done.returncode == 2 and "postgresql://" in done.stderr
     assert "Hunter2Secret" not in done.stderr + done.stdout and "Traceback" not in done.stderr
+
+
+@pytest.mark.anyio
+async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
+    pg_server: Any, pg_url: str, tmp_path: Path
+) -> None:
+    """A real agent process: PostgreSQL restarts between (and under) its turns; every prompt is
+    answered, the log says the writes waited for the database, and every turn is stored."""
+    from .conftest import RecordingClient, agent_env, prompt_text, spawn_agent
+
+    env = agent_env(ACP_PROGRESS_DATABASE_URL=pg_url, ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, log_path):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+        pg_server.stop("fast")
+        try:
+            # the turn runs while the database is down: its writes wait (the answer is bounded
+            # by the agent's store flush timeout, not by the outage)
+            assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+        finally:
+            pg_server.start()
+        assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
+        listed = await conn.list_sessions(cwd=str(tmp_path))
+        assert [s.session_id for s in listed.sessions] == [sid]
+    log = log_path.read_text(errors="replace")
+    assert "kept and retried" in log and "is back" in log, log
+    assert (DatabaseUrl.parse(pg_url).password or "") not in log
+    from acp_adapter.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    stored = store.load(sid)
+    store.close()
+    assert stored is not None
+    assert [m["content"] for m in stored.history if m["role"] == "user"] == [
+        "what is 1+1",
+        "what is 2+2",
+        "what is 3+3",
+    ]
+
+
+def test_no_password_survives_shown_or_clean_property() -> None:
+    """Hypothesis: whatever the password (percent-encoded in the URL as it must be), neither the
+    shown URL nor a cleaned error text holding it raw contains it."""
+    from urllib.parse import quote
+
+    from hypothesis import assume, given, settings
+    from hypothesis import strategies as st
+
+    frame = "postgresql://acp:[hidden]@db.example:5432/acp FATAL: password authentication failed"
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(min_size=4, max_size=40).filter(lambda p: p.strip() == p and "\x00" not in p))
+    def check(password: str) -> None:
+        assume(password not in frame)
+        url = DatabaseUrl.parse(f"postgresql://acp:{quote(password, safe='')}@db.example:5432/acp")
+        assert url.password == password
+        assert password not in url.shown() and password not in repr(url)
+        assert password not in url.clean(f"FATAL: password {password} was refused; {url.raw}")
+
+    check()

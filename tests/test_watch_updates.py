@@ -173,3 +173,45 @@ def test_a_long_diff_is_capped_with_how_many_lines_are_left() -> None:
     total = len(Diff("big.txt", old, new).unified().splitlines())
     assert f"… {total - DIFF_LINES} more lines" in lines
     assert len([line for line in lines if line.startswith(("+", "-", "@"))]) == DIFF_LINES
+
+
+def test_a_hostile_agents_plan_thought_diff_output_and_title_are_shown_inert_on_a_terminal(tmp_path) -> None:
+    """A real agent process whose every text ends in ``ESC ] 0;`` (retitle), ``ESC [2J`` (clear)
+    and U+202E: ``watch --verbose`` on a pty draws all of it, obeys none of it."""
+    argv = [sys.executable, "-m", "acp_adapter.cli", "watch", "--verbose", "--summary", "off"]
+    term = Screen([*argv, "--agent", f"{AGENT} --hostile", "fix"], str(tmp_path))
+    try:
+        assert term.wait(30) == 0, term.text()
+        raw = term.raw.decode(errors="replace")
+    finally:
+        term.close()
+    assert "\x1b]0;pwned" not in raw and "\x1b[2J" not in raw and "\u202e" not in raw
+    shown = term.text()
+    flat = shown.replace("\n", "")
+    for text in ("Read notes.py␛]0;pwned␇␛[2J", "run the tests.␛]0;pwned␇", "3 passed␛]0;pwned␇"):
+        assert text in flat, shown  # the plan entry, the thought, the terminal output: shown
+    assert term.screen.title == "", term.screen.title  # the window was never retitled
+
+
+def test_a_long_plan_is_cut_in_the_live_region_around_its_open_entries() -> None:
+    from acp_adapter.frontends.watch.extras import plan_renderable
+
+    statuses = ["completed"] * 12 + ["in_progress"] + ["pending"] * 20
+    entries = [plan_entry(f"step {i}", status=s) for i, s in enumerate(statuses)]  # type: ignore[arg-type]
+    lines = plan_renderable(entries, limit=8).plain.splitlines()
+    assert lines[0] == "plan 12/33" and lines[1] == "  … 11 done"
+    assert lines[2] == "  ✓ step 11 · medium" and lines[3] == "  ◐ step 12 · medium"
+    assert len(lines) == 11 and lines[-1] == "  … 14 more"
+    assert len(plan_renderable(entries).plain.splitlines()) == 34  # whole when the turn ends
+
+
+def test_a_live_thought_is_folded_even_with_verbose_and_whole_once_it_ended() -> None:
+    from acp_adapter.frontends.watch.extras import thought_renderable
+
+    thought = "\n".join(f"line {i}" for i in range(10))
+    live = thought_renderable(thought, verbose=True, live=True)
+    assert live is not None and live.plain.splitlines() == ["💭 line 7", "   line 8", "   line 9"]
+    ended = thought_renderable(thought, verbose=True, live=False)
+    assert ended is not None and len(ended.plain.splitlines()) == 10
+    folded = thought_renderable(thought, verbose=False, live=False)
+    assert folded is not None and folded.plain == "💭 line 9  (10 lines; --verbose shows them)"

@@ -303,6 +303,11 @@ def _run(
         from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
 
         app.state.agui.thread_locks = ReplicaThreadLocks(settings.store.url, thread_store, args.thread_scope)
+        if not args.instance:
+            log.warning(
+                "the session store is shared (PostgreSQL): give every replica of this endpoint the same "
+                "--instance NAME, or each serves only its own threads"
+            )
     if not _is_loopback(args.host):
         log.warning(
             "serving on %s: anyone who reaches it and holds the token drives the agent; "

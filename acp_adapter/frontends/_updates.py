@@ -77,7 +77,11 @@ class Diff:
         """The unified diff (``--- a/path`` / ``+++ b/path`` / hunks), newline-terminated lines."""
         old = self.old[:MAX_DIFF_INPUT].splitlines(keepends=True)
         new = self.new[:MAX_DIFF_INPUT].splitlines(keepends=True)
-        lines = difflib.unified_diff(old, new, f"a/{self.path}", f"b/{self.path}")
+        # git's a/ b/ prefixes for a relative path; an absolute one (ACP's usual) is named as it is
+        before, after = (
+            (self.path, self.path) if self.path.startswith("/") else (f"a/{self.path}", f"b/{self.path}")
+        )
+        lines = difflib.unified_diff(old, new, before, after)
         return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
     def stats(self) -> tuple[int, int]:
@@ -90,10 +94,13 @@ class Diff:
                 removed += 1
         return added, removed
 
-    def short(self) -> str:
-        """``+2 −3 notes.py`` (a chat's one line for an edit)."""
+    def short(self, workspace: str | None = None) -> str:
+        """``+2 −3 notes.py`` (a chat's one line for an edit; a path in ``workspace`` relative to it)."""
         added, removed = self.stats()
-        return f"+{added} −{removed} {_one_line(self.path)}"
+        path = self.path
+        if workspace and path.startswith(workspace.rstrip("/") + "/"):
+            path = path[len(workspace.rstrip("/")) + 1 :]
+        return f"+{added} −{removed} {_one_line(path)}"
 
 
 def diffs_of(content: Any) -> list[Diff]:

@@ -1,8 +1,10 @@
 """Durable state: sessions (the canonical conversation), the permission audit, and the small
 state front-ends keep (a chat's session, an update offset, a thread's session).
 
-SQLite in the user's state directory by default; in memory when state is off or the database
-cannot be used. :func:`open_store` chooses, and never stops the agent over its state.
+SQLite in the user's state directory by default; PostgreSQL when a database URL is set (shared by
+every process on every machine); in memory when state is off or the SQLite database cannot be
+used. :func:`open_store` chooses, and never stops the agent over a SQLite file (a shared database
+that cannot be reached is an error: see there).
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ The store is also the last gate for secrets: every string of every record passes
 redactor on its way in (:func:`scrub`), so a secret a tool read never lands on disk, whoever
 called the store.
 
-The interface is deliberately small and synchronous (SQLite is; a back-end that shares sessions
-between hosts can come later). Callers on an event loop go through
-:class:`~acp_adapter.store.writer.BackgroundWriter`, which batches writes on a thread of its own.
+The interface is deliberately small and synchronous: SQLite (one machine) and PostgreSQL
+(:mod:`acp_adapter.store.postgres`, shared by every machine) implement it, and memory stands in.
+Callers on an event loop go through :class:`~acp_adapter.store.writer.BackgroundWriter`, which
+batches writes on a thread of its own.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ class KeyValueStore(Protocol):
 
 
 class SessionStore(KeyValueStore, Protocol):
-    """The session store's interface; :class:`~acp_adapter.store.sqlite.SqliteStore` and
+    """The session store's interface; :class:`~acp_adapter.store.sqlite.SqliteStore`,
+    :class:`~acp_adapter.store.postgres.PostgresStore` and
     :class:`~acp_adapter.store.memory.MemoryStore` implement it. It includes the key-value state:
     the recorder keeps its open-turn markers there."""
 

@@ -1,6 +1,6 @@
 """A foreign ACP agent for tests that sends every kind of session update a front-end must show.
 
-``python tests/agents/everything_agent.py [--modes-only] [--pause S]``
+``python tests/agents/everything_agent.py [--modes-only] [--pause S] [--hostile]``
 
 * ``session/new`` answers with modes (``ask``, ``code``) and — unless ``--modes-only`` — config
   options (``mode`` and ``model`` selects); just after it, ``available_commands_update`` offers
@@ -9,7 +9,9 @@
   work goes (pending → in progress → completed), an edit card with diff content, a command card
   with terminal content (its output in ``_meta.terminal_output``, the convention of agents whose
   client runs no terminal), ``usage_update``, ``session_info_update`` (a title) and the answer.
-  ``--pause S`` waits S seconds between steps (for screenshots of the live region).
+  ``--pause S`` waits S seconds between steps (for screenshots of the live region); ``--hostile``
+  ends every text (a plan entry, the thought, the diff, the output, a command, the title) with
+  escape sequences a terminal would obey.
 * A prompt that starts with ``/`` is an agent command: the answer repeats what arrived
   (``command /deploy args prod``), so a test sees the client sent it as the agent expects.
 * ``session/set_config_option`` and ``session/set_mode`` change the value and say so with
@@ -58,6 +60,8 @@ from acp.schema import (
     UsageUpdate,
 )
 
+#: what ``--hostile`` appends to every text: retitle the window, clear the screen, flip the line
+EVIL = "\x1b]0;pwned\x07\x1b[2J\u202e"
 MODES = [("ask", "Ask"), ("code", "Code")]
 MODELS = [("small", "Small model"), ("large", "Large model")]
 OLD = "def greet(name):\n    print('helo', name)\n    return None\n"
@@ -65,8 +69,10 @@ NEW = "def greet(name: str) -> None:\n    print('hello', name)\n"
 
 
 class EverythingAgent:
-    def __init__(self, modes_only: bool, pause: float) -> None:
+    def __init__(self, modes_only: bool, pause: float, hostile: bool = False) -> None:
         self.modes_only = modes_only
+        #: every text of the agent's ends in escape sequences a terminal would obey
+        self.evil = EVIL if hostile else ""
         self.pause = pause
         self.conn: Any = None
         self.sessions = 0
@@ -116,7 +122,7 @@ class EverythingAgent:
         commands = [
             AvailableCommand(
                 name="deploy",
-                description="Deploy the app",
+                description="Deploy the app" + self.evil,
                 input=AvailableCommandInput(root=UnstructuredCommandInput(hint="environment")),
             ),
             AvailableCommand(name="test", description="Run the test suite"),
@@ -165,8 +171,10 @@ class EverythingAgent:
         send = self._send
         await send(session_id, update_agent_thought(text_block("Reading notes.py first.\n")))
         await send(session_id, update_agent_thought(text_block("The greeting has a typo.\n")))
-        await send(session_id, update_agent_thought(text_block("I will fix it, then run the tests.")))
-        steps = ["Read notes.py", "Fix the greeting", "Run the tests"]
+        await send(
+            session_id, update_agent_thought(text_block("I will fix it, then run the tests." + self.evil))
+        )
+        steps = ["Read notes.py" + self.evil, "Fix the greeting", "Run the tests"]
         priorities = ["high", "medium", "low"]
 
         def plan(done: int, running: bool) -> Any:
@@ -179,7 +187,7 @@ class EverythingAgent:
         await send(session_id, plan(0, False))
         await send(session_id, plan(0, True))
         await send(session_id, plan(1, True))
-        diff = tool_diff_content("notes.py", NEW, OLD)
+        diff = tool_diff_content("notes.py", NEW + (self.evil + "\n" if self.evil else ""), OLD)
         await send(
             session_id,
             start_tool_call(
@@ -201,7 +209,10 @@ class EverythingAgent:
                 status="completed",
                 content=[tool_terminal_ref("term-1")],
                 field_meta={
-                    "terminal_output": {"terminal_id": "term-1", "data": "collected 3 items\n3 passed\n"}
+                    "terminal_output": {
+                        "terminal_id": "term-1",
+                        "data": "collected 3 items\n3 passed" + self.evil + "\n",
+                    }
                 },
             ),
         )
@@ -216,7 +227,8 @@ class EverythingAgent:
             ),
         )
         await send(
-            session_id, SessionInfoUpdate(session_update="session_info_update", title="Fix the greeting")
+            session_id,
+            SessionInfoUpdate(session_update="session_info_update", title="Fix the greeting" + self.evil),
         )
         await send(
             session_id,
@@ -232,4 +244,4 @@ class EverythingAgent:
 if __name__ == "__main__":
     args = sys.argv[1:]
     pause = float(args[args.index("--pause") + 1]) if "--pause" in args else 0.0
-    asyncio.run(run_agent(EverythingAgent("--modes-only" in args, pause)))  # type: ignore[arg-type]
+    asyncio.run(run_agent(EverythingAgent("--modes-only" in args, pause, "--hostile" in args)))  # type: ignore[arg-type]

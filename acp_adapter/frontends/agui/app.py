@@ -18,6 +18,10 @@ by the first run and never stopped explicitly.
 * ``GET /threads`` — ``{"threads": [{"threadId", "title", "usedAt", "running", "paused",
   "interrupt"?}]}``: this endpoint's stored threads, most recently used first (the page's thread
   list); a thread paused on a permission question carries its interrupt (a reloaded page asks again).
+* ``GET /threads/{threadId}`` — ``{"threadId", "messages", "state"?, "truncated", "omitted"}``: the
+  thread's earlier conversation from the session store as AG-UI messages (:mod:`.history`: user,
+  assistant, reasoning, tool calls with their results), the newest that fit its bounds; ``404``
+  for a thread this endpoint does not have (another endpoint's included).
 * ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``; only
   ``{"status": "ok"}`` to a caller without the token, when there is one.
 
@@ -67,7 +71,7 @@ from acp_adapter.frontends.agui.policy import RedactPolicy, load_policy
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
 from acp_adapter.frontends.agui.service import CANCEL_GRACE, AguiService, TooManyRuns
 from acp_adapter.frontends.agui.summaries import SummarySetup, summary_setup
-from acp_adapter.frontends.agui.thread_store import ThreadSessions
+from acp_adapter.frontends.agui.thread_store import ConversationUnavailable, ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadBusy
 from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.store import KeyValueStore
@@ -258,6 +262,17 @@ def create_app(
     @app.get("/threads")
     async def threads() -> dict[str, Any]:
         return {"threads": await service.thread_list()}
+
+    @app.get("/threads/{thread_id}", response_model=None)
+    async def thread(thread_id: str) -> dict[str, Any] | JSONResponse:
+        unknown = JSONResponse({"detail": "this endpoint has no such thread"}, status_code=404)
+        if len(thread_id) > limits.max_id_length:
+            return unknown
+        try:
+            history = await service.thread_history(thread_id)
+        except ConversationUnavailable as exc:
+            return _refusal(503, str(exc), **{"Retry-After": str(RETRY_AFTER)})
+        return unknown if history is None else history
 
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:

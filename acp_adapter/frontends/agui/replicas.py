@@ -79,6 +79,23 @@ class ReplicaThreadLocks:
         finally:
             self.locks.unlock(self._lock_name(thread_id))
 
+    def prune(self, retention_days: float) -> int:
+        """Forget which replica ran threads not run for ``retention_days`` (0 keeps them), as the
+        thread map forgets the threads themselves; returns how many."""
+        if retention_days <= 0:
+            return 0
+        cutoff = time.time() - retention_days * 86_400.0
+        stale = [
+            key
+            for key, value in self.store.items(self.namespace)
+            if not isinstance(value, dict)
+            or not isinstance(value.get("at"), int | float)
+            or value["at"] < cutoff
+        ]
+        for key in stale:
+            self.store.remove(self.namespace, key)
+        return len(stale)
+
     def check(self) -> bool:
         ok = bool(self.store.ping()) and self.locks.alive()
         if ok != self.database_ok:

@@ -16,6 +16,7 @@ from typing import Any, Final
 from acp_adapter.client.driver import AgentError, PermissionPolicy, deny_all
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
+from acp_adapter.frontends.agui.history import bounded, history_messages
 from acp_adapter.frontends.agui.host import AgentHost
 from acp_adapter.frontends.agui.interrupts import (
     DEFAULT_PERMISSION_TIMEOUT,
@@ -34,7 +35,7 @@ from acp_adapter.frontends.agui.summaries import SummarySetup, summary_observers
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadBusy, ThreadRegistry, ThreadSlot
 from acp_adapter.mcp.config import McpServerSpec
-from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.redact import redact_text, redact_value
 
 log = logging.getLogger("acp_progress.agui.service")
 
@@ -111,6 +112,7 @@ class AguiService:
         self.start_error: str | None = None
         #: the threads' locks across replicas (set when the store is shared: :mod:`.replicas`)
         self.thread_locks: ReplicaThreadLocks | None = None
+        self._database_watch: asyncio.Task[None] | None = None
 
     @property
     def progress_summary(self) -> bool:
@@ -135,7 +137,14 @@ class AguiService:
             raise
         self.started = True
         if self.thread_locks is not None:
-            self.spawn(self.thread_locks.watch(), "agui-database-health")
+            try:
+                await asyncio.to_thread(self.thread_locks.prune, self.thread_sessions.retention_days)
+            except Exception as exc:  # housekeeping: the next start prunes
+                log.warning("could not forget old AG-UI thread runs: %s", redact_text(str(exc)))
+        if self.thread_locks is not None:  # not a run: end_runs leaves it be
+            self._database_watch = asyncio.get_running_loop().create_task(
+                self.thread_locks.watch(), name="agui-database-health"
+            )
 
     async def end_runs(self) -> int:
         """End the runs still in flight — each client gets ``RUN_ERROR`` ("the server is stopping")
@@ -157,6 +166,8 @@ class AguiService:
         await self.host.close()
         await self.thread_sessions.aclose()
         if self.thread_locks is not None:  # PostgreSQL releases whatever it still held
+            if self._database_watch is not None:
+                self._database_watch.cancel()
             await asyncio.to_thread(self.thread_locks.close)
         if self.summary is not None:
             await self.summary.aclose()
@@ -315,6 +326,24 @@ class AguiService:
                     mode="json", by_alias=True, exclude_none=True
                 )
         return rows
+
+    async def thread_history(self, thread_id: str) -> dict[str, Any] | None:
+        """``thread_id``'s earlier conversation as AG-UI messages, bounded (:mod:`.history`), or
+        ``None`` when this endpoint has no such thread."""
+        updates = await self.thread_sessions.conversation(thread_id)
+        if updates is None:
+            return None
+        messages, state = history_messages(updates, self.policy)
+        kept, omitted = bounded(messages)
+        answer: dict[str, Any] = {
+            "threadId": redact_text(thread_id),
+            "messages": kept,
+            "truncated": omitted > 0,
+            "omitted": omitted,
+        }
+        if state is not None:
+            answer["state"] = redact_value(state)
+        return answer
 
     def health(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -24,8 +24,10 @@ import os
 import time
 from typing import Any, Final
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.store import BackgroundWriter, KeyValueStore, MemoryStore
+from acp_adapter.store.recorder import replay_updates
 from acp_adapter.tools import one_line
 
 log = logging.getLogger("acp_progress.agui.threads")
@@ -54,6 +56,10 @@ def title_of(prompt: str) -> str:
     """A thread's title: the first non-blank line of its first prompt, redacted, on one line, bounded."""
     line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
     return one_line(line, TITLE_CHARS)
+
+
+class ConversationUnavailable(AcpProgressError):
+    """The store could not be read; ``str(exc)`` is the client-facing message."""
 
 
 class StoredThread:
@@ -151,6 +157,30 @@ class ThreadSessions:
         except Exception as exc:
             log.warning("cannot list the AG-UI threads: %s", exc)
             return []
+
+    async def conversation(self, thread_id: str) -> list[Any] | None:
+        """The stored conversation of ``thread_id`` (this endpoint's) as SDK update objects, oldest
+        first; ``None`` when this endpoint has no such thread. A thread whose session the store
+        does not keep (another agent, a store without sessions) has an empty conversation."""
+        if self._writer is not None:
+            await self._writer.flush_async(within=2.0)
+
+        def read() -> list[Any] | None:
+            value = self.store.get(self.namespace, thread_id)
+            if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+                return None
+            load = getattr(self.store, "load", None)
+            stored = load(value["sessionId"]) if callable(load) else None
+            events = getattr(stored, "events", None)
+            if not isinstance(events, list):
+                return []
+            return replay_updates(value["sessionId"], events)
+
+        try:
+            return await asyncio.to_thread(read)
+        except Exception as exc:
+            log.warning("cannot read the conversation of thread %s: %s", redact_text(thread_id), exc)
+            raise ConversationUnavailable("the session store cannot be read now; try again later") from None
 
     async def prune(self) -> int:
         """Forget threads not used for ``retention_days`` (0 keeps them); returns how many."""

@@ -58,10 +58,10 @@ THOUGHT_CAP: Final = 600
 """A posted thought carries at most this many characters (one line)."""
 
 
-def _diff_line(content: object) -> str | None:
+def _diff_line(content: object, workspace: str | None) -> str | None:
     """``+N −M path`` for each file the content edits (``; `` between files), redacted."""
     diffs = diffs_of(content)
-    return redact_text("; ".join(d.short() for d in diffs[:5])) if diffs else None
+    return redact_text("; ".join(d.short(workspace) for d in diffs[:5])) if diffs else None
 
 
 @dataclass
@@ -192,7 +192,7 @@ class TurnProjection:
         card = self._cards.fold(update, now).card
         call = self._present(card.tool_id, card, update.field_meta)
         call.started_at = now
-        call.diff = _diff_line(update.content)
+        call.diff = _diff_line(update.content, self._workspace_id)
         self._calls[call_id] = call
         events: list[BridgeEvent] = []
         if self._answer_since_tool:
@@ -229,7 +229,7 @@ class TurnProjection:
             fresh = self._present(call.source_id, card, update.field_meta)
             fresh.started_at, fresh.think, fresh.diff = call.started_at, call.think, call.diff
             self._calls[call_id] = call = fresh
-        call.diff = _diff_line(update.content) or call.diff
+        call.diff = _diff_line(update.content, self._workspace_id) or call.diff
         status = update.status
         if status not in _TERMINAL:
             return []

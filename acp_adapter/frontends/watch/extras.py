@@ -35,13 +35,27 @@ THOUGHT_LINES = 3
 _PLAN_STYLE = {"completed": "green", "in_progress": "bold yellow", "pending": ""}
 
 
-def plan_renderable(entries: Sequence[PlanEntry]) -> Text:
-    """The checklist: a ``plan 1/3`` head, then a line per entry in its status's colour."""
+def plan_renderable(entries: Sequence[PlanEntry], *, limit: int | None = None) -> Text:
+    """The checklist: a ``plan 1/3`` head, then a line per entry in its status's colour.
+
+    ``limit`` (the live region): at most that many entries, starting a little before the first
+    one not completed, so a long plan never makes the region taller than the terminal (a region
+    taller than the screen cannot be redrawn in place)."""
     text = Text(plan_progress(entries), style="bold", end="")
-    for i, line in enumerate(plan_lines(entries)):
+    lines = plan_lines(entries)
+    start, stop = 0, len(lines)
+    if limit is not None and len(lines) > limit:
+        first_open = next((i for i, e in enumerate(entries) if e.status != "completed"), len(entries))
+        start = max(0, min(first_open - 1, len(entries) - limit))
+        stop = start + limit
+        if start:
+            text.append(f"\n  … {start} done", style="dim")
+    for i in range(start, min(stop, len(lines))):
         status = str(entries[i].status) if i < MAX_PLAN_ENTRIES else "more"
         text.append("\n  ")
-        text.append(terminal_safe(line), style=_PLAN_STYLE.get(status, "dim"))
+        text.append(terminal_safe(lines[i]), style=_PLAN_STYLE.get(status, "dim"))
+    if stop < len(lines):
+        text.append(f"\n  … {len(lines) - stop} more", style="dim")
     return text
 
 
@@ -68,9 +82,10 @@ def thought_lines(thoughts: str, *, verbose: bool, limit: int = THOUGHT_LINES) -
 
 
 def thought_renderable(thoughts: str, *, verbose: bool, live: bool) -> Text | None:
-    """A thought, dimmed: its last lines while it is written (all with ``verbose``); once it
-    ended, its last line with how many lines it had (all with ``verbose``)."""
-    lines = thought_lines(thoughts, verbose=verbose, limit=THOUGHT_LINES if live else 1)
+    """A thought, dimmed: its last lines while it is written (never more: the live region must
+    fit the screen); once it ended, its last line with how many lines it had (all with
+    ``verbose``)."""
+    lines = thought_lines(thoughts, verbose=verbose and not live, limit=THOUGHT_LINES if live else 1)
     if not lines:
         return None
     total = len([line for line in thoughts.splitlines() if line.strip()])

@@ -55,6 +55,9 @@ from acp_adapter.frontends.watch.render import CardBoard, CardView, card_line, c
 from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.text import format_elapsed
 
+#: plan entries shown in the live region (the whole checklist is printed when the turn ends)
+LIVE_PLAN_LINES = 8
+
 
 class CardRenderer(Protocol):
     """What a front-end calls to show one turn."""
@@ -347,7 +350,7 @@ class LiveView(_Base):
         now = time.monotonic()
         parts: list[RenderableType] = []
         if self.board.plan and self._summary_open:  # the checklist, redrawn in place as it changes
-            parts.append(plan_renderable(self.board.plan))
+            parts.append(plan_renderable(self.board.plan, limit=LIVE_PLAN_LINES))
         if self.board.thinking and self._summary_open:
             thought = thought_renderable(
                 self.board.thoughts[self._thoughts_shown :], verbose=self.verbose, live=True

@@ -117,7 +117,9 @@ _PGPASS_LINE: Final = re.compile(
     r"(?P<pw>(?:[^\s:\\]|\\.){1,512})[ \t]{0,8}(?=\r?\n|\Z)"
 )
 # where a ``.pgpass`` line may be: a port field (digits or ``*``) followed by two more fields
-_PGPASS_PORT: Final = re.compile(r":(?:[0-9]{1,5}+|\*):[^\s:]{1,256}+:[^\s:]{1,256}+:")
+# (a finder only, so a superset: ``*`` followed by digits passes here and fails the whole-line match;
+# one character class first is cheaper at each of a log's many colons than an alternation)
+_PGPASS_PORT: Final = re.compile(r":[0-9*][0-9]{0,4}+:[^\s:]{1,256}+:[^\s:]{1,256}+:")
 # hex groups only (``fe80:0:0:0:1``): an address, not a ``.pgpass`` line
 _HEX_GROUPS: Final = re.compile(r"[0-9a-fA-F:]{1,2048}")
 # ``echo PW | sudo -S …`` and ``sudo -S … <<< PW``: ``-S`` (upper case) reads the password from stdin.
@@ -204,9 +206,17 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
     return spans
 
 
+_SCAN_DIRECTLY: Final = 4096
+
+
 def _hits_in_order(low: str, finders: Iterable[tuple[str, re.Pattern[str]]]) -> list[re.Match[str]]:
-    """Every match of the ``(literal, finder)`` pairs whose literal occurs in ``low``, by position."""
-    hits = [m for literal, finder in finders if literal in low for m in finder.finditer(low)]
+    """Every match of the ``(literal, finder)`` pairs, by position. Each finder opens with its literal,
+    so on a long text its scan costs what a ``literal in low`` test would (testing first was a second
+    scan); on a short one the test is cheaper than starting the scan."""
+    if len(low) < _SCAN_DIRECTLY:
+        hits = [m for literal, finder in finders if literal in low for m in finder.finditer(low)]
+    else:
+        hits = [m for _literal, finder in finders for m in finder.finditer(low)]
     hits.sort(key=lambda m: m.start())
     return hits
 
@@ -225,21 +235,20 @@ def _keep(text: str, m: re.Match[str], spans: list[tuple[int, int]]) -> None:
 def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> None:
     """The password forms of issue 26: logins' ``-p``, ``redis-cli -a``, ``htpasswd -b``,
     openssl ``pass:``, netrc and ``.pgpass`` lines, ``sudo -S`` fed on stdin."""
-    if "login" in low or "redis-cli" in low:
-        cursor = 0
-        for m in _hits_in_order(low, _LOGINS):
-            if m.start() < cursor:
-                continue
-            if m.group(0) == "redis-cli":
-                want = "a"
-            elif _LOGIN_TOOL.search(low, max(0, m.start() - _TOOL_REACH), m.start()) is not None:
-                want = "p"
-            else:
-                continue
-            cursor = _line_window(low, m.end())
-            for p in _LOGIN_P.finditer(text, m.end(), cursor):
-                if p.group("flag") == want:
-                    _keep(text, p, spans)
+    cursor = 0
+    for m in _hits_in_order(low, _LOGINS):
+        if m.start() < cursor:
+            continue
+        if m.group(0) == "redis-cli":
+            want = "a"
+        elif _LOGIN_TOOL.search(low, max(0, m.start() - _TOOL_REACH), m.start()) is not None:
+            want = "p"
+        else:
+            continue
+        cursor = _line_window(low, m.end())
+        for p in _LOGIN_P.finditer(text, m.end(), cursor):
+            if p.group("flag") == want:
+                _keep(text, p, spans)
     # openssl's ``pass:``, ``htpasswd`` and netrc's ``password`` share one scan for ``pass`` (a text
     # full of prose "password" pays for one pass over it, not three)
     # each family resumes after its own last match, as its own scan would (a hit inside a value it
@@ -304,9 +313,10 @@ def _netrc(text: str, low: str, start: int, spans: list[tuple[int, int]]) -> int
     short one cuts a word it needs. Returns where the next ``password`` may be tried.
     """
     before = low[max(0, start - _NETRC_NEAR) : start]
-    if start > _NETRC_NEAR and len(before.rsplit(None, 2)) < 3:
-        before = low[max(0, start - _NETRC_REACH) : start]
     words = before.rsplit(None, 2)
+    if start > _NETRC_NEAR and len(words) < 3:
+        before = low[max(0, start - _NETRC_REACH) : start]
+        words = before.rsplit(None, 2)
     keyword = bool(words) and (words[-1] in _NETRC_WORDS or (len(words) > 1 and words[-2] in _NETRC_WORDS))
     if not keyword:
         tail = before.rpartition("\n")

@@ -4,7 +4,9 @@
 // AG-UI event stream (SSE over fetch), renders answers, reasoning, tool cards with progress bars
 // (TOOL_PROGRESS activities), the plan (shared state: STATE_SNAPSHOT + STATE_DELTA JSON Patches),
 // diffs, the progress summary, usage, and permission questions (RUN_FINISHED with an interrupt
-// outcome, answered by a run with `resume`). Every text from the server is set with textContent:
+// outcome, answered by a run with `resume`). A thread opened from the list, or the current one after a
+// reload, first shows its earlier conversation (GET /threads/{id}: AG-UI messages from the session
+// store). Every text from the server is set with textContent:
 // nothing it sends is ever parsed as HTML.
 "use strict";
 
@@ -52,6 +54,8 @@
   let pending = []; // interrupts the thread waits on
   let state = {}; // the agent's shared state ({plan: [...]})
   let view = freshView();
+  let opening = 0; // which showHistory call may still draw (a newer switch wins)
+  let restoring = threadId; // the thread to draw once the list says the endpoint has it
 
   function freshView() {
     return { texts: new Map(), reasoning: new Map(), cards: new Map() };
@@ -100,6 +104,8 @@
     }
     ui.connection.textContent = `Connected · ${threads.length} conversation${threads.length === 1 ? "" : "s"}`;
     const current = threads.find((thread) => thread.threadId === threadId);
+    if (restoring === threadId && current) showHistory(threadId, current.title); // (re)loaded
+    restoring = null;
     if (current && current.interrupt && !pending.length && !controller) {
       pending = [current.interrupt]; // reloaded while the agent waits on a question: ask again
       question(current.interrupt);
@@ -112,24 +118,96 @@
         button.title = thread.title || thread.threadId;
         button.dataset.threadId = thread.threadId;
         if (thread.threadId === threadId) button.setAttribute("aria-current", "true");
-        button.addEventListener("click", () => switchThread(thread.threadId, thread.title));
+        button.addEventListener("click", () => switchThread(thread.threadId, true, thread.title));
         item.append(button);
         return item;
       }),
     );
   }
 
-  function switchThread(id, title) {
+  function switchThread(id, known, title) {
     if (controller) return;
     threadId = id;
     sessionStorage.setItem(THREAD_KEY, id);
     clearConversation();
-    if (title) note(`Continuing “${title}”. The agent remembers what was said.`);
+    if (known) showHistory(id, title);
     loadThreads();
     ui.prompt.focus();
   }
 
-  $("new-thread").addEventListener("click", () => switchThread(newId(), null));
+  // ------------------------------------------------------------------ a thread's earlier conversation
+
+
+  // GET /threads/{id}: the thread's stored conversation as AG-UI messages, drawn above whatever
+  // this page has shown since (a run started meanwhile, a question asked again), as text only.
+  async function showHistory(id, title) {
+    const generation = ++opening;
+    let body;
+    try {
+      const response = await api(`/threads/${encodeURIComponent(id)}`);
+      if (response.status === 404) return; // a new thread: nothing stored yet
+      if (!response.ok) throw new Error(`the endpoint answered ${response.status}`);
+      body = await response.json();
+    } catch (error) {
+      if (!(error instanceof Unauthorized)) note(`The earlier conversation could not be loaded: ${error.message}`);
+      return;
+    }
+    if (generation !== opening || id !== threadId) return;
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    const earlier = document.createDocumentFragment();
+    if (body.truncated) {
+      earlier.append(el("div", "msg note", `${body.omitted} earlier messages are not shown.`));
+    }
+    if (!messages.length && title) {
+      // the store keeps no conversation for it (another agent's session): the agent still has it
+      earlier.append(el("div", "msg note", `Continuing “${title}”. The agent remembers what was said.`));
+    }
+    const cards = new Map();
+    for (const message of messages) earlier.append(...historyNodes(message, cards));
+    const empty = !ui.log.firstChild;
+    ui.log.prepend(earlier);
+    if (empty && ui.log.lastElementChild) ui.log.lastElementChild.scrollIntoView({ block: "nearest" });
+    if (body.state && typeof body.state === "object" && !Array.isArray(state.plan)) {
+      state = body.state;
+      renderPlan();
+    }
+  }
+
+  function messageText(content) {
+    if (typeof content === "string") return content;
+    if (!Array.isArray(content)) return "";
+    return content.map((part) => (part && typeof part.text === "string" ? part.text : "")).join("");
+  }
+
+  function historyNodes(message, cards) {
+    const nodes = [];
+    const content = messageText(message.content);
+    if (message.role === "user") {
+      nodes.push(el("div", "msg user", content));
+    } else if (message.role === "assistant") {
+      if (content) nodes.push(el("div", "msg assistant", content));
+      for (const call of message.toolCalls || []) {
+        const fn = call.function || {};
+        const entry = toolCard(String(fn.name || "tool"));
+        showArgs(entry, String(fn.arguments || ""));
+        entry.status.textContent = "no result";
+        cards.set(call.id, entry);
+        nodes.push(entry.card);
+      }
+    } else if (message.role === "reasoning") {
+      const details = el("details", "reasoning");
+      details.append(el("summary", "", "Thought"), el("p", "", content));
+      nodes.push(details);
+    } else if (message.role === "tool") {
+      const entry = cards.get(message.toolCallId);
+      const status = message.error ? "failed" : "completed";
+      if (entry) finishCard(entry, status, content);
+      else if (content) nodes.push(el("div", "msg note", content));
+    }
+    return nodes;
+  }
+
+  $("new-thread").addEventListener("click", () => switchThread(newId(), false));
 
   function clearConversation() {
     ui.log.replaceChildren();
@@ -316,27 +394,35 @@
     return entry;
   }
 
-  function toolStart(event) {
+  function toolCard(toolName) {
     const card = el("article", "card tool");
     const header = el("header");
-    const name = el("span", "name", event.toolCallName);
+    const name = el("span", "name", toolName);
     const status = el("span", "state", "running");
     header.append(name, status);
     const bar = document.createElement("progress");
     bar.max = 1;
     bar.removeAttribute("value"); // indeterminate until the tool reports numbers
-    bar.setAttribute("aria-label", `Progress of ${event.toolCallName}`);
+    bar.setAttribute("aria-label", `Progress of ${toolName}`);
     const args = el("p", "args", "");
     const result = el("div", "result");
     card.append(header, bar, args, result);
-    append(card);
-    view.cards.set(event.toolCallId, { card, status, bar, args, result, argText: "" });
+    return { card, status, bar, args, result, argText: "" };
+  }
+
+  function toolStart(event) {
+    const entry = toolCard(event.toolCallName);
+    append(entry.card);
+    view.cards.set(event.toolCallId, entry);
   }
 
   function toolArgs(event) {
     const entry = view.cards.get(event.toolCallId);
-    if (!entry) return;
-    entry.argText += event.delta;
+    if (entry) showArgs(entry, event.delta);
+  }
+
+  function showArgs(entry, delta) {
+    entry.argText += delta;
     const text = entry.argText.length > MAX_ARGS ? `${entry.argText.slice(0, MAX_ARGS)}…` : entry.argText;
     entry.args.textContent = text === "{}" ? "" : text;
   }
@@ -349,6 +435,10 @@
       return;
     }
     const status = event.metadata && event.metadata.acpProgress && event.metadata.acpProgress.status;
+    finishCard(entry, status, content);
+  }
+
+  function finishCard(entry, status, content) {
     entry.bar.max = 1;
     entry.bar.value = 1;
     entry.card.classList.add(status === "failed" ? "failed" : "done");
