@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sys
 import tempfile
 import uuid
@@ -139,6 +141,11 @@ async def test_write_file_creates_a_file_with_a_diff_from_nothing(tmp_path):
 # ---------------------------------------------------------------- the editor's files and terminals
 
 
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
 @dataclass
 class _Terminal:
     process: asyncio.subprocess.Process
@@ -231,15 +238,12 @@ class EditorClient(RecordingClient):
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
         self.calls.append("terminal/kill")
-        with contextlib.suppress(ProcessLookupError):
-            self.terminals[terminal_id].process.kill()
+        _kill_group(self.terminals[terminal_id].process)
 
     async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
         self.calls.append("terminal/release")
         terminal = self.terminals.pop(terminal_id)
-        if terminal.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                terminal.process.kill()
+        _kill_group(terminal.process)  # what the command started too (sh may fork, not exec)
         await terminal.process.wait()
         if terminal.reader is not None:
             await terminal.reader
