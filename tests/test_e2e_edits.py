@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sys
 import tempfile
 import uuid
@@ -139,6 +141,11 @@ async def test_write_file_creates_a_file_with_a_diff_from_nothing(tmp_path):
 # ---------------------------------------------------------------- the editor's files and terminals
 
 
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
 @dataclass
 class _Terminal:
     process: asyncio.subprocess.Process
@@ -155,6 +162,9 @@ class EditorClient(RecordingClient):
     calls: list[str] = field(default_factory=list)
     terminals: dict[str, _Terminal] = field(default_factory=dict)
     fail: bool = False
+    #: never answer fs/read_text_file (an editor stuck on a dialog)
+    hang: bool = False
+    read_asked: asyncio.Event = field(default_factory=asyncio.Event)
     terminal_started: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -165,6 +175,9 @@ class EditorClient(RecordingClient):
 
     async def read_text_file(self, path: str, session_id: str, **kwargs: Any) -> ReadTextFileResponse:
         self._maybe_fail("fs/read_text_file")
+        self.read_asked.set()
+        if self.hang:
+            await asyncio.Event().wait()
         if path in self.buffers:
             return ReadTextFileResponse(content=self.buffers[path])
         return ReadTextFileResponse(content=Path(path).read_text())
@@ -225,15 +238,12 @@ class EditorClient(RecordingClient):
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
         self.calls.append("terminal/kill")
-        with contextlib.suppress(ProcessLookupError):
-            self.terminals[terminal_id].process.kill()
+        _kill_group(self.terminals[terminal_id].process)
 
     async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> None:
         self.calls.append("terminal/release")
         terminal = self.terminals.pop(terminal_id)
-        if terminal.process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                terminal.process.kill()
+        _kill_group(terminal.process)  # what the command started too (sh may fork, not exec)
         await terminal.process.wait()
         if terminal.reader is not None:
             await terminal.reader
@@ -301,6 +311,22 @@ async def test_cancel_kills_the_editors_terminal(tmp_path):
     assert final_status(card) == "failed"
 
 
+async def test_cancel_does_not_wait_for_an_editor_that_never_answers_a_read(tmp_path):
+    (tmp_path / "a.txt").write_text("x\n")
+    client = EditorClient(hang=True)
+    async with spawn(client, EDITOR) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        task = asyncio.create_task(prompt_text(conn, session.session_id, "read a.txt"))
+        await asyncio.wait_for(client.read_asked.wait(), 10)
+        started = asyncio.get_running_loop().time()
+        await conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(task, 5)
+        waited = asyncio.get_running_loop().time() - started
+    assert response.stop_reason == "cancelled" and waited < 2
+    (card,) = tool_cards(client, session.session_id)
+    assert final_status(card) == "failed"
+
+
 async def test_a_client_that_fails_its_calls_fails_only_the_tool_call(tmp_path):
     (tmp_path / "a.txt").write_text("x\n")
     client = EditorClient(fail=True)
@@ -315,3 +341,28 @@ async def test_a_client_that_fails_its_calls_fails_only_the_tool_call(tmp_path):
     assert "fs/read_text_file is broken in this editor" in text_of(read_card[-1])
     assert "terminal/create is broken in this editor" in text_of(run_card[-1])
     assert "2 + 3 = 5" in client.answer(session.session_id)
+
+
+@pytest.mark.parametrize("editor", [False, True])
+async def test_edits_and_editor_reads_never_leave_the_workspace(tmp_path, editor):
+    """The attack: a symlink in the workspace to a file outside it (a dotfile, a key), or a path
+    with ``..`` — an edit or a write through it, or a read the editor would gladly serve."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "link.txt").symlink_to(outside)
+    client = EditorClient() if editor else RecordingClient()
+    async with spawn(client, EDITOR if editor else None) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        await prompt_text(conn, sid, 'edit link.txt: replace "secret" with "pwned"')
+        await prompt_text(conn, sid, "write link.txt: pwned")
+        await prompt_text(conn, sid, "write ../outside.txt: pwned")
+        await prompt_text(conn, sid, "read ../outside.txt")
+    cards = tool_cards(client, sid)
+    assert [final_status(c) for c in cards] == ["failed"] * 4
+    assert all("outside the workspace" in text_of(c[-1]) for c in cards)
+    assert outside.read_text() == "secret\n" and (ws / "link.txt").is_symlink()
+    assert client.permission_requests == [], "nothing that cannot run is asked about"
+    if editor:
+        assert client.calls == [], "the editor is never asked for a path outside the workspace"
