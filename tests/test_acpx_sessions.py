@@ -94,9 +94,10 @@ async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_sess
         -1
     ]
     await anyio.to_thread.run_sync(lambda: run("set", "-s", "work", "mode", "auto"))
-    # --deny-all: only the session's auto mode lets the command run, nobody is asked
+    # --deny-all: only the session's auto mode lets the command run, nobody is asked (--no-terminal:
+    # the command runs in the agent, as acpx denies its own terminal under --deny-all)
     said = await anyio.to_thread.run_sync(
-        lambda: run("--deny-all", "prompt", "-s", "work", "run echo via-acpx")
+        lambda: run("--deny-all", "--no-terminal", "prompt", "-s", "work", "run echo via-acpx")
     )
     assert "via-acpx" in said.stdout, said.stdout
     await anyio.to_thread.run_sync(lambda: run("sessions", "close", "work"))
