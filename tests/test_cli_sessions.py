@@ -72,9 +72,11 @@ def test_sessions_delete_removes_for_good_and_an_absent_id_is_no_error(tmp_path:
     assert done.stdout.splitlines() == [f"deleted {ids[0]}", f"deleted {ids[2]}"]
     left = cli(tmp_path / "st", "--json")
     assert [json.loads(line)["sessionId"] for line in left.stdout.splitlines()] == [ids[1]]
-    # deleting an id that is not there succeeds, as ACP asks of session/delete (issue 28.7)
+    # the agent answers a delete of an id it never had with success (ACP, issue 28.7), so the
+    # command checks the agent's list first: a mistyped id is named, not reported deleted
     missing = cli(tmp_path / "st", "delete", "sess_nope")
-    assert missing.returncode == 0 and "Traceback" not in missing.stderr, missing.stderr
+    assert missing.returncode == 1 and "no session sess_nope" in missing.stderr, missing.stderr
+    assert "deleted" not in missing.stdout and "Traceback" not in missing.stderr
     bare = cli(tmp_path / "st", "delete")
     assert bare.returncode == 2 and "name the session IDs" in bare.stderr
 

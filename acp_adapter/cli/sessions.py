@@ -67,14 +67,27 @@ async def _sessions(args: argparse.Namespace, settings: Settings, cwd: str | Non
 
 
 async def _delete(driver: Any, ids: list[str]) -> int:
-    """Delete each session named; one line per session, exit 1 if any could not be deleted."""
+    """Delete each session named; one line per session, exit 1 if any could not be deleted or is
+    not there. ACP's ``session/delete`` succeeds for an id the agent never had (so retries are
+    harmless), which would make a mistyped id look deleted: the agent's own list says first."""
     from acp_adapter.client.driver import AgentError
 
     if not ids:
         print("acp-progress sessions delete: name the session IDs to delete", file=sys.stderr)
         return 2
+    known: set[str] | None = None
+    try:
+        known = {str(info.session_id) for info in await driver.list_sessions(cwd=None)}
+        if driver.list_incomplete:
+            known = None  # a list that did not end cannot say an id is absent
+    except AgentError:
+        known = None  # an agent that cannot list: its answer to the delete is all there is
     failed = 0
     for session_id in ids:
+        if known is not None and session_id not in known:
+            failed += 1
+            print(f"acp-progress sessions delete: no session {session_id} (nothing deleted)", file=sys.stderr)
+            continue
         try:
             await driver.delete_session(session_id)
         except AgentError as exc:
