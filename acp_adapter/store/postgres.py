@@ -49,7 +49,7 @@ from acp_adapter.store.base import (
 )
 from acp_adapter.store.postgres_schema import SCHEMA, check_schema, migrate
 from acp_adapter.store.postgres_url import DatabaseUrl
-from acp_adapter.store.sqlite import _decode_cursor, _encode_cursor, _stored_json
+from acp_adapter.store.sqlite import session_list_query, session_page, stored_session
 
 log = logging.getLogger("acp_progress.store")
 
@@ -345,34 +345,15 @@ class PostgresStore:
         found = self._run(op, what="loading a session")
         if found is None:
             return None
-        (sid, cwd, title, created, updated, history), events = found
-        return StoredSession(
-            SessionRecord(sid, cwd, title, created, updated),
-            [e for (body,) in events if (e := _stored_json(body, session_id, "an event")) is not None],
-            h if isinstance(h := _stored_json(history, session_id, "its model history"), list) else [],
-        )
+        row, events = found
+        return stored_session(session_id, row, events)
 
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> SessionPage:
-        where: list[str] = []
-        args: list[Any] = []
-        if cwd is not None:
-            where.append("cwd = %s")
-            args.append(cwd)
-        if cursor is not None:
-            after_time, after_id = _decode_cursor(cursor)
-            where.append("(updated_at < %s OR (updated_at = %s AND id > %s))")
-            args += [after_time, after_time, after_id]
-        sql = f"SELECT id, cwd, title, created_at, updated_at FROM {S}.sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id LIMIT %s"
-        rows = self._run(lambda db: db.execute(sql, [*args, limit + 1]).fetchall(), what="listing sessions")
-        records = [SessionRecord(*row) for row in rows[:limit]]
-        more = len(rows) > limit
-        next_cursor = _encode_cursor(records[-1].updated_at, records[-1].session_id) if more else None
-        return SessionPage(records, next_cursor)
+        sql, args = session_list_query(f"{S}.sessions", "%s", cwd, cursor, limit)
+        rows = self._run(lambda db: db.execute(sql, args).fetchall(), what="listing sessions")
+        return session_page(rows, limit)
 
     def delete(self, session_id: str) -> bool:
         return bool(

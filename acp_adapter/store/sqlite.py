@@ -264,6 +264,46 @@ def _encode_cursor(updated_at: float, session_id: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def session_list_query(
+    table: str, mark: str, cwd: str | None, cursor: str | None, limit: int
+) -> tuple[str, list[Any]]:
+    """The page query of ``list_sessions`` (newest first, keyset-paged by the cursor) for a SQL
+    dialect whose parameter mark is ``mark``; one more row than ``limit`` says a page follows."""
+    where: list[str] = []
+    args: list[Any] = []
+    if cwd is not None:
+        where.append(f"cwd = {mark}")
+        args.append(cwd)
+    if cursor is not None:
+        after_time, after_id = _decode_cursor(cursor)
+        where.append(f"(updated_at < {mark} OR (updated_at = {mark} AND id > {mark}))")
+        args += [after_time, after_time, after_id]
+    sql = f"SELECT id, cwd, title, created_at, updated_at FROM {table}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return sql + f" ORDER BY updated_at DESC, id LIMIT {mark}", [*args, limit + 1]
+
+
+def session_page(rows: Sequence[Sequence[Any]], limit: int) -> SessionPage:
+    """The page of :func:`session_list_query`'s rows, with the cursor of the next when one follows."""
+    records = [SessionRecord(*row) for row in rows[:limit]]
+    more = len(rows) > limit
+    return SessionPage(
+        records, _encode_cursor(records[-1].updated_at, records[-1].session_id) if more else None
+    )
+
+
+def stored_session(session_id: str, row: Sequence[Any], events: Sequence[Sequence[Any]]) -> StoredSession:
+    """A loaded session from its row (id, cwd, title, created, updated, history) and event bodies;
+    a row that no longer parses is skipped with a warning (:func:`_stored_json`)."""
+    sid, cwd, title, created, updated, history = row
+    return StoredSession(
+        SessionRecord(sid, cwd, title, created, updated),
+        [e for (body,) in events if (e := _stored_json(body, session_id, "an event")) is not None],
+        h if isinstance(h := _stored_json(history, session_id, "its model history"), list) else [],
+    )
+
+
 def _decode_cursor(cursor: str) -> tuple[float, str]:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
@@ -491,35 +531,14 @@ class SqliteStore:
         )
         if not rows:
             return None
-        sid, cwd, title, created, updated, history = rows[0]
         events = self._read("SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,))
-        return StoredSession(
-            SessionRecord(sid, cwd, title, created, updated),
-            [e for (body,) in events if (e := _stored_json(body, session_id, "an event")) is not None],
-            h if isinstance(h := _stored_json(history, session_id, "its model history"), list) else [],
-        )
+        return stored_session(session_id, rows[0], events)
 
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> SessionPage:
-        where: list[str] = []
-        args: list[Any] = []
-        if cwd is not None:
-            where.append("cwd = ?")
-            args.append(cwd)
-        if cursor is not None:
-            after_time, after_id = _decode_cursor(cursor)
-            where.append("(updated_at < ? OR (updated_at = ? AND id > ?))")
-            args += [after_time, after_time, after_id]
-        sql = "SELECT id, cwd, title, created_at, updated_at FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY updated_at DESC, id LIMIT ?"
-        rows = self._read(sql, [*args, limit + 1])
-        records = [SessionRecord(*row) for row in rows[:limit]]
-        more = len(rows) > limit
-        next_cursor = _encode_cursor(records[-1].updated_at, records[-1].session_id) if more else None
-        return SessionPage(records, next_cursor)
+        sql, args = session_list_query("sessions", "?", cwd, cursor, limit)
+        return session_page(self._read(sql, args), limit)
 
     def delete(self, session_id: str) -> bool:
         with self._tx() as db:
