@@ -19,13 +19,10 @@ _VALUE: Final = r"(?:\"[^\"\n]{1,512}\"|'[^'\n]{1,512}'|[^\s\"'|;&<>]{1,512})"
 
 # ``curl -u user:pass`` / ``--user=user:pass``: the password after the first colon. A value that
 # is only digits on both sides (``docker run -u 1000:1000``) is a uid:gid, not a credential.
-# One pattern per spelling, each opening with its literal, so ``re`` jumps between occurrences of
-# ``-u`` / ``--user`` instead of stopping at every dash of the text.
+# One pattern opening with the literal ``-u``, so ``re`` jumps between its occurrences instead of
+# stopping at every dash of the text; ``--user`` is found at its own ``-u`` (one scan for both).
 _USER_TAIL: Final = r"(?:[ \t]{1,8}|=)(?P<q>[\"']?)[^\s:\"']{0,256}:(?P<pw>[^\s\"']{1,512})"
-_USER_FLAGS: Final = (
-    re.compile(r"-u(?<![\w-]-u)" + _USER_TAIL),
-    re.compile(r"--user(?<![\w-]--user)" + _USER_TAIL),
-)
+_USER_FLAGS: Final = (re.compile(r"-u(?:(?<=--u)ser(?<![\w-]--user)|(?<![\w-]-u))" + _USER_TAIL),)
 # The mysql family (and sshpass) take a password glued to ``-p`` (``-pPASS``); ``sshpass`` also
 # with a blank (``sshpass -p PASS``).
 # (literal, finder): the plain ``in`` test is a faster scan than the regex when the name is absent.
