@@ -61,6 +61,22 @@ def plan_progress(entries: Sequence[PlanEntry]) -> str:
     return f"plan {done}/{len(entries)}"
 
 
+def plan_plain(entries: Sequence[PlanEntry], previous: Sequence[PlanEntry] | None) -> list[str]:
+    """Lines for a pipe: the whole list the first time (or when its entries changed), else only
+    the entries whose status changed."""
+    lines = plan_lines(entries)
+    same_shape = previous is not None and [e.content for e in previous] == [e.content for e in entries]
+    if not same_shape:
+        return [plan_progress(entries), *(f"  {line}" for line in lines)]
+    assert previous is not None
+    changed = [
+        f"  {line}"
+        for entry, old, line in zip(entries, previous, lines, strict=False)
+        if entry.status != old.status or entry.priority != old.priority
+    ]
+    return [plan_progress(entries), *changed] if changed else []
+
+
 @dataclass(frozen=True)
 class Diff:
     """One file edit of a tool call, as its content said it."""
@@ -125,6 +141,12 @@ def terminal_output_of(update: Any) -> str | None:
     output = meta.get("terminal_output")
     data = output.get("data") if isinstance(output, dict) else None
     return data if isinstance(data, str) else None
+
+
+def diff_lines(diff: Diff, limit: int = DIFF_LINES) -> list[str]:
+    """A pipe's lines of ``diff``: at most ``limit`` of the unified diff, then ``… M more lines``."""
+    lines, more = capped(diff.unified().splitlines(), limit)
+    return [*lines, f"… {more} more lines"] if more else lines
 
 
 def capped(lines: list[str], limit: int) -> tuple[list[str], int]:

@@ -30,7 +30,7 @@ from acp_adapter.frontends._render import (
     progress_bar,
     spinner_frame,
 )
-from acp_adapter.frontends._updates import DIFF_LINES, Diff, capped, plan_lines, plan_progress, usage_line
+from acp_adapter.frontends._updates import Diff, diff_lines, plan_plain, usage_line
 from acp_adapter.protocol.stdio import protocol_attached
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.redact.stream import StreamRedactor
@@ -62,7 +62,7 @@ class TerminalPrinter:
         self._detail = ""
         self._line_shown = False
         self._answer_text = StreamRedactor()
-        self._plan: list[str] = []
+        self._plan: list[PlanEntry] | None = None
         self._thought = ""
         self.closed = False
 
@@ -205,21 +205,17 @@ class TerminalPrinter:
         first time, then the entries that changed (the plain terminal has no region to redraw; each
         line is the entry's new state)."""
         entries = [PlanEntry(content=s.content, status=s.status, priority=s.priority) for s in steps]
-        lines = plan_lines(entries)
-        changed = [line for i, line in enumerate(lines) if i >= len(self._plan) or self._plan[i] != line]
-        self._plan = lines
-        if changed:
-            self.note("\n".join([plan_progress(entries), *(f"  {line}" for line in changed)]))
+        lines = plan_plain(entries, self._plan)
+        self._plan = entries
+        if lines:
+            self.note("\n".join(lines))
 
     def diff(self, diff: Diff) -> None:
         """An edit's unified diff under its card (green additions and red removals on a terminal),
         at most :data:`DIFF_LINES` lines and then how many more."""
-        lines, more = capped(diff.unified().splitlines(), DIFF_LINES)
-        if more:
-            lines.append(f"… {more} more lines")
         with self._lock:
             self._release_answer_locked()
-            for line in lines:
+            for line in diff_lines(diff):
                 safe = terminal_safe(redact_text(line))
                 colour = (
                     _DIFF_COLOUR.get(line[:1], "")

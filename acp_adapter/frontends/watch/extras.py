@@ -23,6 +23,7 @@ from acp_adapter.frontends._updates import (
     TERMINAL_LINES,
     Diff,
     capped,
+    diff_lines,
     plan_lines,
     plan_progress,
     usage_line,
@@ -59,22 +60,6 @@ def plan_renderable(entries: Sequence[PlanEntry], *, limit: int | None = None) -
     return text
 
 
-def plan_plain(entries: Sequence[PlanEntry], previous: Sequence[PlanEntry] | None) -> list[str]:
-    """Lines for a pipe: the whole list the first time (or when its entries changed), else only
-    the entries whose status changed."""
-    lines = plan_lines(entries)
-    same_shape = previous is not None and [e.content for e in previous] == [e.content for e in entries]
-    if not same_shape:
-        return [plan_progress(entries), *(f"  {line}" for line in lines)]
-    assert previous is not None
-    changed = [
-        f"  {line}"
-        for entry, old, line in zip(entries, previous, lines, strict=False)
-        if entry.status != old.status or entry.priority != old.priority
-    ]
-    return [plan_progress(entries), *changed] if changed else []
-
-
 def thought_lines(thoughts: str, *, verbose: bool, limit: int = THOUGHT_LINES) -> list[str]:
     """The thought's lines (safe): all of them with ``verbose``, else the last ``limit``."""
     lines = [line for line in terminal_safe(thoughts).splitlines() if line.strip()]
@@ -108,8 +93,7 @@ def diff_renderable(diff: Diff, *, limit: int = DIFF_LINES) -> RenderableType:
 
 
 def diff_plain(diff: Diff, *, limit: int = DIFF_LINES) -> list[str]:
-    lines, more = capped(terminal_safe(diff.unified()).splitlines(), limit)
-    return [*lines, f"… {more} more lines"] if more else lines
+    return [terminal_safe(line) for line in diff_lines(diff, limit)]
 
 
 def terminal_plain(content: CardContent, *, limit: int = TERMINAL_LINES) -> list[str]:

@@ -42,10 +42,10 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from acp_adapter.frontends._render import SPINNER_NAME, progress_bar
+from acp_adapter.frontends._updates import plan_plain
 from acp_adapter.frontends.watch.extras import (
     content_plain,
     content_renderables,
-    plan_plain,
     plan_renderable,
     thought_lines,
     thought_renderable,
