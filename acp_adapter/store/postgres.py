@@ -49,7 +49,14 @@ from acp_adapter.store.base import (
 )
 from acp_adapter.store.postgres_schema import SCHEMA, check_schema, migrate
 from acp_adapter.store.postgres_url import DatabaseUrl
-from acp_adapter.store.sqlite import session_list_query, session_page, stored_session
+from acp_adapter.store.sqlite import (
+    AUDIT_COLUMNS,
+    audit_decisions,
+    check_audit_kept,
+    session_list_query,
+    session_page,
+    stored_session,
+)
 
 log = logging.getLogger("acp_progress.store")
 
@@ -403,14 +410,12 @@ class PostgresStore:
                 db.execute(f"SET LOCAL statement_timeout = '{int(AUDIT_WAIT_S * 1000)}ms'")
                 db.execute("SET LOCAL synchronous_commit = on")
                 (rowid,) = db.execute(
-                    f"INSERT INTO {S}.permissions "
-                    "(at, session_id, tool_call_id, title, allowed, decided_by, surface, rule) "
+                    f"INSERT INTO {S}.permissions ({AUDIT_COLUMNS}) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
                     row,
                 ).fetchone()
             return db.execute(
-                f"SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
-                f"FROM {S}.permissions WHERE id = %s",
+                f"SELECT {AUDIT_COLUMNS} FROM {S}.permissions WHERE id = %s",
                 (rowid,),
             ).fetchone()
 
@@ -418,25 +423,17 @@ class PostgresStore:
             kept = self._run(op, retry_for=AUDIT_WAIT_S, what="writing a permission decision")
         except StoreError as exc:
             raise AuditError(str(exc)) from None
-        if kept != row:
-            raise AuditError(
-                f"the row was {'removed' if kept is None else 'changed'} as it was written "
-                f"(a trigger?): the session database at {self.url.where()}"
-            )
+        check_audit_kept(kept, row, f"the session database at {self.url.where()}")
 
     def permission_audit(self, limit: int = 100) -> list[PermissionDecision]:
         rows = self._run(
             lambda db: db.execute(
-                f"SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
-                f"FROM {S}.permissions ORDER BY id DESC LIMIT %s",
+                f"SELECT {AUDIT_COLUMNS} FROM {S}.permissions ORDER BY id DESC LIMIT %s",
                 (limit,),
             ).fetchall(),
             what="reading the audit",
         )
-        return [
-            PermissionDecision(at, sid, tcid, title, bool(ok), by, surface, rule)
-            for at, sid, tcid, title, ok, by, surface, rule in rows
-        ]
+        return audit_decisions(rows)
 
     # ------------------------------------------------------------------ front-end state
 

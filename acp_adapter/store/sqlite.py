@@ -264,6 +264,27 @@ def _encode_cursor(updated_at: float, session_id: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+#: the audit table's columns, in the order of :class:`PermissionDecision` (every back-end's)
+AUDIT_COLUMNS = "at, session_id, tool_call_id, title, allowed, decided_by, surface, rule"
+
+
+def audit_decisions(rows: Sequence[Sequence[Any]]) -> list[PermissionDecision]:
+    """Decisions from audit rows read as :data:`AUDIT_COLUMNS`."""
+    return [
+        PermissionDecision(at, sid, tcid, title, bool(ok), by, surface, rule)
+        for at, sid, tcid, title, ok, by, surface, rule in rows
+    ]
+
+
+def check_audit_kept(kept: Any, row: Sequence[Any], where: str) -> None:
+    """The audit row read back after its commit must be the one written: a trigger that removed or
+    changed it makes the call refused (the audit fails closed, issue 26)."""
+    if kept != row:
+        raise AuditError(
+            f"the row was {'removed' if kept is None else 'changed'} as it was written (a trigger?): {where}"
+        )
+
+
 def session_list_query(
     table: str, mark: str, cwd: str | None, cursor: str | None, limit: int
 ) -> tuple[str, list[Any]]:
@@ -602,14 +623,11 @@ class SqliteStore:
             try:
                 with self._write(db):
                     rowid = db.execute(
-                        "INSERT INTO permissions "
-                        "(at, session_id, tool_call_id, title, allowed, decided_by, surface, rule) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        f"INSERT INTO permissions ({AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                         row,
                     ).lastrowid
                 kept = db.execute(
-                    "SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
-                    "FROM permissions WHERE id = ?",
+                    f"SELECT {AUDIT_COLUMNS} FROM permissions WHERE id = ?",
                     (rowid,),
                 ).fetchone()
             finally:
@@ -624,22 +642,12 @@ class SqliteStore:
             raise AuditError(f"the session database {why}: {self.path}") from exc
         finally:
             self._lock.release()
-        if kept != row:
-            raise AuditError(
-                f"the row was {'removed' if kept is None else 'changed'} as it was written "
-                f"(a trigger?): {self.path}"
-            )
+        check_audit_kept(kept, row, str(self.path))
 
     def permission_audit(self, limit: int = 100) -> list[PermissionDecision]:
-        rows = self._read(
-            "SELECT at, session_id, tool_call_id, title, allowed, decided_by, surface, rule "
-            "FROM permissions ORDER BY id DESC LIMIT ?",
-            (limit,),
+        return audit_decisions(
+            self._read(f"SELECT {AUDIT_COLUMNS} FROM permissions ORDER BY id DESC LIMIT ?", (limit,))
         )
-        return [
-            PermissionDecision(at, sid, tcid, title, bool(ok), by, surface, rule)
-            for at, sid, tcid, title, ok, by, surface, rule in rows
-        ]
 
     # ------------------------------------------------------------------ front-end state
 
