@@ -61,13 +61,14 @@ class MemoryStore:
             )
 
     def trim_events(self, session_id: str, max_bytes: int, note: JsonObject) -> tuple[int, int]:
+        note_body = dumps(scrub(note))
         with self._lock:
             events = self._events.get(session_id, [])
             sizes = [len(dumps(event).encode()) for event in events]
-            cut = drop_count(sizes, max_bytes, len(dumps(scrub(note)).encode()))
+            cut = drop_count(sizes, max_bytes, len(note_body.encode()))
             if cut:
-                events[:cut] = [json.loads(dumps(scrub(note)))]
-                sizes[:cut] = [len(dumps(events[0]).encode())]
+                events[:cut] = [json.loads(note_body)]
+                sizes[:cut] = [len(note_body.encode())]
             return cut, sum(sizes)
 
     def replace_history(self, session_id: str, history: Sequence[JsonObject]) -> None:
