@@ -297,11 +297,13 @@ def test_no_password_survives_shown_or_clean_property() -> None:
     from hypothesis import strategies as st
 
     frame = "postgresql://acp:[hidden]@db.example:5432/acp FATAL: password authentication failed"
+    shown_anyway = repr(DatabaseUrl.parse("postgresql://acp:@db.example:5432/acp"))
 
     @settings(max_examples=200, deadline=None)
     @given(st.text(min_size=4, max_size=40).filter(lambda p: p.strip() == p and "\x00" not in p))
     def check(password: str) -> None:
-        assume(password not in frame)
+        # a password that is a piece of the text shown anyway ("host", "5432") proves nothing
+        assume(password not in frame and password not in shown_anyway)
         url = DatabaseUrl.parse(f"postgresql://acp:{quote(password, safe='')}@db.example:5432/acp")
         assert url.password == password
         assert password not in url.shown() and password not in repr(url)
