@@ -123,7 +123,8 @@ class ProgressAgent(SessionMethods):
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.turn_runner = turn_runner
-        #: the client's name from ``initialize`` (``clientInfo.name``), redacted and bounded
+        #: the client's name from ``initialize`` (``clientInfo.name``) as sent: redacted and bounded
+        #: where it is written, so the redactor is not loaded before the first answer
         self.client_name: str | None = None
         #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
         self.client_capabilities: Any = None
@@ -188,7 +189,7 @@ class ProgressAgent(SessionMethods):
             decided_by = CANCELLED_DECISION
         else:
             decided_by = "auto" if answer.automatic else (answer.decided_by or "client")
-        surface = answer.surface or self.client_name or "acp"
+        surface = answer.surface or (one_line(self.client_name, 60) if self.client_name else "acp")
         self.store.record_permission(
             StoredPermission(
                 time.time(), session_id, card_id, title, answer.allowed, decided_by, surface, answer.rule
@@ -324,7 +325,7 @@ class ProgressAgent(SessionMethods):
     ) -> InitializeResponse:
         name = getattr(client_info, "name", None)
         if isinstance(name, str) and name.strip():  # the editor's name: the audit's default surface
-            self.client_name = one_line(name, 60)
+            self.client_name = name  # cleaned where it is used: the redactor loads off the start path
         self.client_capabilities = client_capabilities  # its files and terminals serve the tools
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
