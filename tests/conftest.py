@@ -51,6 +51,24 @@ os.environ.pop("ACP_PROGRESS_DATABASE_URL", None)  # the PostgreSQL store only w
 os.environ["ACP_PROGRESS_CONFIG_DIR"] = _private_dir("config")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package once, in the controlling process, before any agent is spawned.
+
+    Most tests start agent processes; each imports about a hundred of the package's modules. An
+    installed wheel has their bytecode (pip compiles at install), but this checkout may not — and
+    where ``PYTHONDONTWRITEBYTECODE`` is set (as on the build machines) no process ever writes it,
+    so every spawned agent would compile the package from source again (about 150 ms of each
+    start). Reading a ``.pyc`` is allowed under that variable; only writing is not, so it is
+    written here, once, and the xdist workers and their agents read it."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller compiled already
+        return
+    import compileall
+
+    for tree in ("acp_adapter", "tests/agents"):
+        compileall.compile_dir(ROOT / tree, quiet=1, workers=1)
+    compileall.compile_file(ROOT / "run_agent.py", quiet=1)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

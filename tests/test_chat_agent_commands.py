@@ -82,7 +82,11 @@ ANSWERING_ENV = {k: v for k, v in ENV.items() if k != "PROMPT_TOOLKIT_NO_CPR"}
 
 
 def _until_prompt(term: Screen, within: float = 20) -> None:
-    term.read_while(within, lambda: any(line.startswith("›") for line in term.text().splitlines()[-6:]))
+    """Until the prompt is among the last lines written (the blank rows below them do not count)."""
+    term.read_while(
+        within,
+        lambda: any(line.startswith("›") for line in [ln for ln in term.text().splitlines() if ln][-6:]),
+    )
 
 
 def test_chat_on_a_terminal_shows_mode_and_model_in_its_status_line(tmp_path) -> None:

@@ -92,9 +92,17 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def on_a_pty(
-    argv: list[str], env: dict[str, str], cwd: Path, feed: bytes = b"", timeout: float = 60
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path,
+    feed: bytes = b"",
+    timeout: float = 60,
+    quit_after: bytes | None = None,
 ) -> bytes:
-    """Run ``argv`` with a pty as its terminal (stdin, stdout, stderr); everything it wrote."""
+    """Run ``argv`` with a pty as its terminal (stdin, stdout, stderr); everything it wrote.
+
+    An interactive command (chat) is sent Ctrl-D once ``quit_after`` was written, so the test ends
+    with the turn instead of at ``timeout``."""
     pid, fd = pty.fork()
     if pid == 0:  # the child
         os.chdir(cwd)
@@ -115,6 +123,9 @@ def on_a_pty(
                 if not chunk:
                     break
                 out += chunk
+                if quit_after is not None and quit_after in out:
+                    os.write(fd, b"\x04")
+                    quit_after = None
             elif os.waitpid(pid, os.WNOHANG) != (0, 0):
                 pid = 0
                 break
@@ -180,7 +191,13 @@ def test_run_shows_the_escape_file(tmp_path: Path) -> None:
 
 def test_chat_shows_the_escape_file_and_a_hidden_link_target(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    out = on_a_pty([*CLI, "chat", "--cwd", str(ws)], _env(tmp_path), ws, feed=b"read evil.txt\r")
+    out = on_a_pty(
+        [*CLI, "chat", "--cwd", str(ws)],
+        _env(tmp_path),
+        ws,
+        feed=b"read evil.txt\r",
+        quit_after=b"stop reason:",
+    )
     _assert_safe(out)
 
 
