@@ -345,9 +345,8 @@ class ProgressAgent(SessionMethods):
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
-            field_meta=meta_field(
-                ProgressMeta(think_cards=True)
-            ),  # it shows its own spinners: a relay adds none
+            # it shows its own spinners (a relay adds none) and flushes its store when asked
+            field_meta=meta_field(ProgressMeta(think_cards=True, store_flush=True)),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:

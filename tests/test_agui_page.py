@@ -198,15 +198,12 @@ def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess
         process.stop()
 
 
-def stored(server: AguiProcess, thread_id: str, needle: str, within: float = 10.0) -> dict[str, Any]:
-    """The thread's stored conversation once it holds ``needle`` (the agent writes a turn when it ends)."""
-    deadline = time.monotonic() + within
-    while True:
-        body = httpx.get(f"{server.url}/threads/{thread_id}").json()
-        if any(needle in str(m.get("content")) for m in body.get("messages", [])):
-            return body
-        assert time.monotonic() < deadline, body
-        time.sleep(0.05)
+def stored(server: AguiProcess, thread_id: str, needle: str) -> dict[str, Any]:
+    """The thread's stored conversation, read once right after the run ended: it holds ``needle``
+    (the endpoint has the agent flush its store before it reads; no waiting for the write here)."""
+    body = httpx.get(f"{server.url}/threads/{thread_id}").json()
+    assert any(needle in str(m.get("content")) for m in body.get("messages", [])), body
+    return body
 
 
 def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own_server: AguiProcess) -> None:

@@ -93,7 +93,7 @@ async def test_this_projects_agent_says_it_shows_its_own_think_cards(tmp_path):
         [sys.executable, "-m", "acp_adapter"], env=agent_env(), cwd=str(tmp_path)
     ) as driver:
         init = driver.initialize_response
-    assert init is not None and init.field_meta == {"acpProgress": {"thinkCards": True}}
+    assert init is not None and init.field_meta == {"acpProgress": {"thinkCards": True, "storeFlush": True}}
 
 
 async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_path):

@@ -1,5 +1,6 @@
 """The session-level ACP methods of the agent: new, load, resume, list, close, delete, the mode
-and config-option switches, and the slash commands the agent answers itself.
+and config-option switches, the slash commands the agent answers itself, and the store flush
+extension method (:data:`~acp_adapter.protocol.meta.STORE_FLUSH_METHOD`).
 
 A mixin of :class:`~acp_adapter.server.ProgressAgent` (which keeps initialize, prompt and the
 turn's wiring): every method here works on the agent's live sessions, its session store and its
@@ -47,6 +48,7 @@ from acp_adapter.agent.session_config import (
 )
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
 from acp_adapter.mcp.config import MCP_SERVERS
+from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
 from acp_adapter.store import StoredSession, StoreError
 from acp_adapter.store.recorder import OPEN_TURNS, replay_updates
 from acp_adapter.tooling.builtin import default_toolbox
@@ -67,6 +69,9 @@ log = logging.getLogger("acp_progress.server")
 LIST_FLUSH_S = 1.0
 #: the longest ``session/close`` waits for the session's cancelled turn to end
 CLOSE_WAIT_S = 2.0
+#: the longest a store flush request waits for the writer (its caller is a reader that would
+#: rather show what is on disk than wait on a database that is away)
+EXT_FLUSH_S = 5.0
 
 _BUSY = "a prompt is running in this session; cancel it first"
 
@@ -388,6 +393,16 @@ class SessionMethods:
         await self.mcp.stop(session_id)
         log.info("deleted session %s", session_id)
         return DeleteSessionResponse()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """ACP extension methods (``_…``): :data:`STORE_FLUSH_METHOD` answers once every store
+        write queued so far landed (``{"flushed": true}``), or after :data:`EXT_FLUSH_S`
+        (``false``). Why: a turn is written off the event loop, and its answer waits for that
+        write only a bounded time and not at all when it was cancelled; a reader of the store in
+        another process asks first, so it sees every turn this agent answered."""
+        if method != STORE_FLUSH_METHOD:
+            raise RequestError.method_not_found(f"_{method}")
+        return {"flushed": await self._writer.flush_async(EXT_FLUSH_S)}
 
     def _delete_stored(self, session_id: str) -> bool:
         with self.store.batch():

@@ -59,7 +59,7 @@ from acp_adapter.protocol import (
     error_answer,
     sniff_response_id,
 )
-from acp_adapter.protocol.meta import ProgressMeta, meta_field, meta_of
+from acp_adapter.protocol.meta import STORE_FLUSH_METHOD, ProgressMeta, meta_field, meta_of
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.secret_env import agent_environment
 
@@ -672,6 +672,28 @@ class AgentDriver:
         init = self.initialize_response
         caps = init.agent_capabilities.session_capabilities if init and init.agent_capabilities else None
         return caps is not None and caps.list is not None
+
+    @property
+    def flushes_store(self) -> bool:
+        """The agent answers :data:`~acp_adapter.protocol.meta.STORE_FLUSH_METHOD` (this package's
+        agent says so in ``initialize``: ``_meta.acpProgress.storeFlush``)."""
+        meta = meta_of(self.initialize_response)
+        return meta is not None and meta.store_flush is True
+
+    async def flush_store(self, within: float) -> bool:
+        """Ask the agent to finish its queued session-store writes; True once it says they landed.
+        False when it cannot say (it does not offer the method, it is not running, it did not
+        answer within ``within`` seconds, or its store did not finish): the caller reads anyway."""
+        if self._conn is None or not self.flushes_store:
+            return False
+        try:
+            answer = await asyncio.wait_for(self._conn.ext_method(STORE_FLUSH_METHOD, {}), within)
+        except (TimeoutError, RequestError, ConnectionError) as exc:
+            log.info(
+                "the agent did not flush its session store: %s", redact_text(str(exc) or type(exc).__name__)
+            )
+            return False
+        return isinstance(answer, dict) and answer.get("flushed") is True
 
     async def load_session(
         self, session_id: str, cwd: str, on_replay: Callable[[SessionUpdate], None] | None = None

@@ -9,7 +9,8 @@ instead of by spelling. What is carried, and where:
   heartbeat's ``status`` and progress ``summary``, a failed think card's ``reason``; a tool card's
   ``toolId``/``label``/``preview``/``emoji`` at its start, the tool's own ``progress``
   (value/total/message) on a progress update, ``error`` and ``durationMs`` at its end;
-* the ``initialize`` answer: ``thinkCards`` (the agent shows its own spinners: a relay adds none);
+* the ``initialize`` answer: ``thinkCards`` (the agent shows its own spinners: a relay adds none)
+  and ``storeFlush`` (the agent answers :data:`STORE_FLUSH_METHOD`);
 * a permission answer: ``automatic`` (a client's policy answered, no person did), ``decidedBy``
   (who answered) and ``surface`` (where: watch, chat, telegram, agui …), kept in the agent's audit;
 * the ``session/prompt`` answer: ``usage`` (token counts; the stable v1 answer has no usage field).
@@ -36,6 +37,11 @@ log = logging.getLogger("acp_progress.protocol.meta")
 
 #: Namespace of this package's structured data inside ACP ``_meta`` objects.
 META_KEY: Final = "acpProgress"
+#: The extension method (ACP sends it as ``_acpProgress/flushStore``) that asks this package's agent
+#: to finish its queued session-store writes and answer ``{"flushed": bool}``: a reader of the
+#: store in another process (the AG-UI endpoint's ``GET /threads/{id}``) then sees every turn the
+#: agent answered, a cancelled one and one whose write outlasted the wait before the answer too.
+STORE_FLUSH_METHOD: Final = f"{META_KEY}/flushStore"
 
 #: Where a card is: a think card is ``thinking`` then ``done``/``failed``; a tool card is
 #: ``started``, ``progress`` while the tool reports, then ``completed``/``failed``.
@@ -91,6 +97,7 @@ class ProgressMeta(_Meta):
     error: StrictStr | None = None
     duration_ms: Annotated[StrictInt | None, Field(alias="durationMs")] = None
     think_cards: Annotated[StrictBool | None, Field(alias="thinkCards")] = None
+    store_flush: Annotated[StrictBool | None, Field(alias="storeFlush")] = None
     automatic: StrictBool | None = None
     #: a permission answer: who gave it and on which surface (for the agent's audit); bounded,
     #: since a client's _meta is input like any other

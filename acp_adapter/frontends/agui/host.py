@@ -9,6 +9,10 @@ endpoint outlives its agent. Each process is a
 session of a dead agent is never prompted without being loaded into the new process first. The
 thread → session mapping is durable (:mod:`.thread_store`): after a restart of the endpoint a known
 thread's session is loaded, not replaced.
+
+The agent writes its sessions through a writer thread of its own; before the endpoint reads a
+thread's conversation from the store it asks the running agent to finish those writes
+(:meth:`AgentHost.flush_store`), so a page reloaded right after a run ended shows that run.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, PermissionPolicy, deny_all
 from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
@@ -25,6 +30,10 @@ from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.agui.host")
+
+#: The longest a history read waits for the agent's queued store writes (the agent's own bound is
+#: 5 s; the rest is the round trip): past it the read shows what is on disk.
+STORE_FLUSH_WAIT: Final = 6.0
 
 
 class AgentHost:
@@ -151,6 +160,13 @@ class AgentHost:
         self.threads.remember(slot.thread_id, candidate, self.cwd)
         log.info("thread %s: loaded its ACP session %s", thread, candidate)
         return candidate
+
+    async def flush_store(self) -> bool:
+        """Have the running agent finish its queued session-store writes (bounded by
+        :data:`STORE_FLUSH_WAIT`); True when it says they landed. Never starts an agent: one that is
+        not running has nothing queued (a dead one's queue is gone with it)."""
+        driver = self.supervisor.current
+        return driver is not None and await driver.flush_store(STORE_FLUSH_WAIT)
 
     async def crashed(self, driver: AgentDriver, reason: BaseException | None = None) -> None:
         """The agent of ``driver`` broke: forget it, so the next run starts a fresh process."""

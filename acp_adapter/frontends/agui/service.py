@@ -41,6 +41,8 @@ log = logging.getLogger("acp_progress.agui.service")
 
 #: Seconds a new run waits for its thread's cancelled (disconnected) run to end before a 409.
 CANCEL_GRACE: Final = 10.0
+#: Seconds a history read waits for its thread's cancelled run to end (then it reads what is stored).
+HISTORY_WAIT_S: Final = 5.0
 
 
 class TooManyRuns(AcpProgressError):
@@ -329,7 +331,19 @@ class AguiService:
 
     async def thread_history(self, thread_id: str) -> dict[str, Any] | None:
         """``thread_id``'s earlier conversation as AG-UI messages, bounded (:mod:`.history`), or
-        ``None`` when this endpoint has no such thread."""
+        ``None`` when this endpoint has no such thread.
+
+        Read once what this endpoint's agent answered is on disk: a run of the thread being
+        cancelled (its client left — the page's Stop) ends first, then the agent finishes its
+        queued store writes (:meth:`~.host.AgentHost.flush_store`). Why here and not before
+        ``RUN_FINISHED``: the agent already waits for a turn's write before it answers, but only
+        so long (a slow store must not hold every answer) and not for a cancelled turn (a stop
+        answers at once); a history read is rare, so it is the one that waits. Both bounded."""
+        slot = self.threads.get(thread_id)
+        active = slot.active if slot is not None else None
+        if active is not None and active.abandoned:
+            await active.wait_done(HISTORY_WAIT_S)
+        await self.host.flush_store()
         updates = await self.thread_sessions.conversation(thread_id)
         if updates is None:
             return None
