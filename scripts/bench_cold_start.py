@@ -9,10 +9,7 @@ does before the first request), both through the SDK's ``spawn_agent_process``; 
 median of the rounds' ratios (scripts/paired_rounds.py), so load that changes between rounds does
 not move it.
 
-Both start from bytecode, as an installed package does (pip compiles a wheel's modules at install):
-the SDK's modules are compiled in site-packages, so the package's own are compiled here first. An
-editable checkout run where ``PYTHONDONTWRITEBYTECODE`` is set never writes them and would compile
-about a hundred modules from source on every start — a figure about the machine, not the agent.
+Both start from bytecode, as an installed package does (scripts/bytecode.py says why).
 
 Usage: python scripts/bench_cold_start.py [--rounds 15] [--json FILE]
 """
@@ -36,6 +33,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from acp import PROTOCOL_VERSION, spawn_agent_process  # noqa: E402
 from acp.schema import ClientCapabilities, Implementation  # noqa: E402
+from bytecode import compile_package  # noqa: E402
 from paired_rounds import round_ratios  # noqa: E402
 
 BARE_AGENT = textwrap.dedent(
@@ -79,14 +77,6 @@ async def _cold_start(argv: list[str], env: dict[str, str], cwd: str) -> float:
         await conn.new_session(cwd=cwd, mcp_servers=[])
         took = time.perf_counter() - started
     return took
-
-
-def compile_package() -> None:
-    """Write the package's bytecode, as ``pip install`` does for a wheel (see the module's doc)."""
-    import compileall
-
-    compileall.compile_dir(ROOT / "acp_adapter", quiet=1)
-    compileall.compile_file(ROOT / "run_agent.py", quiet=1)
 
 
 async def measure(rounds: int) -> dict[str, Any]:

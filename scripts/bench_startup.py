@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
+from bytecode import compile_package  # noqa: E402
 from paired_rounds import round_ratios  # noqa: E402
 
 #: What is measured: a name and the command line's words.
@@ -46,6 +47,7 @@ def _seconds(argv: list[str], env: dict[str, str]) -> float:
 
 
 def measure(rounds: int, names: list[str]) -> dict[str, dict[str, float]]:
+    compile_package()  # from bytecode, as installed (scripts/bytecode.py)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as state:
         os.chmod(state, 0o700)
         env = {**os.environ, "XDG_STATE_HOME": state, "ACP_PROGRESS_CONFIG_DIR": state}
