@@ -44,3 +44,73 @@ def test_a_command_gets_its_own_flags_and_the_others_are_listed() -> None:
     args = parser.parse_args(["watch", "--yes", "hi"])
     assert args.command == "watch" and args.yes
     assert "sessions" in parser.format_help() and "serve ACP over stdio" in parser.format_help()
+
+
+# ------------------------------------------------------------- the collector paused during start-up
+
+_GC_PROBE = (
+    "import gc, sys\n"
+    "from acp_adapter.cli import main, _gc\n"
+    "seen = []\n"
+    "real_resume = _gc.resume\n"
+    "def resume(command=None):\n"
+    "    seen.append(gc.isenabled())\n"
+    "    real_resume(command)\n"
+    "_gc.resume = resume\n"
+    "try:\n    code = main(sys.argv[2:], own_process=sys.argv[1] == 'own')\n"
+    "except SystemExit as exc:\n    code = exc.code\n"
+    "print('STATE', code, seen[0] if seen else None, gc.isenabled(), gc.get_freeze_count() > 0)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("words", "code"),
+    [(["config"], 0), (["--help"], 0), (["watch", "--heartbeat-interval", "-1", "hi"], 2)],
+)
+def test_a_commands_own_process_imports_with_the_collector_paused_then_resumes_it(
+    words: list[str], code: int
+) -> None:
+    """Started as a command, the process imports with automatic collection off, then freezes what
+    start-up built and collects again — whether the command runs, prints its help or stops at a
+    bad setting. Called inside another process, main() leaves that process's collector alone."""
+    own = subprocess.run(
+        [sys.executable, "-c", _GC_PROBE, "own", *words],
+        capture_output=True,
+        text=True,
+        env=agent_env(),
+        timeout=60,
+    )
+    assert f"STATE {code} False True True" in own.stdout, own.stdout + own.stderr
+    embedded = subprocess.run(
+        [sys.executable, "-c", _GC_PROBE, "in", *words],
+        capture_output=True,
+        text=True,
+        env=agent_env(),
+        timeout=60,
+    )
+    assert f"STATE {code} True True False" in embedded.stdout, embedded.stdout + embedded.stderr
+
+
+def test_serve_prepares_its_imports_before_the_collector_resumes() -> None:
+    """``serve``'s prepare() loads the server and the agent loop, so their imports (the protocol
+    schema among them) run with the collector paused; a Ctrl-C while they load still restarts it."""
+    probe = (
+        "import gc, sys\n"
+        "from acp_adapter.cli import _gc, serve\n"
+        "_gc.pause()\n"
+        "_gc.resume(serve)\n"
+        "print('LOADED', 'acp_adapter.server' in sys.modules, 'run_agent' in sys.modules, gc.isenabled())\n"
+        "class Interrupting:\n"
+        "    @staticmethod\n"
+        "    def prepare():\n"
+        "        raise KeyboardInterrupt\n"
+        "_gc.pause()\n"
+        "try:\n    _gc.resume(Interrupting)\nexcept KeyboardInterrupt:\n    pass\n"
+        "print('AFTER CTRL-C', gc.isenabled())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=agent_env(), timeout=60
+    )
+    assert "LOADED True True True" in done.stdout and "AFTER CTRL-C True" in done.stdout, (
+        done.stdout + done.stderr
+    )

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence  # noqa: E402
 from types import ModuleType  # noqa: E402
 
 from acp_adapter._version import __version__  # noqa: E402
+from acp_adapter.cli import _gc  # noqa: E402
 from acp_adapter.cli._flags import settings_from  # noqa: E402
 from acp_adapter.cli._usage import UsageParser  # noqa: E402
 
@@ -97,9 +98,14 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
     return word if word in COMMANDS else None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) -> int:
+    """Run the command ``argv`` names (``sys.argv`` when None). ``own_process``: this process was
+    started to run it (the default when ``argv`` is None: the console script, ``python -m``), so
+    start-up may pause the garbage collector (:mod:`._gc`); an in-process caller's is left alone."""
     words = list(sys.argv[1:] if argv is None else argv)
     _count_interrupts_early(words)  # before anything else: a Ctrl-C from now on is never lost
+    if own_process if own_process is not None else argv is None:
+        _gc.pause()
     try:
         return _main(words)
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling began (even mid-import)
@@ -110,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _caused_by_ctrl_c(exc):
             return 130
         raise
+    finally:
+        _gc.resume()  # a command that ended before it started (--help, a bad setting) included
 
 
 def _caused_by_ctrl_c(exc: BaseException) -> bool:
@@ -149,6 +157,7 @@ def _main(argv: Sequence[str]) -> int:
     if not getattr(command, "NEEDS_SETTINGS", True):
         # e.g. descriptor and config: an unrelated bad environment variable must not fail them
         configure_logging()
+        _gc.resume(command)
         return int(command.run(args))
     try:
         settings = settings_from(args)
@@ -163,4 +172,5 @@ def _main(argv: Sequence[str]) -> int:
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
+    _gc.resume(command)  # the command's imports done (its prepare()), collection from here on
     return int(command.run(args, settings))

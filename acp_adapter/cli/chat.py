@@ -18,6 +18,12 @@ def add_parser(sub: Any) -> None:
     add_frontend_flags(chat)
 
 
+def prepare() -> None:
+    """What :func:`run` imports, loaded while start-up has the garbage collector paused
+    (:mod:`acp_adapter.cli._gc`)."""
+    import acp_adapter.frontends.watch.chat  # noqa: F401
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from acp_adapter.frontends.watch.chat import run_chat
 

@@ -33,6 +33,13 @@ def add_parser(sub: Any) -> None:
     relay.set_defaults(subparser=relay)
 
 
+def prepare() -> None:
+    """What :func:`run` imports, loaded while start-up has the garbage collector paused
+    (:mod:`acp_adapter.cli._gc`)."""
+    import acp_adapter.client.driver
+    import acp_adapter.frontends.relay  # noqa: F401
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import anyio
 

@@ -25,6 +25,12 @@ def add_parser(sub: Any) -> None:
     add_model_flags(run_parser, skip=SUMMARY_FLAGS)
 
 
+def prepare() -> None:
+    """What :func:`run` imports, loaded while start-up has the garbage collector paused
+    (:mod:`acp_adapter.cli._gc`)."""
+    import run_agent  # noqa: F401
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from acp_adapter.frontends.interrupt import interrupts
     from run_agent import run_plain

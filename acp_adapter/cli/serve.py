@@ -22,6 +22,13 @@ def add_parser(sub: Any) -> None:
     add_model_flags(serve)
 
 
+def prepare() -> None:
+    """What :func:`run` imports, loaded while start-up has the garbage collector paused
+    (:mod:`acp_adapter.cli._gc`): the server, the SDK's schema under it, the agent loop."""
+    import acp_adapter.server  # noqa: F401
+    import run_agent  # noqa: F401
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import anyio
 
