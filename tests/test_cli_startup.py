@@ -73,22 +73,15 @@ def test_a_commands_own_process_imports_with_the_collector_paused_then_resumes_i
     """Started as a command, the process imports with automatic collection off, then freezes what
     start-up built and collects again — whether the command runs, prints its help or stops at a
     bad setting. Called inside another process, main() leaves that process's collector alone."""
-    own = subprocess.run(
-        [sys.executable, "-c", _GC_PROBE, "own", *words],
-        capture_output=True,
-        text=True,
-        env=agent_env(),
-        timeout=60,
-    )
-    assert f"STATE {code} False True True" in own.stdout, own.stdout + own.stderr
-    embedded = subprocess.run(
-        [sys.executable, "-c", _GC_PROBE, "in", *words],
-        capture_output=True,
-        text=True,
-        env=agent_env(),
-        timeout=60,
-    )
-    assert f"STATE {code} True True False" in embedded.stdout, embedded.stdout + embedded.stderr
+    for mode, expected in (("own", f"STATE {code} False True True"), ("in", f"STATE {code} True True False")):
+        done = subprocess.run(
+            [sys.executable, "-c", _GC_PROBE, mode, *words],
+            capture_output=True,
+            text=True,
+            env=agent_env(),
+            timeout=60,
+        )
+        assert expected in done.stdout, f"{mode}: {done.stdout}{done.stderr}"
 
 
 def test_serve_prepares_its_imports_before_the_collector_resumes() -> None:
