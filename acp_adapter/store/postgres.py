@@ -49,7 +49,7 @@ from acp_adapter.store.base import (
 )
 from acp_adapter.store.postgres_schema import SCHEMA, check_schema, migrate
 from acp_adapter.store.postgres_url import DatabaseUrl
-from acp_adapter.store.sqlite import (
+from acp_adapter.store.queries import (
     AUDIT_COLUMNS,
     audit_decisions,
     check_audit_kept,

@@ -35,29 +35,27 @@ Why each choice:
   ``session/list`` answers while the writer thread waits.
 * **One connection guarded by a lock** (``check_same_thread=False``) — the store is used from the
   background writer thread and from request handlers; SQLite serialises writes anyway.
+
+This module opens, locks, reads and writes; the schema and its check are in
+:mod:`~acp_adapter.store.sqlite_schema`, the file's privacy and corruption handling in
+:mod:`~acp_adapter.store.sqlite_file`, the SQL shared with PostgreSQL in
+:mod:`~acp_adapter.store.queries`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import logging
 import os
 import sqlite3
-import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_adapter.safety.private_path import (
-    PRIVATE_FILE_MODE,
-    UnsafePathError,
-    check_private,
-    make_private_dir,
-)
+from acp_adapter.safety.private_path import PRIVATE_FILE_MODE, make_private_dir
 from acp_adapter.store.base import (
     AuditError,
     JsonObject,
@@ -71,269 +69,42 @@ from acp_adapter.store.base import (
     dumps,
     scrub,
 )
+from acp_adapter.store.queries import (
+    AUDIT_COLUMNS,
+    audit_decisions,
+    check_audit_kept,
+    session_list_query,
+    session_page,
+    stored_session,
+)
+from acp_adapter.store.sqlite_file import (
+    IntegrityCheckFailed,
+    check_side_files,
+    is_busy,
+    is_corrupt,
+    move_aside,
+)
+from acp_adapter.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, StoreSchemaError, check_schema
+
+#: the names other modules import from here (the schema's, now in :mod:`.sqlite_schema`, included)
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "DATABASE_NAME",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SqliteStore",
+    "StoreSchemaError",
+    "is_busy",
+    "is_corrupt",
+]
 
 log = logging.getLogger("acp_progress.store")
 
 DATABASE_NAME = "sessions.sqlite3"
-SCHEMA_VERSION = 2
 #: the longest any statement waits for a lock another process holds (issue 26: ≤ 2 s)
 BUSY_TIMEOUT_S = 2.0
 #: the longest the start-up pruning waits for another process's lock (it is only housekeeping)
 PRUNE_WAIT_S = 0.2
-#: the files SQLite keeps beside the database (each must be as private as the database)
-SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
-
-#: SQLite's primary result codes that mean "this file is not a sound database"
-_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
-#: … and those that mean "another connection holds the lock": the file is fine, wait for it
-_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-class _IntegrityError(StoreError):
-    """``PRAGMA quick_check`` found the database damaged."""
-
-
-def _primary_code(exc: sqlite3.Error) -> int | None:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code & 0xFF if isinstance(code, int) else None
-
-
-def is_corrupt(exc: BaseException) -> bool:
-    """True only for errors that say the file itself is damaged or not a database."""
-    if isinstance(exc, _IntegrityError):
-        return True
-    return isinstance(exc, sqlite3.Error) and _primary_code(exc) in _CORRUPT_CODES
-
-
-def is_busy(exc: BaseException) -> bool:
-    """True for "database is locked"/"busy": another connection holds the lock."""
-    return isinstance(exc, sqlite3.Error) and _primary_code(exc) in _BUSY_CODES
-
-
-def _run_script(db: sqlite3.Connection, script: str) -> None:
-    """Each statement of ``script`` inside the caller's transaction (``executescript`` would
-    commit it first, and a migration must be all or nothing)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            db.execute(statement)
-
-
-def _v1(db: sqlite3.Connection) -> None:
-    _run_script(
-        db,
-        """
-        CREATE TABLE sessions (
-            id TEXT PRIMARY KEY,
-            cwd TEXT NOT NULL,
-            title TEXT,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            history TEXT NOT NULL DEFAULT '[]'
-        );
-        CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id);
-        CREATE INDEX sessions_by_time ON sessions (updated_at DESC, id);
-        CREATE TABLE events (
-            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
-            seq INTEGER NOT NULL,
-            body TEXT NOT NULL,
-            PRIMARY KEY (session_id, seq)
-        );
-        CREATE TABLE permissions (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            at REAL NOT NULL,
-            session_id TEXT NOT NULL,
-            tool_call_id TEXT NOT NULL,
-            title TEXT NOT NULL,
-            allowed INTEGER NOT NULL,
-            decided_by TEXT NOT NULL,
-            surface TEXT NOT NULL
-        );
-        CREATE TABLE kv (
-            namespace TEXT NOT NULL,
-            key TEXT NOT NULL,
-            value TEXT NOT NULL,
-            updated_at REAL NOT NULL,
-            PRIMARY KEY (namespace, key)
-        );
-        """,
-    )
-
-
-def _v2(db: sqlite3.Connection) -> None:
-    """Schema 2: each audit row says which rule answered when nobody was asked (``mode auto``,
-    ``always allow execute:ls``), or that the person's answer became such a rule."""
-    db.execute("ALTER TABLE permissions ADD COLUMN rule TEXT NOT NULL DEFAULT ''")
-
-
-#: ``MIGRATIONS[n]`` brings a database at schema ``n`` to ``n + 1``.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
-assert len(MIGRATIONS) == SCHEMA_VERSION
-
-
-class StoreSchemaError(StoreError):
-    """The database holds triggers, views or tables this package did not create (or changed ones)."""
-
-
-def _schema_rows(db: sqlite3.Connection) -> dict[tuple[str, str], str]:
-    rows = db.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
-    return {(kind, name): " ".join((sql or "").split()) for kind, name, sql in rows}
-
-
-def _expected_schema() -> dict[tuple[str, str], str]:
-    """What :data:`MIGRATIONS` create, from a scratch database in memory (so the check can never
-    drift from the migrations)."""
-    db = sqlite3.connect(":memory:", isolation_level=None)
-    try:
-        for migrate in MIGRATIONS:
-            migrate(db)
-        return _schema_rows(db)
-    finally:
-        db.close()
-
-
-def check_schema(db: sqlite3.Connection, path: Path) -> None:
-    """Refuse a database whose schema is not exactly the one :data:`MIGRATIONS` create.
-
-    A trigger planted beside the tables runs inside every write (``AFTER INSERT ON permissions
-    BEGIN DELETE …`` silences the audit); a view or a table of someone else's has no business in
-    a private store. SQLite's own statistics tables (``sqlite_stat*``, from ``ANALYZE``) are fine.
-    """
-    expected = _expected_schema()
-    found = _schema_rows(db)
-    strange: list[str] = []
-    for (kind, name), sql in sorted(found.items()):
-        if kind == "table" and name.startswith("sqlite_stat"):
-            continue
-        want = expected.get((kind, name))
-        if want is None:
-            strange.append(f"{kind} {name!r}")
-        elif want != sql:
-            strange.append(f"{kind} {name!r} (changed)")
-    missing = sorted(f"{kind} {name!r}" for kind, name in expected.keys() - found.keys())
-    if strange or missing:
-        parts = []
-        if strange:
-            parts.append("holds " + ", ".join(strange) + " that acp-progress did not create")
-        if missing:
-            parts.append("lacks " + ", ".join(missing))
-        raise StoreSchemaError(
-            "the session database " + " and ".join(parts) + "; it was not used (someone may have "
-            f"tampered with it: a trigger can hide or change the permission audit). Look at {path}, "
-            f"then move it aside (mv {path} {path}.suspect) to start a fresh one"
-        )
-
-
-def _check_side_files(path: Path) -> None:
-    """The database and the files SQLite keeps beside it, when they exist: yours, regular, 0600."""
-    for suffix in ("", *SIDE_SUFFIXES):
-        side = Path(f"{path}{suffix}")
-        if side.is_symlink() and not side.exists():  # SQLite would create its target, anywhere
-            raise UnsafePathError(
-                f"the session database file {side} is a link to a file that does not exist; remove it"
-            )
-        try:
-            st = check_private(side, what="the session database file", readable_by_others=False)
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafePathError(f"the session database file {side} is not a regular file; remove it")
-
-
-def _move_aside(path: Path, reason: str) -> Path:
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
-    for suffix in ("", "-wal", "-shm"):
-        side = Path(f"{path}{suffix}")
-        if side.exists():
-            side.replace(Path(f"{target}{suffix}"))
-    log.error(
-        "the session database %s is unreadable (%s); moved it to %s and started a fresh one",
-        path,
-        reason,
-        target,
-    )
-    return target
-
-
-def _encode_cursor(updated_at: float, session_id: str) -> str:
-    raw = dumps([updated_at, session_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-#: the audit table's columns, in the order of :class:`PermissionDecision` (every back-end's)
-AUDIT_COLUMNS = "at, session_id, tool_call_id, title, allowed, decided_by, surface, rule"
-
-
-def audit_decisions(rows: Sequence[Sequence[Any]]) -> list[PermissionDecision]:
-    """Decisions from audit rows read as :data:`AUDIT_COLUMNS`."""
-    return [
-        PermissionDecision(at, sid, tcid, title, bool(ok), by, surface, rule)
-        for at, sid, tcid, title, ok, by, surface, rule in rows
-    ]
-
-
-def check_audit_kept(kept: Any, row: Sequence[Any], where: str) -> None:
-    """The audit row read back after its commit must be the one written: a trigger that removed or
-    changed it makes the call refused (the audit fails closed, issue 26)."""
-    if kept != row:
-        raise AuditError(
-            f"the row was {'removed' if kept is None else 'changed'} as it was written (a trigger?): {where}"
-        )
-
-
-def session_list_query(
-    table: str, mark: str, cwd: str | None, cursor: str | None, limit: int
-) -> tuple[str, list[Any]]:
-    """The page query of ``list_sessions`` (newest first, keyset-paged by the cursor) for a SQL
-    dialect whose parameter mark is ``mark``; one more row than ``limit`` says a page follows."""
-    where: list[str] = []
-    args: list[Any] = []
-    if cwd is not None:
-        where.append(f"cwd = {mark}")
-        args.append(cwd)
-    if cursor is not None:
-        after_time, after_id = _decode_cursor(cursor)
-        where.append(f"(updated_at < {mark} OR (updated_at = {mark} AND id > {mark}))")
-        args += [after_time, after_time, after_id]
-    sql = f"SELECT id, cwd, title, created_at, updated_at FROM {table}"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    return sql + f" ORDER BY updated_at DESC, id LIMIT {mark}", [*args, limit + 1]
-
-
-def session_page(rows: Sequence[Sequence[Any]], limit: int) -> SessionPage:
-    """The page of :func:`session_list_query`'s rows, with the cursor of the next when one follows."""
-    records = [SessionRecord(*row) for row in rows[:limit]]
-    more = len(rows) > limit
-    return SessionPage(
-        records, _encode_cursor(records[-1].updated_at, records[-1].session_id) if more else None
-    )
-
-
-def stored_session(session_id: str, row: Sequence[Any], events: Sequence[Sequence[Any]]) -> StoredSession:
-    """A loaded session from its row (id, cwd, title, created, updated, history) and event bodies;
-    a row that no longer parses is skipped with a warning (:func:`_stored_json`)."""
-    sid, cwd, title, created, updated, history = row
-    return StoredSession(
-        SessionRecord(sid, cwd, title, created, updated),
-        [e for (body,) in events if (e := _stored_json(body, session_id, "an event")) is not None],
-        h if isinstance(h := _stored_json(history, session_id, "its model history"), list) else [],
-    )
-
-
-def _decode_cursor(cursor: str) -> tuple[float, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        updated_at, session_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
-        if not isinstance(session_id, str) or not isinstance(updated_at, int | float):
-            raise ValueError
-        return float(updated_at), session_id
-    except (ValueError, TypeError) as exc:
-        raise StoreError(f"invalid cursor {cursor[:40]!r}: not one this agent gave out") from exc
 
 
 class SqliteStore:
@@ -344,7 +115,7 @@ class SqliteStore:
         # the ssh rule: yours, writable by nobody else, made 0700 (parents too) whatever the umask
         make_private_dir(directory, what="the state directory")
         self.path = directory / DATABASE_NAME
-        _check_side_files(self.path)
+        check_side_files(self.path)
         self._lock = threading.Lock()
         self._read_lock = threading.Lock()
         #: how long a lock held by another process is waited for (default :data:`BUSY_TIMEOUT_S`)
@@ -358,7 +129,7 @@ class SqliteStore:
                 raise
             if not is_corrupt(exc):  # unwritable, I/O, full disk: the file stays put
                 raise StoreError(f"cannot open the session database {self.path}: {exc}") from exc
-            _move_aside(self.path, str(exc))
+            move_aside(self.path, str(exc))
             self._db = self._open_waiting()
         try:
             self._reader = self._connect(self.busy_timeout)
@@ -388,7 +159,7 @@ class SqliteStore:
 
     def _connect(self, wait: float) -> sqlite3.Connection:
         """A connection with this store's settings (SQLite makes ``-wal``/``-shm``/``-journal``
-        with the database's own mode, so they are 0600 too; :func:`_check_side_files` checks)."""
+        with the database's own mode, so they are 0600 too; :func:`check_side_files` checks)."""
         db = sqlite3.connect(self.path, timeout=wait, check_same_thread=False, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
@@ -408,19 +179,19 @@ class SqliteStore:
             os.close(os.open(self.path, flags, PRIVATE_FILE_MODE))
         except FileExistsError:
             pass
-        _check_side_files(self.path)
+        check_side_files(self.path)
         db = self._connect(wait)
         try:
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             check = db.execute("PRAGMA quick_check").fetchone()
             if check is None or check[0] != "ok":
-                raise _IntegrityError(f"integrity check failed: {check[0] if check else 'no answer'}")
+                raise IntegrityCheckFailed(f"integrity check failed: {check[0] if check else 'no answer'}")
             self._migrate(db)
             check_schema(db, self.path)
             # once open, every later statement waits the full busy timeout for another process
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            _check_side_files(self.path)
+            check_side_files(self.path)
         except BaseException:
             db.close()
             raise
@@ -677,17 +448,3 @@ class SqliteStore:
             self._db.close()
         with self._read_lock, contextlib.suppress(sqlite3.Error):
             self._reader.close()
-
-
-def _stored_json(body: Any, session_id: str, what: str) -> Any:
-    """One stored JSON text, or None (with a warning) when it was tampered with or cut: a session
-    whose row cannot be read loses that row, never the whole session (a load must not fail)."""
-    try:
-        value = json.loads(body)
-    except (TypeError, ValueError, RecursionError):
-        log.warning("session %s: skipped %s the store cannot read (damaged or altered)", session_id, what)
-        return None
-    if what == "an event" and not isinstance(value, dict):
-        log.warning("session %s: skipped %s that is not an object (damaged or altered)", session_id, what)
-        return None
-    return value

@@ -32,7 +32,7 @@ from typing import Any
 
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.store.base import StoreUnavailable
-from acp_adapter.store.sqlite import is_busy
+from acp_adapter.store.sqlite_file import is_busy
 
 log = logging.getLogger("acp_progress.store")
 
