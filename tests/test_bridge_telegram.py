@@ -236,7 +236,7 @@ async def test_a_command_too_long_for_one_question_is_posted_whole_before_it() -
     from acp.schema import ToolCallUpdate
 
     from acp_adapter.client.driver import PermissionRequest
-    from acp_adapter.frontends.bridges.platforms.telegram import QUESTION_ROOM, TelegramBridge
+    from acp_adapter.frontends.bridges.platforms.telegram_questions import QUESTION_ROOM, TelegramQuestions
 
     command = "echo " + "b" * 9000 + "; rm -rf ~/hidden-tail"
     request = PermissionRequest(
@@ -248,7 +248,7 @@ async def test_a_command_too_long_for_one_question_is_posted_whole_before_it() -
         async def _send(self, chat_id: int, text: str, **kw: Any) -> None:
             posted.append(text)
 
-    text = await TelegramBridge._question_text(Chat(), 1, request)  # type: ignore[arg-type]
+    text = await TelegramQuestions._question_text(Chat(), 1, request)  # type: ignore[arg-type]
     assert (
         text.startswith("🔐 Allow Running echo bbbb…?")
         and "9,027 characters, is in the messages above" in text

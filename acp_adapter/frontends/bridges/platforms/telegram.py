@@ -16,7 +16,8 @@ request: a stale, replayed or forged callback does nothing. Once decided (or den
 answer, or left unanswered because the bridge stopped) the question is edited to say so and its
 buttons are removed.
 
-Platform rules handled here, so delivery stays platform-neutral (:class:`~..retry.RetryPolicy`):
+Platform rules, handled in :mod:`.telegram_api` so delivery stays platform-neutral
+(:class:`~..retry.RetryPolicy`):
 
 * 429 ``retry_after``: waited up to the cap, in order; beyond it that delivery is dropped and
   counted; waits end at once when the bridge stops;
@@ -37,381 +38,95 @@ the HTTP client's request log (which prints URLs containing ``/bot<token>/``) is
 :class:`TokenScrubber` removes the live token from every log record (python-telegram-bot's and
 httpx's included, exception text too) on top of the canonical redactor, and a rejected token is
 reported without quoting it.
+
+This module polls, admits and stops; its parts have modules of their own: the Bot API calls and the
+chat sink (:mod:`.telegram_api`), the permission questions (:mod:`.telegram_questions`), names and
+refusals (:mod:`.telegram_people`) and the token's scrubbing (:mod:`.telegram_token`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import os
-import re
-import secrets
-import time
-import unicodedata
-import warnings
-from collections.abc import Awaitable, Callable, Hashable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from acp_adapter.client.driver import PermissionRequest
 from acp_adapter.config import TelegramSettings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
-from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
 from acp_adapter.frontends.bridges.platforms import stop_on_signals
-from acp_adapter.frontends.bridges.retry import (
-    DROPPED_STOPPING,
-    DeliveryDropped,
-    RetryPolicy,
-    retry_after_seconds,
-)
-from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person, Verdict
-from acp_adapter.frontends.bridges.sink import (
-    BaseSink,
-    MessageId,
-    SendOutcomeUnknown,
-    split_to_fit,
-    utf16_len,
-)
+from acp_adapter.frontends.bridges.retry import DeliveryDropped, RetryPolicy
+from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.safety.terminal_text import chat_safe
 from acp_adapter.text import flatten
 
 try:
-    from telegram import (
-        Bot,
-        CallbackQuery,
-        InlineKeyboardButton,
-        InlineKeyboardMarkup,
-        ReactionTypeEmoji,
-        Update,
-        User,
-    )
-    from telegram.constants import ChatAction
-    from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
+    from telegram import Update
+    from telegram.error import InvalidToken, RetryAfter, TelegramError
     from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         "the Telegram bridge needs python-telegram-bot: pip install 'acp-progress[telegram]'"
     ) from exc
 
+# the bridge's parts (each needs python-telegram-bot too: imported once the check above passed)
+from acp_adapter.frontends.bridges.platforms.telegram_api import (
+    TELEGRAM_LIMIT,
+    TELEGRAM_REACTIONS,
+    TYPING_TTL,
+    TelegramSink,
+    call_api,
+    retry_after,
+)
+from acp_adapter.frontends.bridges.platforms.telegram_people import NAME_LIMIT, RefusalLimiter, display_name
+from acp_adapter.frontends.bridges.platforms.telegram_questions import (
+    EXPIRED,
+    QUESTION_ROOM,
+    STOPPED_VERDICT,
+    TelegramQuestions,
+)
+from acp_adapter.frontends.bridges.platforms.telegram_token import TokenScrubber, quiet_http_logs, scrubbing
+
+#: the names other modules import from here (those of the bridge's parts included)
+__all__ = [
+    "EXPIRED",
+    "NAME_LIMIT",
+    "QUESTION_ROOM",
+    "REFUSAL",
+    "REFUSAL_USER",
+    "STOPPED_VERDICT",
+    "TELEGRAM_LIMIT",
+    "TELEGRAM_REACTIONS",
+    "TOKEN_ENV",
+    "TYPING_TTL",
+    "RefusalLimiter",
+    "TelegramBridge",
+    "TelegramSetupError",
+    "TelegramSink",
+    "TokenScrubber",
+    "build_application",
+    "call_api",
+    "display_name",
+    "run_telegram",
+]
 
 log = logging.getLogger("acp_progress.bridges.telegram")
 
 TOKEN_ENV: Final = "TELEGRAM_BOT_TOKEN"
-TELEGRAM_LIMIT: Final = 4096
-#: a permission question's text, with room left for the verdict its closing edit appends
-QUESTION_ROOM: Final = 3800
-TYPING_TTL: Final = 5.0
-NAME_LIMIT: Final = 64
-"""Characters of a person's name shown in a question's verdict or a refusal."""
 ALLOWED_UPDATES: Final = ("message", "callback_query")
-
-TELEGRAM_REACTIONS: Final[Mapping[str, str]] = CHAT_REACTIONS
-"""Seed reaction -> an emoji Telegram accepts (it rejects ✅ and ❌ with REACTION_INVALID)."""
 
 REFUSAL: Final = "Sorry, this bot only works for chats it has been set up for."
 REFUSAL_USER: Final = "Sorry, this bot only takes prompts from the people it has been set up for."
-EXPIRED: Final = "This question is no longer open."
-STOPPED_VERDICT: Final = "⏹ the bridge stopped; nobody answered"
-
-_CALLBACK: Final = re.compile(r"perm:([A-Za-z0-9_-]{16}):(once|deny)")
-_WORDISH: Final = re.compile(r"[A-Za-z0-9_-]{8,}")
-
-T = TypeVar("T")
 
 
 class TelegramSetupError(AcpProgressError):
     """The Telegram bridge cannot start (no token, no allowlist); the message says what to do."""
 
 
-# ------------------------------------------------------------------------------------ secrets
-
-
-class TokenScrubber(logging.Filter):
-    """Removes the live bot token, whole or in part, from log records (message and exception text).
-
-    Attached to the root logger's handlers while the bridge runs, so records of python-telegram-bot,
-    httpx and httpcore (which log request URLs containing ``/bot<token>/``) are covered as they pass.
-    """
-
-    def __init__(self, token: str) -> None:
-        super().__init__("acp_progress.token")
-        self.token = token
-        bot_id, _, secret = token.partition(":")
-        parts = [token]
-        if len(secret) >= 8:
-            parts.append(secret)
-        self._parts = re.compile("|".join(re.escape(x) for x in sorted(parts, key=len, reverse=True)))
-        self._secret = secret
-        self._id = re.compile(rf"(?<![0-9]){re.escape(bot_id)}:\S*") if bot_id.isdigit() else None
-
-    def scrub(self, text: str) -> str:
-        text = self._parts.sub("[REDACTED]", text)
-        if self._id is not None:
-            text = self._id.sub("[REDACTED]", text)
-        if len(self._secret) >= 8:  # a piece of the secret (a truncated quote, a line split): 8+ chars
-            text = _WORDISH.sub(lambda m: "[REDACTED]" if m.group(0) in self._secret else m.group(0), text)
-        return text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a broken format string: keep the record, lose nothing else
-            message = str(record.msg)
-        record.msg = self.scrub(message)
-        record.args = None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = self.scrub(record.exc_text)
-            # the scrubbed text is the traceback now: a formatter that formats exc_info afresh
-            # (the package's does, never trusting a cached text) would bring the token back
-            record.exc_info = None
-        if record.stack_info:
-            record.stack_info = self.scrub(record.stack_info)
-        return True
-
-
-def _quiet_http_logs() -> None:
-    """httpx logs each request URL at INFO, and Bot API URLs contain the token: keep it at WARNING."""
-    for name in ("httpx", "httpcore"):
-        logger = logging.getLogger(name)
-        logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
-
-
-@contextlib.contextmanager
-def _scrubbing(token: str) -> Any:
-    """The token scrubber on every root handler (and the last-resort handler) while the bridge runs."""
-    scrubber = TokenScrubber(token)
-    handlers = list(logging.getLogger().handlers)
-    if logging.lastResort is not None:
-        handlers.append(logging.lastResort)
-    for handler in handlers:
-        handler.addFilter(scrubber)
-    try:
-        yield scrubber
-    finally:
-        for handler in handlers:
-            handler.removeFilter(scrubber)
-
-
-def display_name(user: User | None) -> str:
-    """A short, printable name for a person: @username, else their first (and last) name, else the id."""
-    if user is None:
-        return "someone"
-    if user.username:
-        raw = f"@{user.username}"
-    else:
-        raw = " ".join(x for x in (user.first_name, user.last_name) if x) or f"user {user.id}"
-    clean = "".join(ch for ch in raw if unicodedata.category(ch)[0] != "C")
-    clean = " ".join(clean.split())[:NAME_LIMIT] or f"user {user.id}"
-    return redact_text(clean)
-
-
-# ------------------------------------------------------------------------------- API calls
-
-
-def _retry_after(exc: RetryAfter) -> float:
-    """The exception's ``retry_after`` (read without v22's warning that the int becomes a timedelta),
-    converted by the bridges' one reader, :func:`~..retry.retry_after_seconds`."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        value = exc.retry_after
-    return retry_after_seconds(value)
-
-
-def _bad_response(exc: TelegramError) -> bool:
-    """A 5xx, an HTML page, malformed JSON, a dropped connection or a timeout: worth another try."""
-    if isinstance(exc, BadRequest):
-        return False  # BadRequest is a NetworkError in python-telegram-bot; the request itself is wrong
-    if isinstance(exc, NetworkError):  # 5xx (JSON or not), connection errors, TimedOut
-        return True
-    return exc.message == "Invalid server response"  # a 200 whose body is not JSON
-
-
-async def call_api(
-    what: str,
-    make: Callable[[], Awaitable[T]],
-    policy: RetryPolicy,
-    *,
-    important: bool = False,
-    exactly_once: bool = False,
-) -> T | None:
-    """One Bot API call under the bridge's one :class:`~..retry.RetryPolicy`.
-
-    429: wait ``retry_after`` up to the cap (then :class:`~..retry.DeliveryDropped`); bad responses
-    are retried with backoff when ``important`` (answers, errors, questions). "message is not
-    modified" means the chat already shows that text: success, ``None``. Other errors propagate
-    (the delivery layer logs them, redacted, and carries on). ``exactly_once``: a timeout (Telegram
-    may have shown the message) raises :class:`~..sink.SendOutcomeUnknown` instead of a retry.
-    """
-    floods = 0
-    retries = 0
-    while True:
-        try:
-            return await make()
-        except RetryAfter as exc:
-            floods += 1
-            wait = policy.flood_wait(what, _retry_after(exc), floods)
-            log.info("%s: Telegram asked to retry after %.1fs", what, wait)
-            if not await policy.sleep(wait):
-                raise DeliveryDropped(DROPPED_STOPPING, f"{what}: the bridge stopped during a wait") from None
-        except BadRequest as exc:
-            if "message is not modified" in exc.message.lower():
-                return None
-            raise
-        except TimedOut as exc:
-            if exactly_once:
-                raise SendOutcomeUnknown(f"{what} timed out") from exc
-            if not important or retries >= policy.answer_retries:
-                raise
-            retries += 1
-            delay = policy.backoff_delay(retries)
-            log.info("%s: timed out; retry %d in %.1fs", what, retries, delay)
-            if not await policy.sleep(delay):
-                raise
-        except TelegramError as exc:
-            if not important or not _bad_response(exc) or retries >= policy.answer_retries:
-                raise
-            retries += 1
-            delay = policy.backoff_delay(retries)
-            log.info("%s: %s; retry %d in %.1fs", what, redact_text(exc.message)[:200], retries, delay)
-            if not await policy.sleep(delay):
-                raise
-
-
-class TelegramSink(BaseSink):
-    """One Telegram chat as a delivery sink."""
-
-    limit: int = TELEGRAM_LIMIT
-    typing_ttl: float | None = TYPING_TTL
-
-    def __init__(self, bot: Bot, chat_id: int, policy: RetryPolicy | None = None) -> None:
-        self.bot = bot
-        self.chat_id = chat_id
-        self.policy = policy or RetryPolicy()
-
-    def measure(self, text: str) -> int:
-        return utf16_len(text)
-
-    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> MessageId:
-        # A post is an answer, an error notice or the first line of a bubble: worth retrying.
-        # Progress lines and the placeholder are silent; the answer notifies.
-        message = await call_api(
-            "sendMessage",
-            lambda: self.bot.send_message(self.chat_id, chat_safe(text), disable_notification=silent),
-            self.policy,
-            important=True,
-            exactly_once=exactly_once,
-        )
-        return None if message is None else message.message_id
-
-    async def edit(self, message_id: MessageId, text: str) -> None:
-        await call_api(
-            "editMessageText",
-            lambda: self.bot.edit_message_text(chat_safe(text), chat_id=self.chat_id, message_id=message_id),
-            self.policy,
-        )
-
-    async def delete(self, message_id: MessageId) -> None:
-        # the summary placeholder: left behind it would show a stale "⏳ …" above the answer
-        await call_api(
-            "deleteMessage",
-            lambda: self.bot.delete_message(self.chat_id, message_id),
-            self.policy,
-            important=True,
-        )
-
-    async def typing(self, on: bool) -> None:
-        if on:  # Telegram has no "stop typing": it lapses after 5 s or at our next message
-            await call_api(
-                "sendChatAction",
-                lambda: self.bot.send_chat_action(self.chat_id, ChatAction.TYPING),
-                self.policy,
-            )
-
-    async def react(self, target: MessageId, kind: ReactionKind) -> None:
-        emoji = TELEGRAM_REACTIONS[kind]
-        await call_api(
-            "setMessageReaction",
-            lambda: self.bot.set_message_reaction(self.chat_id, target, [ReactionTypeEmoji(emoji)]),
-            self.policy,
-        )
-
-
-# ------------------------------------------------------------------------------- strangers
-
-
-class RefusalLimiter:
-    """One refusal per key (chat) per ``interval`` and ``per_hour`` in all; remembers ``memory`` keys.
-
-    A crowd of strangers costs at most ``per_hour`` messages an hour and ``memory`` entries of
-    memory, however many of them there are and however often they write.
-    """
-
-    def __init__(
-        self,
-        interval: float = 3600.0,
-        per_hour: int = 60,
-        memory: int = 4096,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.interval = interval
-        self.per_hour = per_hour
-        self.memory = memory
-        self.clock = clock
-        self.sent = 0
-        self.suppressed = 0
-        self._last: collections.OrderedDict[Hashable, float] = collections.OrderedDict()
-        self._recent: collections.deque[float] = collections.deque()
-
-    def __len__(self) -> int:
-        return len(self._last)
-
-    def allow(self, key: Hashable) -> bool:
-        """True when ``key`` may get a refusal now (and it is counted as sent)."""
-        now = self.clock()
-        last = self._last.get(key)
-        if last is not None and now - last < self.interval:
-            self.suppressed += 1
-            return False
-        while self._recent and now - self._recent[0] >= 3600.0:
-            self._recent.popleft()
-        if len(self._recent) >= self.per_hour:
-            self.suppressed += 1
-            return False
-        self._last[key] = now
-        self._last.move_to_end(key)
-        while len(self._last) > self.memory:
-            self._last.popitem(last=False)
-        self._recent.append(now)
-        self.sent += 1
-        return True
-
-
 # ------------------------------------------------------------------------------- the bridge
-
-
-@dataclass
-class _Question:
-    """One open permission question: where it is, who may answer it, and its answer."""
-
-    nonce: str
-    chat_id: int
-    text: str
-    deciders: frozenset[Any]
-    who: str
-    future: asyncio.Future[tuple[bool, str]]
-    #: who answered, for the agent's audit (``telegram:<user id>``)
-    decided_by: str = ""
-    message_id: int | None = None
-    closed: bool = False
-    presses: int = field(default=0)
 
 
 class TelegramBridge:
@@ -432,7 +147,6 @@ class TelegramBridge:
         self.app = application
         self.allowed = frozenset(instance.routing.chat_ids)
         self.users = frozenset(instance.routing.user_ids)
-        self.approvers = frozenset(instance.routing.approvers)
         self.policy = policy or RetryPolicy(
             retry_after_cap=settings.retry_after_cap,
             answer_retries=settings.answer_retries,
@@ -441,27 +155,23 @@ class TelegramBridge:
         self.refusals = RefusalLimiter(
             settings.refusal_interval, settings.refusals_per_hour, settings.refusal_memory
         )
+        #: the permission questions asked in this bridge's chats (Allow once / Deny buttons)
+        self.questions = TelegramQuestions(application, self.policy, frozenset(instance.routing.approvers))
         self._sinks: dict[int, TelegramSink] = {}
-        self._questions: dict[str, _Question] = {}
         self._inbox: dict[int, str] = {}  # update_id -> durable inbox key, until on_message takes it
         self._recovered: list[asyncio.Task[None]] = []
-        runner.ask_permission = self.ask_permission
+        runner.ask_permission = self.questions.ask_permission
         # Only "message" updates are prompts: not edited_message, channel_post or edited_channel_post.
         application.add_handler(
             MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT, self.on_message, block=False)
         )
-        application.add_handler(CallbackQueryHandler(self.on_callback, block=False))
+        application.add_handler(CallbackQueryHandler(self.questions.on_callback, block=False))
         application.add_error_handler(self.on_error)
 
     def sink(self, chat_id: int) -> TelegramSink:
         if chat_id not in self._sinks:
             self._sinks[chat_id] = TelegramSink(self.app.bot, chat_id, self.policy)
         return self._sinks[chat_id]
-
-    async def _send(self, chat_id: int, text: str, **kw: Any) -> Any:
-        return await call_api(
-            "sendMessage", lambda: self.app.bot.send_message(chat_id, text, **kw), self.policy, important=True
-        )
 
     # ------------------------------------------------------------------ durable intake
 
@@ -551,7 +261,7 @@ class TelegramBridge:
             except InvalidToken:
                 raise
             except RetryAfter as exc:
-                await self.policy.sleep(self.policy.poll_wait(_retry_after(exc)))
+                await self.policy.sleep(self.policy.poll_wait(retry_after(exc)))
                 continue
             except TelegramError as exc:
                 failures += 1
@@ -602,150 +312,6 @@ class TelegramBridge:
         except (TelegramError, DeliveryDropped) as exc:
             log.info("refusal to chat %s not sent: %s", chat_id, redact_text(str(exc))[:200])
 
-    # ------------------------------------------------------------------ permission questions
-
-    async def ask_permission(
-        self, chat_id: Any, request: PermissionRequest, patience: float, requester: Person | None
-    ) -> Verdict | bool | None:
-        """Allow once / Deny under a question; only the requester (or an approver) may answer.
-
-        Denied when nobody answers within ``patience``; ``None`` when the bridge stops first.
-        """
-        if self.policy.stopping.is_set():
-            return None
-        deciders = set(self.approvers)
-        if requester is not None:
-            deciders.add(requester.id)
-        who = requester.name if requester is not None else "an approver"
-        if requester is not None and self.approvers - {requester.id}:
-            who += " or an approver"
-        q = _Question(
-            nonce=secrets.token_urlsafe(12),
-            chat_id=int(chat_id),
-            text=await self._question_text(int(chat_id), request),
-            deciders=frozenset(deciders),
-            who=who,
-            future=asyncio.get_running_loop().create_future(),
-        )
-        keyboard = InlineKeyboardMarkup(
-            [
-                [
-                    InlineKeyboardButton("Allow once", callback_data=f"perm:{q.nonce}:once"),
-                    InlineKeyboardButton("Deny", callback_data=f"perm:{q.nonce}:deny"),
-                ]
-            ]
-        )
-        self._questions[q.nonce] = q
-        try:
-            sent = await self._send(q.chat_id, q.text, reply_markup=keyboard)
-            if sent is None:
-                return False
-            q.message_id = sent.message_id
-            if q.closed:  # the bridge stopped while the question was on its way
-                q.closed = False
-                await self._close(q, STOPPED_VERDICT)
-                return None
-            try:
-                allowed, by = await asyncio.wait_for(asyncio.shield(q.future), patience)
-            except TimeoutError:
-                if q.closed:  # the bridge stopped meanwhile
-                    return None
-                await self._close(q, f"⌛ denied: nobody answered within {patience:g}s")
-                return False
-            if by == "":  # resolved by stop_questions, which edits the question itself
-                return None
-            await self._close(q, f"✅ allowed once by {by}" if allowed else f"❌ denied by {by}")
-            return Verdict(allowed, q.decided_by)
-        finally:
-            self._questions.pop(q.nonce, None)
-
-    async def _question_text(self, chat_id: int, request: PermissionRequest) -> str:
-        """``🔐 Allow <title>?`` and, when the title does not hold it, the whole command under it:
-        nobody can approve what they cannot see. A command too long for one question is posted
-        whole first (in as many messages as it takes), and the question says so."""
-        question = chat_safe(redact_text(f"🔐 Allow {request.title}?"))
-        command = request.command
-        if command is None or " ".join(command.split()) in request.title:
-            return question
-        whole = chat_safe(redact_text(command.strip()))
-        if utf16_len(question) + utf16_len(whole) + 2 <= QUESTION_ROOM:
-            return f"{question}\n\n{whole}"
-        for part in split_to_fit(whole, QUESTION_ROOM, utf16_len):
-            await self._send(chat_id, part)
-        return f"{question}\n\n(the whole command, {len(whole):,} characters, is in the messages above)"
-
-    async def _close(self, q: _Question, verdict: str) -> None:
-        """Edit the question to say how it ended; no reply_markup, so its buttons are gone."""
-        if q.closed:
-            return
-        q.closed = True
-        if q.message_id is None:
-            return
-        mid = q.message_id
-        try:
-            await call_api(
-                "editMessageText",
-                lambda: self.app.bot.edit_message_text(
-                    f"{q.text} — {verdict}", chat_id=q.chat_id, message_id=mid
-                ),
-                self.policy,
-                important=True,
-            )
-        except (TelegramError, DeliveryDropped) as exc:
-            log.warning("could not close a permission question: %s", redact_text(str(exc))[:200])
-
-    async def on_callback(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        query = update.callback_query
-        if query is None:
-            return
-        match = _CALLBACK.fullmatch(query.data or "")
-        q = self._questions.get(match.group(1)) if match else None
-        message = query.message
-        if (
-            q is None
-            or match is None
-            or q.closed
-            or message is None
-            or message.chat.id != q.chat_id
-            or message.message_id != q.message_id
-        ):
-            await self._answer(query, EXPIRED)
-            return
-        user = query.from_user
-        if user is None or user.id not in q.deciders:
-            log.info(
-                "chat %s: %s pressed a button of a question only %s can answer",
-                q.chat_id,
-                user and user.id,
-                q.who,
-            )
-            await self._answer(query, f"Only {q.who} can answer this.")
-            return
-        if q.future.done():
-            await self._answer(query, "This question has already been answered.")
-            return
-        allowed = match.group(2) == "once"
-        q.decided_by = f"telegram:{user.id}"
-        q.future.set_result((allowed, display_name(user)))
-        await self._answer(query, "Allowed once" if allowed else "Denied")
-
-    async def _answer(self, query: CallbackQuery, text: str) -> None:
-        try:
-            await call_api("answerCallbackQuery", lambda: query.answer(text[:200]), self.policy)
-        except (TelegramError, DeliveryDropped) as exc:
-            log.info("answerCallbackQuery failed: %s", redact_text(str(exc))[:200])
-
-    async def stop_questions(self) -> None:
-        """Stopping: every open question is edited to say nobody answered; its turn is told "cancelled"."""
-        open_questions = [q for q in self._questions.values() if not q.closed]
-        for q in open_questions:
-            if not q.future.done():
-                q.future.set_result((False, ""))
-        await asyncio.gather(
-            *(self._close(q, STOPPED_VERDICT) for q in open_questions),
-            return_exceptions=True,
-        )
-
     async def stop(self, grace: float) -> None:
         """Ctrl-C/SIGTERM: no more waits, close the questions, cancel the turns, deliver their last lines."""
         loop = asyncio.get_running_loop()
@@ -753,7 +319,7 @@ class TelegramBridge:
         self.policy.stopping.set()
         self.runner.interrupt(STOPPED)  # first: no answer to a closed question reaches the chat
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stop_questions(), max(0.1, deadline - loop.time()))
+            await asyncio.wait_for(self.questions.stop_questions(), max(0.1, deadline - loop.time()))
         await self.runner.shutdown(STOPPED, grace=max(0.1, deadline - loop.time()))
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
@@ -805,9 +371,9 @@ async def run_telegram(
             f"acp-progress bridge update {instance.name} --chat-id ID"
         )
     api = api_url or settings.api_url  # ACP_PROGRESS_TELEGRAM_API_URL or [telegram] api_url
-    _quiet_http_logs()
+    quiet_http_logs()
     stop = stop or asyncio.Event()
-    with _scrubbing(token) as scrubber:
+    with scrubbing(token) as scrubber:
         try:
             with stop_on_signals(stop, runner):
                 app = build_application(token, api, settings, poll_timeout)
