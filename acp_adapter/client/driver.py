@@ -4,372 +4,93 @@ Every front-end (``watch``, the chat bridges, the AG-UI endpoint) drives its age
 :class:`AgentDriver`, so "spawn, initialize, open a session, prompt, stream the updates, answer
 permission requests, cancel, shut down" has one implementation with one set of failure messages.
 
-Why a message-level transport of our own instead of the SDK's byte-stream helper: an agent that is
-not an ACP agent (``cat``, ``python -c 'print(123)'``) or that prints garbage on stdout must produce a
-clear one-line error, not a traceback from the SDK's receive loop. The transport parses each line
-once, hands only JSON objects to the SDK connection and keeps a sample of what it skipped for the
-error message.
+This module speaks ACP to the agent (initialize, sessions, prompts, cancel, flow control); its
+parts have modules of their own: the agent's process (:mod:`.agent_process`), the message-level
+transport that turns a non-ACP agent's output into a clear error (:mod:`.transport`), a prompt's
+:class:`~.turn.Turn`, the permission requests and policies (:mod:`.permissions`) and the errors
+(:mod:`.agent_errors`). Front-ends import all of them from here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import os
-import shlex
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import IO, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.helpers import SessionUpdate
 from acp.schema import (
-    AllowedOutcome,
-    AudioContentBlock,
     ClientCapabilities,
     CurrentModeUpdate,
-    DeniedOutcome,
-    EmbeddedResourceContentBlock,
     HttpMcpServer,
-    ImageContentBlock,
     Implementation,
     InitializeResponse,
     McpServerStdio,
     PermissionOption,
-    PromptResponse,
     RequestPermissionResponse,
-    ResourceContentBlock,
     SessionInfo,
-    TextContentBlock,
     ToolCallUpdate,
 )
 
 from acp_adapter._version import __version__
-from acp_adapter.client.procgroup import end_process_group
-from acp_adapter.client.session_state import SessionFacts
-from acp_adapter.errors import AcpProgressError
-from acp_adapter.protocol import (
-    CHUNK_BYTES,
-    JsonRpcStream,
-    Refused,
-    StreamLimits,
-    error_answer,
-    sniff_response_id,
+from acp_adapter.client.agent_errors import (
+    AgentCrashed,
+    AgentError,
+    AgentLogError,
+    AgentStartError,
+    PromptRefused,
+    TurnInProgress,
+    describe_error,
 )
-from acp_adapter.protocol.meta import STORE_FLUSH_METHOD, ProgressMeta, meta_field, meta_of
+from acp_adapter.client.agent_process import AgentProcess, default_agent_command, parse_agent_command
+from acp_adapter.client.permissions import (
+    AUTOMATIC_META,
+    PermissionPolicy,
+    PermissionRequest,
+    allow_all,
+    deny_all,
+    permission_response,
+    with_surface,
+)
+from acp_adapter.client.session_state import SessionFacts
+from acp_adapter.client.transport import AgentTransport
+from acp_adapter.client.turn import PromptBlock, Turn
+from acp_adapter.protocol import StreamLimits
+from acp_adapter.protocol.meta import STORE_FLUSH_METHOD, meta_of
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.safety.secret_env import agent_environment
+
+#: the names other modules import from here (the errors, permissions and turns included, now in
+#: :mod:`.agent_errors`, :mod:`.permissions` and :mod:`.turn`)
+__all__ = [
+    "AUTOMATIC_META",
+    "AgentCrashed",
+    "AgentDriver",
+    "AgentError",
+    "AgentLogError",
+    "AgentStartError",
+    "PermissionPolicy",
+    "PermissionRequest",
+    "PromptBlock",
+    "PromptRefused",
+    "Turn",
+    "TurnInProgress",
+    "allow_all",
+    "default_agent_command",
+    "deny_all",
+    "describe_error",
+    "parse_agent_command",
+    "permission_response",
+    "with_surface",
+]
 
 log = logging.getLogger("acp_progress.client")
 
-#: Lines of the agent's stderr kept for error messages.
-STDERR_TAIL_LINES = 12
-#: The message of the error a request gets when its answer came in a line the reader refused.
-REFUSED_ANSWER = "the agent's answer was refused by the line reader"
-#: ``_meta`` on a permission answer that no person gave (a policy decided), so the agent can say so.
-AUTOMATIC_META: dict[str, Any] = meta_field(ProgressMeta(automatic=True))
-
-PromptBlock = (
-    TextContentBlock
-    | ImageContentBlock
-    | AudioContentBlock
-    | ResourceContentBlock
-    | EmbeddedResourceContentBlock
-)
-
-
-class AgentError(AcpProgressError):
-    """A failure talking to the agent; ``str(exc)`` is one redacted line fit for a user."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(redact_text(" ".join(message.split())))
-
-
-class AgentStartError(AgentError):
-    """The agent could not be started or did not complete ``initialize``."""
-
-
-class AgentLogError(AgentStartError):
-    """The ``--agent-log`` file cannot be written (a usage error: the front-end exits 2)."""
-
-
-class AgentCrashed(AgentError):
-    """The agent process died, or its connection broke, while a request was outstanding."""
-
-
-class PromptRefused(AgentError):
-    """The agent answered ``session/prompt`` with a JSON-RPC error: ``reason`` is its message,
-    ``details`` its ``data.details`` (when present), ``code`` and ``data`` as received (redacted)."""
-
-    def __init__(self, exc: RequestError) -> None:
-        super().__init__(f"the agent answered the prompt with an error: {exc}")
-        self.code: int = exc.code
-        self.reason = redact_text(str(exc))
-        data = exc.data
-        details = data.get("details") if isinstance(data, dict) else None
-        self.details: str | None = redact_text(str(details)) if details is not None else None
-        self.data: Any = data
-
-
-def describe_error(exc: RequestError) -> str:
-    """A JSON-RPC error as one redacted phrase: its message, then its ``data.details`` when they say
-    more (``Internal error: ANTHROPIC_API_KEY is not set``): the message alone is often only the
-    generic text of the code, and the reason is in the details."""
-    message = " ".join(str(exc).split())
-    data = exc.data
-    details = data.get("details") if isinstance(data, dict) else None
-    if details is None:
-        return redact_text(message)
-    said = " ".join(str(details).split())
-    if not said or said in message:
-        return redact_text(message)
-    return redact_text(f"{message}: {said}" if message else said)
-
-
-class TurnInProgress(AgentError):
-    """ACP allows one prompt per session at a time."""
-
-
-# ---------------------------------------------------------------------------- commands
-
-
-def default_agent_command() -> list[str]:
-    """This project's agent, run by the same interpreter (works without the console script)."""
-    return [sys.executable, "-m", "acp_adapter"]
-
-
-def parse_agent_command(command: str | Sequence[str] | None) -> list[str]:
-    """Turn an ``--agent`` value into argv, with a clear error for unbalanced quotes."""
-    if command is None:
-        return default_agent_command()
-    if isinstance(command, str):
-        try:
-            argv = shlex.split(command)
-        except ValueError as exc:
-            raise AgentStartError(f"cannot parse the agent command {command!r}: {exc}") from None
-    else:
-        argv = [str(part) for part in command]
-    if not argv:
-        raise AgentStartError("the agent command is empty")
-    return argv
-
-
-# ---------------------------------------------------------------------------- permissions
-
-
-@dataclass(frozen=True)
-class PermissionRequest:
-    """One ``session/request_permission`` from the agent, as the policy sees it."""
-
-    session_id: str
-    tool_call: ToolCallUpdate
-    options: list[PermissionOption]
-
-    @property
-    def title(self) -> str:
-        return self.tool_call.title or self.tool_call.tool_call_id
-
-    @property
-    def command(self) -> str | None:
-        """The whole command the agent asks to run (``rawInput.command``), when it says so: a
-        card's title is cut, and nobody can approve what they cannot see."""
-        raw = self.tool_call.raw_input
-        command = raw.get("command") if isinstance(raw, dict) else None
-        return command if isinstance(command, str) and command.strip() else None
-
-
-PermissionPolicy = Callable[[PermissionRequest], Awaitable[RequestPermissionResponse]]
-
-
-def permission_response(
-    request: PermissionRequest,
-    allow: bool,
-    *,
-    automatic: bool = False,
-    decided_by: str | None = None,
-    surface: str | None = None,
-) -> RequestPermissionResponse:
-    """Answer ``request`` by picking its allow (or reject) option. ``automatic`` marks a policy
-    decision; ``decided_by`` names the person who answered (the agent keeps both in its audit, with
-    ``surface``, which the driver fills in with its front-end's name when the policy did not)."""
-    wanted = "allow" if allow else "reject"
-    ranked = sorted(
-        (o for o in request.options if o.kind.startswith(wanted)),
-        key=lambda o: not o.kind.endswith("once"),  # prefer a one-time answer over "always"
-    )
-    who = ProgressMeta(automatic=True if automatic else None, decided_by=decided_by, surface=surface)
-    meta = meta_field(who) if who.dump() else None
-    if not ranked:
-        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"), field_meta=meta)
-    return RequestPermissionResponse(
-        outcome=AllowedOutcome(outcome="selected", option_id=ranked[0].option_id), field_meta=meta
-    )
-
-
-def with_surface(response: RequestPermissionResponse, surface: str) -> RequestPermissionResponse:
-    """``response`` with ``_meta.acpProgress.surface`` set, unless its policy already named one."""
-    meta = meta_of(response) or ProgressMeta()
-    if meta.surface is not None:
-        return response
-    field_meta = dict(response.field_meta or {})
-    field_meta.update(meta_field(meta.model_copy(update={"surface": surface})))
-    return response.model_copy(update={"field_meta": field_meta})
-
-
-async def allow_all(request: PermissionRequest) -> RequestPermissionResponse:
-    """Policy: allow every request without asking (``--yes``)."""
-    return permission_response(request, True, automatic=True)
-
-
-async def deny_all(request: PermissionRequest) -> RequestPermissionResponse:
-    """Policy: deny every request; the answer says no person was asked."""
-    return permission_response(request, False, automatic=True)
-
-
-# ---------------------------------------------------------------------------- transport
 
 #: Messages the driver reads at most before it lets their delivery tasks run (see ``_wait_for_room``).
 SETTLE_EVERY = 64
-
-
-class _AgentTransport(JsonRpcStream):
-    """JSON-RPC messages over the agent's stdin/stdout through the package's one line reader.
-
-    Lines the reader refuses (not JSON, not an object, too long, too deep, not strict JSON) are
-    skipped with a warning and remembered: they explain a failed initialize. They are not answered:
-    an agent that writes garbage on stdout is not listening for our opinion of it. A refused line
-    that plainly starts as the answer to one of our requests (``{"jsonrpc":"2.0","id":7,"result":…``
-    with a ``NaN`` or 300 levels of nesting further on) fails that request with an error that says
-    why; otherwise the prompt would wait forever for an answer that already came and was refused.
-    """
-
-    def __init__(
-        self,
-        process: asyncio.subprocess.Process,
-        limits: StreamLimits,
-        gate: Callable[[], Awaitable[object]] | None = None,
-    ) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        self._stdin = process.stdin
-        self.skipped: collections.deque[str] = collections.deque(maxlen=3)
-        self.skipped_count = 0
-        super().__init__(
-            process.stdout, process.stdin, limits, answer_refusals=False, on_refusal=self._skip, gate=gate
-        )
-
-    def _skip(self, refused: Refused) -> dict[str, Any] | None:
-        self.skipped_count += 1
-        sample = redact_text(refused.head[:200].decode(errors="replace").strip())
-        self.skipped.append(sample)
-        log.warning(
-            "the agent wrote a line that is not a JSON-RPC message on stdout (%s): %s", refused.reason, sample
-        )
-        answered = sniff_response_id(refused.head)
-        if answered is None:
-            return None
-        reason = redact_text(refused.reason)
-        return error_answer(RequestError(-32603, REFUSED_ANSWER, {"details": reason}), answered)
-
-    async def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._stdin.close()
-
-
-# ---------------------------------------------------------------------------- turns
-
-
-@dataclass(frozen=True)
-class _End:
-    response: PromptResponse | None
-    error: BaseException | None
-
-
-class Turn:
-    """One prompt's session updates, in order, then its :class:`PromptResponse`.
-
-    Iterate it (``async for update in turn``) or ``await turn.wait()``. The prompt request is sent
-    when the turn is created, so updates queue up even before the caller starts iterating — up to
-    ``max_queued_updates``: then the driver stops reading the agent's stdout until the consumer
-    catches up (the agent's writes then block in the pipe), so a slow consumer bounds memory instead
-    of growing a queue. Permission answers are written, never read, so they are not held up.
-    """
-
-    def __init__(self, driver: AgentDriver, session_id: str) -> None:
-        self.session_id = session_id
-        self.response: PromptResponse | None = None
-        self._driver = driver
-        self._queue: asyncio.Queue[SessionUpdate | _End] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
-        self._finished = False
-        #: set once the prompt request is on its way, so a cancel can never overtake it on the wire
-        self._sent = asyncio.Event()
-
-    def _feed(self, update: SessionUpdate) -> None:
-        self._queue.put_nowait(update)  # never blocks: the driver stops reading while it is full
-        if self._queue.qsize() >= self._driver.limits.max_queued_updates:
-            self._driver.update_room()
-
-    @property
-    def queued(self) -> int:
-        return self._queue.qsize()
-
-    @property
-    def full(self) -> bool:
-        """Holding as many unconsumed updates as the driver lets a turn hold."""
-        return not self._finished and self._queue.qsize() >= self._driver.limits.max_queued_updates
-
-    def _start(self, blocks: list[PromptBlock]) -> None:
-        self._task = asyncio.create_task(self._run(blocks), name=f"acp-prompt-{self.session_id}")
-
-    async def _run(self, blocks: list[PromptBlock]) -> None:
-        response: PromptResponse | None = None
-        error: BaseException | None = None
-        try:
-            request = self._driver.connection.prompt(session_id=self.session_id, prompt=blocks)
-            self._sent.set()  # the request is written in this same step (the send lock is FIFO)
-            response = await request
-        except asyncio.CancelledError:
-            error = AgentCrashed("the prompt was abandoned because the driver closed")
-        except RequestError as exc:
-            error = PromptRefused(exc)
-        except Exception as exc:
-            error = await self._driver.crash_error(exc)
-        finally:
-            self._driver.turn_ended(self)
-            self._queue.put_nowait(_End(response, error))
-
-    @property
-    def done(self) -> bool:
-        return self._finished
-
-    async def __aiter__(self) -> AsyncIterator[SessionUpdate]:
-        while not self._finished:
-            item = await self._queue.get()
-            self._driver.update_room()
-            if isinstance(item, _End):
-                self._finished = True
-                if item.error is not None:
-                    raise item.error
-                self.response = item.response
-                return
-            yield item
-
-    async def wait(self) -> PromptResponse:
-        """Consume the remaining updates and return the prompt response."""
-        async for _ in self:
-            pass
-        if self.response is None:  # iterated to the end before: the response is already known
-            raise AgentCrashed("the turn ended without a prompt response")
-        return self.response
-
-    async def cancel(self) -> None:
-        await self._driver.cancel(self.session_id)
-
-
-# ---------------------------------------------------------------------------- the driver
 
 
 class _DriverClient:
@@ -412,6 +133,8 @@ class AgentDriver:
         mcp_servers: Sequence[McpServerStdio | HttpMcpServer] = (),
     ) -> None:
         self.argv = parse_agent_command(command)
+        #: the agent as an operating-system process (its group, its stderr, its exit)
+        self._agent = AgentProcess(self.argv)
         #: the MCP servers sent in every ``session/new`` and ``session/load`` (``--mcp-config``,
         #: the settings file's ``[mcp_servers]``): the agent starts them, whichever agent it is
         self.mcp_servers: list[McpServerStdio | HttpMcpServer] = list(mcp_servers)
@@ -431,9 +154,8 @@ class AgentDriver:
         self.client_capabilities = client_capabilities or ClientCapabilities()
         self.on_stray_update = on_stray_update
         self.initialize_response: InitializeResponse | None = None
-        self.process: asyncio.subprocess.Process | None = None
         self._conn: Any = None
-        self._transport: _AgentTransport | None = None
+        self._transport: AgentTransport | None = None
         self._turns: dict[str, Turn] = {}
         #: sessions being loaded: their replayed updates go to the loader's callback
         self._replaying: dict[str, Callable[[SessionUpdate], None]] = {}
@@ -441,9 +163,6 @@ class AgentDriver:
         self.facts: dict[str, SessionFacts] = {}
         #: the last :meth:`list_sessions` stopped before the agent's last page (its cursors loop)
         self.list_incomplete = False
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._stderr_task: asyncio.Task[None] | None = None
-        self._log_file: IO[bytes] | None = None
         self._closed = False
 
     # ------------------------------------------------------------ lifecycle
@@ -454,6 +173,11 @@ class AgentDriver:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
+
+    @property
+    def process(self) -> asyncio.subprocess.Process | None:
+        """The agent's process once started (None before)."""
+        return self._agent.process
 
     @property
     def connection(self) -> Any:
@@ -472,34 +196,8 @@ class AgentDriver:
         return self.initialize_response
 
     async def _spawn(self) -> None:
-        # the front-end's own secrets (bot token, endpoint token) are never the agent's
-        env = agent_environment(os.environ, self.env)
-        if self.stderr_log is not None:  # before the agent starts: a bad path must not leave it running
-            try:
-                self._log_file = open(self.stderr_log, "ab")  # noqa: SIM115, ASYNC230 - tiny; closed in close()
-            except OSError as exc:
-                raise AgentLogError(
-                    f"cannot write the agent log {os.fspath(self.stderr_log)}: {exc.strerror or exc}"
-                ) from None
-        try:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                cwd=self.cwd,
-                limit=CHUNK_BYTES,  # the line reader enforces the line limit; this only sizes the pipe buffer
-                start_new_session=True,  # its own process group: shutdown reaches its children too
-            )
-        except FileNotFoundError:
-            raise AgentStartError(f"cannot start the agent {self.argv[0]!r}: command not found") from None
-        except PermissionError:
-            raise AgentStartError(f"cannot start the agent {self.argv[0]!r}: permission denied") from None
-        except OSError as exc:
-            raise AgentStartError(f"cannot start the agent {self.argv[0]!r}: {exc.strerror or exc}") from None
-        self._stderr_task = asyncio.create_task(self._pump_stderr(), name="acp-agent-stderr")
-        self._transport = _AgentTransport(self.process, self.limits, gate=self._wait_for_room)
+        process = await self._agent.spawn(self.env, self.cwd, self.stderr_log)
+        self._transport = AgentTransport(process, self.limits, gate=self._wait_for_room)
         self._conn = connect_to_agent(_DriverClient(self), self._transport)  # type: ignore[arg-type]
 
     async def _wait_for_room(self) -> None:
@@ -522,24 +220,6 @@ class AgentDriver:
             self._room.clear()
         else:
             self._room.set()
-
-    async def _pump_stderr(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
-        stream = self.process.stderr
-        while True:
-            try:
-                line = await stream.readline()
-            except (asyncio.LimitOverrunError, ValueError):
-                continue
-            if not line:
-                return
-            if self._log_file is not None:
-                with contextlib.suppress(OSError):
-                    self._log_file.write(line)
-                    self._log_file.flush()
-            text = line.decode(errors="replace").rstrip()
-            if text:
-                self._stderr_tail.append(text)
 
     async def _initialize(self) -> InitializeResponse:
         assert self.process is not None
@@ -578,51 +258,36 @@ class AgentDriver:
         if not done:
             raise AgentStartError(
                 f"{name} did not answer initialize within {self.init_timeout:g}s; is it an ACP agent?"
-                f"{self._skipped_hint()}{self._stderr_hint()}"
+                f"{self._skipped_hint()}{self._agent.stderr_hint()}"
             )
-        code = await self._exit_code()
+        code = await self._agent.exit_code_within()
         raise AgentStartError(
             f"the agent {name} exited{f' with code {code}' if code is not None else ''} before answering "
-            f"initialize{self._skipped_hint()}{self._stderr_hint()}"
+            f"initialize{self._skipped_hint()}{self._agent.stderr_hint()}"
         )
-
-    async def _exit_code(self, wait: float = 1.0) -> int | None:
-        if self.process is None:
-            return None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.process.wait(), wait)
-        if self._stderr_task is not None:  # let the last stderr lines arrive for the message
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._stderr_task), 0.5)
-        return self.process.returncode
 
     def _skipped_hint(self) -> str:
         if self._transport is None or not self._transport.skipped:
             return ""
         return f"; it wrote non-ACP output on stdout: {self._transport.skipped[0]!r}"
 
-    def _stderr_hint(self) -> str:
-        if not self._stderr_tail:
-            return ""
-        tail = " | ".join(list(self._stderr_tail)[-3:])
-        return f"; its stderr ends: {redact_text(tail)}"
-
     @property
     def exit_code(self) -> int | None:
         """The agent's exit status once its process ended; None while it runs (or before it started)."""
-        return self.process.returncode if self.process is not None else None
+        return self._agent.returncode
 
     @property
     def stderr_tail(self) -> list[str]:
         """The last lines the agent wrote on stderr, redacted."""
-        return [redact_text(line) for line in self._stderr_tail]
+        return self._agent.stderr_tail
 
     async def crash_error(self, exc: BaseException) -> AgentCrashed:
         """Turn a broken connection into a message that says what happened to the agent."""
-        code = await self._exit_code(wait=1.0)
+        code = await self._agent.exit_code_within(wait=1.0)
+        hint = self._agent.stderr_hint()
         if code is not None:
-            return AgentCrashed(f"the agent exited with code {code} during the turn{self._stderr_hint()}")
-        return AgentCrashed(f"the connection to the agent broke during the turn ({exc}){self._stderr_hint()}")
+            return AgentCrashed(f"the agent exited with code {code} during the turn{hint}")
+        return AgentCrashed(f"the connection to the agent broke during the turn ({exc}){hint}")
 
     async def close(self, grace: float = 2.0) -> None:
         """End every turn, then the process group: EOF on stdin, then SIGTERM, then SIGKILL."""
@@ -635,13 +300,7 @@ class AgentDriver:
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 await self._conn.close()
-        if self.process is not None:
-            await end_process_group(self.process, grace)
-        if self._stderr_task is not None:
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(self._stderr_task, 1.0)
-        if self._log_file is not None:
-            self._log_file.close()
+        await self._agent.end(grace)
 
     # ------------------------------------------------------------ sessions and turns
 
