@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_adapter.models.embedded import _steps, plan_tool_calls
+from acp_adapter.models.embedded_calls import _steps, plan_tool_calls
 
 TOOLS = {"search", "wait", "run_command", "read_file", "list_dir"}
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from acp_adapter.agent.plans import build_plan
 from acp_adapter.cancel import CancelToken
 from acp_adapter.models.base import PlanStep, PlanUpdate
-from acp_adapter.models.embedded import _steps, planned_steps, write_call
+from acp_adapter.models.embedded_calls import _steps, planned_steps, write_call
 from acp_adapter.models.plans import MAX_PLAN_STEPS, PlanTracker, parse_plan_arguments
 from acp_adapter.tooling.builtin import default_toolbox
 from acp_adapter.tooling.calls import ToolCall
