@@ -26,24 +26,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp import (
-    PROTOCOL_VERSION,
     plan_entry,
     run_agent,
     start_edit_tool_call,
     start_tool_call,
-    text_block,
     tool_diff_content,
-    update_agent_message,
     update_agent_thought_text,
     update_plan,
     update_tool_call,
 )
 from acp.schema import (
-    AgentCapabilities,
     Cost,
-    Implementation,
-    InitializeResponse,
-    NewSessionResponse,
     PermissionOption,
     PromptResponse,
     SessionInfoUpdate,
@@ -53,6 +46,7 @@ from acp.schema import (
 )
 
 from acp_adapter.tools import build_tool_complete, build_tool_progress, build_tool_start
+from tests.agents.sdk_agent import SdkAgent
 
 #: What ``permission`` asks to run: the dangerous part only after the first 200 characters.
 LONG_COMMAND = (
@@ -66,35 +60,13 @@ TITLE = "Counting and fixing notes"
 STEPS = 5
 
 
-class EverythingAgent:
+class EverythingAgent(SdkAgent):
+    agent_name = "everything"
+    agent_title = "Everything test agent"
+
     def __init__(self) -> None:
-        self.conn: Any = None
-        self.sessions = 0
+        super().__init__()
         self.calls = 0
-        self.cancelled: dict[str, asyncio.Event] = {}
-
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="everything", title="Everything test agent", version="1.0"),
-        )
-
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        self.sessions += 1
-        return NewSessionResponse(session_id=f"everything-{self.sessions}")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        self.cancelled.setdefault(session_id, asyncio.Event()).set()
-
-    async def _send(self, session_id: str, update: Any) -> None:
-        await self.conn.session_update(session_id, update)
-
-    async def _say(self, session_id: str, text: str) -> None:
-        await self._send(session_id, update_agent_message(text_block(text)))
 
     async def _plan(self, session_id: str, done: int) -> None:
         entries = [

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, RequestError, run_agent, start_tool_call, text_block, update_tool_call
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from acp import RequestError, run_agent, start_tool_call, text_block, update_tool_call
 from acp.helpers import (
     plan_entry,
     tool_diff_content,
@@ -38,13 +41,10 @@ from acp.helpers import (
     update_plan,
 )
 from acp.schema import (
-    AgentCapabilities,
     AvailableCommand,
     AvailableCommandInput,
     ConfigOptionUpdate,
     Cost,
-    Implementation,
-    InitializeResponse,
     NewSessionResponse,
     PromptResponse,
     SessionConfigOptionSelect,
@@ -60,6 +60,8 @@ from acp.schema import (
     UsageUpdate,
 )
 
+from tests.agents.sdk_agent import SdkAgent
+
 #: what ``--hostile`` appends to every text: retitle the window, clear the screen, flip the line
 EVIL = "\x1b]0;pwned\x07\x1b[2J\u202e"
 MODES = [("ask", "Ask"), ("code", "Code")]
@@ -68,26 +70,18 @@ OLD = "def greet(name):\n    print('helo', name)\n    return None\n"
 NEW = "def greet(name: str) -> None:\n    print('hello', name)\n"
 
 
-class EverythingAgent:
+class EverythingAgent(SdkAgent):
+    agent_name = "everything"
+    agent_title = "Everything test agent"
+
     def __init__(self, modes_only: bool, pause: float, hostile: bool = False) -> None:
+        super().__init__()
         self.modes_only = modes_only
         #: every text of the agent's ends in escape sequences a terminal would obey
         self.evil = EVIL if hostile else ""
         self.pause = pause
-        self.conn: Any = None
-        self.sessions = 0
         self.mode = "ask"
         self.model = "small"
-
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="everything", title="Everything test agent", version="1.0"),
-        )
 
     def _modes(self) -> SessionModeState:
         return SessionModeState(
@@ -153,9 +147,6 @@ class EverythingAgent:
             session_id, ConfigOptionUpdate(session_update="config_option_update", config_options=options)
         )
         return SetSessionConfigOptionResponse(config_options=options)  # type: ignore[arg-type]
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return
 
     async def _send(self, session_id: str, update: Any) -> None:
         await self.conn.session_update(session_id, update)

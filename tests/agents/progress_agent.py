@@ -37,18 +37,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp import (
-    PROTOCOL_VERSION,
     RequestError,
     run_agent,
-    text_block,
-    update_agent_message,
     update_tool_call,
 )
 from acp.schema import (
-    AgentCapabilities,
-    Implementation,
-    InitializeResponse,
-    NewSessionResponse,
     PromptResponse,
 )
 
@@ -58,40 +51,19 @@ from acp_adapter.tools import (
     build_tool_progress,
     build_tool_start,
 )
+from tests.agents.sdk_agent import SdkAgent
 
 SECRET = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
 
 
-class ProgressAgent:
+class ProgressAgent(SdkAgent):
+    agent_name = "progress"
+    agent_title = "Progress test agent"
+
     def __init__(self) -> None:
-        self.conn: Any = None
-        self.sessions = 0
+        super().__init__()
         self.calls = 0
-        self.cancelled: dict[str, asyncio.Event] = {}
         self.forgotten: set[str] = set()
-
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="progress", title="Progress test agent", version="1.0"),
-        )
-
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        self.sessions += 1
-        return NewSessionResponse(session_id=f"progress-{self.sessions}")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        self.cancelled.setdefault(session_id, asyncio.Event()).set()
-
-    async def _send(self, session_id: str, update: Any) -> None:
-        await self.conn.session_update(session_id, update)
-
-    async def _say(self, session_id: str, text: str) -> None:
-        await self._send(session_id, update_agent_message(text_block(text)))
 
     def _open(self, name: str) -> tuple[str, Any]:
         self.calls += 1

@@ -22,57 +22,38 @@ import asyncio
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from acp import (
-    PROTOCOL_VERSION,
     RequestError,
     run_agent,
     start_tool_call,
-    text_block,
-    update_agent_message,
     update_tool_call,
 )
 from acp.schema import (
-    AgentCapabilities,
-    Implementation,
-    InitializeResponse,
-    NewSessionResponse,
     PermissionOption,
     PromptResponse,
     ToolCallUpdate,
 )
 
+from tests.agents.sdk_agent import SdkAgent
 
-class ScriptedAgent:
+
+class ScriptedAgent(SdkAgent):
+    agent_name = "scripted"
+    agent_title = "Scripted test agent"
+
     def __init__(self, mode: str, arg: str | None, extra: str | None = None) -> None:
+        super().__init__()
         self.mode = mode
         self.arg = arg
         self.extra = extra
-        self.conn: Any = None
-        self.cancelled: dict[str, asyncio.Event] = {}
-        self.sessions = 0
 
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(load_session=False),
-            agent_info=Implementation(name="scripted", title="Scripted test agent", version="1.0"),
-            field_meta={"scripted": {"mode": self.mode}},
-        )
-
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        self.sessions += 1
-        return NewSessionResponse(session_id=f"scripted-{self.sessions}")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        self.cancelled.setdefault(session_id, asyncio.Event()).set()
-
-    async def _say(self, session_id: str, text: str) -> None:
-        await self.conn.session_update(session_id, update_agent_message(text_block(text)))
+    def initialize_meta(self) -> dict[str, Any]:
+        return {"scripted": {"mode": self.mode}}
 
     async def _quiet(self, session_id: str, seconds: float) -> bool:
         """Stay silent; True when cancelled meanwhile."""

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from acp import (
-    PROTOCOL_VERSION,
     RequestError,
     run_agent,
     start_tool_call,
@@ -25,8 +27,6 @@ from acp import (
 )
 from acp.schema import (
     AgentCapabilities,
-    Implementation,
-    InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
@@ -36,47 +36,42 @@ from acp.schema import (
     SessionListCapabilities,
 )
 
+from tests.agents.sdk_agent import SdkAgent
 
-class ThinkingAgent:
+
+class ThinkingAgent(SdkAgent):
+    agent_name = "thinking"
+    agent_title = "Thinking test agent"
+
     def __init__(self, meta: bool, seconds: float) -> None:
+        super().__init__()
         self.meta = meta
         self.seconds = seconds
-        self.conn: Any = None
-        self.sessions: list[str] = []
+        self.opened: list[str] = []
         self.cards = 0
 
-    def on_connect(self, conn: Any) -> None:
-        self.conn = conn
-
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(
-                load_session=True, session_capabilities=SessionCapabilities(list=SessionListCapabilities())
-            ),
-            agent_info=Implementation(name="thinking", title="Thinking test agent", version="1.0"),
-            field_meta={"acpProgress": {"thinkCards": True}} if self.meta else None,
+    def capabilities(self) -> AgentCapabilities:
+        return AgentCapabilities(
+            load_session=True, session_capabilities=SessionCapabilities(list=SessionListCapabilities())
         )
 
+    def initialize_meta(self) -> dict[str, Any] | None:
+        return {"acpProgress": {"thinkCards": True}} if self.meta else None
+
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        session_id = f"thinking-{len(self.sessions) + 1}"
-        self.sessions.append(session_id)
-        return NewSessionResponse(session_id=session_id)
+        response = await super().new_session(cwd, **kwargs)
+        self.opened.append(response.session_id)
+        return response
 
     async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
-        if session_id not in self.sessions:
+        if session_id not in self.opened:
             raise RequestError.invalid_params({"sessionId": session_id})
         await asyncio.sleep(self.seconds)  # a slow store: the relay must not take this for thinking
         await self.conn.session_update(session_id, update_agent_message(text_block("replayed answer")))
         return LoadSessionResponse()
 
     async def list_sessions(self, cwd: str | None = None, **kwargs: Any) -> ListSessionsResponse:
-        return ListSessionsResponse(
-            sessions=[SessionInfo(session_id=s, cwd=cwd or "/") for s in self.sessions]
-        )
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
+        return ListSessionsResponse(sessions=[SessionInfo(session_id=s, cwd=cwd or "/") for s in self.opened])
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         text = " ".join(getattr(block, "text", "") for block in prompt).strip()
