@@ -18,18 +18,59 @@ from typing import Any
 
 import anyio
 
-from .conftest import RecordingClient, fast_settings, inprocess_agent, prompt_text
+from .conftest import RecordingClient, fast_settings, prompt_text
+
+
+@contextlib.asynccontextmanager
+async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
+    """``agent`` (a ProgressAgent) served to ``client`` over the SDK's in-memory transports with the
+    connection ``serve`` builds (:func:`~acp_adapter.agent.routes.agent_connection`: the
+    ``session/delete``, ``session/resume`` and ``session/close`` routes included), initialised as
+    :func:`tests.conftest.spawn_agent` does (client ``pytest``): the agent a spawned process would
+    be, minus the process."""
+    import asyncio
+
+    from acp import PROTOCOL_VERSION
+    from acp._transport import memory_transport_pair
+    from acp.core import ClientSideConnection
+    from acp.schema import ClientCapabilities, Implementation
+
+    from acp_adapter.agent.routes import agent_connection
+
+    agent_end, client_end = memory_transport_pair()
+    agent_conn = agent_connection(agent, agent_end)
+    listening = asyncio.ensure_future(agent_conn.listen())
+    client_conn = ClientSideConnection(client, client_end)
+    try:
+        await client_conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="pytest", version="0"),
+        )
+        yield client_conn
+    finally:
+        await client_conn.close()
+        await agent_conn.close()
+        listening.cancel()
+        with contextlib.suppress(BaseException):
+            await listening
+        agent.shutdown()
+
+
+def progress_agent(settings: Any) -> Any:
+    """This project's agent (the loop ``serve`` gives it) with ``settings``."""
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    return ProgressAgent(turn_runner=AIAgent, settings=settings)
 
 
 @contextlib.asynccontextmanager
 async def agent_on(state: Path, **settings: Any) -> AsyncIterator[tuple[Any, RecordingClient]]:
     """A connection to an in-process agent keeping its sessions in ``state`` (and its client)."""
-    from acp_adapter.server import ProgressAgent
-    from run_agent import AIAgent
-
     client = RecordingClient()
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), **settings))
-    async with inprocess_agent(client, agent) as conn:
+    agent = progress_agent(fast_settings(state_dir=str(state), **settings))
+    async with served_inprocess(client, agent) as conn:
         yield conn, client
 
 
