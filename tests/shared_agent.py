@@ -1,4 +1,4 @@
-"""This project's agent in the test process, for the set-up and read-back steps of front-end tests.
+"""This project's agent shared or in the test process, for tests that only need an agent to talk to.
 
 A front-end test that needs "two stored sessions in this state directory" before it runs
 ``watch --continue``, or that checks afterwards which session is the newest, used to start a CLI
@@ -7,18 +7,25 @@ SDK, over a second of CPU, for a step that proves nothing about the front-end. T
 same store whoever its client is, so these helpers run a :class:`ProgressAgent` over the SDK's
 in-memory transports on the same state directory instead; the step the test is about still runs as
 a real process.
+
+End-to-end modules whose tests each need "this project's agent over real stdio", but nothing of a
+process of their own (no kill, no hang-up, no environment of their own), share one agent process
+per module: :class:`SharedAgent` routes each session's notifications and permission requests to
+the test's own :class:`RecordingClient`, so tests stay independent (each makes its own session).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from .conftest import RecordingClient, fast_settings, prompt_text
+from .conftest import RecordingClient, fast_settings, prompt_text, spawn_agent
 
 
 @contextlib.asynccontextmanager
@@ -100,3 +107,48 @@ async def _listed(state: Path, cwd: Path) -> list[str]:
 def listed_sessions(state: Path, cwd: Path) -> list[str]:
     """The ids of the sessions stored in ``state`` for ``cwd``, newest first (``session/list``)."""
     return anyio.run(_listed, state, cwd)
+
+
+@dataclass
+class SessionRouter:
+    """The one client of a shared agent process: each session's callbacks go to the test client
+    that opened it. Notifications that arrive before :meth:`SharedAgent.new_session` registered the
+    session (its ``available_commands_update`` may overtake the answer) are kept and handed over."""
+
+    clients: dict[str, RecordingClient] = field(default_factory=dict)
+    early: dict[str, list[tuple[Any, dict[str, Any]]]] = field(default_factory=lambda: defaultdict(list))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        client = self.clients.get(session_id)
+        if client is None:
+            self.early[session_id].append((update, kwargs))
+            return
+        await client.session_update(session_id, update, **kwargs)
+
+    async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kwargs: Any) -> Any:
+        return await self.clients[session_id].request_permission(session_id, tool_call, options, **kwargs)
+
+
+@dataclass
+class SharedAgent:
+    """One agent process (``python -m acp_adapter`` over stdio) shared by a module's tests."""
+
+    conn: Any
+    router: SessionRouter
+
+    async def new_session(self, client: RecordingClient, cwd: Any) -> Any:
+        """``session/new`` in ``cwd``; the session's updates and questions go to ``client``."""
+        response = await self.conn.new_session(cwd=str(cwd), mcp_servers=[])
+        sid = response.session_id
+        self.router.clients[sid] = client
+        for update, kwargs in self.router.early.pop(sid, []):
+            await client.session_update(sid, update, **kwargs)
+        return response
+
+
+@contextlib.asynccontextmanager
+async def shared_agent_process(env: dict[str, str] | None = None) -> AsyncIterator[SharedAgent]:
+    """Start the agent process a module's tests share (use it from a module-scoped fixture)."""
+    router = SessionRouter()
+    async with spawn_agent(router, env=env) as (conn, _process, _log):  # type: ignore[arg-type]
+        yield SharedAgent(conn, router)
