@@ -217,11 +217,13 @@ async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on
 @pytest.mark.anyio
 async def test_two_agent_processes_on_one_store(tmp_path: Path, backend: Backend) -> None:
     """Two editor windows (or two machines on one PostgreSQL): a session prompted in one is
-    listed and loaded by the other."""
+    listed and loaded by the other. One agent is a spawned process, the other runs in this one:
+    two processes, each with its own connection to the store."""
     ws = _workspace(tmp_path)
     env = backend.env()
     one, two = RecordingClient(), RecordingClient()
-    async with spawn_agent(one, env=env) as (a, _pa, _la), spawn_agent(two, env=env) as (b, _pb, _lb):
+    here = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    async with spawn_agent(one, env=env) as (a, _pa, _la), served_inprocess(two, here) as b:
         sa = (await a.new_session(cwd=str(ws), mcp_servers=[])).session_id
         sb = (await b.new_session(cwd=str(ws), mcp_servers=[])).session_id
         await asyncio.gather(prompt_text(a, sa, "what is 1+1"), prompt_text(b, sb, "what is 2+2"))
