@@ -150,5 +150,5 @@ class SharedAgent:
 async def shared_agent_process(env: dict[str, str] | None = None) -> AsyncIterator[SharedAgent]:
     """Start the agent process a module's tests share (use it from a module-scoped fixture)."""
     router = SessionRouter()
-    async with spawn_agent(router, env=env) as (conn, _process, _log):  # type: ignore[arg-type]
+    async with spawn_agent(router, env=env) as (conn, _process, _log):  # it routes as a RecordingClient
         yield SharedAgent(conn, router)
