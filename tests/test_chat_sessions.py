@@ -1,7 +1,11 @@
 """``chat`` and ``watch`` as real processes on pipes (issue 21 points 1–3, issue 20 point 4):
 three prompts in one session with the history carried over, ``--json`` parsed line by line,
 ``watch -`` from stdin, honest failed turns, whole lines on a pipe, ``sessions`` and
-``--continue``/``--session`` against this project's agent with its own state directory."""
+``--continue``/``--session`` against this project's agent with its own state directory.
+
+Steps that only set up or read back the state directory (store two sessions first, list what is
+stored afterwards) run this project's agent in the test process (:mod:`tests.shared_agent`): it
+writes and reads the same store, and a CLI run there proved nothing about the front-end."""
 
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import agent_env
+from .conftest import RecordingClient, agent_env, final_status, inprocess_agent, prompt_text
+from .shared_agent import listed_sessions, seed_sessions
 
 
 def _run(
@@ -65,47 +70,39 @@ def test_chat_on_a_pipe_is_one_session_with_the_history_carried_over(dirs) -> No
     inputs = [o["_meta"]["acpProgress"]["usage"]["inputTokens"] for o in ends]
     assert inputs[0] < inputs[1] < inputs[2], inputs
     # and the agent keeps one session holding all three prompts
-    listed = _run(["sessions", "--json", "--cwd", str(work)], work, state)
-    assert listed.returncode == 0, listed.stderr
-    infos = _json_lines(listed.stdout)
-    assert [i["sessionId"] for i in infos] == list(sessions)
+    assert listed_sessions(state, work) == list(sessions)
 
 
-def test_chat_on_a_pipe_prints_each_turn_and_exits_1_when_one_failed(dirs) -> None:
+@pytest.mark.anyio
+async def test_an_unreachable_model_server_fails_the_turn_with_an_error_not_end_turn(dirs) -> None:
+    """What ``chat`` and ``watch --json`` show of a failed turn is the agent's JSON-RPC error, passed
+    on as it is (exit 1, ``❌ turn failed: …``, one ``{"error": …}`` line: end to end, for each
+    front-end, in test_frontend_failed_turns.py); here the kind that needs no server at all."""
+    from acp import RequestError
+
+    from acp_adapter.config import Settings
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
     work, state = dirs
-    proc = _run(
-        ["chat", "--summary", "off"],
-        work,
-        state,
-        stdin="hello\n",
+    env = agent_env(
+        ACP_PROGRESS_STATE_DIR=str(state),
         ACP_PROGRESS_MODEL="openai",
         OPENAI_BASE_URL="http://127.0.0.1:9/v1",
         OPENAI_API_KEY="x",
         ACP_PROGRESS_OPENAI_MAX_RETRIES="0",
     )
-    assert proc.returncode == 1, (proc.stdout, proc.stderr)
-    assert "❌ turn failed: The model request failed: Cannot connect" in proc.stdout
-    assert "stop reason" not in proc.stdout, "a failed turn never looks like end_turn"
-
-
-def test_watch_json_reports_a_failed_turn_as_an_error_object(dirs) -> None:
-    work, state = dirs
-    proc = _run(
-        ["watch", "--json", "hello"],
-        work,
-        state,
-        ACP_PROGRESS_MODEL="openai",
-        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
-        OPENAI_API_KEY="x",
-        ACP_PROGRESS_OPENAI_MAX_RETRIES="0",
-    )
-    assert proc.returncode == 1
-    objs = _json_lines(proc.stdout)
-    assert "error" in objs[-1] and not any("stopReason" in o for o in objs)
-    error = objs[-1]["error"]
-    assert error["code"] == -32603 and "connection refused" in error["data"]["details"]
-    cards = [o["update"] for o in objs if o.get("update", {}).get("sessionUpdate") == "tool_call_update"]
-    assert cards[-1]["status"] == "failed"
+    client = RecordingClient()
+    agent = ProgressAgent(turn_runner=AIAgent, settings=Settings.from_env(env))
+    async with inprocess_agent(client, agent) as conn:
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        with pytest.raises(RequestError) as caught:
+            await prompt_text(conn, session.session_id, "hello")
+    error = caught.value
+    assert error.code == -32603 and "connection refused" in error.data["details"], error.data
+    assert str(error).startswith("The model request failed: Cannot connect"), str(error)
+    (card,) = client.cards(session.session_id).values()
+    assert final_status(card) == "failed"
 
 
 def test_watch_dash_reads_the_prompt_from_stdin(dirs) -> None:
@@ -159,10 +156,7 @@ def test_pipe_lines_stay_whole_and_allowed_follows_its_card(dirs) -> None:
 
 def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None:
     work, state = dirs
-    first = _run(["watch", "--summary", "off", "what is 2+2"], work, state)
-    assert first.returncode == 0, first.stderr
-    second = _run(["watch", "--summary", "off", "what is 5*5"], work, state)
-    assert second.returncode == 0
+    seed_sessions(state, work, ["what is 2+2", "what is 5*5"])
     listed = _run(["sessions", "--cwd", str(work)], work, state)
     assert listed.returncode == 0, listed.stderr
     header, *rows = listed.stdout.splitlines()
@@ -195,18 +189,13 @@ def test_session_errors_are_one_line(dirs) -> None:
 
 def test_watch_session_loads_that_session_not_the_newest_and_goes_on_in_it(dirs) -> None:
     work, state = dirs
-    older = _run(["watch", "--summary", "off", "what is 2+2"], work, state)
-    assert older.returncode == 0, older.stderr
-    newer = _run(["watch", "--summary", "off", "what is 5*5"], work, state)
-    assert newer.returncode == 0, newer.stderr
-    rows = _run(["sessions", "--cwd", str(work)], work, state).stdout.splitlines()[1:]  # after the header
-    assert rows[1].endswith("what is 2+2"), rows
-    picked = rows[1].split()[0]
+    picked, newer = seed_sessions(state, work, ["what is 2+2", "what is 5*5"])
+    assert listed_sessions(state, work) == [newer, picked]
     out = _run(["watch", "--summary", "off", "--session", picked, "what is 7+7"], work, state)
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert f"── session {picked} ──" in text and "› what is 2+2" in text and "2+2 = 4" in text
     assert "what is 5*5" not in text, "the session asked for, not the newest, is replayed"
     assert text.index("── continued ──") < text.index("7+7 = 14")
-    listed = _json_lines(_run(["sessions", "--json", "--cwd", str(work)], work, state).stdout)
-    assert listed[0]["sessionId"] == picked, "the prompt went into that session (now the newest)"
+    listed = listed_sessions(state, work)
+    assert listed == [picked, newer], "the prompt went into that session (now the newest)"

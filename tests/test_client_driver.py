@@ -22,7 +22,8 @@ from acp_adapter.client.driver import (
     permission_response,
 )
 
-from .conftest import ROOT, agent_env
+from .conftest import ROOT, agent_env, prompt_text
+from .shared_agent import agent_on
 
 pytestmark = pytest.mark.anyio
 
@@ -229,11 +230,12 @@ async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_ca
     tmp_path: Path,
 ) -> None:
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    # the stored session: written by the agent alone (in this process, as any client of it would)
+    async with agent_on(tmp_path / "state") as (conn, _client):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
     async with AgentDriver(env=env) as driver:
         assert driver.can_load_sessions and driver.can_list_sessions
-        sid = await driver.new_session(str(tmp_path))
-        _ = [u async for u in driver.prompt(sid, "what is 1+1")]
-    async with AgentDriver(env=env) as driver:
         listed = await driver.list_sessions(str(tmp_path))
         assert [s.session_id for s in listed] == [sid] and listed[0].title == "what is 1+1"
         replayed: list[object] = []

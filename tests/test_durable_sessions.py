@@ -3,6 +3,11 @@
 A conversation in one agent process; the process ends (or is killed); a new process lists it,
 loads it (the replay is checked update by update: every card in its final state, no spinner, no
 heartbeat, no progress snapshot) and goes on with the history.
+
+A real agent process is started where the process is the point: a SIGKILL with no shutdown (what
+was on disk before the kill is all there is), and two processes on one store. What a later agent
+reads from the store is the same whether it runs in this process or another, so the agents that
+only read back, and the tests where no process ends abnormally, run in-process.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from acp_adapter.store import DATABASE_NAME
 from run_agent import AIAgent
 
 from .conftest import RecordingClient, agent_env, fast_settings, inprocess_agent, prompt_text, spawn_agent
+from .shared_agent import served_inprocess
 
 SECRET = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 
@@ -157,11 +163,8 @@ async def test_list_pages_with_a_cursor(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_initialize_advertises_load_and_list(tmp_path: Path) -> None:
-    async with spawn_agent(RecordingClient(), env=agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path))) as (
-        conn,
-        _proc,
-        _log,
-    ):
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(tmp_path)))
+    async with inprocess_agent(RecordingClient(), agent) as conn:
         from acp import PROTOCOL_VERSION
 
         init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
@@ -196,8 +199,10 @@ async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on
             ).fetchone()[0] + repr(db.execute("TABLE acp_progress.sessions").fetchall())
         assert "GITHUB_TOKEN" in dump and SECRET not in dump
 
-    client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    client = RecordingClient()  # the next agent reads what the killed one left on disk
+    async with inprocess_agent(
+        client, ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    ) as conn:
         listed = await conn.list_sessions(cwd=str(ws))
         assert [s.session_id for s in listed.sessions] == [sid]
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
@@ -212,11 +217,13 @@ async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on
 @pytest.mark.anyio
 async def test_two_agent_processes_on_one_store(tmp_path: Path, backend: Backend) -> None:
     """Two editor windows (or two machines on one PostgreSQL): a session prompted in one is
-    listed and loaded by the other."""
+    listed and loaded by the other. One agent is a spawned process, the other runs in this one:
+    two processes, each with its own connection to the store."""
     ws = _workspace(tmp_path)
     env = backend.env()
     one, two = RecordingClient(), RecordingClient()
-    async with spawn_agent(one, env=env) as (a, _pa, _la), spawn_agent(two, env=env) as (b, _pb, _lb):
+    here = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    async with spawn_agent(one, env=env) as (a, _pa, _la), served_inprocess(two, here) as b:
         sa = (await a.new_session(cwd=str(ws), mcp_servers=[])).session_id
         sb = (await b.new_session(cwd=str(ws), mcp_servers=[])).session_id
         await asyncio.gather(prompt_text(a, sa, "what is 1+1"), prompt_text(b, sb, "what is 2+2"))
@@ -230,8 +237,10 @@ async def test_two_agent_processes_on_one_store(tmp_path: Path, backend: Backend
 @pytest.mark.anyio
 async def test_with_state_off_nothing_is_written(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_STATE="off")
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+    settings = fast_settings(state_dir=str(state), state=False)
+    async with inprocess_agent(
+        RecordingClient(), ProgressAgent(turn_runner=AIAgent, settings=settings)
+    ) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "what is 1+1")
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]  # this process only
@@ -264,7 +273,8 @@ async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path
     state = tmp_path / "state"
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
     client = RecordingClient(permission="allow")
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    async with served_inprocess(client, agent) as conn:  # its initialize names the surface: pytest
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         command = COUNT_AUDIT.format(db=state / DATABASE_NAME)
         assert (await prompt_text(conn, sid, f"run `{command}`")).stop_reason == "end_turn"
@@ -309,8 +319,8 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(
     tmp_path: Path, backend: Backend
 ) -> None:
     ws = _workspace(tmp_path)
-    env = backend.env()
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+    agent = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    async with served_inprocess(RecordingClient(), agent) as conn:  # serve's routes: delete too
         from acp import PROTOCOL_VERSION
 
         init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
@@ -328,7 +338,8 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(
         assert await _delete_session(conn, gone) is not None
         assert await _delete_session(conn, "sess_never") is not None
 
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):  # and from the disk
+    agent = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    async with served_inprocess(RecordingClient(), agent) as conn:  # and from the disk
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [keep]
         with pytest.raises(RequestError) as err:
             await conn.load_session(cwd=str(ws), session_id=gone, mcp_servers=[])
@@ -338,19 +349,28 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(
 
 
 @pytest.mark.anyio
-async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(tmp_path: Path) -> None:
+async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
     ws = _workspace(tmp_path)
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
     garbage = b"\x00\xffnot a database at all\n" * 500
     (state / DATABASE_NAME).write_bytes(garbage)
     (state / DATABASE_NAME).chmod(0o600)  # private, as the store demands: only its content is bad
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    caplog.set_level(logging.INFO, logger="acp_progress")
+
+    def logged_errors() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, log):
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    async with inprocess_agent(client, agent) as conn:
         aside = [p for p in state.iterdir() if ".corrupt-" in p.name]
         assert len(aside) == 1 and aside[0].read_bytes() == garbage, "the unreadable file was not kept"
-        errors = [line for line in log.read_text().splitlines() if "ERROR" in line]
+        errors = logged_errors()
         assert len(errors) == 1, errors
         assert str(aside[0]) in errors[0] and "fresh" in errors[0]
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
@@ -358,12 +378,14 @@ async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(t
         assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
 
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, log):  # the fresh database is the store now
+    caplog.clear()
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    async with inprocess_agent(client, agent) as conn:  # the fresh database is the store now
         assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         users = [u.content.text for u in client.for_session(sid) if isinstance(u, UserMessageChunk)]
         assert users == ["what is 2+2"]
-        assert "ERROR" not in log.read_text()
+        assert logged_errors() == []
     assert len([p for p in state.iterdir() if ".corrupt-" in p.name]) == 1
 
 
@@ -375,8 +397,11 @@ async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_kee
     import time
 
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+
+    def agent(**settings: Any) -> ProgressAgent:  # each one opens the store (and prunes it) anew
+        return ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), **settings))
+
+    async with inprocess_agent(RecordingClient(), agent()) as conn:
         old = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, old, "what is 1+1")
         fresh = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -386,12 +411,10 @@ async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_kee
         db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 3 * 86_400, old))
     db.close()
 
-    keep_all = {**env, "ACP_PROGRESS_SESSION_RETENTION_DAYS": "0"}
-    async with spawn_agent(RecordingClient(), env=keep_all) as (conn, _proc, _log):
+    async with inprocess_agent(RecordingClient(), agent(session_retention_days=0)) as conn:
         assert {s.session_id for s in (await conn.list_sessions()).sessions} == {old, fresh}
 
-    one_day = {**env, "ACP_PROGRESS_SESSION_RETENTION_DAYS": "1"}
-    async with spawn_agent(RecordingClient(), env=one_day) as (conn, _proc, _log):
+    async with inprocess_agent(RecordingClient(), agent(session_retention_days=1)) as conn:
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [fresh]
         with pytest.raises(RequestError) as err:
             await conn.load_session(cwd=str(tmp_path), session_id=old, mcp_servers=[])
@@ -426,8 +449,10 @@ async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(
         with contextlib.suppress(BaseException):
             await running
 
-    client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    client = RecordingClient()  # the next agents read what the killed one left on disk
+    async with inprocess_agent(
+        client, ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    ) as conn:
         listed = await conn.list_sessions(cwd=str(ws))
         assert [s.session_id for s in listed.sessions] == [sid]
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
@@ -445,7 +470,8 @@ async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(
         assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
 
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):  # closed once, for good
+    agent = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    async with inprocess_agent(client, agent) as conn:  # closed once, for good
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         replay = client.for_session(sid)
         texts = [u.content.text for u in replay if isinstance(u, AgentMessageChunk)]

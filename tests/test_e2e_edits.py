@@ -3,7 +3,9 @@
 The agent is a real process; the client is the SDK's client side. One client advertises nothing
 (the tools work on the disk), one advertises ``fs`` and ``terminal`` and implements them (unsaved
 buffers are read, the client applies writes, commands run in its terminals), one fails every call
-(only that tool call fails)."""
+(only that tool call fails). The tests whose client advertises nothing share one agent process
+(:mod:`tests.shared_agent`: each has its own session and client); an editor that advertises
+capabilities gets a process of its own, as capabilities are per connection."""
 
 from __future__ import annotations
 
@@ -37,8 +39,21 @@ from acp.schema import (
 )
 
 from .conftest import ROOT, TEMP_ROOT, RecordingClient, agent_env, final_status, prompt_text
+from .shared_agent import SharedAgent, shared_agent_process
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope: the shared agent process lives across the module's tests
+
+
+@pytest.fixture(scope="module")
+async def plain_agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
+    """The agent process shared by the tests whose client advertises no capabilities."""
+    async with shared_agent_process(agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as shared:
+        yield shared
 
 
 @contextlib.asynccontextmanager
@@ -78,13 +93,13 @@ def text_of(update: Any) -> str:
     return " ".join(getattr(c.content, "text", "") for c in (update.content or []) if c.type == "content")
 
 
-async def test_edit_file_shows_a_diff_asks_first_and_changes_the_file(tmp_path):
+async def test_edit_file_shows_a_diff_asks_first_and_changes_the_file(tmp_path, plain_agent):
     target = tmp_path / "notes.txt"
     target.write_text("alpha\nbeta\ngamma\n")
     client = RecordingClient()
-    async with spawn(client) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        response = await prompt_text(conn, session.session_id, 'edit notes.txt: replace "beta" with "BETA"')
+    conn = plain_agent.conn
+    session = await plain_agent.new_session(client, tmp_path)
+    response = await prompt_text(conn, session.session_id, 'edit notes.txt: replace "beta" with "BETA"')
     assert response.stop_reason == "end_turn"
     assert target.read_text() == "alpha\nBETA\ngamma\n"
     (card,) = tool_cards(client, session.session_id)
@@ -103,17 +118,17 @@ async def test_edit_file_shows_a_diff_asks_first_and_changes_the_file(tmp_path):
     assert "Replaced 1 occurrence in notes.txt (line 2)" in client.answer(session.session_id)
 
 
-async def test_edit_refuses_absent_or_ambiguous_text_and_a_denied_edit_changes_nothing(tmp_path):
+async def test_edit_refuses_absent_or_ambiguous_text_and_a_denied_edit_changes_nothing(tmp_path, plain_agent):
     target = tmp_path / "a.txt"
     target.write_text("x x\n")
     client = RecordingClient()
-    async with spawn(client) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        await prompt_text(conn, session.session_id, 'edit a.txt: replace "y" with "z"')
-        await prompt_text(conn, session.session_id, 'edit a.txt: replace "x" with "z"')
-        await prompt_text(conn, session.session_id, 'edit ../a.txt: replace "x" with "z"')
-        client.permission = "reject"
-        await prompt_text(conn, session.session_id, 'edit a.txt: replace "x x" with "z"')
+    conn = plain_agent.conn
+    session = await plain_agent.new_session(client, tmp_path)
+    await prompt_text(conn, session.session_id, 'edit a.txt: replace "y" with "z"')
+    await prompt_text(conn, session.session_id, 'edit a.txt: replace "x" with "z"')
+    await prompt_text(conn, session.session_id, 'edit ../a.txt: replace "x" with "z"')
+    client.permission = "reject"
+    await prompt_text(conn, session.session_id, 'edit a.txt: replace "x x" with "z"')
     cards = tool_cards(client, session.session_id)
     assert [final_status(c) for c in cards] == ["failed"] * 4
     reasons = [text_of(c[-1]) for c in cards]
@@ -126,11 +141,11 @@ async def test_edit_refuses_absent_or_ambiguous_text_and_a_denied_edit_changes_n
     assert not content_of(cards[0], FileEditToolCallContent)
 
 
-async def test_write_file_creates_a_file_with_a_diff_from_nothing(tmp_path):
+async def test_write_file_creates_a_file_with_a_diff_from_nothing(tmp_path, plain_agent):
     client = RecordingClient()
-    async with spawn(client) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        await prompt_text(conn, session.session_id, "write docs/hello.md: # Hello\nthen more text\n")
+    conn = plain_agent.conn
+    session = await plain_agent.new_session(client, tmp_path)
+    await prompt_text(conn, session.session_id, "write docs/hello.md: # Hello\nthen more text\n")
     assert (tmp_path / "docs" / "hello.md").read_text() == "# Hello\nthen more text\n"
     (card,) = tool_cards(client, session.session_id)
     assert card[0].kind == "edit" and final_status(card) == "completed"

@@ -1,32 +1,50 @@
 """Plans end to end over stdio: the embedded model's steps as ACP ``plan`` updates moved along by
 the tool calls, the OpenAI back-end's plan tool as ``plan`` updates (never a card), and the last
-plan of a turn replayed by ``session/load``."""
+plan of a turn replayed by ``session/load``. The embedded model's tests share one agent process
+(each its own session and client, :mod:`tests.shared_agent`); the OpenAI ones need their own, as
+each points it at its own scripted server."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from acp.schema import AgentMessageChunk, AgentPlanUpdate, ToolCallStart
 
+from acp_adapter.config import Settings
+
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from .fake_openai import FakeOpenAI, text_reply, tool_reply
+from .shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_process
 from .test_openai_backend import KEY, openai_env
 
 pytestmark = pytest.mark.anyio
+
+ENV = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope: the shared agent process lives across the module's tests
+
+
+@pytest.fixture(scope="module")
+async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
+    """The agent process shared by the tests that need nothing of a process of their own."""
+    async with shared_agent_process(ENV) as shared:
+        yield shared
 
 
 def plans(updates: list[Any]) -> list[list[tuple[str, str]]]:
     return [[(e.content, e.status) for e in u.entries] for u in updates if isinstance(u, AgentPlanUpdate)]
 
 
-async def test_a_two_step_prompt_is_a_plan_moved_along_by_its_tool_calls(tmp_path):
+async def test_a_two_step_prompt_is_a_plan_moved_along_by_its_tool_calls(tmp_path, agent):
     (tmp_path / "a.py").write_text("# TODO: one\n")
     client = RecordingClient()
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
-        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
-        response = await prompt_text(conn, sid, "search for TODO and then wait 0.3 seconds")
+    sid = (await agent.new_session(client, tmp_path)).session_id
+    response = await prompt_text(agent.conn, sid, "search for TODO and then wait 0.3 seconds")
     assert response.stop_reason == "end_turn"
     updates = client.for_session(sid)
     seen = plans(updates)
@@ -47,12 +65,11 @@ async def test_a_two_step_prompt_is_a_plan_moved_along_by_its_tool_calls(tmp_pat
     assert plan_at[1] < starts[0] < plan_at[2] < plan_at[3] < starts[1] < plan_at[4]
 
 
-async def test_a_failed_step_says_so_and_a_numbered_list_is_a_plan(tmp_path):
+async def test_a_failed_step_says_so_and_a_numbered_list_is_a_plan(tmp_path, agent):
     client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, _p, _log):
-        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
-        await prompt_text(conn, sid, "Please:\n1. read missing.md\n2. list files\n")
-        await prompt_text(conn, sid, "read missing.md")  # one step: no plan
+    sid = (await agent.new_session(client, tmp_path)).session_id
+    await prompt_text(agent.conn, sid, "Please:\n1. read missing.md\n2. list files\n")
+    await prompt_text(agent.conn, sid, "read missing.md")  # one step: no plan
     final = plans(client.for_session(sid))[-1]
     assert final == [
         ("Read missing.md — failed: no such file: missing.md", "completed"),
@@ -102,7 +119,9 @@ async def test_the_openai_plan_tool_is_a_plan_not_a_card_and_a_load_replays_the_
             assert "update_plan" in names
 
             replayed = RecordingClient()
-        async with spawn_agent(replayed, env=openai_env(server)) as (conn2, _p, _log):
+        # the next agent reads the store (in this process: it reads what any process would)
+        reader = progress_agent(Settings.from_env(openai_env(server)))
+        async with served_inprocess(replayed, reader) as conn2:
             await conn2.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         assert plans(replayed.for_session(sid)) == [
             [("Read a.txt", "completed"), ("Summarise it", "completed")]

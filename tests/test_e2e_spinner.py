@@ -1,17 +1,35 @@
-"""End to end over real pipes: spawn ``python -m acp_adapter`` and drive it as an editor would."""
+"""End to end over real pipes: spawn ``python -m acp_adapter`` and drive it as an editor would.
+
+Tests that need an environment of their own (delays, heartbeats) or the process itself (a hang-up)
+start their own agent; the others share one per module (:mod:`tests.shared_agent`: each its own
+session and client)."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 from acp.schema import AgentMessageChunk, ToolCallStart
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .shared_agent import SharedAgent, shared_agent_process
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope: the shared agent process lives across the module's tests
+
+
+@pytest.fixture(scope="module")
+async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
+    """The agent process (default test environment) shared by the tests that need no other."""
+    async with shared_agent_process() as shared:
+        yield shared
 
 
 def _content_text(update: object) -> str:
@@ -95,12 +113,11 @@ async def test_heartbeat_disabled_means_no_heartbeat_ever(tmp_path):
     assert [u.status for u in card] == ["in_progress", "completed"]
 
 
-async def test_two_turns_in_one_session_each_get_a_fresh_card(tmp_path):
+async def test_two_turns_in_one_session_each_get_a_fresh_card(tmp_path, agent):
     client = RecordingClient()
-    async with spawn_agent(client) as (conn, _proc, _log):
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        first = await prompt_text(conn, session.session_id, "what is 6*7")
-        second = await prompt_text(conn, session.session_id, "what is 1+1")
+    session = await agent.new_session(client, tmp_path)
+    first = await prompt_text(agent.conn, session.session_id, "what is 6*7")
+    second = await prompt_text(agent.conn, session.session_id, "what is 1+1")
     assert first.stop_reason == second.stop_reason == "end_turn"
     cards = client.think_cards(session.session_id)
     assert len(cards) == 2
@@ -109,19 +126,19 @@ async def test_two_turns_in_one_session_each_get_a_fresh_card(tmp_path):
     assert "= 42" in answer and "= 2" in answer
 
 
-async def test_bad_requests_get_clear_errors_and_the_agent_keeps_serving(tmp_path):
+async def test_bad_requests_get_clear_errors_and_the_agent_keeps_serving(tmp_path, agent):
     from acp import RequestError
 
     client = RecordingClient()
-    async with spawn_agent(client) as (conn, _proc, _log):
-        with pytest.raises(RequestError) as unknown:
-            await prompt_text(conn, "sess_does_not_exist", "hi")
-        assert "unknown session" in str(unknown.value.data)
-        with pytest.raises(RequestError) as relative:
-            await conn.new_session(cwd="relative/dir", mcp_servers=[])
-        assert "absolute" in str(relative.value.data)
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        response = await prompt_text(conn, session.session_id, "hello")
+    conn = agent.conn
+    with pytest.raises(RequestError) as unknown:
+        await prompt_text(conn, "sess_does_not_exist", "hi")
+    assert "unknown session" in str(unknown.value.data)
+    with pytest.raises(RequestError) as relative:
+        await conn.new_session(cwd="relative/dir", mcp_servers=[])
+    assert "absolute" in str(relative.value.data)
+    session = await agent.new_session(client, tmp_path)
+    response = await prompt_text(conn, session.session_id, "hello")
     assert response.stop_reason == "end_turn"
 
 

@@ -1,17 +1,33 @@
 """Real tools as ACP tool cards, end to end over stdio: titles, kinds, progress, failures,
-permission, and secrets that never reach the client."""
+permission, and secrets that never reach the client.
+
+The tests share one agent process (:mod:`tests.shared_agent`): each opens its own session, and the
+session's updates reach the test's own client; none needs a process of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
 
 import pytest
 from acp.schema import AgentThoughtChunk, ToolCallProgress, ToolCallStart
 
-from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .conftest import RecordingClient, final_status, prompt_text
+from .shared_agent import SharedAgent, shared_agent_process
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"  # module scope: the shared agent process lives across the module's tests
+
+
+@pytest.fixture(scope="module")
+async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
+    async with shared_agent_process() as shared:
+        yield shared
 
 
 def _text(update: object) -> str:
@@ -37,12 +53,11 @@ def _workspace(tmp_path, files: int = 300):
     return tmp_path
 
 
-async def test_search_card_has_title_progress_and_matches_and_the_answer_cites_them(tmp_path):
+async def test_search_card_has_title_progress_and_matches_and_the_answer_cites_them(tmp_path, agent):
     ws = _workspace(tmp_path)
     client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.2")) as (conn, _p, _log):
-        session = await conn.new_session(cwd=str(ws), mcp_servers=[])
-        response = await prompt_text(conn, session.session_id, "search for TODO")
+    session = await agent.new_session(client, ws)
+    response = await prompt_text(agent.conn, session.session_id, "search for TODO")
     assert response.stop_reason == "end_turn"
     (card,) = _tool_cards(client, session.session_id).values()
     start = card[0]
@@ -68,7 +83,7 @@ async def test_search_card_has_title_progress_and_matches_and_the_answer_cites_t
     assert first_think_done < updates.index(start)
 
 
-async def test_failing_tools_fail_their_card_and_the_turn_still_answers(tmp_path):
+async def test_failing_tools_fail_their_card_and_the_turn_still_answers(tmp_path, agent):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("nope")
@@ -76,11 +91,11 @@ async def test_failing_tools_fail_their_card_and_the_turn_still_answers(tmp_path
     ws.mkdir()
     os.symlink(outside / "secret.txt", ws / "link.txt")
     client = RecordingClient()
-    async with spawn_agent(client) as (conn, _p, _log):
-        session = await conn.new_session(cwd=str(ws), mcp_servers=[])
-        missing = await prompt_text(conn, session.session_id, "read missing.md")
-        escape = await prompt_text(conn, session.session_id, "read ../outside/secret.txt")
-        link = await prompt_text(conn, session.session_id, "read link.txt")
+    conn = agent.conn
+    session = await agent.new_session(client, ws)
+    missing = await prompt_text(conn, session.session_id, "read missing.md")
+    escape = await prompt_text(conn, session.session_id, "read ../outside/secret.txt")
+    link = await prompt_text(conn, session.session_id, "read link.txt")
     assert missing.stop_reason == escape.stop_reason == link.stop_reason == "end_turn"
     cards = list(_tool_cards(client, session.session_id).values())
     assert [final_status(c) for c in cards] == ["failed", "failed", "failed"]
@@ -93,13 +108,12 @@ async def test_failing_tools_fail_their_card_and_the_turn_still_answers(tmp_path
     assert all(final_status(c) == "completed" for c in client.think_cards(session.session_id).values())
 
 
-async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_path):
+async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_path, agent):
     (tmp_path / "hello.txt").write_text("hi\n")
     for decision, expected in (("reject", "failed"), ("allow", "completed")):
         client = RecordingClient(permission=decision)
-        async with spawn_agent(client) as (conn, _p, _log):
-            session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-            response = await prompt_text(conn, session.session_id, "run ls -la")
+        session = await agent.new_session(client, tmp_path)
+        response = await prompt_text(agent.conn, session.session_id, "run ls -la")
         assert response.stop_reason == "end_turn"
         (card,) = _tool_cards(client, session.session_id).values()
         assert card[0].kind == "execute" and card[0].title == "Running ls -la"
@@ -117,7 +131,7 @@ async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_pa
             assert "I ran `ls -la`" in client.answer(session.session_id)
 
 
-async def test_cancel_during_a_long_tool_closes_its_card_and_drops_later_progress(tmp_path):
+async def test_cancel_during_a_long_tool_closes_its_card_and_drops_later_progress(tmp_path, agent):
     client = RecordingClient()
     progressed = asyncio.Event()
 
@@ -128,15 +142,15 @@ async def test_cancel_during_a_long_tool_closes_its_card_and_drops_later_progres
             progressed.set()
 
     client.on_update = on_update
-    async with spawn_agent(client) as (conn, _p, _log):
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        task = asyncio.create_task(prompt_text(conn, session.session_id, "wait 20 seconds"))
-        await asyncio.wait_for(progressed.wait(), 10)
-        await conn.cancel(session_id=session.session_id)
-        response = await asyncio.wait_for(task, 5)
-        count = len(client.updates)
-        await asyncio.sleep(1.2)  # the tool would have reported more steps by now
-        assert len(client.updates) == count
+    conn = agent.conn
+    session = await agent.new_session(client, tmp_path)
+    task = asyncio.create_task(prompt_text(conn, session.session_id, "wait 20 seconds"))
+    await asyncio.wait_for(progressed.wait(), 10)
+    await conn.cancel(session_id=session.session_id)
+    response = await asyncio.wait_for(task, 5)
+    count = len(client.updates)
+    await asyncio.sleep(1.2)  # the tool would have reported more steps by now
+    assert len(client.updates) == count
     assert response.stop_reason == "cancelled"
     (card,) = _tool_cards(client, session.session_id).values()
     assert card[0].title.startswith("Working on")
@@ -153,19 +167,18 @@ SECRETS = {
 }
 
 
-async def test_secrets_never_reach_the_client(tmp_path):
+async def test_secrets_never_reach_the_client(tmp_path, agent):
     (tmp_path / "config.env").write_text(
         f"OPENAI_API_KEY={SECRETS['file']}\nAuthorization: Bearer {SECRETS['header']}\nDEBUG=1\n"
     )
     (tmp_path / "leak.sh").write_text(f"echo 'token={SECRETS['command']}'\necho done\n")
     client = RecordingClient(permission="allow")
-    async with spawn_agent(client) as (conn, _p, _log):
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        sid = session.session_id
-        await prompt_text(conn, sid, f"Tell me about my GitHub token {SECRETS['prompt']} please")
-        await prompt_text(conn, sid, "read config.env")
-        await prompt_text(conn, sid, "run sh leak.sh")
-        await prompt_text(conn, sid, f"search for {SECRETS['prompt']}")
+    conn = agent.conn
+    sid = (await agent.new_session(client, tmp_path)).session_id
+    await prompt_text(conn, sid, f"Tell me about my GitHub token {SECRETS['prompt']} please")
+    await prompt_text(conn, sid, "read config.env")
+    await prompt_text(conn, sid, "run sh leak.sh")
+    await prompt_text(conn, sid, f"search for {SECRETS['prompt']}")
     wire = "\n".join(r.update.model_dump_json() for r in client.updates)
     wire += "\n".join(t.model_dump_json() for t in client.permission_requests)
     for where, secret in SECRETS.items():

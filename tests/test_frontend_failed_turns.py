@@ -4,6 +4,12 @@ Before: with the OpenAI back-end, HTTP 500/401 and a hang exited 1 but the outpu
 ``— stop reason: end_turn``, and a stream that broke off mid-answer exited 0. Now the agent answers
 the prompt with a JSON-RPC error, and ``watch`` / ``chat`` print the reason, never a stop reason,
 and exit 1; ``--json`` ends the turn with one ``{"error": …}`` object.
+
+Two layers decide this. The agent turns each failure kind into the JSON-RPC error (code, message,
+``data.details``) and the think card's status; that is checked for every kind with the agent in
+this process. The front-ends only pass that error on — :class:`PromptRefused` takes the message
+and details as they are, whatever the kind — so each front-end keeps one real-process run (a
+different kind each) proving the whole path: exit code, the printed line, the ``--json`` object.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp import RequestError
 
-from .conftest import agent_env
+from .conftest import RecordingClient, agent_env, final_status, inprocess_agent, prompt_text
 from .fake_openai import FakeOpenAI, Reply, error_reply, text_chunks, text_reply
 
 KEY = "sk-test-frontend-0123456789abcdef"
@@ -44,10 +51,8 @@ def server() -> Iterator[FakeOpenAI]:
         yield fake
 
 
-def _run(
-    args: list[str], server: FakeOpenAI, tmp_path: Path, stdin: str = ""
-) -> subprocess.CompletedProcess[str]:
-    env = agent_env(
+def _env(server: FakeOpenAI, tmp_path: Path) -> dict[str, str]:
+    return agent_env(
         ACP_PROGRESS_MODEL="openai",
         OPENAI_BASE_URL=server.base_url,
         OPENAI_API_KEY=KEY,
@@ -57,36 +62,83 @@ def _run(
         ACP_PROGRESS_SUMMARY="off",
         ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
     )
+
+
+def _run(
+    args: list[str], server: FakeOpenAI, tmp_path: Path, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "acp_adapter.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, **env},
+        env={**os.environ, **_env(server, tmp_path)},
         timeout=60,
     )
 
 
+# ------------------------------------------------------------------ every kind, at the agent
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("failure", list(FAILURES))
-def test_watch_prints_the_reason_and_exits_1(server: FakeOpenAI, tmp_path: Path, failure: str) -> None:
+async def test_each_failure_is_one_json_rpc_error_the_front_ends_show_as_it_is(
+    server: FakeOpenAI, tmp_path: Path, failure: str
+) -> None:
+    from acp_adapter.client.driver import PromptRefused
+    from acp_adapter.config import Settings
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
     reply, reason = FAILURES[failure]
+    server.script(reply, text_reply("recovered fine"))
+    settings = Settings.from_env(_env(server, tmp_path))
+    client = RecordingClient()
+    async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=settings)) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        sid = session.session_id
+        with pytest.raises(RequestError) as caught:
+            await prompt_text(conn, sid, "say hello")
+        failed_answer = client.answer(sid)
+        failed_cards = list(client.cards(sid).values())
+        # the session goes on: the next prompt is answered and ends normally (chat's next line)
+        recovered = await prompt_text(conn, sid, "and again")
+    error = caught.value
+    assert error.code == -32603 and error.data["details"] == reason, (error, error.data)
+    assert str(error) == f"The model request failed: {reason}"
+    # what watch prints (``❌ turn failed: <reason>``, no details line: they are in the reason) and
+    # what --json writes as the error object's message and data, for this kind
+    refused = PromptRefused(error)
+    assert refused.reason == f"The model request failed: {reason}" and refused.details == reason
+    assert refused.code == -32603 and refused.data == error.data
+    if failure == "stream-cut":  # the thinking ended with the first token; the answer broke off
+        assert failed_cards and final_status(failed_cards[-1]) == "completed", failed_cards
+        assert failed_answer == "Hello wor"
+    else:  # no answer came: the thinking card itself failed
+        assert failed_cards and final_status(failed_cards[-1]) == "failed", failed_cards
+        assert failed_answer == ""
+    assert recovered.stop_reason == "end_turn" and client.answer(sid).endswith("recovered fine")
+    assert KEY not in f"{error} {error.data} {client.updates}"
+
+
+# ------------------------------------------------------------------ each front-end, end to end
+
+
+def test_watch_prints_the_reason_and_exits_1(server: FakeOpenAI, tmp_path: Path) -> None:
+    reply, reason = FAILURES["stream-cut"]  # the kind with an answer shown before the failure
     server.script(reply)
     proc = _run(["watch", "--summary", "off", "say hello"], server, tmp_path)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     failed = next((line for line in proc.stdout.splitlines() if "❌ turn failed:" in line), None)
     assert failed == f"❌ turn failed: The model request failed: {reason}", proc.stdout
-    if failure == "stream-cut":
-        assert "Hello wor" in proc.stdout  # what did arrive is shown, then the failure
+    assert "Hello wor" in proc.stdout  # what did arrive is shown, then the failure
     assert "stop reason" not in proc.stdout and "end_turn" not in proc.stdout, proc.stdout
     assert "Traceback" not in proc.stderr and KEY not in proc.stdout + proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("failure", list(FAILURES))
-def test_watch_json_ends_the_turn_with_one_error_object(
-    server: FakeOpenAI, tmp_path: Path, failure: str
-) -> None:
-    reply, reason = FAILURES[failure]
+def test_watch_json_ends_the_turn_with_one_error_object(server: FakeOpenAI, tmp_path: Path) -> None:
+    reply, reason = FAILURES["http-401"]  # a kind with no answer: the thinking card itself fails
     server.script(reply)
     proc = _run(["watch", "--json", "say hello"], server, tmp_path)
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
@@ -97,21 +149,12 @@ def test_watch_json_ends_the_turn_with_one_error_object(
     assert error["code"] == -32603 and error["data"]["details"] == reason, error
     assert error["message"] == f"The model request failed: {reason}", error
     cards = [o["update"] for o in objs if o.get("update", {}).get("sessionUpdate") == "tool_call_update"]
-    if failure == "stream-cut":  # the thinking ended with the first token; the answer broke off
-        assert cards and cards[-1]["status"] == "completed", cards
-        chunks = [
-            o["update"] for o in objs if o.get("update", {}).get("sessionUpdate") == "agent_message_chunk"
-        ]
-        assert "".join(c["content"]["text"] for c in chunks) == "Hello wor"
-    else:  # no answer came: the thinking card itself failed
-        assert cards and cards[-1]["status"] == "failed", cards
+    assert cards and cards[-1]["status"] == "failed", cards
+    assert KEY not in proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("failure", list(FAILURES))
-def test_chat_on_a_pipe_reports_the_failure_goes_on_and_exits_1(
-    server: FakeOpenAI, tmp_path: Path, failure: str
-) -> None:
-    reply, reason = FAILURES[failure]
+def test_chat_on_a_pipe_reports_the_failure_goes_on_and_exits_1(server: FakeOpenAI, tmp_path: Path) -> None:
+    reply, reason = FAILURES["http-500"]
     server.script(reply, text_reply("recovered fine"))
     proc = _run(["chat", "--summary", "off"], server, tmp_path, stdin="say hello\nand again\n")
     assert proc.returncode == 1, (proc.stdout, proc.stderr)  # one turn failed

@@ -1,6 +1,8 @@
 """The permission audit says who answered and where, for every front-end (issue 20): ``watch --yes``
 is an automatic answer on the watch surface, a person at a console bridge is ``console:<login>``
-on the console surface. Real processes, one state directory."""
+on the console surface. Real processes, one state directory, for those surfaces; what the agent
+decides and audits whoever asks (a withdrawn question, the whole command, the cap on questions)
+runs with the agent in this process."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import pytest
 
 from acp_adapter.cli import main
 
-from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .conftest import ROOT, RecordingClient, agent_env, fast_settings, final_status, prompt_text
+from .shared_agent import progress_agent, served_inprocess
 from .test_bridge_console_stop import Bridge
 
 
@@ -98,8 +101,8 @@ async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
     """Before: a question ended by Ctrl-C read "Permission denied by the user" and left no audit row."""
     state = tmp_path / "state"
     client = RecordingClient(permission="cancel") if how.startswith("client") else _NeverAnswers()
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    async with spawn_agent(client, env=env) as (conn, _proc, log):
+    agent = progress_agent(fast_settings(state_dir=str(state), embedded_delay=0.05))
+    async with served_inprocess(client, agent) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         if how.startswith("client"):
             response = await prompt_text(conn, sid, "run `echo withdrawn`")
@@ -118,7 +121,7 @@ async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
             response = result[0]
             assert response.stop_reason == "cancelled"
         cards = [c for c in client.cards(sid).values() if c[0].kind != "think"]
-        assert final_status(cards[-1]) == "failed", log.read_text()
+        assert final_status(cards[-1]) == "failed", cards[-1]
         text = " ".join(
             getattr(getattr(block, "content", None), "text", "") for block in cards[-1][-1].content or []
         )
@@ -128,11 +131,18 @@ async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
     assert "echo withdrawn" in str(row["title"])
 
 
-def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Path) -> None:
     """Before: the audit kept the card title, cut at ~160 characters: a hidden tail was approved
     and nobody could tell afterwards."""
     command = "echo " + "x" * 250 + "; echo hidden-tail-marker"
-    state = _watch_yes(tmp_path, f"run `{command}`")
+    state = tmp_path / "state"
+    client = RecordingClient(permission="allow")
+    async with served_inprocess(client, progress_agent(fast_settings(state_dir=str(state)))) as conn:
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, f"run `{command}`")).stop_reason == "end_turn"
+    (title,) = [c[0].title for c in client.cards(sid).values() if c[0].kind != "think"]
+    assert command not in title, "the card's title is cut: the audit must not keep only it"
     (row,) = _audit(state)
     assert command in str(row["title"]) and row["title"].startswith("Running echo")
 
@@ -145,14 +155,14 @@ async def test_one_turn_asks_at_most_100_questions_and_writes_at_most_100_audit_
 
     state = tmp_path / "state"
     client = RecordingClient(permission="allow")
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.01")
     prompt = " then ".join(["run `true`"] * (MAX_QUESTIONS_PER_TURN + 5))
-    async with spawn_agent(client, env=env) as (conn, _proc, log):
+    agent = progress_agent(fast_settings(state_dir=str(state), embedded_delay=0.01))
+    async with served_inprocess(client, agent) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         with anyio.fail_after(120):
             await prompt_text(conn, sid, prompt)
         cards = [c for c in client.cards(sid).values() if c[0].kind != "think"]
-    assert len(client.permission_requests) == MAX_QUESTIONS_PER_TURN, log.read_text()[-2000:]
+    assert len(client.permission_requests) == MAX_QUESTIONS_PER_TURN
     refused = [c for c in cards if final_status(c) == "failed"]
     assert len(refused) == 5 and all(TOO_MANY_QUESTIONS in str(c[-1].content) for c in refused)
     assert len(_audit(state)) == MAX_QUESTIONS_PER_TURN

@@ -20,7 +20,10 @@ from acp.schema import (
     ToolCallStart,
 )
 
+from acp_adapter.config import Settings
+
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .shared_agent import progress_agent, served_inprocess
 
 pytestmark = pytest.mark.anyio
 
@@ -220,8 +223,8 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
     (tmp_path / "notes.py").write_text("# TODO: relay\n")
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.2", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
     prompt = "search for TODO and run ls"
-    direct = RecordingClient(permission="allow")
-    async with spawn_agent(direct, env=env) as (conn, _p, _log):
+    direct = RecordingClient(permission="allow")  # the reference: the agent, in this process
+    async with served_inprocess(direct, progress_agent(Settings.from_env(env))) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         direct_response = await prompt_text(conn, session.session_id, prompt)
     relayed = RecordingClient(permission="allow")

@@ -8,11 +8,13 @@ import re
 import sys
 
 import pytest
+from acp import PROTOCOL_VERSION
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from acp_adapter.client.driver import AgentDriver, AgentStartError
 
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .shared_agent import agent_on
 from .test_relay import injected, relay_argv
 
 pytestmark = pytest.mark.anyio
@@ -89,11 +91,10 @@ def max_open(client: RecordingClient) -> int:
 
 
 async def test_this_projects_agent_says_it_shows_its_own_think_cards(tmp_path):
-    async with AgentDriver(
-        [sys.executable, "-m", "acp_adapter"], env=agent_env(), cwd=str(tmp_path)
-    ) as driver:
-        init = driver.initialize_response
-    assert init is not None and init.field_meta == {"acpProgress": {"thinkCards": True, "storeFlush": True}}
+    # what its initialize answers (through the relay, the whole path is the reload test below)
+    async with agent_on(tmp_path / "state") as (conn, _client):
+        init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    assert init.field_meta == {"acpProgress": {"thinkCards": True, "storeFlush": True}}
 
 
 async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_path):
@@ -113,12 +114,15 @@ async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_
 
 
 async def test_a_session_stored_by_this_projects_agent_reloads_through_a_new_relay(tmp_path):
+    """The relay passes session/list and session/load through to this project's agent, and its
+    replay gets no spinner. The session is stored by the agent alone (in this process: what it
+    writes is the same whoever its client is); the relay and the agent it wraps are processes."""
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.01")
-    first = RecordingClient()
-    async with spawn_agent(first, env=env, argv=argv) as (conn, _p, _l):
+    async with agent_on(tmp_path / "state", embedded_delay=0.05) as (conn, first):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, session, "hello")
+    assert first.answer()
     second = RecordingClient()
     async with spawn_agent(second, env=env, argv=argv) as (conn, _p, _l):
         listed = await conn.list_sessions(cwd=str(tmp_path))

@@ -1,11 +1,16 @@
 """Modes, models, commands, remembered permissions, close and resume (issue 28, points 4-7).
 
-Real agent processes driven by the SDK's client side: the mode and model selectors of
+This project's agent driven by the SDK's client side: the mode and model selectors of
 ``session/new``/``load``/``resume``, ``session/set_config_option`` and ``session/set_mode`` with
 their updates, read-only refusing without asking, auto allowing without asking (audited as
-automatic), "always" answers per command name that survive a new process, ``/help`` and
+automatic), "always" answers per command name that survive a new agent, ``/help`` and
 ``/title`` answered without the model, ``session/close`` cancelling a running turn and
 ``session/resume`` going on without a replay.
+
+The agents run in this process with the connection ``serve`` builds (its ``session/close`` and
+``session/resume`` routes included, :func:`tests.shared_agent.served_inprocess`): every decision
+here is the agent's, and a later agent reads the earlier one's store as a new process would. The
+agent over real stdio is covered by the end-to-end and front-end tests.
 """
 
 from __future__ import annotations
@@ -29,10 +34,12 @@ from acp.schema import (
     PermissionOption,
     RequestPermissionResponse,
     SessionInfoUpdate,
+    ToolCallStart,
     UserMessageChunk,
 )
 
-from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .conftest import RecordingClient, agent_env, final_status, prompt_text
+from .shared_agent import progress_agent, served_inprocess
 
 
 @dataclass
@@ -64,6 +71,17 @@ def _audit(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()][::-1]  # oldest first
 
 
+def _agent(env: dict[str, str]) -> Any:
+    """This project's agent configured by ``env``, as a process started with it would be."""
+    from acp_adapter.config import Settings
+
+    return progress_agent(Settings.from_env(env))
+
+
+def _a_tool_card(update: Any) -> bool:
+    return isinstance(update, ToolCallStart) and update.kind != "think"
+
+
 def _card_of(client: RecordingClient, session_id: str, command: str) -> list[Any]:
     for updates in client.cards(session_id).values():
         if (updates[0].raw_input or {}).get("command") == command:
@@ -81,7 +99,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
 ) -> None:
     state = tmp_path / "state"
     client = ChoosingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, _log):
+    async with served_inprocess(client, _agent(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
         new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = new.session_id
         mode, model = new.config_options
@@ -118,7 +136,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
 async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_automatic(tmp_path: Path) -> None:
     state = tmp_path / "state"
     client = ChoosingClient(choices=["reject_once"])
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, _log):
+    async with served_inprocess(client, _agent(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await conn.set_session_mode(session_id=sid, mode_id="auto")  # the older method
         assert any(
@@ -129,11 +147,9 @@ async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_autom
         card = _card_of(client, sid, "echo automatic-run")
         assert final_status(card) == "completed" and "automatic-run" in _card_text(card)
 
-    async with spawn_agent(ChoosingClient(), env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (
-        conn,
-        _p,
-        _l,
-    ):
+    async with served_inprocess(
+        ChoosingClient(), _agent(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))
+    ) as conn:
         loaded = await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         assert loaded.modes.current_mode_id == "auto"  # stored with the session
         assert loaded.config_options[0].current_value == "auto"
@@ -148,7 +164,7 @@ async def test_always_answers_are_per_command_name_stored_with_the_session_and_a
     state = tmp_path / "state"
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
     client = ChoosingClient(choices=["allow_always", "reject_always", "allow_once"])
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    async with served_inprocess(client, _agent(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "run echo first")  # asked: allow always (echo)
         assert client.offered[0] == ["allow_once", "allow_always", "reject_once", "reject_always"]
@@ -167,7 +183,7 @@ async def test_always_answers_are_per_command_name_stored_with_the_session_and_a
         assert "allow_always" not in client.offered[2]
 
     again = ChoosingClient()
-    async with spawn_agent(again, env=env) as (conn, _p, _log):  # a new process: still remembered
+    async with served_inprocess(again, _agent(env)) as conn:  # a new agent: still remembered
         await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         await prompt_text(conn, sid, "run echo third")
         assert again.permission_requests == []
@@ -188,7 +204,7 @@ async def test_help_and_title_are_answered_by_the_agent_and_the_title_is_stored(
     state = tmp_path / "state"
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    async with served_inprocess(client, _agent(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "/help")).stop_reason == "end_turn"
         text = client.answer(sid)
@@ -199,7 +215,7 @@ async def test_help_and_title_are_answered_by_the_agent_and_the_title_is_stored(
         assert [i.title for i in infos] == ["Release checklist"]
         await prompt_text(conn, sid, "what is 2+2")  # a later prompt does not rename it
         assert [s.title for s in (await conn.list_sessions()).sessions] == ["Release checklist"]
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _p, _log):
+    async with served_inprocess(RecordingClient(), _agent(env)) as conn:
         assert [s.title for s in (await conn.list_sessions()).sessions] == ["Release checklist"]
 
 
@@ -209,14 +225,18 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
 ) -> None:
     state = tmp_path / "state"
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _p, _log):
+    first = RecordingClient()
+    async with served_inprocess(first, _agent(env)) as conn:
         init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
         caps = init.agent_capabilities.session_capabilities
         assert caps.close is not None and caps.resume is not None
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "what is 2+2")
+        waiting = asyncio.Event()
+        # the wait tool's card (the first card that is not the model's thinking): well under way
+        first.on_update = lambda r: waiting.set() if _a_tool_card(r.update) else None
         turn = asyncio.create_task(prompt_text(conn, sid, "wait 20 seconds"))
-        await asyncio.sleep(0.8)
+        await asyncio.wait_for(waiting.wait(), 10)
         started = time.monotonic()
         await conn.close_session(session_id=sid)
         assert (await turn).stop_reason == "cancelled"
@@ -225,7 +245,7 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]
 
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    async with served_inprocess(client, _agent(env)) as conn:
         resumed = await conn.resume_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         assert resumed.modes.current_mode_id == "ask"
         assert client.for_session(sid) == [], "resume replayed the conversation"
@@ -233,7 +253,7 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
         assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
         assert "6" in client.answer(sid)
     replay = RecordingClient()
-    async with spawn_agent(replay, env=env) as (conn, _p, _log):  # the same conversation, gone on
+    async with served_inprocess(replay, _agent(env)) as conn:  # the same conversation, gone on
         await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         users = [u.content.text for u in replay.for_session(sid) if isinstance(u, UserMessageChunk)]
         assert users == ["what is 2+2", "wait 20 seconds", "what is 3+3"]
@@ -304,7 +324,7 @@ async def test_the_model_selector_switches_the_session_to_the_configured_openai_
             ACP_PROGRESS_OPENAI_MODEL="fake-model",
         )
         client = RecordingClient()
-        async with spawn_agent(client, env=env) as (conn, _p, _log):
+        async with served_inprocess(client, _agent(env)) as conn:
             new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             sid = new.session_id
             model = new.config_options[1]

@@ -1,5 +1,8 @@
 """Progress summaries on the surfaces: the agent's think card (serve), the relay's injected card,
-and watch's status line — real processes over real pipes, plus the pure pieces they are built of."""
+and watch's status line — real processes over real pipes, plus the pure pieces they are built of.
+Whether the agent summarises at all, and that it stops at a cancel, is decided by the agent whoever
+its client is: those serve cases run it in this process (:mod:`tests.shared_agent`); the summary on
+the think card keeps its run over real pipes."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from acp.schema import AgentThoughtChunk, ToolCallProgress
 from acp_adapter.tools import build_thinking_progress, build_thinking_start
 
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .shared_agent import progress_agent, served_inprocess
 
 pytestmark = pytest.mark.anyio
 
@@ -56,6 +60,13 @@ def _check_card(client: RecordingClient, card_id: str, card: list[Any]) -> list[
     )
     assert all(meta["summary"] not in thoughts for _, meta in beats), "never in the thought channel"
     return [meta for _, meta in beats]
+
+
+def _serve_inprocess(env: dict[str, str]) -> Any:
+    """The agent ``serve`` would run with ``env`` (the same settings), in this process."""
+    from acp_adapter.config import Settings
+
+    return progress_agent(Settings.from_env(env))
 
 
 def _text_of_chunk(update: AgentThoughtChunk) -> str:
@@ -190,7 +201,7 @@ async def test_serve_shows_the_summary_on_the_think_cards_heartbeat(tmp_path) ->
 async def test_serve_has_no_summary_unless_turned_on(tmp_path) -> None:
     client = RecordingClient()
     env = agent_env(ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05", ACP_PROGRESS_EMBEDDED_DELAY="0.4")
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, _serve_inprocess(env)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "fix the failing test")
     (card,) = client.think_cards(session.session_id).values()
@@ -206,7 +217,7 @@ async def test_serve_stops_the_summary_when_the_turn_is_cancelled(tmp_path) -> N
         ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
         ACP_PROGRESS_EMBEDDED_DELAY="30",
     )
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, _serve_inprocess(env)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         task = asyncio.create_task(prompt_text(conn, session.session_id, "fix the failing test"))
         for _ in range(200):
