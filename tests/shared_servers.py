@@ -1,0 +1,57 @@
+"""In-process agents and shared servers for the slower front-end and MCP test modules.
+
+:func:`routed_agent` is :func:`tests.conftest.inprocess_agent` with the agent's own connection
+(:func:`acp_adapter.agent.routes.agent_connection`, what ``serve`` builds), so ``session/close``,
+``session/resume`` and ``session/delete`` are routed as in a real agent process. Tests use it
+where the agent's process proves nothing (its exit, signals or stdio framing are not the point):
+it saves the ~1 s of CPU each agent process pays to import the ACP SDK."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from acp import PROTOCOL_VERSION
+
+__all__ = ["progress_agent", "routed_agent"]
+
+
+def progress_agent(**settings: Any) -> Any:
+    """A ProgressAgent for this process with the test suite's fast settings (embedded model)."""
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    from .conftest import fast_settings
+
+    base: dict[str, Any] = {"embedded_delay": 0.05}
+    base.update(settings)
+    return ProgressAgent(turn_runner=AIAgent, settings=fast_settings(**base))
+
+
+@contextlib.asynccontextmanager
+async def routed_agent(client: Any, agent: Any) -> AsyncIterator[Any]:
+    """Connect ``client`` to ``agent`` over the SDK's in-memory transports, through the agent's
+    own connection (with its extra routes); yields the initialised client connection."""
+    from acp._transport import memory_transport_pair
+    from acp.core import ClientSideConnection
+
+    from acp_adapter.agent.routes import agent_connection
+
+    agent_end, client_end = memory_transport_pair()
+    agent_conn = agent_connection(agent, agent_end)
+    client_conn = ClientSideConnection(client, client_end)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent_conn.listen)
+            try:
+                await client_conn.initialize(protocol_version=PROTOCOL_VERSION)
+                yield client_conn
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await agent.hang_up()  # as serve at the end of input: turns drained, MCP servers stopped
+        await client_conn.close()
+        await agent_conn.close()
