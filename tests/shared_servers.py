@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
 from acp import PROTOCOL_VERSION
 
-__all__ = ["progress_agent", "routed_agent"]
+__all__ = ["SharedAgent", "progress_agent", "routed_agent", "shared_agent"]
 
 
 def progress_agent(**settings: Any) -> Any:
@@ -55,3 +57,36 @@ async def routed_agent(client: Any, agent: Any) -> AsyncIterator[Any]:
             await agent.hang_up()  # as serve at the end of input: turns drained, MCP servers stopped
         await client_conn.close()
         await agent_conn.close()
+
+
+@dataclass
+class SharedAgent:
+    """One agent process shared by a module's tests (each test makes sessions of its own)."""
+
+    conn: Any
+    process: Any
+    log: Path
+    client: Any
+
+    def log_mark(self) -> int:
+        """Where the agent's stderr log ends now (see :meth:`log_since`)."""
+        return self.log.stat().st_size
+
+    def log_since(self, mark: int) -> str:
+        """What the agent logged after ``mark``: the part of the shared log one test caused."""
+        with self.log.open("rb") as handle:
+            handle.seek(mark)
+            return handle.read().decode("utf-8", "replace")
+
+
+@contextlib.asynccontextmanager
+async def shared_agent(env: dict[str, str] | None = None) -> AsyncIterator[SharedAgent]:
+    """A real agent process (``python -m acp_adapter`` over stdio) with one recording client,
+    for a module-scoped fixture: a module whose tests only need "an agent to talk to" pays for
+    one agent start instead of one per test. Tests must not rely on ``client.updates`` being
+    empty (filter by their session id) and must leave ``client.on_update`` as they found it."""
+    from .conftest import RecordingClient, spawn_agent
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, process, log):
+        yield SharedAgent(conn, process, log, client)
