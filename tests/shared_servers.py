@@ -9,7 +9,7 @@ it saves the ~1 s of CPU each agent process pays to import the ACP SDK."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 from acp import PROTOCOL_VERSION
 
-__all__ = ["SharedAgent", "progress_agent", "routed_agent", "shared_agent"]
+__all__ = ["SharedAgent", "cli_in_process", "progress_agent", "routed_agent", "shared_agent"]
 
 
 def progress_agent(**settings: Any) -> Any:
@@ -30,6 +30,27 @@ def progress_agent(**settings: Any) -> Any:
     base: dict[str, Any] = {"embedded_delay": 0.05}
     base.update(settings)
     return ProgressAgent(turn_runner=AIAgent, settings=fast_settings(**base))
+
+
+@contextlib.contextmanager
+def cli_in_process() -> Iterator[Any]:
+    """``acp_adapter.cli.main`` for this process, for command lines that end before any agent
+    or server starts (a refused flag, a bad file): the process start (~1 s of CPU) proves
+    nothing there. The streams ``main`` wraps and the logging it sets up are put back after."""
+    import logging
+    import sys
+
+    from acp_adapter.cli import main
+
+    streams = sys.stdout, sys.stderr
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield main
+    finally:
+        sys.stdout, sys.stderr = streams
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 @contextlib.asynccontextmanager
