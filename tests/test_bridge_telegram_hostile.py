@@ -45,6 +45,18 @@ CHANNEL = -1009999
 FAST = TelegramSettings(retry_backoff=0.05, http_timeout=1.0, stop_grace=2.0)
 
 
+@pytest.fixture(autouse=True)
+def quick_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bridges' agents think 0.05 s a step, not the suite's default 0.3 s: nothing here is
+    timed against the model (what is tested is the Bot API side), and every turn waits for it."""
+    from . import conftest
+
+    def quick(**overrides: str) -> dict[str, str]:
+        return agent_env(**{"ACP_PROGRESS_EMBEDDED_DELAY": "0.05", **overrides})
+
+    monkeypatch.setattr(conftest, "agent_env", quick)
+
+
 @pytest.fixture
 def fake() -> Any:
     server = FakeTelegram(TOKEN).start()
@@ -347,7 +359,7 @@ async def test_stopping_with_a_question_pending(fake: FakeTelegram, caplog: pyte
     answered; the running line stayed ``💻 Running …``; the last edits failed with
     ``RuntimeError('This HTTPXRequest is not initialized!')``."""
     caplog.set_level(logging.INFO)
-    runner = BridgeRunner(group(), agent_env=agent_env(), window=0.2)
+    runner = BridgeRunner(group(), agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), window=0.2)
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_telegram(
