@@ -111,3 +111,108 @@ async def shared_agent(env: dict[str, str] | None = None) -> AsyncIterator[Share
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, process, log):
         yield SharedAgent(conn, process, log, client)
+
+
+class _InProcessAgent:
+    """What :class:`InProcessDriver` shows where an :class:`AgentDriver` has its process: the
+    agent "runs" until the driver closes it (``returncode`` None until then)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.pid = 0  # no process of its own (never signalled: the driver's close is overridden)
+        self.returncode: int | None = None
+        self._ended = asyncio.Event()
+
+    async def wait(self) -> int:
+        await self._ended.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def end(self) -> None:
+        self.returncode = 0
+        self._ended.set()
+
+
+def in_process_driver_class() -> Any:
+    """An :class:`~acp_adapter.client.driver.AgentDriver` whose agent is this project's
+    ProgressAgent in this process, over the SDK's in-memory transports, with the settings the
+    driver's environment gives it (the same ``ACP_PROGRESS_*`` a spawned agent would read).
+
+    For front-end tests where the agent is only "an agent to talk to" (a chat platform's fake,
+    its retries and refusals are what is tested): it saves each test the ~1 s of CPU an agent
+    process pays to import the ACP SDK. The front-end side — the driver's sessions, turns,
+    permission questions and updates — is the production code; only the pipe and the process
+    are gone (so no test of a crash, a signal or stdio framing may use it)."""
+    import asyncio
+
+    from acp import connect_to_agent
+
+    from acp_adapter.agent.routes import agent_connection
+    from acp_adapter.client.driver import AgentDriver, _DriverClient
+    from acp_adapter.config import Settings
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    class InProcessDriver(AgentDriver):
+        _agent: Any = None
+        _agent_conn: Any = None
+        _listening: Any = None
+
+        async def _spawn(self) -> None:
+            import os
+
+            from acp._transport import memory_transport_pair
+
+            settings = Settings.load({**os.environ, **self.env}, flags={})
+            self._agent = ProgressAgent(settings, turn_runner=AIAgent)
+            agent_end, client_end = memory_transport_pair()
+            self._agent_conn = agent_connection(self._agent, agent_end)
+            self._listening = asyncio.ensure_future(self._agent_conn.listen())
+            self.process = _InProcessAgent()  # type: ignore[assignment]
+            self._conn = connect_to_agent(_DriverClient(self), client_end)  # type: ignore[arg-type]
+
+        async def close(self, grace: float = 2.0) -> None:
+            if self._closed:
+                return
+            shown = self.process
+            self.process = None  # nothing to signal: the parent closes the turns and the connection
+            try:
+                await super().close(grace)
+                if self._agent is not None:
+                    await self._agent.hang_up(grace)  # as serve at the end of input
+                    await self._agent_conn.close()
+                if self._listening is not None:
+                    self._listening.cancel()
+                    with contextlib.suppress(BaseException):
+                        await self._listening
+            finally:
+                self.process = shown
+                if isinstance(shown, _InProcessAgent):
+                    shown.end()
+
+    return InProcessDriver
+
+
+def use_in_process_agents(monkeypatch: Any) -> None:
+    """Make every BridgeRunner built from now on that runs this project's agent drive it in
+    this process (see :func:`in_process_driver_class`) instead of spawning it."""
+    from acp_adapter.client.driver import AgentDriver
+    from acp_adapter.frontends.bridges.runner import BridgeRunner
+
+    in_process = in_process_driver_class()
+
+    def make_driver(self: Any) -> Any:
+        # a bridge configured with an agent of its own (a test agent) still spawns that one
+        driver_class = AgentDriver if self.instance.agent else in_process
+        return driver_class(
+            self.instance.agent and list(self.instance.agent),
+            env=self.agent_env,
+            cwd=self.instance.cwd,
+            permission_policy=self._permission_policy,
+            stderr_log=self.stderr_log,
+            client_name="acp-progress-bridge",
+            mcp_servers=self.mcp_servers,
+        )
+
+    monkeypatch.setattr(BridgeRunner, "_make_driver", make_driver)
