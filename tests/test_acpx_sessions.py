@@ -2,8 +2,9 @@
 
 ``acpx --agent "<python> -m acp_adapter" sessions list`` starts the agent, initialises it, sends
 ``session/list`` (``--filter-cwd`` sets its ``cwd`` filter) and prints what it got. The sessions
-were stored by an earlier agent process in the same ``ACP_PROGRESS_STATE_DIR``. acpx keeps its
-own records under ``~/.acpx``, so ``HOME`` is a temporary directory.
+were stored by an earlier agent (a ProgressAgent in the test's process: what acpx reads is the
+store it wrote) in the same ``ACP_PROGRESS_STATE_DIR``. acpx keeps its own records under
+``~/.acpx``, so ``HOME`` is a temporary directory.
 
 acpx 0.19.1 declares ``engines: node >= 22.13``; its CLI runs on Node 20 too, which is what this
 machine has.
@@ -21,8 +22,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .conftest import RecordingClient, agent_env, prompt_text, spawn_agent
+from .conftest import RecordingClient, agent_env, prompt_text
 from .npm_client import CLIENT_DIR, node_with_packages
+from .shared_servers import progress_agent, routed_agent
 
 ACPX = CLIENT_DIR / "node_modules" / ".bin" / "acpx"
 
@@ -50,8 +52,8 @@ async def test_acpx_lists_the_sessions_an_earlier_agent_process_stored(acpx: Pat
     ws, elsewhere, home = tmp_path / "ws", tmp_path / "elsewhere", tmp_path / "home"
     for folder in (ws, elsewhere, home):
         folder.mkdir()
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+    async with routed_agent(RecordingClient(), progress_agent(state_dir=str(tmp_path / "state"))) as conn:
         here = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         await prompt_text(conn, here, "what is 2+2")
         there = (await conn.new_session(cwd=str(elsewhere), mcp_servers=[])).session_id
@@ -83,7 +85,11 @@ async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_sess
     ws, home, state = tmp_path / "ws", tmp_path / "home", tmp_path / "state"
     for folder in (ws, home):
         folder.mkdir()
-    env = {**agent_env(ACP_PROGRESS_STATE_DIR=str(state)), "HOME": str(home), "PATH": os.environ["PATH"]}
+    env = {
+        **agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
+        "HOME": str(home),
+        "PATH": os.environ["PATH"],
+    }
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         done = _acpx(acpx, env, ws, "--ttl", "1", *args)
@@ -105,7 +111,8 @@ async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_sess
     audit = await anyio.run_process([sys.executable, "-m", "acp_adapter.cli", "audit", "--json"], env=env)
     (row,) = [json.loads(line) for line in audit.stdout.decode().splitlines()]
     assert (row["sessionId"], row["allowed"], row["rule"]) == (sid, True, "mode auto")
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, _log):  # closed, still stored
+    # closed, still stored
+    async with routed_agent(RecordingClient(), progress_agent(state_dir=str(state))) as conn:
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]
         loaded = await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         assert loaded.modes.current_mode_id == "auto"

@@ -2,8 +2,10 @@
 disk; a full disk, a lock another process holds, a trigger that raises or deletes the row — the
 call is refused with the reason on its card, and the turn goes on. The schema is checked at open.
 
-Unit tests on the store, then real processes: an agent whose database another process holds with
-``BEGIN EXCLUSIVE``, one whose database carries a planted trigger, one on a full disk.
+Unit tests on the store, then agents: a real agent process whose database another process holds
+with ``BEGIN EXCLUSIVE``; an agent in this process (the same ProgressAgent over the SDK's in-memory
+transports: the audit's decision does not depend on the agent's process) whose database carries a
+planted trigger, and one on a full disk.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from acp_adapter.store import (
 )
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .shared_servers import progress_agent, routed_agent
 
 
 def _decision(n: int = 1) -> PermissionDecision:
@@ -191,7 +194,7 @@ async def test_an_agent_refuses_an_allowed_command_while_another_process_holds_t
     ws.mkdir()
     _fresh_store(state)
     client = RecordingClient()
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     async with spawn_agent(client, env=env) as (conn, _proc, _log):
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         with _held(state / DATABASE_NAME):
@@ -214,19 +217,22 @@ async def test_an_agent_refuses_an_allowed_command_while_another_process_holds_t
 
 
 @pytest.mark.anyio
-async def test_an_agent_refuses_to_audit_into_a_database_with_a_planted_trigger(tmp_path: Path) -> None:
+async def test_an_agent_refuses_to_audit_into_a_database_with_a_planted_trigger(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     state, ws = tmp_path / "state", tmp_path / "ws"
     ws.mkdir()
     _fresh_store(state)
     _plant(state, "CREATE TRIGGER hush AFTER INSERT ON permissions BEGIN DELETE FROM permissions; END")
     client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, log):
+    caplog.set_level("WARNING", logger="acp_progress")
+    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")).stop_reason == "end_turn"
         status, said = _run_card(client, sid)
     assert status == "failed" and "trigger 'hush'" in said
     assert not (ws / "ran").exists()
-    assert "trigger 'hush'" in log.read_text()
+    assert "trigger 'hush'" in caplog.text  # the agent's log says why too
 
 
 @pytest.mark.anyio
@@ -247,7 +253,7 @@ async def test_an_agent_on_a_full_disk_refuses_the_allowed_command(tmp_path: Pat
             while True:  # until the disk is full
                 out.write(b"\0" * 4096)
         client = RecordingClient()
-        async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, _log):
+        async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
             sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
             assert (await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")).stop_reason == "end_turn"
             status, said = _run_card(client, sid)

@@ -36,7 +36,7 @@ class Bridge:
     def __init__(self, cfg: Path) -> None:
         env = {
             **os.environ,
-            **agent_env(),
+            **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),  # what is timed here is the stop
             "ACP_PROGRESS_CONFIG_DIR": str(cfg / "config"),
             "ACP_PROGRESS_STATE_DIR": str(cfg / "state"),
             "ACP_PROGRESS_SUMMARY": "off",

@@ -44,7 +44,7 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def env(cfg: Path, **extra: str) -> dict[str, str]:
     return {
         **os.environ,
-        **agent_env(),
+        **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),  # nothing here is timed against the model
         "ACP_PROGRESS_CONFIG_DIR": str(cfg / "config"),
         "ACP_PROGRESS_STATE_DIR": str(cfg / "state"),
         "ACP_PROGRESS_SUMMARY": "off",

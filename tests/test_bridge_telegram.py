@@ -33,12 +33,21 @@ from acp_adapter.summary.clock import ManualClock
 from .agents.echo_agent import SECRET as ECHO_SECRET
 from .conftest import ROOT
 from .fake_telegram import VALID_REACTIONS, FakeTelegram, telegram_bridge, until
+from .shared_servers import use_in_process_agents
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
 CHAT = 4242
 STRANGER = 777
+
+
+@pytest.fixture(autouse=True)
+def in_process_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bridges' agents run in this process: no test here is about the agent's process (its
+    crash, its signals, its pipe) — tests/test_bridge_telegram_process.py and
+    test_bridge_restart.py are. The front-end side of the agent connection is the real driver."""
+    use_in_process_agents(monkeypatch)
 
 
 @pytest.fixture

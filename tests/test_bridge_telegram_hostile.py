@@ -35,6 +35,7 @@ from acp_adapter.summary.clock import ManualClock
 
 from .conftest import ROOT, agent_env
 from .fake_telegram import FakeTelegram, StoredMessage, telegram_bridge, until
+from .shared_servers import use_in_process_agents
 
 pytestmark = pytest.mark.anyio
 
@@ -43,6 +44,21 @@ GROUP = -1001234
 ALICE, BOB, CAROL = 1001, 1002, 1003
 CHANNEL = -1009999
 FAST = TelegramSettings(retry_backoff=0.05, http_timeout=1.0, stop_grace=2.0)
+
+
+@pytest.fixture(autouse=True)
+def quick_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bridges' agents think 0.05 s a step, not the suite's default 0.3 s: nothing here is
+    timed against the model (what is tested is the Bot API side), and every turn waits for it.
+    And they run in this process: no test here is about the agent's process (its crash, its
+    signals, its pipe) — tests/test_bridge_telegram_process.py and test_bridge_restart.py are."""
+    from . import conftest
+
+    def quick(**overrides: str) -> dict[str, str]:
+        return agent_env(**{"ACP_PROGRESS_EMBEDDED_DELAY": "0.05", **overrides})
+
+    monkeypatch.setattr(conftest, "agent_env", quick)
+    use_in_process_agents(monkeypatch)
 
 
 @pytest.fixture
@@ -347,7 +363,7 @@ async def test_stopping_with_a_question_pending(fake: FakeTelegram, caplog: pyte
     answered; the running line stayed ``💻 Running …``; the last edits failed with
     ``RuntimeError('This HTTPXRequest is not initialized!')``."""
     caplog.set_level(logging.INFO)
-    runner = BridgeRunner(group(), agent_env=agent_env(), window=0.2)
+    runner = BridgeRunner(group(), agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), window=0.2)
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_telegram(

@@ -2,7 +2,10 @@
 (the common ``{"mcpServers": …}`` form) and the settings file's ``[mcp_servers.NAME]`` tables,
 sent in ``session/new`` by ``watch``, ``chat``, ``run``, ``bridge run`` and ``agui`` — through
 the relay too. Real processes: the front-end, the agent it spawns and the kit MCP server that
-agent starts (its marker file proves the server ran)."""
+agent starts (its marker file proves the server ran) for ``watch``; the other front-ends name
+one HTTP kit server shared by the module (a tool call answered by it proves the front-end
+passed it: the agent has no other way to know it), which saves each of them starting an MCP
+SDK process of its own."""
 
 from __future__ import annotations
 
@@ -18,12 +21,14 @@ from typing import Any
 import httpx
 import pytest
 
+from acp_adapter.cli import main
 from acp_adapter.cli._config_report import describe_server
 from acp_adapter.config import Settings
 from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_settings_file
 
 from .conftest import ROOT, agent_env
 from .test_bridge_telegram_process import acp_progress
+from .test_mcp_http import http_kit
 
 SECRET = "kit-env-secret-9Hq2Lm4Np6Rt8Vx0"
 
@@ -41,6 +46,34 @@ def servers_file(tmp_path: Path, marker: Path) -> Path:
     path = tmp_path / "servers.json"
     path.write_text(json.dumps({"mcpServers": {"kit": kit_entry(marker)}}))
     return path
+
+
+@pytest.fixture(scope="module")
+def web_kit() -> Any:
+    """The common-form entry of one HTTP kit server shared by the module's front-end tests."""
+    with http_kit() as port:
+        yield {"url": f"http://127.0.0.1:{port}/mcp", "headers": {"Authorization": f"Bearer {SECRET}"}}
+
+
+def web_servers_file(tmp_path: Path, entry: dict[str, Any]) -> Path:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"kit": entry}}))
+    return path
+
+
+@pytest.fixture
+def in_process_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``acp_adapter.cli.main`` in this process: the streams it wraps and the logging it sets
+    up are put back after the test."""
+    import logging
+
+    monkeypatch.setattr(sys, "stdout", sys.stdout)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield main
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def env_for(config_dir: Path, **extra: str) -> dict[str, str]:
@@ -138,34 +171,55 @@ def test_every_mistake_of_the_table_is_named_with_the_file(tmp_path: Path) -> No
         servers_from_settings_file({"ACP_PROGRESS_CONFIG_DIR": str(tmp_path / "c")})
 
 
-def test_config_shows_the_servers_with_secrets_hidden(tmp_path: Path) -> None:
+def test_config_shows_the_servers_with_secrets_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], in_process_cli: Any
+) -> None:
     write_settings(tmp_path / "c", SETTINGS_WITH_SERVERS)
-    env = env_for(tmp_path / "c")
-    shown = cli("config", env=env, cwd=tmp_path)
-    assert shown.returncode == 0, shown.stderr
-    assert "MCP server kit: stdio python3 -m tests.mcp_servers.kit stdio  KIT_SECRET=[hidden]" in shown.stdout
-    assert "MCP server web: http https://mcp.example.test/mcp  Authorization=[hidden]" in shown.stdout
-    as_json = cli("config", "--json", env=env, cwd=tmp_path)
-    servers = json.loads(as_json.stdout)["mcpServers"]
+    monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path / "c"))
+    assert in_process_cli(["config"]) == 0
+    shown = capsys.readouterr()
+    assert "MCP server kit: stdio python3 -m tests.mcp_servers.kit stdio  KIT_SECRET=[hidden]" in shown.out
+    assert "MCP server web: http https://mcp.example.test/mcp  Authorization=[hidden]" in shown.out
+    assert in_process_cli(["config", "--json"]) == 0
+    as_json = capsys.readouterr()
+    servers = json.loads(as_json.out)["mcpServers"]
     assert [s["name"] for s in servers] == ["kit", "web"] and servers[0]["env"] == {"KIT_SECRET": "[hidden]"}
-    assert SECRET not in shown.stdout + shown.stderr + as_json.stdout + as_json.stderr
+    assert SECRET not in shown.out + shown.err + as_json.out + as_json.err
+
+
+def test_a_bad_mcp_config_stops_a_front_end_process_with_exit_2(tmp_path: Path) -> None:
+    """One real process: the exit status and stderr of the command line; the other front-ends
+    take the same path in this process (below)."""
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"mcpServers": {"x y": {"command": "x"}}}')
+    done = cli("watch", "hi", "--mcp-config", str(bad), env=env_for(tmp_path / "c"), cwd=tmp_path, timeout=30)
+    assert done.returncode == 2, done.stderr
+    assert "MCP servers:" in done.stderr and "'x y'" in done.stderr
 
 
 @pytest.mark.parametrize(
     "command",
     [["watch", "hi"], ["chat"], ["run", "hi"], ["agui", "--port", "9"], ["bridge", "run", "nobody"]],
 )
-def test_a_bad_mcp_config_stops_every_front_end_before_it_starts(tmp_path: Path, command: list[str]) -> None:
+def test_a_bad_mcp_config_stops_every_front_end_before_it_starts(
+    tmp_path: Path,
+    command: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    in_process_cli: Any,
+) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text('{"mcpServers": {"x y": {"command": "x"}}}')
-    env = env_for(tmp_path / "c")
+    (tmp_path / "c").mkdir(mode=0o700)
+    monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
     if command[0] == "bridge":
-        assert (
-            cli("bridge", "create", "nobody", "--platform", "console", env=env, cwd=tmp_path).returncode == 0
-        )
-    done = cli(*command, "--mcp-config", str(bad), env=env, cwd=tmp_path, timeout=30)
-    assert done.returncode == 2, done.stderr
-    assert "MCP servers:" in done.stderr and "'x y'" in done.stderr
+        assert in_process_cli(["bridge", "create", "nobody", "--platform", "console"]) == 0
+    capsys.readouterr()
+    assert in_process_cli([*command, "--mcp-config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "MCP servers:" in err and "'x y'" in err
 
 
 # ------------------------------------------------------------------ each front-end, real processes
@@ -203,9 +257,8 @@ def test_watch_passes_mcp_config_servers_and_shows_their_progress(tmp_path: Path
     assert SECRET not in done.stdout + done.stderr
 
 
-def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path) -> None:
-    marker = tmp_path / "started"
-    servers = servers_file(tmp_path, marker)
+def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+    servers = web_servers_file(tmp_path, web_kit)
     agent = f"{sys.executable} -m acp_adapter.cli relay -- {sys.executable} -m acp_adapter"
     ask = 'call peek {"text": "through the relay"}'
     done = cli(
@@ -220,27 +273,24 @@ def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert marker.exists() and "peek: through the relay" in done.stdout
+    assert "peek: through the relay" in done.stdout and SECRET not in done.stdout + done.stderr
 
 
-def test_run_takes_the_settings_file_servers(tmp_path: Path) -> None:
-    marker = tmp_path / "started"
-    entry = kit_entry(marker)
+def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     write_settings(
         tmp_path / "c",
-        f"[mcp_servers.kit]\ncommand = {json.dumps(entry['command'])}\nargs = {json.dumps(entry['args'])}\n"
-        f"env = {{ {', '.join(f'{k} = {json.dumps(v)}' for k, v in entry['env'].items())} }}\n",
+        f"[mcp_servers.kit]\nurl = {json.dumps(web_kit['url'])}\n"
+        f"headers = {{ Authorization = {json.dumps(web_kit['headers']['Authorization'])} }}\n",
     )
     done = cli(
         "run", 'call peek {"text": "from the settings file"}', env=env_for(tmp_path / "c"), cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
-    assert marker.exists() and "peek: from the settings file" in done.stdout
+    assert "peek: from the settings file" in done.stdout and SECRET not in done.stdout + done.stderr
 
 
-def test_console_bridge_passes_the_servers(tmp_path: Path) -> None:
-    marker = tmp_path / "started"
-    servers = servers_file(tmp_path, marker)
+def test_console_bridge_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+    servers = web_servers_file(tmp_path, web_kit)
     env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     assert (
         cli(
@@ -258,7 +308,7 @@ def test_console_bridge_passes_the_servers(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert marker.exists() and "peek: from a chat" in done.stdout
+    assert "peek: from a chat" in done.stdout
 
 
 def _free_port() -> int:
@@ -267,9 +317,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_agui_endpoint_passes_the_servers(tmp_path: Path) -> None:
-    marker = tmp_path / "started"
-    servers = servers_file(tmp_path, marker)
+def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+    servers = web_servers_file(tmp_path, web_kit)
     port = _free_port()
     env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     proc = subprocess.Popen(
@@ -306,15 +355,13 @@ def test_agui_endpoint_passes_the_servers(tmp_path: Path) -> None:
         assert kinds[-1] == "RUN_FINISHED", kinds
         results = [e for e in events if e["type"] == "TOOL_CALL_RESULT"]
         assert results and "peek: from a web page" in results[-1]["content"]
-        assert marker.exists()
     finally:
         proc.terminate()
         proc.wait(timeout=15)
 
 
-def test_chat_passes_the_servers(tmp_path: Path) -> None:
-    marker = tmp_path / "started"
-    servers = servers_file(tmp_path, marker)
+def test_chat_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+    servers = web_servers_file(tmp_path, web_kit)
     done = subprocess.run(
         [*acp_progress(), "chat", "--mcp-config", str(servers), "--cwd", str(tmp_path)],
         input='call peek {"text": "from chat"}\n',
@@ -325,4 +372,4 @@ def test_chat_passes_the_servers(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert marker.exists() and "peek: from chat" in done.stdout
+    assert "peek: from chat" in done.stdout

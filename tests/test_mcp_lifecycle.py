@@ -1,7 +1,12 @@
 """MCP servers live as long as their session (issue 27, points 1 and 8): no orphan when the agent
 exits, a server that never answers initialize is given up after the start timeout and stopped,
 and a stored session remembers its servers' names (never their secrets) so ``session/load``
-reconnects to the servers the client passes now and says which ones it no longer has."""
+reconnects to the servers the client passes now and says which ones it no longer has.
+
+The agent runs as a real process where its process is the point (it exits: its servers go with
+it, also mid-call); elsewhere it runs in this process over the SDK's in-memory transports, which
+take the same session/MCP decisions, and a "restarted" agent is a new ProgressAgent on the same
+state directory. The MCP servers are always real processes."""
 
 from __future__ import annotations
 
@@ -13,10 +18,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from acp.schema import EnvVariable, McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio
 
-from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from .shared_servers import progress_agent, routed_agent
 from .test_mcp_e2e import SECRET, alive, kit, text_of, tool_cards
+from .test_mcp_http import http_kit
 
 pytestmark = pytest.mark.anyio
 
@@ -42,41 +49,45 @@ async def test_servers_stop_when_the_agent_exits(tmp_path):
     assert await gone(pid)
 
 
-async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path):
+MUTE_SERVER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(3600)"
+
+
+async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path, monkeypatch):
     marker = tmp_path / "started"
+    # a stdio process that never speaks MCP; plain Python (no SDK import), so it has written its
+    # pid long before the start timeout
     mute = McpServerStdio(
         name="mute",
         command=sys.executable,
-        args=["-m", "tests.mcp_servers.kit", "sleep-forever"],
-        env=[
-            EnvVariable(name="PYTHONPATH", value=str(ROOT)),
-            EnvVariable(name="MCP_KIT_MARKER", value=str(marker)),
-        ],
+        args=["-c", MUTE_SERVER, str(marker)],
+        env=[],
     )
+    # the working server is already up (HTTP), so a short start timeout cannot fail it on a
+    # loaded machine: the wait this test pays is the timeout the mute server is given
+    monkeypatch.setenv("ACP_PROGRESS_MCP_START_TIMEOUT", "2")
     client = RecordingClient()
-    # long enough for the kit server to start on a loaded machine, short enough to wait for
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_START_TIMEOUT="8")
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
-        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, kit()])).session_id
-        response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
-        assert response.stop_reason == "end_turn"
-        assert "MCP server 'mute' is not available: did not start within 8 s" in client.answer(sid)
-        assert final_status(tool_cards(client, sid)[-1]) == "completed"
-        (pid,) = [int(x) for x in marker.read_text().split()]
-        assert await gone(pid)
+    with http_kit() as port:
+        web = HttpMcpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", headers=[], type="http")
+        async with routed_agent(client, progress_agent()) as conn:
+            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, web])).session_id
+            response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
+            assert response.stop_reason == "end_turn"
+            assert "MCP server 'mute' is not available: did not start within 2 s" in client.answer(sid)
+            assert final_status(tool_cards(client, sid)[-1]) == "completed"
+            pid = int(marker.read_text())
+            assert await gone(pid)
 
 
 async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_ones(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", XDG_STATE_HOME=str(state))
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[kit()])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "first"}')
-    client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    client = RecordingClient()  # a new agent on the same state directory: the session is stored
+    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         await prompt_text(conn, sid, "hello")
         assert (
@@ -84,7 +95,7 @@ async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_o
             in client.answer(sid)
         )
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[kit()])
         client.updates.clear()
         await prompt_text(conn, sid, 'call peek {"text": "again"}')
@@ -110,11 +121,11 @@ async def _close_session(conn, session_id: str):
     )
 
 
-async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path):
+async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path, monkeypatch):
     marker = tmp_path / "started"
     client = RecordingClient()
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_CALL_TIMEOUT="0.5")
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    monkeypatch.setenv("ACP_PROGRESS_MCP_CALL_TIMEOUT", "0.5")
+    async with routed_agent(client, progress_agent()) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         response = await prompt_text(conn, sid, "call hang {}")
         assert response.stop_reason == "end_turn"
@@ -128,8 +139,7 @@ async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_
 async def test_an_idle_session_is_freed_with_its_servers_and_says_so_when_it_comes_back(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_SESSION_IDLE_TIMEOUT="1")
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    async with routed_agent(client, progress_agent(session_idle_timeout=1.0)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "x"}')
         (pid,) = [int(x) for x in marker.read_text().split()]
@@ -148,12 +158,12 @@ async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_
 
     ws = tmp_path / "ws"
     ws.mkdir()
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", XDG_STATE_HOME=str(tmp_path / "state"))
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _p, _log):
+    state = str(tmp_path / "state")
+    async with routed_agent(RecordingClient(), progress_agent(state_dir=state)) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[kit()])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "one"}')
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _p, _log):
+    async with routed_agent(client, progress_agent(state_dir=state)) as conn:
         init = await conn.initialize(protocol_version=1)
         assert init.agent_capabilities.session_capabilities.resume is not None
         request = ResumeSessionRequest(session_id=sid, cwd=str(ws), mcp_servers=[kit()])

@@ -51,6 +51,7 @@ from .fake_openai import (
     tool_reply,
     usage_chunk,
 )
+from .shared_servers import routed_agent
 
 KEY = "sk-test-SECRETKEY1234567890abcdef"
 CANCEL_BOUND = 0.2  # seconds: the spec
@@ -781,7 +782,9 @@ def test_a_server_that_closes_without_responding_is_retried_and_named():
     assert info.value.attempts == 2 and info.value.label == "connection closed"
 
 
-# ---------------------------------------------------------------- over the real stdio agent
+# ---------------------------------------------------------------- over ACP, end to end
+# The agent runs in this process (the SDK's in-memory transports) where its process adds nothing;
+# a real stdio agent where its log or a new process is the point.
 
 
 def openai_env(server: FakeOpenAI, **extra: str) -> dict[str, str]:
@@ -793,6 +796,18 @@ def openai_env(server: FakeOpenAI, **extra: str) -> dict[str, str]:
         ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
         **extra,
     )
+
+
+def openai_agent(server: FakeOpenAI, **extra: str) -> Any:
+    """This project's agent in this process with the settings ``openai_env`` gives a spawned one
+    (the settings come from the same variables; only the process and its pipe are left out)."""
+    import os
+
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    settings = Settings.load({**os.environ, **openai_env(server, **extra)}, flags={})
+    return ProgressAgent(settings, turn_runner=AIAgent)
 
 
 def texts(update: Any) -> str:
@@ -817,8 +832,8 @@ async def test_e2e_spinner_reasoning_usage_and_a_tool_loop(server, tmp_path):
         text_reply("Found it in notes.txt.", usage=(40, 6)),
     )
     client = RecordingClient()
-    env = openai_env(server, ACP_PROGRESS_OPENAI_CONTEXT_WINDOW="8192")
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    agent = openai_agent(server, ACP_PROGRESS_OPENAI_CONTEXT_WINDOW="8192")
+    async with routed_agent(client, agent) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
         first = await prompt_text(conn, sid, "say hello")
@@ -931,7 +946,7 @@ async def test_e2e_retry_shows_in_the_heartbeat_and_cancel_answers_within_200ms(
     )
     client = RecordingClient()
     started = asyncio.Event()
-    async with spawn_agent(client, env=openai_env(server)) as (conn, _proc, _log):
+    async with routed_agent(client, openai_agent(server)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
         first = await prompt_text(conn, sid, "retry please")

@@ -87,7 +87,10 @@ def assert_no_secret(surface: str, seen: str, *, shown: bool = True) -> None:
 
 
 def cli(workspace: Path, *args: str) -> str:
-    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_CHUNK_DELAY="0.001")}
+    env = {
+        **os.environ,
+        **agent_env(ACP_PROGRESS_EMBEDDED_CHUNK_DELAY="0.001", ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "acp_adapter.cli", *args],
         capture_output=True,
@@ -111,7 +114,7 @@ def test_run_prints_no_secret(workspace: Path) -> None:
 @pytest.mark.anyio
 async def test_acp_chunks_and_tool_content_carry_no_secret(workspace: Path) -> None:
     client = RecordingClient(permission="allow")
-    env = agent_env(ACP_PROGRESS_EMBEDDED_CHUNK_DELAY="0.001")
+    env = agent_env(ACP_PROGRESS_EMBEDDED_CHUNK_DELAY="0.001", ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     async with spawn_agent(client, env=env) as (conn, _process, _log):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt_text(conn, session.session_id, PROMPT)

@@ -23,6 +23,7 @@ from acp_adapter.store.base import AuditError, StoreVersionError
 from acp_adapter.store.postgres_url import DatabaseUrl, DatabaseUrlError
 
 from .conftest import ROOT
+from .shared_servers import cli_in_process
 
 pytest.importorskip("psycopg")
 
@@ -77,16 +78,22 @@ def test_a_wrong_password_is_named_without_the_password(pg_server: Any) -> None:
     assert "WrongPassword77" not in done.stderr and "Traceback" not in done.stderr
 
 
-def test_config_shows_where_sessions_go_and_hides_the_password(pg_url: str) -> None:
+def test_config_shows_where_sessions_go_and_hides_the_password(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     password = DatabaseUrl.parse(pg_url).password
     assert password
-    human = _cli("config", env={"ACP_PROGRESS_DATABASE_URL": pg_url})
-    machine = _cli("config", "--json", env={"ACP_PROGRESS_DATABASE_URL": pg_url})
-    for done in (human, machine):
-        assert done.returncode == 0, done.stderr
-        assert password not in done.stdout + done.stderr
+    human = _cli("config", env={"ACP_PROGRESS_DATABASE_URL": pg_url})  # the command a user runs
+    assert human.returncode == 0, human.stderr
+    assert password not in human.stdout + human.stderr
     assert "session store: PostgreSQL postgresql://acp:[hidden]@127.0.0.1:" in human.stdout
-    report = json.loads(machine.stdout)
+    monkeypatch.setenv("ACP_PROGRESS_DATABASE_URL", pg_url)
+    with cli_in_process() as main:  # the same report as JSON: no second process needed for it
+        capsys.readouterr()
+        assert main(["config", "--json"]) == 0
+        machine = capsys.readouterr()
+    assert password not in machine.out + machine.err
+    report = json.loads(machine.out)
     assert report["settings"]["store.url"]["value"] == DatabaseUrl.parse(pg_url).shown()
     assert report["database"] == DatabaseUrl.parse(pg_url).shown()
 
@@ -258,7 +265,11 @@ async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
     answered, the log says the writes waited for the database, and every turn is stored."""
     from .conftest import RecordingClient, agent_env, prompt_text, spawn_agent
 
-    env = agent_env(ACP_PROGRESS_DATABASE_URL=pg_url, ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    env = agent_env(
+        ACP_PROGRESS_DATABASE_URL=pg_url,
+        ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
+        ACP_PROGRESS_EMBEDDED_DELAY="0.05",
+    )
     async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, log_path):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"

@@ -1,0 +1,218 @@
+"""In-process agents and shared servers for the slower front-end and MCP test modules.
+
+:func:`routed_agent` is :func:`tests.conftest.inprocess_agent` with the agent's own connection
+(:func:`acp_adapter.agent.routes.agent_connection`, what ``serve`` builds), so ``session/close``,
+``session/resume`` and ``session/delete`` are routed as in a real agent process. Tests use it
+where the agent's process proves nothing (its exit, signals or stdio framing are not the point):
+it saves the ~1 s of CPU each agent process pays to import the ACP SDK."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from acp import PROTOCOL_VERSION
+
+__all__ = ["SharedAgent", "cli_in_process", "progress_agent", "routed_agent", "shared_agent"]
+
+
+def progress_agent(**settings: Any) -> Any:
+    """A ProgressAgent for this process with the test suite's fast settings (embedded model)."""
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    from .conftest import fast_settings
+
+    base: dict[str, Any] = {"embedded_delay": 0.05}
+    base.update(settings)
+    return ProgressAgent(turn_runner=AIAgent, settings=fast_settings(**base))
+
+
+@contextlib.contextmanager
+def cli_in_process() -> Iterator[Any]:
+    """``acp_adapter.cli.main`` for this process, for command lines that end before any agent
+    or server starts (a refused flag, a bad file): the process start (~1 s of CPU) proves
+    nothing there. The streams ``main`` wraps and the logging it sets up are put back after."""
+    import logging
+    import sys
+
+    from acp_adapter.cli import main
+
+    streams = sys.stdout, sys.stderr
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield main
+    finally:
+        sys.stdout, sys.stderr = streams
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+@contextlib.asynccontextmanager
+async def routed_agent(client: Any, agent: Any) -> AsyncIterator[Any]:
+    """Connect ``client`` to ``agent`` over the SDK's in-memory transports, through the agent's
+    own connection (with its extra routes); yields the initialised client connection."""
+    from acp._transport import memory_transport_pair
+    from acp.core import ClientSideConnection
+
+    from acp_adapter.agent.routes import agent_connection
+
+    agent_end, client_end = memory_transport_pair()
+    agent_conn = agent_connection(agent, agent_end)
+    client_conn = ClientSideConnection(client, client_end)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(agent_conn.listen)
+            try:
+                await client_conn.initialize(protocol_version=PROTOCOL_VERSION)
+                yield client_conn
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await agent.hang_up()  # as serve at the end of input: turns drained, MCP servers stopped
+        await client_conn.close()
+        await agent_conn.close()
+
+
+@dataclass
+class SharedAgent:
+    """One agent process shared by a module's tests (each test makes sessions of its own)."""
+
+    conn: Any
+    process: Any
+    log: Path
+    client: Any
+
+    def log_mark(self) -> int:
+        """Where the agent's stderr log ends now (see :meth:`log_since`)."""
+        return self.log.stat().st_size
+
+    def log_since(self, mark: int) -> str:
+        """What the agent logged after ``mark``: the part of the shared log one test caused."""
+        with self.log.open("rb") as handle:
+            handle.seek(mark)
+            return handle.read().decode("utf-8", "replace")
+
+
+@contextlib.asynccontextmanager
+async def shared_agent(env: dict[str, str] | None = None) -> AsyncIterator[SharedAgent]:
+    """A real agent process (``python -m acp_adapter`` over stdio) with one recording client,
+    for a module-scoped fixture: a module whose tests only need "an agent to talk to" pays for
+    one agent start instead of one per test. Tests must not rely on ``client.updates`` being
+    empty (filter by their session id) and must leave ``client.on_update`` as they found it."""
+    from .conftest import RecordingClient, spawn_agent
+
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, process, log):
+        yield SharedAgent(conn, process, log, client)
+
+
+class _InProcessAgent:
+    """What :class:`InProcessDriver` shows where an :class:`AgentDriver` has its process: the
+    agent "runs" until the driver closes it (``returncode`` None until then)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.pid = 0  # no process of its own (never signalled: the driver's close is overridden)
+        self.returncode: int | None = None
+        self._ended = asyncio.Event()
+
+    async def wait(self) -> int:
+        await self._ended.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def end(self) -> None:
+        self.returncode = 0
+        self._ended.set()
+
+
+def in_process_driver_class() -> Any:
+    """An :class:`~acp_adapter.client.driver.AgentDriver` whose agent is this project's
+    ProgressAgent in this process, over the SDK's in-memory transports, with the settings the
+    driver's environment gives it (the same ``ACP_PROGRESS_*`` a spawned agent would read).
+
+    For front-end tests where the agent is only "an agent to talk to" (a chat platform's fake,
+    its retries and refusals are what is tested): it saves each test the ~1 s of CPU an agent
+    process pays to import the ACP SDK. The front-end side — the driver's sessions, turns,
+    permission questions and updates — is the production code; only the pipe and the process
+    are gone (so no test of a crash, a signal or stdio framing may use it)."""
+    import asyncio
+
+    from acp import connect_to_agent
+
+    from acp_adapter.agent.routes import agent_connection
+    from acp_adapter.client.driver import AgentDriver, _DriverClient
+    from acp_adapter.config import Settings
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    class InProcessDriver(AgentDriver):
+        _agent: Any = None
+        _agent_conn: Any = None
+        _listening: Any = None
+
+        async def _spawn(self) -> None:
+            import os
+
+            from acp._transport import memory_transport_pair
+
+            settings = Settings.load({**os.environ, **self.env}, flags={})
+            self._agent = ProgressAgent(settings, turn_runner=AIAgent)
+            agent_end, client_end = memory_transport_pair()
+            self._agent_conn = agent_connection(self._agent, agent_end)
+            self._listening = asyncio.ensure_future(self._agent_conn.listen())
+            self.process = _InProcessAgent()  # type: ignore[assignment]
+            self._conn = connect_to_agent(_DriverClient(self), client_end)  # type: ignore[arg-type]
+
+        async def close(self, grace: float = 2.0) -> None:
+            if self._closed:
+                return
+            shown = self.process
+            self.process = None  # nothing to signal: the parent closes the turns and the connection
+            try:
+                await super().close(grace)
+                if self._agent is not None:
+                    await self._agent.hang_up(grace)  # as serve at the end of input
+                    await self._agent_conn.close()
+                if self._listening is not None:
+                    self._listening.cancel()
+                    with contextlib.suppress(BaseException):
+                        await self._listening
+            finally:
+                self.process = shown
+                if isinstance(shown, _InProcessAgent):
+                    shown.end()
+
+    return InProcessDriver
+
+
+def use_in_process_agents(monkeypatch: Any) -> None:
+    """Make every BridgeRunner built from now on that runs this project's agent drive it in
+    this process (see :func:`in_process_driver_class`) instead of spawning it."""
+    from acp_adapter.client.driver import AgentDriver
+    from acp_adapter.frontends.bridges.runner import BridgeRunner
+
+    in_process = in_process_driver_class()
+
+    def make_driver(self: Any) -> Any:
+        # a bridge configured with an agent of its own (a test agent) still spawns that one
+        driver_class = AgentDriver if self.instance.agent else in_process
+        return driver_class(
+            self.instance.agent and list(self.instance.agent),
+            env=self.agent_env,
+            cwd=self.instance.cwd,
+            permission_policy=self._permission_policy,
+            stderr_log=self.stderr_log,
+            client_name="acp-progress-bridge",
+            mcp_servers=self.mcp_servers,
+        )
+
+    monkeypatch.setattr(BridgeRunner, "_make_driver", make_driver)
