@@ -155,7 +155,7 @@ def in_process_driver_class() -> Any:
     from run_agent import AIAgent
 
     class InProcessDriver(AgentDriver):
-        _agent: Any = None
+        _in_process: Any = None  # the ProgressAgent
         _agent_conn: Any = None
         _listening: Any = None
 
@@ -165,29 +165,29 @@ def in_process_driver_class() -> Any:
             from acp._transport import memory_transport_pair
 
             settings = Settings.load({**os.environ, **self.env}, flags={})
-            self._agent = ProgressAgent(settings, turn_runner=AIAgent)
+            self._in_process = ProgressAgent(settings, turn_runner=AIAgent)
             agent_end, client_end = memory_transport_pair()
-            self._agent_conn = agent_connection(self._agent, agent_end)
+            self._agent_conn = agent_connection(self._in_process, agent_end)
             self._listening = asyncio.ensure_future(self._agent_conn.listen())
-            self.process = _InProcessAgent()  # type: ignore[assignment]
+            self._agent.process = _InProcessAgent()  # type: ignore[assignment]
             self._conn = connect_to_agent(_DriverClient(self), client_end)  # type: ignore[arg-type]
 
         async def close(self, grace: float = 2.0) -> None:
             if self._closed:
                 return
-            shown = self.process
-            self.process = None  # nothing to signal: the parent closes the turns and the connection
+            shown = self._agent.process
+            self._agent.process = None  # nothing to signal: the parent closes the turns and the connection
             try:
                 await super().close(grace)
-                if self._agent is not None:
-                    await self._agent.hang_up(grace)  # as serve at the end of input
+                if self._in_process is not None:
+                    await self._in_process.hang_up(grace)  # as serve at the end of input
                     await self._agent_conn.close()
                 if self._listening is not None:
                     self._listening.cancel()
                     with contextlib.suppress(BaseException):
                         await self._listening
             finally:
-                self.process = shown
+                self._agent.process = shown
                 if isinstance(shown, _InProcessAgent):
                     shown.end()
 
