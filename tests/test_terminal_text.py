@@ -101,8 +101,9 @@ def on_a_pty(
 ) -> bytes:
     """Run ``argv`` with a pty as its terminal (stdin, stdout, stderr); everything it wrote.
 
-    An interactive command (chat) is sent Ctrl-D once ``quit_after`` was written, so the test ends
-    with the turn instead of at ``timeout``."""
+    An interactive command (chat) is sent Ctrl-D once ``quit_after`` was written, and again each
+    second until it exits (a key typed while its prompt is still being drawn may be taken as the
+    answer to the terminal query it sends then), so the test ends with the turn, not at ``timeout``."""
     pid, fd = pty.fork()
     if pid == 0:  # the child
         os.chdir(cwd)
@@ -112,8 +113,12 @@ def on_a_pty(
         time.sleep(0.5)
         os.write(fd, feed)
     deadline = time.monotonic() + timeout
+    next_quit = None if quit_after is None else float("inf")
     try:
         while time.monotonic() < deadline:
+            if next_quit is not None and time.monotonic() >= next_quit:
+                os.write(fd, b"\x04")
+                next_quit = time.monotonic() + 1.0
             ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
                 try:
@@ -124,7 +129,7 @@ def on_a_pty(
                     break
                 out += chunk
                 if quit_after is not None and quit_after in out:
-                    os.write(fd, b"\x04")
+                    next_quit = time.monotonic()
                     quit_after = None
             elif os.waitpid(pid, os.WNOHANG) != (0, 0):
                 pid = 0
