@@ -4,7 +4,11 @@
 (:func:`acp_adapter.agent.routes.agent_connection`, what ``serve`` builds), so ``session/close``,
 ``session/resume`` and ``session/delete`` are routed as in a real agent process. Tests use it
 where the agent's process proves nothing (its exit, signals or stdio framing are not the point):
-it saves the ~1 s of CPU each agent process pays to import the ACP SDK."""
+it saves the ~1 s of CPU each agent process pays to import the ACP SDK.
+
+:func:`shared_agent` is one real agent process for a module's tests, :func:`cli_in_process` the
+command line without a process for commands that end before anything starts, and
+:func:`use_in_process_agents` makes the bridges' agent driver talk to an in-process agent."""
 
 from __future__ import annotations
 
@@ -17,7 +21,15 @@ from typing import Any
 import anyio
 from acp import PROTOCOL_VERSION
 
-__all__ = ["SharedAgent", "cli_in_process", "progress_agent", "routed_agent", "shared_agent"]
+__all__ = [
+    "SharedAgent",
+    "cli_in_process",
+    "in_process_driver_class",
+    "progress_agent",
+    "routed_agent",
+    "shared_agent",
+    "use_in_process_agents",
+]
 
 
 def progress_agent(**settings: Any) -> Any:
@@ -184,8 +196,7 @@ def in_process_driver_class() -> Any:
                     await self._agent_conn.close()
                 if self._listening is not None:
                     self._listening.cancel()
-                    with contextlib.suppress(BaseException):
-                        await self._listening
+                    await asyncio.wait({self._listening})  # ended; its outcome is not ours to raise
             finally:
                 self._agent.process = shown
                 if isinstance(shown, _InProcessAgent):
@@ -197,22 +208,15 @@ def in_process_driver_class() -> Any:
 def use_in_process_agents(monkeypatch: Any) -> None:
     """Make every BridgeRunner built from now on that runs this project's agent drive it in
     this process (see :func:`in_process_driver_class`) instead of spawning it."""
-    from acp_adapter.client.driver import AgentDriver
     from acp_adapter.frontends.bridges.runner import BridgeRunner
 
     in_process = in_process_driver_class()
+    make_process_driver = BridgeRunner._make_driver
 
     def make_driver(self: Any) -> Any:
-        # a bridge configured with an agent of its own (a test agent) still spawns that one
-        driver_class = AgentDriver if self.instance.agent else in_process
-        return driver_class(
-            self.instance.agent and list(self.instance.agent),
-            env=self.agent_env,
-            cwd=self.instance.cwd,
-            permission_policy=self._permission_policy,
-            stderr_log=self.stderr_log,
-            client_name="acp-progress-bridge",
-            mcp_servers=self.mcp_servers,
-        )
+        driver = make_process_driver(self)  # the runner's own arguments, whatever they become
+        if not self.instance.agent:  # this project's agent (a bridge's own test agent still spawns)
+            driver.__class__ = in_process  # a subclass adding no state of its own: same layout
+        return driver
 
     monkeypatch.setattr(BridgeRunner, "_make_driver", make_driver)

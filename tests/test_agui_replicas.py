@@ -87,22 +87,45 @@ def _users(stored: Any) -> list[str]:
     return [m["content"] for m in stored.history if m["role"] == "user"]
 
 
-@pytest.fixture
-def replicas(tmp_path: Path, pg_url: str) -> Any:
-    made = [_replica(tmp_path, pg_url), _replica(tmp_path, pg_url)]
+@pytest.fixture(scope="module")
+def replica_db(pg_server: Any) -> Any:
+    """One database for the module's replicas (each test uses thread ids of its own)."""
+    url = pg_server.create_database()
+    yield url
+    pg_server.drop_database(url)
+
+
+@pytest.fixture(scope="module")
+def replica_pair(tmp_path_factory: pytest.TempPathFactory, replica_db: str) -> Any:
+    """Two replicas shared by the module's tests: starting them (two endpoints, two agents) is
+    most of what a test here costs. A test that kills one gets it replaced for the next."""
+    workspace = tmp_path_factory.mktemp("replicas")
+    made: list[AguiProcess] = []
     try:
-        for replica in made:
-            replica.wait_healthy(within=90)  # two agents starting on a loaded machine
-        yield made
+        yield workspace, made
     finally:
         for replica in made:
             if replica.process.poll() is None:
                 replica.stop(signal.SIGTERM, within=30)
 
 
+@pytest.fixture
+def replicas(replica_pair: Any, replica_db: str) -> list[AguiProcess]:
+    workspace, made = replica_pair
+    if not made:
+        made += [_replica(workspace, replica_db), _replica(workspace, replica_db)]
+    for i, replica in enumerate(made):
+        if replica.process.poll() is not None:  # killed by an earlier test
+            made[i] = _replica(workspace, replica_db)
+    for replica in made:
+        replica.wait_healthy(within=90)  # two agents starting on a loaded machine
+    return made
+
+
 def test_a_thread_continues_across_replicas_in_both_directions(
-    replicas: list[AguiProcess], pg_url: str, pg_server: Any
+    replicas: list[AguiProcess], replica_db: str, pg_server: Any
 ) -> None:
+    pg_url = replica_db
     a, b = replicas
     for replica, run, prompt in (
         (a, "r1", "what is 2+2"),
@@ -133,17 +156,18 @@ def _wait_health(replica: AguiProcess, state: str, within: float = 15.0) -> None
 
 
 def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(
-    replicas: list[AguiProcess], pg_url: str
+    replicas: list[AguiProcess], replica_db: str
 ) -> None:
+    pg_url = replica_db
     from acp_adapter.store.recorder import INTERRUPTED_NOTE
 
     a, b = replicas
-    assert _post(a, "T", "r1", "what is 2+2").status_code == 200
+    assert _post(a, "busy-T", "r1", "what is 2+2").status_code == 200
     started = threading.Event()
 
     def long_run() -> None:
         body = {
-            "threadId": "T",
+            "threadId": "busy-T",
             "runId": "r2",
             "messages": [{"id": "m-r2", "role": "user", "content": "wait 10 seconds"}],
         }
@@ -159,7 +183,7 @@ def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread
     runner.start()
     assert started.wait(20), a.text()
 
-    busy = _post(b, "T", "r3", "what is 3+3")
+    busy = _post(b, "busy-T", "r3", "what is 3+3")
     assert busy.status_code == 409, busy.text
     assert "another replica" in busy.json()["detail"]
     assert _post(b, "other", "r4", "what is 1+1").status_code == 200  # other threads run meanwhile
@@ -172,7 +196,7 @@ def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread
     killed = time.monotonic()
     a.process.wait(10)
     while True:
-        response = _post(b, "T", f"r5-{time.monotonic_ns()}", "what is 3+3")
+        response = _post(b, "busy-T", f"r5-{time.monotonic_ns()}", "what is 3+3")
         if response.status_code == 200:
             break
         assert response.status_code == 409, response.text
@@ -184,7 +208,7 @@ def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread
         e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT")
     )
     runner.join(5)
-    stored = _stored(pg_url, "T")
+    stored = _stored(pg_url, "busy-T")
     assert _users(stored) == ["what is 2+2", "wait 10 seconds", "what is 3+3"], (stored.events, b.text())
     texts = [e["content"]["text"] for e in stored.events if e.get("sessionUpdate") == "agent_message_chunk"]
     assert texts.count(INTERRUPTED_NOTE) == 1, texts

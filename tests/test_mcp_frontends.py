@@ -21,12 +21,12 @@ from typing import Any
 import httpx
 import pytest
 
-from acp_adapter.cli import main
 from acp_adapter.cli._config_report import describe_server
 from acp_adapter.config import Settings
 from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_settings_file
 
 from .conftest import ROOT, agent_env
+from .shared_servers import cli_in_process
 from .test_bridge_telegram_process import acp_progress
 from .test_mcp_http import http_kit
 
@@ -62,18 +62,10 @@ def web_servers_file(tmp_path: Path, entry: dict[str, Any]) -> Path:
 
 
 @pytest.fixture
-def in_process_cli(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """``acp_adapter.cli.main`` in this process: the streams it wraps and the logging it sets
-    up are put back after the test."""
-    import logging
-
-    monkeypatch.setattr(sys, "stdout", sys.stdout)
-    monkeypatch.setattr(sys, "stderr", sys.stderr)
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    yield main
-    root.handlers[:] = handlers
-    root.setLevel(level)
+def in_process_cli() -> Any:
+    """``acp_adapter.cli.main`` in this process (streams and logging put back after)."""
+    with cli_in_process() as main:
+        yield main
 
 
 def env_for(config_dir: Path, **extra: str) -> dict[str, str]:

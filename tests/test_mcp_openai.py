@@ -1,14 +1,16 @@
 """MCP tools reach the OpenAI-compatible back-end as functions with their JSON schemas, and a model
-call of one runs it as a card (the fake chat-completions server of tests/fake_openai.py)."""
+call of one runs it as a card (the fake chat-completions server of tests/fake_openai.py). The agent
+runs in this process (its MCP server is a process of its own)."""
 
 from __future__ import annotations
 
 import pytest
 
-from .conftest import RecordingClient, final_status, prompt_text, spawn_agent
+from .conftest import RecordingClient, final_status, prompt_text
 from .fake_openai import FakeOpenAI, text_reply, tool_reply
+from .shared_servers import routed_agent
 from .test_mcp_e2e import kit, progress_of, text_of, tool_cards
-from .test_openai_backend import KEY, openai_env
+from .test_openai_backend import KEY, openai_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -18,7 +20,7 @@ async def test_openai_model_gets_mcp_tools_with_schemas_and_calls_one(tmp_path):
         args = {"steps": 2, "delay": 0.05, "label": "cats"}
         server.script(tool_reply([("call_m1", "mcp__kit__slow_count", args)]), text_reply("Counted."))
         client = RecordingClient()
-        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+        async with routed_agent(client, openai_agent(server)) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
             response = await prompt_text(conn, sid, "count cats")
         assert response.stop_reason == "end_turn"
