@@ -24,7 +24,15 @@ def add_parser(sub: Any) -> None:
 
 def prepare() -> None:
     """What :func:`run` imports, loaded while start-up has the garbage collector paused
-    (:mod:`acp_adapter.cli._gc`): the server, the SDK's schema under it, the agent loop."""
+    (:mod:`acp_adapter.cli._gc`): the server, the SDK's schema under it, the agent loop, and what
+    serving loads on its way to the first answer (the stdio guard, the default model, anyio's
+    streams)."""
+    import anyio.abc
+    import anyio.lowlevel
+    import anyio.streams.memory  # noqa: F401
+
+    import acp_adapter.models.embedded
+    import acp_adapter.protocol.stdio
     import acp_adapter.server  # noqa: F401
     import run_agent  # noqa: F401
 
