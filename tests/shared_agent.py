@@ -64,11 +64,14 @@ async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
         agent.shutdown()
 
 
-def progress_agent(settings: Any) -> Any:
-    """This project's agent (the loop ``serve`` gives it) with ``settings``."""
+def progress_agent(settings: Any = None, **overrides: Any) -> Any:
+    """This project's agent (the loop ``serve`` gives it) with ``settings``, or else the suite's
+    fast settings (embedded model, 0.05 s think delay) with ``overrides``."""
     from acp_adapter.server import ProgressAgent
     from run_agent import AIAgent
 
+    if settings is None:
+        settings = fast_settings(**{"embedded_delay": 0.05, **overrides})
     return ProgressAgent(turn_runner=AIAgent, settings=settings)
 
 

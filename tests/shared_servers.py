@@ -21,6 +21,8 @@ from typing import Any
 import anyio
 from acp import PROTOCOL_VERSION
 
+from .shared_agent import progress_agent  # the one way tests build this project's agent
+
 __all__ = [
     "SharedAgent",
     "cli_in_process",
@@ -30,18 +32,6 @@ __all__ = [
     "shared_agent",
     "use_in_process_agents",
 ]
-
-
-def progress_agent(**settings: Any) -> Any:
-    """A ProgressAgent for this process with the test suite's fast settings (embedded model)."""
-    from acp_adapter.server import ProgressAgent
-    from run_agent import AIAgent
-
-    from .conftest import fast_settings
-
-    base: dict[str, Any] = {"embedded_delay": 0.05}
-    base.update(settings)
-    return ProgressAgent(turn_runner=AIAgent, settings=fast_settings(**base))
 
 
 @contextlib.contextmanager
