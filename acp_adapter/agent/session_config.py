@@ -18,8 +18,9 @@ answers of the permission policy (:mod:`acp_adapter.agent.permissions`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from acp.schema import (
     SessionConfigOptionSelect,
@@ -141,26 +142,28 @@ def mode_state(config: SessionConfig) -> SessionModeState:
 
 def config_options(config: SessionConfig, models: list[ModelChoice]) -> list[Any]:
     """The ``configOptions`` of a session: the ``mode`` and the ``model`` selectors."""
-    mode = SessionConfigOptionSelect(
-        id="mode",
-        name="Mode",
-        description="What the agent may do without asking",
-        category="mode",
+    return [
+        _selector("mode", "Mode", "What the agent may do without asking", config.mode, MODES),
+        _selector("model", "Model", "The model that answers the next prompt", config.model, models),
+    ]
+
+
+def _selector(
+    option: Literal["mode", "model"],
+    name: str,
+    description: str,
+    current: str,
+    choices: Sequence[SessionMode | ModelChoice],
+) -> SessionConfigOptionSelect:
+    """One select option (its id is also its category), listing ``choices`` by id, name, description."""
+    return SessionConfigOptionSelect(
+        id=option,
+        name=name,
+        description=description,
+        category=option,
         type="select",
-        current_value=config.mode,
+        current_value=current,
         options=[
-            SessionConfigSelectOption(value=m.id, name=m.name, description=m.description) for m in MODES
+            SessionConfigSelectOption(value=c.id, name=c.name, description=c.description) for c in choices
         ],
     )
-    model = SessionConfigOptionSelect(
-        id="model",
-        name="Model",
-        description="The model that answers the next prompt",
-        category="model",
-        type="select",
-        current_value=config.model,
-        options=[
-            SessionConfigSelectOption(value=c.id, name=c.name, description=c.description) for c in models
-        ],
-    )
-    return [mode, model]

@@ -61,33 +61,23 @@ def _progress_flags(parser: argparse.ArgumentParser) -> None:
         choices=get_args(Grouping),
         help="accumulate: edit one message; separate: one message per line",
     )
-    parser.add_argument(
-        "--delivery-progress-typing",
-        dest="typing",
-        nargs="?",
-        const=True,
-        type=_bool,
-        metavar="BOOL",
-        help="show typing while tools run (=false to turn it off)",
-    )
-    parser.add_argument(
-        "--delivery-progress-reactions",
-        dest="reactions",
-        nargs="?",
-        const=True,
-        type=_bool,
-        metavar="BOOL",
-        help="react to the person's message with working/success/failure (=false to turn it off)",
-    )
-    parser.add_argument(
-        "--delivery-thoughts",
-        dest="thoughts",
-        nargs="?",
-        const=True,
-        type=_bool,
-        metavar="BOOL",
-        help="post the agent's thoughts to the chat (default: not posted; =false to turn it off)",
-    )
+    for flag, dest, help_text in (
+        ("--delivery-progress-typing", "typing", "show typing while tools run (=false to turn it off)"),
+        (
+            "--delivery-progress-reactions",
+            "reactions",
+            "react to the person's message with working/success/failure (=false to turn it off)",
+        ),
+        (
+            "--delivery-thoughts",
+            "thoughts",
+            "post the agent's thoughts to the chat (default: not posted; =false to turn it off)",
+        ),
+    ):
+        # a bare flag turns it on, FLAG=false off
+        parser.add_argument(
+            flag, dest=dest, nargs="?", const=True, type=_bool, metavar="BOOL", help=help_text
+        )
 
 
 def _summary_flag(parser: argparse.ArgumentParser) -> None:
