@@ -15,7 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def compile_package() -> None:
-    """Compile ``acp_adapter`` and ``run_agent.py`` into their ``__pycache__`` (quietly)."""
-    compileall.compile_dir(ROOT / "acp_adapter", quiet=1)
+def compile_package(*more: Path) -> None:
+    """Compile ``acp_adapter``, ``run_agent.py`` and the folders ``more`` (the test suite adds its
+    test agents) into their ``__pycache__``, quietly."""
+    for tree in (ROOT / "acp_adapter", *more):
+        compileall.compile_dir(tree, quiet=1)
     compileall.compile_file(ROOT / "run_agent.py", quiet=1)

@@ -62,11 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
     written here, once, and the xdist workers and their agents read it."""
     if hasattr(config, "workerinput"):  # an xdist worker: the controller compiled already
         return
-    import compileall
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bytecode import compile_package  # scripts/bytecode.py: what the start-up benchmarks do
 
-    for tree in ("acp_adapter", "tests/agents"):
-        compileall.compile_dir(ROOT / tree, quiet=1, workers=1)
-    compileall.compile_file(ROOT / "run_agent.py", quiet=1)
+    compile_package(ROOT / "tests" / "agents")
 
 
 @pytest.fixture
