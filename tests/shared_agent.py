@@ -56,12 +56,13 @@ async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
         )
         yield client_conn
     finally:
-        await client_conn.close()
-        await agent_conn.close()
         listening.cancel()
         with contextlib.suppress(BaseException):
             await listening
-        agent.shutdown()
+        with anyio.CancelScope(shield=True):
+            await agent.hang_up()  # as serve at the end of input: turns drained, MCP servers stopped
+        await client_conn.close()
+        await agent_conn.close()
 
 
 def progress_agent(settings: Any = None, **overrides: Any) -> Any:

@@ -1,10 +1,8 @@
 """In-process agents and shared servers for the slower front-end and MCP test modules.
 
-:func:`routed_agent` is :func:`tests.conftest.inprocess_agent` with the agent's own connection
-(:func:`acp_adapter.agent.routes.agent_connection`, what ``serve`` builds), so ``session/close``,
-``session/resume`` and ``session/delete`` are routed as in a real agent process. Tests use it
-where the agent's process proves nothing (its exit, signals or stdio framing are not the point):
-it saves the ~1 s of CPU each agent process pays to import the ACP SDK.
+:func:`tests.shared_agent.served_inprocess` (and :func:`~tests.shared_agent.progress_agent`) serve
+the agent in this process where its process proves nothing (its exit, signals or stdio framing are
+not the point): it saves the ~1 s of CPU each agent process pays to import the ACP SDK.
 
 :func:`shared_agent` is one real agent process for a module's tests, :func:`cli_in_process` the
 command line without a process for commands that end before anything starts, and
@@ -18,17 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-from acp import PROTOCOL_VERSION
-
-from .shared_agent import progress_agent  # the one way tests build this project's agent
-
 __all__ = [
     "SharedAgent",
     "cli_in_process",
     "in_process_driver_class",
-    "progress_agent",
-    "routed_agent",
     "shared_agent",
     "use_in_process_agents",
 ]
@@ -53,33 +44,6 @@ def cli_in_process() -> Iterator[Any]:
         sys.stdout, sys.stderr = streams
         root.handlers[:] = handlers
         root.setLevel(level)
-
-
-@contextlib.asynccontextmanager
-async def routed_agent(client: Any, agent: Any) -> AsyncIterator[Any]:
-    """Connect ``client`` to ``agent`` over the SDK's in-memory transports, through the agent's
-    own connection (with its extra routes); yields the initialised client connection."""
-    from acp._transport import memory_transport_pair
-    from acp.core import ClientSideConnection
-
-    from acp_adapter.agent.routes import agent_connection
-
-    agent_end, client_end = memory_transport_pair()
-    agent_conn = agent_connection(agent, agent_end)
-    client_conn = ClientSideConnection(client, client_end)
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(agent_conn.listen)
-            try:
-                await client_conn.initialize(protocol_version=PROTOCOL_VERSION)
-                yield client_conn
-            finally:
-                tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await agent.hang_up()  # as serve at the end of input: turns drained, MCP servers stopped
-        await client_conn.close()
-        await agent_conn.close()
 
 
 @dataclass

@@ -24,7 +24,7 @@ import pytest
 
 from .conftest import RecordingClient, agent_env, prompt_text
 from .npm_client import CLIENT_DIR, node_with_packages
-from .shared_servers import progress_agent, routed_agent
+from .shared_agent import progress_agent, served_inprocess
 
 ACPX = CLIENT_DIR / "node_modules" / ".bin" / "acpx"
 
@@ -53,7 +53,7 @@ async def test_acpx_lists_the_sessions_an_earlier_agent_process_stored(acpx: Pat
     for folder in (ws, elsewhere, home):
         folder.mkdir()
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    async with routed_agent(RecordingClient(), progress_agent(state_dir=str(tmp_path / "state"))) as conn:
+    async with served_inprocess(RecordingClient(), progress_agent(state_dir=str(tmp_path / "state"))) as conn:
         here = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         await prompt_text(conn, here, "what is 2+2")
         there = (await conn.new_session(cwd=str(elsewhere), mcp_servers=[])).session_id
@@ -112,7 +112,7 @@ async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_sess
     (row,) = [json.loads(line) for line in audit.stdout.decode().splitlines()]
     assert (row["sessionId"], row["allowed"], row["rule"]) == (sid, True, "mode auto")
     # closed, still stored
-    async with routed_agent(RecordingClient(), progress_agent(state_dir=str(state))) as conn:
+    async with served_inprocess(RecordingClient(), progress_agent(state_dir=str(state))) as conn:
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]
         loaded = await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         assert loaded.modes.current_mode_id == "auto"

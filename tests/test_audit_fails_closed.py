@@ -31,7 +31,7 @@ from acp_adapter.store import (
 )
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from .shared_servers import progress_agent, routed_agent
+from .shared_agent import progress_agent, served_inprocess
 
 
 def _decision(n: int = 1) -> PermissionDecision:
@@ -226,7 +226,7 @@ async def test_an_agent_refuses_to_audit_into_a_database_with_a_planted_trigger(
     _plant(state, "CREATE TRIGGER hush AFTER INSERT ON permissions BEGIN DELETE FROM permissions; END")
     client = RecordingClient()
     caplog.set_level("WARNING", logger="acp_progress")
-    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
+    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")).stop_reason == "end_turn"
         status, said = _run_card(client, sid)
@@ -253,7 +253,7 @@ async def test_an_agent_on_a_full_disk_refuses_the_allowed_command(tmp_path: Pat
             while True:  # until the disk is full
                 out.write(b"\0" * 4096)
         client = RecordingClient()
-        async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
+        async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
             sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
             assert (await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")).stop_reason == "end_turn"
             status, said = _run_card(client, sid)

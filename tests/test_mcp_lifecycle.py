@@ -21,7 +21,7 @@ import pytest
 from acp.schema import HttpMcpServer, McpServerStdio
 
 from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from .shared_servers import progress_agent, routed_agent
+from .shared_agent import progress_agent, served_inprocess
 from .test_mcp_e2e import SECRET, alive, kit, text_of, tool_cards
 from .test_mcp_http import http_kit
 
@@ -68,7 +68,7 @@ async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path,
     client = RecordingClient()
     with http_kit() as port:
         web = HttpMcpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", headers=[], type="http")
-        async with routed_agent(client, progress_agent()) as conn:
+        async with served_inprocess(client, progress_agent()) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, web])).session_id
             response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
             assert response.stop_reason == "end_turn"
@@ -83,11 +83,11 @@ async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_o
     ws.mkdir()
     state = tmp_path / "state"
     client = RecordingClient()
-    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
+    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[kit()])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "first"}')
     client = RecordingClient()  # a new agent on the same state directory: the session is stored
-    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
+    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         await prompt_text(conn, sid, "hello")
         assert (
@@ -95,7 +95,7 @@ async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_o
             in client.answer(sid)
         )
     client = RecordingClient()
-    async with routed_agent(client, progress_agent(state_dir=str(state))) as conn:
+    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[kit()])
         client.updates.clear()
         await prompt_text(conn, sid, 'call peek {"text": "again"}')
@@ -125,7 +125,7 @@ async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_
     marker = tmp_path / "started"
     client = RecordingClient()
     monkeypatch.setenv("ACP_PROGRESS_MCP_CALL_TIMEOUT", "0.5")
-    async with routed_agent(client, progress_agent()) as conn:
+    async with served_inprocess(client, progress_agent()) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         response = await prompt_text(conn, sid, "call hang {}")
         assert response.stop_reason == "end_turn"
@@ -139,7 +139,7 @@ async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_
 async def test_an_idle_session_is_freed_with_its_servers_and_says_so_when_it_comes_back(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()
-    async with routed_agent(client, progress_agent(session_idle_timeout=1.0)) as conn:
+    async with served_inprocess(client, progress_agent(session_idle_timeout=1.0)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "x"}')
         (pid,) = [int(x) for x in marker.read_text().split()]
@@ -159,11 +159,11 @@ async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_
     ws = tmp_path / "ws"
     ws.mkdir()
     state = str(tmp_path / "state")
-    async with routed_agent(RecordingClient(), progress_agent(state_dir=state)) as conn:
+    async with served_inprocess(RecordingClient(), progress_agent(state_dir=state)) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[kit()])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "one"}')
     client = RecordingClient()
-    async with routed_agent(client, progress_agent(state_dir=state)) as conn:
+    async with served_inprocess(client, progress_agent(state_dir=state)) as conn:
         init = await conn.initialize(protocol_version=1)
         assert init.agent_capabilities.session_capabilities.resume is not None
         request = ResumeSessionRequest(session_id=sid, cwd=str(ws), mcp_servers=[kit()])

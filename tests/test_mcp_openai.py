@@ -8,7 +8,7 @@ import pytest
 
 from .conftest import RecordingClient, final_status, prompt_text
 from .fake_openai import FakeOpenAI, text_reply, tool_reply
-from .shared_servers import routed_agent
+from .shared_agent import served_inprocess
 from .test_mcp_e2e import kit, progress_of, text_of, tool_cards
 from .test_openai_backend import KEY, openai_agent
 
@@ -20,7 +20,7 @@ async def test_openai_model_gets_mcp_tools_with_schemas_and_calls_one(tmp_path):
         args = {"steps": 2, "delay": 0.05, "label": "cats"}
         server.script(tool_reply([("call_m1", "mcp__kit__slow_count", args)]), text_reply("Counted."))
         client = RecordingClient()
-        async with routed_agent(client, openai_agent(server)) as conn:
+        async with served_inprocess(client, openai_agent(server)) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
             response = await prompt_text(conn, sid, "count cats")
         assert response.stop_reason == "end_turn"

@@ -51,7 +51,7 @@ from .fake_openai import (
     tool_reply,
     usage_chunk,
 )
-from .shared_servers import routed_agent
+from .shared_agent import served_inprocess
 
 KEY = "sk-test-SECRETKEY1234567890abcdef"
 CANCEL_BOUND = 0.2  # seconds: the spec
@@ -833,7 +833,7 @@ async def test_e2e_spinner_reasoning_usage_and_a_tool_loop(server, tmp_path):
     )
     client = RecordingClient()
     agent = openai_agent(server, ACP_PROGRESS_OPENAI_CONTEXT_WINDOW="8192")
-    async with routed_agent(client, agent) as conn:
+    async with served_inprocess(client, agent) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
         first = await prompt_text(conn, sid, "say hello")
@@ -946,7 +946,7 @@ async def test_e2e_retry_shows_in_the_heartbeat_and_cancel_answers_within_200ms(
     )
     client = RecordingClient()
     started = asyncio.Event()
-    async with routed_agent(client, openai_agent(server)) as conn:
+    async with served_inprocess(client, openai_agent(server)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = session.session_id
         first = await prompt_text(conn, sid, "retry please")
