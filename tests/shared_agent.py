@@ -135,24 +135,39 @@ class SessionRouter:
 
 @dataclass
 class SharedAgent:
-    """One agent process (``python -m acp_adapter`` over stdio) shared by a module's tests."""
+    """One agent process (``python -m acp_adapter`` over stdio) shared by a module's tests: each
+    test opens its own sessions with its own client (:meth:`new_session`); the agent's stderr log
+    is shared, so a test reads the part it caused (:meth:`log_mark`, :meth:`log_since`)."""
 
     conn: Any
     router: SessionRouter
+    process: Any
+    log: Path
 
-    async def new_session(self, client: RecordingClient, cwd: Any) -> Any:
-        """``session/new`` in ``cwd``; the session's updates and questions go to ``client``."""
-        response = await self.conn.new_session(cwd=str(cwd), mcp_servers=[])
+    async def new_session(self, client: RecordingClient, cwd: Any, mcp_servers: Sequence[Any] = ()) -> Any:
+        """``session/new`` in ``cwd`` (with ``mcp_servers``); the session's updates and questions go
+        to ``client``."""
+        response = await self.conn.new_session(cwd=str(cwd), mcp_servers=list(mcp_servers))
         sid = response.session_id
         self.router.clients[sid] = client
         for update, kwargs in self.router.early.pop(sid, []):
             await client.session_update(sid, update, **kwargs)
         return response
 
+    def log_mark(self) -> int:
+        """Where the agent's stderr log ends now (see :meth:`log_since`)."""
+        return self.log.stat().st_size
+
+    def log_since(self, mark: int) -> str:
+        """What the agent logged after ``mark``: the part of the shared log one test caused."""
+        with self.log.open("rb") as handle:
+            handle.seek(mark)
+            return handle.read().decode("utf-8", "replace")
+
 
 @contextlib.asynccontextmanager
 async def shared_agent_process(env: dict[str, str] | None = None) -> AsyncIterator[SharedAgent]:
     """Start the agent process a module's tests share (use it from a module-scoped fixture)."""
     router = SessionRouter()
-    async with spawn_agent(router, env=env) as (conn, _process, _log):  # it routes as a RecordingClient
-        yield SharedAgent(conn, router)
+    async with spawn_agent(router, env=env) as (conn, process, log):  # it routes as a RecordingClient
+        yield SharedAgent(conn, router, process, log)

@@ -4,23 +4,18 @@
 the agent in this process where its process proves nothing (its exit, signals or stdio framing are
 not the point): it saves the ~1 s of CPU each agent process pays to import the ACP SDK.
 
-:func:`shared_agent` is one real agent process for a module's tests, :func:`cli_in_process` the
-command line without a process for commands that end before anything starts, and
+:func:`cli_in_process` is the command line without a process for commands that end before anything starts, and
 :func:`use_in_process_agents` makes the bridges' agent driver talk to an in-process agent."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
-    "SharedAgent",
     "cli_in_process",
     "in_process_driver_class",
-    "shared_agent",
     "use_in_process_agents",
 ]
 
@@ -44,39 +39,6 @@ def cli_in_process() -> Iterator[Any]:
         sys.stdout, sys.stderr = streams
         root.handlers[:] = handlers
         root.setLevel(level)
-
-
-@dataclass
-class SharedAgent:
-    """One agent process shared by a module's tests (each test makes sessions of its own)."""
-
-    conn: Any
-    process: Any
-    log: Path
-    client: Any
-
-    def log_mark(self) -> int:
-        """Where the agent's stderr log ends now (see :meth:`log_since`)."""
-        return self.log.stat().st_size
-
-    def log_since(self, mark: int) -> str:
-        """What the agent logged after ``mark``: the part of the shared log one test caused."""
-        with self.log.open("rb") as handle:
-            handle.seek(mark)
-            return handle.read().decode("utf-8", "replace")
-
-
-@contextlib.asynccontextmanager
-async def shared_agent(env: dict[str, str] | None = None) -> AsyncIterator[SharedAgent]:
-    """A real agent process (``python -m acp_adapter`` over stdio) with one recording client,
-    for a module-scoped fixture: a module whose tests only need "an agent to talk to" pays for
-    one agent start instead of one per test. Tests must not rely on ``client.updates`` being
-    empty (filter by their session id) and must leave ``client.on_update`` as they found it."""
-    from .conftest import RecordingClient, spawn_agent
-
-    client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, process, log):
-        yield SharedAgent(conn, process, log, client)
 
 
 class _InProcessAgent:

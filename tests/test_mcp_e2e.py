@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -18,7 +18,7 @@ from acp_adapter.frontends.bridges.events import ProgressEvent
 from acp_adapter.frontends.bridges.projection import TurnProjection
 
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text
-from .shared_servers import SharedAgent, shared_agent
+from .shared_agent import SharedAgent, shared_agent_process
 from .test_durable_sessions import _delete_session
 
 pytestmark = pytest.mark.anyio
@@ -33,14 +33,14 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    async with shared_agent(env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as shared:
+    async with shared_agent_process(env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as shared:
         yield shared
 
 
 @pytest.fixture
-def client(agent: SharedAgent) -> Iterator[RecordingClient]:
-    yield agent.client
-    agent.client.on_update = None
+def client() -> RecordingClient:
+    """This test's own client: the shared agent routes the test's sessions to it."""
+    return RecordingClient()
 
 
 def kit(
@@ -101,8 +101,8 @@ async def test_stdio_server_starts_its_tools_run_with_progress_and_it_stops_with
     marker = tmp_path / "started"
     conn = agent.conn
     mark = agent.log_mark()
-    asked_before = len(client.permission_requests)  # the client is shared by the module's tests
-    session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])
+    asked_before = len(client.permission_requests)  # what this session asks is counted from here
+    session = await agent.new_session(client, tmp_path, [kit(marker=marker)])
     sid = session.session_id
     # read-only tool: runs unasked; the bare tool name works when it is unique
     response = await prompt_text(conn, sid, 'call peek {"text": "hello"}')
@@ -154,7 +154,7 @@ async def test_failing_server_does_not_fail_the_session_and_is_told_once(
     )
     conn = agent.conn
     mark = agent.log_mark()
-    session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[bad, kit()])
+    session = await agent.new_session(client, tmp_path, [bad, kit()])
     sid = session.session_id
     first = await prompt_text(conn, sid, 'call peek {"text": "one"}')
     second = await prompt_text(conn, sid, 'call peek {"text": "two"}')
@@ -168,7 +168,7 @@ async def test_failing_server_does_not_fail_the_session_and_is_told_once(
 async def test_error_crash_and_restart_once_per_turn(tmp_path, agent: SharedAgent, client: RecordingClient):
     marker = tmp_path / "started"
     conn = agent.conn
-    session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])
+    session = await agent.new_session(client, tmp_path, [kit(marker=marker)])
     sid = session.session_id
     await prompt_text(conn, sid, 'call fail {"message": "the widget broke"}')
     card = tool_cards(client, sid)[-1]
@@ -188,7 +188,7 @@ async def test_tools_list_changed_refreshes_the_offered_tools_between_turns(
     tmp_path, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
     await prompt_text(conn, sid, "call grown {}")
     assert tool_cards(client, sid) == []  # not offered yet: the model does not call it
     await prompt_text(conn, sid, "call grow {}")
@@ -202,7 +202,7 @@ async def test_descriptors_are_validated_as_seed_000_says(
     tmp_path, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
     key = "sk-proj-Hq3ZkT9vW2xY7bN4mP8rL5sD1fG6jK0c"
     await prompt_text(conn, sid, f'call peek_key {{"api_key": "{key}", "note": "n1"}}')
     await prompt_text(conn, sid, 'call peek_escape {"note": "n2"}')

@@ -11,7 +11,7 @@ import fcntl
 import shutil
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -22,7 +22,7 @@ from acp_adapter.frontends.agui.projection import RunProjection
 
 from .agui_checks import wire
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text
-from .shared_servers import SharedAgent, shared_agent
+from .shared_agent import SharedAgent, shared_agent_process
 from .test_mcp_e2e import progress_of, text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
@@ -74,15 +74,14 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
     """One agent process for the module's tests (each has its own session and server)."""
-    async with shared_agent(env={**FAST, "AGENT_ONLY_CANARY": CANARY}) as shared:
+    async with shared_agent_process(env={**FAST, "AGENT_ONLY_CANARY": CANARY}) as shared:
         yield shared
 
 
 @pytest.fixture
-def client(agent: SharedAgent) -> Iterator[RecordingClient]:
-    yield agent.client
-    agent.client.on_update = None
-    agent.client.permission = "allow"
+def client() -> RecordingClient:
+    """This test's own client: the shared agent routes the test's sessions to it."""
+    return RecordingClient()
 
 
 async def test_long_running_operation_progress_reaches_the_card_and_agui(
@@ -90,8 +89,8 @@ async def test_long_running_operation_progress_reaches_the_card_and_agui(
 ):
     conn = agent.conn
     mark = agent.log_mark()
-    asked_before = len(client.permission_requests)  # the client is shared by the module's tests
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    asked_before = len(client.permission_requests)  # what this session asks is counted from here
+    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
     ask = 'call trigger-long-running-operation {"duration": 1, "steps": 3}'
     response = await prompt_text(conn, sid, ask)
     assert response.stop_reason == "end_turn"
@@ -132,7 +131,7 @@ async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(
     tmp_path, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
     first = anyio.Event()
 
     def watch(item) -> None:

@@ -11,14 +11,14 @@ import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 from acp.schema import McpServerStdio
 
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from .shared_servers import SharedAgent, shared_agent
+from .shared_agent import SharedAgent, shared_agent_process
 from .test_mcp_e2e import SECRET, kit, progress_of, text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
@@ -33,14 +33,14 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    async with shared_agent(env=FAST) as shared:
+    async with shared_agent_process(env=FAST) as shared:
         yield shared
 
 
 @pytest.fixture
-def client(agent: SharedAgent) -> Iterator[RecordingClient]:
-    yield agent.client
-    agent.client.on_update = None
+def client() -> RecordingClient:
+    """This test's own client: the shared agent routes the test's sessions to it."""
+    return RecordingClient()
 
 
 async def test_cancel_ends_a_call_the_server_ignores_within_two_seconds(
@@ -48,7 +48,7 @@ async def test_cancel_ends_a_call_the_server_ignores_within_two_seconds(
 ):
     conn = agent.conn
     marker = tmp_path / "started"
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
+    sid = (await agent.new_session(client, tmp_path, [kit(marker=marker)])).session_id
     hanging = anyio.Event()
 
     def watch(item) -> None:  # the card shows the server's "hanging" progress: it is mid-call
@@ -86,7 +86,7 @@ async def test_huge_result_and_progress_flood_leave_the_agent_working(
     tmp_path, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
     response = await prompt_text(conn, sid, 'call huge {"mb": 5}')
     assert response.stop_reason == "end_turn"
     card = tool_cards(client, sid)[-1]
@@ -112,7 +112,7 @@ async def test_five_thousand_tools_are_cut_to_one_thousand_and_said_once(
     )
     many.env.append(type(kit().env[0])(name="PYTHONPATH", value=str(ROOT)))
     conn = agent.conn
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[many])).session_id
+    sid = (await agent.new_session(client, tmp_path, [many])).session_id
     await prompt_text(conn, sid, "call t00007 {}")
     await prompt_text(conn, sid, "call t04000 {}")
     cards = tool_cards(client, sid)
@@ -126,7 +126,7 @@ async def test_escapes_and_secrets_from_a_server_never_reach_the_client_or_the_l
 ):
     conn = agent.conn
     mark = agent.log_mark()
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
     await prompt_text(conn, sid, "call leak_0_pwned_31m {}")
     card = tool_cards(client, sid)[-1]
     assert final_status(card) == "completed"
@@ -144,7 +144,7 @@ async def test_session_cancel_sends_mcp_notifications_cancelled_to_the_server(
 ):
     cancelled = tmp_path / "cancelled"
     conn = agent.conn
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(cancelled=cancelled)])).session_id
+    sid = (await agent.new_session(client, tmp_path, [kit(cancelled=cancelled)])).session_id
     waiting = anyio.Event()
 
     def watch(item) -> None:
@@ -180,7 +180,7 @@ async def test_a_result_that_breaks_its_output_schema_fails_the_card_and_the_ses
         env=[type(kit().env[0])(name="PYTHONPATH", value=str(ROOT))],
     )
     conn = agent.conn
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[server])).session_id
+    sid = (await agent.new_session(client, tmp_path, [server])).session_id
     await prompt_text(conn, sid, "call bad_output {}")
     await prompt_text(conn, sid, "call t00001 {}")
     bad, good = tool_cards(client, sid)
@@ -193,7 +193,7 @@ async def test_lines_that_are_not_json_rpc_neither_flood_the_log_nor_leak_the_se
 ):
     conn = agent.conn
     mark = agent.log_mark()
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(garbage=2000)])).session_id
+    sid = (await agent.new_session(client, tmp_path, [kit(garbage=2000)])).session_id
     await prompt_text(conn, sid, 'call peek {"text": "after"}')
     assert final_status(tool_cards(client, sid)[-1]) == "completed"
     text = agent.log_since(mark)
