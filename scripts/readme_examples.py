@@ -1,10 +1,10 @@
-"""Keep README.md's example output true: run each documented command and compare, or regenerate.
+"""Keep the documented example output true: run each documented command and compare, or regenerate.
 
-Every block in README.md that shows what a command prints carries a marker line right before its
-fence, ``<!-- example: NAME -->``. ``EXAMPLES`` below says, for each NAME, the command exactly as
-the README shows it (stdin, environment and arguments are read from that one shell line, so the
-shown command and the command run cannot differ), and how its output is captured: through a pipe,
-or as a screen snapshot of a pseudo-terminal read back through ``pyte``.
+Every block in README.md or a documentation page (``docs/**/*.md``) that shows what a command prints
+carries a marker line right before its fence, ``<!-- example: NAME -->``. ``EXAMPLES`` below says,
+for each NAME, the command exactly as the page shows it (stdin, environment and arguments are read
+from that one shell line, so the shown command and the command run cannot differ), and how its
+output is captured: through a pipe, or as a screen snapshot of a pseudo-terminal read back through ``pyte``.
 
 Each command runs for real — the embedded offline model, no network — in a fresh copy of
 ``examples/workspace/`` with its own temporary home (state and settings directories inside it,
@@ -39,6 +39,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def documents() -> dict[Path, list[str]]:
+    """README.md and every documentation page (the generated references hold no examples)."""
+    pages = [README, *sorted(p for p in DOCS.rglob("*.md") if "reference" not in p.relative_to(DOCS).parts)]
+    return {page: page.read_text(encoding="utf-8").splitlines() for page in pages}
+
+
+def shown_path(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 WORKSPACE = ROOT / "examples" / "workspace"
 UPDATE_COMMAND = "python scripts/readme_examples.py --update"
 #: what the temporary home directory is shown as (the workspace is ``HOME/project``)
@@ -366,8 +379,9 @@ def run_example(name: str, example: Example) -> Run:
 
 @dataclass
 class Block:
-    """One marked example block of the README: where its body lines are, and its fence."""
+    """One marked example block of a document: which, where its body lines are, and its fence."""
 
+    path: Path
     name: str
     fence: str
     language: str
@@ -376,28 +390,32 @@ class Block:
     lines: list[str]
 
 
-def find_blocks(readme: list[str]) -> list[Block]:
+def find_blocks(docs: Mapping[Path, list[str]]) -> list[Block]:
+    """Every marked block of ``docs`` (path → lines). Each example is shown at least once; one shown on
+    several pages (the README's tour and its front-end's page) is checked and rewritten in each."""
     blocks: list[Block] = []
-    for index, line in enumerate(readme):
-        marker = MARKER.match(line)
-        if marker is None:
-            continue
-        name = marker.group(1)
-        opening = FENCE.match(readme[index + 1]) if index + 1 < len(readme) else None
-        if opening is None:
-            where = f"README.md:{index + 1}"
-            raise ValueError(f"{where}: the marker {name!r} must precede a ```text or ```console fence")
-        fence, language = opening.groups()
-        end = next((i for i in range(index + 2, len(readme)) if readme[i] == fence), None)
-        if end is None:
-            raise ValueError(f"README.md:{index + 2}: the block of {name!r} is never closed")
-        blocks.append(Block(name, fence, language, index + 2, end, readme[index + 2 : end]))
+    for path, lines in docs.items():
+        where = shown_path(path)
+        for index, line in enumerate(lines):
+            marker = MARKER.match(line)
+            if marker is None:
+                continue
+            name = marker.group(1)
+            opening = FENCE.match(lines[index + 1]) if index + 1 < len(lines) else None
+            if opening is None:
+                raise ValueError(
+                    f"{where}:{index + 1}: the marker {name!r} must precede a ```text or ```console fence"
+                )
+            fence, language = opening.groups()
+            end = next((i for i in range(index + 2, len(lines)) if lines[i] == fence), None)
+            if end is None:
+                raise ValueError(f"{where}:{index + 2}: the block of {name!r} is never closed")
+            blocks.append(Block(path, name, fence, language, index + 2, end, lines[index + 2 : end]))
     names = [block.name for block in blocks]
     unknown = sorted(set(names) - set(EXAMPLES))
     missing = sorted(set(EXAMPLES) - set(names))
-    doubled = sorted({n for n in names if names.count(n) > 1})
-    if unknown or missing or doubled:
-        raise ValueError(f"README.md markers: unknown {unknown}, missing {missing}, repeated {doubled}")
+    if unknown or missing:
+        raise ValueError(f"example markers: unknown {unknown}, missing {missing}")
     return blocks
 
 
@@ -416,7 +434,7 @@ def drift(example: Example, documented: list[str], printed: list[str]) -> list[s
     steady_run = [normalise(line) for line in printed if not volatile(line)]
     if steady_doc == steady_run or (example.unordered and set(steady_doc) == set(steady_run)):
         return []
-    labels = ("README.md (documented)", "what the run printed")
+    labels = ("documented", "what the run printed")
     return list(difflib.unified_diff(documented, printed, *labels, lineterm=""))
 
 
@@ -437,9 +455,10 @@ def run_all(names: Sequence[str], progress: Callable[[Run], None]) -> dict[str, 
     return runs
 
 
-def rewrite(readme: list[str], blocks: list[Block], runs: Mapping[str, Run]) -> list[str]:
-    """The README with each run example's block body replaced (from the last block backwards)."""
-    out = list(readme)
+def rewrite(lines: list[str], blocks: list[Block], runs: Mapping[str, Run]) -> list[str]:
+    """A document with each run example's block body replaced (from the last block backwards);
+    ``blocks`` are that document's."""
+    out = list(lines)
     for block in sorted(blocks, key=lambda b: b.start, reverse=True):
         run = runs.get(block.name)
         if run is None:
@@ -457,9 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", action="append", metavar="NAME", help="just these examples (repeatable)")
     args = parser.parse_args(argv)
 
-    readme = README.read_text(encoding="utf-8").splitlines()
+    docs = documents()
     try:
-        blocks = find_blocks(readme)
+        blocks = find_blocks(docs)
     except ValueError as exc:
         print(f"readme_examples: {exc}", file=sys.stderr)
         return 2
@@ -480,7 +499,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"readme_examples: {run.name}: {run.error}", file=sys.stderr)
     if failed:
         if args.update:
-            print("readme_examples: README.md was not changed", file=sys.stderr)
+            print("readme_examples: no document was changed", file=sys.stderr)
         return 1
 
     if args.update:
@@ -490,7 +509,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             for block in blocks
             if block.name in runs and drift(EXAMPLES[block.name], block.lines, runs[block.name].lines)
         }
-        README.write_text("\n".join(rewrite(readme, blocks, drifted)) + "\n", encoding="utf-8")
+        for path, lines in docs.items():
+            own = [block for block in blocks if block.path == path and block.name in drifted]
+            if own:
+                path.write_text("\n".join(rewrite(lines, own, drifted)) + "\n", encoding="utf-8")
         changed = len(drifted)
         took = time.monotonic() - started
         print(f"readme_examples: rewrote {changed} of {len(runs)} blocks in {took:.1f}s")
@@ -501,12 +523,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if block.name in runs:
             diff = drift(EXAMPLES[block.name], block.lines, runs[block.name].lines)
             if diff:
-                report += [f"── example {block.name!r} (README.md line {block.start}) drifted:", *diff]
+                report += [
+                    f"── example {block.name!r} ({shown_path(block.path)} line {block.start}) drifted:",
+                    *diff,
+                ]
     if report:
         print("\n".join(report))
         print(
-            f"\nREADME.md's examples are not what the commands print. Regenerate them with:\n"
-            f"    {UPDATE_COMMAND}\n(then review the diff and commit README.md)"
+            f"\nThe documented examples are not what the commands print. Regenerate them with:\n"
+            f"    {UPDATE_COMMAND}\n(then review the diff and commit the pages)"
         )
         return 1
     print(f"readme_examples: {len(runs)} examples match ({time.monotonic() - started:.1f}s)")

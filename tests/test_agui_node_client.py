@@ -177,7 +177,7 @@ def test_http_agent_sees_the_progress_summary_replaced_in_place(node: str, endpo
 
 
 def _readme_snippet() -> str:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "frontends" / "agui.md").read_text()
     after = readme[readme.index("save as `run.mjs`") :]
     start = after.index("```js\n") + len("```js\n")
     return after[start : after.index("```", start)]

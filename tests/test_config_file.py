@@ -212,7 +212,9 @@ def test_a_world_readable_file_without_secrets_is_not_warned_about(
 
 def test_the_readme_settings_file_example_loads(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parent.parent
-    section = (root / "README.md").read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    section = (
+        (root / "docs" / "configuration.md").read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    )
     write(tmp_path, section.split("```toml\n", 1)[1].split("```", 1)[0])
     loaded = Settings.load_with_sources(env_for(tmp_path))
     assert loaded.settings.openai.model == "llama3.2" and loaded.settings.heartbeat_interval == 10

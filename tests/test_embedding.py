@@ -199,7 +199,7 @@ async def test_the_readme_example_agent_runs_against_the_sdk_client(tmp_path):
 
 
 def test_the_readme_embedding_snippet_is_an_excerpt_of_the_tested_example():
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "embedding.md").read_text()
     section = readme.split("## Embedding the callbacks in your own agent", 1)[1]
     snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
     example = (ROOT / "examples" / "embed_own_agent.py").read_text()

@@ -18,7 +18,11 @@ EXAMPLE = str(ROOT / "examples" / "embed_own_agent.py")
 
 
 def _readme_command() -> list[str]:
-    section = (ROOT / "README.md").read_text().split("## Embedding the callbacks in your own agent", 1)[1]
+    section = (
+        (ROOT / "docs" / "embedding.md")
+        .read_text()
+        .split("## Embedding the callbacks in your own agent", 1)[1]
+    )
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.strip()]
 

@@ -1,7 +1,8 @@
-"""README.md's example output is what the commands print (scripts/readme_examples.py).
+"""The example output in README.md and the documentation pages is what the commands print
+(scripts/readme_examples.py).
 
 The first test runs every documented command for real and fails on drift: a change that alters
-what a command prints must regenerate the README (``python scripts/readme_examples.py --update``).
+what a command prints must regenerate the pages (``python scripts/readme_examples.py --update``).
 The others hold the comparison to its promises without running anything.
 """
 
@@ -83,18 +84,52 @@ def test_the_shown_command_is_what_runs() -> None:
 
 def test_every_example_has_one_marked_block_and_markers_name_examples() -> None:
     script = _script()
-    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert sorted(block.name for block in script.find_blocks(readme)) == sorted(script.EXAMPLES)
-    marker = next(i for i, line in enumerate(readme) if line == "<!-- example: config -->")
+    docs = script.documents()
+    assert ROOT / "README.md" in docs and ROOT / "docs" / "configuration.md" in docs
+    blocks = script.find_blocks(docs)
+    assert {block.name for block in blocks} == set(script.EXAMPLES)
+    assert {block.path.name for block in blocks} > {"README.md"}, "the pages hold examples too"
+    config_page = ROOT / "docs" / "configuration.md"
+    lines = docs[config_page]
+    marker = next(i for i, line in enumerate(lines) if line == "<!-- example: config -->")
     with pytest.raises(ValueError, match="missing \\['config'\\]"):
-        script.find_blocks(readme[:marker] + readme[marker + 1 :])
+        script.find_blocks({**docs, config_page: lines[:marker] + lines[marker + 1 :]})
     with pytest.raises(ValueError, match="unknown \\['nope'\\]"):
-        script.find_blocks([*readme, "<!-- example: nope -->", "```text", "x", "```"])
+        script.find_blocks({**docs, config_page: [*lines, "<!-- example: nope -->", "```text", "x", "```"]})
+    closing = lines.index(script.FENCE.match(lines[marker + 1]).group(1), marker + 2)
+    readme = [*docs[ROOT / "README.md"], *lines[marker : closing + 1]]
+    twice = script.find_blocks({**docs, ROOT / "README.md": readme})
+    assert sorted(b.path.name for b in twice if b.name == "config") == ["README.md", "configuration.md"]
+
+
+def test_update_rewrites_the_page_that_holds_the_block(tmp_path) -> None:
+    script = _script()
+    page = tmp_path / "page.md"
+    lines = ["# p", "<!-- example: config -->", "```text", "old", "```", "after"]
+    (block,) = [b for b in script.find_blocks({page: lines, **_others(script)}) if b.path == page]
+    run = script.Run("config", ["new 1", "new 2"])
+    assert script.rewrite(lines, [block], {"config": run}) == [
+        "# p",
+        "<!-- example: config -->",
+        "```text",
+        "new 1",
+        "new 2",
+        "```",
+        "after",
+    ]
+
+
+def _others(script: ModuleType) -> dict:
+    """Every document but the config example's, so a test page can hold that example alone."""
+    docs = script.documents()
+    return {
+        path: [line for line in lines if line != "<!-- example: config -->"] for path, lines in docs.items()
+    }
 
 
 def test_the_config_example_reads_the_settings_file_the_readme_shows() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("**The settings file**") :]
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    section = page[page.index("**The settings file**") :]
     start = section.index("```toml\n") + len("```toml\n")
     toml = section[start : section.index("```\n", start)]
     assert toml == _script().CONFIG_TOML
