@@ -8,7 +8,6 @@ import argparse
 import importlib.util
 import re
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -40,7 +39,9 @@ def test_every_setting_is_in_the_configuration_reference_with_its_variable_and_k
     for dotted, info in fields:
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         table, _, key = dotted.rpartition(".")
-        row = next((line for line in page.splitlines() if line.startswith(f"| `{key}` | `{extra['env']}`")), None)
+        row = next(
+            (line for line in page.splitlines() if line.startswith(f"| `{key}` | `{extra['env']}`")), None
+        )
         assert row is not None, f"{dotted} ({extra['env']}) is missing"
         section = page.split(f"## `[{table}]`" if table else "## Top level", 1)[1].split("\n## ", 1)[0]
         assert row in section, f"{dotted} is not under its table"
