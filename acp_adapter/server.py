@@ -30,9 +30,11 @@ from acp.schema import (
     McpCapabilities,
     PromptCapabilities,
     PromptResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -48,6 +50,7 @@ from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.routes import agent_connection
 from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
+from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
@@ -108,7 +111,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class ProgressAgent(SessionMethods):
+class ProgressAgent(SessionFork, SessionMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -340,6 +343,9 @@ class ProgressAgent(SessionMethods):
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
                     resume=SessionResumeCapabilities() if self.routes_resume else None,
                     close=SessionCloseCapabilities() if self.routes_resume else None,
+                    fork=SessionForkCapabilities() if self.routes_resume else None,
+                    # the tools read and search there too (never write, never beyond them)
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
                 # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
@@ -466,8 +472,9 @@ class ProgressAgent(SessionMethods):
         if failure is not None:
             raise failure  # every card is closed and flushed: the error is the prompt's honest answer
         total = result.usage if result is not None else None
-        # token usage travels in _meta (the stable v1 PromptResponse has no root-level usage) and,
-        # with a known context window, as usage_update during the turn
+        # token usage is the answer's own ``usage`` (what editors read) and, for the front-ends
+        # that read it there, in _meta too; with a known context window, also usage_update
+        # during the turn
         usage = (
             Usage(
                 total_tokens=total.total_tokens,
@@ -478,7 +485,7 @@ class ProgressAgent(SessionMethods):
             else None
         )
         meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
-        return PromptResponse(stop_reason=stop_reason, field_meta=meta)  # type: ignore[arg-type]
+        return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ wiring one turn
 

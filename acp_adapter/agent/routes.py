@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp.schema import CloseSessionRequest, DeleteSessionRequest, ResumeSessionRequest
+from acp.schema import CloseSessionRequest, DeleteSessionRequest, ForkSessionRequest, ResumeSessionRequest
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
@@ -48,8 +48,8 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
             adapt_result=normalize_result,
         )
         agent.routes_delete = True
-        # session/resume and session/close are "unstable" in this SDK (not routed by default):
-        # routed the same way
+        # session/resume, session/close and session/fork are "unstable" in this SDK (not routed
+        # by default): routed the same way
         router.route_request(
             AGENT_METHODS["session_resume"],
             ResumeSessionRequest,
@@ -62,6 +62,13 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
             CloseSessionRequest,
             agent,
             "close_session",
+            adapt_result=normalize_result,
+        )
+        router.route_request(
+            AGENT_METHODS["session_fork"],
+            ForkSessionRequest,
+            agent,
+            "fork_session",
             adapt_result=normalize_result,
         )
         agent.routes_resume = True

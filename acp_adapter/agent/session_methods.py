@@ -73,6 +73,9 @@ CLOSE_WAIT_S = 2.0
 #: rather show what is on disk than wait on a database that is away)
 EXT_FLUSH_S = 5.0
 
+#: the most additional directories a session may name
+MAX_ROOTS = 32
+
 _BUSY = "a prompt is running in this session; cancel it first"
 
 
@@ -211,19 +214,34 @@ class SessionMethods:
     # ------------------------------------------------------------ making sessions live
 
     def _make_live(
-        self, session: Session, cwd: str, title: str | None, config: SessionConfig, mcp_servers: Any, had: Any
+        self,
+        session: Session,
+        cwd: str,
+        title: str | None,
+        config: SessionConfig,
+        mcp_servers: Any,
+        had: Any,
+        roots: tuple[str, ...] = (),
     ) -> None:
-        session.toolbox = default_toolbox(cwd)
+        session.roots = roots
+        session.toolbox = default_toolbox(cwd, roots)
         session.policy = self._policy_for(session.id, config)
         self.recorder.open_session(session.id, cwd, title)
         self.mcp.start(session, mcp_servers, had)
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+    async def new_session(
+        self,
+        cwd: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
         await self._check_cwd(cwd)
+        roots = await self._check_roots(additional_directories)
         await self.mcp.load_sdk(bool(mcp_servers))
         session = self.sessions.create(cwd, self.outbox)
         config = SessionConfig(model=self.model_menu[0].id)
-        self._make_live(session, cwd, None, config, mcp_servers, ())
+        self._make_live(session, cwd, None, config, mcp_servers, (), roots)
         # after the answer (the client learns the session id first)
         asyncio.get_running_loop().call_soon(self._announce, session)
         log.info("new session %s in %s", session.id, cwd)
@@ -248,11 +266,17 @@ class SessionMethods:
         return stored, config
 
     async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
     ) -> LoadSessionResponse:
         """Replay a stored conversation as ``session/update`` notifications, then answer; later
         prompts go on with its model history, mode and model. Every card arrives in its final state."""
         await self._check_cwd(cwd)
+        roots = await self._check_roots(additional_directories)
         stored, config = await self._stored_for(session_id, cwd)
         if stored is None:  # only the store has what a replay needs
             raise RequestError.invalid_params(
@@ -262,7 +286,7 @@ class SessionMethods:
         had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
         await self.mcp.load_sdk(bool(mcp_servers or had))
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
-        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had)
+        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had, roots)
         for update in replay_updates(session_id, stored.events):
             self.outbox.submit(session_id, update)
         if stored.record.title:
@@ -280,11 +304,17 @@ class SessionMethods:
         )
 
     async def resume_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
     ) -> ResumeSessionResponse:
         """Go on with a session without a replay (the client still shows it), with its stored
         history, mode and model and the MCP servers the client passes now."""
         await self._check_cwd(cwd)
+        roots = await self._check_roots(additional_directories)
         live = self.sessions.find(session_id)
         stored, config = await self._stored_for(session_id, cwd)
         if live is not None and live.policy is not None and stored is None:
@@ -295,7 +325,7 @@ class SessionMethods:
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
         session = self.sessions.adopt(session_id, cwd, self.outbox, history)
         self._make_live(
-            session, cwd, stored.record.title if stored is not None else None, config, mcp_servers, had
+            session, cwd, stored.record.title if stored is not None else None, config, mcp_servers, had, roots
         )
         self._announce(session)
         await self.outbox.flush()
@@ -419,6 +449,31 @@ class SessionMethods:
         except Exception as exc:  # the conversation still loads, without the note
             log.warning("could not close the interrupted turn of session %s: %s", session_id, exc)
         return self.store.load(session_id)
+
+    async def _check_roots(self, directories: list[str] | None) -> tuple[str, ...]:
+        """The session's additional directories, checked like ``cwd`` (absolute, existing
+        directories; at most :data:`MAX_ROOTS`): the tools may read and search there too."""
+        if not directories:
+            return ()
+        if len(directories) > MAX_ROOTS:
+            raise RequestError.invalid_params(
+                {"additionalDirectories": f"{len(directories)} given", "details": f"at most {MAX_ROOTS}"}
+            )
+        roots: list[str] = []
+        for directory in directories:
+            if not isinstance(directory, str) or not os.path.isabs(directory):
+                raise RequestError.invalid_params(
+                    {
+                        "additionalDirectories": str(directory)[:200],
+                        "details": "each must be an absolute path",
+                    }
+                )
+            if not await anyio.Path(directory).is_dir():
+                raise RequestError.invalid_params(
+                    {"additionalDirectories": directory[:200], "details": "not an existing directory"}
+                )
+            roots.append(str(await anyio.Path(directory).resolve()))
+        return tuple(dict.fromkeys(roots))
 
     async def _check_cwd(self, cwd: str) -> None:
         if not os.path.isabs(cwd):

@@ -22,7 +22,7 @@ from acp_adapter.safety.secret_env import command_environment
 from acp_adapter.tooling.display import TerminalShown
 from acp_adapter.tooling.edits import EDIT_TOOLS
 from acp_adapter.tooling.paths import display as _display
-from acp_adapter.tooling.paths import open_regular, resolve_in_workspace
+from acp_adapter.tooling.paths import open_regular, resolve_in_roots
 from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
 SKIP_DIRS = frozenset(
@@ -42,14 +42,14 @@ def _is_binary(sample: bytes) -> bool:
 
 
 def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
-    path = resolve_in_workspace(ctx.cwd, args["path"])
+    root, path = resolve_in_roots(ctx.cwd, ctx.extra_roots, args["path"])
     if ctx.host is not None and ctx.host.reads_files and not path.is_dir():
         return _read_from_client(ctx, path)
     if not path.exists():
         raise ToolError(f"no such file: {args['path']}")
     if path.is_dir():
         raise ToolError(f"{args['path']} is a directory; use list_dir")
-    with open_regular(ctx.cwd, path) as handle:
+    with open_regular(root, path) as handle:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(READ_CAP)
     if _is_binary(data[:4096]):
@@ -95,7 +95,7 @@ def _walk(root: Path, depth: int) -> Iterator[tuple[Path, int]]:
 
 
 def list_dir(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
-    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    _, root = resolve_in_roots(ctx.cwd, ctx.extra_roots, args.get("path", ".") or ".")
     if not root.is_dir():
         raise ToolError(f"not a directory: {args.get('path', '.')}")
     depth = max(0, min(int(args.get("depth", 1)), 5))
@@ -129,7 +129,7 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     query = args["query"]
     if not query:
         raise ToolError("query must not be empty")
-    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    base, root = resolve_in_roots(ctx.cwd, ctx.extra_roots, args.get("path", ".") or ".")
     files = _candidate_files(root)
     total = len(files)
     ctx.progress(0, total, f"Scanning {total} files")
@@ -142,9 +142,9 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         ctx.cancel.raise_if_cancelled()
         try:
             resolved = path.resolve()
-            if not resolved.is_relative_to(ctx.cwd):
+            if not resolved.is_relative_to(base):  # a symlink out of its root is skipped
                 continue
-            with open_regular(ctx.cwd, resolved) as handle:  # a FIFO or device is skipped
+            with open_regular(base, resolved) as handle:  # a FIFO or device is skipped
                 if os.fstat(handle.fileno()).st_size > 4 * 1024 * 1024:
                     continue
                 data = handle.read()
@@ -439,5 +439,5 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def default_toolbox(cwd: str | Path) -> Toolbox:
-    return Toolbox(BUILTIN_TOOLS, cwd)
+def default_toolbox(cwd: str | Path, extra_roots: tuple[str, ...] = ()) -> Toolbox:
+    return Toolbox(BUILTIN_TOOLS, cwd, extra_roots)
