@@ -42,7 +42,9 @@ def _workspace(tmp_path: Path) -> Path:
 
 def _conversation(client: RecordingClient, session_id: str) -> list[dict[str, Any]]:
     """What a load replayed for ``session_id``, as the wire carries it."""
-    return [u.model_dump(mode="json", by_alias=True, exclude_none=True) for u in client.for_session(session_id)]
+    return [
+        u.model_dump(mode="json", by_alias=True, exclude_none=True) for u in client.for_session(session_id)
+    ]
 
 
 async def _load(tmp_path: Path, url: str | None, ws: Path, session_id: str) -> list[dict[str, Any]]:
