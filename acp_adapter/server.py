@@ -29,6 +29,7 @@ from acp.schema import (
     InitializeResponse,
     McpCapabilities,
     PromptCapabilities,
+    PromptRequest,
     PromptResponse,
     SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
@@ -172,6 +173,8 @@ class ProgressAgent(SessionFork, SessionMethods):
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer)
         self.routes_resume = False
+        #: set by :func:`agent_connection` once ``$/cancel_request`` reaches every request
+        self.cancels_requests = False
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )
@@ -362,6 +365,16 @@ class ProgressAgent(SessionFork, SessionMethods):
         session = self.sessions.find(session_id)
         if session is not None and session.cancel is not None:
             session.cancel.cancel("cancelled by the user")
+
+    def stop_prompt_request(self, params: Any) -> bool:
+        """``$/cancel_request`` of a ``session/prompt``: its turn is cancelled as by
+        ``session/cancel`` (every card closes, the answer is ``stopReason: cancelled``). False when
+        the prompt has no turn running yet: then the request is interrupted where it waits."""
+        session = self.sessions.find(PromptRequest.model_validate(params).session_id)
+        if session is None or session.cancel is None:
+            return False
+        session.cancel.cancel("cancelled by the user")
+        return True
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         session = await self._session_for_prompt(session_id)

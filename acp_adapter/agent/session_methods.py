@@ -256,13 +256,14 @@ class SessionMethods:
         if live is not None and live.cancel is not None:
             raise RequestError.invalid_request({"sessionId": session_id, "details": _BUSY})
         await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
+        # reads: a $/cancel_request answers at once, the thread finishes on its own (abandoned)
+        stored = await anyio.to_thread.run_sync(self._load_stored, session_id, abandon_on_cancel=True)
         if stored is None and live is None:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
         check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
-        config = await anyio.to_thread.run_sync(self._stored_config, session_id)
+        config = await anyio.to_thread.run_sync(self._stored_config, session_id, abandon_on_cancel=True)
         return stored, config
 
     async def load_session(
@@ -369,7 +370,9 @@ class SessionMethods:
         process may hold the database's lock), and the read itself never waits for the writer."""
         await self._writer.flush_async(LIST_FLUSH_S)
         try:
-            page = await anyio.to_thread.run_sync(lambda: self.store.list_sessions(cwd, cursor, 50))
+            page = await anyio.to_thread.run_sync(
+                lambda: self.store.list_sessions(cwd, cursor, 50), abandon_on_cancel=True
+            )
         except StoreError as exc:
             if cursor is None:  # nothing of the request was wrong: the store could not answer
                 raise RequestError.internal_error({"details": str(exc)}) from None
