@@ -509,8 +509,11 @@ class ProgressAgent(SessionFork, SessionMethods):
         conn = self._conn
 
         def on_usage(report: UsageReport) -> None:
+            if report.cost is not None:  # usage_update's cost is the session's total so far
+                session.cost = (session.cost or 0.0) + report.cost
             if report.context_window:
-                stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
+                used = report.input_tokens + report.output_tokens
+                stream.send_usage(used, report.context_window, session.cost)
 
         return self.turn_runner(
             self.model_for(session),

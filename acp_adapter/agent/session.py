@@ -38,6 +38,8 @@ class Session:
     policy: Any = None
     #: the additional directories the client named (absolute): the tools read and search there
     roots: tuple[str, ...] = ()
+    #: what the session's model calls cost so far (US dollars), when the back-end reports it
+    cost: float | None = None
     #: resolved when the running prompt has answered (``session/close`` waits for it)
     turn_done: Any = None
 

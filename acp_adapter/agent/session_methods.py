@@ -47,6 +47,7 @@ from acp_adapter.agent.session_config import (
     mode_state,
 )
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
+from acp_adapter.agent.turn_state import new_message_id
 from acp_adapter.mcp.config import MCP_SERVERS
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
 from acp_adapter.store import StoredSession, StoreError
@@ -204,7 +205,9 @@ class SessionMethods:
             specs = session.toolbox.specs() if session.toolbox is not None else []
             text = help_text([(s.name, s.description) for s in specs], config, self.model_menu)
         chunk = AgentMessageChunk(
-            session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text)
+            session_update="agent_message_chunk",
+            content=TextContentBlock(type="text", text=text),
+            message_id=new_message_id(),
         )
         self.outbox.submit(session.id, chunk)
         await self.outbox.flush()

@@ -27,6 +27,7 @@ import os
 import re
 import socket
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,8 +199,11 @@ class ConversationRecorder:
     def begin_turn(self, session_id: str, cwd: str, prompt: Sequence[Any], text: str) -> str | None:
         """Record the user's prompt; returns the session's new title when this prompt gives it one."""
         turn = self._turns[session_id] = _Turn()
+        message_id = f"msg_{uuid.uuid4().hex}"  # the prompt's blocks are one message
         for block in prompt:
-            chunk = UserMessageChunk(session_update="user_message_chunk", content=block)
+            chunk = UserMessageChunk(
+                session_update="user_message_chunk", content=block, message_id=message_id
+            )
             entry = _dump(chunk)
             content = entry.get("content")
             if isinstance(content, dict) and isinstance(content.get("text"), str):
@@ -285,6 +289,7 @@ class ConversationRecorder:
             and last is not None
             and last.get("sessionUpdate") == update.session_update
             and last.get("content", {}).get("type") == "text"
+            and last.get("messageId") == update.message_id  # one stored entry per message
         ):
             kept = last["content"]["text"]
             if len(kept) < STORED_TEXT_CAP:  # beyond the cap the rest of the stream is not kept
