@@ -43,6 +43,10 @@ def progress_of(update: Any) -> tuple[float, float] | None:
     return bar_of(meta.progress) if meta is not None and meta.progress is not None else None
 
 
+#: the most of a card terminal's output a card keeps (its newest characters; a few lines are shown)
+MAX_TERMINAL_OUTPUT = 64 * 1024
+
+
 @dataclass
 class CardContent:
     """What a card's content holds besides text: file edits and terminals (replace semantics,
@@ -104,8 +108,8 @@ class CardBoard:
             content.diffs = diffs_of(update.content)
             content.terminals = terminals_of(update.content)
         output = terminal_output_of(update)
-        if output is not None:
-            content.output = output
+        if output is not None:  # each piece is what is new (the convention): kept whole, bounded
+            content.output = ((content.output or "") + output)[-MAX_TERMINAL_OUTPUT:]
 
     @property
     def live_cards(self) -> list[Card]:
