@@ -94,3 +94,21 @@ async def test_no_card_terminal_for_a_client_that_did_not_ask(tmp_path: Path) ->
         assert not _meta(updates, key)
     assert not any(isinstance(c, TerminalToolCallContent) for u in updates for c in (u.content or []))
     assert isinstance(updates[0], ToolCallStart) and isinstance(updates[-1], ToolCallProgress)
+
+
+def test_watch_shows_the_command_s_terminal_the_agent_puts_in_the_card(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end: ``acp-progress watch`` tells the agent it renders card terminals, the agent (a
+    real process over stdio) runs the command and puts its output in the card, watch shows it."""
+    from acp_adapter.cli import main
+
+    from .conftest import agent_env
+
+    for key, value in agent_env().items():
+        monkeypatch.setenv(key, value)
+    (tmp_path / "steps.sh").write_text(f"echo first-line; echo second-line; echo {SECRET}\n")
+    assert main(["watch", "--yes", "--cwd", str(tmp_path), "run sh steps.sh"]) == 0
+    out = capsys.readouterr().out
+    assert "│ first-line" in out and "│ second-line" in out, out
+    assert SECRET not in out

@@ -14,6 +14,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    ClientCapabilities,
     PlanEntry,
     ToolCallProgress,
     ToolCallStart,
@@ -42,6 +43,10 @@ def progress_of(update: Any) -> tuple[float, float] | None:
     meta = meta_of(update)
     return bar_of(meta.progress) if meta is not None and meta.progress is not None else None
 
+
+#: what ``watch`` and ``chat`` tell the agent in ``initialize``: they render a command's terminal
+#: from its card (``_meta.terminal_output``), so an agent that runs commands itself shows them live
+RENDERS_CARD_TERMINALS = ClientCapabilities(field_meta={"terminal_output": True})
 
 #: the most of a card terminal's output a card keeps (its newest characters; a few lines are shown)
 MAX_TERMINAL_OUTPUT = 64 * 1024
