@@ -143,3 +143,51 @@ async def test_fork_errors_say_what_is_wrong(tmp_path: Path) -> None:
         assert (await running).stop_reason == "cancelled"
         # nothing half-made: only the source is stored
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [source]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    from acp_adapter.store import MemoryStore, SqliteStore, open_store
+
+    if request.param == "memory":
+        store: Any = MemoryStore()
+    elif request.param == "sqlite":
+        store = SqliteStore(tmp_path / "state")
+    else:
+        store = open_store(None, retention_days=0, url=request.getfixturevalue("pg_url"))
+    yield store
+    store.close()
+
+
+def test_the_store_s_fork_is_a_whole_copy_independent_from_then_on(any_store: Any) -> None:
+    from acp_adapter.store import SessionRecord
+
+    store = any_store
+    store.upsert_session(SessionRecord("sess_src", "/w", "A title", 1.0, 2.0))
+    events = [
+        {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": f"p{i}"}}
+        for i in range(3)
+    ]
+    store.append_events("sess_src", events, 3.0)
+    store.replace_history("sess_src", [{"role": "user", "content": "p0"}])
+
+    assert store.fork("sess_missing", "sess_x", "/w", 9.0) is None
+    assert store.load("sess_x") is None, "nothing is written for an unknown source"
+
+    forked = store.fork("sess_src", "sess_fork", "/other", 9.0)
+    assert forked is not None and forked.events == []  # copied, never read
+    assert (forked.record.session_id, forked.record.cwd, forked.record.title) == (
+        "sess_fork",
+        "/other",
+        "A title",
+    )
+    assert forked.history == [{"role": "user", "content": "p0"}]
+    copy = store.load("sess_fork")
+    assert copy is not None and copy.events == store.load("sess_src").events
+
+    store.append_events("sess_fork", [events[0]], 10.0)
+    store.replace_history("sess_fork", [])
+    source = store.load("sess_src")
+    assert len(source.events) == 3 and source.history == [{"role": "user", "content": "p0"}]
+    store.delete("sess_src")
+    assert len(store.load("sess_fork").events) == 4
