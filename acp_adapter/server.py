@@ -173,8 +173,6 @@ class ProgressAgent(SessionFork, SessionMethods):
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer)
         self.routes_resume = False
-        #: set by :func:`agent_connection` once ``$/cancel_request`` reaches every request
-        self.cancels_requests = False
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )

@@ -174,3 +174,38 @@ async def test_the_driver_calls_off_a_slow_load_of_a_real_agent(tmp_path: Path, 
             assert [s.session_id for s in listed] == [session_id]
             locker.rollback()
         await driver.load_session(session_id, str(ws))  # the lock gone, the load works
+
+
+async def test_a_load_called_off_mid_replay_leaves_no_half_loaded_session(tmp_path: Path) -> None:
+    """The replay is stuck (a client that reads nothing more); the load is called off: it answers
+    -32800 and the session is not left live, as if the load had never begun."""
+    state = str(tmp_path / "state")
+    async with connected(progress_agent(fast_settings(state_dir=state)), RecordingClient()) as (conn, _r):
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        assert (
+            await conn.prompt(session_id=sid, prompt=[text_block("what is 2+2")])
+        ).stop_reason == "end_turn"
+
+    agent = progress_agent(fast_settings(state_dir=state))
+    async with connected(agent, RecordingClient()) as (conn, requests):
+        stuck = asyncio.Event()
+
+        async def never_delivered() -> None:
+            stuck.set()
+            await asyncio.Event().wait()
+
+        agent.outbox.flush = never_delivered  # type: ignore[method-assign]
+        loading = asyncio.ensure_future(
+            call_off_if_given_up(
+                conn, requests, conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
+            )
+        )
+        await asyncio.wait_for(stuck.wait(), 5)
+        assert agent.sessions.find(sid) is not None  # live while its replay goes out
+        request_id = requests.sent_by(loading)
+        loading.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loading
+        await _until(lambda: requests.given_up.get(request_id) is not None)
+        assert requests.given_up[request_id] == REQUEST_CANCELLED
+        assert agent.sessions.find(sid) is None

@@ -83,7 +83,6 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
         sdk_connection._handler = CancellableRequests(  # type: ignore[union-attr]
             router, gentle={AGENT_METHODS["session_prompt"]: agent.stop_prompt_request}
         )
-        agent.cancels_requests = True
     else:
         log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
     return conn

@@ -301,7 +301,12 @@ class SessionMethods:
             )
             self.outbox.submit(session_id, info)
         self._announce(session)
-        await self.outbox.flush()
+        try:
+            await self.outbox.flush()
+        except asyncio.CancelledError:  # called off mid-replay ($/cancel_request): not left half-loaded
+            self._forget_live(session_id)
+            self.mcp.stop_soon(session_id)
+            raise
         log.info("loaded session %s (%d stored entries) in %s", session_id, len(stored.events), cwd)
         return LoadSessionResponse(
             modes=mode_state(config), config_options=config_options(config, self.model_menu)
