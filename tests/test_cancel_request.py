@@ -24,11 +24,14 @@ import pytest
 from acp import PROTOCOL_VERSION, text_block
 from acp._transport import memory_transport_pair
 from acp.core import ClientSideConnection
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acp_adapter.agent.routes import agent_connection
 from acp_adapter.client.driver import AgentDriver
 from acp_adapter.protocol.cancel_request import (
     REQUEST_CANCELLED,
+    CancellableRequests,
     OutgoingRequestIds,
     call_off_if_given_up,
     send_cancel_request,
@@ -209,3 +212,19 @@ async def test_a_load_called_off_mid_replay_leaves_no_half_loaded_session(tmp_pa
         await _until(lambda: requests.given_up.get(request_id) is not None)
         assert requests.given_up[request_id] == REQUEST_CANCELLED
         assert agent.sessions.find(sid) is None
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(params=_json | st.fixed_dictionaries({"requestId": _json}))
+def test_any_cancel_params_are_harmless(params: Any) -> None:
+    """Whatever a peer puts in a ``$/cancel_request``, the handler answers a bool and cancels
+    nothing that is not running (there is nothing running here)."""
+    router = CancellableRequests(handler=None)
+    assert router.cancel(params) is False and router.running == 0
