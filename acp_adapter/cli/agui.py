@@ -93,9 +93,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     agui.add_argument(
         "--redact",
         default="default",
-        metavar="default|none|module:function",
+        metavar="default|counts|none|module:function",
         help="which tool progress/result values reach the client (default: every progress value "
-        "is [redacted]); the canonical redactor runs after any policy",
+        "is [redacted]; counts: value and total published, messages withheld; none: all); the "
+        "canonical redactor runs after any policy",
     )
     agui.add_argument("--cwd", default=os.getcwd(), help="the agent's workspace (default: current directory)")
     agui.add_argument(
