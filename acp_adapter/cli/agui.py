@@ -470,19 +470,19 @@ def page_url(host: str, port: int, token: str | None = None) -> str:
 
 def _serving_line(args: argparse.Namespace) -> str:
     """What the start line says: where the page is, and how the token reaches it."""
-    served = "POST a RunAgentInput to /; GET /health"
+    served = f"on http://{args.host}:{args.port}/ (POST a RunAgentInput; GET /health)"
     if args.no_token:
         return (
-            f"serving AG-UI ({served}); the web page is at {page_url(args.host, args.port)} "
+            f"serving AG-UI {served}; the web page is at {page_url(args.host, args.port)} "
             "- WITHOUT a token (--no-token): anyone on this machine can drive the agent"
         )
     if args.own_token:
         return (
-            f"serving AG-UI ({served}); open the web page at {page_url(args.host, args.port, args.token)} "
+            f"serving AG-UI {served}; open the web page at {page_url(args.host, args.port, args.token)} "
             "(the part after # is this endpoint's token; clients send Authorization: Bearer <token>)"
         )
     return (
-        f"serving AG-UI ({served}); the web page is at {page_url(args.host, args.port)} "
+        f"serving AG-UI {served}; the web page is at {page_url(args.host, args.port)} "
         "(it asks for the token once per tab)"
     )
 

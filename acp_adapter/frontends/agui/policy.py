@@ -83,7 +83,9 @@ def load_policy(spec: str | RedactPolicy | None) -> RedactPolicy:
         return _NAMED[spec]
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise PolicyError(f"redaction policy {spec!r}: expected 'default', 'counts', 'none' or 'module:function'")
+        raise PolicyError(
+            f"redaction policy {spec!r}: expected 'default', 'counts', 'none' or 'module:function'"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

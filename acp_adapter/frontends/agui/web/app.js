@@ -588,7 +588,6 @@
       endOpenCards();
       note("The run was cancelled.");
     }
-    clearSummary();
     showUsage(event);
   }
 
