@@ -22,7 +22,7 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
-from acp_adapter.tooling.presentation import card_emoji
+from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
 
 from .agents.agui_everything_agent import LONG_COMMAND
 from .agui_process import AguiProcess
@@ -214,6 +214,9 @@ def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own
     page.click("#new-thread")
     send(page, "list the files here")
     idle(page)
+    live_title = page.locator(".card.tool .name").last.text_content() or ""
+    listing = NATIVE_TOOLS["list_dir"]  # the presentation watch shows for it
+    assert live_title.startswith(f"{listing.emoji} {listing.verb}"), live_title
     answer = page.locator(".msg.assistant").last.get_attribute("data-raw") or ""  # its Markdown
     assert "notes.txt" in answer
     thread_id = page.evaluate("sessionStorage.getItem('acp-progress.thread')")
@@ -223,7 +226,9 @@ def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own
     assert page.locator(".msg.user").all_text_contents() == ["list the files here"]
     assert page.locator(".msg.assistant").evaluate_all("ms => ms.map(m => m.dataset.raw)") == [answer]
     card = page.locator(".card.tool.done")
-    assert card.count() == 1 and card.locator(".name").text_content() == "list_dir"
+    assert card.count() == 1 and card.get_attribute("data-tool") == "list_dir"
+    # titled as watch titles it: the same emoji and words as the live card had
+    assert card.locator(".name").text_content() == live_title
     assert "notes.txt" in (card.locator("div.result").text_content() or "")
     # the thread goes on: a new run on it is drawn after the earlier conversation
     send(page, "read notes.txt")

@@ -212,7 +212,9 @@
       if (content) nodes.push(answerNode(content));
       for (const call of message.toolCalls || []) {
         const fn = call.function || {};
-        const entry = toolCard(String(fn.name || "tool"));
+        const info = (call.metadata && call.metadata.acpProgress) || {};
+        const title = typeof info.title === "string" && info.title ? info.title : String(fn.name || "tool");
+        const entry = toolCard(String(fn.name || "tool"), info.emoji ? `${info.emoji} ${title}` : title);
         showArgs(entry, String(fn.arguments || ""));
         entry.status.textContent = "no result";
         cards.set(call.id, entry);
