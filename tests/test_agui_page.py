@@ -215,8 +215,12 @@ def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own
     send(page, "list the files here")
     idle(page)
     live_title = page.locator(".card.tool .name").last.text_content() or ""
-    listing = NATIVE_TOOLS["list_dir"]  # the presentation watch shows for it
-    assert live_title.startswith(f"{listing.emoji} {listing.verb}"), live_title
+    # watch's line for it: the card's emoji (card_emoji: the tool's own or its kind's) and title
+    emoji, title = live_title.split(" ", 1)
+    assert title == f"{NATIVE_TOOLS['list_dir'].verb} ." and emoji in {
+        card_emoji("read"),
+        card_emoji("read", "list_dir"),
+    }
     answer = page.locator(".msg.assistant").last.get_attribute("data-raw") or ""  # its Markdown
     assert "notes.txt" in answer
     thread_id = page.evaluate("sessionStorage.getItem('acp-progress.thread')")
