@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import re
 import shutil
 import socket
@@ -212,7 +211,7 @@ def page_pictures(out: Path) -> list[Path]:
         cwd, env = _workspace(Path(tmp))
         port = _free_port()
         server = subprocess.Popen(
-            [*ACP, "agui", "--port", str(port), "--open"],
+            [*ACP, "agui", "--port", str(port), "--tool-progress", "--redact", "counts"],
             cwd=cwd,
             env={**env, "ACP_PROGRESS_EMBEDDED_DELAY": "0.5"},
             stdout=subprocess.PIPE,
@@ -228,12 +227,12 @@ def page_pictures(out: Path) -> list[Path]:
                 )
                 page = browser.new_page(viewport={"width": 1100, "height": 760})
                 page.goto(url)
-                page.get_by_role("textbox").first.fill("search for TODO and then wait 6 seconds")
-                page.keyboard.press("Enter")
-                page.wait_for_selector("text=/\\d+%/", timeout=TIMEOUT * 1000)
+                page.locator("#prompt").fill("search for TODO and then wait 6 seconds")
+                page.locator("#send").click()
+                page.wait_for_selector("text=/ · [2-7]\\d%/", timeout=TIMEOUT * 1000)
                 running = out / "agui-running.png"
                 page.screenshot(path=str(running))
-                page.get_by_role("button", name=re.compile("stop", re.I)).click()
+                page.locator("#stop").click()
                 page.wait_for_selector("text=/[Cc]ancelled/", timeout=TIMEOUT * 1000)
                 stopped = out / "agui-stopped.png"
                 page.screenshot(path=str(stopped))
@@ -246,20 +245,21 @@ def page_pictures(out: Path) -> list[Path]:
 
 def _wait_for_url(server: subprocess.Popen[str], port: int) -> str:
     """The page's address as ``acp-progress agui`` printed it (with its token when it has one)."""
-    deadline = time.monotonic() + TIMEOUT
+    import threading
+
     assert server.stdout is not None
-    os.set_blocking(server.stdout.fileno(), False)
-    seen = ""
+    seen: list[str] = []
+    stream = server.stdout
+    threading.Thread(target=lambda: seen.extend(iter(stream.readline, "")), daemon=True).start()
+    deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
-        chunk = server.stdout.read() or ""
-        seen += chunk
-        match = re.search(rf"http://127\.0\.0\.1:{port}/\S*", seen)
+        match = re.search(rf"http://127\.0\.0\.1:{port}/#token=\S+", "".join(seen))
         if match:
             return match.group(0)
         if server.poll() is not None:
-            raise RuntimeError(f"acp-progress agui exited: {seen}")
+            raise RuntimeError(f"acp-progress agui exited: {''.join(seen)}")
         time.sleep(0.05)
-    raise TimeoutError(f"acp-progress agui printed no address: {seen}")
+    raise TimeoutError(f"acp-progress agui printed no address: {''.join(seen)}")
 
 
 def main(argv: list[str] | None = None) -> int:
