@@ -23,10 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from acp import PROTOCOL_VERSION
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
     Implementation,
     InitializeResponse,
+    LogoutCapabilities,
+    LogoutResponse,
     McpCapabilities,
     PromptCapabilities,
     PromptResponse,
@@ -50,6 +53,7 @@ from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
+from acp_adapter.agent.sign_in import SignIn, auth_methods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.agent.turn_outcome import (
     TurnResult,
@@ -128,12 +132,14 @@ class ProgressAgent(SessionMethods):
         self.client_name: str | None = None
         #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
         self.client_capabilities: Any = None
-        self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
+        self._given_model = model  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         #: the model selector's entries, the configured back-end first (it is ``self.model``)
         self.model_menu: list[ModelChoice] = model_choices(self.settings)
         #: the other entries' back-ends, built when a session first picks one
         self._models: dict[str, ChatModel] = {self.model_menu[0].id: self.model}
+        #: back-ends left behind by a sign-in change (still closed at shutdown: a turn may use one)
+        self._retired_models: list[ChatModel] = []
         #: heartbeats of every turn; by default the connection's own event loop times them
         #: (``loop.call_later``), so an ACP agent needs no scheduler thread
         self.scheduler = scheduler
@@ -169,6 +175,11 @@ class ProgressAgent(SessionMethods):
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer)
         self.routes_resume = False
+        #: set by :func:`agent_connection` once ``logout`` reaches :meth:`logout` (the SDK's router
+        #: does not route it): only then is ``auth.logout`` advertised
+        self.routes_logout = False
+        #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
+        self.sign_in = SignIn(_settings_file())
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )
@@ -292,9 +303,9 @@ class ProgressAgent(SessionMethods):
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()
-        for model in self._models.values():
+        for model in [*self._models.values(), *self._retired_models]:
             close = getattr(model, "close", None)
-            if (model is not self.model or self._owns_model) and callable(close):
+            if model is not self._given_model and callable(close):
                 try:
                     close()
                 except Exception:
@@ -343,14 +354,40 @@ class ProgressAgent(SessionMethods):
                 ),
                 # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
+                auth=AgentAuthCapabilities(logout=LogoutCapabilities() if self.routes_logout else None),
             ),
+            auth_methods=auth_methods(client_capabilities),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             # it shows its own spinners (a relay adds none) and flushes its store when asked
             field_meta=meta_field(ProgressMeta(think_cards=True, store_flush=True)),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """Sign in with one of the methods ``initialize`` listed (:mod:`acp_adapter.agent.sign_in`):
+        new sessions then use the back-end it names; sessions already open keep theirs."""
+        self.use_settings(await self.sign_in.authenticate(method_id, self.settings))
         return AuthenticateResponse()
+
+    async def logout(self, **kwargs: Any) -> LogoutResponse:
+        """Clear what ``serve --setup`` saved and the key this process holds; new sessions use the
+        embedded model."""
+        self.use_settings(self.sign_in.logout(self.settings))
+        return LogoutResponse()
+
+    def use_settings(self, settings: Settings) -> None:
+        """Serve new sessions with ``settings``' back-end: the model menu is rebuilt from them and
+        the OpenAI-compatible back-ends built with the old ones are retired (a session whose model
+        is no longer offered falls back to the new default)."""
+        self.settings = settings
+        self.model_menu = model_choices(settings)
+        for choice_id in [cid for cid in self._models if cid != "embedded"]:
+            self._retired_models.append(self._models.pop(choice_id))
+        default = self.model_menu[0].id
+        model = self._models.get(default)
+        if model is None:
+            model = self._models[default] = create_model(settings)
+        self.model = model
+        log.info("new sessions use %s", default)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
@@ -517,6 +554,12 @@ class ProgressAgent(SessionMethods):
             system_prompt=SYSTEM_PROMPT,
             error_note=False,
         )
+
+
+def _settings_file() -> Path | None:
+    from acp_adapter._config_file import config_file_path
+
+    return config_file_path()
 
 
 def _open_store(settings: Settings) -> SessionStore:

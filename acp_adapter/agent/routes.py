@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp.schema import CloseSessionRequest, DeleteSessionRequest, ResumeSessionRequest
+from acp.schema import CloseSessionRequest, DeleteSessionRequest, LogoutRequest, ResumeSessionRequest
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
@@ -65,6 +65,11 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
             adapt_result=normalize_result,
         )
         agent.routes_resume = True
+        # logout (clearing what ``serve --setup`` saved) is in the SDK's method table, not its router
+        router.route_request(
+            AGENT_METHODS["logout"], LogoutRequest, agent, "logout", adapt_result=normalize_result
+        )
+        agent.routes_logout = True
     else:
         log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
     return conn
