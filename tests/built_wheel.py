@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,11 +33,33 @@ class Dist:
     sdist: Path
 
 
+#: what a checkout holds that is not the project's source (installed clients, caches, build output)
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git",
+    "node_modules",
+    "__pycache__",
+    "build",
+    "dist",
+    "*.egg-info",
+    ".hypothesis",
+    ".state",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".mypy_cache",
+    ".venv",
+    "*.lock",
+)
+
+
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    """Built from a copy of the checkout: setuptools writes its ``*.egg-info`` and ``build/`` into
+    the tree it builds, so two test workers building the checkout itself would trip over each other."""
+    source = tmp_path_factory.mktemp("source") / "acp-progress"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
     out = tmp_path_factory.mktemp("dist")
     done = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "--outdir", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=600,
