@@ -162,6 +162,23 @@ def test_a_settings_file_another_user_may_write_is_never_written(tmp_path: Path)
     assert not (shared / "config.toml").exists()
 
 
+def test_setup_without_a_terminal_says_so(tmp_path: Path) -> None:
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ACP_PROGRESS_CONFIG_DIR": str(tmp_path / "config")}
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_adapter", "--setup"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "run it in a terminal" in done.stderr
+    assert not (tmp_path / "config").exists()
+
+
 def _setup_terminal(tmp_path: Path, module: str) -> PtyChild:
     env = {
         **os.environ,
