@@ -25,11 +25,9 @@ from acp import PROTOCOL_VERSION
 from acp.schema import (
     AgentAuthCapabilities,
     AgentCapabilities,
-    AuthenticateResponse,
     Implementation,
     InitializeResponse,
     LogoutCapabilities,
-    LogoutResponse,
     McpCapabilities,
     PromptCapabilities,
     PromptResponse,
@@ -53,7 +51,7 @@ from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
-from acp_adapter.agent.sign_in import SignIn, auth_methods
+from acp_adapter.agent.sign_in import SignIn, SignInMethods, auth_methods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.agent.turn_outcome import (
     TurnResult,
@@ -112,7 +110,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class ProgressAgent(SessionMethods):
+class ProgressAgent(SessionMethods, SignInMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -361,33 +359,6 @@ class ProgressAgent(SessionMethods):
             # it shows its own spinners (a relay adds none) and flushes its store when asked
             field_meta=meta_field(ProgressMeta(think_cards=True, store_flush=True)),
         )
-
-    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
-        """Sign in with one of the methods ``initialize`` listed (:mod:`acp_adapter.agent.sign_in`):
-        new sessions then use the back-end it names; sessions already open keep theirs."""
-        self.use_settings(await self.sign_in.authenticate(method_id, self.settings))
-        return AuthenticateResponse()
-
-    async def logout(self, **kwargs: Any) -> LogoutResponse:
-        """Clear what ``serve --setup`` saved and the key this process holds; new sessions use the
-        embedded model."""
-        self.use_settings(self.sign_in.logout(self.settings))
-        return LogoutResponse()
-
-    def use_settings(self, settings: Settings) -> None:
-        """Serve new sessions with ``settings``' back-end: the model menu is rebuilt from them and
-        the OpenAI-compatible back-ends built with the old ones are retired (a session whose model
-        is no longer offered falls back to the new default)."""
-        self.settings = settings
-        self.model_menu = model_choices(settings)
-        for choice_id in [cid for cid in self._models if cid != "embedded"]:
-            self._retired_models.append(self._models.pop(choice_id))
-        default = self.model_menu[0].id
-        model = self._models.get(default)
-        if model is None:
-            model = self._models[default] = create_model(settings)
-        self.model = model
-        log.info("new sessions use %s", default)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
