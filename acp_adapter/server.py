@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from acp import PROTOCOL_VERSION
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
-    AuthenticateResponse,
     Implementation,
     InitializeResponse,
+    LogoutCapabilities,
     McpCapabilities,
     PromptCapabilities,
     PromptRequest,
@@ -54,6 +55,7 @@ from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
+from acp_adapter.agent.sign_in import SignIn, SignInMethods, auth_methods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.agent.turn_outcome import (
     TurnResult,
@@ -112,7 +114,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class ProgressAgent(SessionFork, SessionMethods):
+class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -132,12 +134,14 @@ class ProgressAgent(SessionFork, SessionMethods):
         self.client_name: str | None = None
         #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
         self.client_capabilities: Any = None
-        self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
+        self._given_model = model  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         #: the model selector's entries, the configured back-end first (it is ``self.model``)
         self.model_menu: list[ModelChoice] = model_choices(self.settings)
         #: the other entries' back-ends, built when a session first picks one
         self._models: dict[str, ChatModel] = {self.model_menu[0].id: self.model}
+        #: back-ends left behind by a sign-in change (still closed at shutdown: a turn may use one)
+        self._retired_models: list[ChatModel] = []
         #: heartbeats of every turn; by default the connection's own event loop times them
         #: (``loop.call_later``), so an ACP agent needs no scheduler thread
         self.scheduler = scheduler
@@ -173,6 +177,11 @@ class ProgressAgent(SessionFork, SessionMethods):
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer)
         self.routes_resume = False
+        #: set by :func:`agent_connection` once ``logout`` reaches :meth:`logout` (the SDK's router
+        #: does not route it): only then is ``auth.logout`` advertised
+        self.routes_logout = False
+        #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
+        self.sign_in = SignIn(_settings_file())
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )
@@ -296,9 +305,9 @@ class ProgressAgent(SessionFork, SessionMethods):
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()
-        for model in self._models.values():
+        for model in [*self._models.values(), *self._retired_models]:
             close = getattr(model, "close", None)
-            if (model is not self.model or self._owns_model) and callable(close):
+            if model is not self._given_model and callable(close):
                 try:
                     close()
                 except Exception:
@@ -350,14 +359,13 @@ class ProgressAgent(SessionFork, SessionMethods):
                 ),
                 # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
+                auth=AgentAuthCapabilities(logout=LogoutCapabilities() if self.routes_logout else None),
             ),
+            auth_methods=auth_methods(client_capabilities),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             # it shows its own spinners (a relay adds none) and flushes its store when asked
             field_meta=meta_field(ProgressMeta(think_cards=True, store_flush=True)),
         )
-
-    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
-        return AuthenticateResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
@@ -538,6 +546,12 @@ class ProgressAgent(SessionFork, SessionMethods):
             system_prompt=SYSTEM_PROMPT,
             error_note=False,
         )
+
+
+def _settings_file() -> Path | None:
+    from acp_adapter._config_file import config_file_path
+
+    return config_file_path()
 
 
 def _open_store(settings: Settings) -> SessionStore:

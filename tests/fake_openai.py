@@ -294,10 +294,20 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------- requests
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
-        else:
+        fake = self.server.fake
+        fake._record(
+            RecordedRequest(
+                "GET", self.path, dict(self.headers.items()), None, time.monotonic(), self.client_address[:2]
+            )
+        )
+        if fake.models is None or not self.path.split("?")[0].rstrip("/").endswith("/models"):
             self._json(404, {"detail": "Not Found"})
+        elif fake.api_key is not None and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+            self._json(401, {"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}})
+        else:
+            self._json(
+                200, {"object": "list", "data": [{"id": name, "object": "model"} for name in fake.models]}
+            )
 
     def do_POST(self) -> None:
         fake = self.server.fake
@@ -420,11 +430,20 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAI:
     """The scriptable server. Start it with ``with FakeOpenAI() as server`` (or ``start``/``stop``).
 
-    ``api_key``: when set, requests without ``Authorization: Bearer <api_key>`` get a 401.
+    ``api_key``: when set, requests without ``Authorization: Bearer <api_key>`` get a 401 (the
+    model list included). ``models``: the names ``GET /v1/models`` lists.
     """
 
-    def __init__(self, *, api_key: str | None = None, fallback: Reply | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        fallback: Reply | None = None,
+        models: Sequence[str] | None = ("test-model",),
+    ) -> None:
         self.api_key = api_key
+        #: what ``GET /v1/models`` lists (None: the server has no model list, a 404)
+        self.models = list(models) if models is not None else None
         self.fallback = fallback or text_reply("(no scripted reply)")
         self.requests: list[RecordedRequest] = []
         self.responses: list[ResponseLog] = []

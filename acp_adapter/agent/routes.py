@@ -5,7 +5,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp.schema import CloseSessionRequest, DeleteSessionRequest, ForkSessionRequest, ResumeSessionRequest
+from acp.schema import (
+    CloseSessionRequest,
+    DeleteSessionRequest,
+    ForkSessionRequest,
+    LogoutRequest,
+    ResumeSessionRequest,
+)
 
 from acp_adapter.protocol.cancel_request import CancellableRequests, IncomingRequestIds
 
@@ -78,6 +84,11 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
             adapt_result=normalize_result,
         )
         agent.routes_resume = True
+        # logout (clearing what ``serve --setup`` saved) is in the SDK's method table, not its router
+        router.route_request(
+            AGENT_METHODS["logout"], LogoutRequest, agent, "logout", adapt_result=normalize_result
+        )
+        agent.routes_logout = True
         # every request may be called off by id ($/cancel_request); a prompt the gentle way (its
         # turn is cancelled: every card closes and it answers stopReason "cancelled")
         sdk_connection._handler = CancellableRequests(  # type: ignore[union-attr]
