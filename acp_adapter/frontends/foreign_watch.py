@@ -334,10 +334,20 @@ class ForeignAgentWatch:
             self._inject(turn, build_thinking_failed(card_id, failure, elapsed))
 
     def _activity(self, turn: WatchedTurn) -> None:
-        """The agent spoke about this turn's session: close our card first, restart the silence clock."""
-        self._close_card(turn)
+        """The agent spoke about this turn's session: close our card first, restart the silence clock.
+
+        A think timer already armed is kept: when it fires it finds the silence shorter than
+        ``think_after`` and re-arms for the rest, so an agent streaming hundreds of updates a second
+        costs one timer per ``think_after``, not one per update."""
+        if turn.card_id is not None:
+            self._close_card(turn)  # cancels its heartbeat timer too
         turn.last_activity = self._time.now()
-        if not turn.cancelled and self.options.think_after is not None and self._injects(turn.session_id):
+        if (
+            turn.timer is None
+            and not turn.cancelled
+            and self.options.think_after is not None
+            and self._injects(turn.session_id)
+        ):
             self._schedule(turn, self.options.think_after)
 
     # ------------------------------------------------------------ progress summaries
