@@ -27,13 +27,13 @@ from acp_adapter import with_progress
 from acp_adapter.clock import ManualClock
 from acp_adapter.protocol.meta import META_KEY
 
-from .conftest import ROOT
 from .agents.slow_agent import SECRET, SlowAgent
+from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "agents" / "sdk_examples"))
 
-from echo_agent import EchoAgent  # noqa: E402
-from example_agent import ExampleAgent  # noqa: E402
+from echo_agent import EchoAgent
+from example_agent import ExampleAgent
 
 pytestmark = pytest.mark.anyio
 
@@ -107,7 +107,8 @@ async def served(agent: Any, client: Any) -> AsyncIterator[ClientSideConnection]
 
 
 def wrapped_on(clock: ManualClock, agent: Any, **options: Any) -> Any:
-    return with_progress(agent, clock=clock, summary=None, **{"think_after": 0.5, "heartbeat": 1.0, **options})
+    options = {"think_after": 0.5, "heartbeat": 1.0, **options}
+    return with_progress(agent, clock=clock, summary=None, **options)
 
 
 async def new_session(conn: ClientSideConnection) -> str:
