@@ -153,7 +153,7 @@ async def test_a_pydantic_acp_agent_in_process_sends_the_same_updates_bare_and_w
 
     def theirs(client: RecordingClient) -> list[Any]:
         return [
-            r.update.model_dump()
+            r.update.model_dump(exclude={"message_id"})  # a fresh uuid per run
             for r in client.updates
             if not getattr(r.update, "tool_call_id", "").startswith(OURS)
             and r.update.session_update != "session_info_update"  # carries the session's timestamps
