@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""What ``with_progress(agent)`` costs, against the same agent bare, in the same run.
+
+1. **Update latency.** The relay tests' scripted SDK agent (``tests/agents/wrapped_agent.py scripted
+   paced N MS``) sends N ``tool_call_update``s a few ms apart, each stamped with its
+   ``time.monotonic()`` (one clock for every process on Linux); the SDK's client side subtracts the
+   stamp on arrival. ``bare`` serves the agent with ``acp.run_agent(agent)``, ``wrapped`` with
+   ``acp.run_agent(with_progress(agent))``; runs alternate and the ratio is the median of the rounds'
+   own ratios (goal ≤ 1.2×). A burst of updates sent as fast as possible gives the throughput ratio.
+2. **Prompt → think card.** A slow SDK agent whose model thinks 20 ms, wrapped with
+   ``think_after=0`` (the card as early as the wrapper can show it), against this project's own agent
+   (``python -m acp_adapter``, whose embedded model also thinks 20 ms) — the time from sending
+   ``session/prompt`` to the ``kind="think"`` card's arrival, prompts ``--idle`` seconds apart, all
+   processes up at once and prompted in alternating rounds (``scripts/bench_spinner_latency.py``'s
+   harness). A bare SDK agent that answers with one update at once is the floor (goal: the wrapped
+   agent's card as fast as our own agent's).
+
+Usage: python scripts/bench_with_progress.py [--paced 300] [--burst 3000] [--rounds 5] [--runs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp.schema import ToolCallProgress
+from bench_spinner_latency import BARE_AGENT, Side, compare, describe, measure_interleaved
+from paired_rounds import round_ratios
+
+ROOT = Path(__file__).resolve().parent.parent
+WRAPPED = [sys.executable, str(ROOT / "tests" / "agents" / "wrapped_agent.py")]
+
+
+class Stamps:
+    """The client: counts updates and the latency of the stamped ones."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.latencies: list[float] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.count += 1
+        if isinstance(update, ToolCallProgress) and isinstance(update.raw_output, dict):
+            stamp = update.raw_output.get("t")
+            if isinstance(stamp, float):
+                self.latencies.append(time.monotonic() - stamp)
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+async def one_run(bare: bool, mode: list[str], env: dict[str, str]) -> tuple[float, Stamps]:
+    client = Stamps()
+    argv = [*WRAPPED, *(["--bare"] if bare else []), "scripted", *mode]
+    with open(os.devnull, "wb") as devnull:
+        async with spawn_agent_process(
+            client, argv[0], *argv[1:], env=env, cwd=str(ROOT), transport_kwargs={"stderr": devnull}
+        ) as (conn, _process):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
+            started = time.perf_counter()
+            await conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+            return time.perf_counter() - started, client
+
+
+async def update_latency(args: argparse.Namespace, env: dict[str, str]) -> None:
+    latency: dict[bool, list[float]] = {True: [], False: []}
+    per_round: dict[bool, list[float]] = {True: [], False: []}
+    rates: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(args.rounds):
+        for bare in (True, False):
+            elapsed, client = await one_run(bare, ["burst", str(args.burst)], env)
+            assert client.count >= args.burst, f"only {client.count} updates arrived"
+            rates[bare].append(args.burst / elapsed)
+        for bare in (True, False):
+            _, client = await one_run(bare, ["paced", str(args.paced), str(args.gap_ms)], env)
+            assert len(client.latencies) == args.paced, "every stamped update arrives"
+            latency[bare].extend(client.latencies)
+            per_round[bare].append(statistics.median(client.latencies))
+    bare_ms, wrapped_ms = (statistics.median(latency[b]) * 1000 for b in (True, False))
+    shares = round_ratios(per_round[False], per_round[True])
+    print(
+        f"update latency, {args.paced} updates {args.gap_ms:g} ms apart x {args.rounds} rounds,"
+        " agent send -> client:"
+    )
+    print(f"  bare     {bare_ms:8.3f} ms median")
+    print(f"  wrapped  {wrapped_ms:8.3f} ms median  (+{wrapped_ms - bare_ms:.3f} ms)")
+    print(
+        f"  ratio    {shares.median:8.2f}x bare"
+        f" (goal <= 1.2x; median of the rounds' own ratios, {shares.spread()})"
+    )
+    throughput = round_ratios(rates[False], rates[True])
+    print(f"throughput, bursts of {args.burst} updates:")
+    print(f"  bare     {statistics.median(rates[True]):10.0f} updates/s")
+    print(f"  wrapped  {statistics.median(rates[False]):10.0f} updates/s")
+    print(f"  ratio    {throughput.median:10.2f}x bare ({throughput.spread()})")
+
+
+async def time_to_card(args: argparse.Namespace, env: dict[str, str], state: Path) -> None:
+    ours_env = {
+        **env,
+        "ACP_PROGRESS_EMBEDDED_DELAY": "0.02",
+        "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0",
+        "ACP_PROGRESS_STATE_DIR": str(state / "sessions"),
+        "XDG_STATE_HOME": str(state / "xdg-state"),
+        "ACP_PROGRESS_CONFIG_DIR": str(state / "config"),
+    }
+    bare_path = state / "bare_agent.py"
+    bare_path.write_text(BARE_AGENT)
+    sides = [
+        Side([sys.executable, str(bare_path)], env, want_think=False),
+        Side([sys.executable, "-m", "acp_adapter"], ours_env, want_think=True),
+        Side([*WRAPPED, "--think-after", "0", "slow", "0.02"], env, want_think=True),
+    ]
+    floor, ours, wrapped = await measure_interleaved(sides, args.runs, args.rounds, args.idle)
+    per_round = max(1, len(wrapped) // args.rounds)
+    print(
+        f"prompt -> think card, {len(wrapped)} prompts per side {args.idle * 1000:g} ms apart,"
+        f" {args.rounds} rounds:"
+    )
+    print(f"  bare SDK agent, first update       : {describe(floor)}")
+    print(f"  acp-progress's own agent, its card : {describe(ours)}")
+    print(f"  with_progress(SDK agent), our card : {describe(wrapped)}")
+    line, _ = compare("wrapped vs our own agent", wrapped, ours, per_round)
+    print("  " + line + " (goal: the same, 1.0x)")
+    line, _ = compare("wrapped vs the bare SDK floor", wrapped, floor, per_round)
+    print("  " + line)
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--paced", type=int, default=300, help="stamped updates per latency run")
+    parser.add_argument("--gap-ms", type=float, default=2.0, help="pause between stamped updates")
+    parser.add_argument("--burst", type=int, default=3000, help="updates per throughput run")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per comparison")
+    parser.add_argument("--runs", type=int, default=100, help="prompts per side for the time to the card")
+    parser.add_argument("--idle", type=float, default=0.05, help="seconds between prompts")
+    args = parser.parse_args()
+    env = {"PYTHONPATH": str(ROOT), "ACP_PROGRESS_HEARTBEAT_DISABLED": "1"}
+    with tempfile.TemporaryDirectory(prefix="acp-bench-wrap-") as state:
+        env["ACP_PROGRESS_CONFIG_DIR"] = str(Path(state) / "config")  # never the user's settings
+        await update_latency(args, env)
+        await time_to_card(args, env, Path(state))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
