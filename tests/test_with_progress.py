@@ -373,3 +373,25 @@ async def test_our_cards_never_interleave_with_the_agents_updates_under_a_busy_t
         mine = [t for t in said if t.startswith(f"{lane}:")]
         assert mine == [f"{lane}:{i} " for i in range(40)]
     assert closed, "the timer did fire between the agent's updates"
+
+
+async def test_with_summaries_on_the_cards_heartbeats_carry_the_sentence_redacted():
+    from acp_adapter.summary import SummaryFactory
+
+    async def sentence(request: Any) -> str:
+        return f"Checking the deploy key {SECRET}."
+
+    client = Recorder()
+    summaries = SummaryFactory(sentence, interval=0.05)
+    wrapped = with_progress(SlowAgent(0.8), think_after=0.05, heartbeat=0.1, summary=summaries)
+    async with served(wrapped, client) as conn:
+        await conn.prompt(session_id=await new_session(conn), prompt=[text_block("deploy it")])
+    summarised = [
+        u
+        for u in client.ours()
+        if isinstance(u, ToolCallProgress) and (u.field_meta or {})[META_KEY].get("summary")
+    ]
+    assert summarised, client.shown()
+    assert "Checking the deploy key" in summarised[-1].content[0].content.text
+    assert SECRET not in str([u.model_dump() for u in client.ours()]), "what we add is redacted"
+    assert client.shown()[-2:] == ["think:completed", "msg"]
