@@ -15,13 +15,14 @@
    harness). A bare SDK agent that answers with one update at once is the floor (goal: the wrapped
    agent's card as fast as our own agent's).
 
-Usage: python scripts/bench_with_progress.py [--paced 300] [--burst 2000] [--rounds 4] [--runs 60]
+Usage: python scripts/bench_with_progress.py [--paced 300] [--burst 2000] [--rounds 6] [--runs 60]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -57,36 +58,56 @@ class Stamps:
         raise NotImplementedError
 
 
-async def one_run(bare: bool, mode: list[str], env: dict[str, str]) -> tuple[float, Stamps]:
-    client = Stamps()
-    argv = [*WRAPPED, *(["--bare"] if bare else []), "scripted", *mode]
-    with open(os.devnull, "wb") as devnull:
-        async with spawn_agent_process(
-            client, argv[0], *argv[1:], env=env, cwd=str(ROOT), transport_kwargs={"stderr": devnull}
-        ) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION)
-            session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
-            started = time.perf_counter()
-            await conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
-            return time.perf_counter() - started, client
+class Served:
+    """One agent process (bare or wrapped, in one scripted mode) kept up for every round."""
+
+    def __init__(self, stack: contextlib.AsyncExitStack, bare: bool, mode: list[str]) -> None:
+        self.stack, self.bare, self.mode = stack, bare, mode
+        self.client = Stamps()
+
+    async def start(self, env: dict[str, str]) -> Served:
+        argv = [*WRAPPED, *(["--bare"] if self.bare else []), "scripted", *self.mode]
+        devnull = self.stack.enter_context(open(os.devnull, "wb"))  # noqa: SIM115 - closed by the stack
+        self.conn, _process = await self.stack.enter_async_context(
+            spawn_agent_process(
+                self.client, argv[0], *argv[1:], env=env, cwd=str(ROOT), transport_kwargs={"stderr": devnull}
+            )
+        )
+        await self.conn.initialize(protocol_version=PROTOCOL_VERSION)
+        self.session_id = (await self.conn.new_session(cwd=str(ROOT), mcp_servers=[])).session_id
+        await self.prompt()  # warm up: the first prompt of a process pays for its imports
+        return self
+
+    async def prompt(self) -> float:
+        self.client.count, self.client.latencies = 0, []
+        started = time.perf_counter()
+        await self.conn.prompt(session_id=self.session_id, prompt=[text_block("go")])
+        return time.perf_counter() - started
 
 
 async def update_latency(args: argparse.Namespace, env: dict[str, str]) -> None:
     latency: dict[bool, list[float]] = {True: [], False: []}
     per_round: dict[bool, list[float]] = {True: [], False: []}
     rates: dict[bool, list[float]] = {True: [], False: []}
-    for round_number in range(args.rounds):
-        # who goes first alternates: the first process of a round runs on a colder machine
-        order = (True, False) if round_number % 2 == 0 else (False, True)
-        for bare in order:
-            elapsed, client = await one_run(bare, ["burst", str(args.burst)], env)
-            assert client.count >= args.burst, f"only {client.count} updates arrived"
-            rates[bare].append(args.burst / elapsed)
-        for bare in order:
-            _, client = await one_run(bare, ["paced", str(args.paced), str(args.gap_ms)], env)
-            assert len(client.latencies) == args.paced, "every stamped update arrives"
-            latency[bare].extend(client.latencies)
-            per_round[bare].append(statistics.median(client.latencies))
+    async with contextlib.AsyncExitStack() as stack:
+        burst = {
+            bare: await Served(stack, bare, ["burst", str(args.burst)]).start(env) for bare in (True, False)
+        }
+        paced_mode = ["paced", str(args.paced), str(args.gap_ms)]
+        paced = {bare: await Served(stack, bare, paced_mode).start(env) for bare in (True, False)}
+        for round_number in range(args.rounds):
+            # who goes first alternates: the first of a round runs on a colder machine
+            order = (True, False) if round_number % 2 == 0 else (False, True)
+            for bare in order:
+                elapsed = await burst[bare].prompt()
+                assert burst[bare].client.count >= args.burst, "every update of the burst arrives"
+                rates[bare].append(args.burst / elapsed)
+            for bare in order:
+                await paced[bare].prompt()
+                stamps = paced[bare].client.latencies
+                assert len(stamps) == args.paced, "every stamped update arrives"
+                latency[bare].extend(stamps)
+                per_round[bare].append(statistics.median(stamps))
     bare_ms, wrapped_ms = (statistics.median(latency[b]) * 1000 for b in (True, False))
     shares = round_ratios(per_round[False], per_round[True])
     print(
@@ -143,7 +164,7 @@ async def main() -> int:
     parser.add_argument("--paced", type=int, default=300, help="stamped updates per latency run")
     parser.add_argument("--gap-ms", type=float, default=2.0, help="pause between stamped updates")
     parser.add_argument("--burst", type=int, default=2000, help="updates per throughput run")
-    parser.add_argument("--rounds", type=int, default=4, help="alternating rounds per comparison")
+    parser.add_argument("--rounds", type=int, default=6, help="alternating rounds per comparison")
     parser.add_argument("--runs", type=int, default=60, help="prompts per side for the time to the card")
     parser.add_argument("--idle", type=float, default=0.05, help="seconds between prompts")
     args = parser.parse_args()

@@ -60,6 +60,9 @@ log = logging.getLogger("acp_progress.foreign")
 Post = Callable[[str, SessionUpdate], None]
 
 _LIVE = frozenset({"pending", "in_progress"})
+#: Float rounding between "when the timer was due" and "when the silence ends" (5.0 + 0.3 against
+#: 5.3 - 5.0): without it a timer could re-arm itself for 1e-16 s forever on a manual clock.
+_CLOCK_SLACK = 1e-9
 
 
 @dataclass(frozen=True)
@@ -307,9 +310,9 @@ class ForeignAgentWatch:
         if turn.card_id is None:
             if turn.waiting_on_editor or turn.own_live_cards:
                 return  # the person is asked, or the agent's own card spins: re-armed by the next activity
-            silent_for = now - turn.last_activity
-            if silent_for < think_after:
-                self._schedule(turn, think_after - silent_for)
+            due = turn.last_activity + think_after
+            if now + _CLOCK_SLACK < due:  # the agent spoke since this timer was set: wait out the rest
+                self._schedule(turn, due - now)
                 return
             turn.card_id = next(self._card_ids)
             # the model has been thinking since the agent went quiet, not since the card appeared
