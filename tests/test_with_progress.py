@@ -395,3 +395,72 @@ async def test_with_summaries_on_the_cards_heartbeats_carry_the_sentence_redacte
     assert "Checking the deploy key" in summarised[-1].content[0].content.text
     assert SECRET not in str([u.model_dump() for u in client.ours()]), "what we add is redacted"
     assert client.shown()[-2:] == ["think:completed", "msg"]
+
+
+class Asking(SlowAgent):
+    """Asks the person first (no spinner of ours meanwhile), then thinks, then answers in the
+    deprecated one-model call style (``conn.sessionUpdate(SessionNotification)``)."""
+
+    async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
+        from acp import update_agent_message
+        from acp.schema import PermissionOption, PromptResponse, SessionNotification, ToolCallUpdate
+
+        option = PermissionOption(option_id="yes", name="Allow", kind="allow_once")
+        tool_call = ToolCallUpdate(tool_call_id="ask-1", title="Delete the build folder")
+        answer = await self.conn.request_permission(
+            session_id=session_id, tool_call=tool_call, options=[option]
+        )
+        self.answers.append(answer.outcome.outcome)
+        await self._wait(session_id)
+        with pytest.warns(DeprecationWarning):
+            legacy = self.conn.sessionUpdate(
+                SessionNotification(session_id=session_id, update=update_agent_message(text_block("ok")))
+            )
+        await legacy
+        return PromptResponse(stop_reason="end_turn")
+
+
+async def test_no_card_while_the_agent_waits_for_the_person_and_the_legacy_call_style_is_watched_too():
+    from acp.schema import AllowedOutcome, RequestPermissionResponse
+
+    released = asyncio.Event()
+
+    class Person(Recorder):
+        async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+            await released.wait()
+            return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="yes"))
+
+    clock, gate = ManualClock(), asyncio.Event()
+    agent = Asking(gate=gate)
+    agent.answers = []
+    client = Person()
+    async with served(wrapped_on(clock, agent), client) as conn:
+        answer = ask(conn, await new_session(conn))
+        await clock.advance(5)  # the person takes their time: that is not the model thinking
+        assert client.shown() == []
+        released.set()
+        await clock.advance(0.5)  # answered; now the agent is silent: its model thinks
+        assert client.shown() == ["think:start"]
+        gate.set()
+        await answer
+    assert agent.answers == ["selected"]
+    assert client.shown() == ["think:start", "think:completed", "msg"], (
+        "closed before the legacy-style update"
+    )
+
+
+async def test_attributes_of_the_connection_and_of_the_agent_pass_through():
+    from acp_adapter.frontends.ordered_lane import OrderedLane
+    from acp_adapter.frontends.watched_client import WatchedClient
+
+    class Conn:
+        custom = "the connection's own"
+
+    client = WatchedClient(Conn(), lambda: None, OrderedLane())  # type: ignore[arg-type, return-value]
+    assert client.custom == "the connection's own"
+    agent = SlowAgent()
+    agent.something_new = lambda: "the agent's own"
+    wrapped = with_progress(agent, summary=None)
+    assert wrapped.something_new() == "the agent's own" and wrapped.wrapped is agent
+    with pytest.raises(AttributeError):
+        wrapped.load_session  # noqa: B018 - the router must find no handler the agent lacks
