@@ -7,6 +7,7 @@ thinks before it streams (in process too, bare against wrapped).
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from typing import Any
 
@@ -172,3 +173,24 @@ def test_pydantic_acp_keeps_the_pydantic_ai_it_supports():
 
     wanted = next(Requirement(r) for r in requires("pydantic-acp") or [] if r.startswith("pydantic-ai-slim"))
     assert version("pydantic-ai-slim") in wanted.specifier
+
+
+def test_a_hang_up_mid_think_ends_the_wrapped_agents_process_promptly():
+    """The editor closes the agent's stdin while our card is open: the SDK cancels the prompt, the
+    wrapper lets that cancellation through (an answer now would wait on a sender that is gone) and
+    the process exits as the bare agent would."""
+    from .conftest import agent_env
+    from .rawpipes import RawProcess, answers, request
+
+    agent = RawProcess([sys.executable, *argv("slow", "60")], agent_env(), str(ROOT))
+    agent.send(request(1, "initialize", {"protocolVersion": 1}))
+    agent.messages_until(answers(1))
+    agent.send(request(2, "session/new", {"cwd": str(ROOT), "mcpServers": []}))
+    session_id = agent.messages_until(answers(2))[-1]["result"]["sessionId"]
+    agent.send(
+        request(3, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]})
+    )
+    agent.messages_until(lambda m: m.get("params", {}).get("update", {}).get("kind") == "think")
+    started = time.monotonic()
+    assert agent.finish(timeout=10) == 0
+    assert time.monotonic() - started < 5, "the 60 s think does not hold the process"
