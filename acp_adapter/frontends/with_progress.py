@@ -175,8 +175,15 @@ class ProgressWrappedAgent:
         if hook is not None:
             hook(binding.client)
 
+    def _handler(self, name: str, method: str) -> Any:
+        """The agent's own handler, or the error the SDK gives when there is none."""
+        handler = getattr(self._agent, name, None)
+        if handler is None:
+            raise RequestError.method_not_found(method)
+        return handler
+
     async def initialize(self, *args: Any, **kwargs: Any) -> Any:
-        result = await self._agent.initialize(*args, **kwargs)
+        result = await self._handler("initialize", "initialize")(*args, **kwargs)
         if self._binding is not None:
             self._binding.watch().agent_initialized(result)
         return result
@@ -184,14 +191,15 @@ class ProgressWrappedAgent:
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> Any:
         """The agent's prompt, with our card opened while it is silent and closed before the answer
         (or before the error the agent raised goes to the editor)."""
+        handler = self._handler("prompt", "session/prompt")
         binding = self._binding
         if binding is None:  # not served by the SDK (called directly): nothing to show progress on
-            return await self._agent.prompt(session_id=session_id, prompt=prompt, **kwargs)
+            return await handler(session_id=session_id, prompt=prompt, **kwargs)
         watch = binding.watch()
         key = f"prompt-{next(self._turn_keys)}"
         watch.prompt_started(key, session_id, lambda: prompt_to_text(prompt, attachments=False))
         try:
-            response = await self._agent.prompt(session_id=session_id, prompt=prompt, **kwargs)
+            response = await handler(session_id=session_id, prompt=prompt, **kwargs)
         except asyncio.CancelledError:
             watch.prompt_ended(key, "Cancelled")
             task = asyncio.current_task()
