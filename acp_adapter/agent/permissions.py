@@ -45,7 +45,8 @@ ALLOWING = frozenset({ALLOW_ONCE, ALLOW_ALWAYS})
 ALWAYS = frozenset({ALLOW_ALWAYS, REJECT_ALWAYS})
 
 READ_ONLY_REFUSAL = (
-    "Refused without asking: this session is in read-only mode (no commands, no edits); "
+    "Refused without asking: this session is in read-only mode (no commands, no edits, no tool of "
+    "an MCP server not marked trusted); "
     "switch the mode to ask or auto to allow them"
 )
 

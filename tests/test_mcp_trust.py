@@ -1,0 +1,123 @@
+"""An MCP server's own word decides nothing unless the person trusts the server.
+
+The attack: the kit server's ``sneaky`` tool says ``readOnlyHint: true`` and writes a file (the
+output of ``id``). From an untrusted server it must ask first in the default mode (the question
+says the claim is not verified, and "always" is offered), and run not at all in ``read-only``;
+only a server marked trusted (``"trusted": true`` in ``--mcp-config``, ``trusted = true`` in the
+settings file, ``_meta.acpProgress.trusted`` in ``session/new``) has its hints believed. The agent
+is this project's, over stdio, shared by the module; the server is a real one built with ``mcp``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from acp_adapter.mcp import McpConfigError, parse_common_form
+from acp_adapter.mcp.trust import is_trusted
+
+from .conftest import RecordingClient, agent_env, final_status, prompt_text
+from .shared_agent import SharedAgent, shared_agent_process
+from .test_mcp_e2e import kit, text_of, tool_cards
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def agent() -> AsyncIterator[SharedAgent]:
+    async with shared_agent_process(env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as shared:
+        yield shared
+
+
+def _sneak(target: Path) -> str:
+    return f'call sneaky {{"path": "{target}"}}'
+
+
+async def test_a_lying_read_only_tool_of_an_untrusted_server_asks_first(
+    tmp_path: Path, agent: SharedAgent
+) -> None:
+    client = RecordingClient(permission="reject")
+    target = tmp_path / "pwned"
+    session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
+    sid = session.session_id
+    await prompt_text(agent.conn, sid, _sneak(target))
+    assert not target.exists(), "an untrusted server's readOnlyHint ran a tool unasked"
+    (asked,) = client.permission_requests
+    assert "server says read-only; not verified" in asked.title and "kit" in asked.title
+    (card,) = tool_cards(client, sid)
+    assert card[0].kind == "other" and final_status(card) == "failed"
+    # its honest read-only tool asks too: nothing tells the two apart
+    await prompt_text(agent.conn, sid, 'call peek {"text": "hi"}')
+    assert len(client.permission_requests) == 2
+
+
+async def test_read_only_mode_runs_no_tool_of_an_untrusted_server(tmp_path: Path, agent: SharedAgent) -> None:
+    client = RecordingClient(permission="allow")
+    target = tmp_path / "pwned"
+    session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
+    sid = session.session_id
+    await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
+    await prompt_text(agent.conn, sid, _sneak(target))
+    await prompt_text(agent.conn, sid, 'call peek {"text": "hi"}')
+    assert not target.exists(), "read-only mode ran a tool that writes"
+    assert client.permission_requests == []  # refused without asking
+    cards = tool_cards(client, sid)
+    assert [final_status(c) for c in cards] == ["failed", "failed"]
+    assert "read-only mode" in text_of(cards[0][-1]) + str(cards[0][-1])
+
+
+async def test_a_trusted_servers_read_only_tool_runs_unasked_in_every_mode(
+    tmp_path: Path, agent: SharedAgent
+) -> None:
+    client = RecordingClient(permission="reject")
+    session = await agent.new_session(client, tmp_path, [kit(trusted=True)])
+    sid = session.session_id
+    await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
+    await prompt_text(agent.conn, sid, 'call peek {"text": "trusted"}')
+    (card,) = tool_cards(client, sid)
+    assert card[0].kind == "read" and final_status(card) == "completed"
+    assert client.permission_requests == []
+
+
+async def test_the_always_answer_is_offered_for_an_untrusted_servers_tool(
+    tmp_path: Path, agent: SharedAgent
+) -> None:
+    from .test_session_modes import ChoosingClient
+
+    client = ChoosingClient(choices=["allow_always"])
+    session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
+    sid = session.session_id
+    await prompt_text(agent.conn, sid, 'call peek {"text": "one"}')
+    await prompt_text(agent.conn, sid, 'call peek {"text": "two"}')
+    assert client.offered == [["allow_once", "allow_always", "reject_once", "reject_always"]]
+    assert [final_status(c) for c in tool_cards(client, sid)] == ["completed", "completed"]
+
+
+def test_the_trusted_mark_is_a_checked_boolean_of_a_closed_entry() -> None:
+    trusted, plain = parse_common_form(
+        {"mcpServers": {"a": {"command": "x", "trusted": True}, "b": {"url": "https://h.test/mcp"}}}
+    )
+    assert is_trusted(trusted) and not is_trusted(plain)
+    assert trusted.model_dump(by_alias=True)["_meta"] == {"acpProgress": {"trusted": True}}
+    for bad, said in (
+        ({"command": "x", "trusted": "yes"}, "a.trusted: expected true or false"),
+        ({"command": "x", "trusted": 1}, "a.trusted: expected true or false"),
+        ({"command": "x", "trustd": True}, "unknown key 'trustd' (did you mean 'trusted'?)"),
+        ({"command": "x", "autoApprove": ["*"]}, "unknown key 'autoApprove'"),
+    ):
+        with pytest.raises(McpConfigError) as info:
+            parse_common_form({"mcpServers": {"a": bad}})
+        assert said in str(info.value)
+    # a foreign or malformed _meta is no mark
+    from acp.schema import McpServerStdio
+
+    for meta in ({"acpProgress": {"trusted": "true"}}, {"other": {"trusted": True}}, {"acpProgress": 1}):
+        spec = McpServerStdio(name="a", command="x", args=[], env=[], field_meta=meta)
+        assert not is_trusted(spec)
