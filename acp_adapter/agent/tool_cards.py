@@ -22,7 +22,14 @@ from acp import image_block, text_block, tool_content, tool_diff_content, tool_t
 from acp.schema import AllowedOutcome, DeniedOutcome, ToolCallUpdate
 
 from acp_adapter.agent.client_fs import EditorHost
-from acp_adapter.agent.permissions import ALLOWING, ALWAYS, SessionPolicy, permission_options, rule_for
+from acp_adapter.agent.permissions import (
+    ALLOWING,
+    ALWAYS,
+    Rule,
+    SessionPolicy,
+    permission_options,
+    rule_for,
+)
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
@@ -175,8 +182,14 @@ class AcpToolObserver:
         if origin:  # an MCP tool: the person sees which server and which tool asks
             title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name}"
             title += f"{_UNVERIFIED})" if getattr(tool, "claims_read_only", False) else ")"
+        if call.concern is not None:  # a tool that never asks asks this once: the person sees why
+            title = f"{title} — {call.concern.reason}"
         action = _audited_action(redact_text(title), call)
-        rule = rule_for(kind, call, tool, self._workspace)
+        rule = (
+            Rule.same(call.concern.rule, call.concern.covers)
+            if call.concern is not None
+            else rule_for(kind, call, tool, self._workspace)
+        )
         verdict = self._policy.before_asking(rule) if self._policy is not None else None
         if verdict is not None:  # the session's mode or an "always" answer: nobody is asked
             self._previews.pop(card_id, None)
