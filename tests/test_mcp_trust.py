@@ -121,3 +121,15 @@ def test_the_trusted_mark_is_a_checked_boolean_of_a_closed_entry() -> None:
     for meta in ({"acpProgress": {"trusted": "true"}}, {"other": {"trusted": True}}, {"acpProgress": 1}):
         spec = McpServerStdio(name="a", command="x", args=[], env=[], field_meta=meta)
         assert not is_trusted(spec)
+
+
+def test_the_config_report_shows_which_servers_are_trusted() -> None:
+    from acp_adapter.cli._config_report import describe_server, mcp_server_lines
+
+    trusted, plain = parse_common_form(
+        {"mcpServers": {"docs": {"command": "x", "trusted": True}, "web": {"url": "https://h.test/mcp"}}}
+    )
+    described = [describe_server(trusted), describe_server(plain)]
+    assert described[0]["trusted"] is True and "trusted" not in described[1]
+    first, second = mcp_server_lines(described)
+    assert first.startswith("MCP server docs (trusted") and "trusted" not in second
