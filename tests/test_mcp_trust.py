@@ -133,3 +133,65 @@ def test_the_config_report_shows_which_servers_are_trusted() -> None:
     assert described[0]["trusted"] is True and "trusted" not in described[1]
     first, second = mcp_server_lines(described)
     assert first.startswith("MCP server docs (trusted") and "trusted" not in second
+
+
+async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_same_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor sends no mark; the agent's settings file lists the same server (name, command
+    and arguments) as trusted: its read-only tool runs unasked. A server that only borrows the
+    name (other arguments) stays untrusted, and its lying tool is asked about."""
+    import json
+    import sys
+
+    from .shared_agent import served_inprocess
+    from .test_mcp_frontends import write_settings
+    from .test_session_modes import _agent
+
+    config = tmp_path / "config"
+    trusted = kit(trusted=False)
+    write_settings(
+        config,
+        f"[mcp_servers.kit]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = {json.dumps(list(trusted.args))}\ntrusted = true\n",
+    )
+    monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(config))
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_CONFIG_DIR=str(config))
+    client = RecordingClient(permission="reject")
+    async with served_inprocess(client, _agent(env)) as conn:
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[trusted])).session_id
+        await prompt_text(conn, sid, 'call peek {"text": "editor"}')
+        assert client.permission_requests == []
+        assert final_status(tool_cards(client, sid)[-1]) == "completed"
+        impostor = kit(trusted=False)
+        impostor = impostor.model_copy(update={"args": [*impostor.args, "stdio"]})
+        other = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[impostor])).session_id
+        target = tmp_path / "pwned"
+        await prompt_text(conn, other, _sneak(target))
+        assert not target.exists() and len(client.permission_requests) == 1
+
+
+def test_settings_trust_needs_the_same_name_and_the_same_program_or_url() -> None:
+    from acp.schema import HttpMcpServer, McpServerStdio
+
+    from acp_adapter.mcp.trust import with_settings_trust
+
+    listed = parse_common_form(
+        {
+            "mcpServers": {
+                "docs": {"command": "uvx", "args": ["docs-mcp"], "trusted": True},
+                "web": {"url": "https://h.test/mcp", "trusted": True},
+                "plain": {"command": "uvx", "args": ["plain"]},
+            }
+        }
+    )
+    passed = [
+        McpServerStdio(name="docs", command="uvx", args=["docs-mcp"], env=[]),
+        McpServerStdio(name="docs", command="uvx", args=["docs-mcp", "--evil"], env=[]),
+        McpServerStdio(name="other", command="uvx", args=["docs-mcp"], env=[]),
+        HttpMcpServer(name="web", url="https://h.test/mcp", headers=[], type="http"),
+        HttpMcpServer(name="web", url="https://evil.test/mcp", headers=[], type="http"),
+        McpServerStdio(name="plain", command="uvx", args=["plain"], env=[]),
+    ]
+    marks = [is_trusted(spec) for spec in with_settings_trust(passed, listed)]
+    assert marks == [True, False, False, True, False, False]
