@@ -152,3 +152,30 @@ async def test_always_allow_ls_does_not_run_a_workspace_ls_unasked(
             assert len(client.permission_requests) == before + 1, f"{attack} ran without asking"
             assert not marker.exists(), f"{attack} ran"
         assert "allow_always" not in client.offered[1]  # a path is never offered "always"
+
+
+def test_no_command_line_gets_an_always_allow_for_a_path_or_a_workspace_program(
+    layout: dict[str, Path],
+) -> None:
+    """Property: whatever the line, an "always allow" key names a program outside the workspace
+    that the line named bare."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from acp_adapter.agent.command_rules import split_command
+
+    work = str(layout["work"])
+    path_env = os.pathsep.join(["bin", str(layout["system"]), "/usr/bin", "/bin"])
+    words = st.sampled_from(["ls", "./ls", "bin/ls", f"{work}/ls", "cat", "echo", "-la", "x y", "../ls"])
+
+    @given(st.lists(words, min_size=1, max_size=4), st.text(max_size=8))
+    def check(parts: list[str], tail: str) -> None:
+        line = " ".join(parts) + tail
+        rule = command_rule("execute", line, work, {"PATH": path_env})
+        if rule.allow_key is not None:
+            first, simple = split_command(line)
+            program = rule.allow_key.removeprefix("execute:program:")
+            assert simple and "/" not in first
+            assert not program.startswith(os.path.realpath(work) + os.sep)
+
+    check()
