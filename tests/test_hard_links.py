@@ -84,3 +84,19 @@ def test_with_nobody_to_ask_a_hard_linked_file_is_not_read(workspace: Path) -> N
     assert found.ok and SECRET not in found.text and "1 hard-linked file not searched" in found.text
     plain = toolbox.execute(ToolCall("c3", "read_file", {"path": "plain.txt"}), cancel=CancelToken())
     assert plain.ok and "nothing to hide" in plain.text
+
+
+@pytest.mark.anyio
+async def test_an_editor_is_not_asked_for_a_hard_linked_file_nobody_allowed(workspace: Path) -> None:
+    """With an editor that serves ``fs/read_text_file``, the same question comes first, and a
+    refused read never reaches the editor (a real agent process)."""
+    from .test_e2e_edits import EDITOR, EditorClient, spawn
+
+    client = EditorClient(permission="reject")
+    async with spawn(client, EDITOR) as conn:
+        sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await prompt_text(conn, sid, "read linked.txt")
+    (asked,) = client.permission_requests
+    assert "hard link" in asked.title
+    assert client.calls == [], "the editor was asked to read a hard link nobody allowed"
+    assert SECRET not in _everything_said(client, sid)
