@@ -173,9 +173,46 @@ def test_no_command_line_gets_an_always_allow_for_a_path_or_a_workspace_program(
         line = " ".join(parts) + tail
         rule = command_rule("execute", line, work, {"PATH": path_env})
         if rule.allow_key is not None:
-            first, simple = split_command(line)
+            first, simple = split_command(line.strip())  # run_command strips the line too
             program = rule.allow_key.removeprefix("execute:program:")
             assert simple and "/" not in first
             assert not program.startswith(os.path.realpath(work) + os.sep)
 
     check()
+
+
+def test_an_always_allowed_command_runs_the_approved_program_by_its_path(layout: dict[str, Path]) -> None:
+    """The remembered answer pins the program: ``ls -la`` runs as ``/usr/bin/ls -la`` (resolved
+    when the rule matched), so a shell with another ``PATH`` (an editor's terminal) or a file
+    appearing in between cannot swap the program."""
+    from acp_adapter.agent.command_rules import pinned_command
+    from acp_adapter.cancel import CancelToken
+    from acp_adapter.tooling.builtin import default_toolbox
+    from acp_adapter.tooling.toolbox import PermissionDecision
+
+    real = str(layout["real"])
+    key = f"execute:program:{real}"
+    assert pinned_command("ls -la 'a b'", key) == f"{real} -la 'a b'"
+    for unpinned in ("./ls", "ls; id", "bin/ls -la"):
+        assert pinned_command(unpinned, key) is None
+    work = str(layout["work"])
+    os.environ["PATH"], saved = str(layout["system"]), os.environ.get("PATH", "")
+    try:
+        policy = SessionPolicy(SessionConfig())
+        policy.remember(rule_for("execute", _call("ls"), None, work), True)
+        verdict = policy.before_asking(rule_for("execute", _call("ls -d ."), None, work))
+        assert verdict is not None and verdict.pinned == f"{real} -d ."
+    finally:
+        os.environ["PATH"] = saved
+    # the toolbox runs the pinned arguments, not the model's
+    toolbox = default_toolbox(layout["work"])
+
+    def allow_pinned(call: Any, tool: Any) -> PermissionDecision:
+        return PermissionDecision(True, automatic=True, arguments={"command": "echo pinned"})
+
+    outcome = toolbox.execute(
+        ToolCall("c1", "run_command", {"command": "echo original"}),
+        cancel=CancelToken(),
+        permission=allow_pinned,
+    )
+    assert outcome.ok and outcome.text.strip() == "pinned"

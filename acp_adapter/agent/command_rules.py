@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from acp_adapter.safety.secret_env import command_environment
 
-__all__ = ["CommandRule", "command_rule", "resolve_program", "split_command"]
+__all__ = ["CommandRule", "command_rule", "pinned_command", "resolve_program", "split_command"]
 
 #: characters that make a command line more than one simple command (or change what it runs)
 SHELL_OPERATORS = frozenset(";&|`$<>(){}\n\r\\*?[]~!#")
@@ -141,3 +141,16 @@ def command_rule(
         return refused(why)
     covers = f"`{name}` run as `{name}` ({program}), with any plain arguments; not ./{name} or other paths"
     return CommandRule(name, reject_key, f"{kind}:{PROGRAM_KEY}{program}", covers, "")
+
+
+def pinned_command(command: str, allow_key: str) -> str | None:
+    """``command`` with its program replaced by the absolute path an "always allow" rule names
+    (``ls -la`` -> ``/usr/bin/ls -la``): what runs is the program that was approved, whoever's
+    ``PATH`` the shell that runs it has (an editor's terminal too), even if a file appeared on
+    the way since the rule was checked. None when the line is not a simple command of that rule."""
+    _, _, program = allow_key.partition(PROGRAM_KEY)
+    first, simple = split_command(command.strip())
+    if not program or not simple or "/" in first:
+        return None
+    words = shlex.split(command.strip())
+    return shlex.join([program, *words[1:]])

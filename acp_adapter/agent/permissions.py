@@ -28,7 +28,7 @@ from typing import Any
 
 from acp.schema import PermissionOption
 
-from acp_adapter.agent.command_rules import CommandRule, command_rule, split_command
+from acp_adapter.agent.command_rules import CommandRule, command_rule, pinned_command, split_command
 from acp_adapter.agent.session_config import AUTO, MAX_RULES, READ_ONLY, SessionConfig
 
 __all__ = ["Rule", "SessionPolicy", "Verdict", "command_name", "permission_options", "rule_for", "rule_key"]
@@ -61,6 +61,8 @@ class Verdict:
     rule: str
     #: the card's text for a refusal
     reason: str | None = None
+    #: an "always allow" of a command: the command with its program by the approved absolute path
+    pinned: str | None = None
 
 
 def command_name(command: str) -> tuple[str, bool]:
@@ -80,14 +82,16 @@ class Rule:
     allow_key: str | None
     allow_covers: str
     reject_covers: str
+    #: the command line of a command's rule ('' for any other call)
+    command: str = ""
 
     @classmethod
     def same(cls, key: str, covers: str) -> Rule:
         return cls(key, key, covers, covers)
 
     @classmethod
-    def of_command(cls, rule: CommandRule) -> Rule:
-        return cls(rule.reject_key, rule.allow_key, rule.allow_covers, rule.reject_covers)
+    def of_command(cls, rule: CommandRule, command: str) -> Rule:
+        return cls(rule.reject_key, rule.allow_key, rule.allow_covers, rule.reject_covers, command)
 
 
 def rule_for(kind: str, call: Any, tool: Any, workspace: str | None = None) -> Rule:
@@ -102,7 +106,7 @@ def rule_for(kind: str, call: Any, tool: Any, workspace: str | None = None) -> R
         return Rule.same(f"{kind}:mcp:{server}/{name}", f"MCP tool {server}/{name}")
     command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
     if isinstance(command, str) and command.strip():
-        return Rule.of_command(command_rule(kind, command, workspace))
+        return Rule.of_command(command_rule(kind, command, workspace), command)
     return Rule.same(kind, f"{kind} calls")
 
 
@@ -162,7 +166,8 @@ class SessionPolicy:
             why = f"Refused without asking: you chose to always reject {rule.reject_covers} in this session"
             return Verdict(False, f"always reject {rule.reject_key}", why)
         if allowed:
-            return Verdict(True, f"always allow {rule.allow_key}")
+            pinned = pinned_command(rule.command, rule.allow_key or "") if rule.command else None
+            return Verdict(True, f"always allow {rule.allow_key}", pinned=pinned)
         if mode == AUTO:
             return Verdict(True, f"mode {AUTO}")
         return None

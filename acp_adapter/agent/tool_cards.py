@@ -22,6 +22,7 @@ from acp import image_block, text_block, tool_content, tool_diff_content, tool_t
 from acp.schema import AllowedOutcome, DeniedOutcome, ToolCallUpdate
 
 from acp_adapter.agent.client_fs import EditorHost
+from acp_adapter.agent.command_rules import pinned_command
 from acp_adapter.agent.permissions import (
     ALLOWING,
     ALWAYS,
@@ -197,7 +198,10 @@ class AcpToolObserver:
             refused = self._record(card_id, action, answer)
             if refused is not None:
                 return refused
-            return PermissionDecision(verdict.allowed, automatic=True, reason=verdict.reason)
+            pinned = {**call.arguments, "command": verdict.pinned} if verdict.pinned else None
+            return PermissionDecision(
+                verdict.allowed, automatic=True, reason=verdict.reason, arguments=pinned
+            )
         self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
         request = ToolCallUpdate(
             tool_call_id=card_id,
@@ -247,7 +251,13 @@ class AcpToolObserver:
             return refused
         if answer.allowed:
             self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
-        return PermissionDecision(answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled)
+        pinned = None
+        if answer.allowed and answer.rule.startswith("always allow") and rule.command and rule.allow_key:
+            command = pinned_command(rule.command, rule.allow_key)  # runs what the rule names
+            pinned = {**call.arguments, "command": command} if command else None
+        return PermissionDecision(
+            answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled, arguments=pinned
+        )
 
     def _record(self, card_id: str, action: str, answer: PermissionAnswer) -> PermissionDecision | None:
         """Audit ``answer``; a refusal to return instead when an allowed call's row could not be

@@ -77,6 +77,9 @@ class PermissionDecision:
     #: why the call was refused when nobody denied it (e.g. its audit row could not be written):
     #: shown on the tool card instead of the usual "denied" text
     reason: str | None = None
+    #: the arguments the allowed call runs with instead of the model's, meaning the same but
+    #: pinned to what was approved (a remembered rule's program by its absolute path)
+    arguments: Mapping[str, Any] | None = None
 
     def __bool__(self) -> bool:
         return self.allowed
@@ -266,7 +269,9 @@ class Toolbox:
                     shown = tool.preview(args, ctx)
                     if shown and observer is not None and hasattr(observer, "tool_preview"):
                         _notify(observer, "tool_preview", call, shown)
-                _check_permission(call, tool, observer, permission)
+                pinned = _check_permission(call, tool, observer, permission)
+                if pinned is not None:
+                    args = check_arguments(tool, pinned)
             cancel.raise_if_cancelled()
             result = tool.function(args, ctx)
             error = (result.summary or "failed") if result.failed else None
@@ -323,11 +328,14 @@ def refusal_text(decision: PermissionDecision | bool) -> str | None:
 
 def _check_permission(
     call: ToolCall, tool: Tool, observer: ToolObserver | None, permission: PermissionPolicy | None
-) -> None:
-    """Raise :class:`ToolError` unless someone allowed this call (see :meth:`Toolbox.execute`)."""
-    refusal = refusal_text(_decide(call, tool, observer, permission))
+) -> Mapping[str, Any] | None:
+    """Raise :class:`ToolError` unless someone allowed this call (see :meth:`Toolbox.execute`);
+    the arguments to run it with instead, when the answer pinned them."""
+    decision = _decide(call, tool, observer, permission)
+    refusal = refusal_text(decision)
     if refusal is not None:
         raise ToolError(refusal)
+    return decision.arguments if isinstance(decision, PermissionDecision) else None
 
 
 def _notify(observer: ToolObserver | None, method: str, *args: Any) -> None:
