@@ -100,3 +100,13 @@ async def test_an_editor_is_not_asked_for_a_hard_linked_file_nobody_allowed(work
     assert "hard link" in asked.title
     assert client.calls == [], "the editor was asked to read a hard link nobody allowed"
     assert SECRET not in _everything_said(client, sid)
+
+
+def test_the_terminal_question_says_why_a_read_asks() -> None:
+    from acp_adapter.frontends.plain.permission import permission_question
+    from acp_adapter.tooling.builtin import hard_link_concern
+
+    concern = hard_link_concern("linked.txt is a hard link", 2)
+    question = permission_question(ToolCall("c", "read_file", {"path": "linked.txt"}, concern))
+    assert question.startswith("Allow read_file? linked.txt is a hard link (2 names for one file)")
+    assert question.endswith("[y/N] ")
