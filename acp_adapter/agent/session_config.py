@@ -114,7 +114,7 @@ class SessionConfig:
 
     mode: str = DEFAULT_MODE
     model: str = "embedded"
-    #: rule key (see :func:`acp_adapter.agent.permissions.rule_key`) -> allowed (True) or rejected
+    #: rule key (see :func:`acp_adapter.agent.permissions.rule_for`) -> allowed (True) or rejected
     always: dict[str, bool] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
