@@ -29,10 +29,13 @@ from acp.schema import (
     InitializeResponse,
     McpCapabilities,
     PromptCapabilities,
+    PromptRequest,
     PromptResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -48,6 +51,7 @@ from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.routes import agent_connection
 from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
+from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
@@ -108,7 +112,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class ProgressAgent(SessionMethods):
+class ProgressAgent(SessionFork, SessionMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -340,6 +344,9 @@ class ProgressAgent(SessionMethods):
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
                     resume=SessionResumeCapabilities() if self.routes_resume else None,
                     close=SessionCloseCapabilities() if self.routes_resume else None,
+                    fork=SessionForkCapabilities() if self.routes_resume else None,
+                    # the tools read and search there too (never write, never beyond them)
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
                 # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
@@ -356,6 +363,16 @@ class ProgressAgent(SessionMethods):
         session = self.sessions.find(session_id)
         if session is not None and session.cancel is not None:
             session.cancel.cancel("cancelled by the user")
+
+    def stop_prompt_request(self, params: Any) -> bool:
+        """``$/cancel_request`` of a ``session/prompt``: its turn is cancelled as by
+        ``session/cancel`` (every card closes, the answer is ``stopReason: cancelled``). False when
+        the prompt has no turn running yet: then the request is interrupted where it waits."""
+        session = self.sessions.find(PromptRequest.model_validate(params).session_id)
+        if session is None or session.cancel is None:
+            return False
+        session.cancel.cancel("cancelled by the user")
+        return True
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         session = await self._session_for_prompt(session_id)
@@ -469,8 +486,9 @@ class ProgressAgent(SessionMethods):
         if failure is not None:
             raise failure  # every card is closed and flushed: the error is the prompt's honest answer
         total = result.usage if result is not None else None
-        # token usage travels in _meta (the stable v1 PromptResponse has no root-level usage) and,
-        # with a known context window, as usage_update during the turn
+        # token usage is the answer's own ``usage`` (what editors read) and, for the front-ends
+        # that read it there, in _meta too; with a known context window, also usage_update
+        # during the turn
         usage = (
             Usage(
                 total_tokens=total.total_tokens,
@@ -481,7 +499,7 @@ class ProgressAgent(SessionMethods):
             else None
         )
         meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
-        return PromptResponse(stop_reason=stop_reason, field_meta=meta)  # type: ignore[arg-type]
+        return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ wiring one turn
 
@@ -492,8 +510,11 @@ class ProgressAgent(SessionMethods):
         conn = self._conn
 
         def on_usage(report: UsageReport) -> None:
+            if report.cost is not None:  # usage_update's cost is the session's total so far
+                session.cost = (session.cost or 0.0) + report.cost
             if report.context_window:
-                stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
+                used = report.input_tokens + report.output_tokens
+                stream.send_usage(used, report.context_window, session.cost)
 
         return self.turn_runner(
             self.model_for(session),

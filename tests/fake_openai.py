@@ -106,7 +106,7 @@ def chunk(
     delta: dict[str, Any] | None = None,
     *,
     finish_reason: str | None = None,
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
     model: str = "test-model",
 ) -> dict[str, Any]:
     """A ``chat.completion.chunk``; ``delta=None`` and no finish reason gives ``choices: []``."""
@@ -124,11 +124,17 @@ def chunk(
     return out
 
 
-def usage_chunk(prompt: int, completion: int) -> dict[str, Any]:
-    """The final usage-only chunk of ``stream_options.include_usage``."""
-    return chunk(
-        usage={"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-    )
+def usage_chunk(prompt: int, completion: int, cost: Any = None) -> dict[str, Any]:
+    """The final usage-only chunk of ``stream_options.include_usage``; ``cost`` (any JSON value) as
+    servers that price the call report it (``usage.cost``, US dollars)."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if cost is not None:
+        usage["cost"] = cost
+    return chunk(usage=usage)
 
 
 def text_chunks(pieces: Iterable[str], *, role_first: bool = True) -> list[dict[str, Any]]:
@@ -180,7 +186,7 @@ def text_reply(
     *pieces: str,
     reasoning: Sequence[str] = (),
     reasoning_field: str = "reasoning_content",
-    usage: tuple[int, int] | None = None,
+    usage: tuple[int, int] | tuple[int, int, Any] | None = None,
     finish: bool = True,
     **timing: Any,
 ) -> Reply:
@@ -200,7 +206,7 @@ def tool_reply(
     text: Sequence[str] = (),
     piece: int = 4,
     interleave: bool = True,
-    usage: tuple[int, int] | None = None,
+    usage: tuple[int, int] | tuple[int, int, Any] | None = None,
     **timing: Any,
 ) -> Reply:
     """Optional text, then ``calls`` ``(id, name, arguments)`` streamed in fragments, then the finish."""

@@ -337,7 +337,17 @@ def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any
     port = _free_port()
     env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     proc = subprocess.Popen(
-        [*acp_progress(), "agui", "--port", str(port), "--cwd", str(tmp_path), "--mcp-config", str(servers)],
+        [
+            *acp_progress(),
+            "agui",
+            "--no-token",
+            "--port",
+            str(port),
+            "--cwd",
+            str(tmp_path),
+            "--mcp-config",
+            str(servers),
+        ],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,

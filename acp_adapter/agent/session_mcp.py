@@ -141,7 +141,7 @@ class SessionServers:
             from acp_adapter.mcp.connection import reason_of
 
             log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
-        session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)
+        session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd, session.roots)
         notes = manager.take_notices()
         if notes:
             session.stream.send_message_text("\n".join(f"⚠️ {n}" for n in notes) + "\n\n")

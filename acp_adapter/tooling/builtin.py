@@ -7,6 +7,7 @@ are rejected with a clear error. Long tools report honest progress through ``ctx
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import os
@@ -24,7 +25,7 @@ from acp_adapter.tooling.calls import Concern
 from acp_adapter.tooling.display import TerminalShown
 from acp_adapter.tooling.edits import EDIT_TOOLS
 from acp_adapter.tooling.paths import display as _display
-from acp_adapter.tooling.paths import open_regular, resolve_in_workspace
+from acp_adapter.tooling.paths import open_regular, resolve_in_roots
 from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
 SKIP_DIRS = frozenset(
@@ -56,14 +57,14 @@ def hard_link_concern(what: str, links: int | None = None) -> Concern:
 
 
 def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
-    path = resolve_in_workspace(ctx.cwd, args["path"])
+    root, path = resolve_in_roots(ctx.cwd, ctx.extra_roots, args["path"])
     if ctx.host is not None and ctx.host.reads_files and not path.is_dir():
         return _read_from_client(ctx, path)
     if not path.exists():
         raise ToolError(f"no such file: {args['path']}")
     if path.is_dir():
         raise ToolError(f"{args['path']} is a directory; use list_dir")
-    with open_regular(ctx.cwd, path) as handle:
+    with open_regular(root, path) as handle:
         info = os.fstat(handle.fileno())
         if info.st_nlink > 1:  # asked about the very file this descriptor reads
             ctx.confirm(hard_link_concern(f"{_display(ctx.cwd, path)} is a hard link", info.st_nlink))
@@ -118,7 +119,7 @@ def _walk(root: Path, depth: int) -> Iterator[tuple[Path, int]]:
 
 
 def list_dir(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
-    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    _, root = resolve_in_roots(ctx.cwd, ctx.extra_roots, args.get("path", ".") or ".")
     if not root.is_dir():
         raise ToolError(f"not a directory: {args.get('path', '.')}")
     depth = max(0, min(int(args.get("depth", 1)), 5))
@@ -152,14 +153,15 @@ def _candidate_files(root: Path) -> list[Path]:
 SEARCH_FILE_CAP = 4 * 1024 * 1024
 
 
-def _searchable(ctx: ToolContext, path: Path, *, linked_ok: bool) -> bytes | None:
-    """The bytes of a workspace file to search, or None (outside, not regular, too large, or
-    hard-linked when ``linked_ok`` is False: such a file is searched only once allowed)."""
+def _searchable(base: Path, path: Path, *, linked_ok: bool) -> bytes | None:
+    """The bytes of a file under ``base`` (the workspace or an additional directory) to search,
+    or None (a symlink out of its root, not regular, too large, or hard-linked when
+    ``linked_ok`` is False: such a file is searched only once allowed)."""
     try:
         resolved = path.resolve()
-        if not resolved.is_relative_to(ctx.cwd):
+        if not resolved.is_relative_to(base):  # a symlink out of its root is skipped
             return None
-        with open_regular(ctx.cwd, resolved) as handle:  # a FIFO or device is skipped
+        with open_regular(base, resolved) as handle:  # a FIFO or device is skipped
             info = os.fstat(handle.fileno())
             if info.st_size > SEARCH_FILE_CAP or (info.st_nlink > 1 and not linked_ok):
                 return None
@@ -180,7 +182,7 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     query = args["query"]
     if not query:
         raise ToolError("query must not be empty")
-    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    base, root = resolve_in_roots(ctx.cwd, ctx.extra_roots, args.get("path", ".") or ".")
     files = _candidate_files(root)
     total = len(files)
     ctx.progress(0, total, f"Scanning {total} files")
@@ -204,7 +206,7 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
 
     for index, path in enumerate(files, start=1):
         ctx.cancel.raise_if_cancelled()
-        data = _searchable(ctx, path, linked_ok=False)
+        data = _searchable(base, path, linked_ok=False)
         if data is not None:
             scan(path, data)
         elif _hard_linked(path):
@@ -225,7 +227,7 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         else:
             for path in linked:
                 ctx.cancel.raise_if_cancelled()
-                data = _searchable(ctx, path, linked_ok=True)
+                data = _searchable(base, path, linked_ok=True)
                 if data is not None:
                     scan(path, data)
     total_matches, matched_files = counts
@@ -368,8 +370,10 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     reader.start()
     started = time.monotonic()
     reported = 0
+    card = _CardOutput(ctx, chunks)
     try:
         while proc.poll() is None:
+            card.follow()
             if ctx.cancel.wait(0.05):
                 _kill_group(proc)
                 ctx.cancel.raise_if_cancelled()
@@ -386,6 +390,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         proc.wait()
         _settle_group(proc.pid)
         reader.join(timeout=2)
+        card.ended(proc.returncode, cut=size > OUTPUT_CAP)
     output = b"".join(chunks).decode("utf-8", errors="replace")
     if size > OUTPUT_CAP:
         output += f"\n… (output truncated: {size} bytes)"
@@ -394,7 +399,54 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     text = output if output else "(no output)"
     if code != 0:
         text += f"\n(exit code {code})"
-    return ToolReturn(text, summary, {"exit_code": code, "output_bytes": size}, failed=code != 0)
+    return ToolReturn(
+        text, summary, {"exit_code": code, "output_bytes": size}, failed=code != 0, display=card.shown
+    )
+
+
+class _CardOutput:
+    """The command's output followed onto its card's terminal, when the client renders one from
+    the card (:meth:`~acp_adapter.tooling.host.ToolHost.card_terminal`); nothing otherwise."""
+
+    def __init__(self, ctx: ToolContext, chunks: list[bytes]) -> None:
+        self._terminal = ctx.host.card_terminal(ctx.call) if ctx.host is not None else None
+        self._chunks = chunks  # appended by the reader thread; read here up to its length
+        self._sent = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        if self._terminal is not None:
+            self._terminal.started(str(ctx.cwd))
+
+    @property
+    def shown(self) -> tuple[TerminalShown, ...]:
+        return (TerminalShown(self._terminal.terminal_id),) if self._terminal is not None else ()
+
+    def follow(self) -> None:
+        if self._terminal is None:
+            return
+        new = self._chunks[self._sent :]
+        self._sent += len(new)
+        if new and (text := self._decoder.decode(b"".join(new))):
+            self._terminal.output(text)
+
+    def ended(self, returncode: int | None, *, cut: bool) -> None:
+        if self._terminal is None:
+            return
+        self.follow()
+        if rest := self._decoder.decode(b"", final=True):
+            self._terminal.output(rest)
+        if cut:  # the capture stopped at OUTPUT_CAP: the card says so, as the result does
+            self._terminal.output(f"\n… (output truncated at {OUTPUT_CAP} bytes)\n")
+        if returncode is not None and returncode < 0:
+            self._terminal.exited(None, _signal_name(-returncode))
+        else:
+            self._terminal.exited(returncode, None)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _run_in_client_terminal(command: str, timeout: float, ctx: ToolContext) -> ToolReturn:
@@ -505,5 +557,5 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def default_toolbox(cwd: str | Path) -> Toolbox:
-    return Toolbox(BUILTIN_TOOLS, cwd)
+def default_toolbox(cwd: str | Path, extra_roots: tuple[str, ...] = ()) -> Toolbox:
+    return Toolbox(BUILTIN_TOOLS, cwd, extra_roots)

@@ -112,10 +112,13 @@ class ToolContext:
         cancel: CancelToken,
         report: Callable[[float | None, float | None, str | None], None] | None,
         host: ToolHost | None = None,
+        extra_roots: tuple[Path, ...] = (),
         ask: Callable[[Concern], PermissionDecision | bool] | None = None,
     ) -> None:
         self.call = call
         self._ask = ask
+        #: the session's additional directories (absolute, resolved): tools may read there too
+        self.extra_roots = extra_roots
         #: the client's files and terminals when it offers them (None: local only)
         self.host = host
         self.cwd = cwd
@@ -219,8 +222,12 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> dict[str, Any]:
 class Toolbox:
     """The tools of one session, bound to its workspace."""
 
-    def __init__(self, tools: Iterable[Tool], cwd: str | Path) -> None:
+    def __init__(
+        self, tools: Iterable[Tool], cwd: str | Path, extra_roots: Iterable[str | Path] = ()
+    ) -> None:
         self.cwd = Path(cwd).resolve()
+        #: the session's additional directories: read, listed and searched, never written
+        self.extra_roots = tuple(Path(root).resolve() for root in extra_roots)
         self._tools = {tool.name: tool for tool in tools}
 
     def __contains__(self, name: object) -> bool:
@@ -258,7 +265,8 @@ class Toolbox:
             assert tool is not None  # only a tool that runs asks
             return _decide(dataclasses.replace(call, concern=concern), tool, observer, permission)
 
-        ctx = ToolContext(call, self.cwd, cancel, report, getattr(observer, "host", None), ask)
+        host = getattr(observer, "host", None)
+        ctx = ToolContext(call, self.cwd, cancel, report, host, self.extra_roots, ask)
         cancelled = False
         try:
             if tool is None:
