@@ -44,7 +44,7 @@ from acp.schema import (
 )
 
 from acp_adapter._version import __version__
-from acp_adapter.agent.attachments import prompt_images
+from acp_adapter.agent.attachments import sort_images
 from acp_adapter.agent.cancel_wait import await_through_cancel
 from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
@@ -442,7 +442,10 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
                 )
             agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
-            images = prompt_images(prompt)
+            attached = sort_images(prompt)
+            images = attached.images
+            if attached.refused:  # told in the session; the turn goes on with the rest
+                session.stream.send_message_text("".join(f"⚠️ {note}\n" for note in attached.refused) + "\n")
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
                 self._executor,
                 lambda: (
