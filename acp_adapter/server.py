@@ -341,8 +341,8 @@ class ProgressAgent(SessionMethods):
                     resume=SessionResumeCapabilities() if self.routes_resume else None,
                     close=SessionCloseCapabilities() if self.routes_resume else None,
                 ),
-                # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                # stdio MCP servers are always supported (ACP requires it); streamable HTTP and SSE too
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             # it shows its own spinners (a relay adds none) and flushes its store when asked

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from acp import RequestError
 
 from acp_adapter.agent.session import Session
-from acp_adapter.mcp.config import MCP_SERVERS, server_names
+from acp_adapter.mcp.config import MCP_SERVERS, server_names, session_server_problems
 from acp_adapter.tooling.builtin import BUILTIN_TOOLS
 from acp_adapter.tooling.toolbox import Toolbox
 
@@ -37,6 +38,14 @@ def _import_sdk() -> None:
 
 #: What a loaded session is told about a server it had that the editor did not pass again.
 NOT_PASSED_AGAIN = "the editor did not pass this server again; its tools are not available"
+
+
+def refuse_unusable(mcp_servers: Any) -> None:
+    """Refuse the request when one of its MCP servers cannot be used as given (a transport the
+    agent does not speak, a name its tools could not be told apart by): never ignored silently."""
+    problems = session_server_problems(list(mcp_servers or []))
+    if problems:
+        raise RequestError.invalid_params({"mcpServers": "; ".join(problems)[:4000]})
 
 
 class SessionServers:

@@ -46,6 +46,7 @@ from acp_adapter.agent.session_config import (
     config_options,
     mode_state,
 )
+from acp_adapter.agent.session_mcp import refuse_unusable
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
 from acp_adapter.mcp.config import MCP_SERVERS
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
@@ -220,6 +221,7 @@ class SessionMethods:
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         await self.mcp.load_sdk(bool(mcp_servers))
         session = self.sessions.create(cwd, self.outbox)
         config = SessionConfig(model=self.model_menu[0].id)
@@ -253,6 +255,7 @@ class SessionMethods:
         """Replay a stored conversation as ``session/update`` notifications, then answer; later
         prompts go on with its model history, mode and model. Every card arrives in its final state."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         stored, config = await self._stored_for(session_id, cwd)
         if stored is None:  # only the store has what a replay needs
             raise RequestError.invalid_params(
@@ -285,6 +288,7 @@ class SessionMethods:
         """Go on with a session without a replay (the client still shows it), with its stored
         history, mode and model and the MCP servers the client passes now."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         live = self.sessions.find(session_id)
         stored, config = await self._stored_for(session_id, cwd)
         if live is not None and live.policy is not None and stored is None:

@@ -97,10 +97,15 @@ class McpManager:
             self._ready.set()
 
     def notice(self, server: str, reason: str) -> None:
-        key = (server, reason)
+        """Tell the user once that ``server`` is not available, and why."""
+        self.note(server, f"is not available: {reason}")
+
+    def note(self, server: str, text: str) -> None:
+        """Tell the user once, at the start of the next turn: ``MCP server 'NAME' <text>``."""
+        key = (server, text)
         if key not in self._told:
             self._told.add(key)
-            self._notices.append(f"MCP server '{server}' is not available: {reason}")
+            self._notices.append(f"MCP server '{server}' {text}")
 
     def take_notices(self) -> list[str]:
         notes, self._notices = self._notices, []
@@ -167,6 +172,6 @@ class McpManager:
 
 
 def _supported(spec: Any) -> bool:
-    from acp.schema import HttpMcpServer, McpServerStdio
+    from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 
-    return isinstance(spec, McpServerStdio | HttpMcpServer)
+    return isinstance(spec, McpServerStdio | HttpMcpServer | SseMcpServer)
