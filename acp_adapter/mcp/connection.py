@@ -241,13 +241,17 @@ class McpServer:
                 tool, arguments, read_timeout_seconds=call_timeout, progress_callback=progress
             )
         except MCPError as exc:
-            closed = exc.error.code == types.CONNECTION_CLOSED
+            cut = self.guard.tripped != cut_before  # the transport cut a message off meanwhile
+            # streamable HTTP reports a cut-off event stream as "closed", but only that one
+            # request's stream ended: the server's connection is fine
+            closed = exc.error.code == types.CONNECTION_CLOSED and not (
+                cut and isinstance(self.spec, HttpMcpServer)
+            )
             if closed:
                 self.state = "crashed"
                 self.error = "the server crashed or closed its connection"
                 self._stop.set()
-            if self.guard.tripped != cut_before:
-                # the transport cut a message off meanwhile: that is why the call failed
+            if cut:  # that is why the call failed
                 ending = "; its connection was closed" if closed else ""
                 raise AnswerTooLarge(too_large_text(self.guard.limit) + ending) from None
             if closed:
