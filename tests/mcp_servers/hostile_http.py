@@ -86,7 +86,9 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[st
     head = await reader.readuntil(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     method, path, _ = lines[0].split(" ", 2)
-    headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)}
+    headers = {
+        k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if ":" in line)
+    }
     body = await reader.readexactly(int(headers.get("content-length", "0")))
     return method, path, headers, body
 
