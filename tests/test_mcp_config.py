@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 
 from acp_adapter.mcp import McpConfigError, parse_common_form, server_names
 
@@ -39,6 +39,25 @@ def test_every_mistake_reported_without_secret_values() -> None:
     text = str(info.value)
     assert "a: needs" in text and "'b c'" in text and "d.env.K" in text and "e.url" in text
     assert "s3cret" not in text
+
+
+def test_sse_entries_and_names_that_would_blur_tool_names() -> None:
+    (sse,) = parse_common_form({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}})
+    assert isinstance(sse, SseMcpServer) and sse.url.endswith("/sse")
+    with pytest.raises(McpConfigError) as info:
+        parse_common_form(
+            {
+                "mcpServers": {
+                    "s": {"command": "x"},
+                    "s__a": {"command": "x"},
+                    "s_": {"command": "x"},
+                    "w": {"type": "websocket", "url": "http://x"},
+                }
+            }
+        )
+    text = str(info.value)
+    assert "'s__a' contains '__'" in text and "'s_' and 's' both give tool names" in text
+    assert "'websocket' is not supported (use 'http' or 'sse')" in text
 
 
 def test_wrong_top_level() -> None:

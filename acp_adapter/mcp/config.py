@@ -111,6 +111,9 @@ def parse_servers(servers: Mapping[Any, Any], where: str = "") -> list[McpServer
             specs.append(parse_entry(name, entry))
         except McpConfigError as exc:
             errors.append(f"{where}{exc}")
+    from acp_adapter.mcp.names import servers_problems
+
+    errors += [f"{where}{problem}" for problem in servers_problems([spec.name for spec in specs])]
     if errors:
         raise McpConfigError("; ".join(errors))
     return specs
