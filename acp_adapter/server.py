@@ -167,7 +167,7 @@ class ProgressAgent(SessionMethods):
         self._abandoned = False
         #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
         #: every session's MCP servers (started, prepared and stopped with the session)
-        self.mcp = SessionServers(self.store, self._writer)
+        self.mcp = SessionServers(self.store, self._writer, self.settings.mcp)
         self.routes_resume = False
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"

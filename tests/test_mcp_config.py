@@ -89,3 +89,26 @@ def test_load_file(tmp_path: pytest.TempPathFactory) -> None:
         load_mcp_config(str(fifo))
     with pytest.raises(McpConfigError, match="No such file"):
         load_mcp_config(str(base / "missing.json"))
+
+
+def test_the_mcp_limits_are_settings_and_a_bad_value_stops_the_agent_with_exit_2(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from acp_adapter.config import ConfigError, Settings
+
+    loaded = Settings.from_env({"ACP_PROGRESS_MCP_MAX_LINE": "131072"}, config_file=False)
+    assert loaded.mcp.max_message_bytes == 131072 and loaded.mcp.start_timeout == 10.0
+    with pytest.raises(ConfigError, match=r"ACP_PROGRESS_MCP_START_TIMEOUT: must be >= 0\.1"):
+        Settings.from_env({"ACP_PROGRESS_MCP_START_TIMEOUT": "0"}, config_file=False)
+    env = {**os.environ, "ACP_PROGRESS_MCP_MAX_LINE": "lots", "ACP_PROGRESS_CONFIG_DIR": str(tmp_path)}
+    agent = subprocess.run(
+        [sys.executable, "-m", "acp_adapter"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+    )
+    assert agent.returncode == 2
+    assert "ACP_PROGRESS_MCP_MAX_LINE: expected a whole number, got 'lots'" in agent.stderr.decode()

@@ -25,6 +25,7 @@ from acp_adapter.tooling.builtin import BUILTIN_TOOLS
 from acp_adapter.tooling.toolbox import Toolbox
 
 if TYPE_CHECKING:  # the MCP SDK is imported when a session first has a server (cold start)
+    from acp_adapter.config import McpSettings
     from acp_adapter.mcp.manager import McpManager
     from acp_adapter.store import BackgroundWriter, SessionStore
 
@@ -51,9 +52,13 @@ def refuse_unusable(mcp_servers: Any) -> None:
 class SessionServers:
     """Every session's :class:`~acp_adapter.mcp.manager.McpManager`, keyed by session id."""
 
-    def __init__(self, store: SessionStore, writer: BackgroundWriter) -> None:
+    def __init__(
+        self, store: SessionStore, writer: BackgroundWriter, limits: McpSettings | None = None
+    ) -> None:
         self.store = store
         self.writer = writer
+        #: the ``[mcp]`` settings every session's servers get
+        self.limits = limits
         self._managers: dict[str, McpManager] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._sdk_loaded = False
@@ -78,10 +83,10 @@ class SessionServers:
         missing = [n for n in had if n not in names]
         if not specs and not missing:
             return
-        from acp_adapter.mcp.manager import McpManager, mcp_start_timeout
+        from acp_adapter.mcp.manager import McpManager
         from acp_adapter.mcp.tools import McpToolFactory
 
-        manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
+        manager = McpManager(specs, session.cwd, limits=self.limits)
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
         for name in missing[:64]:
             manager.notice(name, why)

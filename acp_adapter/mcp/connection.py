@@ -29,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from acp_adapter._version import __version__
 from acp_adapter.errors import AcpProgressError
-from acp_adapter.mcp.limits import AnswerTooLarge, SizeGuard, too_large_text
+from acp_adapter.mcp.limits import MAX_MESSAGE, AnswerTooLarge, SizeGuard, too_large_text
 from acp_adapter.mcp.stdio import bounded_stdio_client
 from acp_adapter.safety.redact import redact_text
 
@@ -92,6 +92,7 @@ class McpServer:
         cwd: str,
         *,
         start_timeout: float = START_TIMEOUT,
+        max_message: int = MAX_MESSAGE,
         on_list_changed: Callable[[McpServer], None] | None = None,
     ) -> None:
         self.spec = spec
@@ -110,7 +111,7 @@ class McpServer:
         self._scope: anyio.CancelScope | None = None
         self._on_list_changed = on_list_changed
         #: the one size limit on a message from this server, and how often it cut one off
-        self.guard = SizeGuard()
+        self.guard = SizeGuard(max_message)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -10,30 +10,16 @@ fails with :class:`AnswerTooLarge`, and the agent goes on serving.
 from __future__ import annotations
 
 import logging
-import os
 
 from acp_adapter.errors import AcpProgressError
 
 log = logging.getLogger("acp_progress.mcp")
 
-#: The largest message (one JSON-RPC message) read from a server: 64 MiB by default
-#: (``ACP_PROGRESS_MCP_MAX_LINE`` bytes, 64 KiB to 1 GiB). The name says "line" because a
-#: stdio message is one line; the same bound applies to HTTP bodies and SSE events.
+#: The largest message (one JSON-RPC message) read from a server by default: the setting
+#: ``mcp.max_message_bytes`` (``ACP_PROGRESS_MCP_MAX_LINE``, 64 KiB to 1 GiB). The variable says
+#: "line" because a stdio message is one line; the same bound applies to HTTP bodies and SSE events.
 MAX_MESSAGE = 64 << 20
 MAX_MESSAGE_ENV = "ACP_PROGRESS_MCP_MAX_LINE"
-MIN_MESSAGE = 64 << 10
-MAX_MESSAGE_CEILING = 1 << 30
-
-
-def max_message() -> int:
-    """The limit in bytes, from the environment (a bad value warns and keeps the default)."""
-    raw = os.environ.get(MAX_MESSAGE_ENV, "").strip()
-    try:
-        value = int(raw) if raw else MAX_MESSAGE
-    except ValueError:
-        log.warning("%s=%r is not a number of bytes; using %d", MAX_MESSAGE_ENV, raw[:20], MAX_MESSAGE)
-        return MAX_MESSAGE
-    return min(max(value, MIN_MESSAGE), MAX_MESSAGE_CEILING)
 
 
 def size_text(limit: int) -> str:
@@ -56,8 +42,8 @@ class SizeGuard:
     """One server's limit and how many of its messages were cut off (the transports count here;
     a call that fails looks whether a cut-off happened meanwhile and says so plainly)."""
 
-    def __init__(self, limit: int | None = None) -> None:
-        self.limit = max_message() if limit is None else limit
+    def __init__(self, limit: int = MAX_MESSAGE) -> None:
+        self.limit = limit
         self.tripped = 0
 
     def trip(self) -> None:

@@ -23,7 +23,7 @@ from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
-from acp_adapter.mcp.limits import max_message
+from acp_adapter.mcp.limits import MAX_MESSAGE
 
 log = logging.getLogger("acp_progress.mcp")
 
@@ -32,12 +32,12 @@ log = logging.getLogger("acp_progress.mcp")
 async def bounded_stdio_client(
     server: StdioServerParameters,
     errlog: TextIO,
-    limit: int | None = None,
+    limit: int = MAX_MESSAGE,
     on_cut: Callable[[], None] | None = None,
 ) -> AsyncGenerator[TransportStreams, None]:
-    """Like ``mcp.client.stdio.stdio_client``, with lines bounded to ``limit`` bytes (default:
-    :func:`~acp_adapter.mcp.limits.max_message`); ``on_cut`` is told when a line was cut off."""
-    bound = max_message() if limit is None else limit
+    """Like ``mcp.client.stdio.stdio_client``, with lines bounded to ``limit`` bytes; ``on_cut``
+    is told when a line was cut off."""
+    bound = limit
     command = await sdk._get_executable_command(server.command)
     process = await sdk._create_platform_compatible_process(
         command=command,

@@ -15,7 +15,6 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,9 +39,6 @@ MAX_OFFERED_BYTES = 2 << 20
 MAX_ERROR = 2000
 #: Tools left out for a name already taken that a notice names one by one (the rest are counted).
 MAX_NAMED_DROPS = 10
-#: Per-call timeout in seconds (``ACP_PROGRESS_MCP_CALL_TIMEOUT``); none by default: a call
-#: that never answers is bounded by cancel.
-CALL_TIMEOUT_ENV = "ACP_PROGRESS_MCP_CALL_TIMEOUT"
 
 _CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, clear screen)
@@ -106,16 +102,6 @@ def safe_schema(schema: object) -> dict[str, Any]:
     if required is not None and not well_formed:
         out.pop("required")
     return out
-
-
-def call_timeout() -> float | None:
-    raw = os.environ.get(CALL_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else 0.0
-    except ValueError:
-        log.warning("%s=%r is not a number of seconds; no per-call timeout", CALL_TIMEOUT_ENV, raw[:20])
-        return None
-    return value if value > 0 else None
 
 
 class McpToolFactory:
@@ -209,7 +195,7 @@ class McpToolFactory:
                     ctx.progress(value, total, note)
 
             try:
-                result = _wait(loop, server.call(tool_name, dict(args), progress, call_timeout()), ctx)
+                result = _wait(loop, server.call(tool_name, dict(args), progress, manager.call_timeout), ctx)
             except ServerCrashed as exc:
                 raise ToolError(f"MCP server '{server_name}': {exc}") from None
             except (TurnCancelled, ToolError):
