@@ -119,12 +119,8 @@ async def measure(mode: str, mb: int, limit: int | None) -> dict[str, Any]:
             server: Any = SseMcpServer(name="big", url=f"http://127.0.0.1:{port}/sse", headers=[], type="sse")
         else:
             server = HttpMcpServer(name="big", url=f"http://127.0.0.1:{port}/mcp", headers=[], type="http")
-        async with spawn_agent_process(
-            client, sys.executable, "-m", "acp_adapter", env=env, cwd=str(ROOT)
-        ) as (  # type: ignore[arg-type]
-            conn,
-            process,
-        ):
+        spawn = spawn_agent_process(client, sys.executable, "-m", "acp_adapter", env=env, cwd=str(ROOT))  # type: ignore[arg-type]
+        async with spawn as (conn, process):
             await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(),
