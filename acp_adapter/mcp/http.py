@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx2
@@ -50,9 +50,12 @@ class UnsupportedEncoding(httpx2.StreamError):
         Exception.__init__(self, f"the server's answer uses the content encoding {encoding[:40]!r}")
 
 
-def _decoder(encoding: str) -> Callable[[bytes], list[bytes]] | None:
-    """A bounded decompressor for ``encoding``: each call returns pieces of at most 64 KiB, so a
-    compression bomb is counted piece by piece and never inflated whole."""
+Decoder = Callable[[bytes], Iterator[bytes]]
+
+
+def _decoder(encoding: str) -> Decoder | None:
+    """A bounded decompressor for ``encoding``: it yields pieces of at most 64 KiB, one at a time,
+    so a compression bomb is counted piece by piece and never inflated whole."""
     if encoding == "gzip":
         state = zlib.decompressobj(zlib.MAX_WBITS | 16)
     elif encoding == "deflate":
@@ -60,20 +63,25 @@ def _decoder(encoding: str) -> Callable[[bytes], list[bytes]] | None:
     else:
         return None
 
-    def decode(data: bytes) -> list[bytes]:
-        pieces = [state.decompress(data, _PIECE)]
-        while state.unconsumed_tail:
-            pieces.append(state.decompress(state.unconsumed_tail, _PIECE))
-        return pieces
+    def decode(data: bytes) -> Iterator[bytes]:
+        piece = state.decompress(data, _PIECE)
+        yield piece
+        # more is pending while input is left or the last piece came out full
+        while state.unconsumed_tail or len(piece) == _PIECE:
+            left = state.unconsumed_tail
+            piece = state.decompress(left, _PIECE)
+            if not piece and state.unconsumed_tail == left:
+                break  # no progress: nothing more to give
+            yield piece
 
     return decode
 
 
-def _refuse(encoding: str) -> Callable[[bytes], list[bytes]]:
+def _refuse(encoding: str) -> Decoder:
     """A "decoder" that fails the body when it is read (raising in the hook instead would end the
     whole connection, not the one request)."""
 
-    def refuse(data: bytes) -> list[bytes]:
+    def refuse(data: bytes) -> Iterator[bytes]:
         raise UnsupportedEncoding(encoding)
 
     return refuse
@@ -88,7 +96,7 @@ class BoundedStream(httpx2.AsyncByteStream):
         guard: SizeGuard,
         *,
         events: bool,
-        decode: Callable[[bytes], list[bytes]] | None = None,
+        decode: Decoder | None = None,
     ) -> None:
         self._inner = inner
         self._guard = guard
