@@ -19,6 +19,7 @@ framework would buffer the answer, and the attack is an answer that is never hel
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sys
 import zlib
@@ -101,7 +102,9 @@ def _head(status: str, content_type: str | None, extra: str = "") -> bytes:
 class Hostile:
     def __init__(self, mode: str) -> None:
         self.mode = mode
-        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        #: the SSE transport's sessions: one event stream each, its answers queued here
+        self.sessions: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self.numbers = itertools.count(1)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -146,23 +149,29 @@ class Hostile:
 
     async def _legacy(self, method: str, path: str, body: bytes, writer: asyncio.StreamWriter) -> None:
         if method == "GET" and path.startswith("/sse"):
+            session = str(next(self.numbers))
+            queue = self.sessions[session] = asyncio.Queue()
             writer.write(_head("200 OK", "text/event-stream"))
-            writer.write(b"event: endpoint\ndata: /messages?session_id=1\n\n")
+            writer.write(f"event: endpoint\ndata: /messages?session_id={session}\n\n".encode())
             await writer.drain()
-            while True:
-                request = await self.events.get()
-                writer.write(b"event: message\ndata: ")
-                async for piece in _body(request):
-                    writer.write(piece)
+            try:
+                while True:
+                    request = await queue.get()
+                    writer.write(b"event: message\ndata: ")
+                    async for piece in _body(request):
+                        writer.write(piece)
+                        await writer.drain()
+                    writer.write(b"\n\n")
                     await writer.drain()
-                writer.write(b"\n\n")
-                await writer.drain()
+            finally:
+                del self.sessions[session]
         elif method == "POST":
             request = json.loads(body)
-            writer.write(_head("202 Accepted", None))
+            queue = self.sessions.get(path.rpartition("session_id=")[2])
+            writer.write(_head("202 Accepted" if queue else "404 Not Found", None))
             await writer.drain()
-            if "id" in request:
-                await self.events.put(request)
+            if queue is not None and "id" in request:
+                await queue.put(request)
         else:
             writer.write(_head("404 Not Found", None))
 
