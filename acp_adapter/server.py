@@ -175,7 +175,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         self._abandoned = False
         #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
         #: every session's MCP servers (started, prepared and stopped with the session)
-        self.mcp = SessionServers(self.store, self._writer)
+        self.mcp = SessionServers(self.store, self._writer, self.settings.mcp)
         self.routes_resume = False
         #: set by :func:`agent_connection` once ``logout`` reaches :meth:`logout` (the SDK's router
         #: does not route it): only then is ``auth.logout`` advertised
@@ -357,8 +357,8 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
                     # the tools read and search there too (never write, never beyond them)
                     additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
-                # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                # stdio MCP servers are always supported (ACP requires it); streamable HTTP and SSE too
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
                 auth=AgentAuthCapabilities(logout=LogoutCapabilities() if self.routes_logout else None),
             ),
             auth_methods=auth_methods(client_capabilities),

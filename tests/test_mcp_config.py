@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 
 from acp_adapter.mcp import McpConfigError, parse_common_form, server_names
 
@@ -41,6 +41,25 @@ def test_every_mistake_reported_without_secret_values() -> None:
     assert "s3cret" not in text
 
 
+def test_sse_entries_and_names_that_would_blur_tool_names() -> None:
+    (sse,) = parse_common_form({"mcpServers": {"old": {"type": "sse", "url": "http://127.0.0.1:1/sse"}}})
+    assert isinstance(sse, SseMcpServer) and sse.url.endswith("/sse")
+    with pytest.raises(McpConfigError) as info:
+        parse_common_form(
+            {
+                "mcpServers": {
+                    "s": {"command": "x"},
+                    "s__a": {"command": "x"},
+                    "s_": {"command": "x"},
+                    "w": {"type": "websocket", "url": "http://x"},
+                }
+            }
+        )
+    text = str(info.value)
+    assert "'s__a' contains '__'" in text and "'s_' and 's' both give tool names" in text
+    assert "'websocket' is not supported (use 'http' or 'sse')" in text
+
+
 def test_wrong_top_level() -> None:
     with pytest.raises(McpConfigError):
         parse_common_form({"servers": {}})
@@ -70,3 +89,26 @@ def test_load_file(tmp_path: pytest.TempPathFactory) -> None:
         load_mcp_config(str(fifo))
     with pytest.raises(McpConfigError, match="No such file"):
         load_mcp_config(str(base / "missing.json"))
+
+
+def test_the_mcp_limits_are_settings_and_a_bad_value_stops_the_agent_with_exit_2(tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from acp_adapter.config import ConfigError, Settings
+
+    loaded = Settings.from_env({"ACP_PROGRESS_MCP_MAX_LINE": "131072"}, config_file=False)
+    assert loaded.mcp.max_message_bytes == 131072 and loaded.mcp.start_timeout == 10.0
+    with pytest.raises(ConfigError, match=r"ACP_PROGRESS_MCP_START_TIMEOUT: must be >= 0\.1"):
+        Settings.from_env({"ACP_PROGRESS_MCP_START_TIMEOUT": "0"}, config_file=False)
+    env = {**os.environ, "ACP_PROGRESS_MCP_MAX_LINE": "lots", "ACP_PROGRESS_CONFIG_DIR": str(tmp_path)}
+    agent = subprocess.run(
+        [sys.executable, "-m", "acp_adapter"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+    )
+    assert agent.returncode == 2
+    assert "ACP_PROGRESS_MCP_MAX_LINE: expected a whole number, got 'lots'" in agent.stderr.decode()

@@ -398,3 +398,18 @@ def test_chat_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert "peek: from chat" in done.stdout
+
+
+def test_config_shows_an_sse_server_as_sse_with_its_headers_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], in_process_cli: Any
+) -> None:
+    write_settings(
+        tmp_path / "c",
+        f'[mcp_servers.old]\ntype = "sse"\nurl = "https://old.example.test/sse"\n'
+        f'headers = {{ Authorization = "Bearer {SECRET}" }}\n',
+    )
+    monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path / "c"))
+    assert in_process_cli(["config"]) == 0
+    shown = capsys.readouterr()
+    assert "MCP server old: sse https://old.example.test/sse  Authorization=[hidden]" in shown.out
+    assert SECRET not in shown.out + shown.err

@@ -52,7 +52,7 @@ async def test_servers_stop_when_the_agent_exits(tmp_path):
 MUTE_SERVER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(3600)"
 
 
-async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path, monkeypatch):
+async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path):
     marker = tmp_path / "started"
     # a stdio process that never speaks MCP; plain Python (no SDK import), so it has written its
     # pid long before the start timeout
@@ -64,11 +64,10 @@ async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path,
     )
     # the working server is already up (HTTP), so a short start timeout cannot fail it on a
     # loaded machine: the wait this test pays is the timeout the mute server is given
-    monkeypatch.setenv("ACP_PROGRESS_MCP_START_TIMEOUT", "2")
     client = RecordingClient()
     with http_kit() as port:
         web = HttpMcpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", headers=[], type="http")
-        async with served_inprocess(client, progress_agent()) as conn:
+        async with served_inprocess(client, progress_agent(mcp={"start_timeout": 2})) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, web])).session_id
             response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
             assert response.stop_reason == "end_turn"
@@ -121,11 +120,10 @@ async def _close_session(conn, session_id: str):
     )
 
 
-async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path, monkeypatch):
+async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()
-    monkeypatch.setenv("ACP_PROGRESS_MCP_CALL_TIMEOUT", "0.5")
-    async with served_inprocess(client, progress_agent()) as conn:
+    async with served_inprocess(client, progress_agent(mcp={"call_timeout": 0.5})) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         response = await prompt_text(conn, sid, "call hang {}")
         assert response.stop_reason == "end_turn"

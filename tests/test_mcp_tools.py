@@ -131,3 +131,32 @@ def test_a_sessions_offered_schemas_are_bounded_and_the_cut_is_said_once(tmp_pat
     assert 0 < len(offered) < 1000 and size <= MAX_OFFERED_BYTES and len(again) == len(offered)
     (note,) = manager.take_notices()
     assert f"{1000 - len(offered)} of its tools were left out" in note
+
+
+def test_a_tool_left_out_for_a_taken_name_is_named_in_the_notice(tmp_path) -> None:
+    import asyncio
+
+    from acp.schema import McpServerStdio
+
+    from acp_adapter.mcp.connection import McpServer
+    from acp_adapter.mcp.manager import McpManager
+    from acp_adapter.mcp.tools import McpToolFactory
+
+    manager = McpManager([], str(tmp_path))
+    server = McpServer(McpServerStdio(name="s", command="true", args=[], env=[]), str(tmp_path))
+    server.state = "ready"
+    server.tools = [_tool("a b", True), _tool("a_b", True), _tool("a.b", True)]
+    manager.servers.append(server)
+    loop = asyncio.new_event_loop()
+    try:
+        factory = McpToolFactory(manager, loop)
+        names = [t.name for t in factory.tools()]
+        factory.tools()  # told once
+    finally:
+        loop.close()
+    assert names == ["mcp__s__a_b"]
+    notes = manager.take_notices()
+    assert notes == [
+        "MCP server 's' tool 'a_b' was left out: its name for the model is the same as that of 's/a b'",
+        "MCP server 's' tool 'a.b' was left out: its name for the model is the same as that of 's/a b'",
+    ]

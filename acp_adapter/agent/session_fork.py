@@ -20,6 +20,7 @@ from acp.schema import ForkSessionResponse
 
 from acp_adapter.agent.session import history_from_json, new_session_id
 from acp_adapter.agent.session_config import SESSION_CONFIG, config_options, mode_state
+from acp_adapter.agent.session_mcp import refuse_unusable
 
 if TYPE_CHECKING:
     from acp_adapter.agent.session_config import SessionConfig
@@ -50,6 +51,7 @@ class SessionFork(_Base):
         may go on elsewhere) with the MCP servers passed now. A source whose prompt is running is
         refused, as ``session/load`` refuses it: half a turn is no conversation to go on from."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         live = self.sessions.find(session_id)
         if live is not None and live.cancel is not None:

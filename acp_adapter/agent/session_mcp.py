@@ -17,14 +17,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from acp import RequestError
 
 from acp_adapter.agent.session import Session
-from acp_adapter.mcp.config import MCP_SERVERS, McpConfigError, server_names, servers_from_settings_file
+from acp_adapter.mcp.config import (
+    MCP_SERVERS,
+    McpConfigError,
+    server_names,
+    servers_from_settings_file,
+    session_server_problems,
+)
 from acp_adapter.mcp.trust import with_settings_trust
 from acp_adapter.tooling.builtin import BUILTIN_TOOLS
 from acp_adapter.tooling.toolbox import Toolbox
 
 if TYPE_CHECKING:  # the MCP SDK is imported when a session first has a server (cold start)
+    from acp_adapter.config import McpSettings
     from acp_adapter.mcp.manager import McpManager
     from acp_adapter.store import BackgroundWriter, SessionStore
 
@@ -50,12 +58,24 @@ def _settings_servers() -> list[Any]:
 NOT_PASSED_AGAIN = "the editor did not pass this server again; its tools are not available"
 
 
+def refuse_unusable(mcp_servers: Any) -> None:
+    """Refuse the request when one of its MCP servers cannot be used as given (a transport the
+    agent does not speak, a name its tools could not be told apart by): never ignored silently."""
+    problems = session_server_problems(list(mcp_servers or []))
+    if problems:
+        raise RequestError.invalid_params({"mcpServers": "; ".join(problems)[:4000]})
+
+
 class SessionServers:
     """Every session's :class:`~acp_adapter.mcp.manager.McpManager`, keyed by session id."""
 
-    def __init__(self, store: SessionStore, writer: BackgroundWriter) -> None:
+    def __init__(
+        self, store: SessionStore, writer: BackgroundWriter, limits: McpSettings | None = None
+    ) -> None:
         self.store = store
         self.writer = writer
+        #: the ``[mcp]`` settings every session's servers get
+        self.limits = limits
         self._managers: dict[str, McpManager] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._sdk_loaded = False
@@ -83,10 +103,10 @@ class SessionServers:
         missing = [n for n in had if n not in names]
         if not specs and not missing:
             return
-        from acp_adapter.mcp.manager import McpManager, mcp_start_timeout
+        from acp_adapter.mcp.manager import McpManager
         from acp_adapter.mcp.tools import McpToolFactory
 
-        manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
+        manager = McpManager(specs, session.cwd, limits=self.limits)
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
         for name in missing[:64]:
             manager.notice(name, why)

@@ -46,6 +46,7 @@ from acp_adapter.agent.session_config import (
     config_options,
     mode_state,
 )
+from acp_adapter.agent.session_mcp import refuse_unusable
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
 from acp_adapter.agent.turn_state import new_message_id
 from acp_adapter.mcp.config import MCP_SERVERS
@@ -240,6 +241,7 @@ class SessionMethods:
         **kwargs: Any,
     ) -> NewSessionResponse:
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         await self.mcp.load_sdk(bool(mcp_servers))
         session = self.sessions.create(cwd, self.outbox)
@@ -280,6 +282,7 @@ class SessionMethods:
         """Replay a stored conversation as ``session/update`` notifications, then answer; later
         prompts go on with its model history, mode and model. Every card arrives in its final state."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         stored, config = await self._stored_for(session_id, cwd)
         if stored is None:  # only the store has what a replay needs
@@ -323,6 +326,7 @@ class SessionMethods:
         """Go on with a session without a replay (the client still shows it), with its stored
         history, mode and model and the MCP servers the client passes now."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         live = self.sessions.find(session_id)
         stored, config = await self._stored_for(session_id, cwd)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 from pydantic import SecretStr
 
 from acp_adapter.cli._state import StateLocation
@@ -139,14 +139,14 @@ def config_lines(loaded: LoadedSettings, where: list[str] | None = None) -> list
     return lines
 
 
-def describe_server(spec: HttpMcpServer | McpServerStdio) -> dict[str, Any]:
+def describe_server(spec: HttpMcpServer | McpServerStdio | SseMcpServer) -> dict[str, Any]:
     """An MCP server of the settings file as the report shows it: what it runs or where it
     connects, every env and header value hidden (they are where tokens live), the rest redacted."""
     trusted = {"trusted": True} if is_trusted(spec) else {}
-    if isinstance(spec, HttpMcpServer):
+    if isinstance(spec, HttpMcpServer | SseMcpServer):
         return {
             "name": spec.name,
-            "type": "http",
+            "type": "http" if isinstance(spec, HttpMcpServer) else "sse",
             "url": redact_text(spec.url),
             "headers": {h.name: HIDDEN for h in spec.headers},
             **trusted,
@@ -166,8 +166,8 @@ def mcp_server_lines(servers: list[dict[str, Any]]) -> list[str]:
     env and header values already hidden), one line each, above the settings table (none: no line)."""
     lines = []
     for server in servers:
-        if server["type"] == "http":
-            what = f"http {server['url']}"
+        if server["type"] in ("http", "sse"):
+            what = f"{server['type']} {server['url']}"
             hidden = server["headers"]
         else:
             what = " ".join(["stdio", server["command"], *server["args"]])

@@ -32,6 +32,7 @@ from acp.schema import (
     PermissionOption,
     RequestPermissionResponse,
     SessionInfo,
+    SseMcpServer,
     ToolCallUpdate,
 )
 
@@ -131,14 +132,14 @@ class AgentDriver:
         client_capabilities: ClientCapabilities | None = None,
         on_stray_update: Callable[[str, SessionUpdate], None] | None = None,
         limits: StreamLimits | None = None,
-        mcp_servers: Sequence[McpServerStdio | HttpMcpServer] = (),
+        mcp_servers: Sequence[McpServerStdio | HttpMcpServer | SseMcpServer] = (),
     ) -> None:
         self.argv = parse_agent_command(command)
         #: the agent as an operating-system process (its group, its stderr, its exit)
         self._agent = AgentProcess(self.argv)
         #: the MCP servers sent in every ``session/new`` and ``session/load`` (``--mcp-config``,
         #: the settings file's ``[mcp_servers]``): the agent starts them, whichever agent it is
-        self.mcp_servers: list[McpServerStdio | HttpMcpServer] = list(mcp_servers)
+        self.mcp_servers: list[McpServerStdio | HttpMcpServer | SseMcpServer] = list(mcp_servers)
         #: the stream limits (ACP_PROGRESS_MAX_LINE_BYTES …; from the environment unless given)
         self.limits = limits or StreamLimits.from_env()
         self._room = asyncio.Event()

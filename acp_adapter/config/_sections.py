@@ -1,5 +1,6 @@
 """The section models: each a TOML table of the settings file and a group of variables
-(``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``, ``[streams]``, ``[store]``)."""
+(``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``, ``[streams]``, ``[store]``,
+``[mcp]``)."""
 
 from __future__ import annotations
 
@@ -298,6 +299,43 @@ class StreamSettings(_Section):
     ) -> StreamSettings:
         """Just these limits from the settings file's ``[streams]`` and the environment (for code
         that has no :class:`Settings`)."""
+        return section_from_env(cls, environ, config_file)
+
+
+class McpSettings(_Section):
+    """Limits of the MCP servers the agent connects (``[mcp]``; the servers themselves are the
+    ``[mcp_servers.NAME]`` tables). One size limit holds for every transport: a stdio line, an HTTP
+    body and a server-sent event are each one message."""
+
+    max_message_bytes: int = setting(
+        64 << 20,
+        env="ACP_PROGRESS_MCP_MAX_LINE",
+        help="largest message from an MCP server in bytes (stdio line, HTTP body, SSE event); "
+        "a larger one is cut off while it arrives and its call fails",
+        ge=64 << 10,
+        le=1 << 30,
+    )
+    start_timeout: float = setting(
+        10.0,
+        env="ACP_PROGRESS_MCP_START_TIMEOUT",
+        help="seconds each MCP server gets to start, initialize and list its tools",
+        ge=0.1,
+        le=300,
+    )
+    call_timeout: float = setting(
+        0.0,
+        env="ACP_PROGRESS_MCP_CALL_TIMEOUT",
+        help="seconds one MCP tool call may take; 0 = no limit (cancel still ends it)",
+        ge=0,
+        le=86_400,
+    )
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, config_file: ConfigFileChoice = True
+    ) -> McpSettings:
+        """Just these limits from the settings file's ``[mcp]`` and the environment (for code that
+        has no :class:`Settings`)."""
         return section_from_env(cls, environ, config_file)
 
 

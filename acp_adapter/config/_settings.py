@@ -28,6 +28,7 @@ from acp_adapter.config._model import (
 )
 from acp_adapter.config._sections import (
     AguiSettings,
+    McpSettings,
     OpenAISettings,
     StoreSettings,
     StreamSettings,
@@ -169,6 +170,7 @@ class Settings(_Section):
     agui: AguiSettings = Field(default_factory=AguiSettings)
     streams: StreamSettings = Field(default_factory=StreamSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("state_dir")
     @classmethod

@@ -3,7 +3,9 @@
 :mod:`~acp_adapter.mcp.config` parses server lists (the ACP ``mcpServers`` models and the common
 ``{"mcpServers": {...}}`` form), :mod:`~acp_adapter.mcp.names` makes the model-facing tool names,
 :mod:`~acp_adapter.mcp.connection` keeps one server, :mod:`~acp_adapter.mcp.manager` the servers
-of one session, and :mod:`~acp_adapter.mcp.tools` offers their tools through the toolbox.
+of one session, and :mod:`~acp_adapter.mcp.tools` offers their tools through the toolbox. The
+transports — :mod:`~acp_adapter.mcp.stdio`, :mod:`~acp_adapter.mcp.http` (streamable HTTP) and
+:mod:`~acp_adapter.mcp.sse` — share one size limit on a message (:mod:`~acp_adapter.mcp.limits`).
 Only the configuration API is re-exported here: it is what the front-ends need, and it imports
 neither the ``mcp`` SDK nor the tooling.
 """

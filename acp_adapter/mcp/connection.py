@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.dispatcher import ProgressFnT
@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from acp_adapter._version import __version__
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.mcp.limits import MAX_MESSAGE, AnswerTooLarge, SizeGuard, too_large_text
 from acp_adapter.mcp.stdio import bounded_stdio_client
 from acp_adapter.safety.redact import redact_text
 
@@ -62,7 +63,7 @@ def reason_of(exc: BaseException) -> str:
     return redact_text(text)
 
 
-def spec_secrets(spec: McpServerStdio | HttpMcpServer) -> tuple[str, ...]:
+def spec_secrets(spec: McpServerStdio | HttpMcpServer | SseMcpServer) -> tuple[str, ...]:
     """Values of a server's secret-named env variables and of all its headers (longest first): a
     server that echoes them (in a result, an error, a progress message, a log line) must not show
     them anywhere."""
@@ -87,10 +88,11 @@ class McpServer:
 
     def __init__(
         self,
-        spec: McpServerStdio | HttpMcpServer,
+        spec: McpServerStdio | HttpMcpServer | SseMcpServer,
         cwd: str,
         *,
         start_timeout: float = START_TIMEOUT,
+        max_message: int = MAX_MESSAGE,
         on_list_changed: Callable[[McpServer], None] | None = None,
     ) -> None:
         self.spec = spec
@@ -108,6 +110,8 @@ class McpServer:
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._on_list_changed = on_list_changed
+        #: the one size limit on a message from this server, and how often it cut one off
+        self.guard = SizeGuard(max_message)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -163,8 +167,17 @@ class McpServer:
     def _transport(self, errlog: Any) -> contextlib.AbstractAsyncContextManager[Any]:
         if isinstance(self.spec, McpServerStdio):
             # the server's stderr may print its tokens: it never reaches our log
-            return bounded_stdio_client(_stdio_params(self.spec, self.cwd), errlog=errlog)
-        return _http_transport(self.spec)
+            return bounded_stdio_client(
+                _stdio_params(self.spec, self.cwd),
+                errlog=errlog,
+                limit=self.guard.limit,
+                on_cut=self.guard.trip,
+            )
+        if isinstance(self.spec, SseMcpServer):
+            from acp_adapter.mcp.sse import bounded_sse_client
+
+            return bounded_sse_client(self.spec.url, _headers(self.spec), self.guard)
+        return _http_transport(self.spec, self.guard)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -218,19 +231,31 @@ class McpServer:
         progress: ProgressFn,
         call_timeout: float | None = None,
     ) -> types.CallToolResult:
-        """Call one tool with a progress token; a closed connection raises :class:`ServerCrashed`."""
+        """Call one tool with a progress token; a closed connection raises :class:`ServerCrashed`, an
+        answer cut off at the size limit :class:`AnswerTooLarge`."""
         session = self.session
         if session is None or self.state != "ready":
             raise ServerCrashed(self.error or "the server is not running")
+        cut_before = self.guard.tripped
         try:
             result = await session.call_tool(
                 tool, arguments, read_timeout_seconds=call_timeout, progress_callback=progress
             )
         except MCPError as exc:
-            if exc.error.code == types.CONNECTION_CLOSED:
+            cut = self.guard.tripped != cut_before  # the transport cut a message off meanwhile
+            # streamable HTTP reports a cut-off event stream as "closed", but only that one
+            # request's stream ended: the server's connection is fine
+            closed = exc.error.code == types.CONNECTION_CLOSED and not (
+                cut and isinstance(self.spec, HttpMcpServer)
+            )
+            if closed:
                 self.state = "crashed"
                 self.error = "the server crashed or closed its connection"
                 self._stop.set()
+            if cut:  # that is why the call failed
+                ending = "; its connection was closed" if closed else ""
+                raise AnswerTooLarge(too_large_text(self.guard.limit) + ending) from None
+            if closed:
                 raise ServerCrashed(self.error) from None
             raise
         if not isinstance(result, types.CallToolResult):
@@ -252,15 +277,22 @@ async def list_tools(session: ClientSession) -> list[types.Tool]:
     return tools
 
 
-@contextlib.asynccontextmanager
-async def _http_transport(spec: HttpMcpServer) -> Any:
-    """Streamable HTTP with the spec's headers (they carry tokens: never logged)."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+def _headers(spec: HttpMcpServer | SseMcpServer) -> dict[str, str]:
+    """The spec's headers (they carry tokens: never logged)."""
+    return {h.name: h.value for h in spec.headers}
 
-    headers = {h.name: h.value for h in spec.headers}
+
+@contextlib.asynccontextmanager
+async def _http_transport(spec: HttpMcpServer, guard: SizeGuard) -> Any:
+    """Streamable HTTP with the spec's headers, every response bounded by ``guard``."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    from acp_adapter.mcp.http import SDK_EVENT_SLACK, bounded_http_client
+
     async with (
-        create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(spec.url, http_client=http) as streams,
+        bounded_http_client(guard, headers=_headers(spec)) as http,
+        streamable_http_client(
+            spec.url, http_client=http, max_sse_event_size=guard.limit + SDK_EVENT_SLACK
+        ) as streams,
     ):
         yield streams[0], streams[1]

@@ -15,7 +15,6 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ import mcp_types as types
 
 from acp_adapter.cancel import TurnCancelled
 from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
-from acp_adapter.mcp.names import offered_names
+from acp_adapter.mcp.names import Offered, offered_names
 from acp_adapter.mcp.trust import is_trusted
 from acp_adapter.tooling.display import ImageShown
 from acp_adapter.tooling.toolbox import Tool, ToolContext, ToolError, ToolReturn
@@ -39,9 +38,8 @@ MAX_SCHEMA_BYTES = 64 * 1024
 #: All MCP tool descriptions and schemas offered in one session (every model request carries them).
 MAX_OFFERED_BYTES = 2 << 20
 MAX_ERROR = 2000
-#: Per-call timeout in seconds (``ACP_PROGRESS_MCP_CALL_TIMEOUT``); none by default: a call
-#: that never answers is bounded by cancel.
-CALL_TIMEOUT_ENV = "ACP_PROGRESS_MCP_CALL_TIMEOUT"
+#: Tools left out for a name already taken that a notice names one by one (the rest are counted).
+MAX_NAMED_DROPS = 10
 
 _CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, clear screen)
@@ -112,16 +110,6 @@ def safe_schema(schema: object) -> dict[str, Any]:
     return out
 
 
-def call_timeout() -> float | None:
-    raw = os.environ.get(CALL_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else 0.0
-    except ValueError:
-        log.warning("%s=%r is not a number of seconds; no per-call timeout", CALL_TIMEOUT_ENV, raw[:20])
-        return None
-    return value if value > 0 else None
-
-
 class McpToolFactory:
     """Builds the toolbox tools of a session's MCP servers (on the event loop thread)."""
 
@@ -133,19 +121,19 @@ class McpToolFactory:
     def tools(self) -> list[McpTool]:
         out: list[McpTool] = []
         budget = MAX_OFFERED_BYTES  # what every model request carries: bounded for the session
+        taken: dict[str, str] = {}  # model-facing name → "server/tool" that has it
         for server in self.manager.servers:
             if server.state not in ("ready", "crashed"):  # a crashed one is restarted at its next call
                 continue
             by_name = {t.name: t for t in server.tools}
-            mapping, dropped = offered_names(server.name, by_name)
+            offered = offered_names(server.name, by_name, taken)
             trusted = is_trusted(server.spec)
-            if dropped and server.name not in self._dropped_told:
-                self._dropped_told.add(server.name)
-                why = f"{dropped} of its {len(by_name)} tools were left out (at most 1,000 a server)"
-                self.manager.notice(server.name, why)
+            self._tell_dropped(server.name, len(by_name), offered)
+            mapping = offered.mapping
+            taken.update((name, f"{server.name}/{tool}") for name, tool in mapping.items())
             over = 0
-            for offered, original in mapping.items():
-                tool = self._tool(server.name, offered, by_name[original], trusted)
+            for offered_name, original in mapping.items():
+                tool = self._tool(server.name, offered_name, by_name[original], trusted)
                 cost = len(tool.description) + len(json.dumps(tool.parameters))
                 if budget - cost < 0:
                     over += 1
@@ -158,6 +146,27 @@ class McpToolFactory:
                 why = f"{over} of its tools were left out (a session's MCP tool schemas: at most {limit} MiB)"
                 self.manager.notice(server.name, why)
         return out
+
+    def _tell_dropped(self, server: str, listed: int, offered: Offered) -> None:
+        """Say once which tools of ``server`` were left out, and why, naming them."""
+        if offered.over_limit and server not in self._dropped_told:
+            self._dropped_told.add(server)
+            left = offered.over_limit
+            why = f"is not available: {left} of its {listed} tools were left out (at most 1,000 a server)"
+            self.manager.note(server, why)
+        for tool, holder in offered.collided[:MAX_NAMED_DROPS]:
+            if (server, tool) in self._dropped_told:
+                continue
+            self._dropped_told.add((server, tool))
+            why = (
+                f"tool '{clean_text(tool)[:80]}' was left out: its name for the model is the "
+                f"same as that of '{clean_text(holder)[:160]}'"
+            )
+            self.manager.note(server, why)
+        rest = len(offered.collided) - MAX_NAMED_DROPS
+        if rest > 0 and (server, "collided") not in self._dropped_told:
+            self._dropped_told.add((server, "collided"))
+            self.manager.note(server, f"had {rest} more tools left out for names already taken")
 
     def _tool(self, server: str, offered: str, tool: types.Tool, trusted: bool = False) -> McpTool:
         description = clean_text(tool.description or tool.title or f"{tool.name} from MCP server {server}")
@@ -195,7 +204,7 @@ class McpToolFactory:
                     ctx.progress(value, total, note)
 
             try:
-                result = _wait(loop, server.call(tool_name, dict(args), progress, call_timeout()), ctx)
+                result = _wait(loop, server.call(tool_name, dict(args), progress, manager.call_timeout), ctx)
             except ServerCrashed as exc:
                 raise ToolError(f"MCP server '{server_name}': {exc}") from None
             except (TurnCancelled, ToolError):

@@ -1,9 +1,10 @@
 """A test MCP server built with the official ``mcp`` SDK (MCPServer, formerly FastMCP).
 
-Run ``python -m tests.mcp_servers.kit [stdio|http PORT]``. Its tools cover what the
-agent must survive: progress, a read-only tool, one that lies about being read-only, errors, a
-crash mid-call, a hang that ignores cancel, a huge result, a progress flood, secrets and escape
-sequences. ``MCP_KIT_MARKER`` names
+Run ``python -m tests.mcp_servers.kit [stdio|http PORT|http-json PORT|sse PORT]`` (``http-json``:
+streamable HTTP answering with plain JSON bodies instead of event streams; ``sse``: the older SSE
+transport at ``/sse``). Its tools cover what the agent must survive: progress, a read-only tool,
+one that lies about being read-only, errors, a crash mid-call, a hang that ignores cancel, a huge
+result, a progress flood, secrets and escape sequences. ``MCP_KIT_MARKER`` names
 a file written at start (proof the server was started); ``MCP_KIT_PIDFILE`` gets its pid.
 """
 
@@ -175,6 +176,10 @@ def main() -> None:
             os.write(1, line)
     if argv and argv[0] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(argv[1]))
+    elif argv and argv[0] == "http-json":
+        server.run("streamable-http", host="127.0.0.1", port=int(argv[1]), json_response=True)
+    elif argv and argv[0] == "sse":
+        server.run("sse", host="127.0.0.1", port=int(argv[1]))
     elif argv and argv[0] == "sleep-forever":  # a server that never speaks MCP
         import time
 
