@@ -130,11 +130,9 @@ class WatchClient:
             self._note(f"🔓 allowed: {title}")
             return permission_response(request, True, automatic=True)
         if self.stdin is not None and self.stdin.isatty():
-            command = request.command
-            if command is not None and " ".join(command.split()) not in title:
-                # the title is cut (or says something else): the whole command, before the question
-                lines = command.strip().splitlines() or [command]
-                self._note("   command: " + "\n            ".join(lines))
+            command = request.command_beside_title
+            if command is not None:  # the title does not show it whole: the command, before the question
+                self._note("   command: " + "\n            ".join(command.splitlines()))
             allowed = await self.view.ask(f"🔐 Allow {title}? [y/N] ")
             if self.interrupt is not None and self.interrupt.is_set():
                 # Ctrl-C at the question: the turn is being cancelled, and so is the question
