@@ -4,7 +4,6 @@ to start (it reports what is wrong with them instead)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -63,8 +62,5 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
     else:
         shown = state_lines(state, problem, state.database.exists())
         text = "\n".join(config_lines(loaded, [*shown, *mcp_server_lines(servers)]))
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:  # `acp-progress config | head`: the reader had enough
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    print(text, flush=True)  # `config | head`: the command line leaves quietly (cli._closed_stdout)
     return 0

@@ -46,7 +46,6 @@ from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
 from acp_adapter.frontends.reader_gone import when_reader_gone
-from acp_adapter.frontends.stdout import quiet_broken_stdout
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
 from acp_adapter.frontends.watch.render import CardBoard
 from acp_adapter.frontends.watch.view import CardRenderer, LiveView, PlainView
@@ -456,5 +455,3 @@ def run_watch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_watch(args, settings, sys.stdout, cwd))
     except KeyboardInterrupt:
         return 130
-    finally:
-        quiet_broken_stdout()
