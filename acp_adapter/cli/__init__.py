@@ -169,7 +169,7 @@ def _main(argv: Sequence[str]) -> int:
     try:
         settings = settings_from(args)
     except ConfigError as exc:
-        print(f"acp-progress: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress"), file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
     from acp_adapter.cli._state import check_database, warn_if_state_unusable

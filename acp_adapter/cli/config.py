@@ -43,12 +43,7 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
     try:
         loaded = Settings.load_with_sources(flags=setting_flags(args))
     except ConfigError as exc:
-        # one problem: one line; several (a settings file with three mistakes): one line each
-        if len(exc.problems) > 1:
-            listed = "".join(f"\n  {problem}" for problem in exc.problems)
-            print(f"acp-progress config: {len(exc.problems)} problems:{listed}", file=sys.stderr)
-        else:
-            print(f"acp-progress config: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress config"), file=sys.stderr)  # one line per mistake
         return 2
     try:
         servers = [describe_server(spec) for spec in servers_from_settings_file()]
