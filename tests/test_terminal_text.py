@@ -293,3 +293,18 @@ def test_a_foreign_agents_stderr_is_shown_not_obeyed(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     _assert_safe(done.stdout + done.stderr)
+
+
+def test_the_relay_shows_its_wrapped_agents_stderr_not_obeyed(tmp_path: Path) -> None:
+    """Before: the wrapped agent inherited the relay's stderr, and its bytes reached the terminal raw."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(f"import sys; sys.stderr.write({EVIL + HIDDEN!r} + '\\n'); sys.stderr.flush()\n")
+    done = subprocess.run(
+        [*CLI, "relay", "--", sys.executable, str(agent)],
+        input=b"",
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+    )
+    _assert_safe(done.stdout + done.stderr)
