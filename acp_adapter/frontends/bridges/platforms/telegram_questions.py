@@ -207,7 +207,7 @@ class TelegramQuestions:
 
     async def _answer(self, query: CallbackQuery, text: str) -> None:
         try:
-            await call_api("answerCallbackQuery", lambda: query.answer(text[:200]), self.policy)
+            await call_api("answerCallbackQuery", lambda: query.answer(visible_text(text)[:200]), self.policy)
         except (TelegramError, DeliveryDropped) as exc:
             log.info("answerCallbackQuery failed: %s", redact_text(str(exc))[:200])
 
