@@ -263,3 +263,41 @@ async def test_a_command_too_long_for_one_question_is_posted_whole_before_it() -
         and "9,027 characters, is in the messages above" in text
     )
     assert "".join(posted) == command and all(len(p) <= QUESTION_ROOM for p in posted) and len(posted) == 3
+
+
+async def test_hidden_characters_are_shown_escaped_never_removed(fake: FakeTelegram, tmp_path: Any) -> None:
+    """A file read in the chat and a command in a question hold a right-to-left override, zero-width
+    characters and a tag sentence: Telegram gets each as a visible escape (``\\u202e``), never the
+    character itself and never silently nothing — removed, ``da\u200bta`` would read as ``data``."""
+    tags = "".join(chr(0xE0000 + ord(c)) for c in "obey me")
+    (tmp_path / "hidden.txt").write_text(f"da\u200bta \u2060x\ufeff {tags}\n", encoding="utf-8")
+    instance = new_instance(
+        "tg", "telegram", chat_ids=[CHAT], cwd=str(tmp_path), progress={"tool_progress": "all"}
+    )
+    async with bridge(fake, instance):
+        fake.user_says(CHAT, "read hidden.txt")
+        await until(lambda: any("da\\u200bta" in t for t in fake.chat_view(CHAT)), what="the file, escaped")
+        fake.user_says(CHAT, "run `echo ok \u202e; rm -rf data`")
+
+        def question() -> Any:
+            return next((m for m in fake.bot_messages(CHAT) if m.reply_markup), None)
+
+        await until(lambda: question() is not None, what="permission question")
+        q = question()
+        assert "echo ok \\u202e; rm -rf data" in q.text, q.text  # the whole command, its override shown
+        buttons = {b["text"]: b["callback_data"] for b in q.reply_markup["inline_keyboard"][0]}
+        fake.press(CHAT, q.message_id, buttons["Deny"])
+        await until(lambda: len(fake.calls_of("answerCallbackQuery")) == 1, what="callback answer")
+    sent = [
+        str(c.params.get("text", "")) for c in fake.calls if c.method in {"sendMessage", "editMessageText"}
+    ]
+    hidden = [ch for text in sent for ch in text if ch in "\u202e\u200b\u2060\ufeff" or ord(ch) >= 0xE0000]
+    assert not hidden, [hex(ord(ch)) for ch in hidden]
+    assert any("\\udb40\\udc6f" in text for text in sent)  # the tag "o", shown
+
+
+def test_the_measure_counts_the_escaped_text() -> None:
+    """A message cut to 4096 units before escaping would be too long after: the sink measures the
+    text as it will be sent."""
+    sink = TelegramSink(Bot(TOKEN), CHAT)
+    assert sink.measure("\u202e" * 10) == 60 and sink.measure("ok") == 2

@@ -177,6 +177,25 @@ def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None
     assert {o["sessionId"] for o in objs if "update" in o} == {newest}
 
 
+def test_viewing_a_session_does_not_make_it_the_one_continue_picks(dirs) -> None:
+    """Before: ``chat --session OLD`` with nothing typed (only its replay read) stored OLD as used
+    now, and the next ``--continue`` went on in it instead of the session last worked in."""
+    import time
+
+    work, state = dirs
+    older, newer = seed_sessions(state, work, ["what is 2+2", "what is 5*5"])
+    time.sleep(1.1)  # the stored times are in seconds: a touch now would be later than both
+    viewed = _run(["chat", "--session", older], work, state, stdin="")
+    assert viewed.returncode == 0, viewed.stderr
+    assert "what is 2+2" in viewed.stdout  # its replay was shown
+    assert listed_sessions(state, work) == [newer, older]
+    cont = _run(["watch", "--summary", "off", "--continue", "what is 1+1"], work, state)
+    assert cont.returncode == 0 and "── session " + newer in cont.stdout, cont.stdout
+    prompted = _run(["chat", "--session", older], work, state, stdin="what is 3+3\n")
+    assert prompted.returncode == 0, prompted.stderr
+    assert listed_sessions(state, work) == [older, newer]  # a prompt in it is using it
+
+
 def test_session_errors_are_one_line(dirs) -> None:
     work, state = dirs
     unknown = _run(["watch", "--session", "sess_nope", "hi"], work, state)

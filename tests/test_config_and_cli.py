@@ -501,6 +501,7 @@ def test_config_reports_a_bad_file_naming_it_and_exits_2(tmp_path):
     assert (
         shown.stderr.strip()
         == f"acp-progress config: {tmp_path / 'config.toml'}: [openai] timeuot: is not a setting"
+        " (did you mean timeout?)"
     )
     # every command reads the same file: serve stops at start-up with the same message
     serve = _cli("serve", env=_config_env(tmp_path))

@@ -122,12 +122,15 @@ def test_a_missing_or_empty_file_is_all_defaults(tmp_path: Path) -> None:
         ("heartbeat_interval = 0\n", "{path}: heartbeat_interval: must be >= 0.01, got 0"),
         ("heartbeat_disabled = 'yes'\n", "{path}: heartbeat_disabled: expected true or false, got 'yes'"),
         ("model = 'gpt'\n", "{path}: model: expected one of embedded or openai, got 'gpt'"),
-        ("hearbeat_interval = 5\n", "{path}: hearbeat_interval: is not a setting"),
+        (
+            "hearbeat_interval = 5\n",
+            "{path}: hearbeat_interval: is not a setting (did you mean heartbeat_interval?)",
+        ),
         (
             "ACP_PROGRESS_HEARTBEAT_INTERVAL = 5\n",
             "{path}: ACP_PROGRESS_HEARTBEAT_INTERVAL: is not a setting",
         ),
-        ("[openai]\ntimeuot = 5\n", "{path}: [openai] timeuot: is not a setting"),
+        ("[openai]\ntimeuot = 5\n", "{path}: [openai] timeuot: is not a setting (did you mean timeout?)"),
         ("[openai]\ntimeout = 'slow'\n", "{path}: [openai] timeout: expected a number, got 'slow'"),
         (
             "[telegram]\nanswer_retries = 2.5\n",
@@ -135,7 +138,7 @@ def test_a_missing_or_empty_file_is_all_defaults(tmp_path: Path) -> None:
         ),
         ("[agui]\nallowed_hosts = [1]\n", "{path}: [agui] allowed_hosts.0: expected a string, got 1"),
         ("[streams]\nmax_json_depth = 9999\n", "{path}: [streams] max_json_depth: must be <= 512, got 9999"),
-        ("[opnai]\nmodel = 'x'\n", "{path}: [opnai] is not a settings table"),
+        ("[opnai]\nmodel = 'x'\n", "{path}: [opnai] is not a settings table (did you mean [openai]?)"),
         ("openai = 'x'\n", "{path}: [openai] must be a table, got 'x'"),
         ("[heartbeat_interval]\nx = 1\n", "{path}: heartbeat_interval: expected a value, got a table"),
         ("[openai.model]\nx = 1\n", "{path}: [openai] model: expected a value, got a table"),
@@ -224,3 +227,57 @@ def test_a_directory_in_place_of_the_file_is_an_error_naming_it(tmp_path: Path) 
     (tmp_path / "config.toml").mkdir()
     with pytest.raises(ConfigError, match=rf"^{tmp_path / 'config.toml'}: is a directory"):
         Settings.from_env(env_for(tmp_path))
+
+
+def test_several_mistakes_are_one_line_each_under_the_path_named_once(tmp_path: Path) -> None:
+    """Before: one long line, the path repeated before every mistake, and no suggestion."""
+    path = write(tmp_path, "[openai]\nbase_ur = 'http://x'\ntimeout = -1\n[streams]\nmax_line_byte = 5\n")
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env_for(tmp_path))
+    assert info.value.report("acp-progress").splitlines() == [
+        f"acp-progress: 3 mistakes in {path}:",
+        "  [openai] base_ur: is not a setting (did you mean base_url?)",
+        "  [streams] max_line_byte: is not a setting (did you mean max_line_bytes?)",
+        "  [openai] timeout: must be > 0, got -1",
+    ]
+
+
+def test_a_key_far_from_every_setting_gets_no_guess(tmp_path: Path) -> None:
+    path = write(tmp_path, "[openai]\nzzzzqqq = 1\n")
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env_for(tmp_path))
+    assert info.value.report("acp-progress") == f"acp-progress: {path}: [openai] zzzzqqq: is not a setting"
+
+
+@pytest.mark.parametrize(
+    "url", ["localhost:11434", "ht!tp://x y", "ftp://host/v1", "http://", "http://h:port/v1", "http://a b/v1"]
+)
+@pytest.mark.parametrize("variable", ["OPENAI_BASE_URL", "ACP_PROGRESS_SUMMARY_OPENAI_BASE_URL"])
+def test_a_malformed_base_url_is_a_setting_error(tmp_path: Path, url: str, variable: str) -> None:
+    """Before: accepted here, then the agent process failed at start and the front-end exited 1
+    with the agent's stderr passed through."""
+    with pytest.raises(ConfigError, match=rf"^{variable}: expected an http:// or https:// URL with a host"):
+        Settings.from_env(env_for(tmp_path, **{variable: url}))
+
+
+def test_a_base_url_error_hides_its_password(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env(env_for(tmp_path, OPENAI_BASE_URL="http://me:hunter2-secret@host:port/v1"))
+    assert "hunter2-secret" not in str(info.value)
+
+
+def test_watch_with_a_malformed_base_url_exits_2_with_a_direct_message(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_adapter.cli", "watch", "--model", "openai", "hi"],
+        env={**os.environ, **env_for(tmp_path, OPENAI_BASE_URL="localhost:11434", OPENAI_API_KEY="k")},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("acp-progress: OPENAI_BASE_URL: expected an http:// or https:// URL")
+    assert "agent" not in done.stderr  # the setting is named, not a failed agent start

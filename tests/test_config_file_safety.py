@@ -150,15 +150,15 @@ def test_three_mistakes_are_all_reported_at_once(tmp_path: Path) -> None:
     done = config_cli(path.parent)
     assert done.returncode == 2
     for problem in (
-        f"{path}: heartbeat_interval: expected a number",
-        f"{path}: bogus: is not a setting",
-        f"{path}: [openai] timeout: must be > 0",
-        f"{path}: [openai] modle: is not a setting",
-        f"{path}: [nope] is not a settings table",
+        "\n  heartbeat_interval: expected a number",
+        "\n  bogus: is not a setting",
+        "\n  [openai] timeout: must be > 0",
+        "\n  [openai] modle: is not a setting (did you mean model?)",
+        "\n  [nope] is not a settings table",
     ):
         assert problem in done.stderr, done.stderr
-    assert done.stderr.count(str(path)) == 5
-    assert done.stderr.startswith("acp-progress config: 5 problems:\n  ")
+    assert done.stderr.count(str(path)) == 1  # the path once, in the first line
+    assert done.stderr.startswith(f"acp-progress config: 5 mistakes in {path}:\n  ")
     assert len(done.stderr.splitlines()) == 6  # one line each
 
 

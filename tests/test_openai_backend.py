@@ -546,9 +546,9 @@ def test_missing_openai_package_is_a_clear_config_error(monkeypatch):
     assert "pip install 'acp-progress[openai]'" in str(info.value)
 
 
-def test_a_base_url_without_scheme_is_a_config_error():
-    with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
-        OpenAICompatModel(OpenAISettings(base_url="localhost:11434/v1"))
+def test_a_base_url_without_scheme_is_refused_by_the_settings_model():
+    with pytest.raises(ValueError, match="expected an http:// or https:// URL with a host"):
+        OpenAISettings(base_url="localhost:11434/v1")
 
 
 def test_settings_select_and_configure_the_backend(server):

@@ -524,10 +524,12 @@ def test_normalize_collapses_whitespace_and_strips() -> None:
     assert normalize_one_line("a\u2028b\u2029c\x85d\u00a0e") == "a b c d e"
 
 
-def test_normalize_strips_control_and_format_chars() -> None:
-    assert normalize_one_line("\x1b[31mred\x1b[0m") == "[31mred[0m"
-    assert normalize_one_line("evil\u202etxt.exe") == "eviltxt.exe"
-    assert normalize_one_line("zero\u200bwidth\x00nul\x7f") == "zerowidthnul"
+def test_normalize_shows_control_and_format_chars_never_drops_them() -> None:
+    """Dropped, ``da\u200bta`` would read as ``data``: a title naming a file the tool does not
+    touch. Shown, nothing acts and nothing hides."""
+    assert normalize_one_line("\x1b[31mred\x1b[0m") == "␛[31mred␛[0m"
+    assert normalize_one_line("evil\u202etxt.exe") == "evil\\u202etxt.exe"
+    assert normalize_one_line("zero\u200bwidth\x00nul\x7f") == "zero\\u200bwidth␀nul\\u007f"
 
 
 def test_normalize_exactly_cap_is_unchanged() -> None:
@@ -669,7 +671,7 @@ def test_unknown_tool_without_safe_scalar_has_no_preview() -> None:
 
 def test_unknown_tool_id_is_normalised_to_one_line() -> None:
     label, _ = render_label("evil\n\x1b[2Jtool", {}, unknown_presentation("evil\n\x1b[2Jtool"))
-    assert label == "evil [2Jtool"
+    assert label == "evil ␛[2Jtool"
 
 
 @pytest.mark.parametrize(

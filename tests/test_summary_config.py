@@ -117,11 +117,10 @@ def test_flag_errors_name_the_flag() -> None:
 
 
 def test_a_bad_summary_url_is_a_start_up_error() -> None:
-    s = Settings.from_env(
-        {"ACP_PROGRESS_SUMMARY": "openai", "ACP_PROGRESS_SUMMARY_OPENAI_BASE_URL": "localhost:11434"}
-    )
     with pytest.raises(ConfigError, match=r"^ACP_PROGRESS_SUMMARY_OPENAI_BASE_URL: expected an http"):
-        SummaryFactory.from_settings(s)
+        Settings.from_env(
+            {"ACP_PROGRESS_SUMMARY": "openai", "ACP_PROGRESS_SUMMARY_OPENAI_BASE_URL": "localhost:11434"}
+        )
 
 
 def test_the_flags_are_on_serve_watch_and_relay_not_on_run() -> None:

@@ -149,6 +149,32 @@ def test_the_plain_view_prints_one_line_per_new_revision_and_nothing_after_the_e
     assert "Too late." not in out.getvalue()
 
 
+def test_on_a_pipe_no_summary_lands_between_the_lines_of_an_answer() -> None:
+    """The summary generator answers whenever it is done: a new sentence while the answer's lines
+    are being written waits until something else (a card, a thought) ends the answer, or is dropped
+    with the turn's end; it never splits the answer."""
+    from acp import start_tool_call, update_agent_message_text
+
+    from acp_adapter.frontends.watch.view import PlainView
+
+    out = io.StringIO()
+    view = PlainView(out)
+    view.apply(update_agent_message_text("Let me look.\n"))
+    view.apply(start_tool_call("s1", "Searching for TODO", kind="search"))
+    view.apply(update_agent_message_text("Found 3:\n- a\n"))
+    view.show_summary("Writing the answer.", 1)  # between "- a" and "- b": held
+    view.apply(update_agent_message_text("- b\n- c\n"))
+    assert "summary" not in out.getvalue()
+    view.apply(start_tool_call("s2", "Searching for FIXME", kind="search"))  # the answer's part ended
+    view.apply(update_agent_message_text("Also:\n"))
+    view.show_summary("Searching again.", 2)
+    view.apply(update_agent_message_text("- d\n"))
+    view.finish("end_turn")
+    lines = out.getvalue().splitlines()
+    assert lines.index("- c") < lines.index("   … summary: Writing the answer.") < lines.index("Also:")
+    assert lines[lines.index("Also:") + 1] == "- d" and "Searching again." not in out.getvalue()
+
+
 def test_the_live_view_has_a_status_line_under_the_cards() -> None:
     from rich.console import Console
 

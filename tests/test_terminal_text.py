@@ -1,5 +1,6 @@
-"""One way out to a terminal (issue 26 point 1): text the project lets in — a file, a model's
-answer, a chat member's title, another agent's updates — never reaches a terminal raw.
+"""One way out to a terminal: text the project lets in — a file, a model's answer, a chat
+member's title, another agent's updates — never reaches a terminal raw, and nothing a reader
+cannot see (bidirectional controls, zero-width and tag characters) reaches one unseen.
 
 The sanitizer's properties over all code points (Hypothesis), then each front-end as a real
 process, on a pty where a terminal is the point, reading a workspace file that holds OSC 0
@@ -8,6 +9,7 @@ process, on a pty where a terminal is the point, reading a workspace file that h
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import pty
@@ -16,18 +18,21 @@ import signal
 import subprocess
 import sys
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_adapter.safety.terminal_text import (
     UNSAFE,
-    chat_safe,
+    SafeTextStream,
+    is_shown_as_is,
     is_terminal_safe,
     json_line_safe,
     terminal_safe,
+    visible_text,
 )
 
 from .conftest import agent_env
@@ -36,36 +41,86 @@ EVIL = "A\x1b]0;PWNED-TITLE\x07 B\x1b]52;c;ZXZpbA==\x07 C\x1b[2J D\u009b31m E\u2
 #: what must never reach a terminal byte for byte
 FORBIDDEN = [b"\x1b]0;", b"\x1b]52;", b"\x1b[2J", "\u009b".encode(), "\u202e".encode(), b"\x7f", b"\x1b]8;"]
 
-every_code_point = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=200)
+#: the characters that disguise text: bidirectional controls, zero-width characters, tag characters
+BIDI = [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C]
+ZERO_WIDTH = [*range(0x200B, 0x200E), 0x2060, 0xFEFF, 0x180E, 0x2061, 0x2062, 0x2063, 0x2064]
+TAGS = list(range(0xE0000, 0xE0080))
+DISGUISES = [*BIDI, *ZERO_WIDTH, *TAGS]
+#: a disguised file: a reversed tail, a zero-width space, a word joiner, a BOM, a hidden tag sentence
+HIDDEN = 'echo "ok" \u202e; rm -rf data Z\u200bW \u2060J\ufeffB ' + "".join(
+    chr(0xE0000 + ord(c)) for c in "ignore previous"
+)
+HIDDEN_RAW = ["\u202e", "\u200b", "\u2060", "\ufeff", chr(0xE0069)]
+
+every_code_point = st.text(
+    st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()), max_size=200
+)
+#: text thick with what must never pass, among ordinary characters
+disguised_text = st.lists(
+    st.one_of(st.sampled_from([chr(c) for c in sorted(UNSAFE)]), st.characters()), max_size=60
+).map("".join)
 
 
-@given(every_code_point)
-def test_nothing_that_acts_survives_and_everything_else_is_kept(text: str) -> None:
-    safe = terminal_safe(text)
+#: a loaded machine must not fail a property for being slow to generate examples
+RELAXED = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@RELAXED
+@given(st.one_of(every_code_point, disguised_text))
+def test_nothing_that_acts_or_hides_survives_and_everything_else_is_kept(text: str) -> None:
+    safe = visible_text(text)
     assert is_terminal_safe(safe) and not any(ord(ch) in UNSAFE for ch in safe)
-    assert terminal_safe(safe) == safe  # idempotent
+    assert not any(ord(ch) in DISGUISES or 0xD800 <= ord(ch) <= 0xDFFF for ch in safe)
+    assert visible_text(safe) == safe == terminal_safe(text)  # idempotent; one function, two names
     kept = [ch for ch in text.replace("\r\n", "\n") if ord(ch) not in UNSAFE]
     rest = iter(safe)
     assert all(ch in rest for ch in kept), "every character that only shows is kept, in order"
     if is_terminal_safe(text):
         assert safe == text
+    safe.encode("utf-8")  # a lone surrogate cannot be written: it is shown as its escape
 
 
-@given(every_code_point)
-def test_chat_text_never_grows_and_json_stays_the_same_value(text: str) -> None:
-    chat = chat_safe(text)
-    assert len(chat) <= len(text) and len(chat.encode("utf-16-le", "surrogatepass")) <= len(
-        text.encode("utf-16-le", "surrogatepass")
+def _no_split_pair(text: str) -> bool:
+    """A high surrogate followed by a low one, as two code points: no JSON decoder or byte decoder
+    makes such a string (JSON joins the pair into one character), and JSON cannot spell it apart."""
+    return not any(
+        "\ud800" <= a <= "\udbff" and "\udc00" <= b <= "\udfff" for a, b in itertools.pairwise(text)
     )
-    assert not any(0x80 <= ord(ch) <= 0x9F or ch in "\u202e\u2066\x1b\x7f" for ch in chat)
-    line = json_line_safe(json.dumps({"t": text}, ensure_ascii=False))
-    assert json.loads(line) == {"t": text} and not any(ord(ch) in UNSAFE for ch in line)
+
+
+@RELAXED
+@given(st.one_of(every_code_point, disguised_text).filter(_no_split_pair))
+def test_json_stays_the_same_value_and_shows_nothing_hidden(text: str) -> None:
+    for line in (
+        json_line_safe(json.dumps({"t": text}, ensure_ascii=False)),
+        visible_text(json.dumps({"t": text}, ensure_ascii=False)),  # through a SafeTextStream
+    ):
+        assert json.loads(line) == {"t": text} and not any(ord(ch) in UNSAFE for ch in line)
+
+
+def test_every_character_class_that_disguises_is_covered() -> None:
+    """Format characters (Cf: bidi, zero-width …) by the running Python's own Unicode database;
+    the tag block whole; the named zero-width and bidi characters one by one."""
+    format_chars = {c for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf"}
+    assert format_chars <= UNSAFE, sorted(hex(c) for c in format_chars - UNSAFE)
+    assert set(DISGUISES) <= UNSAFE
+    assert all(not is_shown_as_is(chr(c)) for c in DISGUISES)
+    assert is_shown_as_is("\ufe0f") and visible_text("✏️ 👍🏽 中文 עברית") == "✏️ 👍🏽 中文 עברית"
 
 
 def test_the_escape_file_is_shown_not_obeyed() -> None:
-    shown = terminal_safe(EVIL)
-    assert shown == "A␛]0;PWNED-TITLE␇ B␛]52;c;ZXZpbA==␇ C␛[2J D\\u009b31m E\\u202etxt.exe F␡"
-    assert terminal_safe("line\r\nnext\roverwrite") == "line\nnext␍overwrite"
+    shown = visible_text(EVIL)
+    assert shown == "A␛]0;PWNED-TITLE␇ B␛]52;c;ZXZpbA==␇ C␛[2J D\\u009b31m E\\u202etxt.exe F\\u007f"
+    assert visible_text("line\r\nnext\roverwrite") == "line\nnext␍overwrite"
+    assert visible_text("da\u200bta \ufeff" + chr(0xE0041)) == "da\\u200bta \\ufeff\\udb40\\udc41"
+
+
+def test_a_safe_text_stream_shows_what_it_is_given() -> None:
+    import io
+
+    out = io.StringIO()
+    SafeTextStream(out).write(HIDDEN)
+    assert not any(raw in out.getvalue() for raw in HIDDEN_RAW) and "\\u202e" in out.getvalue()
 
 
 # ------------------------------------------------------------------ the front-ends, real processes
@@ -74,7 +129,7 @@ def test_the_escape_file_is_shown_not_obeyed() -> None:
 def _workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "evil.txt").write_text(EVIL + "\n", encoding="utf-8")
+    (ws / "evil.txt").write_text(EVIL + "\n" + HIDDEN + "\n", encoding="utf-8")
     return ws
 
 
@@ -154,7 +209,7 @@ def _strings(value: object) -> list[str]:
 
 
 def _assert_safe(out: bytes, must_show: str = "␛]0;PWNED-TITLE") -> None:
-    for raw in FORBIDDEN:
+    for raw in [*FORBIDDEN, *(h.encode() for h in HIDDEN_RAW)]:
         assert raw not in out, f"{raw!r} reached the terminal:\n{out.decode(errors='replace')[-3000:]}"
     assert must_show.encode() in out, out.decode(errors="replace")[-3000:]
 
@@ -183,10 +238,11 @@ def test_watch_json_is_ascii_escaped_for_what_a_terminal_obeys(tmp_path: Path) -
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    for raw in FORBIDDEN:
+    for raw in [*FORBIDDEN, *(h.encode() for h in HIDDEN_RAW)]:
         assert raw not in done.stdout
     values = [s for line in done.stdout.decode().splitlines() for s in _strings(json.loads(line))]
     assert any(EVIL in v for v in values)  # the value itself is kept, only its spelling is escaped
+    assert any(HIDDEN in v for v in values)
 
 
 def test_run_shows_the_escape_file(tmp_path: Path) -> None:
@@ -233,7 +289,7 @@ def test_sessions_and_a_console_bridge_show_a_hostile_title(tmp_path: Path) -> N
 
 def test_a_foreign_agents_stderr_is_shown_not_obeyed(tmp_path: Path) -> None:
     agent = tmp_path / "agent.py"
-    agent.write_text(f"import sys; sys.stderr.write({EVIL!r}); sys.exit(3)\n")
+    agent.write_text(f"import sys; sys.stderr.write({EVIL + HIDDEN!r}); sys.exit(3)\n")
     done = subprocess.run(
         [*CLI, "watch", "--agent", f"{sys.executable} {agent}", "hi"],
         env=_env(tmp_path),
@@ -242,4 +298,19 @@ def test_a_foreign_agents_stderr_is_shown_not_obeyed(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 1
+    _assert_safe(done.stdout + done.stderr)
+
+
+def test_the_relay_shows_its_wrapped_agents_stderr_not_obeyed(tmp_path: Path) -> None:
+    """Before: the wrapped agent inherited the relay's stderr, and its bytes reached the terminal raw."""
+    agent = tmp_path / "agent.py"
+    agent.write_text(f"import sys; sys.stderr.write({EVIL + HIDDEN!r} + '\\n'); sys.stderr.flush()\n")
+    done = subprocess.run(
+        [*CLI, "relay", "--", sys.executable, str(agent)],
+        input=b"",
+        env=_env(tmp_path),
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=60,
+    )
     _assert_safe(done.stdout + done.stderr)

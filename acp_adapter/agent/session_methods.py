@@ -226,11 +226,13 @@ class SessionMethods:
         mcp_servers: Any,
         had: Any,
         roots: tuple[str, ...] = (),
+        stored: StoredSession | None = None,
     ) -> None:
         session.roots = roots
         session.toolbox = default_toolbox(cwd, roots)
         session.policy = self._policy_for(session.id, config)
-        self.recorder.open_session(session.id, cwd, title)
+        used = stored.record.updated_at if stored is not None else None  # opened again is not used
+        self.recorder.open_session(session.id, cwd, title, updated_at=used)
         self.mcp.start(session, mcp_servers, had)
 
     async def new_session(
@@ -293,7 +295,7 @@ class SessionMethods:
         had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
         await self.mcp.load_sdk(bool(mcp_servers or had))
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
-        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had, roots)
+        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had, roots, stored)
         for update in replay_updates(session_id, stored.events):
             self.outbox.submit(session_id, update)
         if stored.record.title:
@@ -338,7 +340,14 @@ class SessionMethods:
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
         session = self.sessions.adopt(session_id, cwd, self.outbox, history)
         self._make_live(
-            session, cwd, stored.record.title if stored is not None else None, config, mcp_servers, had, roots
+            session,
+            cwd,
+            stored.record.title if stored is not None else None,
+            config,
+            mcp_servers,
+            had,
+            roots,
+            stored,
         )
         self._announce(session)
         await self.outbox.flush()

@@ -111,8 +111,14 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) 
     _count_interrupts_early(words)  # before anything else: a Ctrl-C from now on is never lost
     if own_process if own_process is not None else argv is None:
         _gc.pause()
+    from acp_adapter.cli._closed_stdout import silence_stdout, stdout_reader_gone
+
     try:
         return _main(words)
+    except BrokenPipeError:
+        if not stdout_reader_gone():  # not ours: an agent's stdin, say
+            raise
+        return 0  # `acp-progress … | head`: the reader had what it wanted
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling began (even mid-import)
         return 130
     except Exception as exc:
@@ -123,6 +129,7 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) 
         raise
     finally:
         _gc.resume()  # a command that ended before it started (--help, a bad setting) included
+        silence_stdout()  # and no `Exception ignored … BrokenPipeError` from the flush at exit
 
 
 def _caused_by_ctrl_c(exc: BaseException) -> bool:
@@ -171,7 +178,7 @@ def _main(argv: Sequence[str]) -> int:
     try:
         settings = settings_from(args)
     except ConfigError as exc:
-        print(f"acp-progress: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress"), file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
     from acp_adapter.cli._state import check_database, warn_if_state_unusable

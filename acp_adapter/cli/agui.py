@@ -236,7 +236,7 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
             {name: (flag, getattr(args, name, None)) for name, flag in LIMIT_FLAGS.items()}
         )
     except ConfigError as exc:
-        print(f"acp-progress agui: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress agui"), file=sys.stderr)
         return 2
     token = endpoint.token.get_secret_value() if endpoint.token is not None else None
     if token is not None and len(token.strip()) < MIN_TOKEN_LENGTH:

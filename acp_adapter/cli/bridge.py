@@ -317,7 +317,7 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
         mode = resolve_summary_mode(instance, settings, getattr(args, "summary", None))
         summary = SummaryFactory.from_settings(settings.replace(summary=mode))
     except ConfigError as exc:
-        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress bridge"), file=sys.stderr)
         return 2
     mcp_servers = mcp_servers_of(args, "bridge")
     if mcp_servers is None:

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         anyio.run(functools.partial(serve, settings, turn_runner=AIAgent), backend="asyncio")
     except ConfigError as exc:
-        print(f"acp-progress: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress"), file=sys.stderr)
         return 2
     exit_if_turns_stuck()  # the editor hung up: a turn ignoring cancel must not keep us alive
     return 0

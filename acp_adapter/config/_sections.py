@@ -15,6 +15,27 @@ from acp_adapter.config._model import DEFAULT_SOURCE, _label_for, _Section, _sou
 from acp_adapter.config._sources import ConfigFileChoice, _flag_layer, _Layer, _validate, section_from_env
 
 
+def _http_base_url(value: Any) -> Any:
+    """An OpenAI-compatible server's base URL: http or https, with a host — checked with the other
+    settings (exit 2, a direct message), not by the back-end once the agent has started. The value is
+    not echoed: a URL may hold a password (``https://user:pass@host/v1``)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str):
+        return value
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 - a port that is not a number raises here, not at the first call
+    except ValueError:
+        host = None
+    if parts.scheme not in ("http", "https") or not host or any(ch.isspace() for ch in value.strip()):
+        raise PydanticCustomError(
+            "http_url", "expected an http:// or https:// URL with a host, such as http://localhost:11434/v1"
+        )
+    return value.strip()
+
+
 class OpenAISettings(_Section):
     """Connection settings of the OpenAI-compatible back-end."""
 
@@ -47,6 +68,8 @@ class OpenAISettings(_Section):
         le=100_000_000,
     )
 
+    _base_url = field_validator("base_url", mode="before")(_http_base_url)
+
 
 class SummaryOpenAISettings(_Section):
     """The progress-summary model's own connection: independent of the primary model's."""
@@ -69,6 +92,8 @@ class SummaryOpenAISettings(_Section):
         gt=0,
         le=600,
     )
+
+    _base_url = field_validator("base_url", mode="before")(_http_base_url)
 
 
 class TelegramSettings(_Section):

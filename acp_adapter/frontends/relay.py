@@ -42,6 +42,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -366,13 +367,15 @@ async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,  # through our stderr, shown not obeyed (_forward_stderr)
             limit=CHUNK_BYTES,  # the line reader enforces the line limit; this only sizes the pipe buffer
             start_new_session=True,  # its own process group: the relay can end everything it started
         )
     except OSError as exc:
         log.error("cannot start the agent %r: %s", argv[0], exc.strerror or exc)
         return 127 if isinstance(exc, FileNotFoundError) else 126
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    stderr_pump = asyncio.ensure_future(_forward_stderr(process.stderr))
     relay = Relay(editor_reader, editor_writer, process.stdout, process.stdin, options)
     from_editor = asyncio.ensure_future(relay.editor_to_agent())
     from_agent = asyncio.ensure_future(relay.agent_to_editor())
@@ -397,9 +400,28 @@ async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
     if options.summary is not None:
         await options.summary.aclose()
     await end_process_group(process)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(stderr_pump), 0.5)  # its last lines
+    stderr_pump.cancel()
     with contextlib.suppress(Exception):
         await editor_writer.drain()
     return 0 if failure is None else 1
+
+
+async def _forward_stderr(stream: asyncio.StreamReader) -> None:
+    """The wrapped agent's stderr, line by line, onto ours — whose every write goes through the
+    terminal-text sanitizer — instead of handing it our descriptor: a person running the relay in a
+    terminal sees an escape or a bidi override in it shown, never obeyed."""
+    while True:
+        try:
+            line = await stream.readline()
+        except (asyncio.LimitOverrunError, ValueError):  # a line past the buffer is dropped
+            continue
+        if not line:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(line.decode(errors="replace"))
+            sys.stderr.flush()
 
 
 def _failure_of(task: asyncio.Future[None], doing: str) -> str | None:

@@ -179,11 +179,16 @@ class ConversationRecorder:
         self._turns: dict[str, _Turn] = {}
         self._titled: set[str] = set()
 
-    def open_session(self, session_id: str, cwd: str, title: str | None = None) -> None:
+    def open_session(
+        self, session_id: str, cwd: str, title: str | None = None, updated_at: float | None = None
+    ) -> None:
+        """Store the session as open in ``cwd``. ``updated_at``: a stored session opened again keeps
+        the time it was last used — loading one only to look at it must not make it the newest, the
+        one ``--continue`` picks; its next prompt makes it so."""
         now = self._clock()
         if title is not None:
             self._titled.add(session_id)
-        record = SessionRecord(session_id, cwd, title, now, now)
+        record = SessionRecord(session_id, cwd, title, now, now if updated_at is None else updated_at)
         self.writer.submit(lambda: self.store.upsert_session(record))
 
     def set_title(self, session_id: str, cwd: str, title: str) -> None:

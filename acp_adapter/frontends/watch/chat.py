@@ -54,7 +54,6 @@ from acp_adapter.frontends.watch.watcher import (
     agent_env,
     check_cwd,
     fileno_of,
-    quiet_broken_stdout,
     run_turn,
     start_driver,
 )
@@ -377,5 +376,3 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(chat.run())
     except KeyboardInterrupt:
         return 130
-    finally:
-        quiet_broken_stdout()

@@ -78,6 +78,9 @@ class CardBoard:
     contents: dict[str, CardContent] = field(default_factory=dict)
     #: the last update was a thought chunk: the thought is still being written
     thinking: bool = False
+    #: the last update was an answer chunk: the answer is still being written (on a pipe, no line
+    #: of ours — a summary — may land between its lines)
+    answering: bool = False
 
     @property
     def cards(self) -> dict[str, Card]:
@@ -90,6 +93,7 @@ class CardBoard:
         ):
             # what is shown ends a thought; a session-level update (commands, usage) does not
             self.thinking = isinstance(update, AgentThoughtChunk)
+            self.answering = isinstance(update, AgentMessageChunk)
         applied = self.accumulator.apply(update, now)
         if applied is not None:
             if applied.late:

@@ -160,6 +160,7 @@ class PlainView(_Base):
         self._details: dict[str, str] = {}  # the progress line last written for each live card
         self._asking = False
         self._summary_written = 0  # the revision last written (a question holds newer ones back)
+        self._answer_from = 0  # where the answer being written began (an answer may come in parts)
 
     def _write(self, text: str) -> None:
         if self.output_closed:
@@ -172,7 +173,10 @@ class PlainView(_Base):
 
     def apply(self, update: Any) -> None:
         now = time.monotonic()
+        answering, answered = self.board.answering, len(self.board.answer)
         changed = self.board.apply(update, now)
+        if self.board.answering and not answering:
+            self._answer_from = answered
         self._write_thought()
         self._write_plan()
         for card_id in changed:
@@ -230,6 +234,8 @@ class PlainView(_Base):
     def _write_summary(self) -> None:
         if self.summary is None or self.summary_revision <= self._summary_written or self._asking:
             return
+        if self.board.answering and self._answer_printed > self._answer_from:
+            return  # never between the lines of an answer being written: held until a card or thought
         printed = self.board.answer[: self._answer_printed]
         if printed and not printed.endswith("\n"):
             return  # never inside a line of the streamed answer: written once the line ends

@@ -46,7 +46,6 @@ from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
 from acp_adapter.frontends.reader_gone import when_reader_gone
-from acp_adapter.frontends.stdout import quiet_broken_stdout
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
 from acp_adapter.frontends.watch.render import RENDERS_CARD_TERMINALS, CardBoard
 from acp_adapter.frontends.watch.view import CardRenderer, LiveView, PlainView
@@ -130,11 +129,9 @@ class WatchClient:
             self._note(f"🔓 allowed: {title}")
             return permission_response(request, True, automatic=True)
         if self.stdin is not None and self.stdin.isatty():
-            command = request.command
-            if command is not None and " ".join(command.split()) not in title:
-                # the title is cut (or says something else): the whole command, before the question
-                lines = command.strip().splitlines() or [command]
-                self._note("   command: " + "\n            ".join(lines))
+            command = request.command_beside_title
+            if command is not None:  # the title does not show it whole: the command, before the question
+                self._note("   command: " + "\n            ".join(command.splitlines()))
             allowed = await self.view.ask(f"🔐 Allow {title}? [y/N] ")
             if self.interrupt is not None and self.interrupt.is_set():
                 # Ctrl-C at the question: the turn is being cancelled, and so is the question
@@ -459,5 +456,3 @@ def run_watch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_watch(args, settings, sys.stdout, cwd))
     except KeyboardInterrupt:
         return 130
-    finally:
-        quiet_broken_stdout()

@@ -174,6 +174,10 @@ async def run_console(
             return False
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         pending.append(future)
+        command = request.command_beside_title
+        if command is not None:  # the title does not show it whole: nobody approves what they cannot see
+            for i, line in enumerate(command.splitlines()):
+                sink._write(f"[permission] {'command:' if i == 0 else '        '} {line}")
         sink._write(f"[permission] Allow {request.title}? [y/N] (denied after {patience:g}s)")
         answered = True
         try:
