@@ -302,6 +302,8 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         self._executor.shutdown(wait=False, cancel_futures=True)
         if killed := kill_started_processes():
             log.info("killed %d background job group(s) started by commands", killed)
+        with contextlib.suppress(Exception):  # others may delete its sessions once it is gone
+            self.recorder.let_go_of_all()
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()

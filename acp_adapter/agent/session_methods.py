@@ -52,7 +52,7 @@ from acp_adapter.agent.turn_state import new_message_id
 from acp_adapter.mcp.config import MCP_SERVERS
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
 from acp_adapter.store import StoredSession, StoreError
-from acp_adapter.store.recorder import OPEN_TURNS, replay_updates
+from acp_adapter.store.recorder import OPEN_TURNS, SESSION_HOLDERS, replay_updates, this_host
 from acp_adapter.tooling.builtin import default_toolbox
 
 if TYPE_CHECKING:
@@ -439,6 +439,11 @@ class SessionMethods:
         if live is not None and live.cancel is not None:
             raise RequestError.invalid_request({"sessionId": session_id, "details": _BUSY})
         await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
+        holder = await anyio.to_thread.run_sync(
+            self.recorder.holder_elsewhere, session_id, self.sessions.idle_timeout
+        )
+        if holder is not None:  # its turns would have nowhere to go: refused, and said why
+            raise RequestError.invalid_request({"sessionId": session_id, "details": _held_by(holder)})
         stored = await anyio.to_thread.run_sync(self._delete_stored, session_id)
         if live is None and not stored:
             log.info("delete of session %s: not known, nothing to do", session_id)
@@ -460,6 +465,7 @@ class SessionMethods:
 
     def _delete_stored(self, session_id: str) -> bool:
         with self.store.batch():
+            self.store.remove(SESSION_HOLDERS, session_id)
             self.store.remove(OPEN_TURNS, session_id)
             self.store.remove(MCP_SERVERS, session_id)
             self.store.remove(SESSION_CONFIG, session_id)
@@ -504,3 +510,13 @@ class SessionMethods:
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
         if not await anyio.Path(cwd).is_dir():
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
+
+
+def _held_by(holder: dict[str, Any]) -> str:
+    """Why a delete is refused: the session is open in another process (named, so it can be found)."""
+    pid, host = holder.get("pid"), holder.get("host")
+    where = f"process {pid}" + (f" on {host}" if isinstance(host, str) and host != this_host() else "")
+    return (
+        f"this session is open in another acp-progress {where}; close it there (or let it be freed "
+        "when idle) before deleting it"
+    )

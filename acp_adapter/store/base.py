@@ -41,6 +41,12 @@ class AuditError(StoreError):
     not run: the audit fails closed."""
 
 
+class SessionGone(StoreError):
+    """Events were written for a session the store no longer has: another process deleted it
+    while it was open here. The writer says so and stores the session again rather than let the
+    turn vanish."""
+
+
 class StoreUnavailable(StoreError):
     """The database could not be reached, or the connection broke mid-statement (a server
     restarting, a failover): nothing is wrong with the request, so it is worth retrying."""

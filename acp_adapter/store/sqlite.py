@@ -60,6 +60,7 @@ from acp_adapter.store.base import (
     AuditError,
     JsonObject,
     PermissionDecision,
+    SessionGone,
     SessionPage,
     SessionRecord,
     StoredSession,
@@ -285,10 +286,12 @@ class SqliteStore:
             )
 
     def append_events(self, session_id: str, events: Sequence[JsonObject], updated_at: float) -> None:
-        if not events:
-            return
         bodies = [dumps(scrub(event)) for event in events]
         with self._tx() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise SessionGone(f"session {session_id} is not in the store")
+            if not bodies:
+                return
             row = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,))
             start = row.fetchone()[0] + 1
             db.executemany(
