@@ -26,10 +26,12 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from acp_adapter._version import __version__
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.mcp.stdio import bounded_stdio_client
+from acp_adapter.mcp.tasks import TaskChannel, offers_tasks
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.mcp")
@@ -103,6 +105,12 @@ class McpServer:
         #: set when the server said its tool list changed; the list is read again before the next turn
         self.tools_stale = False
         self.session: ClientSession | None = None
+        #: the task requests of this server (MCP tasks), live while the session is
+        self.tasks = TaskChannel()
+        #: the tools to call as tasks (the server runs them as tasks and they say they support it)
+        self.task_tools: frozenset[str] = frozenset()
+        #: answers the server's questions (``elicitation/create``); None: the agent offers none
+        self.elicitation: Any = None
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._done = anyio.Event()
@@ -142,16 +150,25 @@ class McpServer:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(devnull))
+                # the session's dispatcher is ours too: a task-augmented tools/call goes through it
+                dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
+                extra: dict[str, Any] = {}
+                if self.elicitation is not None:
+                    extra["elicitation_callback"] = self.elicitation
                 session = await stack.enter_async_context(
                     ClientSession(
-                        read,
-                        write,
+                        dispatcher=dispatcher,
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="acp-progress", version=__version__),
+                        notification_bindings=[self.tasks.binding()],
+                        **extra,
                     )
                 )
+                stack.callback(self.tasks.detach)
                 await session.initialize()
                 self.tools = await list_tools(session)
+                self._note_task_tools(session)
+                self.tasks.attach(session, dispatcher)
                 self.session = session
                 self.state = "ready"
                 log.info("MCP server %s ready with %d tool(s)", self.name, len(self.tools))
@@ -166,8 +183,18 @@ class McpServer:
             return bounded_stdio_client(_stdio_params(self.spec, self.cwd), errlog=errlog)
         return _http_transport(self.spec)
 
+    def _note_task_tools(self, session: ClientSession) -> None:
+        caps = session.server_capabilities
+        self.task_tools = frozenset(t.name for t in self.tools if offers_tasks(caps, t))
+
+    def uses_task(self, tool: str) -> bool:
+        """Whether ``tool`` is called as a task (MCP tasks)."""
+        return tool in self.task_tools
+
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
+        if isinstance(message, types.ProgressNotification):
+            await self.tasks.on_progress(message)  # a task's progress, after its call was answered
+        elif isinstance(message, types.ToolListChangedNotification):
             self.tools_stale = True
             if self._on_list_changed is not None:
                 self._on_list_changed(self)
@@ -210,6 +237,7 @@ class McpServer:
         self.tools_stale = False
         with anyio.fail_after(self.start_timeout):
             self.tools = await list_tools(self.session)
+        self._note_task_tools(self.session)
 
     async def call(
         self,
