@@ -46,6 +46,8 @@ class SessionServers:
         self.store = store
         self.writer = writer
         self._managers: dict[str, McpManager] = {}
+        #: per session, the task picking up its MCP tasks left running by an earlier process
+        self._resuming: dict[str, asyncio.Task[None]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._sdk_loaded = False
 
@@ -78,11 +80,40 @@ class SessionServers:
             manager.notice(name, why)
         manager.start()
         session.mcp = manager
+        self._track_tasks(session, manager, stored=bool(had))
         self._managers[session.id] = manager
         if names:
             session_id = session.id
             self.writer.submit(lambda: self.store.put(MCP_SERVERS, session_id, names))
         log.info("session %s: %d MCP server(s): %s", session.id, len(specs), ", ".join(manager.names))
+
+    def _track_tasks(self, session: Session, manager: McpManager, stored: bool) -> None:
+        """The session's MCP tasks are written down while they run; a stored session's tasks left
+        running by an earlier process are picked up again (their cards shown, results delivered)."""
+        from acp_adapter.agent.session_tasks import SessionTaskLog, resume_tasks
+
+        task_log = SessionTaskLog(self.store, self.writer, session.id, loaded=not stored)
+        manager.task_log = task_log
+        if not stored:
+            return
+        old = self._resuming.pop(session.id, None)
+        if old is not None:
+            old.cancel()
+        job = asyncio.ensure_future(resume_tasks(session, manager, task_log, self.store, self.writer))
+        self._resuming[session.id] = job
+
+        def done(finished: asyncio.Task[None]) -> None:
+            if self._resuming.get(session.id) is finished:
+                del self._resuming[session.id]
+            if not finished.cancelled() and (exc := finished.exception()) is not None:
+                log.warning("picking up the MCP tasks of session %s failed: %r", session.id, exc)
+
+        job.add_done_callback(done)
+
+    def _stop_tasks(self, session_id: str) -> None:
+        job = self._resuming.pop(session_id, None)
+        if job is not None:
+            job.cancel()
 
     def names_of(self, session_id: str) -> list[str]:
         """The MCP server names a stored session had (on a worker thread)."""
@@ -94,12 +125,14 @@ class SessionServers:
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     async def stop(self, session_id: str) -> None:
+        self._stop_tasks(session_id)
         manager = self._managers.pop(session_id, None)
         if manager is not None:
             await manager.aclose()
 
     def stop_soon(self, session_id: str) -> None:
         """Stop a freed session's servers in the background (called from a synchronous sweep)."""
+        self._stop_tasks(session_id)
         manager = self._managers.pop(session_id, None)
         if manager is None:
             return
@@ -109,6 +142,8 @@ class SessionServers:
 
     async def stop_all(self, within: float = 8.0) -> None:
         """Stop every session's servers, in parallel and bounded (the agent is exiting)."""
+        for session_id in list(self._resuming):
+            self._stop_tasks(session_id)
         managers = list(self._managers.values())
         self._managers.clear()
         jobs = [asyncio.ensure_future(m.aclose(within)) for m in managers] + list(self._closing)

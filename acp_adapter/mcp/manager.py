@@ -63,6 +63,8 @@ class McpManager:
         self._secrets: list[str] = []
         #: builds the toolbox tools of these servers (an ``McpToolFactory``, set by the agent)
         self.factory: Any = None
+        #: where the session writes down its running MCP tasks (a ``TaskLog``, set by the agent)
+        self.task_log: Any = None
 
     @property
     def names(self) -> list[str]:

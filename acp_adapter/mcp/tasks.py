@@ -16,6 +16,7 @@ callback registered for that token.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -23,6 +24,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp import ClientSession
 from mcp.client.extension import NotificationBinding
 from mcp.shared.dispatcher import ProgressFnT
@@ -76,7 +78,7 @@ class TaskChannel:
     def __init__(self) -> None:
         self.session: ClientSession | None = None
         self.dispatcher: JSONRPCDispatcher[Any] | None = None
-        self._watchers: dict[str, anyio.abc.ObjectSendStream[types.Task]] = {}
+        self._watchers: dict[str, MemoryObjectSendStream[types.Task]] = {}
         self._progress: dict[str, ProgressFnT] = {}
 
     # ------------------------------------------------------------ wiring (the server's runner)
@@ -104,11 +106,9 @@ class TaskChannel:
     async def _on_status(self, params: types.TaskStatusNotificationParams) -> None:
         send = self._watchers.get(params.task_id)
         if send is not None:
-            task = types.Task.model_validate(params.model_dump(by_alias=True, exclude={"meta"}), by_name=False)
-            try:
-                send.send_nowait(task)
-            except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass  # the follower polls anyway: a dropped notice costs one poll interval
+            # the follower polls anyway: a dropped notice costs one poll interval
+            with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                send.send_nowait(params)  # the notification's params are a Task
 
     async def on_progress(self, notification: types.ProgressNotification) -> None:
         """A progress notification after the ``tools/call`` answer (the message handler's tee)."""
@@ -131,7 +131,7 @@ class TaskChannel:
         tool: str,
         arguments: dict[str, Any],
         progress: ProgressFnT | None,
-        timeout: float | None = None,
+        within: float | None = None,
     ) -> tuple[types.CreateTaskResult | types.CallToolResult, str]:
         """``tools/call`` as a task; the answer (a task handle, or a plain result from a server that
         ran it at once) and the progress token the task's progress arrives under."""
@@ -142,15 +142,15 @@ class TaskChannel:
                 name=tool,
                 arguments=arguments,
                 task=types.TaskMetadata(ttl=TASK_TTL_MS),
-                _meta={"progressToken": token},
+                _meta=types.RequestParamsMeta(progress_token=token),
             )
         )
         data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
         opts: dict[str, Any] = {}
         if session.protocol_version:
             opts["headers"] = {MCP_PROTOCOL_VERSION_HEADER: session.protocol_version}
-        if timeout is not None:
-            opts["timeout"] = timeout
+        if within is not None:
+            opts["timeout"] = within
         if progress is not None:
             self._progress[token] = progress
         try:
@@ -166,20 +166,21 @@ class TaskChannel:
     def listen_progress(self, token: str, progress: ProgressFnT) -> None:
         self._progress[token] = progress
 
-    async def get(self, task_id: str, timeout: float = 10.0) -> types.GetTaskResult:
+    async def get(self, task_id: str, within: float = 10.0) -> types.GetTaskResult:
         session, _ = self._live()
         request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
-        return await session.send_request(request, types.GetTaskResult, request_read_timeout_seconds=timeout)
+        return await session.send_request(request, types.GetTaskResult, request_read_timeout_seconds=within)
 
-    async def result(self, task_id: str, timeout: float | None = None) -> types.CallToolResult:
+    async def result(self, task_id: str, within: float | None = None) -> types.CallToolResult:
         session, _ = self._live()
         request = types.GetTaskPayloadRequest(params=types.GetTaskPayloadRequestParams(task_id=task_id))
-        return await session.send_request(request, types.CallToolResult, request_read_timeout_seconds=timeout)
+        return await session.send_request(request, types.CallToolResult, request_read_timeout_seconds=within)
 
-    async def cancel(self, task_id: str, timeout: float = 1.5) -> types.CancelTaskResult:
+    async def cancel(self, task_id: str, within: float = 1.5) -> types.CancelTaskResult:
         session, _ = self._live()
         request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
-        return await session.send_request(request, types.CancelTaskResult, request_read_timeout_seconds=timeout)
+        answer = types.CancelTaskResult
+        return await session.send_request(request, answer, request_read_timeout_seconds=within)
 
     # ------------------------------------------------------------ following one task
 

@@ -26,6 +26,8 @@ import mcp_types as types
 from acp_adapter.cancel import TurnCancelled
 from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
 from acp_adapter.mcp.names import offered_names
+from acp_adapter.mcp.task_calls import TaskFailed, call_as_task
+from acp_adapter.mcp.tasks import status_line
 from acp_adapter.tooling.display import ImageShown
 from acp_adapter.tooling.toolbox import Tool, ToolContext, ToolError, ToolReturn
 
@@ -186,9 +188,16 @@ class McpToolFactory:
                     ctx.progress(value, total, note)
 
             try:
-                result = _wait(loop, server.call(tool_name, dict(args), progress, call_timeout()), ctx)
+                if server.uses_task(tool_name):
+                    call = self._as_task(server, tool_name, dict(args), ctx, progress)
+                else:
+                    call = server.call(tool_name, dict(args), progress, call_timeout())
+                result = _wait(loop, call, ctx)
             except ServerCrashed as exc:
                 raise ToolError(f"MCP server '{server_name}': {exc}") from None
+            except TaskFailed as exc:
+                text = scrub(" ".join(clean_text(str(exc)).split())[:MAX_ERROR], secrets)
+                raise ToolError(f"MCP task failed: {text}") from None
             except (TurnCancelled, ToolError):
                 raise
             except Exception as exc:  # an error answer, a timeout, a result that is not valid MCP …
@@ -198,6 +207,28 @@ class McpToolFactory:
             return to_return(result, secrets)
 
         return run
+
+    def _as_task(
+        self, server: McpServer, tool_name: str, args: dict[str, Any], ctx: ToolContext, progress: Any
+    ) -> Any:
+        """The call made as an MCP task: its status and status message show on the card as
+        progress lines, its record goes to the session's task log."""
+        secrets = server.secrets
+
+        def on_status(task: types.Task) -> None:
+            ctx.progress(None, None, scrub(status_line(task), secrets))
+
+        return call_as_task(
+            server,
+            tool_name,
+            args,
+            title=f"{server.name}: {clean_text(tool_name)[:100]}",
+            progress=progress,
+            on_status=on_status,
+            cancel_reason=lambda: ctx.cancel.reason,
+            task_log=getattr(self.manager, "task_log", None),
+            call_timeout=call_timeout(),
+        )
 
 
 async def manager_ready(manager: Any, name: str) -> McpServer | None:

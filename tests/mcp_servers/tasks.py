@@ -58,7 +58,8 @@ def _now() -> str:
 
 
 async def _set(job: Job, status: types.TaskStatus, message: str | None, notify: bool = True) -> None:
-    job.task = job.task.model_copy(update={"status": status, "status_message": message, "last_updated_at": _now()})
+    changes = {"status": status, "status_message": message, "last_updated_at": _now()}
+    job.task = job.task.model_copy(update=changes)
     if status in ("completed", "failed", "cancelled"):
         job.done.set()
     if notify and job.session is not None:
@@ -74,7 +75,9 @@ async def _set(job: Job, status: types.TaskStatus, message: str | None, notify: 
 async def _progress(job: Job, value: float, total: float, message: str) -> None:
     if job.session is None or job.token is None:
         return
-    params = types.ProgressNotificationParams(progress_token=job.token, progress=value, total=total, message=message)
+    params = types.ProgressNotificationParams(
+        progress_token=job.token, progress=value, total=total, message=message
+    )
     try:
         await job.session.send_notification(types.ProgressNotification(params=params))
     except Exception:
@@ -215,7 +218,7 @@ def _capabilities(original: Any) -> Any:
     return capabilities
 
 
-low = server._lowlevel_server  # noqa: SLF001 - the SDK serves tasks as types only
+low = server._lowlevel_server  # the SDK serves tasks as types only: this server adds them
 low.middleware.append(tasks_middleware)
 low.get_capabilities = _capabilities(low.get_capabilities)  # type: ignore[method-assign]
 server_tasks: Any = None
