@@ -133,7 +133,12 @@ async def call_as_task(
 async def finish(server: McpServer, task: types.Task, on_status: StatusFn) -> types.CallToolResult:
     """Follow a task to its end and fetch its result (``tasks/result``)."""
     try:
-        last = await server.tasks.follow(task, on_status)
+        try:
+            last = await server.tasks.follow(task, on_status)
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED:
+                raise
+            raise TaskFailed(f"the MCP server no longer knows this task ({reason_of(exc)})") from None
         if last.status == "cancelled":
             raise TaskFailed(last.status_message or "the task was cancelled")
         # completed, failed, or waiting for input (tasks/result delivers the questions and

@@ -16,7 +16,8 @@ tools ``execution.taskSupport``, answers a ``tools/call`` that asks for a task w
   sender's monotonic clock (the benchmark's twin measurements).
 
 Tasks live in this process, not in a connection: over HTTP a new client (an agent started again)
-finds the tasks the old one created. ``MCP_TASKS_PIDFILE`` gets the pid.
+finds the tasks the old one created. ``MCP_TASKS_PIDFILE`` gets the pid; ``MCP_TASKS_CANCELLED``
+names a file each ``tasks/cancel`` writes its task id to.
 """
 
 from __future__ import annotations
@@ -200,6 +201,10 @@ async def tasks_middleware(ctx: ServerRequestContext[Any, Any], call_next: CallN
         job = _job(ctx)
         if job.task.status in ("working", "input_required"):
             await _set(job, "cancelled", "cancelled by the client")
+        heard = os.environ.get("MCP_TASKS_CANCELLED")
+        if heard:
+            with open(heard, "a") as handle:  # proof for the tests that tasks/cancel arrived
+                handle.write(f"{job.task.task_id}\n")
         return types.CancelTaskResult.model_validate(job.task.model_dump(by_alias=True), by_name=False)
     return await call_next(ctx)
 
