@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio, ToolCallProgress, ToolCallStart
 
@@ -240,9 +239,10 @@ async def _start_and_kill(
         if how == "kill":
             proc.send_signal(signal.SIGKILL)
             await asyncio.wait_for(proc.wait(), 10)
-            running.cancel()
-        with contextlib.suppress(BaseException):
-            await running
+        # else: leaving the block closes the agent's stdin mid-turn (the editor hangs up)
+    running.cancel()
+    with contextlib.suppress(BaseException):
+        await running
     return sid, client
 
 
@@ -266,7 +266,9 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
         client = RecordingClient()
         async with spawn_agent(client, env=env) as (conn, _proc, _log):
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await until(lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress")
+            await until(
+                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
+            )
             card = _pickup_card(client, sid)
             assert card[0].status == "in_progress" and "picked up again" in card[0].title
             assert any("step" in line for line in status_lines(card)), "its current status is shown"
@@ -305,7 +307,9 @@ async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
         client = RecordingClient()
         async with spawn_agent(client, env=env) as (conn, _proc, _log):
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await until(lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress")
+            await until(
+                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
+            )
             card = _pickup_card(client, sid)
             assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
 
