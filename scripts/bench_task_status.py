@@ -113,7 +113,8 @@ async def main() -> None:
         "ratio": round(ratio, 2),
     }
     print(f"task status change → client handler:   median {status_ms:.3f} ms ({len(client.status)} samples)")
-    print(f"MCP progress (same server) → handler:  median {progress_ms:.3f} ms ({len(client.progress)} samples)")
+    count = len(client.progress)
+    print(f"MCP progress (same server) → handler:  median {progress_ms:.3f} ms ({count} samples)")
     print(f"ratio status / progress: {ratio:.2f}×")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
