@@ -50,6 +50,9 @@ class SessionServers:
         self._resuming: dict[str, asyncio.Task[None]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._sdk_loaded = False
+        #: () -> (the ACP connection to the editor, its capabilities): the editor the servers'
+        #: questions go to (set by the agent)
+        self.client: Any = None
 
     async def load_sdk(self, wanted: bool) -> None:
         """Import the MCP SDK on a worker thread the first time a session has a server: it takes
@@ -75,6 +78,10 @@ class SessionServers:
         from acp_adapter.mcp.tools import McpToolFactory
 
         manager = McpManager(specs, session.cwd, start_timeout=mcp_start_timeout())
+        if self.client is not None:
+            from acp_adapter.mcp.elicitation import SessionQuestions
+
+            manager.questions = SessionQuestions(session.id, self.client)
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
         for name in missing[:64]:
             manager.notice(name, why)

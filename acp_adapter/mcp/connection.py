@@ -30,6 +30,7 @@ from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from acp_adapter._version import __version__
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.mcp.elicitation import AskedCall
 from acp_adapter.mcp.stdio import bounded_stdio_client
 from acp_adapter.mcp.tasks import TaskChannel, offers_tasks
 from acp_adapter.safety.redact import redact_text
@@ -109,8 +110,10 @@ class McpServer:
         self.tasks = TaskChannel()
         #: the tools to call as tasks (the server runs them as tasks and they say they support it)
         self.task_tools: frozenset[str] = frozenset()
-        #: answers the server's questions (``elicitation/create``); None: the agent offers none
-        self.elicitation: Any = None
+        #: asks the person what the server asks (an ``elicitation.SessionQuestions``); None: nobody
+        self.questions: Any = None
+        #: the calls running on this server, latest last: a question belongs to the latest one
+        self.asking: list[AskedCall] = []
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._done = anyio.Event()
@@ -152,16 +155,13 @@ class McpServer:
                 read, write = await stack.enter_async_context(self._transport(devnull))
                 # the session's dispatcher is ours too: a task-augmented tools/call goes through it
                 dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
-                extra: dict[str, Any] = {}
-                if self.elicitation is not None:
-                    extra["elicitation_callback"] = self.elicitation
                 session = await stack.enter_async_context(
                     ClientSession(
                         dispatcher=dispatcher,
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="acp-progress", version=__version__),
                         notification_bindings=[self.tasks.binding()],
-                        **extra,
+                        elicitation_callback=self._on_question,
                     )
                 )
                 stack.callback(self.tasks.detach)
@@ -182,6 +182,18 @@ class McpServer:
             # the server's stderr may print its tokens: it never reaches our log
             return bounded_stdio_client(_stdio_params(self.spec, self.cwd), errlog=errlog)
         return _http_transport(self.spec)
+
+    async def _on_question(
+        self, context: Any, params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The server asks the person something (``elicitation/create``) during a call."""
+        from acp_adapter.mcp.elicitation import NOBODY, declined
+
+        call = self.asking[-1] if self.asking else None
+        if self.questions is None:
+            return declined(self.name, NOBODY, call)
+        result: types.ElicitResult | types.ErrorData = await self.questions.ask(self.name, params, call)
+        return result
 
     def _note_task_tools(self, session: ClientSession) -> None:
         caps = session.server_capabilities

@@ -65,6 +65,8 @@ class McpManager:
         self.factory: Any = None
         #: where the session writes down its running MCP tasks (a ``TaskLog``, set by the agent)
         self.task_log: Any = None
+        #: asks the session's person what its servers ask (``SessionQuestions``, set by the agent)
+        self.questions: Any = None
 
     @property
     def names(self) -> list[str]:
@@ -86,6 +88,7 @@ class McpManager:
                 self._tg = tg
                 for spec in self._specs:
                     server = McpServer(spec, self.cwd, start_timeout=self.start_timeout)
+                    server.questions = self.questions
                     self.servers.append(server)
                     tg.start_soon(server.run)
                 self._ready.set()
@@ -139,6 +142,7 @@ class McpManager:
         self._restarted.add(server.name)
         await server.stop(within=3.0)
         fresh = McpServer(server.spec, self.cwd, start_timeout=self.start_timeout)
+        fresh.questions = self.questions
         self.servers[self.servers.index(server)] = fresh
         self._tg.start_soon(fresh.run)
         log.info("MCP server %s crashed; started again (once this turn)", server.name)

@@ -25,6 +25,7 @@ import mcp_types as types
 
 from acp_adapter.cancel import TurnCancelled
 from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
+from acp_adapter.mcp.elicitation import AskedCall
 from acp_adapter.mcp.names import offered_names
 from acp_adapter.mcp.task_calls import TaskFailed, call_as_task
 from acp_adapter.mcp.tasks import status_line
@@ -187,6 +188,8 @@ class McpToolFactory:
                     note = scrub(clean_text(message)[:500], secrets) if isinstance(message, str) else None
                     ctx.progress(value, total, note)
 
+            asked = AskedCall(ctx.call.id, lambda text: ctx.progress(None, None, text))
+            server.asking.append(asked)  # a question from the server belongs to this call's card
             try:
                 if server.uses_task(tool_name):
                     call = self._as_task(server, tool_name, dict(args), ctx, progress)
@@ -204,6 +207,8 @@ class McpToolFactory:
                 raise ToolError(f"MCP server '{server_name}': {scrub(reason_of(exc), secrets)}") from None
             finally:
                 finished = True
+                if asked in server.asking:
+                    server.asking.remove(asked)
             return to_return(result, secrets)
 
         return run

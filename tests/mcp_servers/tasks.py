@@ -225,7 +225,7 @@ def _capabilities(original: Any) -> Any:
 
 low = server._lowlevel_server  # the SDK serves tasks as types only: this server adds them
 low.middleware.append(tasks_middleware)
-low.get_capabilities = _capabilities(low.get_capabilities)  # type: ignore[method-assign]
+low.get_capabilities = _capabilities(low.get_capabilities)
 server_tasks: Any = None
 
 
