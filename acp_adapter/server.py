@@ -168,7 +168,8 @@ class ProgressAgent(SessionMethods):
         #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer)
-        self.mcp.client = lambda: (self._conn, self.client_capabilities)  # where MCP questions go
+        # where MCP questions go: the editor, what it offers, and the way to flush the cards first
+        self.mcp.client = lambda: (self._conn, self.client_capabilities, self.outbox.flush)
         self.routes_resume = False
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"

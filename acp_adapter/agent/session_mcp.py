@@ -50,8 +50,8 @@ class SessionServers:
         self._resuming: dict[str, asyncio.Task[None]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._sdk_loaded = False
-        #: () -> (the ACP connection to the editor, its capabilities): the editor the servers'
-        #: questions go to (set by the agent)
+        #: () -> (the ACP connection to the editor, its capabilities, the outbox's flush): the
+        #: editor the servers' questions go to (set by the agent)
         self.client: Any = None
 
     async def load_sdk(self, wanted: bool) -> None:

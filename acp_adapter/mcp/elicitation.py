@@ -150,14 +150,15 @@ class AskedCall:
 class SessionQuestions:
     """Asks the person of one session (through the editor) what its MCP servers ask."""
 
-    def __init__(self, session_id: str, client: Callable[[], tuple[Any, Any]]) -> None:
+    def __init__(self, session_id: str, client: Callable[[], tuple[Any, Any, Any]]) -> None:
         self.session_id = session_id
-        #: () -> (the ACP connection to the editor, the capabilities it advertised)
+        #: () -> (the ACP connection to the editor, the capabilities it advertised, an awaitable
+        #: flush of the updates queued for it: the card says it waits before the question shows)
         self._client = client
 
     def offers(self) -> tuple[bool, bool]:
         """Whether the editor takes form and URL questions."""
-        _, caps = self._client()
+        _, caps, _ = self._client()
         elicitation = getattr(caps, "elicitation", None)
         if elicitation is None:
             return False, False
@@ -192,9 +193,10 @@ class SessionQuestions:
                 )
         except UnfitQuestion as exc:
             return declined(server, f"the question was not shown: {exc}", call)
-        conn, _ = self._client()
+        conn, _, flush = self._client()
         if call is not None:
             call.show(WAITING)
+            await flush()
         try:
             answer = await conn.create_elicitation(message=message, mode=mode)
         finally:
