@@ -66,6 +66,7 @@ class AskingClient(RecordingClient):
         return CancelElicitationResponse(action="cancel")
 
 
+GITHUB_TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
 
 
