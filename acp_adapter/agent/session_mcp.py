@@ -166,7 +166,7 @@ class SessionServers:
         try:
             await manager.prepare_turn()
         except Exception as exc:  # the turn goes on with the servers that are ready
-            from acp_adapter.mcp.connection import reason_of
+            from acp_adapter.mcp.clean import reason_of
 
             log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
         session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)

@@ -24,11 +24,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED
 
 from acp_adapter.agent.session import Session
+from acp_adapter.mcp.clean import ServerCrashed, reason_of, scrub
 from acp_adapter.mcp.config import MCP_TASKS
-from acp_adapter.mcp.connection import ServerCrashed, reason_of
 from acp_adapter.mcp.task_calls import MAX_RECORDS, TaskFailed, TaskRecord, finish
 from acp_adapter.mcp.tasks import status_line
-from acp_adapter.mcp.tools import manager_ready, scrub, to_return
+from acp_adapter.mcp.tools import manager_ready, to_return
 from acp_adapter.models.base import Message
 from acp_adapter.protocol.meta import ProgressMeta
 from acp_adapter.tooling.toolbox import ToolError

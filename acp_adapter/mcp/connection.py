@@ -29,11 +29,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from acp_adapter._version import __version__
-from acp_adapter.errors import AcpProgressError
+from acp_adapter.mcp.clean import ServerCrashed, reason_of
 from acp_adapter.mcp.elicitation import AskedCall
 from acp_adapter.mcp.stdio import bounded_stdio_client
 from acp_adapter.mcp.tasks import TaskChannel, offers_tasks
-from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.mcp")
 
@@ -43,26 +42,8 @@ START_TIMEOUT = 10.0
 MAX_LIST_PAGES = 50
 #: At most this many tools are read from one server (the names module keeps 1,000 of them).
 MAX_LISTED = 5000
-#: The longest reason shown for a server that failed.
-MAX_REASON = 300
 
 ProgressFn = ProgressFnT
-
-
-class ServerCrashed(AcpProgressError, RuntimeError):
-    """The server's connection closed during a call (the process died or hung up)."""
-
-
-def reason_of(exc: BaseException) -> str:
-    """A short, redacted, one-line reason for a failure (no secrets, no control characters)."""
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return reason_of(exc.exceptions[0])
-    text = str(exc) or type(exc).__name__
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
-    text = " ".join(text.split())
-    if len(text) > MAX_REASON:
-        text = text[: MAX_REASON - 1] + "…"
-    return redact_text(text)
 
 
 def spec_secrets(spec: McpServerStdio | HttpMcpServer) -> tuple[str, ...]:

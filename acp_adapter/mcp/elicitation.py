@@ -30,6 +30,7 @@ from acp.schema import (
 )
 from pydantic import AnyUrl, ValidationError
 
+from acp_adapter.mcp.clean import clean_text
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.mcp")
@@ -54,8 +55,6 @@ class UnfitQuestion(ValueError):
 
 
 def _clean(text: str, cap: int = MAX_TEXT) -> str:
-    from acp_adapter.mcp.tools import clean_text
-
     return redact_text(clean_text(text))[:cap]
 
 
@@ -103,8 +102,6 @@ def form_schema(schema: object) -> ElicitationSchema:
 def safe_url(url: object) -> str:
     if not isinstance(url, str) or len(url) > MAX_URL:
         raise UnfitQuestion("its link is not a URL of at most 2,048 characters")
-    from acp_adapter.mcp.tools import clean_text
-
     if clean_text(url) != url or any(ch.isspace() for ch in url):
         raise UnfitQuestion("its link holds control characters or spaces")
     if not url.lower().startswith(("https://", "http://")):

@@ -19,8 +19,9 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup
 
+from acp_adapter.mcp.clean import reason_of
 from acp_adapter.mcp.config import MCP_SERVERS as MCP_SERVERS  # re-exported: where it always was
-from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, reason_of, spec_secrets
+from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, spec_secrets
 from acp_adapter.mcp.logs import GUARD, install_guard
 
 log = logging.getLogger("acp_progress.mcp")

@@ -26,7 +26,8 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from acp_adapter.cancel import outlives_cancel
-from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
+from acp_adapter.mcp.clean import ServerCrashed, reason_of
+from acp_adapter.mcp.connection import McpServer
 from acp_adapter.mcp.tasks import TERMINAL, StatusFn, can_cancel
 
 log = logging.getLogger("acp_progress.mcp")

@@ -32,6 +32,8 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from pydantic import TypeAdapter
 
+from acp_adapter.mcp.clean import ServerCrashed, clean_text
+
 log = logging.getLogger("acp_progress.mcp")
 
 #: The states after which a task never changes again.
@@ -121,8 +123,6 @@ class TaskChannel:
 
     def _live(self) -> tuple[ClientSession, JSONRPCDispatcher[Any]]:
         if self.session is None or self.dispatcher is None:
-            from acp_adapter.mcp.connection import ServerCrashed
-
             raise ServerCrashed("the server is not running")
         return self.session, self.dispatcher
 
@@ -206,8 +206,6 @@ class TaskChannel:
                     try:
                         fresh = await receive.receive()
                     except anyio.EndOfStream:
-                        from acp_adapter.mcp.connection import ServerCrashed
-
                         raise ServerCrashed("the server closed its connection") from None
                 if fresh is None:
                     fresh = await self.get(current.task_id)
@@ -244,8 +242,6 @@ def status_line(task: types.Task) -> str:
     }[task.status]
     message = task.status_message
     if isinstance(message, str) and message.strip():
-        from acp_adapter.mcp.tools import clean_text
-
         text = " ".join(clean_text(message).split())[:MAX_STATUS]
         return f"task {words}: {text}"
     return f"task {words}"

@@ -24,7 +24,8 @@ from typing import Any
 import mcp_types as types
 
 from acp_adapter.cancel import TurnCancelled
-from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
+from acp_adapter.mcp.clean import ServerCrashed, clean_text, reason_of, scrub
+from acp_adapter.mcp.connection import McpServer
 from acp_adapter.mcp.elicitation import AskedCall
 from acp_adapter.mcp.names import offered_names
 from acp_adapter.mcp.task_calls import TaskFailed, call_as_task
@@ -45,11 +46,6 @@ MAX_ERROR = 2000
 #: that never answers is bounded by cancel.
 CALL_TIMEOUT_ENV = "ACP_PROGRESS_MCP_CALL_TIMEOUT"
 
-_CONTROL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, clear screen)
-    r"|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?"  # OSC (window title, hyperlinks)
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-)
 _SEARCHY = re.compile(r"search|find|query|grep|lookup|list", re.I)
 _FETCHY = re.compile(r"fetch|download|http|url|web|browse", re.I)
 
@@ -61,19 +57,6 @@ class McpTool(Tool):
     card_kind: str = "other"
     server: str = ""
     mcp_name: str = ""
-
-
-def clean_text(text: str) -> str:
-    """``text`` without escape sequences and control characters (newlines and tabs stay)."""
-    return _CONTROL.sub("", text)
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every known secret value of the server replaced."""
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-    return text
 
 
 def card_kind(tool: types.Tool) -> str:
