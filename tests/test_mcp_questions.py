@@ -212,3 +212,21 @@ def test_any_schema_is_either_refused_or_cleaned(raw: dict[str, Any]) -> None:
     dumped = json.dumps(schema.model_dump(mode="json", by_alias=True))
     for bad in ("\\u001b", "\\u0007", "\\u009b"):
         assert bad not in dumped
+
+
+async def test_a_task_that_needs_input_asks_the_editor_and_goes_on_with_the_answer(
+    tmp_path: Path, asking: tuple[Any, AskingClient]
+) -> None:
+    """server-everything's research task turns ``input_required`` on an ambiguous topic: the card
+    says it waits for the person, the question reaches the editor, the report uses the answer."""
+    conn, client = asking
+    client.reply, client.content = "accept", {"interpretation": "snake"}
+    before = len(client.asked)
+    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    ask = 'call simulate-research-query {"topic": "python", "ambiguous": true}'
+    assert (await prompt_text(conn, sid, ask)).stop_reason == "end_turn"
+    assert len(client.asked) == before + 1
+    card = tool_cards(client, sid)[-1]
+    lines = [str(p.get("message", "")) for p in progress_of(card)]
+    assert any(line.startswith("task waiting for your answer") for line in lines), lines
+    assert final_status(card) == "completed" and "snake" in text_of(card[-1])
