@@ -319,7 +319,8 @@ async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
 
 
 async def test_a_task_its_server_no_longer_knows_is_said_plainly_on_load(tmp_path: Path) -> None:
-    """A stdio server dies with the agent: the new one does not know the task, and the card says so."""
+    """A stdio server dies with the agent: a load without the server keeps the task on record and
+    says so; a resume with it finds that the new server does not know the task, and says so."""
     ws = tmp_path / "ws"
     ws.mkdir()
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
@@ -327,7 +328,15 @@ async def test_a_task_its_server_no_longer_knows_is_said_plainly_on_load(tmp_pat
     sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 200, "delay": 0.05}', "kill")
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, _proc, _log):
-        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+        # loaded without its server: the card says so, and the task stays on record
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        await until(lambda: _pickup_ended(client, sid))
+        assert "was not passed this time" in text_of(_pickup_card(client, sid)[-1])
+        await asyncio.sleep(0.3)
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        # resumed with it: the new server does not know the task, and the card says so
+        await conn.resume_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
         await until(lambda: _pickup_ended(client, sid))
         card = _pickup_card(client, sid)
         assert FORGOTTEN in text_of(card[-1])

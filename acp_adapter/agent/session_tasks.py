@@ -6,7 +6,8 @@ its result is not lost — the server still has it. The session's :class:`Sessio
 running task's id and server in the session store (its key-value rows, the same on SQLite and
 PostgreSQL); :func:`resume_tasks` finds them at the next ``session/load`` (or resume), shows each
 task's card again with its current status, follows it, and delivers its result when it finishes —
-or says plainly that the server no longer knows it, or that its server was not passed again. The
+or says plainly that the server no longer knows it. A task whose server is not passed this time
+stays on record (its card says so) until a load passes it again. The
 card's final state joins the stored conversation (history is canonical), and the model hears of
 the result in the session's history.
 """
@@ -141,6 +142,10 @@ async def _resume_one(
     def line(task: Any) -> str:
         return scrub(status_line(task), secrets)
 
+    if manager.server(record.server) is None:  # not passed this time: the task stays on record
+        why = f"MCP server '{record.server}' was not passed this time; load the session with it to get the result"
+        outbox.submit(session.id, build_tool_failed(card, why))
+        return
     end: ToolCallProgress
     text = ""
     try:
