@@ -162,6 +162,16 @@ async def test_a_task_the_server_forgets_fails_saying_so(
     assert "no longer knows this task" in text_of(card[-1])
 
 
+async def test_a_task_id_too_long_or_not_text_is_refused_and_kept_nowhere(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    assert (await prompt_text(agent.conn, sid, "call badid {}")).stop_reason == "end_turn"
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "failed" and "does not keep" in text_of(card[-1])
+    assert "xxxxxxxxxx" not in repr(client.for_session(sid))
+
+
 async def test_session_cancel_sends_tasks_cancel_and_the_card_ends_within_two_seconds(
     tmp_path: Path, agent: SharedAgent, client: RecordingClient
 ) -> None:

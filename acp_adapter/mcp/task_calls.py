@@ -67,7 +67,7 @@ class TaskRecord:
             )
         except (KeyError, TypeError, ValueError):
             return None
-        return record if record.task_id and record.server else None
+        return record if fit_task_id(record.task_id) and record.server else None
 
 
 class TaskLog(Protocol):
@@ -104,6 +104,16 @@ async def call_as_task(
         server.tasks.forget_progress(token)
         return answer
     task = answer.task
+    if not fit_task_id(task.task_id):
+        server.tasks.forget_progress(token)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
+            try:
+                await server.tasks.cancel(task.task_id, within=CANCEL_WAIT)
+            except Exception as exc:
+                log.info("MCP server %s: tasks/cancel failed: %s", server.name, reason_of(exc))
+        raise TaskFailed(
+            "the server named its task with an id this agent does not keep (too long or not text)"
+        )
     record = TaskRecord(task.task_id, server.name, tool, title, time.time())
     if task_log is not None:
         task_log.started(record)
@@ -157,6 +167,11 @@ async def finish(server: McpServer, task: types.Task, on_status: StatusFn) -> ty
         return result
     except MCPError as exc:
         raise _crashed_or(exc) from None
+
+
+def fit_task_id(task_id: str) -> bool:
+    """A task id this agent keeps (in the store, in a card id): at most 200 printable ASCII characters."""
+    return 0 < len(task_id) <= MAX_ID and task_id.isascii() and task_id.isprintable()
 
 
 def _crashed_or(exc: MCPError) -> Exception:

@@ -12,6 +12,7 @@ tools ``execution.taskSupport``, answers a ``tools/call`` that asks for a task w
 * ``breaks`` — fails after two steps (status ``failed``, an error result);
 * ``forgets`` — the server forgets the task at once (``tasks/get`` answers "unknown task");
 * ``asks`` — asks the person a question (``elicitation/create``) and answers with what they said;
+* ``badid`` — a task id no client should keep (5,000 characters and an escape sequence);
 * ``stamped`` — one status change and one progress notification per step, each stamped with the
   sender's monotonic clock (the benchmark's twin measurements).
 
@@ -38,7 +39,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, Field
 
 server = MCPServer("tasks")
-TASK_TOOLS = {"steps", "breaks", "forgets", "stamped"}
+TASK_TOOLS = {"steps", "breaks", "forgets", "stamped", "badid"}
 POLL_MS = int(os.environ.get("MCP_TASKS_POLL_MS", "200"))
 
 
@@ -147,6 +148,7 @@ TOOLS = [
     _tool("breaks", "A task that fails after two steps."),
     _tool("forgets", "A task the server forgets at once."),
     _tool("stamped", "Status changes and progress stamped with the sender's clock."),
+    _tool("badid", "A task whose id is 5,000 characters and an escape sequence."),
 ]
 
 
@@ -177,8 +179,9 @@ async def tasks_middleware(ctx: ServerRequestContext[Any, Any], call_next: CallN
         return types.ListToolsResult(tools=[*TOOLS, *(await server.list_tools())])
     if ctx.method == "tools/call" and params.get("name") in TASK_TOOLS and params.get("task") is not None:
         now = _now()
+        hostile = "x" * 5000 + "\x1b[2J" if params.get("name") == "badid" else None
         task = types.Task(
-            task_id=uuid.uuid4().hex,
+            task_id=hostile or uuid.uuid4().hex,
             status="working",
             created_at=now,
             last_updated_at=now,
