@@ -143,7 +143,10 @@ async def _resume_one(
         return scrub(status_line(task), secrets)
 
     if manager.server(record.server) is None:  # not passed this time: the task stays on record
-        why = f"MCP server '{record.server}' was not passed this time; load the session with it for the result"
+        why = (
+            f"MCP server '{record.server}' was not passed this time; "
+            "load the session with it to get the result"
+        )
         outbox.submit(session.id, build_tool_failed(card, why))
         return
     end: ToolCallProgress
