@@ -46,10 +46,10 @@ from acp_adapter.client.questions import QuestionRequest, QuestionResponse, decl
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
+from acp_adapter.frontends.questions import ask_by_lines
 from acp_adapter.frontends.reader_gone import when_reader_gone
 from acp_adapter.frontends.stdout import quiet_broken_stdout
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
-from acp_adapter.frontends.watch.questions import ask_on_terminal
 from acp_adapter.frontends.watch.render import CardBoard
 from acp_adapter.frontends.watch.view import CardRenderer, LiveView, PlainView
 from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
@@ -130,7 +130,7 @@ class WatchClient:
         ``--yes`` allows tools, it never answers for the person."""
         await self._caught_up()
         if self.stdin is not None and self.stdin.isatty():
-            return await ask_on_terminal(self.view, request, self._note)
+            return await ask_by_lines(self.view, request, self._note)
         self._note(f"❓ declined (no terminal to ask): {' '.join(request.message.split())}")
         return decline()
 

@@ -1,10 +1,11 @@
-"""The agent's questions (ACP ``elicitation/create``: an MCP tool's form or link) asked on the
-terminal by ``watch`` and ``chat``.
+"""The agent's questions (ACP ``elicitation/create``: an MCP tool's form or link) asked one line at
+a time: on ``watch``'s and ``chat``'s terminal, in the console bridge's chat.
 
-Why here: the person at the terminal is the one who can answer; each field is asked on its own
-line, typed answers are checked against the form (a wrong one is asked again, twice at most), and
-Ctrl-C or the end of input cancels. Every string of the question came from a tool: the renderer
-writes it through the terminal-text sanitizer, and a link is shown whole, as it is.
+Why one home: every surface that reads typed lines asks the same way — the message, then each
+field on its own line, typed answers checked against the form (a wrong one is asked again, twice
+at most); no line (Ctrl-C, the end of input, no answer in time) cancels. Every string of the
+question came from a tool: each surface writes it through its sanitizer, and a link is shown
+whole, as it is.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from acp_adapter.client.questions import (
     form_answer,
     form_fields,
 )
-from acp_adapter.frontends.watch.view import _yes
 
 #: Tries per field before the question is declined.
 TRIES = 3
@@ -34,10 +34,14 @@ class LineAsker(Protocol):
     async def ask_line(self, question: str) -> str | None: ...
 
 
-async def ask_on_terminal(
+def _yes(answer: str) -> bool:
+    return answer.strip().lower() in ("y", "yes")
+
+
+async def ask_by_lines(
     view: LineAsker, request: QuestionRequest, note: Callable[[str], None]
 ) -> QuestionResponse:
-    """Ask ``request`` on the terminal ``view`` draws on; the person's answer, decline or cancel."""
+    """Ask ``request`` through ``view`` (one typed line per field); the answer, decline or cancel."""
     note(f"❓ {' '.join(request.message.split())}")
     url = request.url
     if url is not None:
