@@ -26,6 +26,8 @@ from acp.schema import (
     ElicitationCapabilities,
     ElicitationFormCapabilities,
     ElicitationFormSessionMode,
+    ElicitationUrlCapabilities,
+    ElicitationUrlSessionMode,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -230,3 +232,26 @@ async def test_a_task_that_needs_input_asks_the_editor_and_goes_on_with_the_answ
     lines = [str(p.get("message", "")) for p in progress_of(card)]
     assert any(line.startswith("task waiting for your answer") for line in lines), lines
     assert final_status(card) == "completed" and "snake" in text_of(card[-1])
+
+
+async def test_a_link_question_reaches_an_editor_that_takes_links_and_a_bad_link_never_does(
+    tmp_path: Path,
+) -> None:
+    client = AskingClient()
+    links = ClientCapabilities(elicitation=ElicitationCapabilities(url=ElicitationUrlCapabilities()))
+    async with editor(client, links) as conn:
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+        await prompt_text(conn, sid, 'call opens {"url": "https://example.com/login?x=1"}')
+        ((message, mode),) = client.asked
+        assert message == "[jobs] Sign in to go on"
+        assert (
+            isinstance(mode, ElicitationUrlSessionMode) and str(mode.url) == "https://example.com/login?x=1"
+        )
+        assert mode.elicitation_id == "login-1"
+        assert "the person chose accept" in text_of(tool_cards(client, sid)[-1][-1])
+        await prompt_text(conn, sid, 'call opens {"url": "javascript:alert(1)"}')
+        assert len(client.asked) == 1, "a link that is not http(s) is never shown"
+        card = tool_cards(client, sid)[-1]
+        assert "the person chose decline" in text_of(card[-1])
+        lines = [str(p.get("message", "")) for p in progress_of(card)]
+        assert any("its link is not http(s)" in line for line in lines), lines

@@ -12,6 +12,7 @@ tools ``execution.taskSupport``, answers a ``tools/call`` that asks for a task w
 * ``breaks`` — fails after two steps (status ``failed``, an error result);
 * ``forgets`` — the server forgets the task at once (``tasks/get`` answers "unknown task");
 * ``asks`` — asks the person a question (``elicitation/create``) and answers with what they said;
+* ``opens`` — sends the person to a link (URL-mode ``elicitation/create``);
 * ``badid`` — a task id no client should keep (5,000 characters and an escape sequence);
 * ``stamped`` — one status change and one progress notification per step, each stamped with the
   sender's monotonic clock (the benchmark's twin measurements).
@@ -161,6 +162,12 @@ async def asks(ctx: Context, question: str = "What colour?") -> str:
     answer = await ctx.elicit(question, Colour)
     if answer.action == "accept":
         return f"the person said {answer.data.colour}"
+    return f"the person chose {answer.action}"
+
+
+@server.tool(description="Send the person to a link and say whether they agreed to go.")
+async def opens(ctx: Context, url: str = "https://example.com/login") -> str:
+    answer = await ctx.elicit_url("Sign in to go on", url, "login-1")
     return f"the person chose {answer.action}"
 
 
