@@ -7,6 +7,7 @@ until bounded and cleaned (properties checked with Hypothesis)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import sys
@@ -56,6 +57,11 @@ class AskingClient(RecordingClient):
     asked: list[tuple[str, Any]] = field(default_factory=list)
     #: the card's progress lines when each question arrived
     lines_when_asked: list[list[str]] = field(default_factory=list)
+    #: the link questions the agent said were done (``elicitation/complete``)
+    completed: list[str] = field(default_factory=list)
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        self.completed.append(elicitation_id)
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
         self.asked.append((message, mode))
@@ -197,9 +203,13 @@ def test_escapes_and_secrets_in_a_schema_are_cleaned() -> None:
     assert schema.title == "Pick red"
 
 
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    _nested,
     max_leaves=40,
 )
 
@@ -249,6 +259,11 @@ async def test_a_link_question_reaches_an_editor_that_takes_links_and_a_bad_link
         )
         assert mode.elicitation_id == "login-1"
         assert "the person chose accept" in text_of(tool_cards(client, sid)[-1][-1])
+        for _ in range(100):  # the server's notifications/elicitation/complete, passed on
+            if client.completed:
+                break
+            await asyncio.sleep(0.05)
+        assert client.completed == ["login-1"]
         await prompt_text(conn, sid, 'call opens {"url": "javascript:alert(1)"}')
         assert len(client.asked) == 1, "a link that is not http(s) is never shown"
         card = tool_cards(client, sid)[-1]

@@ -187,6 +187,9 @@ class McpServer:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ProgressNotification):
             await self.tasks.on_progress(message)  # a task's progress, after its call was answered
+        elif isinstance(message, types.ElicitCompleteNotification):
+            if self.questions is not None:  # the person finished what a link question sent them to
+                await self.questions.completed(self.name, message.params.elicitation_id)
         elif isinstance(message, types.ToolListChangedNotification):
             self.tools_stale = True
             if self._on_list_changed is not None:

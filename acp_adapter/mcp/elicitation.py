@@ -153,6 +153,18 @@ class SessionQuestions:
         #: flush of the updates queued for it: the card says it waits before the question shows)
         self._client = client
 
+    async def completed(self, server: str, elicitation_id: str) -> None:
+        """The server says a link question is done (``notifications/elicitation/complete``): the
+        editor is told (``elicitation/complete``) when it takes link questions."""
+        _, url = self.offers()
+        if not url:
+            return
+        conn, _, _ = self._client()
+        try:
+            await conn.complete_elicitation(elicitation_id=_clean(elicitation_id, 200) or "mcp")
+        except Exception as exc:
+            log.info("telling the editor that %s's link question is done failed: %r", server, exc)
+
     def offers(self) -> tuple[bool, bool]:
         """Whether the editor takes form and URL questions."""
         _, caps, _ = self._client()

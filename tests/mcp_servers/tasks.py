@@ -168,6 +168,8 @@ async def asks(ctx: Context, question: str = "What colour?") -> str:
 @server.tool(description="Send the person to a link and say whether they agreed to go.")
 async def opens(ctx: Context, url: str = "https://example.com/login") -> str:
     answer = await ctx.elicit_url("Sign in to go on", url, "login-1")
+    if answer.action == "accept":  # the sign-in "happened": the client is told it is done
+        await ctx.session.send_elicit_complete("login-1")
     return f"the person chose {answer.action}"
 
 
