@@ -279,11 +279,13 @@ class AIAgent:
         if prev is None:
             self._usage_total = usage
         else:
+            costs = [c for c in (prev.cost, usage.cost) if c is not None]
             self._usage_total = UsageReport(
                 prev.input_tokens + usage.input_tokens,
                 prev.output_tokens + usage.output_tokens,
                 prev.total_tokens + usage.total_tokens,
                 usage.context_window or prev.context_window,
+                sum(costs) if costs else None,
             )
         if self.usage_callback is not None:
             self._safe(self.usage_callback, usage)

@@ -23,16 +23,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from acp import PROTOCOL_VERSION
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
-    AuthenticateResponse,
     Implementation,
     InitializeResponse,
+    LogoutCapabilities,
     McpCapabilities,
     PromptCapabilities,
+    PromptRequest,
     PromptResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -40,7 +44,7 @@ from acp.schema import (
 )
 
 from acp_adapter._version import __version__
-from acp_adapter.agent.attachments import prompt_images
+from acp_adapter.agent.attachments import sort_images
 from acp_adapter.agent.cancel_wait import await_through_cancel
 from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
@@ -48,8 +52,10 @@ from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.routes import agent_connection
 from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
+from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
+from acp_adapter.agent.sign_in import SignIn, SignInMethods, auth_methods
 from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
 from acp_adapter.agent.turn_outcome import (
     TurnResult,
@@ -108,7 +114,7 @@ SYSTEM_PROMPT = (
 )
 
 
-class ProgressAgent(SessionMethods):
+class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -128,12 +134,14 @@ class ProgressAgent(SessionMethods):
         self.client_name: str | None = None
         #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
         self.client_capabilities: Any = None
-        self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
+        self._given_model = model  # a model passed in belongs to the caller, who closes it
         self.model = model or create_model(self.settings)
         #: the model selector's entries, the configured back-end first (it is ``self.model``)
         self.model_menu: list[ModelChoice] = model_choices(self.settings)
         #: the other entries' back-ends, built when a session first picks one
         self._models: dict[str, ChatModel] = {self.model_menu[0].id: self.model}
+        #: back-ends left behind by a sign-in change (still closed at shutdown: a turn may use one)
+        self._retired_models: list[ChatModel] = []
         #: heartbeats of every turn; by default the connection's own event loop times them
         #: (``loop.call_later``), so an ACP agent needs no scheduler thread
         self.scheduler = scheduler
@@ -171,6 +179,11 @@ class ProgressAgent(SessionMethods):
         # where MCP questions go: the editor, what it offers, and the way to flush the cards first
         self.mcp.client = lambda: (self._conn, self.client_capabilities, self.outbox.flush)
         self.routes_resume = False
+        #: set by :func:`agent_connection` once ``logout`` reaches :meth:`logout` (the SDK's router
+        #: does not route it): only then is ``auth.logout`` advertised
+        self.routes_logout = False
+        #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
+        self.sign_in = SignIn(_settings_file())
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
         )
@@ -294,9 +307,9 @@ class ProgressAgent(SessionMethods):
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()
-        for model in self._models.values():
+        for model in [*self._models.values(), *self._retired_models]:
             close = getattr(model, "close", None)
-            if (model is not self.model or self._owns_model) and callable(close):
+            if model is not self._given_model and callable(close):
                 try:
                     close()
                 except Exception:
@@ -342,22 +355,34 @@ class ProgressAgent(SessionMethods):
                     delete=SessionDeleteCapabilities() if self.routes_delete else None,
                     resume=SessionResumeCapabilities() if self.routes_resume else None,
                     close=SessionCloseCapabilities() if self.routes_resume else None,
+                    fork=SessionForkCapabilities() if self.routes_resume else None,
+                    # the tools read and search there too (never write, never beyond them)
+                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
                 # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
+                auth=AgentAuthCapabilities(logout=LogoutCapabilities() if self.routes_logout else None),
             ),
+            auth_methods=auth_methods(client_capabilities),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             # it shows its own spinners (a relay adds none) and flushes its store when asked
             field_meta=meta_field(ProgressMeta(think_cards=True, store_flush=True)),
         )
 
-    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
-        return AuthenticateResponse()
-
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
         if session is not None and session.cancel is not None:
             session.cancel.cancel("cancelled by the user")
+
+    def stop_prompt_request(self, params: Any) -> bool:
+        """``$/cancel_request`` of a ``session/prompt``: its turn is cancelled as by
+        ``session/cancel`` (every card closes, the answer is ``stopReason: cancelled``). False when
+        the prompt has no turn running yet: then the request is interrupted where it waits."""
+        session = self.sessions.find(PromptRequest.model_validate(params).session_id)
+        if session is None or session.cancel is None:
+            return False
+        session.cancel.cancel("cancelled by the user")
+        return True
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         session = await self._session_for_prompt(session_id)
@@ -419,7 +444,10 @@ class ProgressAgent(SessionMethods):
                 )
             agent = self._build_agent(session, cancel, loop)
             history = list(session.history)
-            images = prompt_images(prompt)
+            attached = sort_images(prompt)
+            images = attached.images
+            if attached.refused:  # told in the session; the turn goes on with the rest
+                session.stream.send_message_text("".join(f"⚠️ {note}\n" for note in attached.refused) + "\n")
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
                 self._executor,
                 lambda: (
@@ -468,8 +496,9 @@ class ProgressAgent(SessionMethods):
         if failure is not None:
             raise failure  # every card is closed and flushed: the error is the prompt's honest answer
         total = result.usage if result is not None else None
-        # token usage travels in _meta (the stable v1 PromptResponse has no root-level usage) and,
-        # with a known context window, as usage_update during the turn
+        # token usage is the answer's own ``usage`` (what editors read) and, for the front-ends
+        # that read it there, in _meta too; with a known context window, also usage_update
+        # during the turn
         usage = (
             Usage(
                 total_tokens=total.total_tokens,
@@ -480,7 +509,7 @@ class ProgressAgent(SessionMethods):
             else None
         )
         meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
-        return PromptResponse(stop_reason=stop_reason, field_meta=meta)  # type: ignore[arg-type]
+        return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ wiring one turn
 
@@ -491,8 +520,11 @@ class ProgressAgent(SessionMethods):
         conn = self._conn
 
         def on_usage(report: UsageReport) -> None:
+            if report.cost is not None:  # usage_update's cost is the session's total so far
+                session.cost = (session.cost or 0.0) + report.cost
             if report.context_window:
-                stream.send_usage(report.input_tokens + report.output_tokens, report.context_window)
+                used = report.input_tokens + report.output_tokens
+                stream.send_usage(used, report.context_window, session.cost)
 
         return self.turn_runner(
             self.model_for(session),
@@ -519,6 +551,12 @@ class ProgressAgent(SessionMethods):
             system_prompt=SYSTEM_PROMPT,
             error_note=False,
         )
+
+
+def _settings_file() -> Path | None:
+    from acp_adapter._config_file import config_file_path
+
+    return config_file_path()
 
 
 def _open_store(settings: Settings) -> SessionStore:

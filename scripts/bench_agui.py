@@ -68,6 +68,7 @@ def start_endpoint(log: Any) -> tuple[subprocess.Popen[bytes], str]:
         "-c",
         "import sys; from acp_adapter.cli import main; sys.exit(main())",
         "agui",
+        "--no-token",
         "--port",
         str(port),
         "--agent",

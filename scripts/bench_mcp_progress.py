@@ -36,6 +36,7 @@ from acp.schema import AllowedOutcome, EnvVariable, McpServerStdio, RequestPermi
 
 import acp_adapter.server as server_module  # noqa: E402
 from acp_adapter.config import Settings  # noqa: E402
+from acp_adapter.mcp.trust import trusted_meta  # noqa: E402
 from acp_adapter.models.embedded import EmbeddedModel  # noqa: E402
 from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.store import MemoryStore  # noqa: E402
@@ -139,6 +140,7 @@ async def main() -> None:
         command=sys.executable,
         args=["-m", "tests.mcp_servers.kit"],
         env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))],
+        field_meta=trusted_meta(True),  # its read-only tools run unasked, as before trust existed
     )
     with tempfile.TemporaryDirectory() as cwd:
         session = await conn.new_session(cwd=cwd, mcp_servers=[kit])

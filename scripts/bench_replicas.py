@@ -58,7 +58,7 @@ class Replica:
             "ACP_PROGRESS_CONFIG_DIR": str(workdir / "config"),
         }
         env.pop("ACP_PROGRESS_AGUI_TOKEN", None)
-        argv = [sys.executable, "-m", "acp_adapter.cli", "agui", "--port", str(self.port)]
+        argv = [sys.executable, "-m", "acp_adapter.cli", "agui", "--no-token", "--port", str(self.port)]
         argv += ["--cwd", str(workdir), "--instance", instance]
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)

@@ -27,7 +27,10 @@ def free_port() -> int:
 
 
 class AguiProcess:
-    """``acp-progress agui ARGS`` with its stderr in ``log``; :meth:`wait_healthy` before use."""
+    """``acp-progress agui ARGS`` with its stderr in ``log``; :meth:`wait_healthy` before use.
+
+    Without ``--token`` in ``ARGS`` it runs with ``--no-token``; ``--own-token`` (a marker, not a
+    flag of the command) leaves the endpoint its own token."""
 
     def __init__(self, workspace: Path, *args: str, env: dict[str, str] | None = None, port: int = 0) -> None:
         self.port = port or free_port()
@@ -35,7 +38,10 @@ class AguiProcess:
         self.log = workspace / f"agui-{self.port}-{time.monotonic_ns()}.log"
         full_env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), **(env or {})}
         full_env.pop("ACP_PROGRESS_AGUI_TOKEN", None)
-        argv = [*CLI, "agui", "--port", str(self.port), "--cwd", str(workspace), *args]
+        # the token gate has tests of its own; here an endpoint without one unless a test gives one
+        gate = [] if "--token" in args or "--own-token" in args else ["--no-token"]
+        args = tuple(a for a in args if a != "--own-token")
+        argv = [*CLI, "agui", "--port", str(self.port), "--cwd", str(workspace), *gate, *args]
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 argv, env=full_env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT

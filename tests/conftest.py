@@ -50,6 +50,22 @@ os.environ.pop("ACP_PROGRESS_DATABASE_URL", None)  # the PostgreSQL store only w
 # ... and reads its settings file from an empty directory, never the user's ~/.config/acp-progress.
 os.environ["ACP_PROGRESS_CONFIG_DIR"] = _private_dir("config")
 
+# Hypothesis on a shared, loaded machine: an example may take long (a busy core, a spawned agent),
+# which is not a failure of the property. Every test inherits this profile; a test's own
+# ``@settings`` changes only what it names (its number of examples).
+try:
+    from hypothesis import HealthCheck
+    from hypothesis import settings as hypothesis_settings
+except ImportError:  # the test extra is not installed: the property tests are skipped by import
+    pass
+else:
+    hypothesis_settings.register_profile(
+        "acp-progress",
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    )
+    hypothesis_settings.load_profile("acp-progress")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Compile the package once, in the controlling process, before any agent is spawned.

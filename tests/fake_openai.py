@@ -106,7 +106,7 @@ def chunk(
     delta: dict[str, Any] | None = None,
     *,
     finish_reason: str | None = None,
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
     model: str = "test-model",
 ) -> dict[str, Any]:
     """A ``chat.completion.chunk``; ``delta=None`` and no finish reason gives ``choices: []``."""
@@ -124,11 +124,17 @@ def chunk(
     return out
 
 
-def usage_chunk(prompt: int, completion: int) -> dict[str, Any]:
-    """The final usage-only chunk of ``stream_options.include_usage``."""
-    return chunk(
-        usage={"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-    )
+def usage_chunk(prompt: int, completion: int, cost: Any = None) -> dict[str, Any]:
+    """The final usage-only chunk of ``stream_options.include_usage``; ``cost`` (any JSON value) as
+    servers that price the call report it (``usage.cost``, US dollars)."""
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if cost is not None:
+        usage["cost"] = cost
+    return chunk(usage=usage)
 
 
 def text_chunks(pieces: Iterable[str], *, role_first: bool = True) -> list[dict[str, Any]]:
@@ -180,7 +186,7 @@ def text_reply(
     *pieces: str,
     reasoning: Sequence[str] = (),
     reasoning_field: str = "reasoning_content",
-    usage: tuple[int, int] | None = None,
+    usage: tuple[int, int] | tuple[int, int, Any] | None = None,
     finish: bool = True,
     **timing: Any,
 ) -> Reply:
@@ -200,7 +206,7 @@ def tool_reply(
     text: Sequence[str] = (),
     piece: int = 4,
     interleave: bool = True,
-    usage: tuple[int, int] | None = None,
+    usage: tuple[int, int] | tuple[int, int, Any] | None = None,
     **timing: Any,
 ) -> Reply:
     """Optional text, then ``calls`` ``(id, name, arguments)`` streamed in fragments, then the finish."""
@@ -288,10 +294,20 @@ class _Handler(BaseHTTPRequestHandler):
     # -------------------------------------------------------------- requests
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
-        else:
+        fake = self.server.fake
+        fake._record(
+            RecordedRequest(
+                "GET", self.path, dict(self.headers.items()), None, time.monotonic(), self.client_address[:2]
+            )
+        )
+        if fake.models is None or not self.path.split("?")[0].rstrip("/").endswith("/models"):
             self._json(404, {"detail": "Not Found"})
+        elif fake.api_key is not None and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+            self._json(401, {"error": {"message": "Incorrect API key provided.", "code": "invalid_api_key"}})
+        else:
+            self._json(
+                200, {"object": "list", "data": [{"id": name, "object": "model"} for name in fake.models]}
+            )
 
     def do_POST(self) -> None:
         fake = self.server.fake
@@ -414,11 +430,20 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAI:
     """The scriptable server. Start it with ``with FakeOpenAI() as server`` (or ``start``/``stop``).
 
-    ``api_key``: when set, requests without ``Authorization: Bearer <api_key>`` get a 401.
+    ``api_key``: when set, requests without ``Authorization: Bearer <api_key>`` get a 401 (the
+    model list included). ``models``: the names ``GET /v1/models`` lists.
     """
 
-    def __init__(self, *, api_key: str | None = None, fallback: Reply | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        fallback: Reply | None = None,
+        models: Sequence[str] | None = ("test-model",),
+    ) -> None:
         self.api_key = api_key
+        #: what ``GET /v1/models`` lists (None: the server has no model list, a 404)
+        self.models = list(models) if models is not None else None
         self.fallback = fallback or text_reply("(no scripted reply)")
         self.requests: list[RecordedRequest] = []
         self.responses: list[ResponseLog] = []

@@ -47,6 +47,12 @@ def _cli() -> list[str]:
     return [sys.executable, "-c", "import sys; from acp_adapter.cli import main; sys.exit(main())"]
 
 
+def _gate(args: tuple[str, ...], env: dict[str, str] | None) -> list[str]:
+    """An endpoint without a token unless the test gives one (the token gate is tested as such)."""
+    given = "--token" in args or "ACP_PROGRESS_AGUI_TOKEN" in (env or {})
+    return [] if given else ["--no-token"]
+
+
 class Endpoint:
     """``acp-progress agui`` with ``args`` on a free loopback port; its stderr goes to ``log``."""
 
@@ -57,7 +63,8 @@ class Endpoint:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workspace / f"agui-{self.port}.log"
-        argv = [*_cli(), "agui", "--port", str(self.port), "--cwd", str(workspace), "--summary", "off", *args]
+        argv = [*_cli(), "agui", "--port", str(self.port), "--cwd", str(workspace), "--summary", "off"]
+        argv += [*_gate(args, env), *args]
         full_env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), **(env or {})}
         full_env.pop("ACP_PROGRESS_AGUI_TOKEN", None)
         full_env.update(env or {})

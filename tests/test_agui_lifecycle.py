@@ -125,7 +125,7 @@ def _agui(tmp_path: Path, *args: str, timeout: float = 30) -> subprocess.Complet
 
     env = {**os.environ, **agent_env()}
     return subprocess.run(
-        [*CLI, "agui", "--cwd", str(tmp_path), *args],
+        [*CLI, "agui", "--cwd", str(tmp_path), "--no-token", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -71,6 +71,7 @@ def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     argv = [
         *_cli(),
         "agui",
+        "--no-token",
         "--host",
         "127.0.0.1",
         "--port",

@@ -1,7 +1,8 @@
 """Issue 29 point 5: the endpoint's web page, in a real headless browser.
 
-Debian's ``chromium`` (``/usr/bin/chromium``; ``.ci/run`` installs it with apt) driven by
-Playwright for Python with ``executable_path`` — Playwright never downloads a browser here. The
+Debian's ``chromium`` (``/usr/bin/chromium``; :mod:`tests.chromium` installs it with apt when
+missing and run as root, else the tests fail saying what to install) driven by Playwright for
+Python with ``executable_path`` — Playwright never downloads a browser here. The
 page talks to a real ``acp-progress agui`` process driving ``tests/agents/agui_everything_agent.py``:
 a prompt streams its answer while a progress bar moves to 100 %, the plan checklist and the diff
 show, a permission question is answered with its buttons, a run is stopped, and after a reload
@@ -21,15 +22,18 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 
+from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
+
 from .agents.agui_everything_agent import LONG_COMMAND
 from .agui_process import AguiProcess
+from .chromium import CHROMIUM, ensure_chromium
 from .conftest import ROOT
+from .test_agui_visible import SHOWN_COMMAND
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install -e '.[test]' installs playwright"
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
     "--headless",
     "--no-sandbox",
@@ -46,8 +50,7 @@ TOKEN = "page-test-token-0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not CHROMIUM.is_file():
-        pytest.fail("Debian's chromium is required for the page tests: apt-get install chromium")
+    ensure_chromium(CHROMIUM)
     with sync_playwright() as driver:
         launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
         try:
@@ -211,16 +214,25 @@ def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own
     page.click("#new-thread")
     send(page, "list the files here")
     idle(page)
-    answer = page.locator(".msg.assistant").last.text_content() or ""
+    live_title = page.locator(".card.tool .name").last.text_content() or ""
+    # watch's line for it: the card's emoji (card_emoji: the tool's own or its kind's) and title
+    emoji, title = live_title.split(" ", 1)
+    assert title == f"{NATIVE_TOOLS['list_dir'].verb} ." and emoji in {
+        card_emoji("read"),
+        card_emoji("read", "list_dir"),
+    }
+    answer = page.locator(".msg.assistant").last.get_attribute("data-raw") or ""  # its Markdown
     assert "notes.txt" in answer
     thread_id = page.evaluate("sessionStorage.getItem('acp-progress.thread')")
     stored(own_server, thread_id, answer)
     page.reload()
     page.wait_for_selector(".msg.assistant")
     assert page.locator(".msg.user").all_text_contents() == ["list the files here"]
-    assert page.locator(".msg.assistant").all_text_contents() == [answer]
+    assert page.locator(".msg.assistant").evaluate_all("ms => ms.map(m => m.dataset.raw)") == [answer]
     card = page.locator(".card.tool.done")
-    assert card.count() == 1 and card.locator(".name").text_content() == "list_dir"
+    assert card.count() == 1 and card.get_attribute("data-tool") == "list_dir"
+    # titled as watch titles it: the same emoji and words as the live card had
+    assert card.locator(".name").text_content() == live_title
     assert "notes.txt" in (card.locator("div.result").text_content() or "")
     # the thread goes on: a new run on it is drawn after the earlier conversation
     send(page, "read notes.txt")
@@ -245,7 +257,7 @@ def test_a_restored_conversation_is_text_never_markup(page: Any, own_server: Agu
     send(page, hostile)
     idle(page)
     thread_id = page.evaluate("sessionStorage.getItem('acp-progress.thread')")
-    stored(own_server, thread_id, page.locator(".msg.assistant").last.text_content() or "")
+    stored(own_server, thread_id, page.locator(".msg.assistant").last.get_attribute("data-raw") or "")
     page.reload()
     page.wait_for_selector(".msg.user")
     assert page.locator(".msg.user").all_text_contents() == [hostile]
@@ -327,3 +339,125 @@ def test_a_question_open_at_a_reload_is_asked_again(page: Any, server: AguiProce
     page.click(".question button:has-text('Deny')")
     idle(page)
     assert page.locator(".msg.assistant").last.text_content() == "permission=reject"
+
+
+def test_stop_ends_every_open_card_and_the_summary_at_once(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.click("#new-thread")
+    send(page, "slow")
+    page.wait_for_selector(".card .state:has-text('/100')")
+    page.wait_for_selector("#summary:not([hidden])")
+    page.click("#stop")
+    # at once, not after a reload: the card says Cancelled, its bar stops, the summary is gone
+    assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
+    assert page.locator("#summary").is_hidden()
+    page.wait_for_timeout(1500)  # nothing that still arrives brings them back
+    assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
+    assert page.locator("#summary").is_hidden()
+    assert page.problems == []
+
+
+def test_the_plan_belongs_to_its_run(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.click("#new-thread")
+    send(page, "everything 10")
+    idle(page)
+    assert page.locator("#plan-list li").count() == 3
+    send(page, "hello")
+    idle(page)
+    assert page.locator("#plan").is_hidden() and page.locator("#plan-list li").count() == 0
+
+
+def test_the_header_counts_the_conversation_of_the_first_run(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    page.click("#new-thread")
+    before = len(httpx.get(server.url + "/threads").json()["threads"])
+    send(page, "slow")
+    page.wait_for_selector(".card .state:has-text('/100')")
+    expected = f"Connected · {before + 1} conversation{'' if before + 1 == 1 else 's'}"
+    page.wait_for_selector(f"#connection:has-text('{expected}')", timeout=5000)
+    page.click("#stop")
+    idle(page)
+
+
+def test_cards_show_watch_s_title_and_emoji_and_readable_arguments(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.click("#new-thread")
+    send(page, "everything 10")
+    idle(page)
+    first = page.locator(".card.tool").first
+    assert first.locator(".name").text_content() == f"{card_emoji('other', 'count')} Counting items"
+    assert first.locator("dl.args-list dt").all_text_contents() == ["n"]
+    assert first.locator("dl.args-list dd").all_text_contents() == ["5"]
+    assert "{" not in (first.locator(".args").text_content() or "")  # no raw JSON
+
+
+def test_the_answer_s_markdown_is_rendered_and_its_html_is_text(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.click("#new-thread")
+    prompt = (
+        "**bold** and `<b>code</b>` and [ok](https://example.com/a) and [bad](javascript:alert(1)) "
+        '<img src=x onerror="window.pwned=1"><b>raw</b>'
+    )
+    send(page, prompt)
+    idle(page)
+    answer = page.locator(".msg.assistant").last
+    assert answer.locator("strong").text_content() == "bold"
+    assert answer.locator("code").text_content() == "<b>code</b>"
+    links = answer.locator("a")
+    assert links.count() == 1 and links.get_attribute("href") == "https://example.com/a"
+    assert links.get_attribute("rel") == "noopener noreferrer nofollow"
+    assert "[bad](javascript:alert(1))" in (answer.text_content() or "")
+    assert answer.locator("b, img, script").count() == 0 and "<b>raw</b>" in (answer.text_content() or "")
+    assert page.evaluate("window.pwned === undefined")
+    assert page.problems == []
+
+
+def test_a_disguised_command_shows_whole_and_visible_on_the_page(page: Any, server: AguiProcess) -> None:
+    page.goto(server.url + "/")
+    page.click("#new-thread")
+    send(page, "disguised")
+    page.wait_for_selector(".question")
+    assert page.locator(".question pre.command").text_content() == SHOWN_COMMAND
+    card = page.locator(".card.tool").last.text_content() or ""
+    assert "<U+202E>" in card and "\u202e" not in card and "\u200b" not in card
+    assert "\u202e" not in (page.locator("main").text_content() or "")
+    page.click(".question button:has-text('Deny')")
+    idle(page)
+
+
+def test_the_printed_url_opens_the_page_with_its_token_and_a_wrong_one_is_said(
+    browser: Any, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    process = AguiProcess(
+        tmp_path,
+        "--own-token",
+        "--agent",
+        AGENT,
+        "--summary",
+        "off",
+        env={"ACP_PROGRESS_STATE_DIR": str(state)},
+    )
+    try:
+        process.wait_healthy()
+        process.wait_for("open the web page at ")
+        url = re.search(r"open the web page at (http://\S+)", process.text()).group(1)  # type: ignore[union-attr]
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url)
+        page.wait_for_selector("#connection:has-text('Connected')")
+        assert "#" not in page.url and page.locator("#token-form").is_hidden()  # taken out of the address
+        send(page, "hi")
+        idle(page)
+        assert page.locator(".msg.assistant").last.text_content() == "echo: hi"
+        context.close()
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(process.url + "/#token=not-the-token-0123456789")
+        page.wait_for_selector("#connection:has-text('The token was not accepted')")
+        assert page.locator("#token-form").is_visible()
+        context.close()
+    finally:
+        process.stop()

@@ -240,3 +240,73 @@ def test_claims_say_who_holds_a_thread_and_whose_copy_is_stale(pg_url: str) -> N
         for locks in (a, b, other_scope):
             locks.close()
         store.close()
+
+
+@pytest.mark.anyio
+async def test_the_thread_lock_goes_before_the_run_s_last_event(pg_url: str, tmp_path: Path) -> None:
+    """However slow the database is to take the lock back, the run's RUN_FINISHED is written only
+    after it did: the other replica can claim the thread the moment the event is read."""
+    import json
+    import sys
+
+    from acp_adapter.frontends.agui.policy import default_policy
+    from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
+    from acp_adapter.frontends.agui.request import parse_run_request
+    from acp_adapter.frontends.agui.service import AguiService
+    from acp_adapter.store.postgres import PostgresStore
+
+    from .conftest import ROOT
+
+    class SlowDatabase(ReplicaThreadLocks):
+        def release(self, thread_id: str, flush: Any = None) -> None:
+            time.sleep(0.3)
+            super().release(thread_id, flush)
+
+    store = PostgresStore(pg_url)
+    agent = [sys.executable, str(ROOT / "tests" / "agents" / "agui_everything_agent.py")]
+    service = AguiService(agent, cwd=str(tmp_path), policy=default_policy, tool_progress=False)
+    service.thread_locks = SlowDatabase(pg_url, store, "s")
+    other_replica = ReplicaThreadLocks(pg_url, store, "s")
+    try:
+        await service.start()
+        body = {"threadId": "T", "runId": "r1", "messages": [{"id": "m1", "role": "user", "content": "hi"}]}
+        active = await service.open_run(parse_run_request(json.dumps(body).encode(), False))
+        async for event in active.context.emitter.events():
+            if event.type in ("RUN_FINISHED", "RUN_ERROR"):
+                claimed = other_replica.claim("T")
+                assert claimed is not None, "the thread was still held when its run said it finished"
+                other_replica.release("T")
+    finally:
+        await service.close()
+        other_replica.close()
+        store.close()
+
+
+def test_a_thread_is_free_at_every_replica_when_its_run_says_it_finished(
+    replicas: list[AguiProcess],
+) -> None:
+    """A client that reads RUN_FINISHED for thread T at one replica and at that moment posts T's
+    next run to the other never gets 409: the lock went before the run's last event was sent."""
+    a, b = replicas
+    refused: list[str] = []
+    for turn in range(12):
+        here, there = (a, b) if turn % 2 == 0 else (b, a)
+        body = {
+            "threadId": "ping-pong",
+            "runId": f"pp-{turn}",
+            "messages": [{"id": f"m-pp-{turn}", "role": "user", "content": f"what is {turn}+1"}],
+        }
+        with httpx.stream("POST", here.url + "/", json=body, timeout=30) as response:
+            assert response.status_code == 200, response.read()
+            for line in response.iter_lines():
+                if '"RUN_FINISHED"' in line or '"RUN_ERROR"' in line:
+                    break  # the next run goes out now, before this stream is even closed
+        following = {
+            "threadId": "ping-pong",
+            "runId": f"pp-{turn}-next",
+            "messages": [{"id": f"m-pp-{turn}-n", "role": "user", "content": "what is 1+1"}],
+        }
+        answer = httpx.post(there.url + "/", json=following, timeout=30)
+        if answer.status_code != 200:
+            refused.append(f"turn {turn}: {answer.status_code} {answer.text}")
+    assert refused == []

@@ -124,6 +124,13 @@ def test_bench_sessions_against_postgres_and_agui_replicas(tmp_path: Path, pg_ur
 
 
 @pytest.mark.benchmark
+def test_bench_fork_measures_fork_against_load_of_the_same_session(tmp_path: Path) -> None:
+    figures = figures_of("bench_fork.py", tmp_path, "--turns", "10", "--rounds", "2")
+    assert figures["replayed_updates"] == 52  # the session bench_sessions.py measures, replayed whole
+    assert positive(figures["load_ms"]) and positive(figures["fork_ms"]) and positive(figures["fork_vs_load"])
+
+
+@pytest.mark.benchmark
 def test_startup_benchmark_measures_each_command_against_python_pass(tmp_path: Path) -> None:
     figures = figures_of("bench_startup.py", tmp_path, "--rounds", "1", "--only=--version")
     assert set(figures) == {"baseline", "--version"}

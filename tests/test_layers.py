@@ -57,6 +57,8 @@ ALLOWED_CROSSINGS = {
     # the settings file is read only when it passes the ssh rule; private_path needs only the
     # standard library and errors (no cycle), and the file must be checked where it is opened
     ("acp_adapter._config_file", "acp_adapter.safety.private_path"),
+    # and written (what serve --setup saves, the key included) only under the same rule
+    ("acp_adapter.config.sign_in_file", "acp_adapter.safety.private_path"),
 }
 
 BASE_LAYERS = {name for name, rank in RANKS.items() if rank == 0}

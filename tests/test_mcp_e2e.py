@@ -16,6 +16,7 @@ from acp.schema import EnvVariable, McpServerStdio, ToolCallStart
 from acp_adapter.frontends.bridges.config import ProgressConfig
 from acp_adapter.frontends.bridges.events import ProgressEvent
 from acp_adapter.frontends.bridges.projection import TurnProjection
+from acp_adapter.mcp.trust import trusted_meta
 
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text
 from .shared_agent import SharedAgent, shared_agent_process
@@ -49,7 +50,10 @@ def kit(
     marker: Path | None = None,
     cancelled: Path | None = None,
     garbage: int = 0,
+    trusted: bool = True,
 ) -> McpServerStdio:
+    """The kit server, marked trusted unless asked (its ``peek`` then runs unasked, as its
+    ``readOnlyHint`` says; what an untrusted kit does is the point of the tests that pass False)."""
     env = [EnvVariable(name="PYTHONPATH", value=str(ROOT)), EnvVariable(name="KIT_SECRET", value=SECRET)]
     if marker is not None:
         env.append(EnvVariable(name="MCP_KIT_MARKER", value=str(marker)))
@@ -58,7 +62,11 @@ def kit(
     if garbage:
         env.append(EnvVariable(name="MCP_KIT_GARBAGE", value=str(garbage)))
     return McpServerStdio(
-        name=name, command=sys.executable, args=["-m", "tests.mcp_servers.kit", *args], env=env
+        name=name,
+        command=sys.executable,
+        args=["-m", "tests.mcp_servers.kit", *args],
+        env=env,
+        field_meta=trusted_meta(trusted),
     )
 
 

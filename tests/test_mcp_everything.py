@@ -19,6 +19,7 @@ from acp.schema import EnvVariable, McpServerStdio
 
 from acp_adapter.frontends.agui.policy import none_policy
 from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.mcp.trust import trusted_meta
 
 from .agui_checks import wire
 from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text
@@ -53,11 +54,13 @@ def node_with_everything() -> str:
 
 
 def everything() -> McpServerStdio:
+    """server-everything, marked trusted: its read-only tools (``echo``) run unasked."""
     return McpServerStdio(
         name="everything",
         command=node_with_everything(),
         args=[str(ENTRY), "stdio"],
         env=[EnvVariable(name="EVERYTHING_API_TOKEN", value=TOKEN)],
+        field_meta=trusted_meta(True),
     )
 
 

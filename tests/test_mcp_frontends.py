@@ -34,8 +34,10 @@ SECRET = "kit-env-secret-9Hq2Lm4Np6Rt8Vx0"
 
 
 def kit_entry(marker: Path) -> dict[str, Any]:
-    """A common-form entry starting tests/mcp_servers/kit.py over stdio."""
+    """A common-form entry starting tests/mcp_servers/kit.py over stdio, marked trusted (its
+    ``peek`` runs unasked, as its ``readOnlyHint`` says)."""
     return {
+        "trusted": True,
         "command": sys.executable,
         "args": ["-m", "tests.mcp_servers.kit", "stdio"],
         "env": {"PYTHONPATH": str(ROOT), "MCP_KIT_MARKER": str(marker), "KIT_SECRET": SECRET},
@@ -52,7 +54,11 @@ def servers_file(tmp_path: Path, marker: Path) -> Path:
 def web_kit() -> Any:
     """The common-form entry of one HTTP kit server shared by the module's front-end tests."""
     with http_kit() as port:
-        yield {"url": f"http://127.0.0.1:{port}/mcp", "headers": {"Authorization": f"Bearer {SECRET}"}}
+        yield {
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "headers": {"Authorization": f"Bearer {SECRET}"},
+            "trusted": True,
+        }
 
 
 def web_servers_file(tmp_path: Path, entry: dict[str, Any]) -> Path:
@@ -271,7 +277,7 @@ def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path, web_kit: dict[
 def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     write_settings(
         tmp_path / "c",
-        f"[mcp_servers.kit]\nurl = {json.dumps(web_kit['url'])}\n"
+        f"[mcp_servers.kit]\nurl = {json.dumps(web_kit['url'])}\ntrusted = true\n"
         f"headers = {{ Authorization = {json.dumps(web_kit['headers']['Authorization'])} }}\n",
     )
     done = cli(
@@ -279,6 +285,23 @@ def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, 
     )
     assert done.returncode == 0, done.stderr
     assert "peek: from the settings file" in done.stdout and SECRET not in done.stdout + done.stderr
+
+
+def test_an_untrusted_settings_file_servers_lying_tool_is_asked_about(
+    tmp_path: Path, web_kit: dict[str, Any]
+) -> None:
+    """Without ``trusted = true`` the server's ``readOnlyHint`` is not believed: ``run`` on a pipe
+    has nobody to ask, so the tool that claims to only read (and writes a file) never runs."""
+    target = tmp_path / "pwned"
+    write_settings(
+        tmp_path / "c",
+        f"[mcp_servers.kit]\nurl = {json.dumps(web_kit['url'])}\n"
+        f"headers = {{ Authorization = {json.dumps(web_kit['headers']['Authorization'])} }}\n",
+    )
+    ask = f'call sneaky {{"path": "{target}"}}'
+    done = cli("run", ask, env=env_for(tmp_path / "c"), cwd=tmp_path)
+    assert not target.exists(), "the untrusted server's tool ran unasked"
+    assert "denied" in (done.stdout + done.stderr).lower()
 
 
 def test_console_bridge_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
@@ -314,7 +337,17 @@ def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any
     port = _free_port()
     env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     proc = subprocess.Popen(
-        [*acp_progress(), "agui", "--port", str(port), "--cwd", str(tmp_path), "--mcp-config", str(servers)],
+        [
+            *acp_progress(),
+            "agui",
+            "--no-token",
+            "--port",
+            str(port),
+            "--cwd",
+            str(tmp_path),
+            "--mcp-config",
+            str(servers),
+        ],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,

@@ -52,6 +52,41 @@ CASES: list[tuple[str, str, str]] = [
     (f"sudo -S ls <<< {PW} done", PW, "ls"),
     (f"MAILGUN_KEY={MAILGUN} next", MAILGUN, "MAILGUN_KEY"),
     (f"the key is {MAILGUN} ok", MAILGUN, "the"),
+    # passwords that particular programs take as their own arguments
+    (f"sshpass -p{PW} ssh host", PW, "ssh"),
+    (f"ansible-playbook -e ansible_become_pass={PW} site.yml", PW, "site.yml"),
+    (f"ansible_ssh_pass: {PW}\nnext", PW, "ansible_ssh_pass"),
+    (f"zip -P {PW} out.zip notes.txt", PW, "out.zip"),
+    (f"unzip -P{PW} in.zip", PW, "in.zip"),
+    (f"7z a -p{PW} out.7z dir", PW, "out.7z"),
+    (f"/usr/bin/7z x -p{PW} in.7z", PW, "in.7z"),
+    (f"unrar x -p{PW} in.rar", PW, "in.rar"),
+    (f"keytool -list -storepass {PW} -keystore k.jks", PW, "k.jks"),
+    (f"keytool -importkeystore -srcstorepass {PW} -destkeypass {PW}x -v", PW, "-v"),
+    (f"jarsigner -keypass {PW} app.jar alias", PW, "app.jar"),
+    (f"smbclient //srv/share -U bob%{PW} -c ls", PW, "bob%"),
+    (f"rpcclient --user=bob%{PW} srv", PW, "srv"),
+    (f"ldapsearch -x -D cn=admin -w {PW} -b dc=x", PW, "dc=x"),
+    (f"ldappasswd -x -D cn=admin -w {PW} -s {PW}n uid=bob", PW, "uid=bob"),
+    (f"sqlcmd -S srv -U sa -P {PW} -Q 'select 1'", PW, "srv"),
+    (f"bcp db.t out f.dat -U sa -P{PW} -c", PW, "f.dat"),
+    (f"plink -ssh bob@host -pw {PW} uptime", PW, "uptime"),
+    (f"pscp -pw {PW} f.txt bob@host:", PW, "f.txt"),
+    (f"deploy --db-pass {PW} now", PW, "deploy"),
+    (f"deploy --db-pass={PW} now", PW, "deploy"),
+    (f"tool --pw {PW} now", PW, "tool"),
+    (f"tool --pw={PW} now", PW, "tool"),
+    (f"chpasswd <<< bob:{PW}", PW, "bob"),
+    (f"echo 'bob:{PW}' | chpasswd", PW, "chpasswd"),
+    (f"echo {PW} | passwd --stdin bob", PW, "bob"),
+    (f"nmcli dev wifi connect Home password {PW} ifname wlan0", PW, "wlan0"),
+    (f"nmcli con modify home wifi-sec.psk {PW}", PW, "home"),
+    (f"wpa_passphrase HomeNet {PW}", PW, "HomeNet"),
+    (f"net use Z: \\\\srv\\share {PW} /user:bob", PW, "/user:bob"),
+    (f"net use \\\\srv\\share /user:bob {PW}", PW, "/user:bob"),
+    (f"net user bob {PW} /add", PW, "/add"),
+    (f"MY_SERVICE_KEY={MAILGUN[4:]}x next", MAILGUN[4:], "MY_SERVICE_KEY"),
+    ("PUSHER_APP_KEY=" + "a1b2c3d4" * 4 + " next", "a1b2c3d4" * 4, "PUSHER_APP_KEY"),
 ]
 
 BENIGN = [
@@ -78,6 +113,29 @@ BENIGN = [
     "echo $PW | sudo -S ls",
     "docker login -u bob -p $REGISTRY_TOKEN ghcr.io",
     "did the tests pass",
+    "SORT_KEY=name",
+    "CACHE_KEY=user_profile_settings_v2_2024_final",
+    "S3_KEY=uploads/2024/03/report-final.pdf",
+    "PRIMARY_KEY=id",
+    "first_pass=2 second_pass=3",
+    "unzip -p in.zip file.txt",
+    "zip -r out.zip dir",
+    "7z a -p out.7z dir",
+    "7z x in.7z -o/tmp/out",
+    "keytool -list -storepass:env STOREPASS -keystore k.jks",
+    "ldapsearch -x -W -b dc=x",
+    "sqlcmd -S srv -E -Q 'select 1'",
+    "sort -P 4 file",
+    "smbclient -L srv -U bob",
+    "net use Z: \\\\srv\\share /user:bob",
+    "net use Z: \\\\srv\\share * /user:bob",
+    "net view",
+    "nmcli con show",
+    "nmcli con modify home wifi-sec.psk-flags 1",
+    "wpa_passphrase HomeNet",
+    "chpasswd < users.txt",
+    "tool --pw-file /run/pw",
+    "pwm and pwn are words",
 ]
 
 
@@ -100,7 +158,9 @@ def test_benign_look_alikes_are_unchanged(text: str) -> None:
 
 
 def test_env_pass_names_are_sensitive_keys_and_english_ones_are_not() -> None:
-    for name in ("DB_PASS", "SMTP_PASS", "RABBITMQ_DEFAULT_PASS", "pass", "--pass"):
+    for name in ("DB_PASS", "SMTP_PASS", "RABBITMQ_DEFAULT_PASS", "pass", "--pass", "ansible_become_pass"):
+        assert is_sensitive_key(name), name
+    for name in ("--db-pass", "smtp_pass", "pw", "--pw", "wpa_psk"):
         assert is_sensitive_key(name), name
     for name in ("first_pass", "bypass", "pass-through", "compass", "passes"):
         assert not is_sensitive_key(name), name
@@ -193,6 +253,18 @@ _MB = 1 << 20
         "sudo -S ",
         "echo x | sudo -S ",
         "sudo -a -b -c ",
+        "7z -p",
+        "zip -P ",
+        "keytool -storepass ",
+        "smbclient -U a%",
+        "ldapsearch -w ",
+        "net use ",
+        "net ",
+        "net user a ",
+        "nmcli password ",
+        "echo a:b | chpasswd ",
+        "X_KEY=" + "a1" * 12 + " ",
+        "--pw ",
     ],
 )
 def test_new_families_stay_linear(unit: str) -> None:

@@ -29,8 +29,9 @@ async def test_prompt_closes_the_think_card_before_the_response(tmp_path):
         await asyncio.sleep(0.15)
         assert len(client.updates) == count
     assert response.stop_reason == "end_turn"
-    assert response.usage is None, "usage travels in _meta: the v1 PromptResponse has no root usage"
-    assert response.field_meta["acpProgress"]["usage"]["totalTokens"] > 0
+    # the answer's own usage (what editors read), and the same in _meta for our front-ends
+    assert response.usage is not None and response.usage.total_tokens > 0
+    assert response.field_meta["acpProgress"]["usage"]["totalTokens"] == response.usage.total_tokens
     (card,) = client.think_cards().values()
     assert final_status(card) == "completed"
     assert "3*3 = 9" in client.answer()

@@ -3,7 +3,7 @@
 This project's agent driven by the SDK's client side: the mode and model selectors of
 ``session/new``/``load``/``resume``, ``session/set_config_option`` and ``session/set_mode`` with
 their updates, read-only refusing without asking, auto allowing without asking (audited as
-automatic), "always" answers per command name that survive a new agent, ``/help`` and
+automatic), "always" answers per program that survive a new agent, ``/help`` and
 ``/title`` answered without the model, ``session/close`` cancelling a running turn and
 ``session/resume`` going on without a replay.
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -158,7 +160,7 @@ async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_autom
 
 
 @pytest.mark.anyio
-async def test_always_answers_are_per_command_name_stored_with_the_session_and_audited(
+async def test_always_answers_are_per_program_stored_with_the_session_and_audited(
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
@@ -189,13 +191,14 @@ async def test_always_answers_are_per_command_name_stored_with_the_session_and_a
         assert again.permission_requests == []
         assert final_status(_card_of(again, sid, "echo third")) == "completed"
     rows = [(r["allowed"], r["decidedBy"], r["rule"]) for r in _audit(state)]
+    echo = f"always allow execute:program:{os.path.realpath(shutil.which('echo') or 'echo')}"
     assert rows == [
-        (True, "client", "always allow execute:echo"),
-        (True, "auto", "always allow execute:echo"),
+        (True, "client", echo),
+        (True, "auto", echo),
         (False, "client", "always reject execute:ls"),
         (False, "auto", "always reject execute:ls"),
         (True, "client", ""),
-        (True, "auto", "always allow execute:echo"),
+        (True, "auto", echo),
     ]
 
 

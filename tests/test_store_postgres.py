@@ -58,6 +58,47 @@ def test_the_url_never_shows_its_password() -> None:
     assert "hunter2pw" not in str(err.value) and "[hidden]" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "url, secret",
+    [
+        ("postgresql://acp@db.example/acp?password=UrlParamPw77", "UrlParamPw77"),
+        ("postgresql://acp@db.example/acp?sslmode=verify-full&sslpassword=KeyPass88", "KeyPass88"),
+        ("postgresql://acp:UserInfoPw66@db.example/acp?password=SecondPw55", "SecondPw55"),
+        ("postgresql://db.example/acp?application_name=a&api_token=TokenValue44#frag", "TokenValue44"),
+        ("postgresql://db.example/acp?PASSWORD=UpperPw33", "UpperPw33"),
+    ],
+)
+def test_every_credential_of_the_url_is_hidden(url: str, secret: str) -> None:
+    """A password can ride in a URL parameter (libpq's ``password``, ``sslpassword``) as well as in
+    the user part: every way of naming the database hides each of them."""
+    parsed = DatabaseUrl.parse(url)
+    for text in (parsed.shown(), repr(parsed), str(parsed), parsed.clean(f"FATAL: cannot use {url}")):
+        assert secret not in text, text
+        assert "[hidden]" in text or text == repr(parsed)
+    assert "db.example" in parsed.shown()
+    assert "sslmode=verify-full" in DatabaseUrl.parse(url).shown() or "sslmode" not in url
+
+
+def test_a_password_parameter_is_the_password() -> None:
+    url = DatabaseUrl.parse("postgresql://acp@db.example/acp?sslmode=require&password=p%40ss")
+    assert url.password == "p@ss"
+    assert url.shown() == "postgresql://acp@db.example/acp?sslmode=require&password=[hidden]"
+
+
+def test_config_hides_a_password_given_as_a_url_parameter(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "postgresql://acp@127.0.0.1:1/acp?password=ParamSecret99&sslpassword=SslSecret98"
+    monkeypatch.setenv("ACP_PROGRESS_DATABASE_URL", url)
+    for args in (["config"], ["config", "--json"]):
+        with cli_in_process() as main:
+            capsys.readouterr()
+            assert main(args) == 0
+            shown = capsys.readouterr()
+        assert "ParamSecret99" not in shown.out + shown.err and "SslSecret98" not in shown.out + shown.err
+        assert "password=[hidden]" in shown.out
+
+
 def test_unreachable_at_start_is_one_clear_line_and_exit_2() -> None:
     from .pg_server import free_port
 

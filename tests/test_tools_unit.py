@@ -11,7 +11,8 @@ import pytest
 
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.models.base import ToolCall
-from acp_adapter.tooling.builtin import default_toolbox, resolve_in_workspace
+from acp_adapter.tooling.builtin import default_toolbox
+from acp_adapter.tooling.paths import resolve_in_workspace
 from acp_adapter.tooling.toolbox import (
     Tool,
     Toolbox,

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from acp import RequestError, tool_terminal_ref, update_tool_call
 
+from acp_adapter.agent.card_terminal import CardTerminalStream, renders_card_terminals
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.safety.redact import redact_text
@@ -86,10 +87,18 @@ class EditorHost:
         self._cancel = cancel
         self._card_of = card_of
         self.reads_files, self.writes_files, self.runs_terminals = client_offers(capabilities)
+        #: the client renders a command's terminal from its card (``_meta.terminal_output``)
+        self.renders_card_terminals = renders_card_terminals(capabilities)
 
     @property
     def offers_anything(self) -> bool:
-        return self.reads_files or self.writes_files or self.runs_terminals
+        return self.reads_files or self.writes_files or self.runs_terminals or self.renders_card_terminals
+
+    def card_terminal(self, call: ToolCall) -> CardTerminalStream | None:
+        """The card of ``call`` as a terminal, when the client renders one from the card."""
+        if not self.renders_card_terminals:
+            return None
+        return CardTerminalStream(self._stream, self._card_of(call))
 
     # ------------------------------------------------------------ the bridge to the loop
 

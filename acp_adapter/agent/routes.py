@@ -5,7 +5,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp.schema import CloseSessionRequest, DeleteSessionRequest, ResumeSessionRequest
+from acp.schema import (
+    CloseSessionRequest,
+    DeleteSessionRequest,
+    ForkSessionRequest,
+    LogoutRequest,
+    ResumeSessionRequest,
+)
+
+from acp_adapter.protocol.cancel_request import CancellableRequests, IncomingRequestIds
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
@@ -29,6 +37,9 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
     the agent simply stops advertising ``sessionCapabilities.delete`` (a warning says so) instead
     of advertising a method it cannot answer.
 
+    The same router is wrapped once for request cancellation (``$/cancel_request``, see
+    :mod:`acp_adapter.protocol.cancel_request`): every request can be called off by its id.
+
     ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
     subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
     """
@@ -37,8 +48,9 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
     from acp.router import MessageRouter
     from acp.utils import normalize_result
 
-    conn = AgentSideConnection(agent, transport, listening=False)
-    router = getattr(getattr(conn, "_conn", None), "_handler", None)
+    conn = AgentSideConnection(agent, IncomingRequestIds(transport), listening=False)
+    sdk_connection = getattr(conn, "_conn", None)
+    router = getattr(sdk_connection, "_handler", None)
     if isinstance(router, MessageRouter):
         router.route_request(
             AGENT_METHODS["session_delete"],
@@ -48,8 +60,8 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
             adapt_result=normalize_result,
         )
         agent.routes_delete = True
-        # session/resume and session/close are "unstable" in this SDK (not routed by default):
-        # routed the same way
+        # session/resume, session/close and session/fork are "unstable" in this SDK (not routed
+        # by default): routed the same way
         router.route_request(
             AGENT_METHODS["session_resume"],
             ResumeSessionRequest,
@@ -64,7 +76,24 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
             "close_session",
             adapt_result=normalize_result,
         )
+        router.route_request(
+            AGENT_METHODS["session_fork"],
+            ForkSessionRequest,
+            agent,
+            "fork_session",
+            adapt_result=normalize_result,
+        )
         agent.routes_resume = True
+        # logout (clearing what ``serve --setup`` saved) is in the SDK's method table, not its router
+        router.route_request(
+            AGENT_METHODS["logout"], LogoutRequest, agent, "logout", adapt_result=normalize_result
+        )
+        agent.routes_logout = True
+        # every request may be called off by id ($/cancel_request); a prompt the gentle way (its
+        # turn is cancelled: every card closes and it answers stopReason "cancelled")
+        sdk_connection._handler = CancellableRequests(  # type: ignore[union-attr]
+            router, gentle={AGENT_METHODS["session_prompt"]: agent.stop_prompt_request}
+        )
     else:
         log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
     return conn

@@ -36,6 +36,10 @@ class Session:
     mcp: Any = None
     #: its mode, model and "always" answers (an ``acp_adapter.agent.permissions.SessionPolicy``)
     policy: Any = None
+    #: the additional directories the client named (absolute): the tools read and search there
+    roots: tuple[str, ...] = ()
+    #: what the session's model calls cost so far (US dollars), when the back-end reports it
+    cost: float | None = None
     #: resolved when the running prompt has answered (``session/close`` waits for it)
     turn_done: Any = None
 
@@ -55,6 +59,11 @@ class Session:
         self.history.extend(new_messages)
         trim_history(self.history)
         self.cancel = None
+
+
+def new_session_id() -> str:
+    """A fresh session id (unguessable: a client cannot reach another's session by counting)."""
+    return f"sess_{uuid.uuid4().hex}"
 
 
 def trim_history(history: list[Message], limit: int = MAX_HISTORY) -> None:
@@ -148,7 +157,7 @@ class LiveSessions:
         return len(self._sessions)
 
     def create(self, cwd: str, outbox: UpdateOutbox) -> Session:
-        session_id = f"sess_{uuid.uuid4().hex}"
+        session_id = new_session_id()
         session = Session(session_id, cwd, SessionStream(session_id, outbox))
         with self._lock:
             now = self._clock()

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_adapter.agent.session import Session
-from acp_adapter.mcp.config import MCP_SERVERS, server_names
+from acp_adapter.mcp.config import MCP_SERVERS, McpConfigError, server_names, servers_from_settings_file
+from acp_adapter.mcp.trust import with_settings_trust
 from acp_adapter.tooling.builtin import BUILTIN_TOOLS
 from acp_adapter.tooling.toolbox import Toolbox
 
@@ -33,6 +34,16 @@ log = logging.getLogger("acp_progress.server")
 def _import_sdk() -> None:
     import acp_adapter.mcp.manager
     import acp_adapter.mcp.tools  # noqa: F401
+
+
+def _settings_servers() -> list[Any]:
+    """The settings file's ``[mcp_servers]`` (for their ``trusted`` marks); none when it has a
+    mistake (said in the log: the servers are then untrusted, never wrongly trusted)."""
+    try:
+        return list(servers_from_settings_file())
+    except McpConfigError as exc:
+        log.warning("the settings file's MCP servers are not read (none is trusted): %s", exc)
+        return []
 
 
 #: What a loaded session is told about a server it had that the editor did not pass again.
@@ -53,6 +64,8 @@ class SessionServers:
         #: () -> (the ACP connection to the editor, its capabilities, the outbox's flush): the
         #: editor the servers' questions go to (set by the agent)
         self.client: Any = None
+        #: the settings file's MCP servers (read once, with the SDK): which ones the person trusts
+        self._listed: list[Any] = []
 
     async def load_sdk(self, wanted: bool) -> None:
         """Import the MCP SDK on a worker thread the first time a session has a server: it takes
@@ -60,6 +73,7 @@ class SessionServers:
         (an agent none of whose sessions has a server never imports it)."""
         if wanted and not self._sdk_loaded:
             await anyio.to_thread.run_sync(_import_sdk)
+            self._listed = await anyio.to_thread.run_sync(_settings_servers)
             self._sdk_loaded = True
 
     def start(
@@ -69,7 +83,7 @@ class SessionServers:
 
         ``had`` is what the store remembered for a loaded session: a server it had and the client
         no longer passes is told once, in the session."""
-        specs = list(mcp_servers or [])
+        specs = with_settings_trust(list(mcp_servers or []), self._listed)
         names = server_names(specs)
         missing = [n for n in had if n not in names]
         if not specs and not missing:
@@ -169,7 +183,7 @@ class SessionServers:
             from acp_adapter.mcp.clean import reason_of
 
             log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
-        session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd)
+        session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd, session.roots)
         notes = manager.take_notices()
         if notes:
             session.stream.send_message_text("\n".join(f"⚠️ {n}" for n in notes) + "\n\n")

@@ -47,6 +47,7 @@ from acp_adapter.agent.session_config import (
     mode_state,
 )
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
+from acp_adapter.agent.turn_state import new_message_id
 from acp_adapter.mcp.config import MCP_SERVERS, MCP_TASKS
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
 from acp_adapter.store import StoredSession, StoreError
@@ -72,6 +73,9 @@ CLOSE_WAIT_S = 2.0
 #: the longest a store flush request waits for the writer (its caller is a reader that would
 #: rather show what is on disk than wait on a database that is away)
 EXT_FLUSH_S = 5.0
+
+#: the most additional directories a session may name
+MAX_ROOTS = 32
 
 _BUSY = "a prompt is running in this session; cancel it first"
 
@@ -201,7 +205,9 @@ class SessionMethods:
             specs = session.toolbox.specs() if session.toolbox is not None else []
             text = help_text([(s.name, s.description) for s in specs], config, self.model_menu)
         chunk = AgentMessageChunk(
-            session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text)
+            session_update="agent_message_chunk",
+            content=TextContentBlock(type="text", text=text),
+            message_id=new_message_id(),
         )
         self.outbox.submit(session.id, chunk)
         await self.outbox.flush()
@@ -211,19 +217,34 @@ class SessionMethods:
     # ------------------------------------------------------------ making sessions live
 
     def _make_live(
-        self, session: Session, cwd: str, title: str | None, config: SessionConfig, mcp_servers: Any, had: Any
+        self,
+        session: Session,
+        cwd: str,
+        title: str | None,
+        config: SessionConfig,
+        mcp_servers: Any,
+        had: Any,
+        roots: tuple[str, ...] = (),
     ) -> None:
-        session.toolbox = default_toolbox(cwd)
+        session.roots = roots
+        session.toolbox = default_toolbox(cwd, roots)
         session.policy = self._policy_for(session.id, config)
         self.recorder.open_session(session.id, cwd, title)
         self.mcp.start(session, mcp_servers, had)
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+    async def new_session(
+        self,
+        cwd: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
         await self._check_cwd(cwd)
+        roots = await self._check_roots(additional_directories)
         await self.mcp.load_sdk(bool(mcp_servers))
         session = self.sessions.create(cwd, self.outbox)
         config = SessionConfig(model=self.model_menu[0].id)
-        self._make_live(session, cwd, None, config, mcp_servers, ())
+        self._make_live(session, cwd, None, config, mcp_servers, (), roots)
         # after the answer (the client learns the session id first)
         asyncio.get_running_loop().call_soon(self._announce, session)
         log.info("new session %s in %s", session.id, cwd)
@@ -238,21 +259,28 @@ class SessionMethods:
         if live is not None and live.cancel is not None:
             raise RequestError.invalid_request({"sessionId": session_id, "details": _BUSY})
         await self._writer.flush_async()
-        stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
+        # reads: a $/cancel_request answers at once, the thread finishes on its own (abandoned)
+        stored = await anyio.to_thread.run_sync(self._load_stored, session_id, abandon_on_cancel=True)
         if stored is None and live is None:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
         check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
-        config = await anyio.to_thread.run_sync(self._stored_config, session_id)
+        config = await anyio.to_thread.run_sync(self._stored_config, session_id, abandon_on_cancel=True)
         return stored, config
 
     async def load_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
     ) -> LoadSessionResponse:
         """Replay a stored conversation as ``session/update`` notifications, then answer; later
         prompts go on with its model history, mode and model. Every card arrives in its final state."""
         await self._check_cwd(cwd)
+        roots = await self._check_roots(additional_directories)
         stored, config = await self._stored_for(session_id, cwd)
         if stored is None:  # only the store has what a replay needs
             raise RequestError.invalid_params(
@@ -262,7 +290,7 @@ class SessionMethods:
         had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
         await self.mcp.load_sdk(bool(mcp_servers or had))
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
-        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had)
+        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had, roots)
         for update in replay_updates(session_id, stored.events):
             self.outbox.submit(session_id, update)
         if stored.record.title:
@@ -273,18 +301,29 @@ class SessionMethods:
             )
             self.outbox.submit(session_id, info)
         self._announce(session)
-        await self.outbox.flush()
+        try:
+            await self.outbox.flush()
+        except asyncio.CancelledError:  # called off mid-replay ($/cancel_request): not left half-loaded
+            self._forget_live(session_id)
+            self.mcp.stop_soon(session_id)
+            raise
         log.info("loaded session %s (%d stored entries) in %s", session_id, len(stored.events), cwd)
         return LoadSessionResponse(
             modes=mode_state(config), config_options=config_options(config, self.model_menu)
         )
 
     async def resume_session(
-        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
     ) -> ResumeSessionResponse:
         """Go on with a session without a replay (the client still shows it), with its stored
         history, mode and model and the MCP servers the client passes now."""
         await self._check_cwd(cwd)
+        roots = await self._check_roots(additional_directories)
         live = self.sessions.find(session_id)
         stored, config = await self._stored_for(session_id, cwd)
         if live is not None and live.policy is not None and stored is None:
@@ -295,7 +334,7 @@ class SessionMethods:
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
         session = self.sessions.adopt(session_id, cwd, self.outbox, history)
         self._make_live(
-            session, cwd, stored.record.title if stored is not None else None, config, mcp_servers, had
+            session, cwd, stored.record.title if stored is not None else None, config, mcp_servers, had, roots
         )
         self._announce(session)
         await self.outbox.flush()
@@ -339,7 +378,9 @@ class SessionMethods:
         process may hold the database's lock), and the read itself never waits for the writer."""
         await self._writer.flush_async(LIST_FLUSH_S)
         try:
-            page = await anyio.to_thread.run_sync(lambda: self.store.list_sessions(cwd, cursor, 50))
+            page = await anyio.to_thread.run_sync(
+                lambda: self.store.list_sessions(cwd, cursor, 50), abandon_on_cancel=True
+            )
         except StoreError as exc:
             if cursor is None:  # nothing of the request was wrong: the store could not answer
                 raise RequestError.internal_error({"details": str(exc)}) from None
@@ -420,6 +461,31 @@ class SessionMethods:
         except Exception as exc:  # the conversation still loads, without the note
             log.warning("could not close the interrupted turn of session %s: %s", session_id, exc)
         return self.store.load(session_id)
+
+    async def _check_roots(self, directories: list[str] | None) -> tuple[str, ...]:
+        """The session's additional directories, checked like ``cwd`` (absolute, existing
+        directories; at most :data:`MAX_ROOTS`): the tools may read and search there too."""
+        if not directories:
+            return ()
+        if len(directories) > MAX_ROOTS:
+            raise RequestError.invalid_params(
+                {"additionalDirectories": f"{len(directories)} given", "details": f"at most {MAX_ROOTS}"}
+            )
+        roots: list[str] = []
+        for directory in directories:
+            if not isinstance(directory, str) or not os.path.isabs(directory):
+                raise RequestError.invalid_params(
+                    {
+                        "additionalDirectories": str(directory)[:200],
+                        "details": "each must be an absolute path",
+                    }
+                )
+            if not await anyio.Path(directory).is_dir():
+                raise RequestError.invalid_params(
+                    {"additionalDirectories": directory[:200], "details": "not an existing directory"}
+                )
+            roots.append(str(await anyio.Path(directory).resolve()))
+        return tuple(dict.fromkeys(roots))
 
     async def _check_cwd(self, cwd: str) -> None:
         if not os.path.isabs(cwd):

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp import update_agent_message_text, update_agent_thought_text
-from acp.schema import ToolCallProgress, ToolCallStart, ToolKind, UsageUpdate
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    Cost,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolKind,
+    UsageUpdate,
+)
 
 from acp_adapter.agent.outbox import AnyUpdate, UpdateOutbox
 from acp_adapter.protocol.meta import ProgressMeta
@@ -41,10 +49,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_progress.turn_state")
 
 
-_TEXT_UPDATE: dict[str, Callable[[str], AnyUpdate]] = {
+_TEXT_UPDATE: dict[str, Callable[[str], AgentMessageChunk | AgentThoughtChunk]] = {
     "message": update_agent_message_text,
     "thought": update_agent_thought_text,
 }
+
+
+def new_message_id() -> str:
+    """A fresh ``messageId``: every chunk of one message carries it, a new one starts a new message."""
+    return f"msg_{uuid.uuid4().hex}"
 
 
 def _new_text_redactors() -> dict[str, StreamRedactor]:
@@ -83,6 +96,9 @@ class SessionStream:
         self._think_by_name: dict[str, str] = {}
         self._seq = itertools.count(1)
         self._held_text: dict[str, StreamRedactor] = {}  # a turn's own, made by begin_turn
+        #: the message each text channel is streaming (its ``messageId``): a message is one
+        #: uninterrupted run of one channel's text, so any other update ends it
+        self._message_ids: dict[str, str] = {}
         self._claimed_ids: set[str] = set()
         self._summary: tuple[str, int] | None = None  # the turn's latest progress summary
         #: kinds of bad progress input already warned about (a tool in a loop must not flood the log)
@@ -122,6 +138,7 @@ class SessionStream:
     def begin_turn(self) -> None:
         with self._lock:
             self._held_text = _new_text_redactors()
+            self._message_ids.clear()
             self._turn_open = True
             self._cards.clear()
             self._think_by_name.clear()
@@ -157,15 +174,28 @@ class SessionStream:
         await self._outbox.flush()
 
     def _submit(self, update: AnyUpdate) -> None:
-        """Submit a card/usage update; streamed text held back for redaction goes out first."""
+        """Submit a card/usage update; streamed text held back for redaction goes out first, and
+        the messages being streamed end (text after this update is a new message)."""
         self._flush_text_locked()
+        self._message_ids.clear()
         self._outbox.submit(self.session_id, update)
 
     def _flush_text_locked(self, keep: str | None = None) -> None:
-        """Release text held back for redaction (except channel ``keep``), in channel order."""
+        """Release text held back for redaction (except channel ``keep``, whose message goes on;
+        the others' messages end), in channel order."""
         for channel, redactor in self._held_text.items():
-            if channel != keep and (rest := redactor.flush()):
-                self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](rest))
+            if channel == keep:
+                continue
+            if rest := redactor.flush():
+                self._outbox.submit(self.session_id, self._text_update(channel, rest))
+            self._message_ids.pop(channel, None)
+
+    def _text_update(self, channel: str, text: str) -> AgentMessageChunk | AgentThoughtChunk:
+        """A chunk of the channel's current message (a new message id when none is streaming)."""
+        message_id = self._message_ids.get(channel)
+        if message_id is None:
+            message_id = self._message_ids[channel] = new_message_id()
+        return _TEXT_UPDATE[channel](text).model_copy(update={"message_id": message_id})
 
     def _send_text(self, channel: str, text: str) -> bool:
         self._outbox.wait_for_room()  # text that outruns the client is paced, outside the lock
@@ -176,7 +206,7 @@ class SessionStream:
                 self._close_early_locked()  # answer text means the model is done thinking
             self._flush_text_locked(keep=channel)  # switching channels releases the other's text
             if safe := self._held_text[channel].feed(text):
-                self._outbox.submit(self.session_id, _TEXT_UPDATE[channel](safe))
+                self._outbox.submit(self.session_id, self._text_update(channel, safe))
             return True
 
     # ------------------------------------------------------------ free-form updates
@@ -198,8 +228,16 @@ class SessionStream:
         """Stream thought text, redacted the same way as answer text."""
         return self._send_text("thought", text)
 
-    def send_usage(self, used: int, size: int) -> bool:
-        return self.send(UsageUpdate(session_update="usage_update", used=max(0, used), size=max(0, size)))
+    def send_usage(self, used: int, size: int, cost: float | None = None) -> bool:
+        """The context window's use; ``cost``: the session's cost so far in US dollars, if known."""
+        return self.send(
+            UsageUpdate(
+                session_update="usage_update",
+                used=max(0, used),
+                size=max(0, size),
+                cost=Cost(amount=cost, currency="USD") if cost is not None else None,
+            )
+        )
 
     # ------------------------------------------------------------ the think card
 

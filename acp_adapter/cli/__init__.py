@@ -81,6 +81,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     chosen = _chosen_command(argv) if argv is not None else None
     parser = UsageParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--setup",
+        action="store_true",
+        help="choose the model and its key in this terminal (the same as: serve --setup)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, summary in COMMANDS.items():
         if argv is None or name == chosen:
@@ -146,6 +151,10 @@ def _guard_terminal(command: str | None) -> None:
 def _main(argv: Sequence[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)  # --help and --version end here, before the settings model is imported
+    if args.command is None and args.setup:
+        # a client that runs terminal sign-in with the method's arguments alone (``acp-progress
+        # --setup``) rather than appended to ``serve``: the same set-up
+        args.command = "serve"
     if args.command is None:
         parser.print_help()
         return 0

@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from acp_adapter.cli._state import StateLocation
 from acp_adapter.config import LoadedSettings, Settings
+from acp_adapter.mcp.trust import is_trusted
 from acp_adapter.safety.redact import REDACTED, redact_text
 
 HIDDEN = "[hidden]"
@@ -141,12 +142,14 @@ def config_lines(loaded: LoadedSettings, where: list[str] | None = None) -> list
 def describe_server(spec: HttpMcpServer | McpServerStdio) -> dict[str, Any]:
     """An MCP server of the settings file as the report shows it: what it runs or where it
     connects, every env and header value hidden (they are where tokens live), the rest redacted."""
+    trusted = {"trusted": True} if is_trusted(spec) else {}
     if isinstance(spec, HttpMcpServer):
         return {
             "name": spec.name,
             "type": "http",
             "url": redact_text(spec.url),
             "headers": {h.name: HIDDEN for h in spec.headers},
+            **trusted,
         }
     return {
         "name": spec.name,
@@ -154,6 +157,7 @@ def describe_server(spec: HttpMcpServer | McpServerStdio) -> dict[str, Any]:
         "command": redact_text(spec.command),
         "args": [redact_text(a) for a in spec.args],
         "env": {e.name: HIDDEN for e in spec.env or []},
+        **trusted,
     }
 
 
@@ -169,5 +173,6 @@ def mcp_server_lines(servers: list[dict[str, Any]]) -> list[str]:
             what = " ".join(["stdio", server["command"], *server["args"]])
             hidden = server["env"]
         extra = "  " + " ".join(f"{k}={v}" for k, v in hidden.items()) if hidden else ""
-        lines.append(f"MCP server {server['name']}: {what}{extra}")
+        mark = " (trusted: its tool annotations decide what runs unasked)" if server.get("trusted") else ""
+        lines.append(f"MCP server {server['name']}{mark}: {what}{extra}")
     return lines

@@ -4,10 +4,11 @@ The top-level CLI only registers the subcommand and delegates here. Parsing need
 the standard library, so ``acp-progress --help`` works without the ``agui`` extra; running the
 endpoint without it fails with the install line.
 
-Admission and limits (issue 18) come from :class:`~acp_adapter.config.AguiSettings`
-(``ACP_PROGRESS_AGUI_*``) with this command's flags on top. Binding to an address other than
-loopback needs a token (``--token`` or ``ACP_PROGRESS_AGUI_TOKEN``): without one the command
-refuses to start, in one line.
+Admission and limits come from :class:`~acp_adapter.config.AguiSettings`
+(``ACP_PROGRESS_AGUI_*``) with this command's flags on top. Every endpoint needs a token, on
+loopback too: one given (``--token`` or ``ACP_PROGRESS_AGUI_TOKEN``), else the endpoint's own
+(:mod:`~acp_adapter.frontends.agui.token_file`), printed in the start line inside the web page's
+URL. ``--no-token`` serves without one, on loopback only.
 """
 
 from __future__ import annotations
@@ -92,9 +93,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     agui.add_argument(
         "--redact",
         default="default",
-        metavar="default|none|module:function",
+        metavar="default|counts|none|module:function",
         help="which tool progress/result values reach the client (default: every progress value "
-        "is [redacted]); the canonical redactor runs after any policy",
+        "is [redacted]; counts: value and total published, messages withheld; none: all); the "
+        "canonical redactor runs after any policy",
     )
     agui.add_argument("--cwd", default=os.getcwd(), help="the agent's workspace (default: current directory)")
     agui.add_argument(
@@ -148,7 +150,14 @@ def _add_admission_flags(agui: argparse.ArgumentParser) -> None:
         "--token",
         help="bearer token every request but /health must carry (Authorization: Bearer TOKEN; "
         f"at least {MIN_TOKEN_LENGTH} characters; env ACP_PROGRESS_AGUI_TOKEN is better than the "
-        "command line); required with a non-loopback --host",
+        "command line); default: the endpoint's own, made at its first start and kept (mode 0600) "
+        "in the state directory as agui-token",
+    )
+    group.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve without a token: every local user and every web page you open can then drive "
+        "the agent (loopback only)",
     )
     group.add_argument(
         "--allowed-host",
@@ -233,6 +242,12 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
     if token is not None and len(token.strip()) < MIN_TOKEN_LENGTH:
         print(f"acp-progress agui: the token must be at least {MIN_TOKEN_LENGTH} characters", file=sys.stderr)
         return 2
+    if args.no_token and token is not None:
+        print(
+            "acp-progress agui: --no-token and a token (--token, ACP_PROGRESS_AGUI_TOKEN) contradict",
+            file=sys.stderr,
+        )
+        return 2
     if token is None and not _is_loopback(args.host):
         print(
             f"acp-progress agui: refusing to serve on {args.host}, which is not loopback, without a "
@@ -240,6 +255,17 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 2
+    args.own_token = False
+    if token is None and not args.no_token:
+        from acp_adapter.frontends.agui.token_file import endpoint_token
+
+        try:
+            token, _made = endpoint_token(_token_dir(settings))
+        except OSError as exc:
+            print(f"acp-progress agui: cannot use the endpoint's token file: {exc}", file=sys.stderr)
+            return 2
+        args.own_token = True
+    args.token = token.strip() if token is not None else None
     admission = Admission(
         allowed_hosts=endpoint.allowed_hosts,
         allowed_origins=endpoint.allowed_origins,
@@ -252,7 +278,9 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
     args.mcp_servers = mcp_servers
     from acp_adapter.frontends.agui.thread_store import endpoint_scope
 
-    args.thread_scope = endpoint_scope(args.instance, args.host, args.port, token, args.cwd)
+    # the endpoint's own token is one per state directory: it names no other endpoint than before
+    scoped_token = None if args.own_token else token
+    args.thread_scope = endpoint_scope(args.instance, args.host, args.port, scoped_token, args.cwd)
     thread_store = _open_thread_store(settings)
     try:
         return _run(args, settings, endpoint, admission, thread_store)
@@ -406,12 +434,7 @@ async def _serve(server: Any, service: Any, listener: socket.socket, args: argpa
     if signalled:  # arrived after the start finished, before the handlers above were replaced
         await service.close()
         return 130
-    print(
-        f"acp-progress agui: serving AG-UI on http://{args.host}:{args.port}/ "
-        "(POST a RunAgentInput; GET /health)",
-        file=sys.stderr,
-        flush=True,
-    )
+    print(f"acp-progress agui: {_serving_line(args)}", file=sys.stderr, flush=True)
     try:
         await server.serve(sockets=[listener])
     except SystemExit as exc:  # uvicorn exits this way when startup failed
@@ -421,6 +444,47 @@ async def _serve(server: Any, service: Any, listener: socket.socket, args: argpa
         await service.close()  # a no-op after the lifespan closed it
     stopped_by = getattr(server, "stop_signal", None)
     return 128 + stopped_by if stopped_by else 0
+
+
+def _token_dir(settings: Any) -> Any:
+    """Where the endpoint keeps its own token: the state directory (None with the state off)."""
+    from pathlib import Path
+
+    from acp_adapter.store import default_state_dir
+
+    if not settings.state:
+        return None
+    return Path(settings.state_dir).expanduser() if settings.state_dir else default_state_dir()
+
+
+def page_url(host: str, port: int, token: str | None = None) -> str:
+    """The web page's address; with the endpoint's own token in the fragment (``#token=``), which
+    the browser never sends to a server: the page takes it from there into the tab."""
+    name = host.strip("[]")
+    if _unspecified(name):
+        name = "127.0.0.1"
+    shown = f"[{name}]" if ":" in name else name
+    url = f"http://{shown}:{port}/"
+    return f"{url}#token={token}" if token else url
+
+
+def _serving_line(args: argparse.Namespace) -> str:
+    """What the start line says: where the page is, and how the token reaches it."""
+    served = f"on http://{args.host}:{args.port}/ (POST a RunAgentInput; GET /health)"
+    if args.no_token:
+        return (
+            f"serving AG-UI {served}; the web page is at {page_url(args.host, args.port)} "
+            "- WITHOUT a token (--no-token): anyone on this machine can drive the agent"
+        )
+    if args.own_token:
+        return (
+            f"serving AG-UI {served}; open the web page at {page_url(args.host, args.port, args.token)} "
+            "(the part after # is this endpoint's token; clients send Authorization: Bearer <token>)"
+        )
+    return (
+        f"serving AG-UI {served}; the web page is at {page_url(args.host, args.port)} "
+        "(it asks for the token once per tab)"
+    )
 
 
 def _open_thread_store(settings: Any) -> Any:

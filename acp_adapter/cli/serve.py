@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 def add_parser(sub: Any) -> None:
     serve = sub.add_parser("serve", help="serve ACP over stdio (what an editor launches)")
     add_model_flags(serve)
+    serve.add_argument(
+        "--setup",
+        action="store_true",
+        help="instead of serving: choose the model (embedded, or an OpenAI-compatible endpoint and "
+        "its key, checked) in this terminal and save it in the settings file; what an editor runs "
+        "for the terminal sign-in",
+    )
 
 
 def prepare() -> None:
@@ -38,6 +45,10 @@ def prepare() -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if getattr(args, "setup", False):
+        from acp_adapter.cli.setup import run_setup
+
+        return run_setup(settings)
     import anyio
 
     from acp_adapter.config import ConfigError

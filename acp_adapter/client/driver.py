@@ -69,6 +69,7 @@ from acp_adapter.client.session_state import SessionFacts
 from acp_adapter.client.transport import AgentTransport
 from acp_adapter.client.turn import PromptBlock, Turn
 from acp_adapter.protocol import StreamLimits
+from acp_adapter.protocol.cancel_request import OutgoingRequestIds, call_off_if_given_up
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD, meta_of
 from acp_adapter.safety.redact import redact_text
 
@@ -184,6 +185,8 @@ class AgentDriver:
         self.initialize_response: InitializeResponse | None = None
         self._conn: Any = None
         self._transport: AgentTransport | None = None
+        #: which task sent which request (set when the agent starts)
+        self.requests: OutgoingRequestIds | None = None
         self._turns: dict[str, Turn] = {}
         #: sessions being loaded: their replayed updates go to the loader's callback
         self._replaying: dict[str, Callable[[SessionUpdate], None]] = {}
@@ -226,8 +229,9 @@ class AgentDriver:
     async def _spawn(self) -> None:
         process = await self._agent.spawn(self.env, self.cwd, self.stderr_log)
         self._transport = AgentTransport(process, self.limits, gate=self._wait_for_room)
+        self.requests = OutgoingRequestIds(self._transport)
         # questions (elicitation/create) are an unstable method of this SDK's client side: routed
-        self._conn = connect_to_agent(_DriverClient(self), self._transport, use_unstable_protocol=True)  # type: ignore[arg-type]
+        self._conn = connect_to_agent(_DriverClient(self), self.requests, use_unstable_protocol=True)  # type: ignore[arg-type]
 
     async def _wait_for_room(self) -> None:
         """Before the transport reads the next message: let the updates already read reach their
@@ -333,12 +337,17 @@ class AgentDriver:
 
     # ------------------------------------------------------------ sessions and turns
 
+    async def _ask(self, request: Any) -> Any:
+        """A request of the agent that, should the front-end give up on it, is called off on the
+        agent's side too (``$/cancel_request``)."""
+        return await call_off_if_given_up(self._conn, self.requests, request)
+
     async def new_session(self, cwd: str, **kwargs: Any) -> str:
         """Open a session in workspace ``cwd`` (absolute, as ACP requires)."""
         try:
             workspace = os.path.abspath(cwd)  # noqa: ASYNC240 - string work, no I/O
-            response = await self.connection.new_session(
-                cwd=workspace, mcp_servers=list(self.mcp_servers), **kwargs
+            response = await self._ask(
+                self.connection.new_session(cwd=workspace, mcp_servers=list(self.mcp_servers), **kwargs)
             )
         except RequestError as exc:
             raise AgentError(f"the agent refused to open a session: {describe_error(exc)}") from None
@@ -396,8 +405,10 @@ class AgentDriver:
         self.facts[session_id] = SessionFacts()
         try:
             workspace = os.path.abspath(cwd)  # noqa: ASYNC240 - string work, no I/O
-            response = await self.connection.load_session(
-                cwd=workspace, session_id=session_id, mcp_servers=list(self.mcp_servers)
+            response = await self._ask(
+                self.connection.load_session(
+                    cwd=workspace, session_id=session_id, mcp_servers=list(self.mcp_servers)
+                )
             )
             loaded = SessionFacts.from_response(response)
             facts = self.facts[session_id]
@@ -426,7 +437,7 @@ class AgentDriver:
         workspace = os.path.abspath(cwd) if cwd is not None else None  # noqa: ASYNC240 - string work
         try:
             for _ in range(max_pages):
-                page = await self.connection.list_sessions(cwd=workspace, cursor=cursor)
+                page = await self._ask(self.connection.list_sessions(cwd=workspace, cursor=cursor))
                 found.extend(page.sessions)
                 cursor = page.next_cursor
                 if not cursor:
@@ -460,8 +471,10 @@ class AgentDriver:
             raise AgentError("the agent cannot delete sessions (no sessionCapabilities.delete in initialize)")
         request = DeleteSessionRequest(session_id=session_id)
         try:
-            await request_model_from_dict(
-                self.connection._conn, AGENT_METHODS["session_delete"], request, DeleteSessionResponse
+            await self._ask(
+                request_model_from_dict(
+                    self.connection._conn, AGENT_METHODS["session_delete"], request, DeleteSessionResponse
+                )
             )
         except RequestError as exc:
             said = describe_error(exc)

@@ -134,7 +134,8 @@ def terminals_of(content: Any) -> list[str]:
 
 
 def terminal_output_of(update: Any) -> str | None:
-    """The terminal output an agent sent beside terminal content (``_meta.terminal_output.data``)."""
+    """The terminal output an agent sent beside terminal content (``_meta.terminal_output.data``):
+    the piece that is new since its previous update, as claude-agent-acp and codex-acp send it."""
     meta = getattr(update, "field_meta", None)
     if not isinstance(meta, dict):
         return None

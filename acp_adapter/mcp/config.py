@@ -9,6 +9,7 @@ one shape.  Sizes are bounded because the file may come from anywhere.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
 
 from ..errors import AcpProgressError
+from .trust import TRUSTED_KEY, trusted_meta
 
 #: The session store's namespace for the server names each session had (never secrets). Here, not
 #: in the manager, so an agent whose sessions have no MCP server never imports the MCP SDK.
@@ -56,12 +58,32 @@ def _pairs(value: object, where: str) -> list[tuple[str, str]]:
     return [(_string(k, f"{where} key"), _string(v, f"{where}.{k}")) for k, v in value.items()]
 
 
+#: The keys an entry may have: any other is a mistake (a misspelt ``trusted`` must not pass silently).
+ENTRY_KEYS = ("command", "args", "env", "url", "headers", "type", TRUSTED_KEY)
+
+
+def _check_keys(name: str, entry: Mapping[Any, Any]) -> bool:
+    """Refuse unknown keys (with a suggestion); the entry's ``trusted`` mark (a boolean)."""
+    for key in entry:
+        if key not in ENTRY_KEYS:
+            shown = str(key)[:40]
+            close = difflib.get_close_matches(shown, ENTRY_KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(ENTRY_KEYS)})"
+            raise McpConfigError(f"{name}: unknown key {shown!r}{hint}")
+    trusted = entry.get(TRUSTED_KEY, False)
+    if not isinstance(trusted, bool):
+        raise McpConfigError(f"{name}.{TRUSTED_KEY}: expected true or false")
+    return trusted
+
+
 def parse_entry(name: str, entry: object) -> McpServerSpec:
-    """Turn one common-form entry into an SDK server model."""
+    """Turn one common-form entry into an SDK server model (a trusted one carries the mark in its
+    ``_meta``, see :mod:`acp_adapter.mcp.trust`)."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise McpConfigError(f"server name {name!r:.80}: use 1-64 letters, digits, '_', '.', '-'")
     if not isinstance(entry, Mapping):
         raise McpConfigError(f"{name}: expected an object")
+    meta = trusted_meta(_check_keys(name, entry))
     if "url" in entry:
         kind = entry.get("type", "http")
         if kind not in ("http", "streamable-http", "streamableHttp"):
@@ -70,7 +92,7 @@ def parse_entry(name: str, entry: object) -> McpServerSpec:
         if not url.startswith(("http://", "https://")):
             raise McpConfigError(f"{name}.url: must start with http:// or https://")
         headers = [HttpHeader(name=k, value=v) for k, v in _pairs(entry.get("headers"), f"{name}.headers")]
-        return HttpMcpServer(name=name, url=url, headers=headers, type="http")
+        return HttpMcpServer(name=name, url=url, headers=headers, type="http", field_meta=meta)
     if "command" not in entry:
         raise McpConfigError(f"{name}: needs 'command' (stdio) or 'url' (http)")
     command = _string(entry["command"], f"{name}.command")
@@ -81,7 +103,7 @@ def parse_entry(name: str, entry: object) -> McpServerSpec:
         raise McpConfigError(f"{name}.args: expected a list of at most {MAX_ARGS} strings")
     args = [_string(a, f"{name}.args[{i}]") for i, a in enumerate(raw_args)]
     env = [EnvVariable(name=k, value=v) for k, v in _pairs(entry.get("env"), f"{name}.env")]
-    return McpServerStdio(name=name, command=command, args=args, env=env)
+    return McpServerStdio(name=name, command=command, args=args, env=env, field_meta=meta)
 
 
 def parse_common_form(document: object) -> list[McpServerSpec]:

@@ -30,6 +30,7 @@ from acp_adapter.mcp.elicitation import AskedCall
 from acp_adapter.mcp.names import offered_names
 from acp_adapter.mcp.task_calls import TaskFailed, call_as_task
 from acp_adapter.mcp.tasks import status_line
+from acp_adapter.mcp.trust import is_trusted
 from acp_adapter.tooling.display import ImageShown
 from acp_adapter.tooling.toolbox import Tool, ToolContext, ToolError, ToolReturn
 
@@ -57,12 +58,17 @@ class McpTool(Tool):
     card_kind: str = "other"
     server: str = ""
     mcp_name: str = ""
+    #: the person marked the server trusted: its annotations decide (see :mod:`acp_adapter.mcp.trust`)
+    trusted: bool = False
+    #: the server's annotations say the tool only reads (a claim, checked by nobody)
+    claims_read_only: bool = False
 
 
-def card_kind(tool: types.Tool) -> str:
-    """``read``/``search``/``fetch`` for a read-only tool (by its name), else ``other``."""
+def card_kind(tool: types.Tool, trusted: bool = True) -> str:
+    """``read``/``search``/``fetch`` for a read-only tool of a trusted server (by its name), else
+    ``other``: an untrusted server's claim must not reach a client that lets ``read`` calls through."""
     annotations = tool.annotations
-    if annotations is None or annotations.read_only_hint is not True:
+    if not trusted or annotations is None or annotations.read_only_hint is not True:
         return "other"
     if _SEARCHY.search(tool.name):
         return "search"
@@ -118,13 +124,14 @@ class McpToolFactory:
                 continue
             by_name = {t.name: t for t in server.tools}
             mapping, dropped = offered_names(server.name, by_name)
+            trusted = is_trusted(server.spec)
             if dropped and server.name not in self._dropped_told:
                 self._dropped_told.add(server.name)
                 why = f"{dropped} of its {len(by_name)} tools were left out (at most 1,000 a server)"
                 self.manager.notice(server.name, why)
             over = 0
             for offered, original in mapping.items():
-                tool = self._tool(server.name, offered, by_name[original])
+                tool = self._tool(server.name, offered, by_name[original], trusted)
                 cost = len(tool.description) + len(json.dumps(tool.parameters))
                 if budget - cost < 0:
                     over += 1
@@ -138,7 +145,7 @@ class McpToolFactory:
                 self.manager.notice(server.name, why)
         return out
 
-    def _tool(self, server: str, offered: str, tool: types.Tool) -> McpTool:
+    def _tool(self, server: str, offered: str, tool: types.Tool, trusted: bool = False) -> McpTool:
         description = clean_text(tool.description or tool.title or f"{tool.name} from MCP server {server}")
         meta = tool.meta if isinstance(tool.meta, Mapping) else {}
         read_only = tool.annotations is not None and tool.annotations.read_only_hint is True
@@ -147,11 +154,13 @@ class McpToolFactory:
             description=f"[MCP {server}] {description[:MAX_DESCRIPTION]}",
             parameters=safe_schema(tool.input_schema),
             function=self._function(server, tool.name),
-            dangerous=not read_only,
+            dangerous=not (trusted and read_only),  # an untrusted server's hints decide nothing
             extension=dict(meta),
-            card_kind=card_kind(tool),
+            card_kind=card_kind(tool, trusted),
             server=server,
             mcp_name=clean_text(tool.name)[:200],
+            trusted=trusted,
+            claims_read_only=read_only,
         )
 
     def _function(self, server_name: str, tool_name: str) -> Any:

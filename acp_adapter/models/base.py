@@ -68,6 +68,8 @@ class UsageReport:
     output_tokens: int
     total_tokens: int
     context_window: int | None = None
+    #: what the call cost in US dollars, when the server reports it (``usage.cost``); None: unknown
+    cost: float | None = None
 
 
 @dataclass(frozen=True)

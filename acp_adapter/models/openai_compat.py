@@ -58,6 +58,7 @@ import asyncio
 import importlib.util
 import json
 import logging
+import math
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -361,8 +362,28 @@ class OpenAICompatModel:
 
         prompt, completion = num(usage.prompt_tokens), num(usage.completion_tokens)
         return UsageReport(
-            prompt, completion, num(usage.total_tokens) or prompt + completion, self.context_window
+            prompt,
+            completion,
+            num(usage.total_tokens) or prompt + completion,
+            self.context_window,
+            reported_cost(usage),
         )
+
+
+#: the largest cost of one call believed (US dollars): a bigger one is a server's mistake
+MAX_CALL_COST = 10_000.0
+
+
+def reported_cost(usage: Any) -> float | None:
+    """The call's cost in US dollars when the server reports it beside the tokens (``usage.cost``,
+    as OpenRouter and LiteLLM proxies do); None when absent or not a sane number (negative, NaN,
+    infinite, absurdly large, a string): an unknown cost is never shown as zero."""
+    extra = getattr(usage, "model_extra", None) or {}
+    value = extra.get("cost")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    cost = float(value)
+    return cost if math.isfinite(cost) and 0 <= cost <= MAX_CALL_COST else None
 
 
 def _message_to_openai(message: Message) -> dict[str, Any]:

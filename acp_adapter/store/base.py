@@ -159,6 +159,13 @@ class SessionStore(KeyValueStore, Protocol):
 
     def load(self, session_id: str) -> StoredSession | None: ...
 
+    def fork(self, source_id: str, new_id: str, cwd: str, now: float) -> StoredSession | None:
+        """Store a copy of session ``source_id`` as ``new_id`` (in ``cwd``, created ``now``): the
+        same title, events and model history, independent from then on. Returns the new session
+        as stored but without its events (copied, never read), or None when ``source_id`` is not
+        stored (nothing is written then)."""
+        ...
+
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> SessionPage: ...

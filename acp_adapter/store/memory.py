@@ -88,6 +88,16 @@ class MemoryStore:
                 copy.deepcopy(self._history.get(session_id, [])),
             )
 
+    def fork(self, source_id: str, new_id: str, cwd: str, now: float) -> StoredSession | None:
+        with self._lock:
+            source = self._records.get(source_id)
+            if source is None:
+                return None
+            record = self._records[new_id] = SessionRecord(new_id, cwd, source.title, now, now)
+            self._events[new_id] = copy.deepcopy(self._events.get(source_id, []))
+            self._history[new_id] = copy.deepcopy(self._history.get(source_id, []))
+            return StoredSession(record, [], copy.deepcopy(self._history[new_id]))
+
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> SessionPage:

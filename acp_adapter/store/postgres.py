@@ -53,6 +53,8 @@ from acp_adapter.store.queries import (
     AUDIT_COLUMNS,
     audit_decisions,
     check_audit_kept,
+    fork_args,
+    fork_statements,
     session_list_query,
     session_page,
     stored_session,
@@ -354,6 +356,28 @@ class PostgresStore:
             return None
         row, events = found
         return stored_session(session_id, row, events)
+
+    def fork(self, source_id: str, new_id: str, cwd: str, now: float) -> StoredSession | None:
+        session_sql, events_sql = fork_statements(f"{S}.", "%s")
+        session_args, events_args = fork_args(source_id, new_id, cwd, now)
+
+        def op(db: Any) -> Any:
+            with db.transaction():
+                # the source row's lock: a turn being appended to it lands wholly before or after
+                if (
+                    db.execute(f"SELECT 1 FROM {S}.sessions WHERE id = %s FOR SHARE", (source_id,)).fetchone()
+                    is None
+                ):
+                    return None
+                db.execute(session_sql, session_args)
+                db.execute(events_sql, events_args)
+                return db.execute(
+                    f"SELECT id, cwd, title, created_at, updated_at, history FROM {S}.sessions WHERE id = %s",
+                    (new_id,),
+                ).fetchone()
+
+        row = self._run(op, what="forking a session")
+        return None if row is None else stored_session(new_id, row, [])
 
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50

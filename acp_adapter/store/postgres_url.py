@@ -14,9 +14,10 @@ without paying for psycopg.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from acp_adapter.safety.redact import redact_text
+from acp_adapter.safety.redact.keys import is_sensitive_key
 from acp_adapter.store.base import StoreError
 
 #: shown instead of the password (the config report's convention for a secret that is set)
@@ -56,6 +57,9 @@ class DatabaseUrl:
             )
         database = unquote(parts.path.lstrip("/"))
         password = unquote(parts.password) if parts.password is not None else None
+        if password is None:
+            # libpq takes the password as a URL parameter too (``?password=…``)
+            password = dict(parse_qsl(parts.query)).get("password")
         return cls(
             raw=text,
             host=host or "localhost",
@@ -84,8 +88,15 @@ class DatabaseUrl:
         return self.shown()
 
 
+#: URL parameters that carry a credential whatever the classifier says of their name (libpq's
+#: ``password`` and the client key's ``sslpassword``); any other parameter named like a secret
+#: (``token``, ``api_key`` …) is hidden too.
+_SECRET_PARAMS = frozenset({"password", "sslpassword", "pass", "pwd"})
+
+
 def _hide_any(text: str) -> str:
-    """Every ``scheme://user:password@`` in ``text`` with the password replaced by ``[hidden]``."""
+    """Every credential of every ``scheme://…`` URL in ``text`` replaced by ``[hidden]``: the
+    password of ``user:password@`` and the value of each parameter that names a secret."""
     out: list[str] = []
     rest = text
     while (at := rest.find("://")) >= 0:
@@ -99,5 +110,23 @@ def _hide_any(text: str) -> str:
             authority = f"{creds}@{hostpart}"
         out.append(head + authority)
         rest = tail[end:]
+        query_at = rest.find("?")
+        blank = min((i for i in (rest.find(c) for c in " \t\n") if i >= 0), default=len(rest))
+        if 0 <= query_at < blank:
+            query_end = min((i for i in (rest.find("#", query_at), blank) if i >= 0), default=blank)
+            out.append(rest[: query_at + 1] + _hide_params(rest[query_at + 1 : query_end]))
+            rest = rest[query_end:]
     out.append(rest)
     return "".join(out)
+
+
+def _hide_params(query: str) -> str:
+    """``a=1&password=x`` → ``a=1&password=[hidden]`` (the separators and order kept)."""
+    shown: list[str] = []
+    for pair in query.split("&"):
+        name, eq, value = pair.partition("=")
+        key = unquote(name).strip().lower()
+        if eq and value and (key in _SECRET_PARAMS or is_sensitive_key(key)):
+            pair = f"{name}={HIDDEN}"
+        shown.append(pair)
+    return "&".join(shown)

@@ -74,6 +74,28 @@ def session_list_query(
     return sql + f" ORDER BY updated_at DESC, id LIMIT {mark}", [*args, limit + 1]
 
 
+def fork_statements(schema: str, mark: str) -> tuple[str, str]:
+    """The two statements of a fork (run in one transaction): the new session's row from the
+    source's (its title and model history, the new id, workspace and times), then the source's
+    events under the new id, in their order. Copied inside the database, so a fork of a long
+    session moves no conversation through the agent. ``schema`` prefixes the tables (``""`` or
+    ``"name."``); the first statement changes no row when the source is not stored."""
+    session = (
+        f"INSERT INTO {schema}sessions (id, cwd, title, created_at, updated_at, history) "
+        f"SELECT {mark}, {mark}, title, {mark}, {mark}, history FROM {schema}sessions WHERE id = {mark}"
+    )
+    events = (
+        f"INSERT INTO {schema}events (session_id, seq, body) "
+        f"SELECT {mark}, seq, body FROM {schema}events WHERE session_id = {mark}"
+    )
+    return session, events
+
+
+def fork_args(source_id: str, new_id: str, cwd: str, now: float) -> tuple[list[Any], list[Any]]:
+    """The parameters of :func:`fork_statements`' two statements."""
+    return [new_id, cwd, now, now, source_id], [new_id, source_id]
+
+
 def session_page(rows: Sequence[Sequence[Any]], limit: int) -> SessionPage:
     """The page of :func:`session_list_query`'s rows, with the cursor of the next when one follows."""
     records = [SessionRecord(*row) for row in rows[:limit]]

@@ -27,6 +27,7 @@ import os
 import re
 import socket
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -198,8 +199,11 @@ class ConversationRecorder:
     def begin_turn(self, session_id: str, cwd: str, prompt: Sequence[Any], text: str) -> str | None:
         """Record the user's prompt; returns the session's new title when this prompt gives it one."""
         turn = self._turns[session_id] = _Turn()
+        message_id = _new_message_id()  # the prompt's blocks are one message
         for block in prompt:
-            chunk = UserMessageChunk(session_update="user_message_chunk", content=block)
+            chunk = UserMessageChunk(
+                session_update="user_message_chunk", content=block, message_id=message_id
+            )
             entry = _dump(chunk)
             content = entry.get("content")
             if isinstance(content, dict) and isinstance(content.get("text"), str):
@@ -285,6 +289,7 @@ class ConversationRecorder:
             and last is not None
             and last.get("sessionUpdate") == update.session_update
             and last.get("content", {}).get("type") == "text"
+            and last.get("messageId") == update.message_id  # one stored entry per message
         ):
             kept = last["content"]["text"]
             if len(kept) < STORED_TEXT_CAP:  # beyond the cap the rest of the stream is not kept
@@ -349,6 +354,7 @@ class ConversationRecorder:
         note = AgentMessageChunk(
             session_update="agent_message_chunk",
             content=TextContentBlock(type="text", text=trimmed_note(self.max_session_bytes)),
+            message_id=_new_message_id(),
         )
         dropped, kept = self.store.trim_events(session_id, self.max_session_bytes, _dump(note))
         self._stored_bytes[session_id] = kept
@@ -382,6 +388,7 @@ class ConversationRecorder:
         note = AgentMessageChunk(
             session_update="agent_message_chunk",
             content=TextContentBlock(type="text", text=INTERRUPTED_NOTE),
+            message_id=_new_message_id(),
         )
         with self.store.batch():
             self.store.append_events(session_id, [_dump(note)], self._clock())
@@ -398,6 +405,11 @@ class ConversationRecorder:
         return True
 
 
+def _new_message_id() -> str:
+    """A ``messageId`` for a message the store itself writes (a prompt, a note)."""
+    return f"msg_{uuid.uuid4().hex}"
+
+
 def _end_with_note(entries: list[JsonObject], note: str) -> None:
     """Close a turn's entries with an agent ``note`` (after a blank line, when the agent's text is last)."""
     last = entries[-1] if entries else None
@@ -407,7 +419,9 @@ def _end_with_note(entries: list[JsonObject], note: str) -> None:
             content["text"] = f"{content.get('text', '')}\n\n{note}"
             return
     chunk = AgentMessageChunk(
-        session_update="agent_message_chunk", content=TextContentBlock(type="text", text=note)
+        session_update="agent_message_chunk",
+        content=TextContentBlock(type="text", text=note),
+        message_id=_new_message_id(),
     )
     entries.append(_dump(chunk))
 

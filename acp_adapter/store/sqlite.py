@@ -73,6 +73,8 @@ from acp_adapter.store.queries import (
     AUDIT_COLUMNS,
     audit_decisions,
     check_audit_kept,
+    fork_args,
+    fork_statements,
     session_list_query,
     session_page,
     stored_session,
@@ -325,6 +327,18 @@ class SqliteStore:
             return None
         events = self._read("SELECT body FROM events WHERE session_id = ? ORDER BY seq", (session_id,))
         return stored_session(session_id, rows[0], events)
+
+    def fork(self, source_id: str, new_id: str, cwd: str, now: float) -> StoredSession | None:
+        session_sql, events_sql = fork_statements("", "?")
+        session_args, events_args = fork_args(source_id, new_id, cwd, now)
+        with self._tx() as db:
+            if db.execute(session_sql, session_args).rowcount == 0:
+                return None
+            db.execute(events_sql, events_args)
+            row = db.execute(
+                "SELECT id, cwd, title, created_at, updated_at, history FROM sessions WHERE id = ?", (new_id,)
+            ).fetchone()
+        return stored_session(new_id, row, [])
 
     def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, limit: int = 50

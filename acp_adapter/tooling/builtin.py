@@ -7,10 +7,12 @@ are rejected with a clear error. Long tools report honest progress through ``ctx
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import io
 import os
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -19,10 +21,11 @@ from pathlib import Path
 from typing import Any, cast
 
 from acp_adapter.safety.secret_env import command_environment
+from acp_adapter.tooling.calls import Concern
 from acp_adapter.tooling.display import TerminalShown
 from acp_adapter.tooling.edits import EDIT_TOOLS
 from acp_adapter.tooling.paths import display as _display
-from acp_adapter.tooling.paths import open_regular, resolve_in_workspace
+from acp_adapter.tooling.paths import open_regular, resolve_in_roots
 from acp_adapter.tooling.toolbox import Tool, Toolbox, ToolContext, ToolError, ToolReturn
 
 SKIP_DIRS = frozenset(
@@ -38,19 +41,34 @@ def _is_binary(sample: bytes) -> bool:
     return b"\x00" in sample
 
 
+def hard_link_concern(what: str, links: int | None = None) -> Concern:
+    """Why a read asks first: a hard link inside the workspace may be the very file (the same
+    inode) as one outside it, which the workspace check cannot see — a link count above one is
+    the only sign."""
+    count = f" ({links} names for one file)" if links is not None else ""
+    return Concern(
+        reason=f"{what}{count}: the same file may also be outside the workspace",
+        rule="read:hard-link",
+        covers="reading hard-linked files",
+    )
+
+
 # ---------------------------------------------------------------- read_file
 
 
 def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
-    path = resolve_in_workspace(ctx.cwd, args["path"])
+    root, path = resolve_in_roots(ctx.cwd, ctx.extra_roots, args["path"])
     if ctx.host is not None and ctx.host.reads_files and not path.is_dir():
         return _read_from_client(ctx, path)
     if not path.exists():
         raise ToolError(f"no such file: {args['path']}")
     if path.is_dir():
         raise ToolError(f"{args['path']} is a directory; use list_dir")
-    with open_regular(ctx.cwd, path) as handle:
-        size = os.fstat(handle.fileno()).st_size
+    with open_regular(root, path) as handle:
+        info = os.fstat(handle.fileno())
+        if info.st_nlink > 1:  # asked about the very file this descriptor reads
+            ctx.confirm(hard_link_concern(f"{_display(ctx.cwd, path)} is a hard link", info.st_nlink))
+        size = info.st_size
         data = handle.read(READ_CAP)
     if _is_binary(data[:4096]):
         raise ToolError(f"{args['path']} looks like a binary file ({size} bytes)")
@@ -65,6 +83,12 @@ def _read_from_client(ctx: ToolContext, path: Path) -> ToolReturn:
     """``read_file`` through the client's ``fs/read_text_file``: its unsaved buffer, if any (the
     path was checked against the workspace first, as for a local read)."""
     assert ctx.host is not None
+    try:
+        info = os.lstat(path)
+    except OSError:
+        info = None  # a buffer the editor has not saved yet: no file to be linked
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        ctx.confirm(hard_link_concern(f"{_display(ctx.cwd, path)} is a hard link", info.st_nlink))
     text = ctx.host.read_text(str(path))
     size = len(text.encode("utf-8", "surrogatepass"))
     note = ""
@@ -95,7 +119,7 @@ def _walk(root: Path, depth: int) -> Iterator[tuple[Path, int]]:
 
 
 def list_dir(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
-    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    _, root = resolve_in_roots(ctx.cwd, ctx.extra_roots, args.get("path", ".") or ".")
     if not root.is_dir():
         raise ToolError(f"not a directory: {args.get('path', '.')}")
     depth = max(0, min(int(args.get("depth", 1)), 5))
@@ -125,48 +149,92 @@ def _candidate_files(root: Path) -> list[Path]:
     return files
 
 
+#: The largest file ``search`` reads.
+SEARCH_FILE_CAP = 4 * 1024 * 1024
+
+
+def _searchable(base: Path, path: Path, *, linked_ok: bool) -> bytes | None:
+    """The bytes of a file under ``base`` (the workspace or an additional directory) to search,
+    or None (a symlink out of its root, not regular, too large, or hard-linked when
+    ``linked_ok`` is False: such a file is searched only once allowed)."""
+    try:
+        resolved = path.resolve()
+        if not resolved.is_relative_to(base):  # a symlink out of its root is skipped
+            return None
+        with open_regular(base, resolved) as handle:  # a FIFO or device is skipped
+            info = os.fstat(handle.fileno())
+            if info.st_size > SEARCH_FILE_CAP or (info.st_nlink > 1 and not linked_ok):
+                return None
+            return handle.read()
+    except (OSError, ToolError):
+        return None
+
+
+def _hard_linked(path: Path) -> bool:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
+
+
 def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     query = args["query"]
     if not query:
         raise ToolError("query must not be empty")
-    root = resolve_in_workspace(ctx.cwd, args.get("path", ".") or ".")
+    base, root = resolve_in_roots(ctx.cwd, ctx.extra_roots, args.get("path", ".") or ".")
     files = _candidate_files(root)
     total = len(files)
     ctx.progress(0, total, f"Scanning {total} files")
     matches: list[str] = []
-    total_matches = 0  # every match, also beyond the MAX_MATCHES listed
-    matched_files = 0
+    counts = [0, 0]  # every match (also beyond the MAX_MATCHES listed), files with one
+    linked: list[Path] = []  # hard-linked files: searched only once the person allowed it
     last_report = time.monotonic()
     needle = query.lower()
+
+    def scan(path: Path, data: bytes) -> None:
+        if _is_binary(data[:4096]):
+            return
+        hit = False
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if needle in line.lower():
+                hit = True
+                counts[0] += 1
+                if len(matches) < MAX_MATCHES:
+                    matches.append(f"{_display(ctx.cwd, path)}:{number}: {line.strip()[:200]}")
+        counts[1] += hit
+
     for index, path in enumerate(files, start=1):
         ctx.cancel.raise_if_cancelled()
-        try:
-            resolved = path.resolve()
-            if not resolved.is_relative_to(ctx.cwd):
-                continue
-            with open_regular(ctx.cwd, resolved) as handle:  # a FIFO or device is skipped
-                if os.fstat(handle.fileno()).st_size > 4 * 1024 * 1024:
-                    continue
-                data = handle.read()
-        except (OSError, ToolError):
-            continue
-        if not _is_binary(data[:4096]):
-            hit = False
-            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-                if needle in line.lower():
-                    hit = True
-                    total_matches += 1
-                    if len(matches) < MAX_MATCHES:
-                        matches.append(f"{_display(ctx.cwd, path)}:{number}: {line.strip()[:200]}")
-            matched_files += hit
+        data = _searchable(base, path, linked_ok=False)
+        if data is not None:
+            scan(path, data)
+        elif _hard_linked(path):
+            linked.append(path)
         now = time.monotonic()
         if now - last_report >= 0.05 or index == total:
             ctx.progress(index, total, f"Scanned {index}/{total} files")
             last_report = now
+    skipped = ""
+    if linked:
+        many = _count(len(linked), "hard-linked file", "hard-linked files")
+        names = ", ".join(_display(ctx.cwd, p) for p in linked[:5]) + (", …" if len(linked) > 5 else "")
+        try:
+            ctx.confirm(hard_link_concern(f"the search would read {many} ({names})"))
+        except ToolError as refused:
+            ctx.cancel.raise_if_cancelled()
+            skipped = f"; {many} not searched: {refused}"
+        else:
+            for path in linked:
+                ctx.cancel.raise_if_cancelled()
+                data = _searchable(base, path, linked_ok=True)
+                if data is not None:
+                    scan(path, data)
+    total_matches, matched_files = counts
     # one count for the card and the answer: every match and every file with one, whatever is listed
     found = f"{_count(total_matches, 'match', 'matches')} in {_count(matched_files, 'file', 'files')}"
     listed = f"; the first {len(matches)} listed" if len(matches) < total_matches else ""
-    header = f"{found} (scanned {_count(total, 'file', 'files')}{listed})"
+    header = f"{found} (scanned {_count(total, 'file', 'files')}{listed}{skipped})"
     body = "\n".join([header, *matches])
     return ToolReturn(
         body,
@@ -302,8 +370,10 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     reader.start()
     started = time.monotonic()
     reported = 0
+    card = _CardOutput(ctx, chunks)
     try:
         while proc.poll() is None:
+            card.follow()
             if ctx.cancel.wait(0.05):
                 _kill_group(proc)
                 ctx.cancel.raise_if_cancelled()
@@ -320,6 +390,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         proc.wait()
         _settle_group(proc.pid)
         reader.join(timeout=2)
+        card.ended(proc.returncode, cut=size > OUTPUT_CAP)
     output = b"".join(chunks).decode("utf-8", errors="replace")
     if size > OUTPUT_CAP:
         output += f"\n… (output truncated: {size} bytes)"
@@ -328,7 +399,54 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     text = output if output else "(no output)"
     if code != 0:
         text += f"\n(exit code {code})"
-    return ToolReturn(text, summary, {"exit_code": code, "output_bytes": size}, failed=code != 0)
+    return ToolReturn(
+        text, summary, {"exit_code": code, "output_bytes": size}, failed=code != 0, display=card.shown
+    )
+
+
+class _CardOutput:
+    """The command's output followed onto its card's terminal, when the client renders one from
+    the card (:meth:`~acp_adapter.tooling.host.ToolHost.card_terminal`); nothing otherwise."""
+
+    def __init__(self, ctx: ToolContext, chunks: list[bytes]) -> None:
+        self._terminal = ctx.host.card_terminal(ctx.call) if ctx.host is not None else None
+        self._chunks = chunks  # appended by the reader thread; read here up to its length
+        self._sent = 0
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        if self._terminal is not None:
+            self._terminal.started(str(ctx.cwd))
+
+    @property
+    def shown(self) -> tuple[TerminalShown, ...]:
+        return (TerminalShown(self._terminal.terminal_id),) if self._terminal is not None else ()
+
+    def follow(self) -> None:
+        if self._terminal is None:
+            return
+        new = self._chunks[self._sent :]
+        self._sent += len(new)
+        if new and (text := self._decoder.decode(b"".join(new))):
+            self._terminal.output(text)
+
+    def ended(self, returncode: int | None, *, cut: bool) -> None:
+        if self._terminal is None:
+            return
+        self.follow()
+        if rest := self._decoder.decode(b"", final=True):
+            self._terminal.output(rest)
+        if cut:  # the capture stopped at OUTPUT_CAP: the card says so, as the result does
+            self._terminal.output(f"\n… (output truncated at {OUTPUT_CAP} bytes)\n")
+        if returncode is not None and returncode < 0:
+            self._terminal.exited(None, _signal_name(-returncode))
+        else:
+            self._terminal.exited(returncode, None)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _run_in_client_terminal(command: str, timeout: float, ctx: ToolContext) -> ToolReturn:
@@ -439,5 +557,5 @@ BUILTIN_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def default_toolbox(cwd: str | Path) -> Toolbox:
-    return Toolbox(BUILTIN_TOOLS, cwd)
+def default_toolbox(cwd: str | Path, extra_roots: tuple[str, ...] = ()) -> Toolbox:
+    return Toolbox(BUILTIN_TOOLS, cwd, extra_roots)

@@ -28,6 +28,26 @@ class TerminalRun:
     truncated: bool = False
 
 
+class CardTerminal(Protocol):
+    """A command's output shown as a terminal on its card, for a client that runs no terminal of
+    its own but renders one from the card (each method is called on the tool's worker thread)."""
+
+    #: the id the card's terminal content and ``_meta`` name
+    terminal_id: str
+
+    def started(self, cwd: str) -> None:
+        """The command started in ``cwd``: the card shows its terminal."""
+        ...
+
+    def output(self, data: str) -> None:
+        """More of the command's output (only what is new since the last call)."""
+        ...
+
+    def exited(self, exit_code: int | None, signal: str | None) -> None:
+        """The command ended: its exit status on the card."""
+        ...
+
+
 class ToolHost(Protocol):
     """What the client offers the tools (each method is called on the tool's worker thread)."""
 
@@ -41,6 +61,11 @@ class ToolHost(Protocol):
 
     def write_text(self, path: str, content: str) -> None:
         """Have the client write (and show) the file."""
+        ...
+
+    def card_terminal(self, call: ToolCall) -> CardTerminal | None:
+        """The card of ``call`` as a terminal for a command run here, when the client renders
+        one from the card (None: it does not)."""
         ...
 
     def run_terminal(

@@ -18,7 +18,14 @@ from pathlib import Path
 
 from acp_adapter.tooling.toolbox import ToolError
 
-__all__ = ["display", "open_regular", "read_regular_text", "resolve_in_workspace", "write_atomically"]
+__all__ = [
+    "display",
+    "open_regular",
+    "read_regular_text",
+    "resolve_in_roots",
+    "resolve_in_workspace",
+    "write_atomically",
+]
 
 
 def resolve_in_workspace(workspace: Path, raw: str) -> Path:
@@ -34,6 +41,22 @@ def resolve_in_workspace(workspace: Path, raw: str) -> Path:
     if resolved != workspace and not resolved.is_relative_to(workspace):
         raise ToolError(f"path '{raw}' is outside the workspace ({workspace})")
     return resolved
+
+
+def resolve_in_roots(workspace: Path, extra_roots: tuple[Path, ...], raw: str) -> tuple[Path, Path]:
+    """Resolve ``raw`` for a read: inside the workspace (a relative path is the workspace's) or
+    inside one of the session's additional directories (the client named them, absolute). Returns
+    (the root it is in, the resolved path); anything outside every root is refused."""
+    try:
+        return workspace, resolve_in_workspace(workspace, raw)
+    except ToolError:
+        if not extra_roots or not Path(raw.strip()).expanduser().is_absolute():
+            raise
+    resolved = Path(raw.strip()).expanduser().resolve()
+    for root in extra_roots:
+        if resolved == root or resolved.is_relative_to(root):
+            return root, resolved
+    raise ToolError(f"path '{raw}' is outside the workspace ({workspace}) and its additional directories")
 
 
 _NOT_REGULAR = "is not a regular file (a FIFO, socket or device is never read: it could block for ever)"

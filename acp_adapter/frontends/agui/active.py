@@ -11,8 +11,9 @@ with the interrupt, its turn goes on waiting, the updates that still arrive are 
 swaps in the next run's emitter over the same projection, so the rest of the turn is that run's.
 
 Ending is single-shot: whatever happens (success, cancel, agent error, crash, shutdown) the
-observers' ``on_end`` runs, then exactly one terminal event is written (ignored if the client
-left), the thread is released and waiters are woken.
+observers' ``on_end`` runs, the thread is released (at every replica) and waiters are woken,
+then exactly one terminal event is written (ignored if the client left): a client that got
+``RUN_FINISHED`` may post the thread's next run at once, to any replica.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from acp.schema import SessionInfoUpdate
@@ -44,6 +45,10 @@ MAX_HELD_UPDATES = 10_000
 
 Spawn = Callable[[Coroutine[Any, Any, None], str], asyncio.Task[None]]
 """Start a background task the app keeps a reference to (and cancels at shutdown)."""
+
+Release = Callable[[], Awaitable[None]]
+"""Let go of what holds the thread beyond this process (another replica's claim): awaited before the
+run's terminal event is written, so a client that saw it may run the thread anywhere at once."""
 
 
 class ActiveRun:
@@ -79,6 +84,8 @@ class ActiveRun:
         #: the prompt response's token counts (RUN_FINISHED.usage)
         self._tokens: Any = None
         self._done = asyncio.Event()
+        #: the cross-replica half of the thread's claim, released before the terminal event
+        self.release_elsewhere: Release | None = None
 
     # ------------------------------------------------------------------ what the registry asks
 
@@ -198,7 +205,21 @@ class ActiveRun:
             try:
                 await self.observers.end(outcome)
             finally:
-                self._close(outcome, slot)
+                try:
+                    await self._release_elsewhere()
+                finally:
+                    self._close(outcome, slot)
+
+    async def _release_elsewhere(self) -> None:
+        """The thread is free at every replica before its run says it ended (a failed release is
+        logged: the lock goes with the database connection at the latest)."""
+        release, self.release_elsewhere = self.release_elsewhere, None
+        if release is None:
+            return
+        try:
+            await release()
+        except Exception as exc:
+            log.warning("run %s: could not release its thread: %s", redact_text(self.run_id), exc)
 
     async def _run(self) -> RunOutcome:
         slot = self._slot
@@ -260,14 +281,15 @@ class ActiveRun:
             self.paused.answer(None)
             self.paused = None
         emitter = self.context.emitter
+        # the thread is free before the client hears that its run ended: the next run is admitted
+        self._threads.release(slot, self)
+        self._done.set()
         if outcome.status == "error":
             emitter.fail(outcome.error or "run failed", code=self._code)
         else:
             emitter.finish(
                 cancelled=outcome.status == "cancelled", stop_reason=outcome.stop_reason, tokens=self._tokens
             )
-        self._threads.release(slot, self)
-        self._done.set()
         log.info(
             "run %s on thread %s ended: %s%s",
             redact_text(self.run_id),

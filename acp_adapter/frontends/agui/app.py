@@ -73,7 +73,9 @@ from acp_adapter.frontends.agui.service import CANCEL_GRACE, AguiService, TooMan
 from acp_adapter.frontends.agui.summaries import SummarySetup, summary_setup
 from acp_adapter.frontends.agui.thread_store import ConversationUnavailable, ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadBusy
+from acp_adapter.frontends.agui.visible import visible_event
 from acp_adapter.mcp.config import McpServerSpec
+from acp_adapter.safety.web_text import web_visible_value
 from acp_adapter.store import KeyValueStore
 from acp_adapter.summary import SummaryFactory
 
@@ -107,9 +109,10 @@ class _RunStream(StreamingResponse):
 
 
 async def _encoded(active: ActiveRun, encoder: EventEncoder) -> AsyncIterator[str]:
-    """Everything queued is encoded and written together: one write per burst, none delayed."""
+    """Everything queued is encoded and written together: one write per burst, none delayed.
+    Every event's text is cleaned on its way out (:mod:`.visible`)."""
     async for batch in active.context.emitter.batches():
-        yield "".join(encoder.encode(event) for event in batch)
+        yield "".join(encoder.encode(visible_event(event)) for event in batch)
 
 
 class _ClientGone(AcpProgressError):
@@ -261,7 +264,8 @@ def create_app(
 
     @app.get("/threads")
     async def threads() -> dict[str, Any]:
-        return {"threads": await service.thread_list()}
+        listing: dict[str, Any] = web_visible_value({"threads": await service.thread_list()})
+        return listing
 
     @app.get("/threads/{thread_id}", response_model=None)
     async def thread(thread_id: str) -> dict[str, Any] | JSONResponse:
@@ -272,7 +276,7 @@ def create_app(
             history = await service.thread_history(thread_id)
         except ConversationUnavailable as exc:
             return _refusal(503, str(exc), **{"Retry-After": str(RETRY_AFTER)})
-        return unknown if history is None else history
+        return unknown if history is None else web_visible_value(history)
 
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:

@@ -10,7 +10,8 @@ into ag-ui-protocol messages:
 * ``agent_message_chunk`` → an ``AssistantMessage``'s content;
 * ``agent_thought_chunk`` → a ``ReasoningMessage``;
 * a tool call → a ``ToolCall`` on the assistant message it follows (its redacted raw input as the
-  arguments, named like ``TOOL_CALL_START`` names it) and a ``ToolMessage`` with its result,
+  arguments, named like ``TOOL_CALL_START`` names it, its ``metadata.acpProgress`` the card's title
+  and emoji as ``watch`` shows them) and a ``ToolMessage`` with its result,
   through the endpoint's redaction policy exactly like ``TOOL_CALL_RESULT`` (``error`` when it
   failed);
 * the last plan → ``state`` (``{"plan": [...]}``, the shared state a run would have published).
@@ -46,8 +47,9 @@ from ag_ui.core import (
 
 from acp_adapter.frontends.agui.content import tool_content_text
 from acp_adapter.frontends.agui.policy import POLICY_REDACTED, TOOL_RESULT, RedactPolicy, apply_policy
-from acp_adapter.frontends.agui.projection import _tool_name
+from acp_adapter.frontends.agui.projection import _tool_name, card_presentation
 from acp_adapter.frontends.agui.shared_state import plan_items
+from acp_adapter.protocol.cards import CardAccumulator
 from acp_adapter.protocol.meta import phase_of
 from acp_adapter.safety.redact import redact_text, redact_value
 
@@ -133,6 +135,9 @@ class _Builder:
             id=call_id,
             type="function",
             function=FunctionCall(name=_tool_name(update), arguments=_capped(arguments)),
+            metadata={
+                "acpProgress": card_presentation(CardAccumulator(reports=False).fold(update, 0.0).card)
+            },
         )
         if self._assistant is None:
             self._assistant = AssistantMessage(id=self._id(), content=None, tool_calls=[])

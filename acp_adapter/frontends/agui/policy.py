@@ -9,6 +9,8 @@ returned, so a permissive policy can never publish a token shape.
 * :func:`default_policy` replaces every reported progress value with ``"[redacted]"`` — numbers
   included, since a count can be as private as a message — and leaves tool results to the canonical
   redactor.
+* :func:`counts_policy` (``--redact counts``) publishes the counts (value and total) and withholds
+  the messages.
 * :func:`none_policy` publishes host-approved data as it is (still canonically redacted).
 * a custom policy is a callable, or named ``module:function`` on the command line (``--redact``).
 
@@ -48,12 +50,27 @@ def default_policy(kind: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict(payload)
 
 
+def counts_policy(kind: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Publish a tool's counts (``value``, ``total``: the page draws a bar with numbers) and withhold
+    its messages, which may name files, people or data (``--redact counts``)."""
+    if kind == TOOL_PROGRESS:
+        return {
+            key: value if key in ("value", "total") and isinstance(value, int | float) else POLICY_REDACTED
+            for key, value in payload.items()
+        }
+    return dict(payload)
+
+
 def none_policy(kind: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
     """Publish host-approved data as it is; the canonical redactor still runs afterwards."""
     return dict(payload)
 
 
-_NAMED: Final[dict[str, RedactPolicy]] = {"default": default_policy, "none": none_policy}
+_NAMED: Final[dict[str, RedactPolicy]] = {
+    "default": default_policy,
+    "counts": counts_policy,
+    "none": none_policy,
+}
 
 
 def load_policy(spec: str | RedactPolicy | None) -> RedactPolicy:
@@ -66,7 +83,9 @@ def load_policy(spec: str | RedactPolicy | None) -> RedactPolicy:
         return _NAMED[spec]
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise PolicyError(f"redaction policy {spec!r}: expected 'default', 'none' or 'module:function'")
+        raise PolicyError(
+            f"redaction policy {spec!r}: expected 'default', 'counts', 'none' or 'module:function'"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

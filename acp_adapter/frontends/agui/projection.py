@@ -15,7 +15,8 @@ The mapping (issue 9, seed 001):
 * think cards (``kind="think"`` tool calls: the spinner) are not tool calls and not reasoning:
   they and all their updates are dropped, so spinner text never reaches the client.
 * a real tool card → ``TOOL_CALL_START``, ``TOOL_CALL_ARGS`` (its redacted raw input as JSON),
-  ``TOOL_CALL_END`` at once; its terminal update → ``TOOL_CALL_RESULT`` through the redaction
+  ``TOOL_CALL_END`` at once (``TOOL_CALL_START.metadata.acpProgress`` carries the card's title and
+  emoji as ``watch`` shows them); its terminal update → ``TOOL_CALL_RESULT`` through the redaction
   policy (kind ``tool_result``), with ``metadata.acpProgress.status`` (``completed``/``failed``).
 * ``_meta.acpProgress.progress`` on a live tool's update → one ``ACTIVITY_SNAPSHOT`` per tool call
   per run (``"{runId}:progress:{toolCallId}"``, ``TOOL_PROGRESS``, ``replace: true``) when progress
@@ -94,6 +95,7 @@ from acp_adapter.protocol.cards import CardAccumulator
 from acp_adapter.protocol.meta import meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.safety.redact.stream import StreamRedactor
+from acp_adapter.tooling.presentation import card_emoji
 from acp_adapter.tools import one_line
 
 log = logging.getLogger("acp_progress.agui.projection")
@@ -127,6 +129,15 @@ def _tool_name(update: ToolCallStart) -> str:
     if meta is not None and meta.tool_id:
         return one_line(meta.tool_id, 120)
     return one_line(update.title, 120) or "tool"
+
+
+def card_presentation(card: Any) -> dict[str, str]:
+    """How ``watch`` shows the card: its emoji (:func:`card_emoji`, the shared rule) and its title
+    (``🔎 Searching for TODO``), for the page to show the same (``metadata.acpProgress``)."""
+    if card is None:
+        return {}
+    title = redact_text(one_line(card.title or card.tool_id or "tool", 300))
+    return {"title": title, "emoji": card_emoji(card.kind, card.tool_id, card.emoji)}
 
 
 def usage_result(update: UsageUpdate) -> dict[str, Any]:
@@ -385,7 +396,10 @@ class RunProjection:
         safe_id = redact_text(call_id)
         events.append(
             ToolCallStartEvent(
-                tool_call_id=safe_id, tool_call_name=_tool_name(update), parent_message_id=self._last_text_id
+                tool_call_id=safe_id,
+                tool_call_name=_tool_name(update),
+                parent_message_id=self._last_text_id,
+                metadata={"acpProgress": card_presentation(self._cards.get(call_id))},
             )
         )
         if update.raw_input is not None:

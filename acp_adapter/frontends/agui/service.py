@@ -272,10 +272,10 @@ class AguiService:
             await self._claim_across_replicas(slot, active)
         active.observers = ObserverSet.build(self.run_observers, context)
         emitter.start()
+        if self.thread_locks is not None:
+            active.release_elsewhere = lambda: self._release_across_replicas(slot.thread_id)
         task = self.spawn(active.drive(slot), RUN_TASK_PREFIX)
         task.add_done_callback(self._run_ended)
-        if self.thread_locks is not None:
-            task.add_done_callback(lambda _task: self._release_across_replicas(slot.thread_id))
         log.info(
             "run %s on thread %s started (tool progress %s, progress summary %s)",
             redact_text(run_input.run_id),
@@ -306,12 +306,13 @@ class AguiService:
         if stale:  # another replica ran it since: load the session from the store again
             slot.session_id, slot.generation = None, -1
 
-    def _release_across_replicas(self, thread_id: str) -> None:
+    async def _release_across_replicas(self, thread_id: str) -> None:
+        """Off the loop; the thread map is written before the lock goes. Shielded: a run ended by
+        the server stopping still lets go of its thread (the connection would, a moment later)."""
         locks = self.thread_locks
-        if locks is not None:  # off the loop; the thread map is written before the lock goes
-            asyncio.get_running_loop().run_in_executor(
-                None, locks.release, thread_id, self.thread_sessions.writer.flush
-            )
+        if locks is not None:
+            release = asyncio.to_thread(locks.release, thread_id, self.thread_sessions.writer.flush)
+            await asyncio.shield(release)
 
     async def thread_list(self) -> list[dict[str, Any]]:
         """This endpoint's threads (the stored ones, most recent first), each with whether a run

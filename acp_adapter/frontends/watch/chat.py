@@ -47,6 +47,7 @@ from acp_adapter.frontends.watch.chat_commands import (
     status_line,
 )
 from acp_adapter.frontends.watch.json_lines import JsonLines
+from acp_adapter.frontends.watch.render import RENDERS_CARD_TERMINALS
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.frontends.watch.watcher import (
     INTERRUPT_GRACE,
@@ -143,6 +144,7 @@ class _Chat:
             init_timeout=args.init_timeout,
             stderr_log=args.agent_log,
             client_name="acp-progress-chat",
+            client_capabilities=RENDERS_CARD_TERMINALS,
             mcp_servers=getattr(args, "mcp_servers", ()),
         )
         self.client: WatchClient | None = None

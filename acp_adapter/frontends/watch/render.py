@@ -14,6 +14,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    ClientCapabilities,
     PlanEntry,
     ToolCallProgress,
     ToolCallStart,
@@ -41,6 +42,14 @@ def progress_of(update: Any) -> tuple[float, float] | None:
     positive total (hostile input: anything that is not a finite number is ignored)."""
     meta = meta_of(update)
     return bar_of(meta.progress) if meta is not None and meta.progress is not None else None
+
+
+#: what ``watch`` and ``chat`` tell the agent in ``initialize``: they render a command's terminal
+#: from its card (``_meta.terminal_output``), so an agent that runs commands itself shows them live
+RENDERS_CARD_TERMINALS = ClientCapabilities(field_meta={"terminal_output": True})
+
+#: the most of a card terminal's output a card keeps (its newest characters; a few lines are shown)
+MAX_TERMINAL_OUTPUT = 64 * 1024
 
 
 @dataclass
@@ -104,8 +113,8 @@ class CardBoard:
             content.diffs = diffs_of(update.content)
             content.terminals = terminals_of(update.content)
         output = terminal_output_of(update)
-        if output is not None:
-            content.output = output
+        if output is not None:  # each piece is what is new (the convention): kept whole, bounded
+            content.output = ((content.output or "") + output)[-MAX_TERMINAL_OUTPUT:]
 
     @property
     def live_cards(self) -> list[Card]:

@@ -158,6 +158,7 @@ class PlainView(_Base):
         self.out = out
         self._plan_written: list[Any] | None = None
         self._announced: set[str] = set()
+        self._details: dict[str, str] = {}  # the progress line last written for each live card
         self._asking = False
         self._summary_written = 0  # the revision last written (a question holds newer ones back)
 
@@ -187,7 +188,10 @@ class PlainView(_Base):
                 if card.progress is not None:  # a step of a tool that reports a total: bar, percentage, time
                     elapsed = format_elapsed(now - card.opened_at)
                     detail = f"{progress_bar(*card.progress)} {detail} · {elapsed}".replace("  · ", " · ")
-                self._write(f"   … {card.title}: {detail}\n")
+                line = f"   … {card.title}: {detail}\n"
+                if self._details.get(card_id) != line:  # an update that changed no detail (a
+                    self._details[card_id] = line  # terminal's output piece) prints nothing new
+                    self._write(line)
             elif not card.live and card_id not in self._printed:
                 self._printed.add(card_id)
                 self._write(card_line(card, now=now) + "\n")

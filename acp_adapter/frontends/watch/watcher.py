@@ -50,7 +50,7 @@ from acp_adapter.frontends.questions import ask_by_lines
 from acp_adapter.frontends.reader_gone import when_reader_gone
 from acp_adapter.frontends.stdout import quiet_broken_stdout
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
-from acp_adapter.frontends.watch.render import CardBoard
+from acp_adapter.frontends.watch.render import RENDERS_CARD_TERMINALS, CardBoard
 from acp_adapter.frontends.watch.view import CardRenderer, LiveView, PlainView
 from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
@@ -382,6 +382,7 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
             init_timeout=args.init_timeout,
             stderr_log=args.agent_log,
             client_name="acp-progress-watch",
+            client_capabilities=RENDERS_CARD_TERMINALS,
             mcp_servers=getattr(args, "mcp_servers", ()),
         )
     except AgentError as exc:

@@ -26,6 +26,7 @@ from acp_adapter.safety.redact.passes import (
 )
 from acp_adapter.safety.redact.placeholder import REDACTED
 from acp_adapter.safety.redact.textops import _ascii_lower, _replace_spans
+from acp_adapter.safety.redact.toolargs import TOOL_LITERALS, redact_tool_arguments
 
 __all__ = [
     "REDACTED",
@@ -58,6 +59,7 @@ _SCREEN_LITERALS: Final = (
     "redis-cli",
     "htpasswd",
     "sudo",
+    *TOOL_LITERALS,
     *_SHAPE_LITERALS,
     *_NEEDLES,
 )
@@ -112,6 +114,7 @@ def _redact_cli(text: str) -> str:
     and AWS secret keys in prose, which need the same lower-case copy of the text."""
     low = _ascii_lower(text)
     spans = redact_command_lines(text, low, is_sensitive_key)
+    spans.extend(redact_tool_arguments(text, low))
     spans.extend(_aws_prose_spans(text, low))
     return _replace_spans(text, spans) if spans else text
 

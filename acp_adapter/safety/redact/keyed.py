@@ -24,7 +24,8 @@ _NEEDLES: Final = (
     "token",
     "secret",
     "pass",
-    "pwd",
+    "pw",
+    "psk",
     "auth",
     "cookie",
     "credential",
@@ -49,6 +50,8 @@ _AFTER_NEEDLE: Final = (
 _NEEDLE_FILTERS: Final = {
     "token": r"(?!s(?![a-z]))",  # the plural word ``tokens`` counts; ``tokenSecret`` does not
     "pass": r"(?=w|phrase|(?![a-z0-9]))",  # ``password``, ``passphrase``, ``DB_PASS``
+    "pw": r"(?=d?(?![a-z0-9]))",  # ``--pw``, ``-pw``, ``pwd``; not ``pwm`` or ``pwn``
+    "psk": r"(?![a-z0-9])",  # ``wpa_psk``, ``wifi-sec.psk``
     "auth": r"(?!or(?!i))",
     "key": r"(?<=[a-z0-9_.?&#; -]key)",
     "sig": r"(?<=[?&#;-]sig)",
@@ -437,6 +440,10 @@ def _redact_keyed(text: str) -> str:
         # Fast path: an unquoted ``key=value`` / ``key: value`` with a plain value.
         if nxt == "=" or nxt == ":":
             if kind == _NOT_SECRET:
+                if nxt == "=" and (token_end := _credential_after_key(text, low, name_start, ke)):
+                    spans.append((ke + 1, token_end))
+                    cursor = token_end
+                    continue
                 if not (nxt == "=" and before in "?&#;" and not flag and low[ks:ke] in _QUERY_KEYS):
                     continue
                 kind = _PLAIN
@@ -506,6 +513,26 @@ def _redact_keyed(text: str) -> str:
     if not spans:
         return text
     return _replace_spans(text, spans)
+
+
+# A value that looks like a credential rather than a name: a run of 16+ letters and digits mixed
+# (``key-0123456789abcdef…``, ``sk_live_…``), in a word of token characters (no ``/``, no blank).
+_TOKEN_VALUE: Final = re.compile(r"[A-Za-z0-9_.+=-]{20,512}")
+_TOKEN_RUN: Final = re.compile(r"(?=[A-Za-z]{0,511}[0-9])(?=[0-9]{0,511}[A-Za-z])[A-Za-z0-9]{16,}")
+
+
+def _credential_after_key(text: str, low: str, name_start: int, ke: int) -> int:
+    """End of the value of ``NAME_KEY=<credential>`` (0 when it is not one).
+
+    ``key`` alone is no secret word (``SORT_KEY=name``, ``primary_key=id``), but an unqualified
+    ``*_KEY`` holding what looks like a generated token (``MAILGUN_KEY=key-3f…``) is a key."""
+    if not low.endswith("key", name_start, ke) or (ke - 3 > name_start and low[ke - 4] not in "_-."):
+        return 0
+    value = _TOKEN_VALUE.match(text, ke + 1)
+    if value is None or _TOKEN_RUN.search(value.group(0)) is None:
+        return 0
+    end = value.end()
+    return 0 if end < len(text) and text[end] in "([/:@" else end
 
 
 def _bearer_span(text: str, low: str, at: int) -> tuple[int, int] | None:

@@ -23,6 +23,8 @@ _SECRET_WORDS: Final = frozenset(
         "passwords",
         "passwd",
         "pwd",
+        "pw",
+        "psk",
         "passphrase",
         "apikey",
         "auth",
@@ -195,11 +197,76 @@ def _names_secret(words: list[str], *, plurals: bool = False) -> bool:
 _ENV_NAME: Final = re.compile(r"[A-Z][A-Z0-9_]{0,127}")
 
 
+# ``<whose>_pass`` in lower case names a password when the word before says whose or what for:
+# ``ansible_become_pass``, ``--db-pass``, ``smtp_pass``; ``first_pass`` and ``second-pass`` stay.
+_PASS_OWNERS: Final = frozenset(
+    {
+        "become",
+        "sudo",
+        "su",
+        "ssh",
+        "db",
+        "database",
+        "admin",
+        "root",
+        "user",
+        "login",
+        "smtp",
+        "mail",
+        "imap",
+        "pop",
+        "ftp",
+        "sftp",
+        "ldap",
+        "bind",
+        "proxy",
+        "vault",
+        "key",
+        "store",
+        "keystore",
+        "truststore",
+        "wifi",
+        "vpn",
+        "api",
+        "auth",
+        "master",
+        "redis",
+        "mysql",
+        "pg",
+        "postgres",
+        "rabbitmq",
+        "amqp",
+        "sasl",
+        "http",
+        "basic",
+        "registry",
+        "docker",
+        "account",
+        "conn",
+        "connection",
+        "client",
+        "server",
+        "service",
+        "app",
+        "web",
+        "winrm",
+        "rdp",
+        "vnc",
+        "wpa",
+        "pfx",
+        "cert",
+    }
+)
+
+
 def _names_pass(name: str, words: list[str]) -> bool:
     """``pass`` is a secret word only where it cannot be English: alone (``--pass X``,
-    ``pass: X``) or ending an environment-style name (``DB_PASS``, ``RABBITMQ_DEFAULT_PASS``).
+    ``pass: X``), ending an environment-style name (``DB_PASS``, ``RABBITMQ_DEFAULT_PASS``), or after
+    a word that says whose password it is (``ansible_become_pass``, ``--db-pass``).
     ``first_pass``, ``bypass`` and ``--pass-through`` stay plain."""
     if len(words) == 1:
+        return True
+    if words[-2] in _PASS_OWNERS:
         return True
     return _ENV_NAME.fullmatch(name.lstrip("-")) is not None and name.endswith("_PASS")
 

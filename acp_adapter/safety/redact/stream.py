@@ -42,6 +42,8 @@ from acp_adapter.safety.redact.engine import (
     private_key_end,
     redact_text,
 )
+from acp_adapter.safety.redact.keyed import _NEEDLES
+from acp_adapter.safety.redact.toolargs import TOOL_LITERALS
 
 #: Most text held back on one line (characters). Longer than any command-line form's reach
 #: (the redactor looks 2,048 characters along a line from ``mysql`` or back from
@@ -60,15 +62,19 @@ OAUTH_WINDOW: Final = 512
 # Triggers that hold their partial line until it ends (searched in the lower-cased line). Each
 # needs a character after it, so a trigger seen once stays a trigger as the line grows (a word at
 # the very end of the buffer is the partial word, held anyway).
+# The programs that take a password as an argument of their own (``7z -pPASS``, ``net use … PASS``)
+# hold their line too: the password may come several words after the program's name.
 _LINE_TRIGGER: Final = re.compile(
     r"=|-u|--password-stdin|<<<|-----begin"
     r"|(?<![a-z0-9_.-])(?:mysql(?:dump|admin|import|check|sh)?|mariadb(?:-dump)?|sshpass|echo|printf|setenv|set|config|aws|secret"
-    r"|login|docker|podman|buildah|skopeo|nerdctl|oras|helm|az|redis-cli|htpasswd|sudo)(?=[^a-z0-9])"
+    r"|login|docker|podman|buildah|skopeo|nerdctl|oras|helm|az|redis-cli|htpasswd|sudo|"
+    + "|".join(re.escape(name) for name in TOOL_LITERALS)
+    + r")(?=[^a-z0-9])"
 )
 # The key needles of the redactor's key/value pass. The identifier around one holds its line when
 # what follows may start an assignment (a separator or a quote), or when it names a secret and a
 # blank follows (``--token value``, ``DB_PASSWORD value``, ``Bearer value``).
-_NEEDLE: Final = re.compile(r"token|secret|pass|pwd|auth|cookie|credential|bearer|verifier|key|sig|code")
+_NEEDLE: Final = re.compile("|".join(_NEEDLES))
 _KEY_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _ASSIGNING: Final = frozenset("=:\"'`\\")
 _BLANKS: Final = " \t"

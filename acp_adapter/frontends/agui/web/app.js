@@ -6,8 +6,10 @@
 // diffs, the progress summary, usage, and permission questions (RUN_FINISHED with an interrupt
 // outcome, answered by a run with `resume`). A thread opened from the list, or the current one after a
 // reload, first shows its earlier conversation (GET /threads/{id}: AG-UI messages from the session
-// store). Every text from the server is set with textContent:
-// nothing it sends is ever parsed as HTML.
+// store). Every text from the server is set with textContent, after visible() showed its hidden
+// characters (bidi controls, zero-width and tag characters as <U+202E>): nothing it sends is ever
+// parsed as HTML. The answer's Markdown is drawn by markdown(), which builds DOM nodes (paragraphs,
+// headings, lists, quotes, code, emphasis, http/https links) and never sets innerHTML.
 "use strict";
 
 (() => {
@@ -18,10 +20,15 @@
   const PROPS = { emitToolProgress: true, permissionInterrupts: true, emitProgressSummary: true };
 
   const $ = (id) => document.getElementById(id);
+  // what must never reach the page as it is: controls, bidi overrides, zero-width and tag characters
+  const HIDDEN =
+    /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/g;
+  const visible = (text) =>
+    String(text).replace(HIDDEN, (c) => `<U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
   const el = (tag, className, text) => {
     const node = document.createElement(tag);
     if (className) node.className = className;
-    if (text !== undefined) node.textContent = text;
+    if (text !== undefined) node.textContent = visible(text);
     return node;
   };
   const newId = () => {
@@ -46,6 +53,13 @@
     threadList: $("thread-list"),
   };
 
+  // the endpoint's own token comes in the URL's fragment (never sent to a server): kept in this tab,
+  // taken out of the address bar and the history at once
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  if (fragment.get("token")) {
+    sessionStorage.setItem(TOKEN_KEY, fragment.get("token"));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
   let token = sessionStorage.getItem(TOKEN_KEY);
   let threadId = sessionStorage.getItem(THREAD_KEY) || newId();
   sessionStorage.setItem(THREAD_KEY, threadId);
@@ -68,15 +82,22 @@
     if (token) headers.set("Authorization", `Bearer ${token}`);
     const response = await fetch(path, { ...init, headers, credentials: "omit", cache: "no-store" });
     if (response.status === 401) {
-      askToken();
+      askToken(Boolean(token));
       throw new Unauthorized("this endpoint needs its token");
     }
     return response;
   }
 
-  function askToken() {
+  function askToken(rejected) {
+    if (rejected) {
+      token = null;
+      sessionStorage.removeItem(TOKEN_KEY);
+    }
     ui.tokenForm.hidden = false;
-    ui.connection.textContent = "Enter the endpoint's token to continue.";
+    ui.connection.textContent = rejected
+      ? "The token was not accepted. Enter this endpoint's token (acp-progress agui prints it when it starts)."
+      : "Enter the endpoint's token to continue.";
+    ui.connection.classList.toggle("error", Boolean(rejected));
     ui.token.focus();
   }
 
@@ -102,8 +123,11 @@
       if (!(error instanceof Unauthorized)) ui.connection.textContent = `Cannot reach the endpoint: ${error.message}`;
       return;
     }
-    ui.connection.textContent = `Connected · ${threads.length} conversation${threads.length === 1 ? "" : "s"}`;
     const current = threads.find((thread) => thread.threadId === threadId);
+    // the conversation being run counts before the endpoint has stored it
+    const count = threads.length + (!current && (controller || ui.log.querySelector(".msg.user")) ? 1 : 0);
+    ui.connection.classList.remove("error");
+    ui.connection.textContent = `Connected · ${count} conversation${count === 1 ? "" : "s"}`;
     if (restoring === threadId && current) showHistory(threadId, current.title); // (re)loaded
     restoring = null;
     if (current && current.interrupt && !pending.length && !controller) {
@@ -185,10 +209,12 @@
     if (message.role === "user") {
       nodes.push(el("div", "msg user", content));
     } else if (message.role === "assistant") {
-      if (content) nodes.push(el("div", "msg assistant", content));
+      if (content) nodes.push(answerNode(content));
       for (const call of message.toolCalls || []) {
         const fn = call.function || {};
-        const entry = toolCard(String(fn.name || "tool"));
+        const info = (call.metadata && call.metadata.acpProgress) || {};
+        const title = typeof info.title === "string" && info.title ? info.title : String(fn.name || "tool");
+        const entry = toolCard(String(fn.name || "tool"), info.emoji ? `${info.emoji} ${title}` : title);
         showArgs(entry, String(fn.arguments || ""));
         entry.status.textContent = "no result";
         cards.set(call.id, entry);
@@ -240,6 +266,7 @@
   ui.stop.addEventListener("click", () => {
     if (controller) {
       controller.abort();
+      endOpenCards();
       note("Stopped.");
     } else if (pending.length) {
       answer(null);
@@ -269,7 +296,12 @@
       ...extra,
     };
     controller = new AbortController();
-    if (!extra.resume) view = freshView(); // a resumed run goes on with the paused run's cards
+    if (!extra.resume) {
+      view = freshView(); // a resumed run goes on with the paused run's cards
+      state = {}; // and its plan; a new run's plan is its own
+      renderPlan();
+      clearSummary();
+    }
     setBusy(true);
     try {
       const response = await api("/", {
@@ -287,6 +319,7 @@
       if (error.name !== "AbortError" && !(error instanceof Unauthorized)) {
         ui.log.append(el("div", "msg error", error.message));
       }
+      endOpenCards();
     } finally {
       controller = null;
       setBusy(false);
@@ -326,15 +359,24 @@
       case "TEXT_MESSAGE_CONTENT": {
         const node = view.texts.get(event.messageId) || append(el("div", "msg assistant", ""));
         view.texts.set(event.messageId, node);
-        node.textContent += event.delta;
+        node.dataset.raw = (node.dataset.raw || "") + event.delta;
+        node.textContent = visible(node.dataset.raw); // plain while it streams, Markdown at its end
         break;
       }
+      case "TEXT_MESSAGE_END": {
+        const node = view.texts.get(event.messageId);
+        if (node) node.replaceChildren(...markdown(node.dataset.raw || ""));
+        break;
+      }
+      case "RUN_STARTED":
+        loadThreads(); // the header counts this conversation from its first run on
+        break;
       case "REASONING_START":
       case "REASONING_MESSAGE_START":
         reasoning(event.messageId);
         break;
       case "REASONING_MESSAGE_CONTENT":
-        reasoning(event.messageId).text.textContent += event.delta;
+        reasoning(event.messageId).text.textContent += visible(event.delta);
         break;
       case "REASONING_END":
         reasoning(event.messageId).label.textContent = "Thought";
@@ -363,6 +405,7 @@
         finished(event);
         break;
       case "RUN_ERROR":
+        endOpenCards();
         append(el("div", "msg error", `The run failed: ${event.message}`));
         break;
       default:
@@ -394,10 +437,11 @@
     return entry;
   }
 
-  function toolCard(toolName) {
+  function toolCard(toolName, shown) {
     const card = el("article", "card tool");
+    card.dataset.tool = toolName;
     const header = el("header");
-    const name = el("span", "name", toolName);
+    const name = el("span", "name", shown || toolName);
     const status = el("span", "state", "running");
     header.append(name, status);
     const bar = document.createElement("progress");
@@ -411,7 +455,9 @@
   }
 
   function toolStart(event) {
-    const entry = toolCard(event.toolCallName);
+    const info = (event.metadata && event.metadata.acpProgress) || {};
+    const title = typeof info.title === "string" && info.title ? info.title : event.toolCallName;
+    const entry = toolCard(event.toolCallName, info.emoji ? `${info.emoji} ${title}` : title);
     append(entry.card);
     view.cards.set(event.toolCallId, entry);
   }
@@ -423,8 +469,28 @@
 
   function showArgs(entry, delta) {
     entry.argText += delta;
-    const text = entry.argText.length > MAX_ARGS ? `${entry.argText.slice(0, MAX_ARGS)}…` : entry.argText;
-    entry.args.textContent = text === "{}" ? "" : text;
+    entry.args.replaceChildren(argsView(entry.argText));
+  }
+
+  const cut = (text, most) => (text.length > most ? `${text.slice(0, most)}…` : text);
+
+  // the arguments as "name: value" lines (a string as it is, anything else as compact JSON)
+  function argsView(text) {
+    let value;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return el("span", "", cut(text, MAX_ARGS));
+    }
+    if (!value || typeof value !== "object" || Array.isArray(value)) {
+      return el("span", "", cut(typeof value === "string" ? value : JSON.stringify(value), MAX_ARGS));
+    }
+    const list = el("dl", "args-list");
+    for (const [key, item] of Object.entries(value).slice(0, 20)) {
+      const shown = typeof item === "string" ? item : JSON.stringify(item);
+      list.append(el("dt", "", key), el("dd", "", cut(shown, MAX_ARGS)));
+    }
+    return list;
   }
 
   function toolResult(event) {
@@ -439,6 +505,7 @@
   }
 
   function finishCard(entry, status, content) {
+    entry.ended = true;
     entry.bar.max = 1;
     entry.bar.value = 1;
     entry.card.classList.add(status === "failed" ? "failed" : "done");
@@ -468,12 +535,32 @@
     return pre;
   }
 
+  // Stop, a cancelled or failed run: every card still open ends now, shown Cancelled, and the
+  // summary line goes (nothing more will come for them)
+  function endOpenCards() {
+    for (const entry of view.cards.values()) {
+      if (entry.ended) continue;
+      entry.ended = true;
+      entry.card.classList.add("cancelled");
+      entry.status.textContent = "Cancelled";
+      entry.bar.removeAttribute("value");
+      entry.bar.max = 1;
+      entry.bar.value = 0;
+    }
+    clearSummary();
+  }
+
+  function clearSummary() {
+    ui.summary.textContent = "";
+    ui.summary.hidden = true;
+  }
+
   function activity(event) {
     const content = event.content || {};
     if (event.activityType === "TOOL_PROGRESS") {
       const entry = view.cards.get(content.toolCallId);
       const progress = content.progress || {};
-      if (!entry) return;
+      if (!entry || entry.ended) return;
       if (typeof progress.value === "number" && typeof progress.total === "number" && progress.total > 0) {
         entry.bar.max = progress.total;
         entry.bar.value = Math.min(progress.value, progress.total);
@@ -486,7 +573,8 @@
         entry.args.textContent = progress.message;
       }
     } else if (event.activityType === "PROGRESS_SUMMARY" && typeof content.summary === "string") {
-      ui.summary.textContent = content.summary;
+      if (!controller) return; // the run was stopped: its summary is over
+      ui.summary.textContent = visible(content.summary);
       ui.summary.hidden = !content.summary;
     }
   }
@@ -498,7 +586,10 @@
       pending.forEach(question);
       return;
     }
-    if (outcome.type === "cancelled") note("The run was cancelled.");
+    if (outcome.type === "cancelled") {
+      endOpenCards();
+      note("The run was cancelled.");
+    }
     showUsage(event);
   }
 
@@ -566,6 +657,119 @@
         : { interruptId: interrupt.id, status: "cancelled" },
     );
     run({ resume });
+  }
+
+  // ------------------------------------------------------------------ the answer's Markdown
+
+  function answerNode(text) {
+    const node = el("div", "msg assistant");
+    node.dataset.raw = text;
+    node.replaceChildren(...markdown(text));
+    return node;
+  }
+
+  // Markdown to DOM nodes: blocks (fenced code, headings, lists, quotes, paragraphs), then inline
+  // (code, bold, italic, links). Text only ever goes in through textContent (el); a link is kept
+  // only for http, https and mailto.
+  function markdown(source) {
+    const lines = String(source).replace(/\r\n?/g, "\n").split("\n");
+    const blocks = [];
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      const fence = line.match(/^\s*(```|~~~)/);
+      if (fence) {
+        const body = [];
+        i += 1;
+        while (i < lines.length && !lines[i].trim().startsWith(fence[1])) body.push(lines[i++]);
+        i += 1;
+        const pre = el("pre", "code");
+        pre.append(el("code", "", body.join("\n")));
+        blocks.push(pre);
+        continue;
+      }
+      const heading = line.match(/^(#{1,6})\s+(.*)$/);
+      if (heading) {
+        const level = Math.min(6, heading[1].length + 2);
+        blocks.push(inline(el(`h${level}`), heading[2].replace(/\s#+\s*$/, "")));
+        i += 1;
+        continue;
+      }
+      if (/^\s*([-*+]|\d{1,9}[.)])\s+/.test(line)) {
+        const ordered = /^\s*\d/.test(line);
+        const list = el(ordered ? "ol" : "ul");
+        while (i < lines.length && /^\s*([-*+]|\d{1,9}[.)])\s+/.test(lines[i])) {
+          list.append(inline(el("li"), lines[i].replace(/^\s*([-*+]|\d{1,9}[.)])\s+/, "")));
+          i += 1;
+        }
+        blocks.push(list);
+        continue;
+      }
+      if (/^\s*>/.test(line)) {
+        const quoted = [];
+        while (i < lines.length && /^\s*>/.test(lines[i])) quoted.push(lines[i++].replace(/^\s*>\s?/, ""));
+        const quote = el("blockquote");
+        quote.append(...markdown(quoted.join("\n")));
+        blocks.push(quote);
+        continue;
+      }
+      if (!line.trim()) {
+        i += 1;
+        continue;
+      }
+      const paragraph = [];
+      while (
+        i < lines.length &&
+        lines[i].trim() &&
+        !/^\s*(```|~~~|#{1,6}\s|>|[-*+]\s|\d{1,9}[.)]\s)/.test(lines[i])
+      ) {
+        paragraph.push(lines[i++]);
+      }
+      const p = el("p");
+      paragraph.forEach((text, index) => {
+        if (index) p.append(document.createElement("br"));
+        inline(p, text);
+      });
+      blocks.push(p);
+    }
+    return blocks;
+  }
+
+  const INLINE = /(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|(?<![\w])_([^_\s][^_]*)_(?![\w])|\[([^\]]+)\]\(([^)\s]+)\)/;
+
+  function inline(parent, text) {
+    let rest = text;
+    while (rest) {
+      const match = rest.match(INLINE);
+      if (!match) {
+        parent.append(visible(rest));
+        break;
+      }
+      if (match.index) parent.append(visible(rest.slice(0, match.index)));
+      const [whole, , code, bold, bold2, italic, italic2, label, href] = match;
+      if (code !== undefined) parent.append(el("code", "", code));
+      else if (bold !== undefined || bold2 !== undefined) parent.append(inline(el("strong"), bold ?? bold2));
+      else if (italic !== undefined || italic2 !== undefined) parent.append(inline(el("em"), italic ?? italic2));
+      else parent.append(link(label, href));
+      rest = rest.slice(match.index + whole.length);
+    }
+    return parent;
+  }
+
+  function link(label, href) {
+    let url = null;
+    try {
+      url = new URL(href);
+    } catch {
+      url = null;
+    }
+    if (!url || !["http:", "https:", "mailto:"].includes(url.protocol)) return visible(`[${label}](${href})`);
+    const anchor = el("a", "", label);
+    anchor.href = url.href;
+    anchor.rel = "noopener noreferrer nofollow";
+    anchor.target = "_blank";
+    anchor.title = visible(url.href);
+    return anchor;
   }
 
   // ------------------------------------------------------------------ the plan (shared state)
