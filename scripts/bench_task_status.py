@@ -93,7 +93,7 @@ async def main() -> None:
     )
     with tempfile.TemporaryDirectory() as cwd:
         sid = (await conn.new_session(cwd=cwd, mcp_servers=[server])).session_id
-        for _ in range(20):  # rounds of 25 steps until enough of both were seen
+        for _ in range(60):  # rounds of 25 steps until enough of both were seen
             if len(client.status) >= args.samples and len(client.progress) >= args.samples:
                 break
             line = 'call stamped {"steps": 25, "delay": 0.01}'
