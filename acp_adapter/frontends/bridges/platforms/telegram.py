@@ -306,6 +306,8 @@ class TelegramBridge:
                 future.set_result(message.text)
             return
         if text == "/cancel":
+            if waiting is not None and not waiting[0].done():
+                waiting[0].set_result(None)  # the question goes with the turn
             cancelled = await self.runner.cancel(chat.id)
             if not cancelled:
                 await self.sink(chat.id).post("Nothing is running.")
