@@ -63,7 +63,7 @@ from acp_adapter.agent.turn_outcome import (
     summary_outcome,
     turn_failure,
 )
-from acp_adapter.cancel import CancelToken
+from acp_adapter.cancel import CONNECTION_CLOSED, SHUTTING_DOWN, CancelToken
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
@@ -176,6 +176,8 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer, self.settings.mcp)
+        # where MCP questions go: the editor, what it offers, and the way to flush the cards first
+        self.mcp.client = lambda: (self._conn, self.client_capabilities, self.outbox.flush)
         self.routes_resume = False
         #: set by :func:`agent_connection` once ``logout`` reaches :meth:`logout` (the SDK's router
         #: does not route it): only then is ``auth.logout`` advertised
@@ -253,7 +255,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         except Exception:
             log.exception("stopping the progress summary failed")
 
-    def cancel_all_turns(self, reason: str = "the agent is shutting down") -> None:
+    def cancel_all_turns(self, reason: str = SHUTTING_DOWN) -> None:
         for session in self.sessions.all():
             if session.cancel is not None:
                 session.cancel.cancel(reason)
@@ -292,7 +294,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         still finishing when the connection's sender shuts down would wait for its response to be
         written forever.
         """
-        self.cancel_all_turns("the client connection closed")
+        self.cancel_all_turns(CONNECTION_CLOSED)
         if self._turns_running:
             await asyncio.wait(set(self._turns_running), timeout=grace)
 
@@ -421,7 +423,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
             session.stream.think_open_early()
             await await_through_cancel(
                 asyncio.ensure_future(session.stream.flush()),
-                lambda: cancel.cancel("the client connection closed"),
+                lambda: cancel.cancel(CONNECTION_CLOSED),
                 lambda: self._abandoned,
             )
             # recorded once the spinner is out: the first card never waits for the session store
@@ -459,7 +461,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
             self._workers.add(worker)
             worker.add_done_callback(self._workers.discard)
             result, error, interrupted = await await_through_cancel(
-                worker, lambda: cancel.cancel("the client connection closed"), lambda: self._abandoned
+                worker, lambda: cancel.cancel(CONNECTION_CLOSED), lambda: self._abandoned
             )
         except Exception as exc:  # building the turn failed: still finalise it below
             error = exc

@@ -98,7 +98,8 @@ def in_process_driver_class() -> Any:
             self._agent_conn = agent_connection(self._in_process, agent_end)
             self._listening = asyncio.ensure_future(self._agent_conn.listen())
             self._agent.process = _InProcessAgent()  # type: ignore[assignment]
-            self._conn = connect_to_agent(_DriverClient(self), client_end)  # type: ignore[arg-type]
+            # as the driver connects: its client side takes questions (an unstable ACP method)
+            self._conn = connect_to_agent(_DriverClient(self), client_end, use_unstable_protocol=True)  # type: ignore[arg-type]
 
         async def close(self, grace: float = 2.0) -> None:
             if self._closed:

@@ -156,3 +156,15 @@ def test_cancel_benchmark_measures_cancel_to_answer_under_load_against_a_bare_sd
     for key in ("bare_median_ms", "bare_p99_ms", "ours_median_ms", "ours_p99_ms", "ratio"):
         assert positive(figures[key]), (key, figures)
     assert figures["ours_p99_ms"] >= figures["ours_median_ms"]
+
+
+@pytest.mark.benchmark
+def test_task_status_benchmark_measures_status_changes_against_progress_on_the_same_server(
+    tmp_path: Path,
+) -> None:
+    figures = figures_of("bench_task_status.py", tmp_path, "--samples", "5")
+    assert figures["status_samples"] >= 5 and figures["progress_samples"] >= 1
+    assert positive(figures["status_median_ms"]) and positive(figures["progress_median_ms"])
+    assert figures["ratio"] == pytest.approx(
+        figures["status_median_ms"] / figures["progress_median_ms"], rel=0.01, abs=0.01
+    )

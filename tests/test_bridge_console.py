@@ -131,3 +131,23 @@ async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
     inp.end()
     await run_console(instance, inp, out, runner=runner_for(instance))  # type: ignore[arg-type]
     assert "❌ the agent" in out.getvalue() and "exited with code 3" in out.getvalue()
+
+
+async def test_a_tool_s_question_is_asked_in_the_console_chat_and_answered_there(tmp_path: Path) -> None:
+    """An MCP server asks during a call: the console bridge asks in the chat, the person's line
+    goes back to the server through the agent."""
+    from .test_mcp_tasks import tasks_server
+
+    instance = new_instance("q", "console", cwd=str(tmp_path), progress={"tool_progress": "all"})
+    inp, out = ScriptedInput(), WatchedOutput()
+    inp.feed('call asks {"question": "Favourite colour?"}')
+    runner = runner_for(instance, mcp_servers=[tasks_server()])
+    task = asyncio.create_task(run_console(instance, inp, out, runner=runner))  # type: ignore[arg-type]
+    await out.wait_for("[permission] Allow", 60)
+    inp.feed("y")
+    await out.wait_for("Colour: (cancelled after", 60)
+    assert "[jobs] Favourite colour?" in out.getvalue()
+    inp.feed("teal")
+    await out.wait_for("the person said teal", 60)
+    inp.end()
+    await task

@@ -301,3 +301,32 @@ def test_the_measure_counts_the_escaped_text() -> None:
     text as it will be sent."""
     sink = TelegramSink(Bot(TOKEN), CHAT)
     assert sink.measure("\u202e" * 10) == 60 and sink.measure("ok") == 2
+
+
+@pytest.mark.anyio
+async def test_a_tool_s_question_is_asked_in_the_chat_and_only_the_turn_s_sender_answers(
+    fake: FakeTelegram,
+) -> None:
+    """An MCP server asks during a call: the question reaches the chat, a line from someone else
+    is refused, the sender's line goes back to the server."""
+    from .test_mcp_tasks import tasks_server
+
+    instance = tg()
+    async with bridge(fake, instance, mcp_servers=[tasks_server()]):
+        fake.user_says(CHAT, 'call asks {"question": "Favourite colour?"}', user_id=CHAT)
+
+        def permission() -> Any:
+            return next((m for m in fake.bot_messages(CHAT) if m.reply_markup), None)
+
+        await until(lambda: permission() is not None, what="permission question")
+        q = permission()
+        buttons = {b["text"]: b["callback_data"] for b in q.reply_markup["inline_keyboard"][0]}
+        fake.press(CHAT, q.message_id, buttons["Allow once"])
+        await until(lambda: any("Colour:" in t for t in fake.chat_view(CHAT)), what="the question")
+        asked = next(t for t in fake.chat_view(CHAT) if "Colour:" in t)
+        assert asked.startswith("❓ [jobs] Favourite colour?")
+        fake.user_says(CHAT, "red", user_id=STRANGER)
+        await until(lambda: any("Only the person" in t for t in fake.chat_view(CHAT)), what="refusal")
+        fake.user_says(CHAT, "teal", user_id=CHAT)
+        await until(lambda: any("the person said teal" in t for t in fake.chat_view(CHAT)), what="answer")
+    assert not any("the person said red" in t for t in fake.chat_view(CHAT))

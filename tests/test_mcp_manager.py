@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_adapter.mcp.connection import ServerCrashed
+from acp_adapter.mcp.clean import ServerCrashed
 from acp_adapter.mcp.manager import McpManager
 
 from .test_mcp_e2e import alive, kit

@@ -8,13 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from acp_adapter.mcp.clean import clean_text, scrub
 from acp_adapter.mcp.tools import (
     MAX_RESULT_BYTES,
     card_kind,
-    clean_text,
     cut,
     safe_schema,
-    scrub,
     to_return,
 )
 from acp_adapter.models.embedded import explicit_call

@@ -77,8 +77,13 @@ class SessionServers:
         #: the ``[mcp]`` settings every session's servers get
         self.limits = limits
         self._managers: dict[str, McpManager] = {}
+        #: per session, the task picking up its MCP tasks left running by an earlier process
+        self._resuming: dict[str, asyncio.Task[None]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._sdk_loaded = False
+        #: () -> (the ACP connection to the editor, its capabilities, the outbox's flush): the
+        #: editor the servers' questions go to (set by the agent)
+        self.client: Any = None
         #: the settings file's MCP servers (read once, with the SDK): which ones the person trusts
         self._listed: list[Any] = []
 
@@ -107,16 +112,49 @@ class SessionServers:
         from acp_adapter.mcp.tools import McpToolFactory
 
         manager = McpManager(specs, session.cwd, limits=self.limits)
+        if self.client is not None:
+            from acp_adapter.mcp.elicitation import SessionQuestions
+
+            manager.questions = SessionQuestions(session.id, self.client)
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
         for name in missing[:64]:
             manager.notice(name, why)
         manager.start()
         session.mcp = manager
+        self._track_tasks(session, manager, stored=bool(had))
         self._managers[session.id] = manager
         if names:
             session_id = session.id
             self.writer.submit(lambda: self.store.put(MCP_SERVERS, session_id, names))
         log.info("session %s: %d MCP server(s): %s", session.id, len(specs), ", ".join(manager.names))
+
+    def _track_tasks(self, session: Session, manager: McpManager, stored: bool) -> None:
+        """The session's MCP tasks are written down while they run; a stored session's tasks left
+        running by an earlier process are picked up again (their cards shown, results delivered)."""
+        from acp_adapter.agent.session_tasks import SessionTaskLog, resume_tasks
+
+        task_log = SessionTaskLog(self.store, self.writer, session.id, loaded=not stored)
+        manager.task_log = task_log
+        if not stored:
+            return
+        old = self._resuming.pop(session.id, None)
+        if old is not None:
+            old.cancel()
+        job = asyncio.ensure_future(resume_tasks(session, manager, task_log, self.store, self.writer))
+        self._resuming[session.id] = job
+
+        def done(finished: asyncio.Task[None]) -> None:
+            if self._resuming.get(session.id) is finished:
+                del self._resuming[session.id]
+            if not finished.cancelled() and (exc := finished.exception()) is not None:
+                log.warning("picking up the MCP tasks of session %s failed: %r", session.id, exc)
+
+        job.add_done_callback(done)
+
+    def _stop_tasks(self, session_id: str) -> None:
+        job = self._resuming.pop(session_id, None)
+        if job is not None:
+            job.cancel()
 
     def names_of(self, session_id: str) -> list[str]:
         """The MCP server names a stored session had (on a worker thread)."""
@@ -128,12 +166,14 @@ class SessionServers:
         return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
     async def stop(self, session_id: str) -> None:
+        self._stop_tasks(session_id)
         manager = self._managers.pop(session_id, None)
         if manager is not None:
             await manager.aclose()
 
     def stop_soon(self, session_id: str) -> None:
         """Stop a freed session's servers in the background (called from a synchronous sweep)."""
+        self._stop_tasks(session_id)
         manager = self._managers.pop(session_id, None)
         if manager is None:
             return
@@ -143,6 +183,8 @@ class SessionServers:
 
     async def stop_all(self, within: float = 8.0) -> None:
         """Stop every session's servers, in parallel and bounded (the agent is exiting)."""
+        for session_id in list(self._resuming):
+            self._stop_tasks(session_id)
         managers = list(self._managers.values())
         self._managers.clear()
         jobs = [asyncio.ensure_future(m.aclose(within)) for m in managers] + list(self._closing)
@@ -158,7 +200,7 @@ class SessionServers:
         try:
             await manager.prepare_turn()
         except Exception as exc:  # the turn goes on with the servers that are ready
-            from acp_adapter.mcp.connection import reason_of
+            from acp_adapter.mcp.clean import reason_of
 
             log.warning("preparing the MCP servers of session %s failed: %s", session.id, reason_of(exc))
         session.toolbox = Toolbox([*BUILTIN_TOOLS, *manager.factory.tools()], session.cwd, session.roots)

@@ -49,7 +49,7 @@ from acp_adapter.agent.session_config import (
 from acp_adapter.agent.session_mcp import refuse_unusable
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
 from acp_adapter.agent.turn_state import new_message_id
-from acp_adapter.mcp.config import MCP_SERVERS
+from acp_adapter.mcp.config import MCP_SERVERS, MCP_TASKS
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
 from acp_adapter.store import StoredSession, StoreError
 from acp_adapter.store.recorder import OPEN_TURNS, SESSION_HOLDERS, replay_updates, this_host
@@ -468,6 +468,7 @@ class SessionMethods:
             self.store.remove(SESSION_HOLDERS, session_id)
             self.store.remove(OPEN_TURNS, session_id)
             self.store.remove(MCP_SERVERS, session_id)
+            self.store.remove(MCP_TASKS, session_id)
             self.store.remove(SESSION_CONFIG, session_id)
             return self.store.delete(session_id)
 

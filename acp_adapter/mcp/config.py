@@ -22,6 +22,8 @@ from .trust import TRUSTED_KEY, trusted_meta
 #: The session store's namespace for the server names each session had (never secrets). Here, not
 #: in the manager, so an agent whose sessions have no MCP server never imports the MCP SDK.
 MCP_SERVERS = "agent.mcp-servers"
+#: The namespace of the MCP tasks each session left running (task id, server, tool, title).
+MCP_TASKS = "agent.mcp-tasks"
 
 McpServerSpec = McpServerStdio | HttpMcpServer | SseMcpServer
 

@@ -26,12 +26,14 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from acp_adapter._version import __version__
-from acp_adapter.errors import AcpProgressError
+from acp_adapter.mcp.clean import ServerCrashed, reason_of
+from acp_adapter.mcp.elicitation import AskedCall
 from acp_adapter.mcp.limits import MAX_MESSAGE, AnswerTooLarge, SizeGuard, too_large_text
 from acp_adapter.mcp.stdio import bounded_stdio_client
-from acp_adapter.safety.redact import redact_text
+from acp_adapter.mcp.tasks import TaskChannel, offers_tasks
 
 log = logging.getLogger("acp_progress.mcp")
 
@@ -41,26 +43,8 @@ START_TIMEOUT = 10.0
 MAX_LIST_PAGES = 50
 #: At most this many tools are read from one server (the names module keeps 1,000 of them).
 MAX_LISTED = 5000
-#: The longest reason shown for a server that failed.
-MAX_REASON = 300
 
 ProgressFn = ProgressFnT
-
-
-class ServerCrashed(AcpProgressError, RuntimeError):
-    """The server's connection closed during a call (the process died or hung up)."""
-
-
-def reason_of(exc: BaseException) -> str:
-    """A short, redacted, one-line reason for a failure (no secrets, no control characters)."""
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return reason_of(exc.exceptions[0])
-    text = str(exc) or type(exc).__name__
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
-    text = " ".join(text.split())
-    if len(text) > MAX_REASON:
-        text = text[: MAX_REASON - 1] + "…"
-    return redact_text(text)
 
 
 def spec_secrets(spec: McpServerStdio | HttpMcpServer | SseMcpServer) -> tuple[str, ...]:
@@ -105,6 +89,14 @@ class McpServer:
         #: set when the server said its tool list changed; the list is read again before the next turn
         self.tools_stale = False
         self.session: ClientSession | None = None
+        #: the task requests of this server (MCP tasks), live while the session is
+        self.tasks = TaskChannel()
+        #: the tools to call as tasks (the server runs them as tasks and they say they support it)
+        self.task_tools: frozenset[str] = frozenset()
+        #: asks the person what the server asks (an ``elicitation.SessionQuestions``); None: nobody
+        self.questions: Any = None
+        #: the calls running on this server, latest last: a question belongs to the latest one
+        self.asking: list[AskedCall] = []
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._done = anyio.Event()
@@ -146,16 +138,22 @@ class McpServer:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(devnull))
+                # the session's dispatcher is ours too: a task-augmented tools/call goes through it
+                dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
                 session = await stack.enter_async_context(
                     ClientSession(
-                        read,
-                        write,
+                        dispatcher=dispatcher,
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="acp-progress", version=__version__),
+                        notification_bindings=[self.tasks.binding()],
+                        elicitation_callback=self._on_question,
                     )
                 )
+                stack.callback(self.tasks.detach)
                 await session.initialize()
                 self.tools = await list_tools(session)
+                self._note_task_tools(session)
+                self.tasks.attach(session, dispatcher)
                 self.session = session
                 self.state = "ready"
                 log.info("MCP server %s ready with %d tool(s)", self.name, len(self.tools))
@@ -179,8 +177,33 @@ class McpServer:
             return bounded_sse_client(self.spec.url, _headers(self.spec), self.guard)
         return _http_transport(self.spec, self.guard)
 
+    async def _on_question(
+        self, context: Any, params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The server asks the person something (``elicitation/create``) during a call."""
+        from acp_adapter.mcp.elicitation import NOBODY, declined
+
+        call = self.asking[-1] if self.asking else None
+        if self.questions is None:
+            return declined(self.name, NOBODY, call)
+        result: types.ElicitResult | types.ErrorData = await self.questions.ask(self.name, params, call)
+        return result
+
+    def _note_task_tools(self, session: ClientSession) -> None:
+        caps = session.server_capabilities
+        self.task_tools = frozenset(t.name for t in self.tools if offers_tasks(caps, t))
+
+    def uses_task(self, tool: str) -> bool:
+        """Whether ``tool`` is called as a task (MCP tasks)."""
+        return tool in self.task_tools
+
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
+        if isinstance(message, types.ProgressNotification):
+            await self.tasks.on_progress(message)  # a task's progress, after its call was answered
+        elif isinstance(message, types.ElicitCompleteNotification):
+            if self.questions is not None:  # the person finished what a link question sent them to
+                await self.questions.completed(self.name, message.params.elicitation_id)
+        elif isinstance(message, types.ToolListChangedNotification):
             self.tools_stale = True
             if self._on_list_changed is not None:
                 self._on_list_changed(self)
@@ -223,6 +246,7 @@ class McpServer:
         self.tools_stale = False
         with anyio.fail_after(self.start_timeout):
             self.tools = await list_tools(self.session)
+        self._note_task_tools(self.session)
 
     async def call(
         self,

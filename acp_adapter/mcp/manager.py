@@ -19,8 +19,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from acp_adapter.config import McpSettings
+from acp_adapter.mcp.clean import reason_of
 from acp_adapter.mcp.config import MCP_SERVERS as MCP_SERVERS  # re-exported: where it always was
-from acp_adapter.mcp.connection import McpServer, reason_of, spec_secrets
+from acp_adapter.mcp.connection import McpServer, spec_secrets
 from acp_adapter.mcp.logs import GUARD, install_guard
 
 log = logging.getLogger("acp_progress.mcp")
@@ -59,6 +60,10 @@ class McpManager:
         self._secrets: list[str] = []
         #: builds the toolbox tools of these servers (an ``McpToolFactory``, set by the agent)
         self.factory: Any = None
+        #: where the session writes down its running MCP tasks (a ``TaskLog``, set by the agent)
+        self.task_log: Any = None
+        #: asks the session's person what its servers ask (``SessionQuestions``, set by the agent)
+        self.questions: Any = None
 
     @property
     def names(self) -> list[str]:
@@ -80,6 +85,7 @@ class McpManager:
                 self._tg = tg
                 for spec in self._specs:
                     server = self._server(spec)
+                    server.questions = self.questions
                     self.servers.append(server)
                     tg.start_soon(server.run)
                 self._ready.set()
@@ -138,6 +144,7 @@ class McpManager:
         self._restarted.add(server.name)
         await server.stop(within=3.0)
         fresh = self._server(server.spec)
+        fresh.questions = self.questions
         self.servers[self.servers.index(server)] = fresh
         self._tg.start_soon(fresh.run)
         log.info("MCP server %s crashed; started again (once this turn)", server.name)

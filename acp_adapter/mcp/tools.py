@@ -23,8 +23,12 @@ from typing import Any
 import mcp_types as types
 
 from acp_adapter.cancel import TurnCancelled
-from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
+from acp_adapter.mcp.clean import ServerCrashed, clean_text, reason_of, scrub
+from acp_adapter.mcp.connection import McpServer
+from acp_adapter.mcp.elicitation import AskedCall
 from acp_adapter.mcp.names import Offered, offered_names
+from acp_adapter.mcp.task_calls import TaskFailed, call_as_task
+from acp_adapter.mcp.tasks import status_line
 from acp_adapter.mcp.trust import is_trusted
 from acp_adapter.tooling.display import ImageShown
 from acp_adapter.tooling.toolbox import Tool, ToolContext, ToolError, ToolReturn
@@ -41,11 +45,6 @@ MAX_ERROR = 2000
 #: Tools left out for a name already taken that a notice names one by one (the rest are counted).
 MAX_NAMED_DROPS = 10
 
-_CONTROL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, clear screen)
-    r"|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?"  # OSC (window title, hyperlinks)
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-)
 _SEARCHY = re.compile(r"search|find|query|grep|lookup|list", re.I)
 _FETCHY = re.compile(r"fetch|download|http|url|web|browse", re.I)
 
@@ -61,19 +60,6 @@ class McpTool(Tool):
     trusted: bool = False
     #: the server's annotations say the tool only reads (a claim, checked by nobody)
     claims_read_only: bool = False
-
-
-def clean_text(text: str) -> str:
-    """``text`` without escape sequences and control characters (newlines and tabs stay)."""
-    return _CONTROL.sub("", text)
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every known secret value of the server replaced."""
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-    return text
 
 
 def card_kind(tool: types.Tool, trusted: bool = True) -> str:
@@ -203,19 +189,52 @@ class McpToolFactory:
                     note = scrub(clean_text(message)[:500], secrets) if isinstance(message, str) else None
                     ctx.progress(value, total, note)
 
+            asked = AskedCall(ctx.call.id, lambda text: ctx.progress(None, None, text))
+            server.asking.append(asked)  # a question from the server belongs to this call's card
             try:
-                result = _wait(loop, server.call(tool_name, dict(args), progress, manager.call_timeout), ctx)
+                if server.uses_task(tool_name):
+                    call = self._as_task(server, tool_name, dict(args), ctx, progress)
+                else:
+                    call = server.call(tool_name, dict(args), progress, manager.call_timeout)
+                result = _wait(loop, call, ctx)
             except ServerCrashed as exc:
                 raise ToolError(f"MCP server '{server_name}': {exc}") from None
+            except TaskFailed as exc:
+                text = scrub(" ".join(clean_text(str(exc)).split())[:MAX_ERROR], secrets)
+                raise ToolError(f"MCP task failed: {text}") from None
             except (TurnCancelled, ToolError):
                 raise
             except Exception as exc:  # an error answer, a timeout, a result that is not valid MCP …
                 raise ToolError(f"MCP server '{server_name}': {scrub(reason_of(exc), secrets)}") from None
             finally:
                 finished = True
+                if asked in server.asking:
+                    server.asking.remove(asked)
             return to_return(result, secrets)
 
         return run
+
+    def _as_task(
+        self, server: McpServer, tool_name: str, args: dict[str, Any], ctx: ToolContext, progress: Any
+    ) -> Any:
+        """The call made as an MCP task: its status and status message show on the card as
+        progress lines, its record goes to the session's task log."""
+        secrets = server.secrets
+
+        def on_status(task: types.Task) -> None:
+            ctx.progress(None, None, scrub(status_line(task), secrets))
+
+        return call_as_task(
+            server,
+            tool_name,
+            args,
+            title=f"{server.name}: {clean_text(tool_name)[:100]}",
+            progress=progress,
+            on_status=on_status,
+            cancel_reason=lambda: ctx.cancel.reason,
+            task_log=getattr(self.manager, "task_log", None),
+            call_timeout=self.manager.call_timeout,
+        )
 
 
 async def manager_ready(manager: Any, name: str) -> McpServer | None:

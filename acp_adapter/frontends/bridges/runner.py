@@ -37,6 +37,7 @@ from acp_adapter.client.driver import (
     PermissionRequest,
     permission_response,
 )
+from acp_adapter.client.questions import QuestionRequest, QuestionResponse, cancel, decline
 from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
 from acp_adapter.frontends.bridges.config import BridgeInstance, ProgressConfig, resolve_progress
 from acp_adapter.frontends.bridges.delivery import (
@@ -57,6 +58,7 @@ from acp_adapter.frontends.bridges.projection import TurnProjection
 from acp_adapter.frontends.bridges.queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
 from acp_adapter.frontends.bridges.sink import ChatSink, MessageId
 from acp_adapter.frontends.bridges.state import BridgeState
+from acp_adapter.frontends.questions import ask_by_lines
 from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
@@ -102,9 +104,30 @@ reply…). A :class:`Verdict` when a person answered; ``False`` when it was deni
 answering (a timeout, a failed send); ``None`` when nobody answered because the bridge is stopping
 (the agent is told "cancelled", never "denied by the user")."""
 
+LineAsker = Callable[[Any, str, float, "Person | None"], Awaitable["str | None"]]
+"""``(chat_id, prompt, timeout, requester) -> line``: the platform shows ``prompt`` in the chat and
+waits for one line from the person who started the turn; None when nobody answered in time, the
+input ended or the bridge is stopping (the question is then cancelled)."""
+
 AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
 """The agent's own summary would only decorate think cards, which a chat never shows: the bridge
 writes the turn's summary itself and asks the agent (unless ``agent_env`` says otherwise) not to."""
+
+
+@dataclass
+class _ChatLines:
+    """One question's lines in one chat: notes (the message, a field's help) go with the next prompt."""
+
+    asker: LineAsker
+    chat_id: Any
+    timeout: float
+    requester: Person | None
+    notes: list[str] = field(default_factory=list)
+
+    async def ask_line(self, prompt: str) -> str | None:
+        said = "\n".join([*self.notes, prompt.strip()])
+        self.notes.clear()
+        return await self.asker(self.chat_id, said, self.timeout, self.requester)
 
 
 @dataclass
@@ -165,6 +188,9 @@ class BridgeRunner:
         #: sent in every session/new and session/load (--mcp-config, the settings file's [mcp_servers])
         self.mcp_servers = list(mcp_servers)
         self.ask_permission: PermissionAsker | None = None
+        #: asks the chat for one line (the agent's questions, field by field); None: the platform
+        #: cannot, and every question is declined
+        self.ask_line: LineAsker | None = None
         #: the agent process: started by the first message, restarted after it died (bounded)
         self.agent = AgentSupervisor(self._make_driver, name=f"bridge {instance.name}", policy=restart)
         #: the agent generation whose sessions the routes hold (an older one's are gone)
@@ -194,6 +220,7 @@ class BridgeRunner:
             env=self.agent_env,
             cwd=self.instance.cwd,
             permission_policy=self._permission_policy,
+            question_policy=self._question_policy,
             stderr_log=self.stderr_log,
             client_name="acp-progress-bridge",
             mcp_servers=self.mcp_servers,
@@ -233,6 +260,26 @@ class BridgeRunner:
                 request, allowed.allowed, decided_by=allowed.by, surface=self.instance.platform
             )
         return permission_response(request, allowed, surface=self.instance.platform)
+
+    async def _question_policy(self, request: QuestionRequest) -> QuestionResponse:
+        """The agent's question, asked in the chat of its session (only its sender answers)."""
+        chat_id = self._chat_of_session.get(request.session_id or "")
+        asker = self.ask_line
+        if self._stopping is not None:
+            return cancel()
+        if chat_id is None or asker is None:
+            return decline()
+        route = self._routes.get(chat_id)
+        if route is not None:
+            self._typing(route, False)  # waiting for the person, not working
+        chat = _ChatLines(
+            asker, chat_id, self.permission_timeout, route.sender if route is not None else None
+        )
+        try:
+            return await ask_by_lines(chat, request, chat.notes.append)
+        except Exception as exc:
+            log.warning("a question to the chat failed, declining: %s", redact_text(str(exc)))
+            return decline()
 
     @staticmethod
     def _typing(route: Route, on: bool) -> None:

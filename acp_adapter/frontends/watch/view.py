@@ -69,6 +69,7 @@ class CardRenderer(Protocol):
     def show_summary(self, text: str, revision: int) -> None: ...
     def note(self, text: str) -> None: ...
     async def ask(self, question: str) -> bool: ...
+    async def ask_line(self, question: str) -> str | None: ...
     def tick(self) -> None: ...
     def finish(self, stop_reason: str) -> None: ...
     def fail(self, reason: str, details: str | None) -> None: ...
@@ -246,6 +247,9 @@ class PlainView(_Base):
         self._write(text + "\n")
 
     async def ask(self, question: str) -> bool:
+        return _yes(await self.ask_line(question))
+
+    async def ask_line(self, question: str) -> str | None:
         self._asking = True
         try:
             self._write(question)
@@ -253,7 +257,7 @@ class PlainView(_Base):
         finally:
             self._asking = False
         self._write_summary()
-        return _yes(answer)
+        return answer
 
     def tick(self) -> None:
         return
@@ -460,6 +464,9 @@ class LiveView(_Base):
             self._refresh()
 
     async def ask(self, question: str) -> bool:
+        return _yes(await self.ask_line(question))
+
+    async def ask_line(self, question: str) -> str | None:
         """Pause the animation, show the question, read the answer (echoed by the terminal)."""
         self._asking = True
         try:
@@ -475,7 +482,7 @@ class LiveView(_Base):
             self._asking = False
         self._print_finished()
         self._refresh()
-        return _yes(answer)
+        return answer
 
     def tick(self) -> None:
         if self.board.live_cards and not self._asking:

@@ -42,9 +42,11 @@ from acp_adapter.client.driver import (
     Turn,
     permission_response,
 )
+from acp_adapter.client.questions import QuestionRequest, QuestionResponse, decline
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
+from acp_adapter.frontends.questions import ask_by_lines
 from acp_adapter.frontends.reader_gone import when_reader_gone
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
 from acp_adapter.frontends.watch.render import RENDERS_CARD_TERMINALS, CardBoard
@@ -121,6 +123,15 @@ class WatchClient:
         if self.json is not None:
             self.json.permission_response(request, response)
         return response
+
+    async def ask_question(self, request: QuestionRequest) -> QuestionResponse:
+        """The agent's question (an MCP tool's form or link): asked on a terminal, else declined —
+        ``--yes`` allows tools, it never answers for the person."""
+        await self._caught_up()
+        if self.stdin is not None and self.stdin.isatty():
+            return await ask_by_lines(self.view, request, self._note)
+        self._note(f"❓ declined (no terminal to ask): {' '.join(request.message.split())}")
+        return decline()
 
     async def _decide(self, request: PermissionRequest) -> RequestPermissionResponse:
         """The permission policy of ``watch``: ``--yes`` allows, a terminal asks, no terminal denies."""
@@ -364,6 +375,7 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
             args.agent,
             env=agent_env(settings),
             permission_policy=client.ask_permission,
+            question_policy=client.ask_question,
             init_timeout=args.init_timeout,
             stderr_log=args.agent_log,
             client_name="acp-progress-watch",

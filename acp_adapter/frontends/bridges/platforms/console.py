@@ -162,7 +162,8 @@ async def run_console(
     more input."""
     runner = runner or BridgeRunner(instance, agent_env=agent_env)
     sink = ConsoleSink(out)
-    pending: list[asyncio.Future[bool]] = []
+    #: questions waiting for the next typed line (a permission's y/N, a field of a tool's question)
+    pending: list[asyncio.Future[str | None]] = []
     input_done = False
     stop = stop or asyncio.Event()
 
@@ -172,7 +173,7 @@ async def run_console(
         if input_done:
             sink._write(f"[permission] Allow {request.title}? no input left: denied")
             return False
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         pending.append(future)
         command = request.command_beside_title
         if command is not None:  # the title does not show it whole: nobody approves what they cannot see
@@ -181,7 +182,8 @@ async def run_console(
         sink._write(f"[permission] Allow {request.title}? [y/N] (denied after {patience:g}s)")
         answered = True
         try:
-            allowed = await asyncio.wait_for(future, patience)
+            typed = await asyncio.wait_for(future, patience)
+            allowed = typed is not None and typed.strip().lower() in {"y", "yes"}
         except TimeoutError:
             allowed = answered = False
             sink._write("[permission] no answer: denied")
@@ -194,7 +196,24 @@ async def run_console(
         sink._write(f"[permission] {'allowed' if allowed else 'denied'}")
         return Verdict(allowed, f"console:{terminal_user()}") if answered else False
 
+    async def ask_line(chat_id: Any, prompt: str, patience: float, requester: Any) -> str | None:
+        if input_done:
+            sink._write(f"[question] {prompt} — no input left: cancelled")
+            return None
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        pending.append(future)
+        sink._write(f"[question] {prompt} (cancelled after {patience:g}s)")
+        try:
+            return await asyncio.wait_for(future, patience)
+        except TimeoutError:
+            sink._write("[question] no answer: cancelled")
+            return None
+        finally:
+            with contextlib.suppress(ValueError):
+                pending.remove(future)
+
     runner.ask_permission = ask
+    runner.ask_line = ask_line
     turns: list[asyncio.Task[None]] = []
     with stop_on_signals(stop, runner):
         stopping = asyncio.create_task(stop.wait(), name="console-stop")
@@ -216,10 +235,9 @@ async def run_console(
                     input_done = True
                     break
                 if pending:
-                    answer = line.strip().lower()
                     future = pending.pop(0)
                     if not future.done():
-                        future.set_result(answer in {"y", "yes"})
+                        future.set_result(line.rstrip("\r\n"))
                     continue
                 text = line.strip()
                 if not text:
@@ -232,7 +250,7 @@ async def run_console(
                 input_done = True
                 for future in pending:  # input ended: nobody can answer any more
                     if not future.done():
-                        future.set_result(False)
+                        future.set_result(None)
                 if turns:  # the running turns finish, unless the bridge is stopped meanwhile
                     every: asyncio.Future[Any] = asyncio.gather(*turns)
                     waited: list[asyncio.Future[Any]] = [every, stopping]
@@ -248,7 +266,10 @@ async def run_console(
 
 
 async def _stop(
-    runner: BridgeRunner, pending: list[asyncio.Future[bool]], turns: list[asyncio.Task[None]], grace: float
+    runner: BridgeRunner,
+    pending: list[asyncio.Future[str | None]],
+    turns: list[asyncio.Task[None]],
+    grace: float,
 ) -> None:
     """Ctrl-C/SIGTERM: cancel the turns first (so no answer to a question reaches the chat), end
     the open questions, and let the turns' last lines out within ``grace``."""
@@ -256,7 +277,7 @@ async def _stop(
     runner.interrupt(STOPPED)
     for future in pending:
         if not future.done():
-            future.set_result(False)
+            future.set_result(None)
     await runner.shutdown(STOPPED, grace=grace)
     late = [t for t in turns if not t.done()]
     for task in late:
