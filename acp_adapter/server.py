@@ -244,7 +244,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         return summary
 
     def _end_summary(self, session: Session, summary: ProgressSummary | None, outcome: Outcome) -> None:
-        """Stop before the turn's cards close: no summary heartbeat after the end (contract 2)."""
+        """Stop before the turn's cards close: no summary heartbeat after the end (nothing after the end)."""
         if summary is None:
             return
         if self._summary_of.get(session.id) is summary:
@@ -485,8 +485,8 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         )
         # the turn is on disk before its answer, so an agent killed right after still has it;
         # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
-        # cancelled turn: the person is waiting for the stop (issue 28.9: cancel -> answer within a
-        # few ms), and the write is queued already — should the process die before it lands, the
+        # cancelled turn: the person is waiting for the stop and gets its answer within a few
+        # ms, and the write is queued already — should the process die before it lands, the
         # turn loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
         if stop_reason != "cancelled":
             await await_through_cancel(

@@ -2,7 +2,7 @@
 streamed text) and logging that redacts and escapes every line.
 
 Depends only on the standard library and ``acp_adapter.errors``; every other layer calls it
-before a string leaves the process (DESIGN contract 5).
+before a string leaves the process (secrets never leave).
 """
 
 __all__: list[str] = []
