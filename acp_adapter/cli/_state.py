@@ -5,7 +5,7 @@ user owns or may write, a read-only disk) used to be silent: the agent fell back
 error went to ``--agent-log`` only, and the next ``--continue`` said "no session to continue".
 Every command now checks the directory before it starts and says so in one line on stderr. The
 settings are left as they are: the agent finds the same problem, keeps sessions in memory, and —
-the audit fails closed (issue 26) — refuses every tool call that needs permission, with the
+the audit fails closed — refuses every tool call that needs permission, with the
 reason on its card. Turning the store off here instead would have let an attacker who can spoil
 the state directory (a 0777 directory, a planted file) run allowed commands with no audit at all.
 

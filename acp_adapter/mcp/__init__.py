@@ -1,4 +1,4 @@
-"""MCP servers handed to the agent by the editor (issue 27).
+"""MCP servers handed to the agent by the editor.
 
 :mod:`~acp_adapter.mcp.config` parses server lists (the ACP ``mcpServers`` models and the common
 ``{"mcpServers": {...}}`` form), :mod:`~acp_adapter.mcp.names` makes the model-facing tool names,

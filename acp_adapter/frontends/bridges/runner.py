@@ -5,7 +5,7 @@ One :class:`BridgeRunner` per running bridge instance owns one agent process (th
 ACP session, its own ordered :class:`~.queue.RouteQueue` and a delivery worker that drains it
 onto the chat's sink, so a slow chat never holds up another.
 
-Transcript boundary (seed ``000``): the only thing ever sent to the agent is the person's own
+Transcript boundary (history is canonical): the only thing ever sent to the agent is the person's own
 message text. Progress lines, typing, reactions, summaries and answers are bridge-only
 deliveries; they are never stored in the session or fed back as prompt content, so the agent's
 history holds exactly its own ACP events.
