@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Latency of MCP tool progress against built-in tool progress, in the same run (issue 27).
+"""Latency of MCP tool progress against built-in tool progress, in the same run.
 
 The agent (``ProgressAgent`` with the embedded model and the real turn loop) and an ACP client run
 in this process over the SDK's in-memory transport, so one clock times the client side. The MCP
