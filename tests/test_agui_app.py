@@ -340,7 +340,7 @@ def test_global_opt_in_and_per_run_opt_out(servers: dict[str, Served]) -> None:
     body = run_input("t-global", "count 3")
     events = run(url, body)
     call = tool_id(events, "count")
-    # a tool that reports only value/total: the seed's exact shape under the default policy
+    # a tool that reports only value/total, under the default policy
     assert [s["content"] for s in snapshots(events)] == [
         {"toolCallId": call, "progress": {"value": REDACTED, "total": REDACTED}}
     ] * 3

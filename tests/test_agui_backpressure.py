@@ -1,8 +1,8 @@
-"""Issue 18: a run's outbox is bounded behind a reader that stops reading.
+"""A run's outbox is bounded behind a reader that stops reading (every input is bounded).
 
-Before, :class:`RunEmitter` queued every event for ever: a stalled SSE reader grew it without
-limit. Now, past ``max_queued`` events a snapshot replaces its activity's queued one (latest
-wins) and the update pump waits in ``writable()``; text and terminal events are never dropped.
+A :class:`RunEmitter` that queued every event would let a stalled SSE reader grow it without
+limit. Past ``max_queued`` events a snapshot replaces its activity's queued one (latest wins)
+and the update pump waits in ``writable()``; text and terminal events are never dropped.
 The last test stalls a real SSE reader over a real socket.
 """
 

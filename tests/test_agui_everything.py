@@ -1,4 +1,4 @@
-"""Issue 29 point 4 end to end: a real ``acp-progress agui`` process driving an agent that sends
+"""Every kind of update end to end: a real ``acp-progress agui`` process driving an agent that sends
 every kind of update, read by the real ``@ag-ui/client`` (its verifier must accept the stream).
 
 The plan arrives as shared state (the client applies the snapshot and the JSON Patches with its own

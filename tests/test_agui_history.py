@@ -1,4 +1,4 @@
-"""Issue 29 point 5 ("reload and see the thread"): ``GET /threads/{threadId}`` returns the thread's
+"""Reload and see the thread: ``GET /threads/{threadId}`` returns the thread's
 stored conversation as AG-UI messages.
 
 In-process: the app is built on a session store filled the way the agent's recorder fills it

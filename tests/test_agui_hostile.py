@@ -1,4 +1,4 @@
-"""Issue 18, the AG-UI endpoint under attack: a real ``acp-progress agui`` process on loopback.
+"""The AG-UI endpoint under attack: a real ``acp-progress agui`` process on loopback.
 
 Each test is one attack as a web page, a DNS-rebinding page, a slow-loris client or a log forger
 would make it, against the command a user runs (its uvicorn, its admission gates, its limits),

@@ -1,4 +1,4 @@
-"""Issues 20/21 for the AG-UI endpoint, with a real ``acp-progress agui`` process: a thread outlives a
+"""The AG-UI endpoint's lifecycle, with a real ``acp-progress agui`` process: a thread outlives a
 restart of the server, a failed model call ends the run with ``RUN_ERROR`` and its reason, and the
 startup is honest (one line per failure, nothing announced before it serves, Ctrl-C at once)."""
 

@@ -185,7 +185,8 @@ def _readme_snippet() -> str:
 
 
 def test_the_readme_node_snippet_works_as_printed(node: str, endpoint: str, tmp_path: Path) -> None:
-    """Issue 21: the snippet printed ``…:progress-summary undefined`` (a summary has no ``.progress``)."""
+    """The snippet prints the summary's text, not ``…:progress-summary undefined`` (a summary has no
+    ``.progress``)."""
     snippet = _readme_snippet()
     assert "http://127.0.0.1:8000/" in snippet
     script = CLIENT_DIR / f"readme-snippet-{os.getpid()}.mjs"  # beside node_modules, like a user's run.mjs

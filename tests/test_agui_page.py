@@ -1,4 +1,4 @@
-"""Issue 29 point 5: the endpoint's web page, in a real headless browser.
+"""The endpoint's web page, in a real headless browser.
 
 Debian's ``chromium`` (``/usr/bin/chromium``; :mod:`tests.chromium` installs it with apt when
 missing and run as root, else the tests fail saying what to install) driven by Playwright for

@@ -40,7 +40,7 @@ GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
 def counts_only(kind: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The seed's example host policy: publish counts, withhold messages."""
+    """An example host policy: publish counts, withhold messages."""
     if kind == "tool_progress":
         return {k: v for k, v in payload.items() if k in ("value", "total")}
     return default_policy(kind, payload)

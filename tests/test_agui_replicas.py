@@ -1,4 +1,4 @@
-"""AG-UI replicas on one PostgreSQL store (issue 30 point 3), real processes throughout: a thread
+"""AG-UI replicas on one PostgreSQL store, real processes throughout: a thread
 continues across replicas, runs on one replica at a time (409 elsewhere), and a replica killed
 with SIGKILL mid-run leaves the thread to the other within 15 s, its turn recorded as interrupted.
 """

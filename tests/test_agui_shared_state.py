@@ -1,4 +1,4 @@
-"""AG-UI issue 29 point 4: the plan as shared state, diffs in tool results, usage in RUN_FINISHED."""
+"""AG-UI: the plan as shared state, diffs in tool results, usage in RUN_FINISHED."""
 
 from __future__ import annotations
 

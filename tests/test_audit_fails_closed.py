@@ -1,4 +1,4 @@
-"""The audit fails closed (issue 26, point 3): an allowed call runs only once its audit row is on
+"""The audit fails closed: an allowed call runs only once its audit row is on
 disk; a full disk, a lock another process holds, a trigger that raises or deletes the row — the
 call is refused with the reason on its card, and the turn goes on. The schema is checked at open.
 

@@ -1,5 +1,4 @@
-"""A command that backgrounds a job does not leave it running after the agent exits
-(issue 11, point 14)."""
+"""A command that backgrounds a job does not leave it running after the agent exits."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def test_tool_progress_benchmark_measures_both_baselines_and_a_slow_client(tmp_p
 def test_bench_sessions_measures_size_and_load_time_against_the_sdk(tmp_path: Path) -> None:
     figures = figures_of("bench_sessions.py", tmp_path, "--turns", "10", "--rounds", "1")
     # five canonical entries a turn, and every one replayed (plus the session's title and the
-    # agent's slash commands, available_commands_update after a load: issue 28.5)
+    # agent's slash commands, available_commands_update after a load)
     assert (figures["stored_entries"], figures["replayed_updates"]) == (50, 52)
     assert positive(figures["database_kib"]) and positive(figures["load_ms"])
     assert figures["kib_per_100_turns"] == pytest.approx(figures["database_kib"] * 10)

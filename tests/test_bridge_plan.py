@@ -1,8 +1,8 @@
-"""The bridges show an agent's plan, its diffs and — only when asked — its thoughts (issue 29,
-point 3): the plan is one message edited in place as entries change (accumulate) or a new message
-per change (separate); an edit is ``✅ Edit notes.py — +2 −3 notes.py``; ``--delivery-thoughts``
-(kept in the instance file) posts the thoughts. ``bridge run`` of the console platform in a real
-process, against the scripted agent that sends every kind of update."""
+"""The bridges show an agent's plan, its diffs and — only when asked — its thoughts: the plan is one
+message edited in place as entries change (accumulate) or a new message per change (separate); an
+edit is ``✅ Edit notes.py — +2 −3 notes.py``; ``--delivery-thoughts`` (kept in the instance file)
+posts the thoughts. ``bridge run`` of the console platform in a real process, against the scripted
+agent that sends every kind of update."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review defects of issue 18: typing outside the route's ordered queue; a hanging summary generator
+"""Bridge defects a review found: typing outside the route's ordered queue; a hanging summary generator
 that starved ``asyncio.to_thread`` for everybody."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A bridge and its standby on one PostgreSQL store (issue 30 point 4): real ``bridge run``
+"""A bridge and its standby on one PostgreSQL store : real ``bridge run``
 processes against the strict fake Bot API. The standby never polls while the leader lives;
 ``kill -9`` of the leader mid-turn → the standby polls within 15 s from the saved offset, and every
 message — those arriving during the failover too — is answered exactly once."""

@@ -1,4 +1,4 @@
-"""Telegram under attack (issue 18): the bridge against the strict fake Bot API, in process.
+"""Telegram under attack: the bridge against the strict fake Bot API, in process.
 
 Group chats with several members, other people's button presses, forged callback data, updates
 that are not prompts, strangers in bulk, and a Bot API that rate-limits, errors and times out.

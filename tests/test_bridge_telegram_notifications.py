@@ -1,4 +1,4 @@
-"""Which Telegram messages notify the phone, against the strict fake Bot API (issue 21 point 7).
+"""Which Telegram messages notify the phone, against the strict fake Bot API.
 
 Before: every progress line and the short-lived summary placeholder notified, and the last
 progress edit could land after the answer. Now progress lines, their edits and the ``📝``

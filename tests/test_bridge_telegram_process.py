@@ -203,8 +203,8 @@ def test_approvers_and_user_ids_are_stored_and_shown(cfg: Path, capsys: pytest.C
 
 
 def test_a_signal_stops_the_bridge_within_5s_while_an_http_call_hangs(cfg: Path, fake: FakeTelegram) -> None:
-    """Issue 18: "within 5 s whatever it is waiting on" — here the answer's sendMessage never
-    returns (the server holds the request 30 s, the client's timeout is 20 s)."""
+    """A signal stops the bridge "within 5 s whatever it is waiting on" — here the answer's
+    sendMessage never returns (the server holds the request 30 s, the client's timeout is 20 s)."""
     create()
     fake.hang_seconds = 30.0
     fake.fault("sendMessage", "timeout", times=10)

@@ -1,4 +1,4 @@
-"""``chat`` knows its agent (issue 29, point 2): ``/help`` lists the agent's commands beside chat's
+"""``chat`` knows its agent: ``/help`` lists the agent's commands beside chat's
 own, Tab completes them, an agent command goes to the agent as typed (``/deploy prod``), ``/mode``
 and ``/model`` call ``session/set_config_option`` — or ``session/set_mode`` for an agent with only
 modes — and say so when the agent offers neither; the status line shows the mode, the model and

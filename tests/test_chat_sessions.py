@@ -1,4 +1,4 @@
-"""``chat`` and ``watch`` as real processes on pipes (issue 21 points 1–3, issue 20 point 4):
+"""``chat`` and ``watch`` as real processes on pipes:
 three prompts in one session with the history carried over, ``--json`` parsed line by line,
 ``watch -`` from stdin, honest failed turns, whole lines on a pipe, ``sessions`` and
 ``--continue``/``--session`` against this project's agent with its own state directory.

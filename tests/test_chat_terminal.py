@@ -1,5 +1,5 @@
 """``chat`` on a terminal (a real pty): the banner names the agent, ``/bogus`` is answered
-locally, and the history is kept in the state directory, 0600 (issue 31 point 7)."""
+locally, and the history is kept in the state directory, 0600."""
 
 from __future__ import annotations
 

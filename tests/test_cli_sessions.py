@@ -1,5 +1,5 @@
 """``acp-progress sessions``: a header and a workspace column, every page to the end, and
-``sessions delete ID`` (issue 31 point 5, issue 26 point 9). Real processes throughout."""
+``sessions delete ID``. Real processes throughout."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_sessions_delete_removes_for_good_and_an_absent_id_is_no_error(tmp_path:
     assert done.stdout.splitlines() == [f"deleted {ids[0]}", f"deleted {ids[2]}"]
     left = cli(tmp_path / "st", "--json")
     assert [json.loads(line)["sessionId"] for line in left.stdout.splitlines()] == [ids[1]]
-    # the agent answers a delete of an id it never had with success (ACP, issue 28.7), so the
+    # the agent answers a delete of an id it never had with success (as ACP asks), so the
     # command checks the agent's list first: a mistyped id is named, not reported deleted
     missing = cli(tmp_path / "st", "delete", "sess_nope")
     assert missing.returncode == 1 and "no session sess_nope" in missing.stderr, missing.stderr
@@ -94,7 +94,7 @@ def test_audit_json_gives_iso_8601_times() -> None:
 
 
 def test_the_store_read_lists_what_the_agent_lists(tmp_path: Path) -> None:
-    """``sessions`` reads this project's store in-process (start-up time, issue 31 point 6); the
+    """``sessions`` reads this project's store in-process (so it starts fast); the
     rows must be exactly what the spawned agent's ``session/list`` gives, in both forms."""
     seed(tmp_path / "st", 3, cwd="/work/alpha")
     store = SqliteStore(tmp_path / "st")

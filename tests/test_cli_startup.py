@@ -1,4 +1,4 @@
-"""``--help`` and ``--version`` are fast (issue 31 point 6): they import no command module, so
+"""``--help`` and ``--version`` are fast: they import no command module, so
 neither the settings model nor the protocol schema; the listed help is each command's own."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An unusable state directory is one warning line for every command, and ``config`` shows where
-sessions really go (issue 31 point 5)."""
+sessions really go."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Usage errors name the subcommand and suggest the nearest spelling (issue 31 point 7)."""
+"""Usage errors name the subcommand and suggest the nearest spelling."""
 
 from __future__ import annotations
 

@@ -192,7 +192,8 @@ def test_parse_agent_command_defaults_to_this_agent() -> None:
 
 
 async def test_a_slow_consumer_bounds_the_turn_queue_and_loses_nothing(tmp_path: Path) -> None:
-    """``Turn``'s queue grew without limit behind a consumer that did not keep up (issue 18)."""
+    """``Turn``'s queue stays bounded behind a consumer that does not keep up (every input is
+    bounded)."""
     from acp_adapter.protocol import StreamLimits
 
     limits = StreamLimits(max_queued_updates=5)
@@ -270,7 +271,8 @@ REFUSING = str(ROOT / "tests" / "agents" / "refusing_agent.py")
 async def test_a_prompt_answer_the_line_reader_refuses_fails_the_turn_instead_of_hanging(
     tmp_path: Path, mode: str, reason: str
 ) -> None:
-    """The driver only logged a refused answer, so the prompt waited forever (issue 18 audit)."""
+    """A refused answer ends the prompt with an error; logging it alone would leave the prompt
+    waiting forever."""
     from acp_adapter.client.driver import PromptRefused
     from acp_adapter.protocol import StreamLimits
 
@@ -288,7 +290,7 @@ async def test_a_prompt_answer_the_line_reader_refuses_fails_the_turn_instead_of
 
 
 async def test_initialize_and_session_new_errors_carry_their_details() -> None:
-    """Only the message ("Internal error") was shown; the reason is in ``data.details`` (issue 21)."""
+    """The reason in ``data.details`` is shown, not only the message ("Internal error")."""
     with pytest.raises(AgentStartError) as started:
         async with AgentDriver([sys.executable, REFUSING, "init-error"], init_timeout=10):
             pass

@@ -1,8 +1,8 @@
-"""The settings file is used only when it is private and sane (issue 26 points 4 and 9, issue 31
-point 5): the ssh ownership rule, a size cap, regular files only, bounded nesting, no control
-characters, a relative state directory refused, and every mistake reported at once.
+"""The settings file is used only when it is private and sane: the ssh ownership rule, a size cap,
+regular files only, bounded nesting, no control characters, a relative state directory refused, and
+every mistake reported at once.
 
-The attacks are run through the real ``acp-progress config`` process where the issue names one.
+The attacks that need a whole process are run through the real ``acp-progress config`` process.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``agui.tool_progress`` and ``telegram.api_url`` are settings like every other (issue 21 gap 10).
+"""``agui.tool_progress`` and ``telegram.api_url`` are settings like every other.
 
 Before: ``ACP_PROGRESS_AGUI_TOOL_PROGRESS`` and ``ACP_PROGRESS_TELEGRAM_API_URL`` were read straight
 from the environment, so the settings file could not hold them and ``acp-progress config`` did

@@ -1,4 +1,4 @@
-"""DESIGN contract 3: in ACP mode nothing but JSON-RPC reaches the real stdout."""
+"""Stdout is the protocol: in ACP mode nothing but JSON-RPC reaches the real stdout."""
 
 from __future__ import annotations
 

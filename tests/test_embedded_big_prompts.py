@@ -1,4 +1,4 @@
-"""The embedded model stays linear on huge prompts and answers cancel promptly (issue 11, point 12)."""
+"""The embedded model stays linear on huge prompts and answers cancel promptly."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The embedded offline model runs every step a prompt asks for, in order (issue 31 point 7):
-before, "please search the whole workspace for TODO markers and afterwards wait 4 seconds" ran
-only the wait."""
+"""The embedded offline model runs every step a prompt asks for, in order: "please search the
+whole workspace for TODO markers and afterwards wait 4 seconds" runs the search, then the wait —
+not only the wait."""
 
 from __future__ import annotations
 

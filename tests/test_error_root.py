@@ -1,4 +1,4 @@
-"""Every exception the package raises on purpose derives from ``AcpProgressError`` (issue 19), so
+"""Every exception the package raises on purpose derives from ``AcpProgressError``, so
 ``except AcpProgressError`` catches all of them and nothing else."""
 
 from __future__ import annotations

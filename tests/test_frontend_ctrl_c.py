@@ -1,4 +1,4 @@
-"""Ctrl-C always works (issue 21 point 4, issue 31 point 1): ``watch``, ``chat`` and ``run`` as real
+"""Ctrl-C always works: ``watch``, ``chat`` and ``run`` as real
 processes, a real SIGINT the instant their handler is in place (still importing) and during the
 turn: each exits 130, with no traceback; a running turn ends ``⏹ cancelled`` (its cards drained).
 

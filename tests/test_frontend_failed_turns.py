@@ -1,4 +1,4 @@
-"""Failed turns at the front-end, against a scripted OpenAI-compatible server (issue 21 point 5).
+"""Failed turns at the front-end, against a scripted OpenAI-compatible server.
 
 Before: with the OpenAI back-end, HTTP 500/401 and a hang exited 1 but the output still ended
 ``— stop reason: end_turn``, and a stream that broke off mid-answer exited 0. Now the agent answers

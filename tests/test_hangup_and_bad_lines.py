@@ -1,5 +1,4 @@
-"""The agent survives any line of input and goes away promptly when the editor hangs up
-(issue 11, points 10 and 11)."""
+"""The agent survives any line of input and goes away promptly when the editor hangs up."""
 
 from __future__ import annotations
 

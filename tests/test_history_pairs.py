@@ -1,4 +1,4 @@
-"""History stays valid for OpenAI-compatible servers (issue 11, points 7 and 13): every assistant
+"""History stays valid for OpenAI-compatible servers: every assistant
 ``tool_calls`` message is followed by a result for each call, no ``tool`` message is orphaned, and
 card ids stay unique in a session when a server reuses tool-call ids."""
 

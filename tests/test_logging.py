@@ -48,7 +48,7 @@ def _configured(capsys, body) -> str:
 
 
 def test_control_characters_from_outside_cannot_forge_a_line_or_repaint_the_terminal(capsys):
-    """Issue 18: a runId with a newline forged a CRITICAL line; ESC[2J cleared the terminal."""
+    """A runId with a newline cannot forge a CRITICAL line, nor ESC[2J clear the terminal."""
     forged = "r1\n2099-01-01 00:00:00,000 CRITICAL acp_progress: forged\x1b[2J\r\x07\u2028"
 
     def body() -> None:
@@ -78,7 +78,8 @@ def test_a_traceback_keeps_its_lines_but_none_of_them_passes_for_a_record(capsys
 
 
 def test_accept_failures_at_the_fd_limit_are_one_line_not_a_traceback_each(capsys):
-    """Issue 18: 315,354 'Too many open files' tracebacks in 40 s. Now one line per interval."""
+    """A failure that repeats (such as 'Too many open files', which could log 315,354 tracebacks
+    in 40 s) is one line per interval."""
 
     def body() -> None:
         asyncio_log = logging.getLogger("asyncio")

@@ -119,7 +119,7 @@ async def test_stdio_server_starts_its_tools_run_with_progress_and_it_stops_with
     assert card[0].kind == "read" and card[0].title.startswith("mcp__kit__peek")
     assert final_status(card) == "completed" and "peek: hello" in text_of(card[-1])
     assert client.permission_requests[asked_before:] == []
-    # a tool with progress and a seed-000 descriptor: asks first, title from the descriptor
+    # a tool with progress and a presentation descriptor: asks first, title from the descriptor
     response = await prompt_text(
         conn, sid, 'call mcp__kit__slow_count {"steps": 3, "delay": 0.05, "label": "goats"}'
     )
@@ -206,7 +206,7 @@ async def test_tools_list_changed_refreshes_the_offered_tools_between_turns(
     assert final_status(card) == "completed" and "grown here" in text_of(card[-1])
 
 
-async def test_descriptors_are_validated_as_seed_000_says(
+async def test_invalid_presentation_descriptors_are_dropped(
     tmp_path, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn

@@ -1,4 +1,4 @@
-"""Front-ends hand MCP servers to the agent they drive (issue 27, point 7): ``--mcp-config FILE``
+"""Front-ends hand MCP servers to the agent they drive: ``--mcp-config FILE``
 (the common ``{"mcpServers": …}`` form) and the settings file's ``[mcp_servers.NAME]`` tables,
 sent in ``session/new`` by ``watch``, ``chat``, ``run``, ``bridge run`` and ``agui`` — through
 the relay too. Real processes: the front-end, the agent it spawns and the kit MCP server that

@@ -1,4 +1,4 @@
-"""Hostile MCP servers must not kill, hang or flood the agent (issue 27, point 6): a call that never
+"""Hostile MCP servers must not kill, hang or flood the agent: a call that never
 answers ends cancelled within 2 s, a 5 MB result, 5,000 tools, a progress flood, escapes and secrets.
 Real processes: the agent over stdio, servers built with the ``mcp`` SDK. One agent process serves
 the module (each test has sessions of its own); the test that measures the agent's peak memory

@@ -1,4 +1,4 @@
-"""MCP servers live as long as their session (issue 27, points 1 and 8): no orphan when the agent
+"""MCP servers live as long as their session: no orphan when the agent
 exits, a server that never answers initialize is given up after the start timeout and stopped,
 and a stored session remembers its servers' names (never their secrets) so ``session/load``
 reconnects to the servers the client passes now and says which ones it no longer has.

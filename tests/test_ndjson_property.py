@@ -1,5 +1,5 @@
 """Property test of the one line reader: whatever bytes arrive, it never raises, and every answer
-it writes is one strict JSON line holding valid JSON-RPC error objects (issue 18)."""
+it writes is one strict JSON line holding valid JSON-RPC error objects (bad input loses nothing)."""
 
 from __future__ import annotations
 

@@ -981,7 +981,7 @@ async def test_e2e_retry_shows_in_the_heartbeat_and_cancel_answers_within_200ms(
 
 @pytest.mark.anyio
 async def test_e2e_a_stored_session_continues_in_a_new_process_with_its_history(server, tmp_path):
-    """Durable sessions (issue 20): the process that had the conversation is killed; a new one
+    """Durable sessions: the process that had the conversation is killed; a new one
     loads the session and its next request to the model carries the earlier messages, the tool
     call and its result paired as the API demands."""
     (tmp_path / "notes.txt").write_text("the needle is here\n")

@@ -1,4 +1,4 @@
-"""The permission audit says who answered and where, for every front-end (issue 20): ``watch --yes``
+"""The permission audit says who answered and where, for every front-end: ``watch --yes``
 is an automatic answer on the watch surface, a person at a console bridge is ``console:<login>``
 on the console surface. Real processes, one state directory, for those surfaces; what the agent
 decides and audits whoever asks (a withdrawn question, the whole command, the cap on questions)

@@ -1,4 +1,4 @@
-"""Plain terminal mode is safe with a real model (issue 11, points 1, 3 and 6).
+"""Plain terminal mode is safe with a real model.
 
 ``acp-progress run`` / ``python run_agent.py`` ask before running a shell command on a terminal,
 deny it automatically without one, run it unasked only with ``--yes``; the card of an ACP client

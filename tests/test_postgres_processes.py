@@ -1,4 +1,4 @@
-"""Every process uses the PostgreSQL store (issue 30 point 2), real processes throughout.
+"""Every process uses the PostgreSQL store, real processes throughout.
 
 Two "machines" are two state directories that share nothing but the database URL: what
 ``watch`` does on one, ``sessions``, ``watch --continue`` and ``audit`` see on the other, and

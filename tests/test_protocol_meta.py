@@ -106,7 +106,7 @@ def test_builder_meta_parses_as_the_model_and_dumps_back_identically() -> None:
 
 
 def test_progress_update_carries_only_what_changed() -> None:
-    """Issue 19 point 3: a progress update has no ``status`` (the card is in_progress since its
+    """A progress update has no ``status`` (the card is in_progress since its
     start), no title, no kind; only the reported fields."""
     update = build_tool_progress("c", value=1)
     dumped = update.model_dump(mode="json", by_alias=True, exclude_none=True)

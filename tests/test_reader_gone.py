@@ -1,4 +1,4 @@
-"""Nobody reading, nothing running (issue 31 point 3): when the reader of stdout goes away
+"""Nobody reading, nothing running: when the reader of stdout goes away
 (``watch … | head -3``) the turn is cancelled and the agent and its tools stop; two Ctrl-Cs that
 arrive in one instant are two presses (the second exits)."""
 

@@ -1,4 +1,4 @@
-"""Secret families the redactor missed against an independent corpus (issue 11, points 4 and 5).
+"""Secret families the redactor missed against an independent corpus.
 
 Fixtures are assembled at run time from harmless pieces so this file holds nothing a secret
 scanner would flag.
@@ -42,7 +42,7 @@ DATABRICKS = _tok("da" + "pi", 32, _HEX)
 STRIPE_PROD = _tok("s" + "k_prod_", 24)
 
 FAMILY_CASES: list[tuple[str, str, str | None]] = [
-    # --- seed 000: claim tokens, MCP auth tokens, secret bindings ------------------------
+    # --- AGH's families: claim tokens, MCP auth tokens, secret bindings ------------------
     ("X-Claim-Token: clm-7f6e5d4c3b2a1908", "clm-7f6e5d4c3b2a1908", "X-Claim-Token:"),
     ('{"claimToken": "c1a1m-0042-xyz"}', "c1a1m-0042-xyz", '"claimToken": "'),
     ("MCP_AUTH_TOKEN=mcp-tk-0123456789", "mcp-tk-0123456789", "MCP_AUTH_TOKEN="),
@@ -225,13 +225,13 @@ def test_new_families_mixed_together_stay_idempotent() -> None:
         assert redact_text(once) == once, text
 
 
-# --- issue 18: AGH claim tokens and AWS secret keys in prose --------------------------------
+# --- AGH claim tokens and AWS secret keys in prose -----------------------------------------
 
 CLAIM = "agh" + "_claim_" + "PjKY" + _tok("", 39, _ALNUM + "-_", offset=2)
 AWS_SECRET = "r8Vq" + _tok("", 36, _ALNUM + "/+", offset=6)
 SHA1 = _tok("", 40, _HEX, offset=1)
 
-ISSUE18_CASES: list[tuple[str, str, str | None]] = [
+CLAIM_AND_PROSE_CASES: list[tuple[str, str, str | None]] = [
     (f"agh task release T-42 --claim {CLAIM}", CLAIM, "agh task release T-42 --claim "),
     (f"agh task release T-42 --claim={CLAIM} --force", CLAIM, "--claim="),
     (f'{{"task": "T-42", "claim": "{CLAIM}"}}', CLAIM, '"claim": "'),
@@ -247,7 +247,7 @@ ISSUE18_CASES: list[tuple[str, str, str | None]] = [
     (f"Your AWS secret is {AWS_SECRET}, keep it safe", AWS_SECRET, ", keep it safe"),
 ]
 
-ISSUE18_BENIGN: list[str] = [
+CLAIM_AND_PROSE_BENIGN: list[str] = [
     # a git SHA-1 next to "secret" is a commit, not a key (lower-case hex: no mixed case)
     f"secret {SHA1}",
     f"rotated the aws secret in commit {SHA1}",
@@ -268,9 +268,9 @@ ISSUE18_BENIGN: list[str] = [
 
 
 @pytest.mark.parametrize(
-    ("context", "secret", "survivor"), ISSUE18_CASES, ids=[c[0][:30] for c in ISSUE18_CASES]
+    ("context", "secret", "survivor"), CLAIM_AND_PROSE_CASES, ids=[c[0][:30] for c in CLAIM_AND_PROSE_CASES]
 )
-def test_issue18_family_is_redacted(context: str, secret: str, survivor: str | None) -> None:
+def test_claim_and_prose_family_is_redacted(context: str, secret: str, survivor: str | None) -> None:
     out = redact_text(context)
     assert secret not in out, out
     assert REDACTED in out
@@ -279,8 +279,8 @@ def test_issue18_family_is_redacted(context: str, secret: str, survivor: str | N
     assert redact_text(out) == out
 
 
-@pytest.mark.parametrize("text", ISSUE18_BENIGN)
-def test_issue18_benign_text_is_unchanged(text: str) -> None:
+@pytest.mark.parametrize("text", CLAIM_AND_PROSE_BENIGN)
+def test_claim_and_prose_benign_text_is_unchanged(text: str) -> None:
     assert redact_text(text) == text
 
 

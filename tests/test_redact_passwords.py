@@ -1,4 +1,4 @@
-"""Issue 26 point 7: the password forms the redactor missed.
+"""Password forms on command lines and in files: ``*_PASS=``, logins' ``-p``, ``redis-cli -a`` ….
 
 Each family is redacted in one shot and at every split point of a stream (two chunks at every
 position, word by word, character by character, three chunks around the secret), and benign

@@ -1,9 +1,9 @@
-"""Issue 18's redaction attack on real processes: ``run `cat creds.txt``` on every surface.
+"""A redaction attack on real processes: ``run `cat creds.txt``` on every surface.
 
-Issue 26's password families (``*_PASS=``, ``login -p``, ``redis-cli -a``, ``htpasswd -b``, openssl
+The password families (``*_PASS=``, ``login -p``, ``redis-cli -a``, ``htpasswd -b``, openssl
 ``pass:``, netrc, ``.pgpass``, ``sudo -S`` feeds, Mailgun ``key-``) are in the same file.
 
-The workspace holds a ``creds.txt`` with each credential form issue 18 found leaking: the
+The workspace holds a ``creds.txt`` with each credential form that is easy to miss: the
 command-line forms (``curl -u``, ``mysql -p``, ``sshpass -p``, ``… | --password-stdin``,
 ``config set password``), an ``agh_claim_`` token and an AWS secret key in prose. The embedded
 model runs the command (``run `…```: its planner takes the backquoted text as the command) and its
@@ -36,7 +36,7 @@ SECRETS = {
     "config set": "C0nfigSetPwQ7",
     "claim token": CLAIM,
     "aws secret in prose": AWS_SECRET,
-    # issue 26's password families
+    # the password families
     "env *_PASS": "EnvPa55wordQz",
     "docker login -p": "D0ckLoginPw7x",
     "redis-cli -a": "Red1sAuthPw4q",

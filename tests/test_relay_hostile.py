@@ -1,4 +1,5 @@
-"""The relay between a raw editor and raw (hostile or broken) agents, on real pipes (issue 18)."""
+"""The relay between a raw editor and raw (hostile or broken) agents, on real pipes (every input
+is bounded)."""
 
 from __future__ import annotations
 
@@ -166,10 +167,10 @@ def test_turns_are_keyed_by_the_prompt_id_so_an_old_answer_does_not_end_the_new_
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
-    """Issue 18: "memory stays bounded whatever the peer does". An editor that stops reading while
-    the agent floods it (400,000 notifications, ~100 MB) and while it keeps sending requests whose
-    answers it never reads: the relay stops reading the agent, the agent blocks, the relay stops
-    reading the editor — nothing piles up in the relay."""
+    """Memory stays bounded whatever the peer does (every input is bounded). An editor that stops
+    reading while the agent floods it (400,000 notifications, ~100 MB) and while it keeps sending
+    requests whose answers it never reads: the relay stops reading the agent, the agent blocks, the
+    relay stops reading the editor — nothing piles up in the relay."""
     argv = [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *RAW_AGENT]
     proc = subprocess.Popen(
         argv,

@@ -1,6 +1,6 @@
 """The relay with real processes: session/load and session/list pass through (a load's replay never
 gets a spinner), it never doubles an agent's own spinner, its errors say what happened, and its
-summary heartbeats carry the real elapsed time (issues 20 and 21)."""
+summary heartbeats carry the real elapsed time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``acp-progress run`` shows what the agent does besides cards and the answer (issue 29 point 1):
+"""``acp-progress run`` shows what the agent does besides cards and the answer:
 the plan as a checklist, an edit's diff under its card (coloured on a terminal), the reasoning as
 the live line's detail, usage as a footer — all through the one sanitizer."""
 

@@ -1,4 +1,4 @@
-"""Secrets stay with their owner (issue 26 point 8): a front-end's tokens never reach the agent it
+"""Secrets stay with their owner: a front-end's tokens never reach the agent it
 starts, and a command a tool runs gets none of the package's secrets unless passed through."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""A stored session keeps at most ``max_session_bytes`` (issue 26: one AG-UI thread fed big runs grew
-without bound). Over the cap its oldest entries go first, a note takes their place, the log says so."""
+"""A stored session keeps at most ``max_session_bytes`` (every input is bounded: one AG-UI thread
+fed big runs would otherwise grow without bound). Over the cap its oldest entries go first, a note
+takes their place, the log says so."""
 
 from __future__ import annotations
 

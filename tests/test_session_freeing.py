@@ -1,4 +1,4 @@
-"""Idle sessions are freed (issue 11, point 8): a configurable cap and idle time, a clear error for
+"""Idle sessions are freed: a configurable cap and idle time, a clear error for
 a prompt to a freed session, and never a session whose prompt is running."""
 
 from __future__ import annotations

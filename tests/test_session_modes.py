@@ -1,4 +1,4 @@
-"""Modes, models, commands, remembered permissions, close and resume (issue 28, points 4-7).
+"""Modes, models, commands, remembered permissions, close and resume.
 
 This project's agent driven by the SDK's client side: the mode and model selectors of
 ``session/new``/``load``/``resume``, ``session/set_config_option`` and ``session/set_mode`` with

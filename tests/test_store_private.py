@@ -1,4 +1,4 @@
-"""Private state, checked (issue 26, point 4): the session store uses a state directory, database,
+"""Private state, checked: the session store uses a state directory, database,
 ``-wal``, ``-shm`` and ``-journal`` only when they are the user's own and private; it creates them
 0600 (directories 0700, parents too) whatever the umask; a relative directory is refused;
 ``secure_delete`` is on. Unit tests on the store, then a real agent process given a directory

@@ -1,4 +1,4 @@
-"""``serve`` against hostile lines, on real pipes (issue 18): every bad line is answered, none is
+"""``serve`` against hostile lines, on real pipes: every bad line is answered, none is
 fatal, nothing non-strict is echoed, and a client that never reads cannot grow our memory."""
 
 from __future__ import annotations

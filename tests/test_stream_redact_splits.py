@@ -1,4 +1,4 @@
-"""Issue 18: a credential split across streamed chunks never leaks.
+"""A credential split across streamed chunks never leaks.
 
 For every held form and every family the stream redactor already caught, the text is split into
 two chunks at EVERY position, streamed word by word and character by character, and the

@@ -1,4 +1,4 @@
-"""Progress summaries in chat bridges: the channel placeholder (seed 002, "Channel placeholders").
+"""Progress summaries in chat bridges: the channel placeholder.
 
 A placeholder message shows the turn's latest summary (``📝 <summary>``), is edited in place as
 revisions arrive, and is deleted when the turn ends; the final reply is then posted as a new

@@ -88,7 +88,7 @@ def done(card: str, status: Any = "completed") -> Any:
     return update_tool_call(card, status=status)
 
 
-# ---------------------------------------------------------------- the seed's three checks
+# ------------- the three checks: the stream never waits, revisions grow, nothing after stop
 
 
 async def test_the_primary_stream_continues_at_once_while_the_first_summary_arrives() -> None:

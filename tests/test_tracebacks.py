@@ -1,5 +1,4 @@
-"""Unexpected failures keep their tracebacks in the log (redacted); expected ones stay short
-(issue 11, point 9)."""
+"""Unexpected failures keep their tracebacks in the log (redacted); expected ones stay short."""
 
 from __future__ import annotations
 

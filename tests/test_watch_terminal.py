@@ -1,6 +1,6 @@
 """``watch`` on a real terminal (a pty): the permission question pauses the animation, stays
 visible and echoes what is typed; Ctrl-C at the question cancels the turn and exits at once with
-the terminal restored (issue 11 point 2). Also ``run … | head`` stays quiet."""
+the terminal restored. Also ``run … | head`` stays quiet."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``watch`` shows everything an agent sends (issue 29, point 1): the plan as a checklist updated in
+"""``watch`` shows everything an agent sends: the plan as a checklist updated in
 place, thoughts dimmed and folded, an edit's diff coloured, a command's terminal output, the usage
 footer — on a real terminal (a pty read back through pyte) and on a pipe, against a scripted agent
 that sends every kind of update (tests/agents/everything_agent.py). The agent's text is hostile:
