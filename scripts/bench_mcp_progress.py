@@ -140,7 +140,7 @@ async def main() -> None:
         command=sys.executable,
         args=["-m", "tests.mcp_servers.kit"],
         env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))],
-        field_meta=trusted_meta(True),  # its read-only tools run unasked, as before trust existed
+        field_meta=trusted_meta(True),  # trusted: read-only tools run unasked, so only progress is timed
     )
     with tempfile.TemporaryDirectory() as cwd:
         session = await conn.new_session(cwd=cwd, mcp_servers=[kit])

@@ -49,7 +49,7 @@ def wire(update: Any) -> str:
 
 
 def test_every_builder_writes_the_same_wire_form_as_before() -> None:
-    """The exact JSON of each builder's ``_meta.acpProgress`` (as it was before the model existed)."""
+    """The exact JSON of each builder's ``_meta.acpProgress`` (pinned, so the wire format cannot drift)."""
     named = {"toolId": "read_file", "label": "Reading", "preview": "a.py", "emoji": "📖"}
     expected = [
         (build_thinking_start("t"), '{"phase": "thinking", "elapsedMs": 0}'),

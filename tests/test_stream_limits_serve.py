@@ -56,7 +56,7 @@ def test_nested_lines_are_answered_unparsed_and_serve_goes_on(tmp_path):
 def test_an_over_long_line_is_skipped_whole_and_its_tail_is_not_executed(tmp_path):
     agent = _serve(tmp_path, ACP_PROGRESS_MAX_LINE_BYTES="65536")
     try:
-        # the spaces-then-request trick: before, the reader cut the line at its limit and ran the tail
+        # the spaces-then-request trick: a reader that cut the line at its limit would run the tail
         agent.send(b" " * 200_000 + request(666, "initialize", INIT))
         agent.send(request(2, "initialize", INIT))
         seen = agent.messages_until(answers(2))
