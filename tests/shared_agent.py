@@ -1,9 +1,9 @@
 """This project's agent shared or in the test process, for tests that only need an agent to talk to.
 
 A front-end test that needs "two stored sessions in this state directory" before it runs
-``watch --continue``, or that checks afterwards which session is the newest, used to start a CLI
-process (which starts an agent process) for each such step: two Python processes importing the ACP
-SDK, over a second of CPU, for a step that proves nothing about the front-end. The agent writes the
+``watch --continue``, or that checks afterwards which session is the newest, would otherwise start
+a CLI process (which starts an agent process) for each such step: two Python processes importing
+the ACP SDK, over a second of CPU, for a step that proves nothing about the front-end. The agent writes the
 same store whoever its client is, so these helpers run a :class:`ProgressAgent` over the SDK's
 in-memory transports on the same state directory instead; the step the test is about still runs as
 a real process.

@@ -1,5 +1,5 @@
-"""Bridge defects a review found: typing outside the route's ordered queue; a hanging summary generator
-that starved ``asyncio.to_thread`` for everybody."""
+"""Two ways a bridge could stall or interleave: typing outside the route's ordered queue, and a
+hanging summary generator starving ``asyncio.to_thread`` for everybody."""
 
 from __future__ import annotations
 
@@ -57,9 +57,9 @@ class OneAtATimeSink(RecordingSink):
 
 
 async def test_typing_goes_through_the_routes_ordered_queue() -> None:
-    """Before: the turn called ``set_typing`` itself, so a typing call ran while the route worker was
-    in the middle of a post (two platform calls of one chat at once) and typing could follow the
-    answer. Now typing is a queued event: one call at a time, in queue order."""
+    """Typing is a queued event: one platform call of a chat at a time, in queue order. A turn that
+    called ``set_typing`` itself would run a typing call while the route worker is in the middle of
+    a post (two platform calls of one chat at once), and typing could follow the answer."""
     instance = new_instance("c", "console", cwd=str(ROOT))
     runner = BridgeRunner(instance, agent_env=agent_env(), window=0.05)
     sink = OneAtATimeSink()
@@ -76,10 +76,10 @@ async def test_typing_goes_through_the_routes_ordered_queue() -> None:
 
 
 async def test_a_hanging_summary_generator_does_not_starve_to_thread() -> None:
-    """Before: each tick after a timeout started one more ``asyncio.to_thread`` call of the hung
-    function, until the default executor had no thread left and every ``to_thread`` (the console
-    bridge's stdin reader included) waited forever. Now sync generators share at most
-    ``SUMMARY_THREADS`` threads of their own and busy ticks are skipped."""
+    """Sync generators share at most ``SUMMARY_THREADS`` threads of their own and busy ticks are
+    skipped. One more ``asyncio.to_thread`` call of a hung function per tick would leave the default
+    executor no thread, and every ``to_thread`` (the console bridge's stdin reader included) would
+    wait forever."""
     loop = asyncio.get_running_loop()
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=4)
     loop.set_default_executor(executor)

@@ -1,9 +1,9 @@
 """Which Telegram messages notify the phone, against the strict fake Bot API.
 
-Before: every progress line and the short-lived summary placeholder notified, and the last
-progress edit could land after the answer. Now progress lines, their edits and the ``📝``
-placeholder go out with ``disable_notification``; the answer notifies; the last ``✅`` edit of
-the progress message is made before the answer is posted.
+Progress lines, their edits and the ``📝`` placeholder go out with ``disable_notification``, so
+the phone does not buzz for every line or for a short-lived summary; the answer notifies; the
+last ``✅`` edit of the progress message is made before the answer is posted, so no progress edit
+lands after the answer.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def test_think_cards_are_marked_think() -> None:
 
 def test_a_late_heartbeat_of_a_closed_think_card_is_not_a_new_tool_for_the_summary() -> None:
     """The summary tracker reads card facts from the accumulator: a think card stays a think card
-    after it closed (it used to forget it and count a late heartbeat as a running tool)."""
+    after it closed (forgetting it would count a late heartbeat as a running tool)."""
     tracker = SnapshotTracker("q")
     tracker.observe(build_thinking_start("t"))
     tracker.observe(build_thinking_complete("t", 1.0))

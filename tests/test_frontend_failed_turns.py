@@ -1,8 +1,8 @@
 """Failed turns at the front-end, against a scripted OpenAI-compatible server.
 
-Before: with the OpenAI back-end, HTTP 500/401 and a hang exited 1 but the output still ended
-``— stop reason: end_turn``, and a stream that broke off mid-answer exited 0. Now the agent answers
-the prompt with a JSON-RPC error, and ``watch`` / ``chat`` print the reason, never a stop reason,
+With the OpenAI back-end, HTTP 500/401, a hang and a stream that broke off mid-answer must not look
+like a finished turn (``— stop reason: end_turn``, exit 0): the agent answers the prompt with a
+JSON-RPC error, and ``watch`` / ``chat`` print the reason, never a stop reason,
 and exit 1; ``--json`` ends the turn with one ``{"error": …}`` object.
 
 Two layers decide this. The agent turns each failure kind into the JSON-RPC error (code, message,

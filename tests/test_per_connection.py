@@ -2,7 +2,7 @@
 
 The weakref callback that forgets a collected connection can run at any allocation, including
 inside ``make()`` while :meth:`PerConnection.get` is creating another connection's value. It
-must never wait for a lock the same thread holds (a GC at that moment used to deadlock).
+must never wait for a lock the same thread holds (a GC at that moment would deadlock).
 """
 
 from __future__ import annotations

@@ -132,9 +132,9 @@ def test_an_unsafe_state_dir_leaves_the_audit_refusing(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_path: Path) -> None:
-    """The attack: a 0777 state directory holding a 0666 database, both another user's. Old code
-    wrote the conversation into it (the failed chmod was ignored). Now nothing is written there,
-    the log names the path and the fix, and an allowed command is refused on its card."""
+    """The attack: a 0777 state directory holding a 0666 database, both another user's. Nothing is
+    written there (ignoring the failed chmod would write the conversation into it), the log names
+    the path and the fix, and an allowed command is refused on its card."""
     _needs_root()
     state, ws = tmp_path / "state", tmp_path / "ws"
     ws.mkdir()
@@ -159,7 +159,7 @@ async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_
 @pytest.mark.anyio
 async def test_an_agent_never_writes_into_a_planted_wal(tmp_path: Path) -> None:
     """The attack: a 0666 ``-wal`` and ``-shm`` planted beside the user's own database, so another
-    user reads the conversation while the agent writes it. Now they stay empty."""
+    user could read the conversation while the agent writes it. They stay empty."""
     state, ws = tmp_path / "state", tmp_path / "ws"
     ws.mkdir()
     SqliteStore(state).close()
