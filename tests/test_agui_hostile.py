@@ -152,7 +152,7 @@ def wait_for(predicate: Any, within: float = 5.0) -> bool:
 
 
 def test_a_no_cors_text_plain_post_from_a_page_runs_nothing(served: Endpoint) -> None:
-    """Before: 200, and with --yes the command ran. After: 403 (origin) / 415 (type), nothing runs."""
+    """403 (origin) / 415 (type) and nothing runs — a 200 would run the command under --yes."""
     pwned = served.workspace / "PWNED"
     attack = json.dumps(body("run `touch PWNED`"))
     page = httpx.post(
@@ -186,7 +186,7 @@ def test_json_with_a_charset_is_json(served: Endpoint) -> None:
 
 
 def test_dns_rebinding_host_is_a_403_before_anything_runs(served: Endpoint) -> None:
-    """Before: a page on evil.example:PORT (resolving to 127.0.0.1) read the stream. After: 403."""
+    """A page on evil.example:PORT (resolving to 127.0.0.1) gets 403, never the stream."""
     for host in (f"evil.example:{served.port}", "evil.example", f"127.0.0.1.evil.example:{served.port}"):
         response = httpx.post(
             served.url + "/", json=body("run `touch REBOUND`"), headers={"Host": host}, timeout=5
@@ -199,7 +199,7 @@ def test_dns_rebinding_host_is_a_403_before_anything_runs(served: Endpoint) -> N
 
 
 def test_a_loopback_host_with_another_port_is_a_403(served: Endpoint) -> None:
-    """The issue: "the bound loopback name *with the port*". Before: any port passed the Host gate."""
+    """The Host gate admits the bound loopback name *with the port*, not the name on any port."""
     wrong = served.port + 1 if served.port < 65535 else served.port - 1
     for host in (f"127.0.0.1:{wrong}", f"localhost:{wrong}", f"[::1]:{wrong}", "localhost", "127.0.0.1:x"):
         response = httpx.post(
@@ -373,7 +373,7 @@ def _answer(sock: socket.socket) -> bytes:
 
 
 def test_slow_loris_connections_get_408_and_health_answers_meanwhile(served: Endpoint) -> None:
-    """Before: 3,000 such connections were held 60 s+. After: each gets 408 within the timeout."""
+    """Each such connection gets 408 within the timeout; 3,000 of them are not held 60 s+."""
     started = time.monotonic()
     stalled = _slow_requests(served.port, 50)
     try:
@@ -480,13 +480,13 @@ def test_an_over_long_tool_call_id_is_a_422_naming_the_field(served: Endpoint) -
 
 
 def test_a_megabyte_run_id_is_not_repeated_into_the_stream(served: Endpoint) -> None:
-    """Before: a 1 MB runId went ten times into a 10 MB stream. After: a short 422."""
+    """A 1 MB runId gets a short 422, not ten copies of itself in a 10 MB stream."""
     response = httpx.post(served.url + "/", json=body("hello", runId="r" * 1_000_000), timeout=10)
     assert response.status_code == 422 and len(response.content) < 1000
 
 
 def test_a_client_gone_mid_body_is_one_info_line(served: Endpoint) -> None:
-    """Before: an ERROR traceback per client. After: one INFO line, no traceback."""
+    """One INFO line, no traceback — not an ERROR traceback per client."""
     before = served.text()
     with socket.create_connection(("127.0.0.1", served.port), timeout=5) as sock:
         sock.sendall(
@@ -504,7 +504,7 @@ def test_a_client_gone_mid_body_is_one_info_line(served: Endpoint) -> None:
 
 
 def test_control_characters_in_ids_are_escaped_in_the_log(served: Endpoint) -> None:
-    """Before: a runId with a newline forged a CRITICAL line, ESC[2J cleared the terminal."""
+    """A runId with a newline cannot forge a CRITICAL line, nor ESC[2J clear the terminal."""
     forged = "r1\n2099-01-01 00:00:00,000 CRITICAL acp_progress: forged\x1b[2J\r\x07"
     response = httpx.post(served.url + "/", json=body("hello", runId=forged, threadId="t\x1b]0;x\x07"))
     assert response.status_code == 200
@@ -523,8 +523,8 @@ def test_uvicorn_logs_go_through_the_package_formatter(served: Endpoint) -> None
 
 
 def test_no_fd_exhaustion_flood_when_connections_pile_up(workspace: Path) -> None:
-    """Before: at the fd limit asyncio logged a traceback per accept() (240 MB in 40 s). After:
-    the cap is kept below the fd limit (160 here: 72 connections, backlog 24), the connections
+    """At the fd limit asyncio would log a traceback per accept() (240 MB in 40 s), so the
+    connection cap is kept below the fd limit (160 here: 72 connections, backlog 24), the connections
     over it get 503 and are closed, the endpoint keeps serving."""
     endpoint = Endpoint(workspace, "--agent", PROGRESS_AGENT, "--body-timeout", "20", nofile=160)
     try:

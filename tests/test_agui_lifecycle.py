@@ -202,8 +202,8 @@ def test_a_stop_signal_while_the_agent_starts_ends_everything_within_2s(tmp_path
 def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_signal(
     tmp_path: Path, sig: int, code: int
 ) -> None:
-    """Before: the stream stopped after TOOL_CALL_END with no terminal event (curl rc 18), uvicorn
-    logged ~95 lines of traceback, and the command exited 0."""
+    """The stream ends with its terminal event — never stops after TOOL_CALL_END (curl rc 18) with
+    ~95 lines of uvicorn traceback and exit 0."""
     import threading
 
     served = AguiProcess(tmp_path).wait_healthy()
@@ -244,8 +244,8 @@ def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_si
 
 
 def test_two_endpoints_on_one_state_directory_never_share_a_thread(tmp_path: Path) -> None:
-    """Before: endpoint B (its own token and workspace) ran thread ``main`` by loading endpoint A's
-    session, and its model request carried A's confidential file."""
+    """Endpoint B (its own token and workspace) never runs thread ``main`` by loading endpoint A's
+    session: its model request would carry A's confidential file."""
     state = tmp_path / "state"
     a_ws, b_ws = tmp_path / "a", tmp_path / "b"
     a_ws.mkdir()

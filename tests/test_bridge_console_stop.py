@@ -1,7 +1,7 @@
 """Stopping a console ``bridge run`` with stdin left open: real processes, real signals.
 
-Before: the bridge read stdin in an executor thread the loop waited for, so Ctrl-C and SIGTERM did
-nothing until stdin gave a line or ended, and a turn running then kept its ``⏳ Working on long
+Reading stdin in an executor thread the loop waits for would make Ctrl-C and SIGTERM do nothing
+until stdin gives a line or ends, and a turn running then would keep its ``⏳ Working on long
 task`` line open for ever (no ❌), with a WARNING about an abandoned prompt.
 """
 
@@ -137,7 +137,8 @@ def test_a_signal_while_a_question_is_pending_says_nobody_answered(cfg: Path) ->
 
 
 def test_bridge_run_says_it_is_ready_before_anyone_types(cfg: Path) -> None:
-    """Before: a console bridge on a terminal showed nothing until a line was typed."""
+    """A console bridge on a terminal says it is ready before anyone types, not silent until a line
+    is typed."""
     bridge = Bridge(cfg)
     assert bridge.proc.stderr is not None
     first = bridge.proc.stderr.readline()  # stdin stays open: nothing was typed

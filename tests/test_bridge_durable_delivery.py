@@ -67,7 +67,7 @@ async def test_progress_and_placeholder_are_silent_the_answer_notifies_after_the
 
 
 async def test_the_placeholder_never_appears_after_the_last_tool_finished() -> None:
-    """Before: posted 3 s into the turn although its tool had finished, deleted 0.4 s later."""
+    """Not posted 3 s into the turn when its tool has finished (only to be deleted 0.4 s later)."""
     clock = FakeClock()
     sink = RecordingSink(clock=clock)
     d = RouteDelivery(sink, CONFIG, clock, placeholder_delay=3.0)

@@ -183,7 +183,7 @@ def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversa
 
 
 def test_a_closed_stdout_pipe_is_quiet(cfg: Path) -> None:
-    """Before: ``… | head`` printed ``typing failed: [Errno 32] Broken pipe``."""
+    """``… | head`` prints no ``typing failed: [Errno 32] Broken pipe``."""
     assert main(["bridge", "create", "con", "--platform", "console", "--cwd", str(ROOT)]) == 0
     proc = subprocess.Popen(
         [*acp_progress(), "bridge", "run", "con"],

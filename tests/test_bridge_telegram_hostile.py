@@ -111,7 +111,7 @@ async def ask(fake: FakeTelegram, who: int = ALICE) -> StoredMessage:
 
 
 async def test_another_members_press_is_refused_and_nothing_runs(fake: FakeTelegram) -> None:
-    """Before: the callback checked the chat, so Bob's Allow ran Alice's command."""
+    """The callback checks the person, not only the chat: Bob's Allow never runs Alice's command."""
     async with bridge(fake, group()):
         q = await ask(fake)
         before = q.text
@@ -233,7 +233,7 @@ async def test_user_id_restricts_who_may_prompt_in_a_group(fake: FakeTelegram) -
 
 
 async def test_refusals_to_strangers_are_rate_limited(fake: FakeTelegram) -> None:
-    """Before: 300 strangers got 300 refusals, unthrottled."""
+    """Refusals to strangers are throttled: 300 strangers do not get 300 refusals."""
     settings = TelegramSettings(refusals_per_hour=20, refusal_memory=100, http_timeout=2.0)
     instance = new_instance("tg", "telegram", chat_ids=[GROUP], cwd=str(ROOT))
     lone = 5000
@@ -272,7 +272,7 @@ def test_the_refusal_limiter_is_bounded_in_memory_and_time() -> None:
 async def test_a_retry_after_over_the_cap_drops_that_delivery_and_does_not_block_the_chat(
     fake: FakeTelegram,
 ) -> None:
-    """Before: retry_after 3600 was slept in full (up to 8 times) and the chat stood still."""
+    """A retry_after of 3600 is not slept in full (up to 8 times) while the chat stands still."""
     fake.rate_limit("sendMessage", retry_after=3600, times=1)
     instance = new_instance("tg", "telegram", chat_ids=[GROUP], cwd=str(ROOT))
     t0 = time.monotonic()
@@ -308,7 +308,8 @@ async def test_a_retry_after_under_the_cap_is_waited_and_nothing_is_lost(fake: F
 
 
 async def test_a_retry_after_on_the_long_poll_waits_at_most_the_cap(fake: FakeTelegram) -> None:
-    """Before: getUpdates slept min(retry_after, 30 s), deaf to the cap and to stopping."""
+    """A retry_after on getUpdates waits at most the cap, not min(retry_after, 30 s) deaf to the cap
+    and to stopping."""
     clock = ManualClock()
     policy = RetryPolicy(retry_after_cap=5.0, clock=clock)
 
@@ -330,7 +331,7 @@ async def test_a_retry_after_on_the_long_poll_waits_at_most_the_cap(fake: FakeTe
 
 @pytest.mark.parametrize("fault", ["json500", "html500", "malformed", "timeout"])
 async def test_the_answer_survives_one_bad_response(fake: FakeTelegram, fault: str) -> None:
-    """Before: a 5xx, an HTML 500 page, malformed JSON or a timeout on sendMessage lost the answer."""
+    """A 5xx, an HTML 500 page, malformed JSON or a timeout on sendMessage does not lose the answer."""
     fake.hang_seconds = 1.5  # past the client's 1 s timeout
     fake.fault("sendMessage", fault, times=1)
     instance = group(progress={"tool_progress": "off", "reactions": False, "typing": False})
@@ -359,9 +360,9 @@ async def test_a_persistent_fault_is_bounded_and_the_bridge_keeps_serving(fake: 
 
 
 async def test_stopping_with_a_question_pending(fake: FakeTelegram, caplog: pytest.LogCaptureFixture) -> None:
-    """Before: the question read "denied" and the chat "Permission denied by the user" though nobody
-    answered; the running line stayed ``💻 Running …``; the last edits failed with
-    ``RuntimeError('This HTTPXRequest is not initialized!')``."""
+    """Nobody answered, so neither the question ("denied") nor the chat ("Permission denied by the
+    user") says somebody did; the running line does not stay ``💻 Running …``; the last edits do not
+    fail with ``RuntimeError('This HTTPXRequest is not initialized!')``."""
     caplog.set_level(logging.INFO)
     runner = BridgeRunner(group(), agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), window=0.2)
     stop = asyncio.Event()
@@ -397,7 +398,8 @@ async def test_stopping_with_a_question_pending(fake: FakeTelegram, caplog: pyte
 
 
 async def test_a_rejected_token_is_never_quoted(fake: FakeTelegram) -> None:
-    """Before: ``Telegram: The token `987654321:AAH…` was rejected by the server.``"""
+    """No part of the token in the message, unlike ``Telegram: The token `987654321:AAH…` was
+    rejected by the server.``"""
     wrong = "987654321:AAHzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
     instance = new_instance("tg", "telegram", chat_ids=[GROUP], cwd=str(ROOT))
     with pytest.raises(TelegramSetupError) as info:

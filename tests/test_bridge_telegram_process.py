@@ -80,8 +80,8 @@ def create(*extra: str) -> None:
 def test_a_signal_stops_the_bridge_within_2s_in_a_long_retry_after_with_a_question_pending(
     cfg: Path, fake: FakeTelegram, sig: signal.Signals
 ) -> None:
-    """Before: a 3600 s retry_after was slept in full and SIGINT/SIGTERM were ignored (still running
-    90 s after Ctrl-C); a pending question ended "denied" as though somebody had said no."""
+    """A 3600 s retry_after is not slept in full with SIGINT/SIGTERM ignored (still running 90 s
+    after Ctrl-C); a pending question does not end "denied" as though somebody had said no."""
     create()
     fake.rate_limit("setMessageReaction", retry_after=50, times=1)  # the chat's worker waits 50 s
     proc = start(cfg, fake)
@@ -114,7 +114,8 @@ def test_a_signal_stops_the_bridge_within_2s_in_a_long_retry_after_with_a_questi
 
 
 def test_a_rejected_token_never_reaches_stderr_even_at_debug(cfg: Path, fake: FakeTelegram) -> None:
-    """Before: ``acp-progress bridge: Telegram: The token `987654321:AAH…` was rejected by the server.``"""
+    """No part of the token in the message, unlike ``acp-progress bridge: Telegram: The token
+    `987654321:AAH…` was rejected by the server.``"""
     create()
     wrong = "987654321:AAHzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
     proc = start(cfg, fake, token=wrong, ACP_PROGRESS_LOG_LEVEL="DEBUG")
@@ -145,7 +146,7 @@ def test_a_good_token_never_reaches_stderr_at_debug(cfg: Path, fake: FakeTelegra
 
 
 def test_agent_secrets_are_refused_at_create(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Before: ``--agent "x --api-key sk-…"`` was stored raw in bridges.json and printed."""
+    """``--agent "x --api-key sk-…"`` is neither stored raw in bridges.json nor printed."""
     key = "sk-live-abcdef0123456789abcdef0123"
     attempts = [
         f"my-agent --api-key {key}",

@@ -178,8 +178,8 @@ def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None
 
 
 def test_viewing_a_session_does_not_make_it_the_one_continue_picks(dirs) -> None:
-    """Before: ``chat --session OLD`` with nothing typed (only its replay read) stored OLD as used
-    now, and the next ``--continue`` went on in it instead of the session last worked in."""
+    """``chat --session OLD`` with nothing typed (only its replay read) does not store OLD as used
+    now, so the next ``--continue`` goes on in the session last worked in."""
     import time
 
     work, state = dirs

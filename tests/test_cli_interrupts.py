@@ -1,8 +1,8 @@
 """A Ctrl-C some library wrapped in its own error is still a Ctrl-C: ``main`` exits 130.
 
-Before: a press while pydantic built a schema at import surfaced as ``pydantic_core.SchemaError``
-(only a wrapping RuntimeError was recognised): a traceback and exit 1 (seen once in ~100 trials
-of ``acp-progress agui`` with SIGINT between 0.1 s and 3 s).
+A press while pydantic builds a schema at import can surface as ``pydantic_core.SchemaError``, not
+only as a wrapping RuntimeError; recognising only the latter would end in a traceback and exit 1
+(about once in ~100 trials of ``acp-progress agui`` with SIGINT between 0.1 s and 3 s).
 """
 
 from __future__ import annotations

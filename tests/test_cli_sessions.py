@@ -57,7 +57,7 @@ def test_sessions_has_a_header_and_a_workspace_column(tmp_path: Path) -> None:
 
 
 def test_sessions_pages_to_the_end(tmp_path: Path) -> None:
-    """Old code stopped silently after 100 pages of 50: 5,000 sessions."""
+    """Every page to the end, not a silent stop after 100 pages of 50 (5,000 sessions)."""
     ids = seed(tmp_path / "st", 5_120)
     done = cli(tmp_path / "st", "--json")
     assert done.returncode == 0, done.stderr
@@ -82,7 +82,7 @@ def test_sessions_delete_removes_for_good_and_an_absent_id_is_no_error(tmp_path:
 
 
 def test_audit_json_gives_iso_8601_times() -> None:
-    """Old code gave epoch seconds where ``sessions --json`` gives ISO 8601."""
+    """ISO 8601, as ``sessions --json`` gives, not epoch seconds."""
     from acp_adapter.store.base import PermissionDecision
     from acp_adapter.store.report import audit_json_lines
 

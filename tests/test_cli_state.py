@@ -40,7 +40,7 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_watch_with_an_unusable_state_dir_says_so_in_one_line() -> None:
-    """Old code: rc 0 and not a word (the store error went to --agent-log only)."""
+    """One warning line on stderr, not a word-less rc 0 (the store error in --agent-log only)."""
     done = cli("watch", "--no-animation", "hi", ACP_PROGRESS_STATE_DIR="/proc/nope")
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]

@@ -27,7 +27,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_mistyped_subcommand_flag_gets_that_subcommands_usage_and_a_suggestion() -> None:
-    """Old code printed the top-level usage and "unrecognized arguments: --yess", nothing more."""
+    """More than the top-level usage and "unrecognized arguments: --yess": the subcommand and the
+    nearest spelling."""
     done = cli("watch", "--yess", "hi")
     assert done.returncode == 2
     assert done.stderr.startswith("usage: acp-progress watch ")

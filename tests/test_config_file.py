@@ -230,7 +230,8 @@ def test_a_directory_in_place_of_the_file_is_an_error_naming_it(tmp_path: Path) 
 
 
 def test_several_mistakes_are_one_line_each_under_the_path_named_once(tmp_path: Path) -> None:
-    """Before: one long line, the path repeated before every mistake, and no suggestion."""
+    """The report is readable: not one long line, not the path before every mistake, and with a
+    suggestion."""
     path = write(tmp_path, "[openai]\nbase_ur = 'http://x'\ntimeout = -1\n[streams]\nmax_line_byte = 5\n")
     with pytest.raises(ConfigError) as info:
         Settings.from_env(env_for(tmp_path))
@@ -254,8 +255,8 @@ def test_a_key_far_from_every_setting_gets_no_guess(tmp_path: Path) -> None:
 )
 @pytest.mark.parametrize("variable", ["OPENAI_BASE_URL", "ACP_PROGRESS_SUMMARY_OPENAI_BASE_URL"])
 def test_a_malformed_base_url_is_a_setting_error(tmp_path: Path, url: str, variable: str) -> None:
-    """Before: accepted here, then the agent process failed at start and the front-end exited 1
-    with the agent's stderr passed through."""
+    """Refused here, where the mistake is, rather than accepted and left to fail the agent process
+    at start (the front-end exiting 1 with the agent's stderr passed through)."""
     with pytest.raises(ConfigError, match=rf"^{variable}: expected an http:// or https:// URL with a host"):
         Settings.from_env(env_for(tmp_path, **{variable: url}))
 

@@ -84,7 +84,7 @@ def test_a_private_settings_file_is_read(tmp_path: Path) -> None:
 
 
 def test_a_fifo_as_settings_file_is_refused_at_once(tmp_path: Path) -> None:
-    """Old code opened the FIFO and waited for a writer for ever."""
+    """A FIFO is refused, never opened to wait for a writer for ever."""
     directory = tmp_path / "c"
     directory.mkdir(mode=0o700)
     os.mkfifo(directory / "config.toml", 0o600)
@@ -94,7 +94,7 @@ def test_a_fifo_as_settings_file_is_refused_at_once(tmp_path: Path) -> None:
 
 
 def test_dev_zero_as_settings_file_is_refused_without_reading(tmp_path: Path) -> None:
-    """Old code read /dev/zero until it had taken hundreds of MB."""
+    """A device is refused, never read (/dev/zero would take hundreds of MB)."""
     directory = tmp_path / "c"
     directory.mkdir(mode=0o700)
     (directory / "config.toml").symlink_to("/dev/zero")
@@ -121,7 +121,7 @@ def test_deeply_nested_arrays_are_a_clear_error_not_a_recursion_error(tmp_path: 
 
 
 def test_a_nul_in_a_string_setting_is_a_clear_error_naming_it(tmp_path: Path) -> None:
-    """Old code accepted it and failed with a traceback when the agent was spawned."""
+    """Refused up front, not accepted only to fail with a traceback when the agent is spawned."""
     path = write(tmp_path / "c", '[openai]\nmodel = "gpt\\u0000x"\n')
     with pytest.raises(ConfigError) as err:
         Settings.load({"ACP_PROGRESS_CONFIG_DIR": str(path.parent)})

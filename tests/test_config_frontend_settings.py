@@ -1,8 +1,8 @@
 """``agui.tool_progress`` and ``telegram.api_url`` are settings like every other.
 
-Before: ``ACP_PROGRESS_AGUI_TOOL_PROGRESS`` and ``ACP_PROGRESS_TELEGRAM_API_URL`` were read straight
-from the environment, so the settings file could not hold them and ``acp-progress config`` did
-not show them.
+``ACP_PROGRESS_AGUI_TOOL_PROGRESS`` and ``ACP_PROGRESS_TELEGRAM_API_URL`` are read through the
+settings model, not straight from the environment, so the settings file can hold them and
+``acp-progress config`` shows them.
 """
 
 from __future__ import annotations

@@ -493,8 +493,8 @@ async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(
 
 @pytest.mark.anyio
 async def test_a_cancelled_turn_replays_as_its_own_turn_marked_cancelled(tmp_path: Path) -> None:
-    """Before: a turn cancelled while the model thought stored only its prompt, so the replay sent
-    two user_message_chunks in a row and every client joined them (`› wait 10 secondshello`)."""
+    """A turn cancelled while the model thought stores more than its prompt: otherwise the replay
+    sends two user_message_chunks in a row and every client joins them (`› wait 10 secondshello`)."""
     ws = _workspace(tmp_path)
     state = str(tmp_path / "state")
     first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=state, embedded_delay=5.0))
@@ -525,7 +525,7 @@ async def test_a_cancelled_turn_replays_as_its_own_turn_marked_cancelled(tmp_pat
 
 @pytest.mark.anyio
 async def test_a_session_loads_only_in_its_own_workspace(tmp_path: Path) -> None:
-    """Before: session/load with another workspace's cwd moved the session there."""
+    """session/load with another workspace's cwd does not move the session there."""
     ws = _workspace(tmp_path)
     other = tmp_path / "other"
     other.mkdir()
@@ -544,7 +544,7 @@ async def test_a_session_loads_only_in_its_own_workspace(tmp_path: Path) -> None
 
 @pytest.mark.anyio
 async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: Path) -> None:
-    """Before: one altered event row made the session un-loadable for good (-32603, a traceback)."""
+    """One altered event row does not make the session un-loadable for good (-32603, a traceback)."""
     import sqlite3
 
     ws = _workspace(tmp_path)
@@ -571,8 +571,8 @@ async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: P
 
 @pytest.mark.anyio
 async def test_a_huge_prompt_is_kept_once_and_capped(tmp_path: Path) -> None:
-    """Before: one 15 MB AG-UI run stored 75 MB (the prompt in the conversation, the history, the
-    open-turn marker and the answer that quoted it). Each stored text is now at most 1 MiB."""
+    """Each stored text is at most 1 MiB: one 15 MB AG-UI run would otherwise store 75 MB (the
+    prompt in the conversation, the history, the open-turn marker and the answer that quoted it)."""
     from acp_adapter.store.recorder import STORED_TEXT_CAP
 
     ws = _workspace(tmp_path)

@@ -98,7 +98,8 @@ class _NeverAnswers(RecordingClient):
 async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
     tmp_path: Path, how: str
 ) -> None:
-    """Before: a question ended by Ctrl-C read "Permission denied by the user" and left no audit row."""
+    """A question ended by Ctrl-C does not read "Permission denied by the user" and leaves an
+    audit row."""
     state = tmp_path / "state"
     client = RecordingClient(permission="cancel") if how.startswith("client") else _NeverAnswers()
     agent = progress_agent(fast_settings(state_dir=str(state), embedded_delay=0.05))
@@ -133,8 +134,8 @@ async def test_a_withdrawn_question_is_cancelled_on_the_card_and_in_the_audit(
 
 @pytest.mark.anyio
 async def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Path) -> None:
-    """Before: the audit kept the card title, cut at ~160 characters: a hidden tail was approved
-    and nobody could tell afterwards."""
+    """The audit keeps the whole command, not the card title cut at ~160 characters: otherwise a
+    hidden tail could be approved and nobody could tell afterwards."""
     command = "echo " + "x" * 250 + "; echo hidden-tail-marker"
     state = tmp_path / "state"
     client = RecordingClient(permission="allow")
@@ -149,8 +150,8 @@ async def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Pat
 
 @pytest.mark.anyio
 async def test_one_turn_asks_at_most_100_questions_and_writes_at_most_100_audit_rows(tmp_path: Path) -> None:
-    """Before: one model answer with 3,000 run_command calls asked 3,000 times and wrote 3,000 audit
-    rows (7.6 s). The 101st call on is refused without asking, its card says why."""
+    """One model answer with 3,000 run_command calls must not ask 3,000 times and write 3,000 audit
+    rows (7.6 s): the 101st call on is refused without asking, its card says why."""
     from acp_adapter.agent.tool_cards import MAX_QUESTIONS_PER_TURN, TOO_MANY_QUESTIONS
 
     state = tmp_path / "state"

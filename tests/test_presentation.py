@@ -788,8 +788,8 @@ def test_verb_is_shown_verbatim_never_interpolated() -> None:
 
 
 def test_one_symbol_per_tool_on_every_front_end() -> None:
-    """Before: ``wait`` was 🧰 in watch and ⏳ in a bridge; another agent's fetch card 🌐 in watch,
-    🧰 in a bridge. Both front-ends now ask :func:`card_emoji`."""
+    """Both front-ends ask :func:`card_emoji`, so ``wait`` is ⏳ and another agent's fetch card 🌐
+    in watch and in a bridge alike (one home per name)."""
     from acp.helpers import start_tool_call
 
     from acp_adapter.frontends.bridges.config import ProgressConfig

@@ -55,8 +55,8 @@ async def test_when_reader_gone_calls_once_and_can_be_cancelled() -> None:
 
 @pytest.mark.anyio
 async def test_two_presses_in_one_instant_are_a_cancel_and_a_second_press() -> None:
-    """Before: the cancel took "presses so far" as seen, so a second press that arrived with the
-    first was lost and chat sat at its prompt."""
+    """A second press that arrives with the first is not lost: a cancel that took "presses so far"
+    as seen would leave chat sitting at its prompt."""
     from acp_adapter.frontends.watch.watcher import _cancel
 
     presses = Interrupts()
@@ -91,7 +91,8 @@ def _with_marker(marker: str) -> list[int]:
 
 @pytest.mark.parametrize("command", ["watch", "chat"])
 def test_when_the_reader_goes_away_the_turn_and_the_agent_stop(tmp_path: Path, command: str) -> None:
-    """Before: ``watch "wait 10 seconds" | head -3`` ran on (and its agent's tool) to 15 s."""
+    """``watch "wait 10 seconds" | head -3`` stops with its reader, not running on (with its
+    agent's tool) to 15 s."""
     marker = f"ACP_READER_TEST_{uuid.uuid4().hex}"
     env = {
         **os.environ,

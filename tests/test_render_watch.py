@@ -200,8 +200,8 @@ def test_a_progress_line_on_a_pipe_has_the_bar_the_message_and_the_elapsed_time(
 
 @pytest.mark.parametrize("width", [80, 60, 40, 24])
 def test_a_narrow_terminal_cuts_the_message_never_the_clock(width: int) -> None:
-    """Before: at 80 columns the live line lost its elapsed time, the one thing that says the
-    tool is alive."""
+    """At 80 columns the live line keeps its elapsed time, the one thing that says the tool is
+    alive."""
     from rich.cells import cell_len
 
     from acp_adapter.frontends.watch.render import render_card

@@ -31,8 +31,8 @@ def test_the_rules() -> None:
 
 
 def test_neither_the_agent_nor_its_commands_see_what_is_not_theirs(tmp_path: Path) -> None:
-    """Before: ``watch --yes "run printenv"`` printed the bot token, the endpoint token and the
-    model key the front-end's environment held."""
+    """``watch --yes "run printenv"`` prints none of the bot token, the endpoint token and the
+    model key the front-end's environment holds (secrets never leave)."""
     log = tmp_path / "agent.log"
     fast = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_SUMMARY="off")
     env = {**os.environ, **fast, **SECRETS}

@@ -201,7 +201,7 @@ def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subproc
 
 def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_path: Path) -> None:
     """The attack: a ``config.toml`` in someone else's world-writable directory sets ``[openai]
-    base_url`` to their server. Old code sent the victim's OPENAI_API_KEY there. The same file in a
+    base_url`` to their server, where the victim's OPENAI_API_KEY must not go. The same file in a
     private directory shows the test can fail: there, the key does go to the configured server."""
     _needs_root()
     with FakeOpenAI(api_key=KEY) as server:

@@ -508,7 +508,8 @@ def test_bad_options_are_refused() -> None:
 
 
 async def test_a_new_card_revises_the_sentence_without_waiting_for_the_tick() -> None:
-    """Before: "Thinking about the request …" stayed for up to 10 s while a tool's bar moved."""
+    """A new card revises the sentence at once: "Thinking about the request …" does not stay for up
+    to 10 s while a tool's bar moves."""
     clock, rec = ManualClock(), Recorder()
     gen = Scripted("Thinking about the failing test.", "Reading test_x.py.", "Running the tests.", "Later.")
     summary = make(gen, clock, rec, interval=10)

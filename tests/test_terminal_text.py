@@ -302,7 +302,7 @@ def test_a_foreign_agents_stderr_is_shown_not_obeyed(tmp_path: Path) -> None:
 
 
 def test_the_relay_shows_its_wrapped_agents_stderr_not_obeyed(tmp_path: Path) -> None:
-    """Before: the wrapped agent inherited the relay's stderr, and its bytes reached the terminal raw."""
+    """The wrapped agent's stderr goes through the sanitizer, never inherited raw (output is data)."""
     agent = tmp_path / "agent.py"
     agent.write_text(f"import sys; sys.stderr.write({EVIL + HIDDEN!r} + '\\n'); sys.stderr.flush()\n")
     done = subprocess.run(

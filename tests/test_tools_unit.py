@@ -224,8 +224,8 @@ def test_unparseable_model_arguments_fail_with_a_clear_reason(tmp_path):
 
 
 def test_search_counts_every_match_once_for_the_card_and_the_answer(tmp_path):
-    """Before: the card said "200 matches in 34 files" and the answer "31 files" (each counted
-    what it saw: the listed 200, or every file)."""
+    """The card and the answer count the same files: not "200 matches in 34 files" on the card and
+    "31 files" in the answer (one counting the listed 200, the other every file)."""
     from acp_adapter.models.base import Message
     from acp_adapter.models.embedded import answer_from_tools
 
@@ -247,8 +247,8 @@ def test_search_counts_every_match_once_for_the_card_and_the_answer(tmp_path):
 
 
 def test_fifos_sockets_and_devices_are_never_read_so_no_tool_hangs(tmp_path):
-    """Before: read_file and search opened a FIFO in the workspace and waited for a writer for
-    ever; /dev/zero (a device node) would have been read to the cap."""
+    """read_file and search never open a FIFO in the workspace (they would wait for a writer for
+    ever) nor read a device node such as /dev/zero (to the cap)."""
     import socket
     import stat
     import time

@@ -128,7 +128,7 @@ def test_ctrl_c_at_the_chat_prompt_exits_130(screens, tmp_path) -> None:
     term.pump(5, until="\n›")
     term.type(b"\x03")
     assert term.wait(5) == 130
-    # Before: exit 130, but ~30 lines of "Task exception was never retrieved … KeyboardInterrupt"
+    # exit 130, and not ~30 lines of "Task exception was never retrieved … KeyboardInterrupt"
     # (stderr goes to the same pty)
     raw = term.raw.decode(errors="replace")
     assert "Traceback" not in raw and "KeyboardInterrupt" not in raw and "never retrieved" not in raw, raw

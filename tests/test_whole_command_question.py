@@ -38,8 +38,8 @@ def test_the_command_is_shown_beside_the_title_unless_the_title_holds_it_verbati
 
 
 def test_a_console_bridge_shows_a_long_disguised_command_whole(tmp_path: Path, monkeypatch) -> None:
-    """Before: the console bridge showed only the card's title — cut at 160 characters, the
-    override dropped — and "y" ran the hidden tail."""
+    """The console bridge shows the whole command, not only the card's title — cut at 160
+    characters, the override dropped — so "y" never runs a hidden tail."""
     monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(tmp_path / "state"))
     assert main(["bridge", "create", "con", "--platform", "console", "--cwd", str(ROOT)]) == 0
