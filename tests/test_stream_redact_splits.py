@@ -33,7 +33,7 @@ BOT = "123456789:" + _tok("AA", 33, _ALNUM + "-_")
 
 # (text, secret that must never appear in the output)
 CASES: list[tuple[str, str]] = [
-    # the five command-line forms of the issue
+    # five command-line forms that carry a password
     ("then curl -u admin:Adm1nPa55 https://api.example.com/x and done", "Adm1nPa55"),
     ("run mysql -h db -u root -pR00tPa55 app now", "R00tPa55"),
     ("run mysql -h db -u root -p R00tPa55 app now", "R00tPa55"),
