@@ -49,7 +49,10 @@ def _params(method: str, cwd: str, servers: list[Any]) -> dict[str, Any]:
         # stdio's fields under another type: the SDK would start it as a stdio server
         ({**STDIO, "type": "websocket"}, "the type 'websocket' is not supported"),
         # an http entry without its url: the SDK would take it for stdio (its fields are there)
-        ({**STDIO, "type": "http"}, "MCP server 'files' (mcpServers[0]): not a valid http server: url: Field"),
+        (
+            {**STDIO, "type": "http"},
+            "MCP server 'files' (mcpServers[0]): not a valid http server: url: Field",
+        ),
         ({"type": "sse", "name": "s"}, "not a valid sse server: url: Field required"),
         ({"name": "n", "url": "http://x"}, "not a valid stdio (an entry without a type) server: command"),
         ({"type": 7, "name": "n"}, "the type (a number) is not supported"),
@@ -117,12 +120,44 @@ NEAR = st.fixed_dictionaries(
         "env": st.lists(st.fixed_dictionaries({"name": st.text(max_size=4), "value": st.text(max_size=4)}))
         | JSON,
         "url": st.text(max_size=10),
-        "headers": st.lists(st.fixed_dictionaries({"name": st.text(max_size=4), "value": st.text(max_size=4)}))
+        "headers": st.lists(
+            st.fixed_dictionaries({"name": st.text(max_size=4), "value": st.text(max_size=4)})
+        )
         | JSON,
         "serverId": st.text(max_size=5),
     },
 )
-ENTRY = JSON | NEAR | st.dictionaries(FIELD, JSON, max_size=6)
+PAIRS = st.lists(
+    st.fixed_dictionaries({"name": st.text(max_size=4), "value": st.text(max_size=4)}), max_size=2
+)
+#: entries of the right shape (with a stray key now and then), so the "kept" side is reached too
+USABLE = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "name": st.text(max_size=8),
+            "command": st.text(max_size=8),
+            "args": st.lists(st.text(max_size=4)),
+            "env": PAIRS,
+        },
+        optional={"type": st.just("stdio")},
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["http", "sse"]),
+            "name": st.text(max_size=8),
+            "url": st.text(max_size=8),
+            "headers": PAIRS,
+        }
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("acp"), "name": st.text(max_size=8), "serverId": st.text(max_size=4)}
+    ),
+).flatmap(
+    lambda entry: st.dictionaries(st.sampled_from(["extra", "type", "url"]), JSON, max_size=1).map(
+        lambda more: {**entry, **more}
+    )
+)
+ENTRY = JSON | NEAR | USABLE | st.dictionaries(FIELD, JSON, max_size=6)
 
 
 @settings(max_examples=150, deadline=None)
@@ -148,7 +183,10 @@ async def test_every_method_with_mcp_servers_refuses_an_unknown_type(method: str
             await conn._conn.send_request(method, _params(method, str(tmp_path), [STDIO, WS]))
         assert refused.value.code == -32602
         said = refused.value.data["mcpServers"]
-        assert said == "MCP server 'live' (mcpServers[1]): the type 'ws' is not supported (use stdio, http or sse)"
+        assert (
+            said
+            == "MCP server 'live' (mcpServers[1]): the type 'ws' is not supported (use stdio, http or sse)"
+        )
         # the agent serves on, and the same request without the bad entry is not refused for it
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         assert session.session_id
@@ -160,7 +198,9 @@ async def _refused_over_the_connection(tmp_path: Path, entries: list[Any]) -> No
         for entry in entries:
             with pytest.raises(RequestError) as refused:
                 with anyio.fail_after(10):
-                    await conn._conn.send_request("session/new", _params("session/new", str(tmp_path), [entry]))
+                    await conn._conn.send_request(
+                        "session/new", _params("session/new", str(tmp_path), [entry])
+                    )
             assert refused.value.code == -32602, refused.value
             assert "mcpServers[0]" in refused.value.data["mcpServers"], refused.value.data
         assert (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id

@@ -44,6 +44,7 @@ MCP_SERVER_METHODS = frozenset(
 )
 #: the transports the agent connects to, as the refusal names them
 SUPPORTED_TYPES = ("stdio", "http", "sse")
+_SUPPORTED = f"{', '.join(SUPPORTED_TYPES[:-1])} or {SUPPORTED_TYPES[-1]}"
 #: how many bad entries one refusal describes (the check stops there)
 MAX_PROBLEMS = 3
 #: how many characters of a name or a type a refusal shows
@@ -83,7 +84,7 @@ def _label(index: int, entry: Mapping[str, Any]) -> str:
 
 def _unsupported(label: str, given: object) -> str:
     shown = _shown(given) if isinstance(given, str) else f"({_kind(given)})"
-    return f"{label}: the type {shown} is not supported (use {', '.join(SUPPORTED_TYPES[:-1])} or {SUPPORTED_TYPES[-1]})"
+    return f"{label}: the type {shown} is not supported (use {_SUPPORTED})"
 
 
 def _field_errors(exc: ValidationError) -> str:
