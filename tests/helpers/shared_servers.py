@@ -2,7 +2,8 @@
 
 :func:`tests.helpers.shared_agent.served_inprocess` (and
 :func:`~tests.helpers.shared_agent.progress_agent`) serve the agent in this process where its
-process proves nothing (its exit, signals or stdio framing are not the point): it saves the ~1 s of CPU each agent process pays to import the ACP SDK.
+process proves nothing (its exit, signals or stdio framing are not the point): it saves the ~1 s of
+CPU each agent process pays to import the ACP SDK.
 
 :func:`cli_in_process` is the command line without a process for commands that end before anything starts, and
 :func:`use_in_process_agents` makes the bridges' agent driver talk to an in-process agent."""
