@@ -2,11 +2,11 @@
 
 ``pytest -m "not e2e"`` is only a quick run if what it selects never waits for a process to
 start, so the rule is enforced rather than hoped for. During the setup and call of every test not
-marked ``e2e``, each way this project's code and its libraries start a process is blocked: the
-fork-exec under :class:`subprocess.Popen` (which ``asyncio``'s subprocesses, the SDK's
-``spawn_agent_process`` and ``multiprocessing`` go through), ``os.posix_spawn``, ``os.fork`` and
-``os.forkpty`` (under ``pty.fork``) and ``os.system``. Teardown is left open: a session-wide
-server's shutdown may fall to whichever test ran last.
+marked ``e2e``, each way this project's code and its libraries start a process is blocked:
+:class:`subprocess.Popen`'s start (which ``asyncio``'s subprocesses and the SDK's
+``spawn_agent_process`` go through), the fork-exec under ``multiprocessing``,
+``os.posix_spawn``, ``os.fork`` and ``os.forkpty`` (under ``pty.fork``) and ``os.system``.
+Teardown is left open: a session-wide server's shutdown may fall to whichever test ran last.
 
 With ``ACP_PROGRESS_E2E_RECORD=<file>`` in the environment the guard records instead of failing:
 each offending test's node id is appended to the file (the list the codemod turns into marks).
@@ -18,6 +18,7 @@ from __future__ import annotations
 import _posixsubprocess  # type: ignore[import-not-found]
 import contextlib
 import os
+import subprocess
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ E2E_FOLDER = Path(__file__).resolve().parents[1] / "e2e"
 
 #: (module, attribute) of every entry point that starts a process
 ENTRY_POINTS: tuple[tuple[Any, str], ...] = (
+    (subprocess.Popen, "_execute_child"),
     (_posixsubprocess, "fork_exec"),
     (os, "posix_spawn"),
     (os, "posix_spawnp"),
@@ -61,7 +63,8 @@ def _guarded(item: pytest.Item) -> Iterator[None]:
     record = os.environ.get(RECORD_ENV)
     saved = [(module, attr, getattr(module, attr)) for module, attr in ENTRY_POINTS if hasattr(module, attr)]
     for module, attr, original in saved:
-        setattr(module, attr, _blocker(item.nodeid, f"{module.__name__}.{attr}", original, record))
+        name = f"{getattr(module, '__qualname__', module.__name__)}.{attr}"
+        setattr(module, attr, _blocker(item.nodeid, name, original, record))
     try:
         yield
     finally:
