@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from tests.helpers.acp_agent import ROOT, TEMP_ROOT
-from tests.helpers.process_guard import (  # noqa: F401 (hooks)
+from tests.helpers.process_guard import (  # noqa: F401 (the process guard's hooks)
     pytest_collection_modifyitems,
+    pytest_fixture_setup,
     pytest_runtest_call,
     pytest_runtest_setup,
+    pytest_sessionfinish,
 )
 
 
@@ -66,8 +68,10 @@ def pytest_configure(config: pytest.Config) -> None:
     compile_package(ROOT / "tests" / "agents")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
+    """asyncio for every async test; module scope, so a module's tests can share one agent
+    process through a module-scoped async fixture."""
     return "asyncio"
 
 

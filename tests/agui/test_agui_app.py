@@ -275,6 +275,7 @@ def tool_id(events: list[dict[str, Any]], name: str) -> str:
 # ---------------------------------------------------------------- the event stream
 
 
+@pytest.mark.e2e
 def test_health_answers_and_the_agent_started_with_the_app(servers: dict[str, Served]) -> None:
     response = httpx.get(servers["real"].url + "/health", timeout=5)
     assert response.status_code == 200
@@ -282,6 +283,7 @@ def test_health_answers_and_the_agent_started_with_the_app(servers: dict[str, Se
     assert health["status"] == "ok" and health["agentRunning"] is True
 
 
+@pytest.mark.e2e
 def test_search_run_is_valid_ordered_agui_with_progress_off_by_default(servers: dict[str, Served]) -> None:
     body = run_input("t-search", "search for TODO")
     events = run(servers["real"].url, body)
@@ -302,6 +304,7 @@ def test_search_run_is_valid_ordered_agui_with_progress_off_by_default(servers: 
     assert "Thinking" not in json.dumps(events)
 
 
+@pytest.mark.e2e
 def test_per_run_opt_in_publishes_default_redacted_snapshots(servers: dict[str, Served]) -> None:
     body = run_input("t-optin", "search for TODO", forwarded={"emitToolProgress": True})
     events = run(servers["real"].url, body)
@@ -327,6 +330,7 @@ def test_per_run_opt_in_publishes_default_redacted_snapshots(servers: dict[str, 
     assert last_shot < types.index("TOOL_CALL_RESULT")  # nothing after the tool's result
 
 
+@pytest.mark.e2e
 def test_per_run_opt_out_and_a_bad_switch(servers: dict[str, Served]) -> None:
     off = {"emitToolProgress": False}
     events = run(servers["real"].url, run_input("t-optout", "search for TODO", forwarded=off))
@@ -334,6 +338,7 @@ def test_per_run_opt_out_and_a_bad_switch(servers: dict[str, Served]) -> None:
     assert_bad_switch_is_a_422(servers["real"].url, "t-optout", "search for TODO", "emitToolProgress")
 
 
+@pytest.mark.e2e
 def test_global_opt_in_and_per_run_opt_out(servers: dict[str, Served]) -> None:
     url = servers["global"].url
     body = run_input("t-global", "count 3")
@@ -352,6 +357,7 @@ def test_global_opt_in_and_per_run_opt_out(servers: dict[str, Served]) -> None:
         assert len(snapshots(run(url, run_input("t-global", "count 2", forwarded=forwarded)))) == 2
 
 
+@pytest.mark.e2e
 def test_counts_only_policy_publishes_counts_replacing_in_place(servers: dict[str, Served]) -> None:
     body = run_input("t-counts", "count 3", run_id="run-1")
     events = run(servers["counts"].url, body)
@@ -374,6 +380,7 @@ def test_counts_only_policy_publishes_counts_replacing_in_place(servers: dict[st
     assert not snapshots(run(servers["counts"].url, run_input("t-counts", "note")))
 
 
+@pytest.mark.e2e
 def test_message_only_updates_have_no_value_or_total(servers: dict[str, Served]) -> None:
     events = run(servers["none"].url, run_input("t-note", "note"))
     assert [s["content"]["progress"] for s in snapshots(events)] == [
@@ -382,6 +389,7 @@ def test_message_only_updates_have_no_value_or_total(servers: dict[str, Served])
     ]
 
 
+@pytest.mark.e2e
 def test_none_policy_still_passes_the_canonical_redactor(servers: dict[str, Served]) -> None:
     events = run(servers["none"].url, run_input("t-secret", "secret"))
     (shot,) = snapshots(events)
@@ -391,6 +399,7 @@ def test_none_policy_still_passes_the_canonical_redactor(servers: dict[str, Serv
     assert SECRET not in json.dumps(events)
 
 
+@pytest.mark.e2e
 def test_a_policy_that_raises_fails_closed_and_the_run_goes_on(servers: dict[str, Served]) -> None:
     events = run(servers["broken"].url, run_input("t-broken", "count 2"))
     assert not snapshots(events)
@@ -399,6 +408,7 @@ def test_a_policy_that_raises_fails_closed_and_the_run_goes_on(servers: dict[str
     assert events[-1]["type"] == "RUN_FINISHED" and "count done" in text_of(events)
 
 
+@pytest.mark.e2e
 def test_an_agent_crash_is_a_run_error_and_the_next_run_restarts_it(servers: dict[str, Served]) -> None:
     served = servers["broken"]
     pid = served.app.state.agui.host.pid
@@ -411,6 +421,7 @@ def test_an_agent_crash_is_a_run_error_and_the_next_run_restarts_it(servers: dic
     assert served.app.state.agui.host.pid not in (None, pid)
 
 
+@pytest.mark.e2e
 def test_many_updates_on_one_card_replace_one_activity(servers: dict[str, Served]) -> None:
     events = run(servers["counts"].url, run_input("t-burst", "burst 200"))
     shots = snapshots(events)
@@ -421,6 +432,7 @@ def test_many_updates_on_one_card_replace_one_activity(servers: dict[str, Served
 # ---------------------------------------------------------------- bad input
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -445,6 +457,7 @@ def test_invalid_run_input_is_a_422_with_a_clear_message(
     assert expected in response.json()["detail"]
 
 
+@pytest.mark.e2e
 def test_latest_user_message_is_the_prompt(servers: dict[str, Served]) -> None:
     body = run_input("t-history", "ignored")
     body["messages"] = [
@@ -489,6 +502,7 @@ def _open_until(client: httpx.Client, url: str, body: dict[str, Any], kind: str)
     raise AssertionError(f"the stream ended without {kind}: {[e['type'] for e in opened.seen]}")
 
 
+@pytest.mark.e2e
 def test_a_second_run_on_a_busy_thread_is_a_409(servers: dict[str, Served]) -> None:
     served = servers["real"]
     first = run_input("t-busy", "wait 3 seconds")
@@ -507,6 +521,7 @@ def test_a_second_run_on_a_busy_thread_is_a_409(servers: dict[str, Served]) -> N
     assert served.recorder.wait(first["runId"]).outcome is not None
 
 
+@pytest.mark.e2e
 def test_disconnect_cancels_the_turn_and_the_thread_serves_the_next_run(servers: dict[str, Served]) -> None:
     served = servers["real"]
     first = run_input("t-gone", "wait 5 seconds")
@@ -527,6 +542,7 @@ def test_disconnect_cancels_the_turn_and_the_thread_serves_the_next_run(servers:
     assert served.recorder.wait(second["runId"]).context.session_id == record.context.session_id
 
 
+@pytest.mark.e2e
 def test_a_run_right_after_a_disconnect_waits_for_the_cancel(servers: dict[str, Served]) -> None:
     served = servers["none"]
     first = run_input("t-quick", "hang")
@@ -540,6 +556,7 @@ def test_a_run_right_after_a_disconnect_waits_for_the_cancel(servers: dict[str, 
     )
 
 
+@pytest.mark.e2e
 def test_run_observers_see_the_stream_and_publish_before_the_terminal_event(
     servers: dict[str, Served],
 ) -> None:
@@ -552,6 +569,7 @@ def test_run_observers_see_the_stream_and_publish_before_the_terminal_event(
     assert SECRET not in json.dumps(summary)  # the canonical redactor runs on observers' activities too
 
 
+@pytest.mark.e2e
 def test_one_session_per_thread_reused_across_runs(servers: dict[str, Served]) -> None:
     served = servers["none"]
     ids = []
@@ -562,6 +580,7 @@ def test_one_session_per_thread_reused_across_runs(servers: dict[str, Served]) -
     assert ids[0] == ids[1] == ids[3] and ids[2] != ids[0]
 
 
+@pytest.mark.e2e
 def test_a_session_the_agent_forgot_is_replaced_transparently(servers: dict[str, Served]) -> None:
     served = servers["none"]
     first = run_input("t-forget", "forget")
@@ -572,6 +591,7 @@ def test_a_session_the_agent_forgot_is_replaced_transparently(servers: dict[str,
     assert served.recorder.wait(second["runId"]).context.session_id not in (None, old)
 
 
+@pytest.mark.e2e
 def test_permission_requests_are_denied_by_default(servers: dict[str, Served], workspace: Path) -> None:
     events = run(servers["real"].url, run_input("t-perm", "run `touch created.txt`"))
     (result,) = of_type(events, "TOOL_CALL_RESULT")
@@ -595,6 +615,7 @@ def test_create_app_rejects_bad_arguments_before_serving(tmp_path: Path) -> None
         create_app(cwd=tmp_path / "missing")
 
 
+@pytest.mark.e2e
 def test_a_host_mounts_the_app_and_runs_its_lifespan(workspace: Path) -> None:
     """The README's embedding: mount under a path, enter the app's lifespan from the host's."""
     agui = make_app(Recorder(), agent_command=PROGRESS_AGENT, cwd=workspace)

@@ -16,6 +16,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from acp import update_agent_message_text
 
 from acp_adapter.frontends.agui.app import create_app
@@ -129,6 +130,7 @@ def test_a_disconnect_releases_a_waiting_pump() -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.e2e
 def test_a_real_sse_reader_that_stops_reading_does_not_grow_the_run(tmp_path: Any) -> None:
     """An SSE client that reads nothing: the run's queue stays at its bound, the agent is held,
     and when the client reads again the stream is valid and ends with the latest progress."""

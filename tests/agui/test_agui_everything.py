@@ -23,6 +23,8 @@ from tests.helpers.acp_agent import ROOT
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
 from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 
+pytestmark = pytest.mark.e2e
+
 SCRIPT = CLIENT_DIR / "run_everything.mjs"
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'agui_everything_agent.py'}"
 

@@ -25,6 +25,8 @@ from acp_adapter.store.sqlite import DATABASE_NAME
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events
 
+pytestmark = pytest.mark.e2e
+
 
 def _stored_turns(server: AguiProcess, thread_id: str) -> tuple[list[str], list[str]]:
     body = httpx.get(f"{server.url}/threads/{thread_id}", timeout=30).json()

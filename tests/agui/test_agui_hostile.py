@@ -30,6 +30,8 @@ import pytest
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.shared_servers import cli_in_process
 
+pytestmark = pytest.mark.e2e
+
 PROGRESS_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'progress_agent.py'}"
 ALLOWED_ORIGIN = "http://app.example:5173"
 EVIL = "https://evil.example"

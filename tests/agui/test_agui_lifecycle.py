@@ -31,6 +31,7 @@ def _user_texts(events: list[dict]) -> list[str]:
     ]
 
 
+@pytest.mark.e2e
 def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text("# TODO: persist\n")
     state = tmp_path / "state"
@@ -76,6 +77,7 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
         store.close()
 
 
+@pytest.mark.e2e
 def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = {"ACP_PROGRESS_STATE_DIR": str(state)}
@@ -94,6 +96,7 @@ def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(tmp_path:
     assert "the agent cannot load sessions; starting a new conversation" in second.text()
 
 
+@pytest.mark.e2e
 def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(tmp_path: Path) -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
@@ -133,6 +136,7 @@ def _agui(tmp_path: Path, *args: str, timeout: float = 30) -> subprocess.Complet
     )
 
 
+@pytest.mark.e2e
 def test_a_missing_agent_is_one_line_and_nothing_is_announced(tmp_path: Path) -> None:
     from tests.helpers.agui_process import free_port
 
@@ -145,6 +149,7 @@ def test_a_missing_agent_is_one_line_and_nothing_is_announced(tmp_path: Path) ->
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.e2e
 def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -173,6 +178,7 @@ def _running_with(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_signal_while_the_agent_starts_ends_everything_within_2s(tmp_path: Path, sig: int) -> None:
     """An agent that never answers initialize: the endpoint is still starting (the first second of
@@ -197,6 +203,7 @@ def test_a_stop_signal_while_the_agent_starts_ends_everything_within_2s(tmp_path
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_signal(
     tmp_path: Path, sig: int, code: int
@@ -242,6 +249,7 @@ def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_si
     assert took < 10, f"took {took:.1f}s"
 
 
+@pytest.mark.e2e
 def test_two_endpoints_on_one_state_directory_never_share_a_thread(tmp_path: Path) -> None:
     """Before: endpoint B (its own token and workspace) ran thread ``main`` by loading endpoint A's
     session, and its model request carried A's confidential file."""

@@ -29,6 +29,8 @@ import pytest
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 
+pytestmark = pytest.mark.e2e
+
 SCRIPT = CLIENT_DIR / "run_agent.mjs"
 
 

@@ -29,6 +29,8 @@ from tests.helpers.acp_agent import ROOT
 from tests.helpers.agui_process import AguiProcess
 from tests.helpers.chromium import CHROMIUM, ensure_chromium
 
+pytestmark = pytest.mark.e2e
+
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install -e '.[test]' installs playwright"
 )

@@ -18,6 +18,8 @@ import pytest
 
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events
 
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("psycopg")
 
 

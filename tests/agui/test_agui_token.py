@@ -27,6 +27,7 @@ def _page_url(process: AguiProcess) -> str:
     return match.group(1)
 
 
+@pytest.mark.e2e
 def test_a_loopback_endpoint_needs_its_own_token_printed_with_the_page_url(tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = {"ACP_PROGRESS_STATE_DIR": str(state)}
@@ -55,6 +56,7 @@ def test_a_loopback_endpoint_needs_its_own_token_printed_with_the_page_url(tmp_p
         again.stop()
 
 
+@pytest.mark.e2e
 def test_no_token_is_explicit_and_said_at_start(tmp_path: Path) -> None:
     process = AguiProcess(tmp_path, "--summary", "off")  # the helper passes --no-token
     try:

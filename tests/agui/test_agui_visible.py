@@ -104,6 +104,7 @@ def _clean_wire(raw: str) -> None:
         assert "\U000e0041" not in decoded and "\\udb40\\udc41" not in decoded
 
 
+@pytest.mark.e2e
 def test_a_disguised_command_is_shown_whole_and_visible_in_the_question(endpoint: AguiProcess) -> None:
     body = {
         "threadId": "disguised-q",
@@ -132,6 +133,7 @@ def test_a_disguised_command_is_shown_whole_and_visible_in_the_question(endpoint
     _clean_wire(_stream(endpoint, resume))
 
 
+@pytest.mark.e2e
 def test_answers_and_cards_carry_no_terminal_escape(endpoint: AguiProcess) -> None:
     body = {
         "threadId": "disguised-a",

@@ -106,6 +106,7 @@ def apps(workspace: Path) -> Iterator[dict[str, Served]]:
             list(pool.map(Served.stop, served.values()))
 
 
+@pytest.mark.e2e
 def test_a_run_publishes_progress_summaries_replaced_in_place(apps: dict[str, Served]) -> None:
     body = run_input("t-sum", "search for TODO")
     events = run(apps["on"].url, body)  # every event parsed as its model, order rules checked

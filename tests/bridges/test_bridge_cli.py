@@ -86,6 +86,7 @@ def test_bad_values_are_clear_errors(cfg: Path, capsys: pytest.CaptureFixture[st
     assert "extra: unknown key" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_bridge_run_console_in_a_subprocess(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bridge", "create", "demo", "--platform", "console", "--cwd", str(ROOT)]) == 0
     env = {**agent_env(), "ACP_PROGRESS_CONFIG_DIR": str(cfg)}

@@ -20,6 +20,8 @@ from acp_adapter.cli import main
 from tests.bridges.test_bridge_telegram_process import acp_progress
 from tests.helpers.acp_agent import ROOT, agent_env
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -53,6 +53,7 @@ def _plan_messages(out: str) -> list[tuple[str, str]]:
     return re.findall(r"^\[#(\d+)( edited)?\] plan \d/3$", out, flags=re.MULTILINE)
 
 
+@pytest.mark.e2e
 def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
     cfg: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -72,6 +73,7 @@ def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
     assert "💭" not in out and "typo." not in out.split("Fixed the typo")[0], out  # no thought posted
 
 
+@pytest.mark.e2e
 def test_delivery_thoughts_and_separate_grouping(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bridge", "create", "s", "--platform", "console", "--agent", AGENT]) == 0
     changes = [
@@ -111,6 +113,7 @@ def test_an_unchanged_plan_makes_no_edit_and_a_thought_needs_the_option() -> Non
     assert "1234567890abcdefghij" not in thought.text  # redacted like every line a chat gets
 
 
+@pytest.mark.e2e
 def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
     """The same through the Telegram platform, against the strict fake Bot API."""
     pytest.importorskip("telegram")

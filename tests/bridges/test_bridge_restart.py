@@ -57,6 +57,7 @@ def show(name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     return dict(json.loads(capsys.readouterr().out))
 
 
+@pytest.mark.e2e
 def test_telegram_sigkill_mid_turn_then_restart(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("telegram")
     from tests.helpers.fake_telegram import FakeTelegram
@@ -116,6 +117,7 @@ def test_telegram_sigkill_mid_turn_then_restart(cfg: Path, capsys: pytest.Captur
     assert "Traceback" not in err, err
 
 
+@pytest.mark.e2e
 def test_console_bridge_restart_goes_on_in_the_same_session(
     cfg: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -146,6 +148,7 @@ def test_console_bridge_restart_goes_on_in_the_same_session(
     assert "search for TODO" not in two.stdout and "I searched" not in two.stdout, two.stdout
 
 
+@pytest.mark.e2e
 def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversation(
     cfg: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -181,6 +184,7 @@ def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversa
     assert [c["session_id"] for c in show("nl", capsys)["chats"]] == [first]
 
 
+@pytest.mark.e2e
 def test_a_closed_stdout_pipe_is_quiet(cfg: Path) -> None:
     """Before: ``… | head`` printed ``typing failed: [Errno 32] Broken pipe``."""
     assert main(["bridge", "create", "con", "--platform", "console", "--cwd", str(ROOT)]) == 0

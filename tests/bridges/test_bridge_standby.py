@@ -17,6 +17,8 @@ from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from tests.helpers.acp_agent import ROOT, agent_env
 
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("psycopg")
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"

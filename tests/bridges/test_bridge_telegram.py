@@ -135,6 +135,7 @@ async def test_unanswered_permission_is_denied_after_the_timeout(fake: FakeTeleg
     assert all(m.reply_markup is None for m in fake.bot_messages(CHAT))
 
 
+@pytest.mark.e2e
 async def test_secrets_and_the_token_never_reach_the_server_or_the_logs(fake: FakeTelegram) -> None:
     agent = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
     instance = new_instance(

@@ -22,7 +22,7 @@ from tests.helpers.fake_telegram import Call, FakeTelegram
 
 __all__ = ["fake"]  # the fixture, shared with test_bridge_telegram
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 #: the embedded model's answer to "wait 2 seconds" (the wait tool's result)
 ANSWER = "finished after 2s"

@@ -75,6 +75,7 @@ def create(*extra: str) -> None:
     assert main([*args, "--delivery-progress", "all", *extra]) == 0
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_the_bridge_within_2s_in_a_long_retry_after_with_a_question_pending(
     cfg: Path, fake: FakeTelegram, sig: signal.Signals
@@ -112,6 +113,7 @@ def test_a_signal_stops_the_bridge_within_2s_in_a_long_retry_after_with_a_questi
     assert TOKEN.split(":")[1] not in err
 
 
+@pytest.mark.e2e
 def test_a_rejected_token_never_reaches_stderr_even_at_debug(cfg: Path, fake: FakeTelegram) -> None:
     """Before: ``acp-progress bridge: Telegram: The token `987654321:AAH…` was rejected by the server.``"""
     create()
@@ -125,6 +127,7 @@ def test_a_rejected_token_never_reaches_stderr_even_at_debug(cfg: Path, fake: Fa
         assert piece not in err
 
 
+@pytest.mark.e2e
 def test_a_good_token_never_reaches_stderr_at_debug(cfg: Path, fake: FakeTelegram) -> None:
     create()
     proc = start(cfg, fake, ACP_PROGRESS_LOG_LEVEL="DEBUG")
@@ -201,6 +204,7 @@ def test_approvers_and_user_ids_are_stored_and_shown(cfg: Path, capsys: pytest.C
     assert "positive" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_a_signal_stops_the_bridge_within_5s_while_an_http_call_hangs(cfg: Path, fake: FakeTelegram) -> None:
     """Issue 18: "within 5 s whatever it is waiting on" — here the answer's sendMessage never
     returns (the server holds the request 30 s, the client's timeout is 20 s)."""

@@ -399,6 +399,7 @@ def writer_factory(*answers: str, max_length: int = 180) -> SummaryFactory:
     return SummaryFactory(Writer(*answers), interval=0, max_length=max_length)
 
 
+@pytest.mark.e2e
 async def test_console_end_to_end_with_this_projects_agent() -> None:
     instance = new_instance("c", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
     runner = BridgeRunner(
@@ -426,6 +427,7 @@ async def test_console_end_to_end_with_this_projects_agent() -> None:
     assert runner.metrics().delivered == runner.metrics().enqueued
 
 
+@pytest.mark.e2e
 async def test_telegram_end_to_end_placeholder_limit_and_order() -> None:
     pytest.importorskip("telegram")
     from acp_adapter.frontends.bridges.platforms.telegram import run_telegram

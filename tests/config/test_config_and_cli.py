@@ -156,6 +156,7 @@ def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     )
 
 
+@pytest.mark.e2e
 def test_version_and_bare_command_prints_help_without_markup():
     from acp_adapter import __version__
 
@@ -171,6 +172,7 @@ def test_version_and_bare_command_prints_help_without_markup():
     assert "ACP_PROGRESS_HEARTBEAT_INTERVAL" in helps[1]
 
 
+@pytest.mark.e2e
 def test_bad_flag_and_bad_log_level_stop_with_the_name():
     flag = _cli("run", "--heartbeat-interval", "inf", "hi")
     assert flag.returncode == 2 and "--heartbeat-interval: must be a finite number, got 'inf'" in flag.stderr
@@ -181,6 +183,7 @@ def test_bad_flag_and_bad_log_level_stop_with_the_name():
     assert loud.stdout == "" and "Traceback" not in loud.stderr
 
 
+@pytest.mark.e2e
 def test_descriptor_ignores_unrelated_bad_environment(tmp_path):
     mcp = tmp_path / "tool.json"
     mcp.write_text('{"_meta": {"agh/friendly_verb": "Looking up", "agh/preview": "arg:issueKey"}}')
@@ -214,6 +217,7 @@ def test_format_elapsed(seconds: float, text: str):
     assert format_elapsed(seconds) == text
 
 
+@pytest.mark.e2e
 def test_hook_site_check_passes_on_run_agent_and_fails_on_broken_copies(tmp_path):
     script = ROOT / "scripts" / "check_hook_sites.py"
     ok = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT)
@@ -243,6 +247,7 @@ def test_hook_site_check_passes_on_run_agent_and_fails_on_broken_copies(tmp_path
     assert bad.returncode == 1 and "expected 3 hook sites" in bad.stderr
 
 
+@pytest.mark.e2e
 def test_plain_terminal_program_prints_progress_and_the_answer(tmp_path):
     env = {
         **os.environ,
@@ -261,6 +266,7 @@ def test_plain_terminal_program_prints_progress_and_the_answer(tmp_path):
     assert "7*6 = 42" in proc.stdout
 
 
+@pytest.mark.e2e
 def test_bad_config_stops_the_server_with_a_clear_message():
     env = {**os.environ, **agent_env(ACP_PROGRESS_HEARTBEAT_INTERVAL="fast")}
     proc = subprocess.run(
@@ -281,6 +287,7 @@ def console_script() -> str:
     return found
 
 
+@pytest.mark.e2e
 def test_console_script_watch_renders_cards_and_answer(tmp_path):
     env = {**os.environ, **agent_env()}
     proc = subprocess.run(
@@ -398,6 +405,7 @@ def _subcommands() -> dict[str, str]:
     return {name: helps.get(name, "") for name in action.choices}
 
 
+@pytest.mark.e2e
 def test_the_top_level_help_names_every_command_in_its_description():
     commands = _subcommands()
     assert {"serve", "watch", "run", "relay", "bridge", "agui", "descriptor", "audit", "config"} <= set(
@@ -436,6 +444,7 @@ token = "{SECRETS[2]}"
     return path
 
 
+@pytest.mark.e2e
 def test_config_shows_each_value_and_where_it_came_from_never_a_secret(tmp_path):
     path = _secret_config(tmp_path)
     env = _config_env(
@@ -470,6 +479,7 @@ def _settings_names() -> list[str]:
     return [name for name, _ in Settings.fields()]
 
 
+@pytest.mark.e2e
 def test_config_json_is_one_object_for_machines_without_secrets(tmp_path):
     import json
 
@@ -493,6 +503,7 @@ def test_config_json_is_one_object_for_machines_without_secrets(tmp_path):
         assert secret not in shown.stdout
 
 
+@pytest.mark.e2e
 def test_config_reports_a_bad_file_naming_it_and_exits_2(tmp_path):
     (tmp_path / "config.toml").write_text("[openai]\ntimeuot = 5\n", encoding="utf-8")
     shown = _cli("config", env=_config_env(tmp_path))
@@ -506,6 +517,7 @@ def test_config_reports_a_bad_file_naming_it_and_exits_2(tmp_path):
     assert serve.returncode == 2 and "[openai] timeuot: is not a setting" in serve.stderr
 
 
+@pytest.mark.e2e
 def test_config_into_a_closed_pipe_is_quiet(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "acp_adapter.cli", "config"],

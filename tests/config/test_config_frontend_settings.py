@@ -68,6 +68,7 @@ def test_bad_values_name_the_variable_or_the_file_key(tmp_path: Path) -> None:
         Settings.from_env({"ACP_PROGRESS_CONFIG_DIR": str(bad)})
 
 
+@pytest.mark.e2e
 def test_acp_progress_config_shows_both_with_their_source(tmp_path: Path) -> None:
     directory = _dir_with_file(tmp_path)
     env = {

@@ -45,11 +45,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"  # module scope: the shared agent process lives across the module's tests
-
-
-@pytest.fixture(scope="module")
 async def plain_agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
     """The agent process shared by the tests whose client advertises no capabilities."""
     async with shared_agent_process(agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as shared:

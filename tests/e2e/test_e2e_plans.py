@@ -24,11 +24,6 @@ ENV = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"  # module scope: the shared agent process lives across the module's tests
-
-
-@pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
     """The agent process shared by the tests that need nothing of a process of their own."""
     async with shared_agent_process(ENV) as shared:

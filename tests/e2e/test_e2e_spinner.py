@@ -21,11 +21,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"  # module scope: the shared agent process lives across the module's tests
-
-
-@pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
     """The agent process (default test environment) shared by the tests that need no other."""
     async with shared_agent_process() as shared:

@@ -20,11 +20,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"  # module scope: the shared agent process lives across the module's tests
-
-
-@pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
     async with shared_agent_process() as shared:
         yield shared

@@ -26,6 +26,8 @@ from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text
 from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
+pytestmark = pytest.mark.e2e
+
 ACPX = CLIENT_DIR / "node_modules" / ".bin" / "acpx"
 
 

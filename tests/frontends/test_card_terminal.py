@@ -19,6 +19,8 @@ from acp_adapter.frontends.watch.view import PlainView
 from tests.helpers.acp_agent import RecordingClient, prompt_text
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
+pytestmark = pytest.mark.e2e
+
 SECRET = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 RENDERS = ClientCapabilities(field_meta={"terminal_output": True})
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pyte
+import pytest
 from acp.schema import AvailableCommand, AvailableCommandsUpdate, CurrentModeUpdate, SessionInfoUpdate
 from prompt_toolkit.completion import CompleteEvent
 from prompt_toolkit.document import Document
@@ -39,6 +40,7 @@ def _chat_pipe(tmp_path, lines: str, agent: str = AGENT) -> str:
     return done.stdout
 
 
+@pytest.mark.e2e
 def test_mode_and_model_are_set_through_the_agents_config_options(tmp_path) -> None:
     out = _chat_pipe(tmp_path, "/mode\n/mode code\n/model Large model\n/model huge\nfix it\n")
     lines = out.splitlines()
@@ -51,6 +53,7 @@ def test_mode_and_model_are_set_through_the_agents_config_options(tmp_path) -> N
     assert "(mode code, model large)" in out, out
 
 
+@pytest.mark.e2e
 def test_an_agent_with_only_modes_gets_set_mode_and_no_model(tmp_path) -> None:
     out = _chat_pipe(tmp_path, "/mode code\n/model large\nfix it\n", agent=f"{AGENT} --modes-only")
     assert "mode: Code" in out.splitlines()
@@ -58,6 +61,7 @@ def test_an_agent_with_only_modes_gets_set_mode_and_no_model(tmp_path) -> None:
     assert "(mode code, model small)" in out, out
 
 
+@pytest.mark.e2e
 def test_an_agent_without_modes_is_said_so(tmp_path) -> None:
     agent = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'scripted_agent.py'} stream"
     out = _chat_pipe(tmp_path, "/mode code\n", agent=agent)
@@ -88,6 +92,7 @@ def _until_prompt(term: Screen, within: float = 20) -> None:
     )
 
 
+@pytest.mark.e2e
 def test_chat_on_a_terminal_shows_mode_and_model_in_its_status_line(tmp_path) -> None:
     argv = [sys.executable, "-m", "acp_adapter.cli", "chat", "--summary", "off", "--agent", AGENT]
     term = AnsweringScreen(argv, str(tmp_path))
@@ -101,6 +106,7 @@ def test_chat_on_a_terminal_shows_mode_and_model_in_its_status_line(tmp_path) ->
         term.close()
 
 
+@pytest.mark.e2e
 def test_chat_on_a_terminal_lists_completes_and_sends_the_agents_commands(tmp_path) -> None:
     argv = [sys.executable, "-m", "acp_adapter.cli", "chat", "--summary", "off", "--agent", AGENT]
     term = Screen(argv, str(tmp_path))

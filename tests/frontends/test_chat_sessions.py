@@ -51,6 +51,7 @@ def _json_lines(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]  # every line is one JSON object
 
 
+@pytest.mark.e2e
 def test_chat_on_a_pipe_is_one_session_with_the_history_carried_over(dirs) -> None:
     work, state = dirs
     proc = _run(["chat", "--json"], work, state, stdin="what is 2+2\n\nwhat is 3*7\nwhat is 10-4\n")
@@ -105,6 +106,7 @@ async def test_an_unreachable_model_server_fails_the_turn_with_an_error_not_end_
     assert final_status(card) == "failed"
 
 
+@pytest.mark.e2e
 def test_watch_dash_reads_the_prompt_from_stdin(dirs) -> None:
     work, state = dirs
     proc = _run(["watch", "--json", "-"], work, state, stdin="what is 6*7\n")
@@ -121,6 +123,7 @@ def test_watch_dash_reads_the_prompt_from_stdin(dirs) -> None:
     assert empty.returncode == 2 and "empty" in empty.stderr
 
 
+@pytest.mark.e2e
 def test_watch_json_records_the_permission_request_and_its_answer(dirs) -> None:
     work, state = dirs
     (work / "victim.txt").write_text("x")
@@ -136,6 +139,7 @@ def test_watch_json_records_the_permission_request_and_its_answer(dirs) -> None:
     assert not (work / "victim.txt").exists()
 
 
+@pytest.mark.e2e
 def test_pipe_lines_stay_whole_and_allowed_follows_its_card(dirs) -> None:
     work, state = dirs
     proc = _run(
@@ -154,6 +158,7 @@ def test_pipe_lines_stay_whole_and_allowed_follows_its_card(dirs) -> None:
             assert mark not in line or line.lstrip().startswith(mark) or line.startswith("   …"), line
 
 
+@pytest.mark.e2e
 def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None:
     work, state = dirs
     seed_sessions(state, work, ["what is 2+2", "what is 5*5"])
@@ -177,6 +182,7 @@ def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None
     assert {o["sessionId"] for o in objs if "update" in o} == {newest}
 
 
+@pytest.mark.e2e
 def test_session_errors_are_one_line(dirs) -> None:
     work, state = dirs
     unknown = _run(["watch", "--session", "sess_nope", "hi"], work, state)
@@ -187,6 +193,7 @@ def test_session_errors_are_one_line(dirs) -> None:
     assert cannot.returncode == 2 and cannot.stderr.count("\n") == 1, cannot.stderr
 
 
+@pytest.mark.e2e
 def test_watch_session_loads_that_session_not_the_newest_and_goes_on_in_it(dirs) -> None:
     work, state = dirs
     picked, newer = seed_sessions(state, work, ["what is 2+2", "what is 5*5"])

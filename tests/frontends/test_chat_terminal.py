@@ -8,8 +8,12 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.pty_child import PtyChild
+
+pytestmark = pytest.mark.e2e
 
 
 def chat(tmp_path: Path) -> PtyChild:

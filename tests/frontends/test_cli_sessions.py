@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from acp_adapter.store import SessionRecord, SqliteStore
 from tests.helpers.acp_agent import ROOT
 
@@ -45,6 +47,7 @@ def seed(state: Path, count: int, cwd: str = "/work/project") -> list[str]:
     return ids
 
 
+@pytest.mark.e2e
 def test_sessions_has_a_header_and_a_workspace_column(tmp_path: Path) -> None:
     seed(tmp_path / "st", 2, cwd="/work/alpha")
     done = cli(tmp_path / "st")
@@ -55,6 +58,7 @@ def test_sessions_has_a_header_and_a_workspace_column(tmp_path: Path) -> None:
     assert len(lines) == 3
 
 
+@pytest.mark.e2e
 def test_sessions_pages_to_the_end(tmp_path: Path) -> None:
     """Old code stopped silently after 100 pages of 50: 5,000 sessions."""
     ids = seed(tmp_path / "st", 5_120)
@@ -64,6 +68,7 @@ def test_sessions_pages_to_the_end(tmp_path: Path) -> None:
     assert len(listed) == 5_120 and set(listed) == set(ids)
 
 
+@pytest.mark.e2e
 def test_sessions_delete_removes_for_good_and_an_absent_id_is_no_error(tmp_path: Path) -> None:
     ids = seed(tmp_path / "st", 3)
     done = cli(tmp_path / "st", "delete", ids[0], ids[2])
@@ -92,6 +97,7 @@ def test_audit_json_gives_iso_8601_times() -> None:
     assert row["at"] == "2025-12-03T08:00:00Z"
 
 
+@pytest.mark.e2e
 def test_the_store_read_lists_what_the_agent_lists(tmp_path: Path) -> None:
     """``sessions`` reads this project's store in-process (start-up time, issue 31 point 6); the
     rows must be exactly what the spawned agent's ``session/list`` gives, in both forms."""

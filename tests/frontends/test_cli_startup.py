@@ -23,6 +23,7 @@ def test_the_listed_help_is_each_commands_own() -> None:
     assert {a.dest: a.help for a in sub._choices_actions} == COMMANDS
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("words", [["--version"], ["--help"], []])
 def test_the_top_level_imports_no_command(words: list[str]) -> None:
     probe = (
@@ -62,6 +63,7 @@ _GC_PROBE = (
 )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("words", "code"),
     [(["config"], 0), (["--help"], 0), (["watch", "--heartbeat-interval", "-1", "hi"], 2)],
@@ -83,6 +85,7 @@ def test_a_commands_own_process_imports_with_the_collector_paused_then_resumes_i
         assert expected in done.stdout, f"{mode}: {done.stdout}{done.stderr}"
 
 
+@pytest.mark.e2e
 def test_serve_prepares_its_imports_before_the_collector_resumes() -> None:
     """``serve``'s prepare() loads the server and the agent loop, so their imports (the protocol
     schema among them) run with the collector paused; a Ctrl-C while they load still restarts it."""

@@ -38,6 +38,7 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_watch_with_an_unusable_state_dir_says_so_in_one_line() -> None:
     """Old code: rc 0 and not a word (the store error went to --agent-log only)."""
     done = cli("watch", "--no-animation", "hi", ACP_PROGRESS_STATE_DIR="/proc/nope")
@@ -48,12 +49,14 @@ def test_watch_with_an_unusable_state_dir_says_so_in_one_line() -> None:
     assert "sessions are kept in memory only" in lines[0]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", [["sessions"], ["run", "hi"]])
 def test_every_command_warns(command: list[str]) -> None:
     done = cli(*command, ACP_PROGRESS_STATE_DIR="/proc/nope")
     assert f"acp-progress {command[0]}: warning: the state directory /proc/nope" in done.stderr
 
 
+@pytest.mark.e2e
 def test_a_state_dir_others_may_write_is_named_with_its_fix(tmp_path: Path) -> None:
     shared = tmp_path / "state"
     shared.mkdir()
@@ -74,6 +77,7 @@ def test_a_usable_state_dir_is_created_private_and_quiet(tmp_path: Path) -> None
     assert list(where.iterdir()) == []  # the write probe leaves nothing behind
 
 
+@pytest.mark.e2e
 def test_config_shows_the_resolved_state_directory_and_database(tmp_path: Path) -> None:
     where = tmp_path / "st"
     done = cli("config", ACP_PROGRESS_STATE_DIR=str(where))

@@ -25,6 +25,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_a_mistyped_subcommand_flag_gets_that_subcommands_usage_and_a_suggestion() -> None:
     """Old code printed the top-level usage and "unrecognized arguments: --yess", nothing more."""
     done = cli("watch", "--yess", "hi")
@@ -34,6 +35,7 @@ def test_a_mistyped_subcommand_flag_gets_that_subcommands_usage_and_a_suggestion
     assert "usage: acp-progress [-h]" not in done.stderr
 
 
+@pytest.mark.e2e
 def test_a_mistyped_command_name_gets_a_suggestion() -> None:
     done = cli("wach", "hi")
     assert done.returncode == 2

@@ -37,6 +37,7 @@ def answer_of(updates: list[object]) -> str:
     return "".join(u.content.text for u in updates if isinstance(u, AgentMessageChunk))  # type: ignore[attr-defined]
 
 
+@pytest.mark.e2e
 async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("# TODO: one\n")
     async with AgentDriver(env=agent_env(), permission_policy=allow_all) as driver:
@@ -55,6 +56,7 @@ async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path:
     assert "TODO" in answer_of(updates)
 
 
+@pytest.mark.e2e
 async def test_a_second_prompt_on_a_busy_session_is_refused_and_the_first_finishes(tmp_path: Path) -> None:
     async with AgentDriver(scripted("silent", "0.3")) as driver:
         session_id = await driver.new_session(str(tmp_path))
@@ -67,6 +69,7 @@ async def test_a_second_prompt_on_a_busy_session_is_refused_and_the_first_finish
         assert again.stop_reason == "end_turn"
 
 
+@pytest.mark.e2e
 async def test_cancel_ends_the_turn_cancelled(tmp_path: Path) -> None:
     async with AgentDriver(scripted("silent", "30")) as driver:
         session_id = await driver.new_session(str(tmp_path))
@@ -78,6 +81,7 @@ async def test_cancel_ends_the_turn_cancelled(tmp_path: Path) -> None:
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.e2e
 async def test_permission_policy_answers_and_marks_automatic_decisions(tmp_path: Path) -> None:
     seen: list[PermissionRequest] = []
 
@@ -99,6 +103,7 @@ async def test_permission_policy_answers_and_marks_automatic_decisions(tmp_path:
     assert permission_response(seen[0], False).outcome.option_id == "no"  # type: ignore[union-attr]
 
 
+@pytest.mark.e2e
 async def test_an_agent_dying_mid_turn_raises_a_clear_error_with_its_stderr(tmp_path: Path) -> None:
     async with AgentDriver(scripted("crash")) as driver:
         session_id = await driver.new_session(str(tmp_path))
@@ -113,6 +118,7 @@ async def test_an_agent_dying_mid_turn_raises_a_clear_error_with_its_stderr(tmp_
     assert "\n" not in message
 
 
+@pytest.mark.e2e
 async def test_garbage_on_stdout_is_skipped_and_the_turn_goes_on(tmp_path: Path) -> None:
     async with AgentDriver(scripted("garbage")) as driver:
         session_id = await driver.new_session(str(tmp_path))
@@ -120,6 +126,7 @@ async def test_garbage_on_stdout_is_skipped_and_the_turn_goes_on(tmp_path: Path)
     assert answer_of(updates) == "answer after garbage"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("command", "expected"),
     [
@@ -150,6 +157,7 @@ async def test_no_answer_to_initialize_times_out() -> None:
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.e2e
 async def test_close_kills_the_whole_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "child.pid"
     # an "agent" that starts a child ignoring SIGTERM, then never answers
@@ -190,6 +198,7 @@ def test_parse_agent_command_defaults_to_this_agent() -> None:
     ]
 
 
+@pytest.mark.e2e
 async def test_a_slow_consumer_bounds_the_turn_queue_and_loses_nothing(tmp_path: Path) -> None:
     """``Turn``'s queue grew without limit behind a consumer that did not keep up (issue 18)."""
     from acp_adapter.protocol import StreamLimits
@@ -207,6 +216,7 @@ async def test_a_slow_consumer_bounds_the_turn_queue_and_loses_nothing(tmp_path:
     assert answer_of(updates) == "burst done" and turn.response is not None
 
 
+@pytest.mark.e2e
 def test_an_unwritable_agent_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
     import subprocess
 
@@ -246,6 +256,7 @@ async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_ca
             await driver.load_session("sess_nope", str(tmp_path))
 
 
+@pytest.mark.e2e
 async def test_an_agent_without_load_or_list_is_told_apart(tmp_path: Path) -> None:
     async with AgentDriver(scripted("stream"), env=agent_env()) as driver:
         assert not driver.can_load_sessions
@@ -258,6 +269,7 @@ async def test_an_agent_without_load_or_list_is_told_apart(tmp_path: Path) -> No
 REFUSING = str(ROOT / "tests" / "agents" / "refusing_agent.py")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("mode", "reason"),
     [
@@ -286,6 +298,7 @@ async def test_a_prompt_answer_the_line_reader_refuses_fails_the_turn_instead_of
     assert "\n" not in str(refused)
 
 
+@pytest.mark.e2e
 async def test_initialize_and_session_new_errors_carry_their_details() -> None:
     """Only the message ("Internal error") was shown; the reason is in ``data.details`` (issue 21)."""
     with pytest.raises(AgentStartError) as started:
@@ -300,6 +313,7 @@ async def test_initialize_and_session_new_errors_carry_their_details() -> None:
     )
 
 
+@pytest.mark.e2e
 def test_watch_prints_the_details_of_a_session_new_error(tmp_path: Path) -> None:
     import os
     import subprocess

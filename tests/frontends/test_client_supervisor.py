@@ -182,6 +182,7 @@ async def test_close_while_a_start_is_in_progress_cancels_it_and_closes_that_dri
     assert sup.failures == 0  # a shutdown is not the agent's failure
 
 
+@pytest.mark.e2e
 async def test_a_killed_agent_process_is_restarted_with_a_new_pid() -> None:
     def make() -> AgentDriver:
         return AgentDriver([sys.executable, "-m", "acp_adapter"], env=agent_env())

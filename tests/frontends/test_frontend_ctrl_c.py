@@ -61,6 +61,7 @@ def _start(command: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("when", ["importing", "turn"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_sigint_exits_130_without_a_traceback(tmp_path: Path, command: str, when: str) -> None:
@@ -90,6 +91,7 @@ def test_sigint_exits_130_without_a_traceback(tmp_path: Path, command: str, when
     assert "wait` finished" not in out and "stop reason: end_turn" not in out, out
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_the_handler_is_installed_before_the_heavy_imports(command: str) -> None:
     """The mechanism behind 'from the first instant': importing the command line with one of these
@@ -134,6 +136,7 @@ def test_a_ctrl_c_wrapped_by_a_library_at_import_exits_130(monkeypatch) -> None:
     assert cli.main(["sessions"]) == 130
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_sigint_during_the_tool_cancels_the_turn_and_closes_its_cards(tmp_path, command: str) -> None:
     """Signalled once the tool's card is on the screen: the turn is cancelled (the card ends ❌ or

@@ -125,6 +125,7 @@ async def test_each_failure_is_one_json_rpc_error_the_front_ends_show_as_it_is(
 # ------------------------------------------------------------------ each front-end, end to end
 
 
+@pytest.mark.e2e
 def test_watch_prints_the_reason_and_exits_1(server: FakeOpenAI, tmp_path: Path) -> None:
     reply, reason = FAILURES["stream-cut"]  # the kind with an answer shown before the failure
     server.script(reply)
@@ -137,6 +138,7 @@ def test_watch_prints_the_reason_and_exits_1(server: FakeOpenAI, tmp_path: Path)
     assert "Traceback" not in proc.stderr and KEY not in proc.stdout + proc.stderr, proc.stderr
 
 
+@pytest.mark.e2e
 def test_watch_json_ends_the_turn_with_one_error_object(server: FakeOpenAI, tmp_path: Path) -> None:
     reply, reason = FAILURES["http-401"]  # a kind with no answer: the thinking card itself fails
     server.script(reply)
@@ -153,6 +155,7 @@ def test_watch_json_ends_the_turn_with_one_error_object(server: FakeOpenAI, tmp_
     assert KEY not in proc.stdout + proc.stderr
 
 
+@pytest.mark.e2e
 def test_chat_on_a_pipe_reports_the_failure_goes_on_and_exits_1(server: FakeOpenAI, tmp_path: Path) -> None:
     reply, reason = FAILURES["http-500"]
     server.script(reply, text_reply("recovered fine"))

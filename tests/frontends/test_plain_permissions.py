@@ -56,6 +56,7 @@ def _workspace(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
 def test_without_a_terminal_the_command_is_denied_automatically(tmp_path, entry):
     ws = _workspace(tmp_path)
@@ -73,6 +74,7 @@ def test_without_a_terminal_the_command_is_denied_automatically(tmp_path, entry)
     assert "Allow rm victim.txt" not in proc.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
 def test_yes_allows_without_asking(tmp_path, entry):
     ws = _workspace(tmp_path)
@@ -107,6 +109,7 @@ def _read_until(fd: int, needle: str, deadline: float) -> str:
     return seen.decode(errors="replace")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("answer", "deleted", "reason"), [("y", True, None), ("", False, "by the user")])
 def test_on_a_terminal_the_user_is_asked(tmp_path, answer, deleted, reason):
     ws = _workspace(tmp_path)
@@ -174,6 +177,7 @@ class AutomaticDenyClient(RecordingClient):
         )
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_acp_card_says_denied_automatically_when_the_client_policy_answered(tmp_path):
     ws = _workspace(tmp_path)

@@ -64,6 +64,7 @@ def order_of(client: RecordingClient) -> list[str]:
     return out
 
 
+@pytest.mark.e2e
 async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its_first_update(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "silent", "2")) as (conn, _p, _log):
@@ -83,6 +84,7 @@ async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its
     assert order_of(client)[-2:] == ["card:completed", "msg"], "closed just before the agent's first update"
 
 
+@pytest.mark.e2e
 async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "stream")) as (conn, _p, _log):
@@ -94,6 +96,7 @@ async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
     assert client.answer() == "streamed right away"
 
 
+@pytest.mark.e2e
 async def test_each_silent_gap_within_a_turn_gets_its_own_card(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "gaps", "0.8")) as (conn, _p, _log):
@@ -122,6 +125,7 @@ class FsClient(RecordingClient):
         self.ext.append((method, params))
 
 
+@pytest.mark.e2e
 async def test_client_methods_of_the_wrapped_agent_reach_the_editor_and_back(tmp_path):
     from acp import PROTOCOL_VERSION
     from acp.schema import Implementation
@@ -146,6 +150,7 @@ async def test_client_methods_of_the_wrapped_agent_reach_the_editor_and_back(tmp
     assert injected(client) == {}, "waiting on the person is not thinking"
 
 
+@pytest.mark.e2e
 async def test_cancel_mid_silence_closes_the_injected_card_and_is_forwarded(tmp_path):
     opened = asyncio.Event()
     client = RecordingClient(
@@ -165,6 +170,7 @@ async def test_cancel_mid_silence_closes_the_injected_card_and_is_forwarded(tmp_
     assert final_status(ups) == "failed"
 
 
+@pytest.mark.e2e
 async def test_a_crash_mid_turn_fails_the_card_errors_the_prompt_and_stops_the_relay(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "crash", think_after="0.01")) as (
@@ -185,6 +191,7 @@ async def test_a_crash_mid_turn_fails_the_card_errors_the_prompt_and_stops_the_r
     assert "crashing on purpose" in stderr and "the wrapped agent exited with code 3" in stderr
 
 
+@pytest.mark.e2e
 async def test_garbage_from_the_agent_is_dropped_and_the_editor_stream_stays_valid(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "garbage")) as (conn, _p, log):
@@ -218,6 +225,7 @@ def _normalised(client: RecordingClient) -> list[tuple[Any, ...]]:
     return out
 
 
+@pytest.mark.e2e
 async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
     (tmp_path / "notes.py").write_text("# TODO: relay\n")
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.2", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
@@ -240,6 +248,7 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
     assert len(relayed.permission_requests) == 1
 
 
+@pytest.mark.e2e
 async def test_no_think_forwards_only(tmp_path):
     client = RecordingClient()
     argv = relay_argv(*SCRIPTED, "silent", "0.8", extra=("--no-think",))
@@ -259,6 +268,7 @@ def test_relay_without_a_command_is_a_usage_error(capsys):
     assert "give the agent to wrap after --" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_relay_stdout_is_protocol_only_and_unknown_commands_fail_clearly(tmp_path):
     import subprocess
 
@@ -277,6 +287,7 @@ def test_relay_stdout_is_protocol_only_and_unknown_commands_fail_clearly(tmp_pat
     assert "cannot start the agent 'no-such-agent-xyz'" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_the_relay_exits_promptly_when_the_editor_hangs_up(tmp_path):
     import subprocess
 

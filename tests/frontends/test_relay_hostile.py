@@ -15,6 +15,8 @@ import pytest
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.rawpipes import RawProcess, answers, request, rss_mb
 
+pytestmark = pytest.mark.e2e
+
 RAW_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "raw_agent.py")]
 DEEP = b"[" * 973 + b"]" * 973
 

@@ -26,6 +26,7 @@ def agents_own(client: RecordingClient, session_id: str | None = None) -> dict[s
     return {c: u for c, u in client.think_cards(session_id).items() if not c.startswith("relay-think-")}
 
 
+@pytest.mark.e2e
 async def test_an_agent_that_opened_a_think_card_gets_none_injected_in_that_session(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _p, _l):
@@ -45,6 +46,7 @@ def injected_in(client: RecordingClient, session_id: str) -> dict[str, list]:
     return {c: u for c, u in client.think_cards(session_id).items() if c.startswith("relay-think-")}
 
 
+@pytest.mark.e2e
 async def test_an_agent_that_says_it_shows_its_own_think_cards_gets_none(tmp_path):
     client = RecordingClient()
     argv = relay_argv(*THINKING, "--meta", "0.5", think_after="0.1")
@@ -55,6 +57,7 @@ async def test_an_agent_that_says_it_shows_its_own_think_cards_gets_none(tmp_pat
     assert injected(client) == {} and client.answer() == "answer to quiet"
 
 
+@pytest.mark.e2e
 async def test_this_projects_agent_through_the_relay_shows_one_card_per_thinking_phase(tmp_path):
     """The issue's ``watch --agent "acp-progress relay -- acp-progress serve" "search for TODO"``:
     the agent's own card beats rarely (5 s), far beyond --think-after; still no second card."""
@@ -96,6 +99,7 @@ async def test_this_projects_agent_says_it_shows_its_own_think_cards(tmp_path):
     assert init.field_meta == {"acpProgress": {"thinkCards": True, "storeFlush": True}}
 
 
+@pytest.mark.e2e
 async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _p, _l):
@@ -112,6 +116,7 @@ async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_
     assert all(final_status(ups) == "completed" for ups in injected(client).values())
 
 
+@pytest.mark.e2e
 async def test_a_session_stored_by_this_projects_agent_reloads_through_a_new_relay(tmp_path):
     """The relay passes session/list and session/load through to this project's agent, and its
     replay gets no spinner. The session is stored by the agent alone (in this process: what it
@@ -134,6 +139,7 @@ async def test_a_session_stored_by_this_projects_agent_reloads_through_a_new_rel
     assert injected(second) == {}
 
 
+@pytest.mark.e2e
 async def test_a_dead_agent_is_named_in_the_error_message_itself(tmp_path):
     argv = [
         sys.executable,
@@ -152,6 +158,7 @@ async def test_a_dead_agent_is_named_in_the_error_message_itself(tmp_path):
     assert "Internal error" not in str(excinfo.value)
 
 
+@pytest.mark.e2e
 async def test_the_relays_summary_heartbeats_carry_the_real_elapsed_time(tmp_path):
     client = RecordingClient()
     argv = relay_argv(

@@ -11,11 +11,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from acp_adapter.frontends._updates import Diff
 from acp_adapter.frontends.plain.printer import TerminalPrinter
 from tests.helpers.acp_agent import agent_env
 
 
+@pytest.mark.e2e
 def test_run_prints_the_plan_the_diff_and_the_usage(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("# TODO: one\nx = 1\n")
     env = {**os.environ, **agent_env(ACP_PROGRESS_STATE="off")}

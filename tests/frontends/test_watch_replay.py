@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from acp.helpers import plan_entry, text_block, update_agent_message, update_agent_thought, update_plan
 from acp.helpers import update_user_message as user_message
 from acp.schema import ToolCallProgress, ToolCallStart
@@ -91,6 +92,7 @@ def _one_turn(server: FakeOpenAI, work: Path) -> str:
     return "\n".join(live)
 
 
+@pytest.mark.e2e
 def test_watch_continue_replays_the_thought_folded_and_the_plan_as_its_final_checklist(tmp_path) -> None:
     with FakeOpenAI(api_key=KEY, fallback=text_reply("Again.")) as server:
         _one_turn(server, tmp_path)
@@ -106,6 +108,7 @@ def test_watch_continue_replays_the_thought_folded_and_the_plan_as_its_final_che
     assert replay.index(THOUGHT) < start < card < replay.index("It holds x."), replay
 
 
+@pytest.mark.e2e
 def test_watch_session_verbose_replays_every_line_of_the_thought(tmp_path) -> None:
     with FakeOpenAI(api_key=KEY, fallback=text_reply("Again.")) as server:
         _one_turn(server, tmp_path)
@@ -116,6 +119,7 @@ def test_watch_session_verbose_replays_every_line_of_the_thought(tmp_path) -> No
     assert replay[1:3] == ["💭 The file is small.", THOUGHT], replay
 
 
+@pytest.mark.e2e
 def test_chat_session_replays_the_thought_and_the_plan(tmp_path) -> None:
     with FakeOpenAI(api_key=KEY, fallback=text_reply("Again.")) as server:
         _one_turn(server, tmp_path)

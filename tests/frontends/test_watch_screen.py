@@ -14,6 +14,8 @@ import pytest
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.pty_child import PtyChild
 
+pytestmark = pytest.mark.e2e
+
 ENV = {
     **os.environ,
     "PYTHONPATH": str(ROOT),

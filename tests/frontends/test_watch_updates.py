@@ -10,6 +10,7 @@ import io
 import subprocess
 import sys
 
+import pytest
 from acp.helpers import (
     plan_entry,
     text_block,
@@ -52,6 +53,7 @@ def _watch_pipe(tmp_path, *extra: str) -> str:
     return done.stdout
 
 
+@pytest.mark.e2e
 def test_watch_on_a_pipe_prints_the_plan_thought_diff_terminal_and_usage(tmp_path) -> None:
     out = _watch_pipe(tmp_path)
     lines = out.splitlines()
@@ -71,11 +73,13 @@ def test_watch_on_a_pipe_prints_the_plan_thought_diff_terminal_and_usage(tmp_pat
     assert lines[-1] == "— stop reason: end_turn"
 
 
+@pytest.mark.e2e
 def test_watch_verbose_prints_the_whole_thought(tmp_path) -> None:
     out = _watch_pipe(tmp_path, "--verbose")
     assert "💭 Reading notes.py first." in out and "💭 The greeting has a typo." in out
 
 
+@pytest.mark.e2e
 def test_watch_on_a_terminal_updates_the_plan_in_place_and_colours_the_diff(tmp_path) -> None:
     agent = f"{AGENT} --pause 0.15"
     term = Screen(
@@ -174,6 +178,7 @@ def test_a_long_diff_is_capped_with_how_many_lines_are_left() -> None:
     assert len([line for line in lines if line.startswith(("+", "-", "@"))]) == DIFF_LINES
 
 
+@pytest.mark.e2e
 def test_a_hostile_agents_plan_thought_diff_output_and_title_are_shown_inert_on_a_terminal(tmp_path) -> None:
     """A real agent process whose every text ends in ``ESC ] 0;`` (retitle), ``ESC [2J`` (clear)
     and U+202E: ``watch --verbose`` on a pty draws all of it, obeys none of it."""

@@ -20,14 +20,9 @@ from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_stat
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
 from tests.store.test_durable_sessions import _delete_session
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 SECRET = "kit-secret-value-Zq8r7T6y5U4i3O2p"
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

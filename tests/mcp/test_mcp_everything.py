@@ -24,7 +24,7 @@ from tests.helpers.agui_checks import wire
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 EVERYTHING_DIR = ROOT / "tests/mcp_everything"
 ENTRY = EVERYTHING_DIR / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -63,11 +63,6 @@ def everything() -> McpServerStdio:
 FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
 #: in the agent's env, never the server's (a stdio server inherits only PATH, HOME …)
 CANARY = "agent-canary-7f6e5d"
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -135,6 +135,7 @@ def test_settings_file_servers_parse_and_leave_the_settings_alone(tmp_path: Path
     assert SECRET not in shown and shown.count("[hidden]") == 2
 
 
+@pytest.mark.e2e
 def test_a_file_named_on_the_command_line_wins_over_the_settings_file(tmp_path: Path) -> None:
     write_settings(tmp_path / "c", SETTINGS_WITH_SERVERS)
     environ = {"ACP_PROGRESS_CONFIG_DIR": str(tmp_path / "c")}
@@ -178,6 +179,7 @@ def test_config_shows_the_servers_with_secrets_hidden(
     assert SECRET not in shown.out + shown.err + as_json.out + as_json.err
 
 
+@pytest.mark.e2e
 def test_a_bad_mcp_config_stops_a_front_end_process_with_exit_2(tmp_path: Path) -> None:
     """One real process: the exit status and stderr of the command line; the other front-ends
     take the same path in this process (below)."""
@@ -216,6 +218,7 @@ def test_a_bad_mcp_config_stops_every_front_end_before_it_starts(
 # ------------------------------------------------------------------ each front-end, real processes
 
 
+@pytest.mark.e2e
 def test_watch_passes_mcp_config_servers_and_shows_their_progress(tmp_path: Path) -> None:
     marker = tmp_path / "started"
     servers = servers_file(tmp_path, marker)
@@ -248,6 +251,7 @@ def test_watch_passes_mcp_config_servers_and_shows_their_progress(tmp_path: Path
     assert SECRET not in done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     servers = web_servers_file(tmp_path, web_kit)
     agent = f"{sys.executable} -m acp_adapter.cli relay -- {sys.executable} -m acp_adapter"
@@ -267,6 +271,7 @@ def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path, web_kit: dict[
     assert "peek: through the relay" in done.stdout and SECRET not in done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     write_settings(
         tmp_path / "c",
@@ -280,6 +285,7 @@ def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, 
     assert "peek: from the settings file" in done.stdout and SECRET not in done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 def test_console_bridge_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     servers = web_servers_file(tmp_path, web_kit)
     env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
@@ -308,6 +314,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.e2e
 def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     servers = web_servers_file(tmp_path, web_kit)
     port = _free_port()
@@ -361,6 +368,7 @@ def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any
         proc.wait(timeout=15)
 
 
+@pytest.mark.e2e
 def test_chat_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     servers = web_servers_file(tmp_path, web_kit)
     done = subprocess.run(

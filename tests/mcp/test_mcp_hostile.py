@@ -21,14 +21,9 @@ from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_stat
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
 from tests.mcp.test_mcp_e2e import SECRET, kit, progress_of, text_of, tool_cards
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

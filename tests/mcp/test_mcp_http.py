@@ -17,7 +17,7 @@ from acp.schema import ClientCapabilities, HttpHeader, HttpMcpServer
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOKEN = "Bearer hdr-token-9f8e7d6c5b4a3f2e1d0c"
 

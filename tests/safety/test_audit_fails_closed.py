@@ -146,6 +146,7 @@ def _held(database: Path) -> Iterator[subprocess.Popen[str]]:
         holder.wait(10)
 
 
+@pytest.mark.e2e
 def test_a_lock_held_by_another_process_refuses_the_audit_within_the_busy_timeout(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path, busy_timeout=0.5)
     with _held(tmp_path / DATABASE_NAME):
@@ -161,6 +162,7 @@ def test_a_lock_held_by_another_process_refuses_the_audit_within_the_busy_timeou
     store.close()
 
 
+@pytest.mark.e2e
 def test_a_database_locked_at_open_still_opens_and_the_audit_refuses(tmp_path: Path) -> None:
     _fresh_store(tmp_path)
     with _held(tmp_path / DATABASE_NAME):
@@ -185,6 +187,7 @@ def _run_card(client: RecordingClient, sid: str) -> tuple[str | None, str]:
     return final_status(ups), repr([u.content for u in ups])
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_refuses_an_allowed_command_while_another_process_holds_the_database(
     tmp_path: Path,
@@ -234,6 +237,7 @@ async def test_an_agent_refuses_to_audit_into_a_database_with_a_planted_trigger(
     assert "trigger 'hush'" in caplog.text  # the agent's log says why too
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_on_a_full_disk_refuses_the_allowed_command(tmp_path: Path) -> None:
     disk = tmp_path / "disk"

@@ -46,6 +46,7 @@ def config_cli(config_dir: Path, *args: str, timeout: float = 20) -> subprocess.
     )
 
 
+@pytest.mark.e2e
 def test_a_config_in_a_world_writable_directory_cannot_send_the_key_elsewhere(tmp_path: Path) -> None:
     """The attack: someone else's (or a shared) world-writable directory holds a config.toml that
     points ``[openai] base_url`` at their server; the victim's OPENAI_API_KEY would go there."""
@@ -82,6 +83,7 @@ def test_a_private_settings_file_is_read(tmp_path: Path) -> None:
     assert Settings.load({"ACP_PROGRESS_CONFIG_DIR": str(path.parent)}).heartbeat_interval == 5
 
 
+@pytest.mark.e2e
 def test_a_fifo_as_settings_file_is_refused_at_once(tmp_path: Path) -> None:
     """Old code opened the FIFO and waited for a writer for ever."""
     directory = tmp_path / "c"
@@ -92,6 +94,7 @@ def test_a_fifo_as_settings_file_is_refused_at_once(tmp_path: Path) -> None:
     assert "is not a regular file" in done.stderr and str(directory / "config.toml") in done.stderr
 
 
+@pytest.mark.e2e
 def test_dev_zero_as_settings_file_is_refused_without_reading(tmp_path: Path) -> None:
     """Old code read /dev/zero until it had taken hundreds of MB."""
     directory = tmp_path / "c"
@@ -108,6 +111,7 @@ def test_a_settings_file_over_one_mib_is_refused(tmp_path: Path) -> None:
         Settings.load({"ACP_PROGRESS_CONFIG_DIR": str(path.parent)})
 
 
+@pytest.mark.e2e
 def test_deeply_nested_arrays_are_a_clear_error_not_a_recursion_error(tmp_path: Path) -> None:
     depth = 100_000
     path = write(tmp_path / "c", "allowed = " + "[" * depth + "]" * depth + "\n")
@@ -141,6 +145,7 @@ def test_a_relative_state_dir_is_refused(tmp_path: Path) -> None:
     assert Settings.load({"ACP_PROGRESS_STATE_DIR": "~/s"}).state_dir == "~/s"
 
 
+@pytest.mark.e2e
 def test_three_mistakes_are_all_reported_at_once(tmp_path: Path) -> None:
     path = write(
         tmp_path / "c",
@@ -161,6 +166,7 @@ def test_three_mistakes_are_all_reported_at_once(tmp_path: Path) -> None:
     assert len(done.stderr.splitlines()) == 6  # one line each
 
 
+@pytest.mark.e2e
 def test_config_json_still_works_with_a_good_file(tmp_path: Path) -> None:
     write(tmp_path / "c", "heartbeat_interval = 5\n")
     done = config_cli(tmp_path / "c", "--json")

@@ -103,14 +103,17 @@ def cli(workspace: Path, *args: str) -> str:
     return proc.stdout + proc.stderr
 
 
+@pytest.mark.e2e
 def test_watch_prints_no_secret(workspace: Path) -> None:
     assert_no_secret("watch", cli(workspace, "watch", "--yes", PROMPT))
 
 
+@pytest.mark.e2e
 def test_run_prints_no_secret(workspace: Path) -> None:
     assert_no_secret("run", cli(workspace, "run", "--yes", "--cwd", str(workspace), PROMPT))
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_acp_chunks_and_tool_content_carry_no_secret(workspace: Path) -> None:
     client = RecordingClient(permission="allow")
@@ -126,6 +129,7 @@ async def test_acp_chunks_and_tool_content_carry_no_secret(workspace: Path) -> N
     assert_no_secret("ACP message chunks", "".join(c.content.text for c in chunks) + "[REDACTED]")
 
 
+@pytest.mark.e2e
 def test_agui_deltas_and_tool_events_carry_no_secret(workspace: Path) -> None:
     endpoint = AguiProcess(workspace, "--yes").wait_healthy()
     try:

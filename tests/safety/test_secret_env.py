@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from acp_adapter.safety.secret_env import agent_environment, command_environment
 from tests.helpers.acp_agent import agent_env
 
@@ -29,6 +31,7 @@ def test_the_rules() -> None:
     assert passed["OPENAI_API_KEY"] == SECRETS["OPENAI_API_KEY"] and "TELEGRAM_BOT_TOKEN" not in passed
 
 
+@pytest.mark.e2e
 def test_neither_the_agent_nor_its_commands_see_what_is_not_theirs(tmp_path: Path) -> None:
     """Before: ``watch --yes "run printenv"`` printed the bot token, the endpoint token and the
     model key the front-end's environment held."""

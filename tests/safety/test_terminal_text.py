@@ -161,6 +161,7 @@ def _assert_safe(out: bytes, must_show: str = "␛]0;PWNED-TITLE") -> None:
 CLI = [sys.executable, "-m", "acp_adapter.cli"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("animated", [True, False])
 def test_watch_shows_the_escape_file(tmp_path: Path, animated: bool) -> None:
     ws = _workspace(tmp_path)
@@ -172,6 +173,7 @@ def test_watch_shows_the_escape_file(tmp_path: Path, animated: bool) -> None:
     _assert_safe(out)
 
 
+@pytest.mark.e2e
 def test_watch_json_is_ascii_escaped_for_what_a_terminal_obeys(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     done = subprocess.run(
@@ -188,11 +190,13 @@ def test_watch_json_is_ascii_escaped_for_what_a_terminal_obeys(tmp_path: Path) -
     assert any(EVIL in v for v in values)  # the value itself is kept, only its spelling is escaped
 
 
+@pytest.mark.e2e
 def test_run_shows_the_escape_file(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     _assert_safe(on_a_pty([*CLI, "run", "--cwd", str(ws), "read evil.txt"], _env(tmp_path), ws))
 
 
+@pytest.mark.e2e
 def test_chat_shows_the_escape_file_and_a_hidden_link_target(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     out = on_a_pty(
@@ -205,6 +209,7 @@ def test_chat_shows_the_escape_file_and_a_hidden_link_target(tmp_path: Path) -> 
     _assert_safe(out)
 
 
+@pytest.mark.e2e
 def test_sessions_and_a_console_bridge_show_a_hostile_title(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     env = _env(tmp_path)
@@ -230,6 +235,7 @@ def test_sessions_and_a_console_bridge_show_a_hostile_title(tmp_path: Path) -> N
     _assert_safe(listed.stdout + listed.stderr, must_show="A␛]0;PWNED-TITLE")  # the member's first message
 
 
+@pytest.mark.e2e
 def test_a_foreign_agents_stderr_is_shown_not_obeyed(tmp_path: Path) -> None:
     agent = tmp_path / "agent.py"
     agent.write_text(f"import sys; sys.stderr.write({EVIL!r}); sys.exit(3)\n")

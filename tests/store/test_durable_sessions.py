@@ -88,6 +88,7 @@ def _workspace(tmp_path: Path) -> Path:
     return ws
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_on(
     tmp_path: Path, backend: Backend
@@ -178,6 +179,7 @@ async def test_initialize_advertises_load_and_list(tmp_path: Path) -> None:
         assert init.agent_capabilities.session_capabilities.list is not None
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on_disk(
     tmp_path: Path, backend: Backend
@@ -220,6 +222,7 @@ async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_two_agent_processes_on_one_store(tmp_path: Path, backend: Backend) -> None:
     """Two editor windows (or two machines on one PostgreSQL): a session prompted in one is
@@ -270,6 +273,7 @@ def _cli(env: dict[str, str], *args: str) -> Any:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path: Path) -> None:
     import json
@@ -320,6 +324,7 @@ async def _delete_session(conn: Any, session_id: str) -> Any:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_session_delete_is_advertised_and_removes_a_session_for_good(
     tmp_path: Path, backend: Backend
@@ -427,6 +432,7 @@ async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_kee
         assert old in str(err.value.data)
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(
     tmp_path: Path, backend: Backend

@@ -19,6 +19,8 @@ import pytest
 from acp_adapter.store.postgres_url import DatabaseUrl
 from tests.helpers.acp_agent import agent_env
 
+pytestmark = pytest.mark.e2e
+
 pytest.importorskip("psycopg")
 
 

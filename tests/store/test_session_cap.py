@@ -39,6 +39,7 @@ def _event(i: int, size: int) -> dict[str, Any]:
 NOTE = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "(trimmed)"}}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 def test_a_store_drops_the_oldest_events_and_puts_the_note_first(
     tmp_path: Path, kind: str, request: pytest.FixtureRequest
@@ -68,6 +69,7 @@ def test_a_store_drops_the_oldest_events_and_puts_the_note_first(
         store.close()
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_session_over_its_cap_loads_with_its_newest_turns_and_a_note(tmp_path: Path) -> None:
     """A real agent with a 64 KiB cap and five 20 KB prompts: the database keeps the newest turns, a

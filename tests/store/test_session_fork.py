@@ -58,6 +58,7 @@ def _users(conversation: list[dict[str, Any]]) -> list[str]:
     return [u["content"]["text"] for u in conversation if u["sessionUpdate"] == "user_message_chunk"]
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_fork_replays_the_source_s_conversation_and_goes_on_alone(
     tmp_path: Path, store_url: str | None
@@ -159,6 +160,7 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     store.close()
 
 
+@pytest.mark.e2e
 def test_the_store_s_fork_is_a_whole_copy_independent_from_then_on(any_store: Any) -> None:
     from acp_adapter.store import SessionRecord
 

@@ -64,6 +64,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     made.close()
 
 
+@pytest.mark.e2e
 def test_a_session_keeps_its_events_in_order_and_its_history(store: SessionStore) -> None:
     store.upsert_session(_record("s1", title="fix the tests"))
     store.append_events("s1", [_chunk("one"), _chunk("two")], updated_at=101)
@@ -77,6 +78,7 @@ def test_a_session_keeps_its_events_in_order_and_its_history(store: SessionStore
     assert store.load("nope") is None
 
 
+@pytest.mark.e2e
 def test_list_filters_by_cwd_and_pages_newest_first(store: SessionStore) -> None:
     for i in range(7):
         store.upsert_session(_record(f"s{i}", cwd="/a" if i % 2 else "/b", updated=100 + i))
@@ -91,6 +93,7 @@ def test_list_filters_by_cwd_and_pages_newest_first(store: SessionStore) -> None
         store.list_sessions(cursor="not-a-cursor")
 
 
+@pytest.mark.e2e
 def test_delete_and_retention(store: SessionStore) -> None:
     store.upsert_session(_record("old", updated=10))
     store.upsert_session(_record("new", updated=1000))
@@ -100,6 +103,7 @@ def test_delete_and_retention(store: SessionStore) -> None:
     assert store.delete("new") and not store.delete("new")
 
 
+@pytest.mark.e2e
 def test_every_string_is_redacted_before_it_is_stored(store: SessionStore) -> None:
     store.upsert_session(_record("s", title=f"use {SECRET}"))
     store.append_events("s", [_chunk(f"the token is {SECRET}")], updated_at=1)
@@ -114,6 +118,7 @@ def test_every_string_is_redacted_before_it_is_stored(store: SessionStore) -> No
     assert SECRET not in repr(store.get("bridge", "chat"))
 
 
+@pytest.mark.e2e
 def test_a_secret_never_reaches_the_database_file(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
     store.upsert_session(_record("s"))
@@ -123,6 +128,7 @@ def test_a_secret_never_reaches_the_database_file(tmp_path: Path) -> None:
         assert SECRET.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.e2e
 def test_permission_audit_newest_first(store: SessionStore) -> None:
     for i in range(3):
         store.record_permission(PermissionDecision(i, "s", f"t{i}", f"Run {i}", i != 1, "terminal", "watch"))
@@ -130,6 +136,7 @@ def test_permission_audit_newest_first(store: SessionStore) -> None:
     assert [(d.tool_call_id, d.allowed) for d in audit] == [("t2", True), ("t1", False)]
 
 
+@pytest.mark.e2e
 def test_the_audit_keeps_the_rule_that_answered(store: SessionStore) -> None:
     """Every back-end keeps which session rule answered (``mode auto``, ``always allow …``)."""
     store.record_permission(
@@ -140,6 +147,7 @@ def test_the_audit_keeps_the_rule_that_answered(store: SessionStore) -> None:
     assert [(d.tool_call_id, d.rule) for d in audit] == [("t2", ""), ("t1", "always allow execute:ls")]
 
 
+@pytest.mark.e2e
 def test_key_value_state(store: SessionStore) -> None:
     store.put("telegram", "offset", 42)
     store.put("telegram", "chat:1", {"session": "s1"})
@@ -158,6 +166,7 @@ def test_files_are_private(tmp_path: Path) -> None:
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 
+@pytest.mark.e2e
 def test_a_corrupt_database_is_moved_aside_and_a_fresh_one_used(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -173,6 +182,7 @@ def test_a_corrupt_database_is_moved_aside_and_a_fresh_one_used(
     assert store.load("s") is not None
 
 
+@pytest.mark.e2e
 def test_a_database_from_a_newer_version_is_refused_with_a_message(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -187,6 +197,7 @@ def test_a_database_from_a_newer_version_is_refused_with_a_message(
     assert (tmp_path / DATABASE_NAME).exists()  # refused, not moved or overwritten
 
 
+@pytest.mark.e2e
 def test_an_unusable_directory_falls_back_to_memory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -201,6 +212,7 @@ def test_state_off_is_memory_and_the_default_directory_follows_xdg(tmp_path: Pat
     assert default_state_dir({"XDG_STATE_HOME": "relative"}) == Path.home() / ".local/state/acp-progress"
 
 
+@pytest.mark.e2e
 def test_the_background_writer_batches_in_order_and_flushes(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
     writer = BackgroundWriter(store)
@@ -216,6 +228,7 @@ def test_the_background_writer_batches_in_order_and_flushes(tmp_path: Path) -> N
     store.close()
 
 
+@pytest.mark.e2e
 def test_a_failing_write_loses_only_itself(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     store = SqliteStore(tmp_path)
     writer = BackgroundWriter(store)
@@ -251,6 +264,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 def test_two_processes_write_one_state_directory_at_once(tmp_path: Path) -> None:
     script = _WRITER.format(root=str(ROOT), state=str(tmp_path))
     procs = [subprocess.Popen([sys.executable, "-c", script, name]) for name in ("a", "b")]
@@ -267,6 +281,7 @@ def test_two_processes_write_one_state_directory_at_once(tmp_path: Path) -> None
     store.close()
 
 
+@pytest.mark.e2e
 def test_a_session_written_by_one_process_is_read_by_another_while_open(tmp_path: Path) -> None:
     reader = SqliteStore(tmp_path)
     script = _WRITER.format(root=str(ROOT), state=str(tmp_path))
@@ -303,6 +318,7 @@ def _hold_lock(path: Path, hold_after_stdin: float | None = None) -> subprocess.
     return proc
 
 
+@pytest.mark.e2e
 def test_a_locked_database_is_never_moved_aside(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -331,6 +347,7 @@ def test_a_locked_database_is_never_moved_aside(
     again.close()
 
 
+@pytest.mark.e2e
 def test_a_lock_released_within_the_busy_timeout_is_waited_for(tmp_path: Path) -> None:
     SqliteStore(tmp_path).close()
     holder = _hold_lock(tmp_path / DATABASE_NAME, hold_after_stdin=0.5)
@@ -363,6 +380,7 @@ def test_only_corruption_codes_count_as_corrupt() -> None:
     assert not is_corrupt(err(sqlite3.SQLITE_IOERR, "disk I/O error"))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", STORE_KINDS)
 def test_a_turn_begun_and_never_ended_is_closed_once_as_interrupted(
     tmp_path: Path, kind: str, request: pytest.FixtureRequest

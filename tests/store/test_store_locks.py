@@ -35,6 +35,7 @@ def test_keys_are_stable_signed_64_bit() -> None:
     assert -(2**63) <= lock_key("x") < 2**63
 
 
+@pytest.mark.e2e
 def test_a_lock_held_by_a_process_killed_with_sigkill_is_released_by_postgresql(pg_url: str) -> None:
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER.format(root=str(ROOT)), pg_url, "bridge:bot"],
@@ -59,6 +60,7 @@ def test_a_lock_held_by_a_process_killed_with_sigkill_is_released_by_postgresql(
         locks.close()
 
 
+@pytest.mark.e2e
 def test_unlock_counts_takes_and_close_releases_all(pg_url: str) -> None:
     first, second = AdvisoryLocks(pg_url), AdvisoryLocks(pg_url)
     assert first.try_lock("t") and first.try_lock("t")  # re-entrant in one process
@@ -74,6 +76,7 @@ def test_unlock_counts_takes_and_close_releases_all(pg_url: str) -> None:
     first.close()
 
 
+@pytest.mark.e2e
 def test_a_database_restart_loses_the_locks_and_says_so(pg_server: Any, pg_url: str, caplog: Any) -> None:
     locks = AdvisoryLocks(pg_url)
     assert locks.try_lock("leader") and locks.alive()

@@ -98,6 +98,7 @@ def test_config_hides_a_password_given_as_a_url_parameter(
         assert "password=[hidden]" in shown.out
 
 
+@pytest.mark.e2e
 def test_unreachable_at_start_is_one_clear_line_and_exit_2() -> None:
     from tests.helpers.pg_server import free_port
 
@@ -111,6 +112,7 @@ def test_unreachable_at_start_is_one_clear_line_and_exit_2() -> None:
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+@pytest.mark.e2e
 def test_a_wrong_password_is_named_without_the_password(pg_server: Any) -> None:
     url = pg_server.url(password="WrongPassword77")
     done = _cli("sessions", env={"ACP_PROGRESS_DATABASE_URL": url})
@@ -118,6 +120,7 @@ def test_a_wrong_password_is_named_without_the_password(pg_server: Any) -> None:
     assert "WrongPassword77" not in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.e2e
 def test_config_shows_where_sessions_go_and_hides_the_password(
     pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -148,6 +151,7 @@ _OPEN = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 def test_ten_processes_starting_at_once_migrate_once(pg_url: str) -> None:
     script = _OPEN.format(root=str(ROOT))
     procs = [
@@ -165,6 +169,7 @@ def test_ten_processes_starting_at_once_migrate_once(pg_url: str) -> None:
     assert [v for (v,) in rows] == list(range(1, SCHEMA_VERSION + 1))
 
 
+@pytest.mark.e2e
 def test_a_database_from_a_newer_version_is_refused(pg_url: str) -> None:
     import psycopg
 
@@ -178,6 +183,7 @@ def test_a_database_from_a_newer_version_is_refused(pg_url: str) -> None:
         PostgresStore(pg_url)
 
 
+@pytest.mark.e2e
 def test_a_trigger_planted_on_the_audit_is_refused_by_name(pg_url: str) -> None:
     import psycopg
 
@@ -198,6 +204,7 @@ def test_a_trigger_planted_on_the_audit_is_refused_by_name(pg_url: str) -> None:
         PostgresStore(pg_url)
 
 
+@pytest.mark.e2e
 def test_the_database_restarted_mid_run_loses_no_write_and_says_so(
     pg_server: Any, pg_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -229,6 +236,7 @@ def test_the_database_restarted_mid_run_loses_no_write_and_says_so(
     store.close()
 
 
+@pytest.mark.e2e
 def test_the_audit_fails_closed_and_bounded_while_the_database_is_down(pg_server: Any, pg_url: str) -> None:
     from acp_adapter.store.postgres import AUDIT_WAIT_S, PostgresStore
 
@@ -250,6 +258,7 @@ def test_the_audit_fails_closed_and_bounded_while_the_database_is_down(pg_server
     store.close()
 
 
+@pytest.mark.e2e
 def test_a_read_during_a_short_outage_waits_and_succeeds(pg_server: Any, pg_url: str) -> None:
     from acp_adapter.store.postgres import PostgresStore
 
@@ -266,6 +275,7 @@ def test_a_read_during_a_short_outage_waits_and_succeeds(pg_server: Any, pg_url:
     store.close()
 
 
+@pytest.mark.e2e
 def test_two_stores_on_two_processes_see_each_other(pg_url: str, tmp_path: Path) -> None:
     """The point of the shared store: what one process (machine) writes, another reads at once."""
     from acp_adapter.store.postgres import PostgresStore
@@ -291,12 +301,14 @@ def test_two_stores_on_two_processes_see_each_other(pg_url: str, tmp_path: Path)
     reader.close()
 
 
+@pytest.mark.e2e
 def test_a_malformed_url_is_refused_at_start_without_echoing_it() -> None:
     done = _cli("sessions", env={"ACP_PROGRESS_DATABASE_URL": "mysql://acp:Hunter2Secret@db/acp"})
     assert done.returncode == 2 and "postgresql://" in done.stderr
     assert "Hunter2Secret" not in done.stderr + done.stdout and "Traceback" not in done.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
     pg_server: Any, pg_url: str, tmp_path: Path

@@ -129,6 +129,7 @@ def test_an_unsafe_state_dir_leaves_the_audit_refusing(tmp_path: Path) -> None:
         store.record_permission(PermissionDecision(0.0, "s", "c", "Running x", True, "auto", "acp"))
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_path: Path) -> None:
     """The attack: a 0777 state directory holding a 0666 database, both another user's. Old code
@@ -155,6 +156,7 @@ async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_
     assert not (ws / "ran").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_never_writes_into_a_planted_wal(tmp_path: Path) -> None:
     """The attack: a 0666 ``-wal`` and ``-shm`` planted beside the user's own database, so another
@@ -198,6 +200,7 @@ def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subproc
     )
 
 
+@pytest.mark.e2e
 def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_path: Path) -> None:
     """The attack: a ``config.toml`` in someone else's world-writable directory sets ``[openai]
     base_url`` to their server. Old code sent the victim's OPENAI_API_KEY there. The same file in a

@@ -153,6 +153,7 @@ def test_watch_keeps_the_agent_from_running_a_second_summarizer() -> None:
     assert env["ACP_PROGRESS_SUMMARY"] == "off"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", ["serve", "relay"])
 def test_a_bad_variable_stops_start_up_with_its_name(command: str) -> None:
     argv = [sys.executable, "-m", "acp_adapter.cli", command] + (["--", "cat"] if command == "relay" else [])

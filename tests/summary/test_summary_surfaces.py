@@ -176,6 +176,7 @@ def test_the_live_view_has_a_status_line_under_the_cards() -> None:
 # ---------------------------------------------------------------- serve
 
 
+@pytest.mark.e2e
 async def test_serve_shows_the_summary_on_the_think_cards_heartbeat(tmp_path) -> None:
     client = RecordingClient()
     env = agent_env(
@@ -237,6 +238,7 @@ async def test_serve_stops_the_summary_when_the_turn_is_cancelled(tmp_path) -> N
 # ---------------------------------------------------------------- relay
 
 
+@pytest.mark.e2e
 async def test_the_relays_injected_card_shows_the_summary(tmp_path) -> None:
     client = RecordingClient()
     argv = [
@@ -270,6 +272,7 @@ async def test_the_relays_injected_card_shows_the_summary(tmp_path) -> None:
     assert client.answer() == "done after silence", "the agent's own stream is forwarded unchanged"
 
 
+@pytest.mark.e2e
 async def test_the_relay_has_no_summary_by_default(tmp_path) -> None:
     client = RecordingClient()
     argv = ["-m", "acp_adapter.cli", "relay", "--think-after", "0.2", "--heartbeat-interval", "0.05"]

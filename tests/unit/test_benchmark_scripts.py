@@ -55,6 +55,7 @@ def positive(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and value > 0
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 @pytest.mark.slow
 def test_spinner_benchmark_measures_both_modes_against_both_baselines(tmp_path: Path) -> None:
@@ -69,6 +70,7 @@ def test_spinner_benchmark_measures_both_modes_against_both_baselines(tmp_path: 
             assert positive(mode[key]), (key, mode)
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_tool_progress_benchmark_measures_both_baselines_and_a_slow_client(tmp_path: Path) -> None:
     # enough reports that the tool runs for tens of read intervals, so staleness is sampled
@@ -97,6 +99,7 @@ def test_tool_progress_benchmark_measures_both_baselines_and_a_slow_client(tmp_p
     assert 0 <= figures["staleness_median_intervals"] <= 4, figures
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_bench_sessions_measures_size_and_load_time_against_the_sdk(tmp_path: Path) -> None:
     figures = figures_of("bench_sessions.py", tmp_path, "--turns", "10", "--rounds", "1")
@@ -108,6 +111,7 @@ def test_bench_sessions_measures_size_and_load_time_against_the_sdk(tmp_path: Pa
     assert positive(figures["load_vs_bare_sdk"])
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_bench_sessions_against_postgres_and_agui_replicas(tmp_path: Path, pg_url: str) -> None:
     figures = figures_of(
@@ -123,6 +127,7 @@ def test_bench_sessions_against_postgres_and_agui_replicas(tmp_path: Path, pg_ur
     assert len(figures["agui"]["two_replicas"]["served_per_replica"]) == 2
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_bench_fork_measures_fork_against_load_of_the_same_session(tmp_path: Path) -> None:
     figures = figures_of("bench_fork.py", tmp_path, "--turns", "10", "--rounds", "2")
@@ -130,6 +135,7 @@ def test_bench_fork_measures_fork_against_load_of_the_same_session(tmp_path: Pat
     assert positive(figures["load_ms"]) and positive(figures["fork_ms"]) and positive(figures["fork_vs_load"])
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_startup_benchmark_measures_each_command_against_python_pass(tmp_path: Path) -> None:
     figures = figures_of("bench_startup.py", tmp_path, "--rounds", "1", "--only=--version")
@@ -138,6 +144,7 @@ def test_startup_benchmark_measures_each_command_against_python_pass(tmp_path: P
     assert all(positive(v) for v in figures["--version"].values()), figures
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_cold_start_benchmark_measures_the_agent_against_a_bare_sdk_agent(tmp_path: Path) -> None:
     figures = figures_of("bench_cold_start.py", tmp_path, "--rounds", "1")
@@ -146,6 +153,7 @@ def test_cold_start_benchmark_measures_the_agent_against_a_bare_sdk_agent(tmp_pa
     assert figures["ratio"] == pytest.approx(figures["ours_median_ms"] / figures["bare_median_ms"])
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_cancel_benchmark_measures_cancel_to_answer_under_load_against_a_bare_sdk_agent(
     tmp_path: Path,

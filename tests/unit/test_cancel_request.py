@@ -145,6 +145,7 @@ async def test_a_cancel_for_no_running_request_changes_nothing(tmp_path: Path) -
         assert [s.session_id for s in listed.sessions] == [session_id]
 
 
+@pytest.mark.e2e
 async def test_the_driver_calls_off_a_slow_load_of_a_real_agent(tmp_path: Path, pg_url: str) -> None:
     """End to end: a stdio agent whose store is a PostgreSQL server; the test holds a lock on the
     events table, so a load waits on the database. The front-end gives up: the driver sends

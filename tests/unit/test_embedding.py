@@ -148,6 +148,7 @@ async def test_factories_share_one_ordered_path_with_a_turn():
     assert sorted(thoughts.split()) == sorted(f"t{i}" for i in range(50) for _ in range(2))
 
 
+@pytest.mark.e2e
 def test_public_api_is_exported_typed_and_lazy():
     assert "ProgressTurn" in acp_adapter.__all__ and "make_agent_progress_cb" in acp_adapter.__all__
     for name in acp_adapter.__all__:
@@ -166,6 +167,7 @@ def test_public_api_is_exported_typed_and_lazy():
 EXAMPLE = ["examples/embed_own_agent.py"]
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_the_readme_example_agent_runs_against_the_sdk_client(tmp_path):
     client = RecordingClient()
@@ -208,6 +210,7 @@ def test_the_readme_embedding_snippet_is_an_excerpt_of_the_tested_example():
         assert chunk.strip("\n") in example, chunk
 
 
+@pytest.mark.e2e
 def test_serve_answers_a_running_prompt_after_the_client_closes_its_input(tmp_path):
     """serve() runs on acp.run_agent; end of input reaches the SDK only after the turns answered."""
     import json
@@ -257,6 +260,7 @@ def test_serve_answers_a_running_prompt_after_the_client_closes_its_input(tmp_pa
     assert rest.index(closing[-1]) < rest.index(response), "the card closes before the response"
 
 
+@pytest.mark.e2e
 def test_watch_says_a_turn_that_failed_and_ended_end_turn_failed(tmp_path):
     """The example fails its think card and answers ``end_turn``: watch's last line says the turn
     failed (never ``stop reason: end_turn``), and the exit code (1) agrees with it."""

@@ -14,6 +14,8 @@ from acp.schema import ToolCallProgress
 
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text, spawn_agent
 
+pytestmark = pytest.mark.e2e
+
 EXAMPLE = str(ROOT / "examples" / "embed_own_agent.py")
 
 

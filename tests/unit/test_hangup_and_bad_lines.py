@@ -66,6 +66,7 @@ def _is_response(id_: Any) -> Any:
     return lambda m: isinstance(m, dict) and m.get("id") == id_ and ("result" in m or "error" in m)
 
 
+@pytest.mark.e2e
 def test_lines_that_are_not_one_object_get_errors_and_the_agent_keeps_serving(tmp_path):
     agent = RawAgent(str(tmp_path))
     try:
@@ -121,6 +122,7 @@ def test_classify_line(line, passes, code):
     assert (answer["error"]["code"] if answer else None) == code
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_agent_exits_within_two_seconds_of_a_hang_up_whatever_the_turn_does(tmp_path):
     client = RecordingClient()
@@ -159,6 +161,7 @@ async def test_an_over_long_line_is_skipped_whole_answered_once_and_reading_goes
     assert "too long" in refused[0].answer["error"]["data"]["details"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", [["-m", "acp_adapter"], ["-m", "acp_adapter.cli", "relay", "--"]])
 @pytest.mark.parametrize("stdout", ["pipe", "devnull"])
 def test_an_agent_started_on_dev_null_reads_its_end_and_exits(tmp_path, command, stdout):

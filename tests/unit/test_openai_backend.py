@@ -894,6 +894,7 @@ async def test_e2e_spinner_reasoning_usage_and_a_tool_loop(server, tmp_path):
     no_key_anywhere(client, first, second)
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_e2e_errors_fail_the_card_never_leak_the_key_and_the_session_recovers(server, tmp_path):
     server.script(
@@ -978,6 +979,7 @@ async def test_e2e_retry_shows_in_the_heartbeat_and_cancel_answers_within_200ms(
     assert final_status(last_card) == "failed" and "Cancelled" in texts(last_card[-1])
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_e2e_a_stored_session_continues_in_a_new_process_with_its_history(server, tmp_path):
     """Durable sessions (issue 20): the process that had the conversation is killed; a new one

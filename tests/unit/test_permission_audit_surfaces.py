@@ -22,6 +22,8 @@ from tests.bridges.test_bridge_console_stop import Bridge
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, fast_settings, final_status, prompt_text
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
+pytestmark = pytest.mark.e2e
+
 
 def _audit(state: Path) -> list[dict[str, object]]:
     env = {**agent_env(), "ACP_PROGRESS_STATE_DIR": str(state)}

@@ -88,6 +88,7 @@ def _with_marker(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("command", ["watch", "chat"])
 def test_when_the_reader_goes_away_the_turn_and_the_agent_stop(tmp_path: Path, command: str) -> None:
     """Before: ``watch "wait 10 seconds" | head -3`` ran on (and its agent's tool) to 15 s."""

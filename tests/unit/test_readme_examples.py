@@ -28,6 +28,7 @@ def _script() -> ModuleType:
     return module
 
 
+@pytest.mark.e2e
 @pytest.mark.timeout(240)
 def test_every_readme_example_is_what_its_command_prints() -> None:
     done = subprocess.run(

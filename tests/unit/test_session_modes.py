@@ -93,6 +93,7 @@ def _card_text(updates: list[Any]) -> str:
     return " ".join(c.content.text for u in updates for c in (u.content or []) if hasattr(c, "content"))
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_modes_models_and_commands_are_offered_and_read_only_refuses_without_asking(
     tmp_path: Path,
@@ -132,6 +133,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
     assert (row["allowed"], row["decidedBy"], row["rule"]) == (False, "auto", "mode read-only")
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_automatic(tmp_path: Path) -> None:
     state = tmp_path / "state"
@@ -157,6 +159,7 @@ async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_autom
     assert (row["allowed"], row["decidedBy"], row["rule"]) == (True, "auto", "mode auto")
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_always_answers_are_per_command_name_stored_with_the_session_and_audited(
     tmp_path: Path,

@@ -14,6 +14,8 @@ import pytest
 from tests.helpers.acp_agent import agent_env
 from tests.helpers.rawpipes import RawProcess, answers, request, rss_mb
 
+pytestmark = pytest.mark.e2e
+
 SERVE = [sys.executable, "-m", "acp_adapter"]
 DEEP = "[" * 973 + "]" * 973  # 1,947 bytes with the newline: was a RecursionError that killed serve
 INIT = {"protocolVersion": 1}

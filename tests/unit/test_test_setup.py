@@ -17,6 +17,7 @@ from hypothesis import settings as hypothesis_settings
 from tests.helpers.chromium import INSTALL_HINT, ensure_chromium
 
 
+@pytest.mark.e2e
 def test_a_missing_chromium_is_named_with_its_install_command_when_not_root(tmp_path: Path) -> None:
     missing = tmp_path / "chromium"
     with pytest.raises(pytest.fail.Exception) as failed:
@@ -24,6 +25,7 @@ def test_a_missing_chromium_is_named_with_its_install_command_when_not_root(tmp_
     assert INSTALL_HINT in str(failed.value) and str(missing) in str(failed.value)
 
 
+@pytest.mark.e2e
 def test_a_missing_chromium_is_installed_with_apt_as_root(tmp_path: Path) -> None:
     missing = tmp_path / "chromium"
     calls: list[str] = []
@@ -40,6 +42,7 @@ def test_a_missing_chromium_is_installed_with_apt_as_root(tmp_path: Path) -> Non
     assert ensure_chromium(missing, is_root=lambda: True, install=install) == missing and len(calls) == 1
 
 
+@pytest.mark.e2e
 def test_a_failed_install_says_what_to_run(tmp_path: Path) -> None:
     def install(apt_get: str) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess([apt_get], 100, "", "E: Unable to locate package chromium")
