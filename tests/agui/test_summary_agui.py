@@ -124,6 +124,7 @@ def test_a_run_publishes_progress_summaries_replaced_in_place(apps: dict[str, Se
     assert check_summaries(run(apps["on"].url, again), again["runId"])[0]["content"]["revision"] == 1
 
 
+@pytest.mark.e2e
 def test_summaries_off_publish_nothing_and_a_run_can_opt_either_way(apps: dict[str, Served]) -> None:
     assert not summaries(run(apps["off"].url, run_input("t-off", "search for TODO")))
     assert not summaries(run(apps["library"].url, run_input("t-lib", "search for TODO")))
@@ -141,10 +142,12 @@ def test_summaries_off_publish_nothing_and_a_run_can_opt_either_way(apps: dict[s
     assert [e for e in of_type(events, "ACTIVITY_SNAPSHOT") if e["activityType"] == "TOOL_PROGRESS"]
 
 
+@pytest.mark.e2e
 def test_a_bad_switch_is_a_422(apps: dict[str, Served]) -> None:
     assert_bad_switch_is_a_422(apps["on"].url, "t-bad", "hello", "emitProgressSummary")
 
 
+@pytest.mark.e2e
 def test_a_secret_in_the_prompt_never_reaches_a_summary(apps: dict[str, Served]) -> None:
     body = run_input("t-secret", f"search for {SECRET}")
     events = run(apps["on"].url, body)

@@ -18,7 +18,7 @@ from acp_adapter.frontends.bridges.runner import BridgeRunner
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
 from tests.helpers.acp_agent import ROOT, agent_env
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 ECHO_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
 

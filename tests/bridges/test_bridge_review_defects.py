@@ -55,6 +55,7 @@ class OneAtATimeSink(RecordingSink):
         await super().react(target, kind)
 
 
+@pytest.mark.e2e
 async def test_typing_goes_through_the_routes_ordered_queue() -> None:
     """Before: the turn called ``set_typing`` itself, so a typing call ran while the route worker was
     in the middle of a post (two platform calls of one chat at once) and typing could follow the

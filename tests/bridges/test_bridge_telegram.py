@@ -101,6 +101,7 @@ async def test_a_chat_not_on_the_allowlist_runs_nothing(fake: FakeTelegram) -> N
     ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("button", "line"), [("allow", "✅ Running echo bridged"), ("deny", "❌ Running echo bridged")]
 )

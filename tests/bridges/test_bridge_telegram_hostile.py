@@ -129,6 +129,7 @@ async def test_another_members_press_is_refused_and_nothing_runs(fake: FakeTeleg
     assert not any("bridged\n" in t or t.strip() == "bridged" for t in fake.chat_view(GROUP))
 
 
+@pytest.mark.e2e
 async def test_an_approver_can_answer_someone_elses_question(fake: FakeTelegram) -> None:
     async with bridge(fake, group(approvers=[CAROL])):
         q = await ask(fake)

@@ -149,6 +149,7 @@ async def test_start_failures_are_one_line_errors(command: object, expected: str
     assert "\n" not in str(excinfo.value)
 
 
+@pytest.mark.e2e
 async def test_no_answer_to_initialize_times_out() -> None:
     started = time.monotonic()
     with pytest.raises(AgentStartError, match=r"did not answer initialize within 0\.5s"):
@@ -235,6 +236,7 @@ def test_an_unwritable_agent_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.e2e
 async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_callback(
     tmp_path: Path,
 ) -> None:

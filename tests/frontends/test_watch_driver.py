@@ -13,6 +13,8 @@ import pytest
 from acp_adapter.cli import main
 from tests.helpers.acp_agent import ROOT, agent_env
 
+pytestmark = pytest.mark.e2e
+
 SCRIPTED = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'scripted_agent.py'}"
 
 

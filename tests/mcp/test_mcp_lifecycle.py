@@ -25,7 +25,7 @@ from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.mcp.test_mcp_e2e import SECRET, alive, kit, text_of, tool_cards
 from tests.mcp.test_mcp_http import http_kit
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
 

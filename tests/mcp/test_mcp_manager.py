@@ -9,7 +9,7 @@ from acp_adapter.mcp.connection import ServerCrashed
 from acp_adapter.mcp.manager import McpManager
 from tests.mcp.test_mcp_e2e import alive, kit
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def _ignore(value: float, total: float | None, message: str | None) -> None:

@@ -12,7 +12,7 @@ from tests.helpers.shared_agent import served_inprocess
 from tests.mcp.test_mcp_e2e import kit, progress_of, text_of, tool_cards
 from tests.unit.test_openai_backend import KEY, openai_agent
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 
 async def test_openai_model_gets_mcp_tools_with_schemas_and_calls_one(tmp_path):

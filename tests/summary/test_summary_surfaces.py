@@ -285,6 +285,7 @@ async def test_the_relay_has_no_summary_by_default(tmp_path) -> None:
 # ---------------------------------------------------------------- watch
 
 
+@pytest.mark.e2e
 def test_watch_on_a_pipe_prints_the_summary_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:
@@ -303,6 +304,7 @@ def test_watch_on_a_pipe_prints_the_summary_line(
     assert lines.index(summaries[-1]) < lines.index("— stop reason: end_turn")
 
 
+@pytest.mark.e2e
 def test_watch_summary_off(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:

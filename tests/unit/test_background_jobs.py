@@ -13,6 +13,8 @@ import pytest
 
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text, spawn_agent
 
+pytestmark = pytest.mark.e2e
+
 PROMPT = "run `tail -f /dev/null & echo $! > job.pid`"
 
 

@@ -69,6 +69,7 @@ def test_durations_spinner_frames_and_volatile_lines_are_not_drift() -> None:
     assert script.drift(example, changed, printed)
 
 
+@pytest.mark.e2e
 def test_the_shown_command_is_what_runs() -> None:
     script = _script()
     chat = script.parse_command("printf 'hello\\nwhat is 2+2\\n' | acp-progress chat --summary off")

@@ -109,6 +109,7 @@ def test_argument_checks_give_clear_errors(tmp_path):
         check_arguments(tool, {"seconds": True})
 
 
+@pytest.mark.e2e
 def test_dangerous_tools_ask_and_a_denial_fails_with_a_reason(tmp_path):
     box = default_toolbox(tmp_path)
     denied = Observer(allow=False)
@@ -136,6 +137,7 @@ def test_a_failed_command_card_says_its_exit_code_first_and_keeps_the_output():
     assert build_tool_failed("c2", "Cancelled").content[0].content.text == "Cancelled"
 
 
+@pytest.mark.e2e
 def test_run_command_timeout_and_cancel_kill_the_process_tree(tmp_path):
     box = default_toolbox(tmp_path)
     started = time.monotonic()
