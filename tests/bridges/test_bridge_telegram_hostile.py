@@ -51,12 +51,12 @@ def quick_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     timed against the model (what is tested is the Bot API side), and every turn waits for it.
     And they run in this process: no test here is about the agent's process (its crash, its
     signals, its pipe) — tests/bridges/test_bridge_telegram_process.py and test_bridge_restart.py are."""
-    from tests.helpers import acp_agent as conftest
+    from tests.helpers import acp_agent
 
     def quick(**overrides: str) -> dict[str, str]:
         return agent_env(**{"ACP_PROGRESS_EMBEDDED_DELAY": "0.05", **overrides})
 
-    monkeypatch.setattr(conftest, "agent_env", quick)
+    monkeypatch.setattr(acp_agent, "agent_env", quick)
     use_in_process_agents(monkeypatch)
 
 

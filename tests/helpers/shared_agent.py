@@ -33,7 +33,7 @@ async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
     """``agent`` (a ProgressAgent) served to ``client`` over the SDK's in-memory transports with the
     connection ``serve`` builds (:func:`~acp_adapter.agent.routes.agent_connection`: the
     ``session/delete``, ``session/resume`` and ``session/close`` routes included), initialised as
-    :func:`tests.conftest.spawn_agent` does (client ``pytest``): the agent a spawned process would
+    :func:`tests.helpers.acp_agent.spawn_agent` does (client ``pytest``): the agent a spawned process would
     be, minus the process."""
     import asyncio
 
