@@ -57,7 +57,6 @@ def runner_for(instance: Any, **kw: Any) -> BridgeRunner:
     return BridgeRunner(instance, agent_env=agent_env(), window=0.2, **kw)
 
 
-@pytest.mark.e2e
 async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: Path) -> None:
     instance = new_instance(
         "c", "console", cwd=str(ROOT), progress={"tool_progress": "all", "reactions": True}
@@ -78,7 +77,6 @@ async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: P
     assert metrics.delivered == metrics.enqueued and metrics.delivery_dropped_by_reason == {}
 
 
-@pytest.mark.e2e
 async def test_another_agent_title_fallback_transcript_boundary_and_no_secret() -> None:
     instance = new_instance("e", "console", agent=ECHO_AGENT, progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()
@@ -94,7 +92,6 @@ async def test_another_agent_title_fallback_transcript_boundary_and_no_secret() 
     assert ECHO_SECRET not in text and ECHO_SECRET[:12] not in text
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize(("answer", "allowed"), [("y", True), ("n", False)])
 async def test_console_permission_prompt(answer: str, allowed: bool) -> None:
     instance = new_instance("p", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
@@ -126,7 +123,6 @@ async def test_permission_unanswered_is_denied_after_the_timeout() -> None:
     await task
 
 
-@pytest.mark.e2e
 async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
     instance = new_instance("x", "console", agent=f"{sys.executable} -c 'import sys; sys.exit(3)'")
     inp, out = ScriptedInput(), WatchedOutput()

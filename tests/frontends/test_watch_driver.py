@@ -24,7 +24,6 @@ def fast_agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(key, value)
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("agent", "expected"),
     [
@@ -54,7 +53,6 @@ def test_a_silent_command_times_out_at_initialize(
     assert time.monotonic() - started < 6
 
 
-@pytest.mark.e2e
 def test_an_agent_crash_mid_turn_exits_non_zero_with_its_stderr(
     fast_agent_env: None, capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:
@@ -81,7 +79,6 @@ def test_a_good_turn_exits_zero(fast_agent_env: None, capsys: pytest.CaptureFixt
     assert "2^10 = 1024" in out and "— stop reason: end_turn" in out
 
 
-@pytest.mark.e2e
 def test_ctrl_c_cancels_the_turn_and_exits_130_in_one_press(tmp_path) -> None:
     env = {**os.environ, **agent_env()}
     agent_log = tmp_path / "agent.log"

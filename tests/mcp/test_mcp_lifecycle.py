@@ -38,7 +38,6 @@ async def gone(pid: int, within: float = 6.0) -> bool:
     return not alive(pid)
 
 
-@pytest.mark.e2e
 async def test_servers_stop_when_the_agent_exits(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()
@@ -53,7 +52,6 @@ async def test_servers_stop_when_the_agent_exits(tmp_path):
 MUTE_SERVER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(3600)"
 
 
-@pytest.mark.e2e
 async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path, monkeypatch):
     marker = tmp_path / "started"
     # a stdio process that never speaks MCP; plain Python (no SDK import), so it has written its
@@ -80,7 +78,6 @@ async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path,
             assert await gone(pid)
 
 
-@pytest.mark.e2e
 async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_ones(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -180,7 +177,6 @@ async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_
         assert final_status(card) == "completed" and "peek: two" in text_of(card[-1])
 
 
-@pytest.mark.e2e
 async def test_the_agent_exits_in_time_and_leaves_no_server_while_a_call_hangs(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()

@@ -35,7 +35,6 @@ def _gone_within(pid: int, seconds: float) -> bool:
     return False
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_serve_kills_background_jobs_when_it_shuts_down(tmp_path):
     client = RecordingClient(permission="allow")
@@ -52,7 +51,6 @@ async def test_serve_kills_background_jobs_when_it_shuts_down(tmp_path):
             os.kill(pid, 9)
 
 
-@pytest.mark.e2e
 def test_plain_run_kills_background_jobs_when_it_exits(tmp_path):
     env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0")}
     proc = subprocess.run(
@@ -93,7 +91,6 @@ def test_a_command_that_leaves_nothing_behind_is_forgotten_at_once(tmp_path):
     assert builtin_tools._GROUPS == {}  # nothing to kill at shutdown, nothing to mistake later
 
 
-@pytest.mark.e2e
 def test_a_recycled_process_group_number_is_never_killed_at_shutdown(tmp_path):
     """A remembered group whose members are all gone may have had its number reused by a stranger."""
     from acp_adapter.tooling import builtin as builtin_tools
