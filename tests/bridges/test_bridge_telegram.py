@@ -304,13 +304,14 @@ def test_the_measure_counts_the_escaped_text() -> None:
     assert sink.measure("\u202e" * 10) == 60 and sink.measure("ok") == 2
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_tool_s_question_is_asked_in_the_chat_and_only_the_turn_s_sender_answers(
     fake: FakeTelegram,
 ) -> None:
     """An MCP server asks during a call: the question reaches the chat, a line from someone else
     is refused, the sender's line goes back to the server."""
-    from .test_mcp_tasks import tasks_server
+    from tests.mcp.test_mcp_tasks import tasks_server
 
     instance = tg()
     async with bridge(fake, instance, mcp_servers=[tasks_server()]):

@@ -267,6 +267,7 @@ def test_a_base_url_error_hides_its_password(tmp_path: Path) -> None:
     assert "hunter2-secret" not in str(info.value)
 
 
+@pytest.mark.e2e
 def test_watch_with_a_malformed_base_url_exits_2_with_a_direct_message(tmp_path: Path) -> None:
     import subprocess
     import sys

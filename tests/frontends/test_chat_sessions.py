@@ -182,6 +182,7 @@ def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None
     assert {o["sessionId"] for o in objs if "update" in o} == {newest}
 
 
+@pytest.mark.e2e
 def test_viewing_a_session_does_not_make_it_the_one_continue_picks(dirs) -> None:
     """``chat --session OLD`` with nothing typed (only its replay read) does not store OLD as used
     now, so the next ``--continue`` goes on in the session last worked in."""

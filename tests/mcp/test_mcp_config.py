@@ -91,6 +91,7 @@ def test_load_file(tmp_path: pytest.TempPathFactory) -> None:
         load_mcp_config(str(base / "missing.json"))
 
 
+@pytest.mark.e2e
 def test_the_mcp_limits_are_settings_and_a_bad_value_stops_the_agent_with_exit_2(tmp_path) -> None:
     import os
     import subprocess

@@ -291,6 +291,7 @@ def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, 
     assert "peek: from the settings file" in done.stdout and SECRET not in done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 def test_an_untrusted_settings_file_servers_lying_tool_is_asked_about(
     tmp_path: Path, web_kit: dict[str, Any]
 ) -> None:

@@ -306,6 +306,7 @@ def test_a_foreign_agents_stderr_is_shown_not_obeyed(tmp_path: Path) -> None:
     _assert_safe(done.stdout + done.stderr)
 
 
+@pytest.mark.e2e
 def test_the_relay_shows_its_wrapped_agents_stderr_not_obeyed(tmp_path: Path) -> None:
     """The wrapped agent's stderr goes through the sanitizer, never inherited raw (output is data)."""
     agent = tmp_path / "agent.py"

@@ -166,6 +166,7 @@ def test_cancel_benchmark_measures_cancel_to_answer_under_load_against_a_bare_sd
     assert figures["ours_p99_ms"] >= figures["ours_median_ms"]
 
 
+@pytest.mark.e2e
 @pytest.mark.benchmark
 def test_task_status_benchmark_measures_status_changes_against_progress_on_the_same_server(
     tmp_path: Path,

@@ -23,10 +23,9 @@ from acp_adapter._config_file import ConfigFileError
 from acp_adapter.cli.setup import run_setup
 from acp_adapter.config import Settings
 from acp_adapter.config.sign_in_file import BackendChoice, clear_choice, save_choice
-
-from .conftest import ROOT, RecordingClient, agent_env, prompt_text, spawn_agent
-from .fake_openai import FakeOpenAI, text_reply
-from .pty_child import PtyChild
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text, spawn_agent
+from tests.helpers.fake_openai import FakeOpenAI, text_reply
+from tests.helpers.pty_child import PtyChild
 
 KEY = "sk-setup-0123456789abcdefSECRET"
 
@@ -162,6 +161,7 @@ def test_a_settings_file_another_user_may_write_is_never_written(tmp_path: Path)
     assert not (shared / "config.toml").exists()
 
 
+@pytest.mark.e2e
 def test_setup_without_a_terminal_says_so(tmp_path: Path) -> None:
     import subprocess
 
@@ -197,6 +197,7 @@ def _until(term: PtyChild, text: bytes, seconds: float = 30) -> bytes:
     return term.output[start:]
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_serve_setup_on_a_terminal_then_the_agent_uses_the_saved_endpoint(tmp_path: Path) -> None:
     with FakeOpenAI(api_key=KEY, fallback=text_reply("answered by the endpoint")) as server:
@@ -228,6 +229,7 @@ async def test_serve_setup_on_a_terminal_then_the_agent_uses_the_saved_endpoint(
         assert KEY not in log.read_text(), "the key reached the agent's log"
 
 
+@pytest.mark.e2e
 def test_ctrl_c_in_setup_saves_nothing(tmp_path: Path) -> None:
     term = _setup_terminal(tmp_path, "acp_adapter.cli")  # acp-progress --setup: the top-level form
     try:

@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 
 from acp_adapter._version import __version__
-
-from .conftest import ROOT
+from tests.helpers.acp_agent import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import release
@@ -48,6 +47,7 @@ def test_the_entry_passes_the_schema_and_the_registry_rules() -> None:
     assert release.entry_problems(ROOT, SCHEMA) == []
 
 
+@pytest.mark.e2e
 def test_the_entry_names_this_package_at_this_version() -> None:
     entry = _entry()
     project = PYPROJECT["project"]
@@ -150,6 +150,7 @@ def _bumped(version: str) -> str:
     return f"{major}.{minor + 1}.0"
 
 
+@pytest.mark.e2e
 def test_the_release_script_bumps_every_place_at_once(tmp_path: Path) -> None:
     root = _repo_copy(tmp_path)
     old, new = __version__, _bumped(__version__)

@@ -15,9 +15,8 @@ import pytest
 from acp.schema import ElicitationFormSessionMode, ElicitationSchema
 
 from acp_adapter.client.questions import BadAnswer, QuestionRequest, field_value, form_fields
-
-from .conftest import ROOT
-from .pty_child import PtyChild
+from tests.helpers.acp_agent import ROOT
+from tests.helpers.pty_child import PtyChild
 
 ENV = {
     **os.environ,
@@ -45,6 +44,7 @@ def _config(tmp_path: Path) -> Path:
 ASK = 'call asks {"question": "Favourite colour?\\u001b[2J"}'
 
 
+@pytest.mark.e2e
 def test_watch_asks_the_tool_s_question_on_the_terminal_and_the_answer_reaches_the_server(
     tmp_path: Path,
 ) -> None:
@@ -72,6 +72,7 @@ def test_watch_asks_the_tool_s_question_on_the_terminal_and_the_answer_reaches_t
         term.close()
 
 
+@pytest.mark.e2e
 def test_without_a_terminal_watch_declines_and_says_so(tmp_path: Path) -> None:
     done = subprocess.run(
         [

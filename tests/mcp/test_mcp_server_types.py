@@ -18,10 +18,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from acp_adapter.protocol.mcp_server_types import MAX_PROBLEMS, entry_problem, mcp_server_problems
-
-from .conftest import RecordingClient, agent_env, fast_settings
-from .rawpipes import RawProcess, answers, request
-from .shared_agent import progress_agent, served_inprocess
+from tests.helpers.acp_agent import RecordingClient, agent_env, fast_settings
+from tests.helpers.rawpipes import RawProcess, answers, request
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 STDIO = {"name": "files", "command": "/bin/true", "args": [], "env": []}
 WS = {"type": "ws", "name": "live", "url": "ws://127.0.0.1:9/mcp"}
@@ -227,6 +226,7 @@ def test_any_unusable_entry_is_answered_with_invalid_params_over_the_connection(
     anyio.run(_refused_over_the_connection, tmp_path, bad)
 
 
+@pytest.mark.e2e
 def test_a_raw_line_with_an_unknown_type_is_refused_by_the_agent_process(tmp_path: Path) -> None:
     agent = RawProcess([sys.executable, "-m", "acp_adapter"], agent_env(), str(tmp_path))
     try:

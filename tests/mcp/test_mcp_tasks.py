@@ -25,21 +25,15 @@ from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio, ToolCallProgr
 from acp_adapter.agent.session_tasks import FORGOTTEN, SessionTaskLog, stored_records
 from acp_adapter.mcp.config import MCP_TASKS
 from acp_adapter.mcp.task_calls import TaskRecord
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.mcp.test_mcp_everything import everything
+from tests.store.test_durable_sessions import Backend
 
-from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from .shared_agent import SharedAgent, shared_agent_process
-from .test_durable_sessions import Backend
-from .test_mcp_e2e import progress_of, text_of, tool_cards
-from .test_mcp_everything import everything
-
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,11 @@ import pytest
 
 from acp_adapter.mcp import McpConfigError, parse_common_form
 from acp_adapter.mcp.trust import is_trusted
-
-from .conftest import RecordingClient, agent_env, final_status, prompt_text
-from .shared_agent import SharedAgent, shared_agent_process
-from .test_mcp_e2e import kit, text_of, tool_cards
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.mcp.test_mcp_e2e import kit, text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +34,7 @@ def _sneak(target: Path) -> str:
     return f'call sneaky {{"path": "{target}"}}'
 
 
+@pytest.mark.e2e
 async def test_a_lying_read_only_tool_of_an_untrusted_server_asks_first(
     tmp_path: Path, agent: SharedAgent
 ) -> None:
@@ -58,6 +53,7 @@ async def test_a_lying_read_only_tool_of_an_untrusted_server_asks_first(
     assert len(client.permission_requests) == 2
 
 
+@pytest.mark.e2e
 async def test_read_only_mode_runs_no_tool_of_an_untrusted_server(tmp_path: Path, agent: SharedAgent) -> None:
     client = RecordingClient(permission="allow")
     target = tmp_path / "pwned"
@@ -73,6 +69,7 @@ async def test_read_only_mode_runs_no_tool_of_an_untrusted_server(tmp_path: Path
     assert "read-only mode" in text_of(cards[0][-1]) + str(cards[0][-1])
 
 
+@pytest.mark.e2e
 async def test_a_trusted_servers_read_only_tool_runs_unasked_in_every_mode(
     tmp_path: Path, agent: SharedAgent
 ) -> None:
@@ -86,10 +83,11 @@ async def test_a_trusted_servers_read_only_tool_runs_unasked_in_every_mode(
     assert client.permission_requests == []
 
 
+@pytest.mark.e2e
 async def test_the_always_answer_is_offered_for_an_untrusted_servers_tool(
     tmp_path: Path, agent: SharedAgent
 ) -> None:
-    from .test_session_modes import ChoosingClient
+    from tests.unit.test_session_modes import ChoosingClient
 
     client = ChoosingClient(choices=["allow_always"])
     session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
@@ -135,6 +133,7 @@ def test_the_config_report_shows_which_servers_are_trusted() -> None:
     assert first.startswith("MCP server docs (trusted") and "trusted" not in second
 
 
+@pytest.mark.e2e
 async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_same_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -144,9 +143,9 @@ async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_sa
     import json
     import sys
 
-    from .shared_agent import served_inprocess
-    from .test_mcp_frontends import write_settings
-    from .test_session_modes import _agent
+    from tests.helpers.shared_agent import served_inprocess
+    from tests.mcp.test_mcp_frontends import write_settings
+    from tests.unit.test_session_modes import _agent
 
     config = tmp_path / "config"
     trusted = kit(trusted=False)

@@ -19,11 +19,10 @@ from acp_adapter.store import MemoryStore, SessionGone, SessionRecord
 from acp_adapter.store.recorder import SESSION_HOLDERS, ConversationRecorder, held_elsewhere
 from acp_adapter.store.sqlite import SqliteStore
 from acp_adapter.store.writer import BackgroundWriter
-
-from .conftest import RecordingClient, agent_env, prompt_text, spawn_agent
-from .shared_agent import agent_on
-from .test_durable_sessions import _delete_session
-from .test_mcp_lifecycle import _close_session
+from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
+from tests.helpers.shared_agent import agent_on
+from tests.mcp.test_mcp_lifecycle import _close_session
+from tests.store.test_durable_sessions import _delete_session
 
 
 @pytest.fixture
@@ -31,6 +30,7 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.mark.e2e
 def test_a_marker_of_a_running_process_on_this_machine_holds_the_session() -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
@@ -105,6 +105,7 @@ def test_letting_go_never_removes_another_process_marker(tmp_path: Path) -> None
     store.close()
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_delete_of_a_session_held_by_a_running_process_is_refused_naming_it(tmp_path: Path) -> None:
     state = tmp_path / "state"

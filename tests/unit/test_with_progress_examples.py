@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from .conftest import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -29,6 +29,7 @@ def test_the_readme_shows_the_examples_code_verbatim(example):
     assert any(block in source for block in _readme_blocks()), f"no README block is an excerpt of {example}"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 async def test_the_example_shows_a_card_while_its_model_thinks(example, tmp_path):
     if EXAMPLES[example]:

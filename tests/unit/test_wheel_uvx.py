@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 
 from acp_adapter._version import __version__
+from tests.helpers.built_wheel import Dist, dist, one_prompt, think_card_statuses, uv_env
 
-from .built_wheel import Dist, dist, one_prompt, think_card_statuses, uv_env
-
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 __all__ = ["dist"]  # the session fixture, imported to be used here
 

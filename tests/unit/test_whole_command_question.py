@@ -8,13 +8,13 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
 from acp.schema import ToolCallUpdate
 
 from acp_adapter.cli import main
 from acp_adapter.client.permissions import PermissionRequest
-
-from .conftest import ROOT
-from .test_bridge_console_stop import Bridge
+from tests.bridges.test_bridge_console_stop import Bridge
+from tests.helpers.acp_agent import ROOT
 
 
 def _request(title: str, command: str | None) -> PermissionRequest:
@@ -37,6 +37,7 @@ def test_the_command_is_shown_beside_the_title_unless_the_title_holds_it_verbati
     assert _request("Running ls  -la", "ls -la").command_beside_title == "ls -la"  # not verbatim
 
 
+@pytest.mark.e2e
 def test_a_console_bridge_shows_a_long_disguised_command_whole(tmp_path: Path, monkeypatch) -> None:
     """The console bridge shows the whole command, not only the card's title — cut at 160
     characters, the override dropped — so "y" never runs a hidden tail."""

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import ROOT
+from tests.helpers.acp_agent import ROOT
 
 __all__ = ["Dist", "dist", "one_prompt", "think_card_statuses", "uv_env"]
 
@@ -118,7 +118,7 @@ async def one_prompt(argv: list[str], env: dict[str, str], cwd: Path, log: Path)
     from acp import PROTOCOL_VERSION, spawn_agent_process
     from acp.schema import AuthCapabilities, ClientCapabilities, Implementation
 
-    from .conftest import RecordingClient, prompt_text
+    from tests.helpers.acp_agent import RecordingClient, prompt_text
 
     client = RecordingClient()
     with log.open("wb") as stderr:

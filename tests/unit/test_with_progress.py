@@ -26,9 +26,8 @@ from acp.schema import ToolCallProgress, ToolCallStart
 from acp_adapter import with_progress
 from acp_adapter.clock import ManualClock
 from acp_adapter.protocol.meta import META_KEY
-
-from .agents.slow_agent import SECRET, SlowAgent
-from .conftest import ROOT
+from tests.agents.slow_agent import SECRET, SlowAgent
+from tests.helpers.acp_agent import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "agents" / "sdk_examples"))
 

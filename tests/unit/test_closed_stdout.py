@@ -16,8 +16,9 @@ import pytest
 
 from acp_adapter.store import open_store
 from acp_adapter.store.base import PermissionDecision
+from tests.helpers.acp_agent import ROOT, agent_env
 
-from .conftest import ROOT, agent_env
+pytestmark = pytest.mark.e2e
 
 CLI = [sys.executable, "-m", "acp_adapter.cli"]
 

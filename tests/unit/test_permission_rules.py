@@ -20,10 +20,9 @@ from acp_adapter.agent.command_rules import command_rule, resolve_program
 from acp_adapter.agent.permissions import SessionPolicy, permission_options, rule_for
 from acp_adapter.agent.session_config import SessionConfig
 from acp_adapter.tooling.calls import ToolCall
-
-from .conftest import agent_env, final_status, prompt_text
-from .shared_agent import served_inprocess
-from .test_session_modes import ChoosingClient, _agent, _card_of
+from tests.helpers.acp_agent import agent_env, final_status, prompt_text
+from tests.helpers.shared_agent import served_inprocess
+from tests.unit.test_session_modes import ChoosingClient, _agent, _card_of
 
 
 def _script(path: Path, marker: Path) -> Path:
@@ -129,6 +128,7 @@ def test_a_stored_always_allow_of_the_older_base_name_form_allows_nothing(layout
     assert verdict is not None and not verdict.allowed  # an old "always reject" still refuses
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_always_allow_ls_does_not_run_a_workspace_ls_unasked(
     layout: dict[str, Path], tmp_path: Path, monkeypatch: Any
@@ -181,6 +181,7 @@ def test_no_command_line_gets_an_always_allow_for_a_path_or_a_workspace_program(
     check()
 
 
+@pytest.mark.e2e
 def test_an_always_allowed_command_runs_the_approved_program_by_its_path(layout: dict[str, Path]) -> None:
     """The remembered answer pins the program: ``ls -la`` runs as ``/usr/bin/ls -la`` (resolved
     when the rule matched), so a shell with another ``PATH`` (an editor's terminal) or a file

@@ -17,10 +17,9 @@ import pytest
 from acp_adapter.cancel import CancelToken
 from acp_adapter.tooling.builtin import default_toolbox
 from acp_adapter.tooling.calls import ToolCall
-
-from .conftest import RecordingClient, agent_env, final_status, prompt_text
-from .shared_agent import served_inprocess
-from .test_session_modes import ChoosingClient, _agent
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.shared_agent import served_inprocess
+from tests.unit.test_session_modes import ChoosingClient, _agent
 
 SECRET = "TOP-SECRET-outside-the-workspace"
 
@@ -86,11 +85,12 @@ def test_with_nobody_to_ask_a_hard_linked_file_is_not_read(workspace: Path) -> N
     assert plain.ok and "nothing to hide" in plain.text
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_editor_is_not_asked_for_a_hard_linked_file_nobody_allowed(workspace: Path) -> None:
     """With an editor that serves ``fs/read_text_file``, the same question comes first, and a
     refused read never reaches the editor (a real agent process)."""
-    from .test_e2e_edits import EDITOR, EditorClient, spawn
+    from tests.e2e.test_e2e_edits import EDITOR, EditorClient, spawn
 
     client = EditorClient(permission="reject")
     async with spawn(client, EDITOR) as conn:

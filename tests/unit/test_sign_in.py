@@ -1,8 +1,8 @@
 """Sign-in the protocol's way: the auth methods ``initialize`` lists, ``authenticate`` and ``logout``.
 
 The agent runs in this process with the connection ``serve`` builds (its ``logout`` route included,
-:func:`tests.shared_agent.served_inprocess`), driven by the SDK's client side; the
-OpenAI-compatible endpoint is the fake server on loopback (:mod:`tests.fake_openai`), which
+:func:`tests.helpers.shared_agent.served_inprocess`), driven by the SDK's client side; the
+OpenAI-compatible endpoint is the fake server on loopback (:mod:`tests.helpers.fake_openai`), which
 refuses a wrong key with a 401 as a real one does. What the ACP Registry's CI requires (at least
 one method of type ``agent`` or ``terminal``, the type read from the JSON as its checker reads it)
 is checked on the wire form of the answer.
@@ -22,10 +22,9 @@ from acp.schema import AuthCapabilities, ClientCapabilities, Implementation
 from acp_adapter.agent.sign_in import SignIn
 from acp_adapter.config import Settings
 from acp_adapter.config.sign_in_file import BackendChoice, save_choice
-
-from .conftest import RecordingClient, agent_env, prompt_text
-from .fake_openai import FakeOpenAI, text_reply
-from .shared_agent import progress_agent, served_inprocess
+from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text
+from tests.helpers.fake_openai import FakeOpenAI, text_reply
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 KEY = "sk-test-0123456789abcdefSECRET"
 

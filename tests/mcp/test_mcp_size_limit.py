@@ -11,21 +11,16 @@ from collections.abc import AsyncIterator
 import pytest
 from acp.schema import HttpMcpServer, SseMcpServer
 
-from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from .http_servers import http_server
-from .shared_agent import SharedAgent, shared_agent_process
-from .test_mcp_e2e import text_of, tool_cards
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.http_servers import http_server
+from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.mcp.test_mcp_e2e import text_of, tool_cards
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 LIMIT = 2 << 20  # the test's cap: answers of a few times this are sent
 ENV = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_MAX_LINE=str(LIMIT))
 TOO_LARGE = "larger than the 2 MiB limit (ACP_PROGRESS_MCP_MAX_LINE); it was cut off"
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

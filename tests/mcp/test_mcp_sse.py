@@ -11,11 +11,11 @@ import pytest
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import AcpMcpServer, ClientCapabilities, HttpHeader, McpServerStdio, SseMcpServer
 
-from .conftest import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from .http_servers import http_server
-from .test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.http_servers import http_server
+from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOKEN = "Bearer sse-token-5e4d3c2b1a0f9e8d"
 

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 
 from acp_adapter.agent.attachments import MAX_IMAGES, sort_images
 from acp_adapter.text import IMAGE_TYPES, prompt_to_text
-
-from .conftest import RecordingClient, spawn_agent
-from .fake_openai import FakeOpenAI, text_reply
-from .test_openai_backend import KEY, openai_env
+from tests.helpers.acp_agent import RecordingClient, spawn_agent
+from tests.helpers.fake_openai import FakeOpenAI, text_reply
+from tests.unit.test_openai_backend import KEY, openai_env
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
 HOSTILE_TYPES = ("image/png;base64,AAAA", "text/html", "image/svg+xml", "image/png; x=1", "image/", "")
@@ -54,6 +53,7 @@ def test_whatever_the_type_and_data_the_data_url_has_one_shape(mime: str, data: 
         assert url.count(",") == 1 and url.count(";") == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_bad_image_type_is_told_and_the_turn_goes_on_with_the_good_image(tmp_path) -> None:
     with FakeOpenAI(api_key=KEY) as server:

@@ -18,7 +18,8 @@ Two substitutions make it runnable here, and only these:
   test makes a fresh environment, installs the wheel into it, and runs the command at that absolute
   path with a ``PATH`` that does not contain it (an editor started from the desktop has none).
 
-uv runs with an empty cache and ``HOME`` shared by this module's tests (:func:`tests.built_wheel.uv_env`).
+uv runs with an empty cache and ``HOME`` shared by this module's tests
+(:func:`tests.helpers.built_wheel.uv_env`).
 """
 
 from __future__ import annotations
@@ -32,9 +33,8 @@ from pathlib import Path
 import pytest
 
 from acp_adapter._version import __version__
-
-from .built_wheel import Dist, dist, one_prompt, think_card_statuses, uv_env
-from .conftest import ROOT
+from tests.helpers.acp_agent import ROOT
+from tests.helpers.built_wheel import Dist, dist, one_prompt, think_card_statuses, uv_env
 
 pytestmark = pytest.mark.slow
 
@@ -103,6 +103,7 @@ def _runnable(command: list[str], dist: Dist, venv: Path) -> list[str]:
     return [str(venv) + command[0].removeprefix(PLACEHOLDER_VENV), *command[1:]]
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", [f"{client}-{form}" for client in CLIENTS for form in FORMS])
 async def test_each_snippets_command_serves_a_prompt_with_its_think_card(
@@ -118,13 +119,14 @@ async def test_each_snippets_command_serves_a_prompt_with_its_think_card(
     assert statuses[0] == "in_progress" and statuses[-1] == "completed", statuses
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", ["acpx-uvx", "acpx-venv"])
 def test_acpx_itself_runs_its_snippet(
     name: str, dist: Dist, venv: Path, uv_base: Path, tmp_path: Path
 ) -> None:
     """The acpx snippets are whole command lines: the real acpx (npm, at its locked version) runs
     them, with the agent command substituted as above, and prints the answer of the turn."""
-    from .npm_client import CLIENT_DIR, node_with_packages
+    from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 
     node_with_packages("acpx")
     _lang, body = readme_snippets()[name]

@@ -34,18 +34,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_adapter.mcp.elicitation import MAX_SCHEMA_BYTES, WAITING, UnfitQuestion, form_schema, safe_url
-
-from .conftest import ROOT, TEMP_ROOT, RecordingClient, agent_env, final_status, prompt_text
-from .test_mcp_e2e import progress_of, text_of, tool_cards
-from .test_mcp_everything import everything
-from .test_mcp_tasks import tasks_server
+from tests.helpers.acp_agent import ROOT, TEMP_ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.mcp.test_mcp_everything import everything
+from tests.mcp.test_mcp_tasks import tasks_server
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass
@@ -107,6 +101,7 @@ async def asking() -> AsyncIterator[tuple[Any, AskingClient]]:
         yield conn, client
 
 
+@pytest.mark.e2e
 async def test_a_tool_s_question_reaches_the_editor_and_the_answer_goes_back(
     tmp_path: Path, asking: tuple[Any, AskingClient]
 ) -> None:
@@ -125,6 +120,7 @@ async def test_a_tool_s_question_reaches_the_editor_and_the_answer_goes_back(
     assert final_status(card) == "completed" and "the person said teal" in text_of(card[-1])
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("reply", ["decline", "cancel"])
 async def test_a_decline_or_a_cancel_goes_back_to_the_server(
     tmp_path: Path, asking: tuple[Any, AskingClient], reply: str
@@ -137,6 +133,7 @@ async def test_a_decline_or_a_cancel_goes_back_to_the_server(
     assert final_status(card) == "completed" and f"the person chose {reply}" in text_of(card[-1])
 
 
+@pytest.mark.e2e
 async def test_server_everything_s_question_reaches_the_editor(
     tmp_path: Path, asking: tuple[Any, AskingClient]
 ) -> None:
@@ -151,6 +148,7 @@ async def test_server_everything_s_question_reaches_the_editor(
     assert final_status(card) == "completed" and "decline" in text_of(card[-1]).lower()
 
 
+@pytest.mark.e2e
 async def test_an_editor_without_questions_gets_none_and_the_server_hears_why(tmp_path: Path) -> None:
     client = AskingClient()
     async with editor(client, ClientCapabilities()) as conn:
@@ -226,6 +224,7 @@ def test_any_schema_is_either_refused_or_cleaned(raw: dict[str, Any]) -> None:
         assert bad not in dumped
 
 
+@pytest.mark.e2e
 async def test_a_task_that_needs_input_asks_the_editor_and_goes_on_with_the_answer(
     tmp_path: Path, asking: tuple[Any, AskingClient]
 ) -> None:
@@ -244,6 +243,7 @@ async def test_a_task_that_needs_input_asks_the_editor_and_goes_on_with_the_answ
     assert final_status(card) == "completed" and "snake" in text_of(card[-1])
 
 
+@pytest.mark.e2e
 async def test_a_link_question_reaches_an_editor_that_takes_links_and_a_bad_link_never_does(
     tmp_path: Path,
 ) -> None:

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from .conftest import ROOT
+from tests.helpers.acp_agent import ROOT
 
 
 def free_port() -> int:

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from acp_adapter.client.agent_notifications import MAX_KINDS, NotificationCheck
-
-from .conftest import ROOT, agent_env
+from tests.helpers.acp_agent import ROOT, agent_env
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'scripted_agent.py'} invalid 2000"
 CLI = [sys.executable, "-m", "acp_adapter.cli"]
@@ -95,6 +94,7 @@ def _assert_summed_up(stderr: str) -> None:
     assert firsts == 4 and firsts + more == 2000, stderr
 
 
+@pytest.mark.e2e
 def test_watch_sums_up_a_foreign_agents_2000_invalid_updates(tmp_path: Path) -> None:
     done = subprocess.run(
         [*CLI, "watch", "--agent", AGENT, "hi"],
@@ -109,6 +109,7 @@ def test_watch_sums_up_a_foreign_agents_2000_invalid_updates(tmp_path: Path) -> 
     _assert_summed_up(done.stderr)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("front_end", ["chat", "watch-json"])
 def test_chat_and_json_sum_up_too(tmp_path: Path, front_end: str) -> None:
     argv = (

@@ -15,7 +15,7 @@ import pytest
 from acp import RequestError
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart
 
-from .conftest import ROOT, RecordingClient, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import ROOT, RecordingClient, final_status, prompt_text, spawn_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -44,6 +44,7 @@ def argv(kind: str, *args: str, bare: bool = False, think_after: str = "0.1") ->
     return [WRAPPED, *(["--bare"] if bare else []), "--think-after", think_after, kind, *args]
 
 
+@pytest.mark.e2e
 async def test_the_sdk_example_echo_agent_over_stdio_streams_with_no_card(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=argv("echo")) as (conn, _p, _log):
@@ -55,6 +56,7 @@ async def test_the_sdk_example_echo_agent_over_stdio_streams_with_no_card(tmp_pa
     assert client.answer() == "hello there"
 
 
+@pytest.mark.e2e
 async def test_a_slow_sdk_agent_over_stdio_gets_a_card_with_heartbeats_closed_before_its_answer(tmp_path):
     client = RecordingClient()
     # the heartbeat interval comes from the settings, as for the relay (agent_env: 0.05 s)
@@ -75,6 +77,7 @@ async def test_a_slow_sdk_agent_over_stdio_gets_a_card_with_heartbeats_closed_be
     ]
 
 
+@pytest.mark.e2e
 async def test_an_agent_that_raises_over_stdio_fails_the_card_and_the_editor_gets_the_error(tmp_path):
     client = RecordingClient()
     async with spawn_agent(client, argv=argv("slow-raise", "0.4")) as (conn, _p, _log):
@@ -87,6 +90,7 @@ async def test_an_agent_that_raises_over_stdio_fails_the_card_and_the_editor_get
     assert order_of(client)[-1] == "card:failed", "nothing after the error answer"
 
 
+@pytest.mark.e2e
 async def test_cancel_over_stdio_fails_the_card_and_the_agent_answers_cancelled(tmp_path):
     card_shown = asyncio.Event()
     client = RecordingClient(on_update=lambda received: card_shown.set())
@@ -107,6 +111,7 @@ async def test_cancel_over_stdio_fails_the_card_and_the_agent_answers_cancelled(
 # ---------------------------------------------------------------------- pydantic-acp
 
 
+@pytest.mark.e2e
 async def test_a_pydantic_acp_agent_over_stdio_gets_a_card_closed_before_its_streamed_answer(tmp_path):
     pytest.importorskip("pydantic_acp", reason="the pydantic-acp extra is not installed")
     client = RecordingClient()
@@ -128,8 +133,7 @@ async def test_a_pydantic_acp_agent_in_process_sends_the_same_updates_bare_and_w
     from acp.core import AgentSideConnection, ClientSideConnection
 
     from acp_adapter import with_progress
-
-    from .agents.slow_agent import pydantic_agent
+    from tests.agents.slow_agent import pydantic_agent
 
     async def drive(agent: Any) -> RecordingClient:
         client = RecordingClient()
@@ -175,12 +179,13 @@ def test_pydantic_acp_keeps_the_pydantic_ai_it_supports():
     assert version("pydantic-ai-slim") in wanted.specifier
 
 
+@pytest.mark.e2e
 def test_a_hang_up_mid_think_ends_the_wrapped_agents_process_promptly():
     """The editor closes the agent's stdin while our card is open: the SDK cancels the prompt, the
     wrapper lets that cancellation through (an answer now would wait on a sender that is gone) and
     the process exits as the bare agent would."""
-    from .conftest import agent_env
-    from .rawpipes import RawProcess, answers, request
+    from tests.helpers.acp_agent import agent_env
+    from tests.helpers.rawpipes import RawProcess, answers, request
 
     agent = RawProcess([sys.executable, *argv("slow", "60")], agent_env(), str(ROOT))
     agent.send(request(1, "initialize", {"protocolVersion": 1}))
