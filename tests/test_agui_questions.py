@@ -92,6 +92,11 @@ async def test_a_resume_accepts_declines_or_cancels_and_a_payload_that_does_not_
     )
     assert isinstance(accepted, AcceptElicitationResponse)
     assert accepted.content == {"name": "Ada", "count": 3, "size": "small"}
+    shown_option = pending.choice(  # an option as the interrupt showed it is that option
+        entry(pending, {"action": "accept", "content": {"name": "Ada", "count": 1, "size": "large<U+202E>"}})
+    )
+    assert isinstance(shown_option, AcceptElicitationResponse)
+    assert shown_option.content is not None and shown_option.content["size"] == "large\u202e"
     assert isinstance(pending.choice(entry(pending, {"action": "decline"})), DeclineElicitationResponse)
     assert isinstance(pending.choice(entry(pending, {"action": "cancel"})), CancelElicitationResponse)
     assert isinstance(pending.choice(entry(pending, None, "cancelled")), CancelElicitationResponse)

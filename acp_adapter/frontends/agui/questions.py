@@ -160,13 +160,15 @@ class PendingQuestion:
         return form_answer(self._checked(content))
 
     def _checked(self, content: dict[str, Any]) -> dict[str, Any]:
-        by_name = {f.name: f for f in self.fields}
+        # a client knows the names and options as they were sent (shown): both spellings are taken
+        by_name = {shown(f.name): f for f in self.fields} | {f.name: f for f in self.fields}
         unknown = [str(k)[:40] for k in content if k not in by_name]
         if unknown:
             raise self._unfit(f"the form has no field {unknown[0]!r}")
+        given = {by_name[k].name: v for k, v in content.items()}
         values: dict[str, Any] = {}
         for field in self.fields:
-            value = content.get(field.name)
+            value = _as_sent(field, given.get(field.name))
             if value is None or value == "":
                 if field.required:
                     raise self._unfit(f"{field.title!r} is required")
@@ -176,6 +178,16 @@ class PendingQuestion:
 
     def _unfit(self, why: str) -> ResumeError:
         return ResumeError(f"resume of question {self.id!r}: {why}", status=422)
+
+
+def _as_sent(field: FormField, value: Any) -> Any:
+    """``value`` with an option spelled as it was shown turned back into the option itself."""
+    if not field.options:
+        return value
+    options = {shown(o): o for o in field.options}
+    if isinstance(value, list):
+        return [options.get(v, v) if isinstance(v, str) else v for v in value]
+    return options.get(value, value) if isinstance(value, str) else value
 
 
 def _fitted(field: FormField, value: Any, unfit: Any) -> Any:
