@@ -328,3 +328,16 @@ def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(tmp_path: 
         assert later[-1]["type"] == "RUN_FINISHED"
     finally:
         process.stop()
+
+
+def test_the_agent_takes_a_decline_s_reason_cleaned_and_bounded() -> None:
+    from acp_adapter.mcp.elicitation import decline_reason
+
+    hostile = DeclineElicitationResponse(
+        action="decline", field_meta={"acpProgress": {"reason": "late\x1b]0;x\x07\x1b[2J " + "y" * 900}}
+    )
+    why = decline_reason(hostile)
+    assert why is not None and why.startswith("late") and "\x1b" not in why and len(why) <= 300
+    assert decline_reason(DeclineElicitationResponse(action="decline")) is None
+    odd = DeclineElicitationResponse(action="decline", field_meta={"acpProgress": {"reason": 3}})
+    assert decline_reason(odd) is None
