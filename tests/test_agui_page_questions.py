@@ -113,3 +113,19 @@ def test_a_form_missing_a_required_field_is_not_sent_and_decline_reaches_the_too
     page.wait_for_selector("#log :text('the person chose decline')", timeout=60_000)
     idle(page, 60_000)
     assert page.problems == []
+
+
+def test_a_page_reloaded_while_asked_shows_the_form_again_and_its_answer_goes_through(
+    page: Any, server: AguiProcess
+) -> None:
+    page.goto(server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    ask(page, 'call asks {"question": "Favourite colour?"}')
+    page.reload()
+    form = page.wait_for_selector("form.tool-question", timeout=30_000)  # asked again
+    assert "Favourite colour?" in form.text_content()
+    form.query_selector("input[data-field='colour']").fill("teal")
+    form.query_selector("button:has-text('Send')").click()
+    page.wait_for_selector("#log :text('the person said teal')", timeout=60_000)
+    idle(page, 60_000)
+    assert page.problems == []
