@@ -3,7 +3,7 @@
 // Plain JavaScript, no dependencies, no build step. It POSTs RunAgentInput to "/" and reads the
 // AG-UI event stream (SSE over fetch), renders answers, reasoning, tool cards with progress bars
 // (TOOL_PROGRESS activities), the plan (shared state: STATE_SNAPSHOT + STATE_DELTA JSON Patches),
-// diffs, the progress summary, usage, and permission questions (RUN_FINISHED with an interrupt
+// diffs, the progress summary, usage, permission questions and tools' questions (forms) (RUN_FINISHED with an interrupt
 // outcome, answered by a run with `resume`). A thread opened from the list, or the current one after a
 // reload, first shows its earlier conversation (GET /threads/{id}: AG-UI messages from the session
 // store). Every text from the server is set with textContent, after visible() showed its hidden
