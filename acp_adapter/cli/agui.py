@@ -105,8 +105,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     agui.add_argument(
         "--permission-interrupts",
         action="store_true",
-        help="ask every run's client about the agent's permission requests (an AG-UI interrupt it "
-        "answers with a resume) instead of only runs that set forwardedProps.permissionInterrupts",
+        help="ask every run's client about the agent's permission requests and its tools' questions "
+        "(an AG-UI interrupt it answers with a resume) instead of only runs that set "
+        "forwardedProps.permissionInterrupts",
     )
     agui.add_argument(
         "--permission-timeout",
@@ -114,7 +115,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=120.0,
         metavar="SECONDS",
         help="how long a run paused on a permission question waits for its resume before the "
-        "static answer (deny, or allow with --yes) is given (default 120)",
+        "static answer (deny, or allow with --yes) is given, and on a tool's question before it is "
+        "declined (default 120)",
     )
     agui.add_argument(
         "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"

@@ -39,7 +39,9 @@ Permission requests from the agent are answered by ``permission_policy``: by def
 the card; ``allow_all`` (``--yes``) allows. A run that asks for it
 (``forwardedProps.permissionInterrupts``, or ``permission_interrupts=True`` for every run) gets the
 question instead, as an AG-UI interrupt, and its client answers with a resume (:mod:`.interrupts`);
-``permission_policy`` answers when nobody does within ``permission_timeout`` seconds.
+``permission_policy`` answers when nobody does within ``permission_timeout`` seconds. A tool's
+question (ACP ``elicitation/create``) pauses such a run the same way, with a form
+(:mod:`.questions`); otherwise, or after the same wait, it is declined with its reason.
 """
 
 from __future__ import annotations

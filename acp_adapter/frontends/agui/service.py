@@ -28,6 +28,7 @@ from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunObserverFactory
 from acp_adapter.frontends.agui.policy import RedactPolicy
 from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.questions import QuestionBroker
 from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks, ReplicaUnavailable, claim_thread
 from acp_adapter.frontends.agui.request import RunRequest
 from acp_adapter.frontends.agui.run import RunEmitter
@@ -82,6 +83,8 @@ class AguiService:
         self.permission_interrupts = permission_interrupts
         #: asks a run's client (an interrupt) when the run wants it, else ``permission_policy``
         self.permissions = PermissionBroker(permission_policy, timeout=permission_timeout)
+        #: asks a run's client a tool's question (an interrupt with a form), else declines it
+        self.questions = QuestionBroker(self.permissions, timeout=permission_timeout)
         #: threadId → sessionId, durable when given a store (else for this process only)
         self.thread_sessions = thread_sessions if thread_sessions is not None else ThreadSessions()
         self.max_runs = max_runs
@@ -101,6 +104,7 @@ class AguiService:
             cwd=cwd,
             env=agent_env,
             permission_policy=self.permissions,
+            question_policy=self.questions,
             init_timeout=init_timeout,
             stderr_log=agent_log,
             threads=self.thread_sessions,
@@ -223,17 +227,17 @@ class AguiService:
         """The paused turn goes on as this run: same projection, a new emitter, the chosen answer."""
         pending = active.paused
         assert pending is not None and request.input.resume
-        option = pending.choice(resume_entry(request.input.resume, pending))
+        answer = pending.choice(resume_entry(request.input.resume, pending))
         projection = active.context.emitter.projection
         projection.reopen(request.input.run_id)
         emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
-        active.resume(emitter, request.input, option)
+        active.resume(emitter, request.input, answer)
         log.info(
             "run %s on thread %s resumes interrupt %s (%s)",
             redact_text(request.input.run_id),
             redact_text(request.input.thread_id),
             pending.id,
-            "answered" if option is not None else "cancelled: the static policy answers",
+            "answered" if answer is not None else "cancelled: the static policy answers",
         )
         return active
 
