@@ -26,6 +26,7 @@ from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.platforms import stop_on_signals
 from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Verdict
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
@@ -160,7 +161,7 @@ async def run_console(
     Until ``stop`` is set (or SIGINT/SIGTERM), that is: then running turns are cancelled, their
     open lines end ``❌ … — the bridge stopped``, and the agent is stopped, without waiting for
     more input."""
-    runner = runner or BridgeRunner(instance, agent_env=agent_env)
+    runner = runner or BridgeRunner(instance, BridgeOptions(agent_env=agent_env or {}))
     sink = ConsoleSink(out)
     #: questions waiting for the next typed line (a permission's y/N, a field of a tool's question)
     pending: list[asyncio.Future[str | None]] = []
