@@ -142,6 +142,45 @@ def _refusal(status: int, detail: str, **headers: str) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status, headers=headers or None)
 
 
+async def _start_run(request: Request, service: AguiService, limits: EndpointLimits) -> Response:
+    """``POST /``: the run's SSE stream, or the refusal that says why there is none."""
+    if not _is_json(request.headers.get("content-type")):
+        return _refusal(415, "POST a RunAgentInput with Content-Type: application/json")
+    if service.runs_full:
+        return _busy(limits)
+    try:
+        body = await _read_body(request, limits)
+        run_request = parse_run_request(
+            body,
+            service.tool_progress,
+            service.progress_summary,
+            max_id_length=limits.max_id_length,
+            global_interrupts=service.permission_interrupts,
+        )
+    except BadRunInput as exc:
+        return _refusal(exc.status, str(exc))
+    except _ClientGone as exc:
+        log.info("a client disconnected before its request body arrived (%s bytes read)", exc.args[0])
+        return Response(status_code=400)  # nobody is there to read it
+    try:
+        active = await service.open_run(run_request)
+    except ThreadBusy as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+    except ResumeError as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+    except TooManyRuns:
+        return _busy(limits)
+    return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))
+
+
+def _busy(limits: EndpointLimits) -> JSONResponse:
+    return _refusal(
+        503,
+        f"{limits.max_runs} runs are in progress, the most this endpoint serves at once; retry later",
+        **{"Retry-After": str(RETRY_AFTER)},
+    )
+
+
 def create_app(options: AguiOptions | None = None) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent, configured by ``options``
     (:class:`~.endpoint.AguiOptions`; ``None``: every default — this project's agent in the current
@@ -200,39 +239,6 @@ def create_app(options: AguiOptions | None = None) -> FastAPI:
 
     @app.post("/", response_model=None)
     async def run(request: Request) -> Response:
-        if not _is_json(request.headers.get("content-type")):
-            return _refusal(415, "POST a RunAgentInput with Content-Type: application/json")
-        if service.runs_full:
-            return _busy()
-        try:
-            body = await _read_body(request, limits)
-            run_request = parse_run_request(
-                body,
-                service.tool_progress,
-                service.progress_summary,
-                max_id_length=limits.max_id_length,
-                global_interrupts=service.permission_interrupts,
-            )
-        except BadRunInput as exc:
-            return _refusal(exc.status, str(exc))
-        except _ClientGone as exc:
-            log.info("a client disconnected before its request body arrived (%s bytes read)", exc.args[0])
-            return Response(status_code=400)  # nobody is there to read it
-        try:
-            active = await service.open_run(run_request)
-        except ThreadBusy as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=409)
-        except ResumeError as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=exc.status)
-        except TooManyRuns:
-            return _busy()
-        return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))
-
-    def _busy() -> JSONResponse:
-        return _refusal(
-            503,
-            f"{limits.max_runs} runs are in progress, the most this endpoint serves at once; retry later",
-            **{"Retry-After": str(RETRY_AFTER)},
-        )
+        return await _start_run(request, service, limits)
 
     return app
