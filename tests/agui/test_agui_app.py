@@ -29,6 +29,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.endpoint import AguiOptions
 from acp_adapter.frontends.agui.observers import RunContext, RunObserver, RunOutcome
 from acp_adapter.frontends.agui.options import ENV_TOOL_PROGRESS
 from acp_adapter.frontends.agui.policy import none_policy
@@ -159,7 +160,7 @@ def exploding(context: RunContext) -> RunObserver | None:
 
 def make_app(recorder: Recorder, *, observers: tuple[Any, ...] = (), **kwargs: Any) -> Any:
     kwargs.setdefault("agent_env", agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"))
-    return create_app(run_observers=[recorder, *observers], **kwargs)
+    return create_app(AguiOptions(run_observers=[recorder, *observers], **kwargs))
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +176,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def servers(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[dict[str, Served]]:
     """Every app the tests need, started together (each spawns its agent; that is the slow part)."""
-    monkeypatch_module.setenv(ENV_TOOL_PROGRESS, "1")  # read once, by create_app(tool_progress=None)
+    monkeypatch_module.setenv(
+        ENV_TOOL_PROGRESS, "1"
+    )  # read once, by create_app(AguiOptions(tool_progress=None))
     scripted = {"agent_command": PROGRESS_AGENT, "cwd": workspace}
     specs: dict[str, dict[str, Any]] = {
         "real": {"cwd": workspace, "tool_progress": False},
@@ -608,11 +611,11 @@ def test_create_app_rejects_bad_arguments_before_serving(tmp_path: Path) -> None
     from acp_adapter.frontends.agui.policy import PolicyError
 
     with pytest.raises(PolicyError):
-        create_app(policy="no_such_module_xyz:redact")
+        create_app(AguiOptions(policy="no_such_module_xyz:redact"))
     with pytest.raises(AgentStartError):
-        create_app("'unbalanced")
+        create_app(AguiOptions(agent_command="'unbalanced"))
     with pytest.raises(ValueError, match="not a directory"):
-        create_app(cwd=tmp_path / "missing")
+        create_app(AguiOptions(cwd=tmp_path / "missing"))
 
 
 @pytest.mark.e2e

@@ -20,6 +20,7 @@ import pytest
 from acp import update_agent_message_text
 
 from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.endpoint import AguiOptions
 from acp_adapter.frontends.agui.limits import EndpointLimits
 from acp_adapter.frontends.agui.policy import none_policy
 from acp_adapter.frontends.agui.projection import RunProjection
@@ -135,12 +136,14 @@ def test_a_real_sse_reader_that_stops_reading_does_not_grow_the_run(tmp_path: An
     """An SSE client that reads nothing: the run's queue stays at its bound, the agent is held,
     and when the client reads again the stream is valid and ends with the latest progress."""
     app = create_app(
-        PROGRESS_AGENT,
-        policy=none_policy,
-        tool_progress=True,
-        cwd=tmp_path,
-        agent_env=agent_env(),
-        limits=EndpointLimits(max_queued_events=64),
+        AguiOptions(
+            agent_command=PROGRESS_AGENT,
+            policy=none_policy,
+            tool_progress=True,
+            cwd=tmp_path,
+            agent_env=agent_env(),
+            limits=EndpointLimits(max_queued_events=64),
+        )
     )
     served = Served(app)
     # small kernel buffers (accepted sockets inherit the listener's): the stall reaches the app soon

@@ -34,6 +34,7 @@ from pydantic import TypeAdapter
 
 from acp_adapter.frontends.agui.admission import Admission
 from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.endpoint import AguiOptions
 from acp_adapter.frontends.agui.history import MAX_TEXT_CHARS, bounded, history_messages
 from acp_adapter.frontends.agui.policy import default_policy
 from acp_adapter.store import SessionRecord, StoredSession
@@ -125,7 +126,15 @@ def fill(
 def client(
     store: PlainStore, *, scope: str = "instance:one", token: str | None = TOKEN, **kw: Any
 ) -> httpx.AsyncClient:
-    app = create_app(["true"], thread_store=store, thread_scope=scope, admission=Admission(token=token), **kw)
+    app = create_app(
+        AguiOptions(
+            agent_command=["true"],
+            thread_store=store,
+            thread_scope=scope,
+            admission=Admission(token=token),
+            **kw,
+        )
+    )
     transport = httpx.ASGITransport(app=app)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=headers)

@@ -251,6 +251,7 @@ async def test_the_thread_lock_goes_before_the_run_s_last_event(pg_url: str, tmp
     import json
     import sys
 
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
     from acp_adapter.frontends.agui.policy import default_policy
     from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
     from acp_adapter.frontends.agui.request import parse_run_request
@@ -265,7 +266,9 @@ async def test_the_thread_lock_goes_before_the_run_s_last_event(pg_url: str, tmp
 
     store = PostgresStore(pg_url)
     agent = [sys.executable, str(ROOT / "tests" / "agents" / "agui_everything_agent.py")]
-    service = AguiService(agent, cwd=str(tmp_path), policy=default_policy, tool_progress=False)
+    service = AguiService(
+        AguiOptions(agent_command=agent, cwd=str(tmp_path), policy=default_policy, tool_progress=False)
+    )
     service.thread_locks = SlowDatabase(pg_url, store, "s")
     other_replica = ReplicaThreadLocks(pg_url, store, "s")
     try:

@@ -1,6 +1,6 @@
 """Progress summaries on the AG-UI endpoint: PROGRESS_SUMMARY activity snapshots, one per run.
 
-End to end: ``create_app(summary=...)`` on uvicorn over loopback, driving this project's agent
+End to end: ``create_app(AguiOptions(summary=...))`` on uvicorn over loopback, driving this project's agent
 (embedded model, slowed down so a run spans several summary ticks); every event read back is
 validated as its ag-ui-protocol model and the stream's order rules are checked. The observer itself
 is also driven on a :class:`~acp_adapter.summary.ManualClock`, without HTTP or real waits.
@@ -22,6 +22,7 @@ from ag_ui.core import ActivitySnapshotEvent, RunAgentInput, RunFinishedEvent, U
 from acp_adapter.cli import build_parser, main
 from acp_adapter.config import Settings
 from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.endpoint import AguiOptions
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunOutcome
 from acp_adapter.frontends.agui.projection import RunProjection
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
@@ -85,7 +86,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def apps(workspace: Path) -> Iterator[dict[str, Served]]:
     """``on``: summaries from settings (embedded, 0.05 s cadence); ``off``: ACP_PROGRESS_SUMMARY=off;
-    ``library``: create_app without ``summary=`` (off unless a run asks). The agent thinks 0.3 s a call."""
+    ``library``: AguiOptions without ``summary=`` (off unless a run asks). The agent thinks 0.3 s a call."""
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.3")
     specs: dict[str, Any] = {
         "on": Settings(summary="embedded", summary_interval=0.05),
@@ -93,7 +94,9 @@ def apps(workspace: Path) -> Iterator[dict[str, Served]]:
         "library": None,
     }
     served = {
-        name: Served(create_app(cwd=workspace, agent_env=env, summary=summary, run_observers=[rec]), rec)
+        name: Served(
+            create_app(AguiOptions(cwd=workspace, agent_env=env, summary=summary, run_observers=[rec])), rec
+        )
         for name, summary in specs.items()
         for rec in [Recorder()]
     }

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from acp_adapter.frontends.bridges.config import new_instance
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.platforms.console import run_console
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
@@ -54,7 +55,7 @@ class WatchedOutput(io.StringIO):
 
 
 def runner_for(instance: Any, **kw: Any) -> BridgeRunner:
-    return BridgeRunner(instance, agent_env=agent_env(), window=0.2, **kw)
+    return BridgeRunner(instance, BridgeOptions(agent_env=agent_env(), window=0.2, **kw))
 
 
 async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from acp import update_agent_thought_text
 
 from acp_adapter.frontends.bridges.config import new_instance
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.summary import ProgressSummary
 from acp_adapter.summary.generators import SUMMARY_THREADS, BoundedThreads, GeneratorBusy
@@ -61,7 +62,7 @@ async def test_typing_goes_through_the_routes_ordered_queue() -> None:
     called ``set_typing`` itself would run a typing call while the route worker is in the middle of
     a post (two platform calls of one chat at once), and typing could follow the answer."""
     instance = new_instance("c", "console", cwd=str(ROOT))
-    runner = BridgeRunner(instance, agent_env=agent_env(), window=0.05)
+    runner = BridgeRunner(instance, BridgeOptions(agent_env=agent_env(), window=0.05))
     sink = OneAtATimeSink()
     try:
         await asyncio.wait_for(runner.handle_message("c", "search for TODO", sink, 1), 60)

@@ -18,6 +18,7 @@ pytest.importorskip("telegram")
 
 from acp_adapter.config import TelegramSettings
 from acp_adapter.frontends.bridges.config import BridgeInstance, new_instance
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.platforms.telegram import (
     EXPIRED,
     REFUSAL,
@@ -364,7 +365,9 @@ async def test_stopping_with_a_question_pending(fake: FakeTelegram, caplog: pyte
     user") says somebody did; the running line does not stay ``💻 Running …``; the last edits do not
     fail with ``RuntimeError('This HTTPXRequest is not initialized!')``."""
     caplog.set_level(logging.INFO)
-    runner = BridgeRunner(group(), agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), window=0.2)
+    runner = BridgeRunner(
+        group(), BridgeOptions(agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), window=0.2)
+    )
     stop = asyncio.Event()
     task = asyncio.create_task(
         run_telegram(

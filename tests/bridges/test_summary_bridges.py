@@ -35,6 +35,7 @@ from acp_adapter.frontends.bridges.config import (
 )
 from acp_adapter.frontends.bridges.delivery import PLACEHOLDER_DELAY, RouteDelivery
 from acp_adapter.frontends.bridges.events import AnswerText, ErrorNotice, SummaryUpdate, TurnEnd, TurnStart
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.platforms.console import run_console
 from acp_adapter.frontends.bridges.queue import RouteQueue
 from acp_adapter.frontends.bridges.runner import BridgeRunner
@@ -296,7 +297,8 @@ async def scripted_runner(
     factory = SummaryFactory(writer, interval=10) if writer is not None else None
     instance = new_instance("s", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
     runner = BridgeRunner(
-        instance, window=0.01, summary=factory, placeholder_delay=0, summary_clock=clock, **kw
+        instance,
+        BridgeOptions(window=0.01, summary=factory, placeholder_delay=0, summary_clock=clock, **kw),
     )
     driver = ScriptedDriver()
     runner.agent.adopt(driver)  # type: ignore[arg-type]
@@ -404,10 +406,12 @@ async def test_console_end_to_end_with_this_projects_agent() -> None:
     instance = new_instance("c", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
     runner = BridgeRunner(
         instance,
-        agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.4"),
-        window=0.05,
-        summary=SummaryFactory.from_settings(Settings(summary="embedded", summary_interval=0)),
-        placeholder_delay=0,
+        BridgeOptions(
+            agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.4"),
+            window=0.05,
+            summary=SummaryFactory.from_settings(Settings(summary="embedded", summary_interval=0)),
+            placeholder_delay=0,
+        ),
     )
     inp, out = ScriptedInput(), WatchedOutput()
     inp.feed("search for TODO")
@@ -441,10 +445,12 @@ async def test_telegram_end_to_end_placeholder_limit_and_order() -> None:
         long = "😀" * 3000  # 6000 UTF-16 units: must be cut to Telegram's 4096
         runner = BridgeRunner(
             instance,
-            agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.5"),
-            window=0.2,
-            summary=writer_factory("Looking at the request.", long, max_length=5000),
-            placeholder_delay=0,
+            BridgeOptions(
+                agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.5"),
+                window=0.2,
+                summary=writer_factory("Looking at the request.", long, max_length=5000),
+                placeholder_delay=0,
+            ),
         )
         stop = asyncio.Event()
         task = asyncio.create_task(

@@ -38,7 +38,7 @@ def test_both_come_from_the_settings_file_and_the_environment_wins(tmp_path: Pat
     env = {"ACP_PROGRESS_CONFIG_DIR": str(_dir_with_file(tmp_path))}
     s = Settings.from_env(env)
     assert s.agui.tool_progress is True and s.telegram.api_url == "http://127.0.0.1:8081"
-    assert global_tool_progress(env) is True  # what create_app(tool_progress=None) uses
+    assert global_tool_progress(env) is True  # what AguiOptions(tool_progress=None) uses
     over = {
         **env,
         "ACP_PROGRESS_AGUI_TOOL_PROGRESS": "0",

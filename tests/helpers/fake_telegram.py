@@ -641,11 +641,12 @@ async def telegram_bridge(
     **runner_kw: Any,
 ) -> AsyncIterator[Any]:
     """``run_telegram`` for ``instance`` against ``fake`` until the block ends (then stopped, awaited)."""
+    from acp_adapter.frontends.bridges.options import BridgeOptions
     from acp_adapter.frontends.bridges.platforms.telegram import run_telegram
     from acp_adapter.frontends.bridges.runner import BridgeRunner
     from tests.helpers.acp_agent import agent_env
 
-    runner = BridgeRunner(instance, agent_env=agent_env(), window=window, **runner_kw)
+    runner = BridgeRunner(instance, BridgeOptions(agent_env=agent_env(), window=window, **runner_kw))
     stop = asyncio.Event()
     extra = {"settings": settings} if settings is not None else {}
     task = asyncio.create_task(

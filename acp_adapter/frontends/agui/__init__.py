@@ -6,6 +6,7 @@ holds one run's lock and outbox. Around them: ``request`` validates a ``RunAgent
 ``threads`` keeps one ACP session per thread and one run per thread, ``host`` owns the agent
 process, ``active`` drives one run's turn, ``observers`` is where other projections of a run attach
 (``summaries`` is one: each run's PROGRESS_SUMMARY activity), ``service`` ties them together,
+``endpoint`` holds the endpoint's options (:class:`~acp_adapter.frontends.agui.endpoint.AguiOptions`),
 ``app`` is the FastAPI endpoint (:func:`acp_adapter.frontends.agui.app.create_app`); the
 ``acp-progress agui`` command line is :mod:`acp_adapter.cli.agui`.
 

@@ -24,7 +24,7 @@ from typing import Final
 
 from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, PermissionPolicy, deny_all
 from acp_adapter.client.questions import QuestionPolicy
-from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
+from acp_adapter.client.supervisor import AgentSupervisor
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadSlot
 from acp_adapter.mcp.config import McpServerSpec
@@ -51,7 +51,6 @@ class AgentHost:
         init_timeout: float = 30.0,
         stderr_log: str | os.PathLike[str] | None = None,
         threads: ThreadSessions | None = None,
-        restart: RestartPolicy | None = None,
         mcp_servers: Sequence[McpServerSpec] = (),
     ) -> None:
         self.mcp_servers = list(mcp_servers)
@@ -66,7 +65,7 @@ class AgentHost:
         self.init_timeout = init_timeout
         self.stderr_log = stderr_log
         #: the agent process: started on demand, restarted after it died, closed with the app
-        self.supervisor = AgentSupervisor(self._make_driver, name="the AG-UI endpoint", policy=restart)
+        self.supervisor = AgentSupervisor(self._make_driver, name="the AG-UI endpoint")
 
     def _make_driver(self) -> AgentDriver:
         return AgentDriver(

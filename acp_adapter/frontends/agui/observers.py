@@ -2,7 +2,7 @@
 
 The AG-UI endpoint projects each run's updates to AG-UI events itself; anything else that wants
 to watch the same stream (a progress summary publishing a ``PROGRESS_SUMMARY`` activity, metrics,
-an audit log) is a :class:`RunObserver`. ``create_app(run_observers=[factory, ...])`` takes
+an audit log) is a :class:`RunObserver`. ``AguiOptions(run_observers=[factory, ...])`` takes
 factories; each is called once per run with that run's :class:`RunContext` and returns an
 observer (or ``None`` to sit the run out). The context carries the run's
 :class:`~acp_adapter.frontends.agui.run.RunEmitter`, so an observer publishes with

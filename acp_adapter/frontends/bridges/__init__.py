@@ -10,6 +10,7 @@ Layers, each in its own module:
 * :mod:`.delivery`    platform-neutral delivery (accumulate/separate, coalescing, typing, reactions)
 * :mod:`.sink`        the chat sink: the platform affordances delivery needs, and nothing more
 * :mod:`.retry`       the one retry policy of chat deliveries
+* :mod:`.options`     what a runner takes besides its instance (:class:`~.options.BridgeOptions`)
 * :mod:`.runner`      glue: chat message -> ACP prompt through the client driver -> delivery
 * :mod:`.state`       what a bridge keeps across restarts (sessions, update offset, inbox, outbox)
 * :mod:`.standby`     a bridge and its standbys on one PostgreSQL store, one of them polling
