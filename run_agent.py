@@ -49,7 +49,7 @@ from acp_adapter.models import (
 )
 from acp_adapter.models.plans import PLAN_TOOL, PlanTracker, parse_plan_arguments
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import still_thinking
 from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
 
 if TYPE_CHECKING:  # a terminal front-end's printer: serve never needs it (cold start)
@@ -208,8 +208,7 @@ class AIAgent:
                     "agent_progress_callback(heartbeat) failed: %s", redact_text(str(exc)), exc_info=True
                 )
         elif self.thinking_callback is not None:
-            extra = f" — {status}" if status else ""
-            self._safe(self.thinking_callback, f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
+            self._safe(self.thinking_callback, f"{still_thinking(elapsed, status)}\n")
         else:
             self._safe(self.printer.spinner_heartbeat, elapsed, status)
 

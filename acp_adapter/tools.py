@@ -31,7 +31,7 @@ from acp_adapter.protocol.meta import (
     SummaryStatus,
 )
 from acp_adapter.safety.redact import redact_text, redact_value
-from acp_adapter.text import flatten, format_elapsed
+from acp_adapter.text import flatten, format_elapsed, still_thinking
 
 __all__ = [
     "META_KEY",
@@ -101,9 +101,7 @@ def build_thinking_progress(
     sentence — ``Still thinking… 40s — Checking the failing test.`` — and ``_meta.acpProgress.summary``
     carries ``{summary, revision}`` so a client can replace the status it shows by revision.
     """
-    line = f"Still thinking… {format_elapsed(elapsed)}"
-    if status:
-        line += f" — {one_line(status, 120)}"
+    line = still_thinking(elapsed, one_line(status, 120) if status else None)
     shown = one_line(summary, SUMMARY_CAP) if summary else ""
     if shown:
         line += f" — {shown}"
