@@ -147,3 +147,22 @@ def test_the_check_sees_a_cycle(tmp_path):
     finally:
         globals()["PACKAGE"] = Path(__file__).resolve().parent.parent / "acp_adapter"
         _imports.cache_clear()
+
+
+def test_the_client_side_imports_in_no_circle_even_for_type_checking():
+    """A turn is what the driver starts, so ``client.turn`` names what it needs of a driver as a
+    protocol and the driver imports the turn one way; a circle hidden in a ``TYPE_CHECKING`` block
+    still ties the two modules' changes together."""
+    client = {name: path for name, path in _modules().items() if name.startswith("acp_adapter.client.")}
+    graph = {
+        name: {
+            target
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module
+            for target in (node.module, *(f"{node.module}.{alias.name}" for alias in node.names))
+            if target in client and target != name
+        }
+        for name, path in client.items()
+    }
+    circles = sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if a in graph.get(b, ())})
+    assert not circles, circles
