@@ -166,3 +166,17 @@ def test_the_client_side_imports_in_no_circle_even_for_type_checking():
     }
     circles = sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if a in graph.get(b, ())})
     assert not circles, circles
+
+
+def test_a_tool_call_has_one_home():
+    """``ToolCall`` lives in ``tooling.calls``; the package's own modules import it from there, and
+    only the public ``acp_adapter.models`` hands it on (a model back-end builds tool calls)."""
+    import acp_adapter.models
+    import acp_adapter.models.base
+    from acp_adapter.tooling.calls import ToolCall
+
+    assert acp_adapter.models.ToolCall is ToolCall
+    assert not hasattr(acp_adapter.models.base, "ToolCall")
+    handed_on = {"acp_adapter.models.ToolCall", "acp_adapter.models.base.ToolCall"}
+    importers = sorted(name for name, path in _modules().items() if handed_on & _imports(path))
+    assert not importers, importers

@@ -16,7 +16,8 @@ from acp import RequestError
 from acp_adapter.agent.outbox import UpdateOutbox
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
-from acp_adapter.models.base import Message, ToolCall
+from acp_adapter.models.base import Message
+from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.toolbox import Toolbox
 
 MAX_HISTORY = 200
