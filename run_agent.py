@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
+from acp_adapter.agent.turn_outcome import TurnResult
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.models import (
@@ -55,22 +56,11 @@ from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver,
 if TYPE_CHECKING:  # a terminal front-end's printer: serve never needs it (cold start)
     from acp_adapter.frontends.plain.printer import TerminalPrinter
 
-__all__ = ["AIAgent", "TurnResult", "close_tool_pairs"]
+__all__ = ["AIAgent", "close_tool_pairs"]
 
 log = logging.getLogger("acp_progress.agent")
 
 LLM_RESPONSE = "llm_response"
-
-
-@dataclass
-class TurnResult:
-    """How one prompt ended. ``messages`` are the new history entries of the turn."""
-
-    stop_reason: str
-    text: str = ""
-    messages: list[Message] = field(default_factory=list)
-    error: str | None = None
-    usage: UsageReport | None = None
 
 
 @dataclass
