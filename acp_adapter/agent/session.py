@@ -240,11 +240,6 @@ class LiveSessions:
             self._last_used.pop(session_id, None)
             return self._sessions.pop(session_id, None) is not None
 
-    def sweep(self) -> int:
-        """Free every session idle for longer than the idle timeout; returns how many."""
-        with self._lock:
-            return self._sweep_locked(self._clock())
-
     # ------------------------------------------------------------ internals (lock held)
 
     def _touch_locked(self, session_id: str, now: float) -> None:
