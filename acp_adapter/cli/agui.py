@@ -309,7 +309,7 @@ def _run(
         app = create_app(
             args.agent,
             policy=args.redact,
-            tool_progress=endpoint.tool_progress,  # --tool-progress, else the settings
+            settings=endpoint,  # the settings' [agui], --tool-progress and the other flags laid on top
             cwd=args.cwd,
             permission_policy=allow_all if args.yes else deny_all,
             init_timeout=args.init_timeout,

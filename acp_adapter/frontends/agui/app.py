@@ -58,14 +58,13 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from acp_adapter.client.driver import PermissionPolicy, deny_all, parse_agent_command
-from acp_adapter.config import Settings
+from acp_adapter.config import AguiSettings, Settings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.admission import Admission, bearer_ok, install_admission
 from acp_adapter.frontends.agui.interrupts import DEFAULT_PERMISSION_TIMEOUT, ResumeError
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
 from acp_adapter.frontends.agui.observers import RunObserverFactory
-from acp_adapter.frontends.agui.options import global_tool_progress
 from acp_adapter.frontends.agui.page import install_page
 from acp_adapter.frontends.agui.policy import RedactPolicy, load_policy
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
@@ -174,18 +173,22 @@ def create_app(
     thread_scope: str = "",
     permission_interrupts: bool = False,
     permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
+    settings: AguiSettings | None = None,
 ) -> FastAPI:
     """Build the AG-UI endpoint for one ACP agent.
 
     ``agent_command`` is the agent's command line (a string is split like a shell would; default:
     this project's agent). ``policy`` is ``"default"``, ``"none"``, ``"module:function"`` or a
     callable ``redact(kind, payload)``. ``tool_progress`` is the global TOOL_PROGRESS switch
-    (``None``: ``ACP_PROGRESS_AGUI_TOOL_PROGRESS``, default off); a run overrides it with
-    ``forwardedProps.emitToolProgress``. ``cwd`` is the agent's directory and every session's
-    workspace (default: the current directory). ``agent_env`` is merged over this process's
-    environment for the agent. ``run_observers`` are factories called once per run with its
-    :class:`~acp_adapter.frontends.agui.observers.RunContext` (see that module). ``summary`` turns on
-    progress summaries: a :class:`~acp_adapter.summary.SummaryFactory` (used as given), or
+    (``None``: ``settings.tool_progress``, default off); a run overrides it with
+    ``forwardedProps.emitToolProgress``. ``settings`` are the endpoint's settings from the settings
+    model (``acp-progress agui`` passes ``Settings.agui``: ``ACP_PROGRESS_AGUI_…`` over the settings
+    file's ``[agui]``); without them the model's defaults hold — the app reads no environment.
+    ``cwd`` is the agent's directory and every session's workspace (default: the current
+    directory). ``agent_env`` is merged over this process's environment for the agent.
+    ``run_observers`` are factories called once per run with its
+    :class:`~acp_adapter.frontends.agui.observers.RunContext` (see that module). ``summary`` turns
+    on progress summaries: a :class:`~acp_adapter.summary.SummaryFactory` (used as given), or
     :class:`~acp_adapter.config.Settings` (``ACP_PROGRESS_SUMMARY``, ``auto`` meaning embedded —
     what ``acp-progress agui`` passes); ``None`` (the default) keeps them off unless a run asks
     with ``forwardedProps.emitProgressSummary: true``. Bad arguments raise here, before anything
@@ -210,7 +213,8 @@ def create_app(
     limits = limits or EndpointLimits()
     argv = parse_agent_command(agent_command)
     resolved_policy = load_policy(policy)
-    progress_default = global_tool_progress() if tool_progress is None else tool_progress
+    endpoint = settings if settings is not None else AguiSettings()
+    progress_default = endpoint.tool_progress if tool_progress is None else tool_progress
     workspace = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
     if not os.path.isdir(workspace):
         raise ValueError(f"cwd {workspace!r} is not a directory")
