@@ -65,7 +65,13 @@ from acp_adapter.agent.turn_outcome import (
 )
 from acp_adapter.cancel import CONNECTION_CLOSED, SHUTTING_DOWN, CancelToken
 from acp_adapter.config import Settings
-from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
+from acp_adapter.events import (
+    UpdateOutbox,
+    make_agent_progress_cb,
+    make_message_cb,
+    make_thinking_cb,
+    shared_outbox,
+)
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
@@ -223,8 +229,16 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
 
     @property
     def outbox(self) -> UpdateOutbox:
+        """The connection's one ordered path: the outbox a :class:`ProgressTurn` or a callback
+        factory given the same connection finds too, so their updates never overtake ours."""
         if self._outbox is None:
-            self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop(), backlog=self.backlog)
+            loop = asyncio.get_running_loop()
+            connected = self._conn is not None  # a bare agent (no connection yet) has nothing to share
+            self._outbox = (
+                shared_outbox(self._conn, loop, backlog=self.backlog)
+                if connected
+                else UpdateOutbox(self._conn, loop, backlog=self.backlog)
+            )
         return self._outbox
 
     # ------------------------------------------------------------ progress summaries
