@@ -50,7 +50,7 @@ from acp_adapter.models import (
 )
 from acp_adapter.models.plans import PLAN_TOOL, PlanTracker, parse_plan_arguments
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.text import still_thinking
+from acp_adapter.text import THINKING_TITLE, still_thinking
 from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
 
 if TYPE_CHECKING:  # a terminal front-end's printer: serve never needs it (cold start)
@@ -174,9 +174,9 @@ class AIAgent:
             except Exception as exc:
                 log.warning("agent_progress_callback(start) failed: %s", redact_text(str(exc)), exc_info=True)
         elif self.thinking_callback is not None:
-            self._safe(self.thinking_callback, "Thinking...")
+            self._safe(self.thinking_callback, THINKING_TITLE)
         else:
-            self._safe(self.printer.spinner_start, "Thinking...")
+            self._safe(self.printer.spinner_start, THINKING_TITLE)
         if not self.heartbeat_disabled:
             call.heartbeat = self.scheduler.every(self.heartbeat_interval, lambda: self._llm_heartbeat(call))
 

@@ -31,7 +31,7 @@ from acp_adapter.protocol.meta import (
     SummaryStatus,
 )
 from acp_adapter.safety.redact import redact_text, redact_value
-from acp_adapter.text import flatten, format_elapsed, still_thinking
+from acp_adapter.text import THINKING_TITLE, flatten, format_elapsed, still_thinking
 
 __all__ = [
     "META_KEY",
@@ -48,7 +48,6 @@ __all__ = [
     "progress_number",
 ]
 
-THINKING_TITLE = "Thinking..."
 ERROR_CAP = 200
 #: Longest progress summary a heartbeat carries (the summary's own bound is at most this).
 SUMMARY_CAP = 1000
