@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
+from acp_adapter.agent.turn_outcome import TurnResult
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.models import (
@@ -49,28 +50,17 @@ from acp_adapter.models import (
 )
 from acp_adapter.models.plans import PLAN_TOOL, PlanTracker, parse_plan_arguments
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import THINKING_TITLE, still_thinking
 from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
 
 if TYPE_CHECKING:  # a terminal front-end's printer: serve never needs it (cold start)
     from acp_adapter.frontends.plain.printer import TerminalPrinter
 
-__all__ = ["AIAgent", "TurnResult", "close_tool_pairs"]
+__all__ = ["AIAgent", "close_tool_pairs"]
 
 log = logging.getLogger("acp_progress.agent")
 
 LLM_RESPONSE = "llm_response"
-
-
-@dataclass
-class TurnResult:
-    """How one prompt ended. ``messages`` are the new history entries of the turn."""
-
-    stop_reason: str
-    text: str = ""
-    messages: list[Message] = field(default_factory=list)
-    error: str | None = None
-    usage: UsageReport | None = None
 
 
 @dataclass
@@ -184,9 +174,9 @@ class AIAgent:
             except Exception as exc:
                 log.warning("agent_progress_callback(start) failed: %s", redact_text(str(exc)), exc_info=True)
         elif self.thinking_callback is not None:
-            self._safe(self.thinking_callback, "Thinking...")
+            self._safe(self.thinking_callback, THINKING_TITLE)
         else:
-            self._safe(self.printer.spinner_start, "Thinking...")
+            self._safe(self.printer.spinner_start, THINKING_TITLE)
         if not self.heartbeat_disabled:
             call.heartbeat = self.scheduler.every(self.heartbeat_interval, lambda: self._llm_heartbeat(call))
 
@@ -208,8 +198,7 @@ class AIAgent:
                     "agent_progress_callback(heartbeat) failed: %s", redact_text(str(exc)), exc_info=True
                 )
         elif self.thinking_callback is not None:
-            extra = f" — {status}" if status else ""
-            self._safe(self.thinking_callback, f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
+            self._safe(self.thinking_callback, f"{still_thinking(elapsed, status)}\n")
         else:
             self._safe(self.printer.spinner_heartbeat, elapsed, status)
 

@@ -280,17 +280,6 @@ def _parse(path: Path | None) -> dict[str, Any] | None:
     return raw
 
 
-def read_config_file(model: type[BaseModel], path: Path | None) -> dict[str, Any] | None:
-    """:func:`read_config_file_checked`, raising every shape problem at once."""
-    result = read_config_file_checked(model, path)
-    if result is None:
-        return None
-    data, problems = result
-    if problems:
-        raise ConfigFileError("; ".join(problems))
-    return data
-
-
 def secret_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     """Every field declared ``secret=True``, as a path of field names."""
     for name, info in model.model_fields.items():

@@ -65,7 +65,13 @@ from acp_adapter.agent.turn_outcome import (
 )
 from acp_adapter.cancel import CONNECTION_CLOSED, SHUTTING_DOWN, CancelToken
 from acp_adapter.config import Settings
-from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
+from acp_adapter.events import (
+    UpdateOutbox,
+    make_agent_progress_cb,
+    make_message_cb,
+    make_thinking_cb,
+    shared_outbox,
+)
 from acp_adapter.models import ChatModel, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
@@ -223,8 +229,16 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
 
     @property
     def outbox(self) -> UpdateOutbox:
+        """The connection's one ordered path: the outbox a :class:`ProgressTurn` or a callback
+        factory given the same connection finds too, so their updates never overtake ours."""
         if self._outbox is None:
-            self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop(), backlog=self.backlog)
+            loop = asyncio.get_running_loop()
+            connected = self._conn is not None  # a bare agent (no connection yet) has nothing to share
+            self._outbox = (
+                shared_outbox(self._conn, loop, backlog=self.backlog)
+                if connected
+                else UpdateOutbox(self._conn, loop, backlog=self.backlog)
+            )
         return self._outbox
 
     # ------------------------------------------------------------ progress summaries
@@ -582,7 +596,7 @@ def _summary_factory(settings: Settings) -> SummaryFactory | None:
 
 async def serve(
     settings: Settings | None = None, model: ChatModel | None = None, *, turn_runner: TurnRunner
-) -> None:
+) -> ProgressAgent:
     """Serve ACP over this process's stdio, with stdout structurally reserved for the protocol.
 
     The SDK's agent-side connection (:func:`agent_connection`: what ``acp.run_agent`` builds, plus
@@ -594,7 +608,9 @@ async def serve(
     a connection with nothing in flight. ``turn_runner`` builds each prompt's agent loop (the command
     line passes ``run_agent.AIAgent``). ``model`` replaces the configured back-end (embedders and
     tests pass their own). Tool progress is held while the client has unread bytes on our stdout
-    (:mod:`acp_adapter.protocol.backlog`), so a slow editor reads fresh values, not old ones."""
+    (:mod:`acp_adapter.protocol.backlog`), so a slow editor reads fresh values, not old ones.
+
+    Returns the agent that served, for the caller to hand to :func:`exit_if_turns_stuck`."""
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
     from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
@@ -614,20 +630,17 @@ async def serve(
     finally:
         with anyio.CancelScope(shield=True):
             await agent.hang_up()  # idempotent: already run at end of input, not on other exits
-        _LAST_AGENT.append(agent)
+    return agent
 
 
-_LAST_AGENT: list[ProgressAgent] = []
-
-
-def exit_if_turns_stuck() -> None:
-    """After :func:`serve` returned: if a turn's worker thread still runs (its work ignored the
-    cancel signal), end the process now instead of letting interpreter shutdown wait for it.
+def exit_if_turns_stuck(agent: ProgressAgent) -> None:
+    """After :func:`serve` returned ``agent``: if a turn's worker thread still runs (its work ignored
+    the cancel signal), end the process now instead of letting interpreter shutdown wait for it.
 
     Worker threads of a thread pool are joined at exit, so a turn stuck in 12 s of CPU work would
     otherwise keep an agent whose editor is long gone alive. Logs are flushed first.
     """
-    stuck = sum(agent.stuck_turns for agent in _LAST_AGENT)
+    stuck = agent.stuck_turns
     if not stuck:
         return
     log.warning("exiting with %d turn(s) still running after the client hung up", stuck)

@@ -22,7 +22,15 @@ from acp.schema import (
     TextResourceContents,
 )
 
-__all__ = ["ELLIPSIS", "ellipsize", "flatten", "format_elapsed", "prompt_to_text"]
+__all__ = [
+    "ELLIPSIS",
+    "THINKING_TITLE",
+    "ellipsize",
+    "flatten",
+    "format_elapsed",
+    "prompt_to_text",
+    "still_thinking",
+]
 
 #: The one mark of a cut text.
 ELLIPSIS = "…"
@@ -48,6 +56,18 @@ def format_elapsed(seconds: float) -> str:
         return f"{minutes}m {secs}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes}m {secs}s"
+
+
+#: The think card's title, and the plain terminal's and the thinking callback's first line.
+THINKING_TITLE = "Thinking..."
+
+
+def still_thinking(elapsed: float, status: str | None = None) -> str:
+    """The heartbeat's line — ``Still thinking… 40s — <status>`` — worded once, so the ACP card,
+    the plain terminal and the embedder's thinking callback say the same thing. ``status`` is shown
+    as given (a caller that sends it out cuts and redacts it first)."""
+    line = f"Still thinking{ELLIPSIS} {format_elapsed(elapsed)}"
+    return f"{line} — {status}" if status else line
 
 
 def ellipsize(

@@ -57,13 +57,13 @@ from paired_rounds import round_ratios  # noqa: E402
 from acp_adapter.agent.tool_cards import AcpToolObserver  # noqa: E402
 from acp_adapter.cancel import CancelToken  # noqa: E402
 from acp_adapter.events import SessionStream, UpdateOutbox  # noqa: E402
-from acp_adapter.models.base import ToolCall  # noqa: E402
 from acp_adapter.protocol import JsonRpcStream, StreamLimits  # noqa: E402
 from acp_adapter.protocol.backlog import peer_backlog_probe  # noqa: E402
 from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.protocol.stdio import ProtocolFds, open_protocol_streams  # noqa: E402
 from acp_adapter.store import BackgroundWriter, SqliteStore  # noqa: E402
 from acp_adapter.store.recorder import ConversationRecorder  # noqa: E402
+from acp_adapter.tooling.calls import ToolCall  # noqa: E402
 from acp_adapter.tooling.toolbox import ToolContext, ToolOutcome  # noqa: E402
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from acp import RequestError
 
@@ -20,14 +21,16 @@ if TYPE_CHECKING:  # the summary package is imported only when summaries are on 
     from acp_adapter.summary import Outcome
 
 
-class TurnResult(Protocol):
-    """How one prompt's agent loop ended (``run_agent.TurnResult`` is one)."""
+@dataclass
+class TurnResult:
+    """How one prompt's agent loop ended: what the loop returns and what the server reads.
+    ``messages`` are the new history entries of the turn."""
 
     stop_reason: str
-    text: str
-    messages: list[Message]
-    error: str | None
-    usage: UsageReport | None
+    text: str = ""
+    messages: list[Message] = field(default_factory=list)
+    error: str | None = None
+    usage: UsageReport | None = None
 
 
 def turn_failure(

@@ -1,13 +1,24 @@
 """The acp-progress command line: one subcommand per front-end (the top-level help lists them all).
 
-The module imports little at the top: ``watch``, ``chat`` and ``run`` count Ctrl-C from the moment
-this module is imported (:mod:`acp_adapter.frontends.interrupt`): everything imported before that
-is time a press is lost in.
+The module imports little at the top: :func:`main`, the entry point, makes ``watch``, ``chat`` and
+``run`` count Ctrl-C (:mod:`acp_adapter.frontends.interrupt`) before it imports anything else, and
+everything imported before that is time a press is lost in. Importing the module changes no signal
+handler: an embedder or a test that imports it keeps its own.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Iterable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from acp_adapter._version import __version__
+from acp_adapter.cli import _gc
+
+if TYPE_CHECKING:  # argparse and the flag parsing load in main(), after Ctrl-C is counted
+    import argparse
 
 #: Commands that count Ctrl-C from the start (:mod:`acp_adapter.frontends.interrupt`) instead of
 #: raising KeyboardInterrupt;
@@ -16,26 +27,12 @@ COUNTED_INTERRUPT_COMMANDS = frozenset({"watch", "chat", "run"})
 
 
 def _count_interrupts_early(words: list[str]) -> None:
-    """Called while this module is imported (the imports below take time a press must not be lost in)."""
+    """Called first thing by :func:`main` (the imports after it take time a press must not be lost in)."""
     if next((w for w in words if not w.startswith("-")), None) in COUNTED_INTERRUPT_COMMANDS:
         from acp_adapter.frontends.interrupt import install
 
         install()
 
-
-# the console script, and ``python -m acp_adapter.cli`` (argv[0] is "-m" while runpy imports this package)
-if sys.argv[0] == "-m" or sys.argv[0].endswith("acp-progress"):
-    _count_interrupts_early(sys.argv[1:])
-
-import argparse  # noqa: E402 - after the early Ctrl-C counting above, on purpose
-import importlib  # noqa: E402
-from collections.abc import Iterable, Sequence  # noqa: E402
-from types import ModuleType  # noqa: E402
-
-from acp_adapter._version import __version__  # noqa: E402
-from acp_adapter.cli import _gc  # noqa: E402
-from acp_adapter.cli._flags import settings_from  # noqa: E402
-from acp_adapter.cli._usage import UsageParser  # noqa: E402
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -80,6 +77,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The command line's parser. Given the words to parse, only the command they name is imported
     and gets its real flags (the others are listed by name and help); without words, every command
     is loaded (for tests and documentation)."""
+    from acp_adapter.cli._usage import UsageParser
+
     chosen = _chosen_command(argv) if argv is not None else None
     parser = UsageParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -168,6 +167,7 @@ def _main(argv: Sequence[str]) -> int:
         parser.print_help()
         return 0
     _guard_terminal(args.command)
+    from acp_adapter.cli._flags import settings_from
     from acp_adapter.config import ConfigError
     from acp_adapter.safety.logging import configure_logging
 

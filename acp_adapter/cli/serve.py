@@ -56,9 +56,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from run_agent import AIAgent
 
     try:
-        anyio.run(functools.partial(serve, settings, turn_runner=AIAgent), backend="asyncio")
+        served = anyio.run(functools.partial(serve, settings, turn_runner=AIAgent), backend="asyncio")
     except ConfigError as exc:
         print(exc.report("acp-progress"), file=sys.stderr)
         return 2
-    exit_if_turns_stuck()  # the editor hung up: a turn ignoring cancel must not keep us alive
+    exit_if_turns_stuck(served)  # the editor hung up: a turn ignoring cancel must not keep us alive
     return 0

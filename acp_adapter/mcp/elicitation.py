@@ -31,6 +31,7 @@ from acp.schema import (
 from pydantic import AnyUrl, ValidationError
 
 from acp_adapter.mcp.clean import clean_text
+from acp_adapter.protocol.meta import META_KEY
 from acp_adapter.safety.redact import redact_text
 
 log = logging.getLogger("acp_progress.mcp")
@@ -133,7 +134,7 @@ def declined(server: str, why: str, call: AskedCall | None) -> types.ElicitResul
     log.info("MCP server %s asked a question: declined (%s)", server, why)
     if call is not None:
         call.show(f"question declined: {why}")
-    return types.ElicitResult(action="decline", _meta={"acpProgress": {"reason": why}})
+    return types.ElicitResult(action="decline", _meta={META_KEY: {"reason": why}})
 
 
 def decline_reason(answer: DeclineElicitationResponse) -> str | None:

@@ -163,9 +163,6 @@ class TaskChannel:
     def forget_progress(self, token: str) -> None:
         self._progress.pop(token, None)
 
-    def listen_progress(self, token: str, progress: ProgressFnT) -> None:
-        self._progress[token] = progress
-
     async def get(self, task_id: str, within: float = 10.0) -> types.GetTaskResult:
         session, _ = self._live()
         request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))

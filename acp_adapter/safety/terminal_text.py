@@ -105,11 +105,6 @@ def terminal_safe(text: str) -> str:
     return visible_text(text)
 
 
-def is_terminal_safe(text: str) -> bool:
-    """Whether ``text`` holds nothing :func:`visible_text` would change."""
-    return "\r" not in text and not any(ord(ch) in UNSAFE for ch in text)
-
-
 def is_shown_as_is(char: str) -> bool:
     """Whether one character is drawn as itself (not a control, not invisible): what a label that
     must be shown verbatim may hold."""

@@ -247,9 +247,6 @@ class ConversationRecorder:
         record = SessionRecord(session_id, cwd, title, now, now)
         self.writer.submit(lambda: self.store.upsert_session(record))
 
-    def knows_title(self, session_id: str) -> bool:
-        return session_id in self._titled
-
     def begin_turn(self, session_id: str, cwd: str, prompt: Sequence[Any], text: str) -> str | None:
         """Record the user's prompt; returns the session's new title when this prompt gives it one."""
         turn = self._turns[session_id] = _Turn()

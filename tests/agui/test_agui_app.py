@@ -28,10 +28,10 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from acp_adapter.config import AguiSettings
 from acp_adapter.frontends.agui.app import create_app
 from acp_adapter.frontends.agui.endpoint import AguiOptions
 from acp_adapter.frontends.agui.observers import RunContext, RunObserver, RunOutcome
-from acp_adapter.frontends.agui.options import ENV_TOOL_PROGRESS
 from acp_adapter.frontends.agui.policy import none_policy
 from tests.agents.agui_policies import broken, counts_only
 from tests.agents.progress_agent import SECRET
@@ -176,13 +176,12 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def servers(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[dict[str, Served]]:
     """Every app the tests need, started together (each spawns its agent; that is the slow part)."""
-    monkeypatch_module.setenv(
-        ENV_TOOL_PROGRESS, "1"
-    )  # read once, by create_app(AguiOptions(tool_progress=None))
+    # the endpoint's settings, as the settings model reads them (create_app reads no environment)
+    global_on = AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "1"}, config_file=False)
     scripted = {"agent_command": PROGRESS_AGENT, "cwd": workspace}
     specs: dict[str, dict[str, Any]] = {
         "real": {"cwd": workspace, "tool_progress": False},
-        "global": {**scripted, "tool_progress": None},
+        "global": {**scripted, "tool_progress": global_on.tool_progress},  # what acp-progress agui passes
         "counts": {**scripted, "tool_progress": True, "policy": counts_only},
         "none": {
             **scripted,
@@ -196,7 +195,6 @@ def servers(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Iterator
     for name, kwargs in specs.items():
         recorder = Recorder()
         served[name] = Served(make_app(recorder, **kwargs), recorder)
-    monkeypatch_module.delenv(ENV_TOOL_PROGRESS)
     with ThreadPoolExecutor(len(served)) as pool:
         list(pool.map(Served.start, served.values()))
     try:

@@ -12,7 +12,6 @@ from acp import update_agent_message_text, update_agent_thought_text
 
 from acp_adapter.frontends.agui.options import (
     ToolProgressOptionError,
-    global_tool_progress,
     run_tool_progress,
 )
 from acp_adapter.frontends.agui.policy import (
@@ -281,11 +280,13 @@ def test_load_policy_names_and_errors() -> None:
 
 
 def test_progress_switch_matrix() -> None:
-    assert global_tool_progress({}) is False
-    assert global_tool_progress({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "1"}) is True
-    assert global_tool_progress({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "0"}) is False
-    with pytest.raises(ToolProgressOptionError, match="ACP_PROGRESS_AGUI_TOOL_PROGRESS"):
-        global_tool_progress({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "maybe"})
+    from acp_adapter.config import AguiSettings, ConfigError
+
+    assert AguiSettings.from_env({}).tool_progress is False
+    assert AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "1"}).tool_progress is True
+    assert AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "0"}).tool_progress is False
+    with pytest.raises(ConfigError, match="ACP_PROGRESS_AGUI_TOOL_PROGRESS"):
+        AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "maybe"})
     for global_on in (False, True):
         assert run_tool_progress(global_on, None) is global_on
         assert run_tool_progress(global_on, {}) is global_on

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from acp_adapter.config import AguiSettings, ConfigError, Settings
-from acp_adapter.frontends.agui.options import ToolProgressOptionError, global_tool_progress
 from tests.helpers.acp_agent import ROOT
 
 FILE = """
@@ -38,7 +37,7 @@ def test_both_come_from_the_settings_file_and_the_environment_wins(tmp_path: Pat
     env = {"ACP_PROGRESS_CONFIG_DIR": str(_dir_with_file(tmp_path))}
     s = Settings.from_env(env)
     assert s.agui.tool_progress is True and s.telegram.api_url == "http://127.0.0.1:8081"
-    assert global_tool_progress(env) is True  # what AguiOptions(tool_progress=None) uses
+    assert AguiSettings.from_env(env).tool_progress is True  # what create_app(settings=...) is given
     over = {
         **env,
         "ACP_PROGRESS_AGUI_TOOL_PROGRESS": "0",
@@ -46,14 +45,13 @@ def test_both_come_from_the_settings_file_and_the_environment_wins(tmp_path: Pat
     }
     s = Settings.from_env(over)
     assert s.agui.tool_progress is False and s.telegram.api_url == "https://bots.example"
-    assert global_tool_progress(over) is False
     assert AguiSettings.from_env(over).tool_progress is False
 
 
 def test_the_defaults_are_off_and_the_public_bot_api() -> None:
     s = Settings.from_env({})
     assert s.agui.tool_progress is False and s.telegram.api_url == "https://api.telegram.org"
-    assert global_tool_progress({}) is False
+    assert AguiSettings.from_env({}).tool_progress is False
 
 
 def test_bad_values_name_the_variable_or_the_file_key(tmp_path: Path) -> None:
@@ -61,8 +59,8 @@ def test_bad_values_name_the_variable_or_the_file_key(tmp_path: Path) -> None:
         ConfigError, match="ACP_PROGRESS_TELEGRAM_API_URL: expected an http:// or https:// URL"
     ):
         Settings.from_env({"ACP_PROGRESS_TELEGRAM_API_URL": "api.telegram.org"})
-    with pytest.raises(ToolProgressOptionError, match="ACP_PROGRESS_AGUI_TOOL_PROGRESS"):
-        global_tool_progress({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "maybe"})
+    with pytest.raises(ConfigError, match="ACP_PROGRESS_AGUI_TOOL_PROGRESS"):
+        AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "maybe"})
     bad = _dir_with_file(tmp_path, '[agui]\ntool_progress = "yes please"\n')
     with pytest.raises(ConfigError, match=r"\[agui\] tool_progress"):
         Settings.from_env({"ACP_PROGRESS_CONFIG_DIR": str(bad)})
@@ -96,3 +94,19 @@ def test_acp_progress_config_shows_both_with_their_source(tmp_path: Path) -> Non
     assert settings["telegram.api_url"]["value"] == "https://bots.example"
     assert settings["telegram.api_url"]["source"] == "env"
     assert settings["telegram.api_url"]["from"] == "ACP_PROGRESS_TELEGRAM_API_URL"
+
+
+def test_the_agui_app_takes_its_settings_and_reads_no_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``create_app`` is given the endpoint's settings (``acp-progress agui`` passes ``Settings.agui``)
+    like the other front-ends; a variable in its own process changes nothing, a bad one included."""
+    from acp_adapter.frontends.agui.app import create_app
+
+    monkeypatch.setenv("ACP_PROGRESS_AGUI_TOOL_PROGRESS", "1")
+    assert create_app(cwd=tmp_path).state.agui.tool_progress is False
+    monkeypatch.setenv("ACP_PROGRESS_AGUI_TOOL_PROGRESS", "maybe")
+    assert create_app(cwd=tmp_path).state.agui.tool_progress is False
+    given = AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "1"}, config_file=False)
+    assert create_app(cwd=tmp_path, settings=given).state.agui.tool_progress is True
+    assert create_app(cwd=tmp_path, settings=given, tool_progress=False).state.agui.tool_progress is False

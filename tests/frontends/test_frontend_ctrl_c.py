@@ -94,19 +94,42 @@ def test_sigint_exits_130_without_a_traceback(tmp_path: Path, command: str, when
 @pytest.mark.e2e
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_the_handler_is_installed_before_the_heavy_imports(command: str) -> None:
-    """The mechanism behind 'from the first instant': importing the command line with one of these
-    commands installs the press counter before the settings model or the protocol schema load."""
+    """The mechanism behind 'from the first instant': the entry point (``main``), run with one of
+    these commands, installs the press counter before the settings model or the protocol schema load
+    (the command itself is replaced by a probe that reports what it finds)."""
     probe = (
-        "import sys; sys.argv = ['acp-progress', sys.argv[1], 'hi']\n"
-        "import signal, acp_adapter.cli\n"
+        "import sys, signal\n"
+        "import acp_adapter.cli as cli\n"
         "from acp_adapter.frontends.interrupt import interrupts\n"
-        "print(signal.getsignal(signal.SIGINT) == interrupts._press,"
+        "def report(argv):\n"
+        "    print(signal.getsignal(signal.SIGINT) == interrupts._press,"
         " sorted(m for m in ('acp', 'pydantic', 'acp_adapter.config', 'rich') if m in sys.modules))\n"
+        "    return 0\n"
+        "cli._main = report\n"
+        "sys.argv = ['acp-progress', sys.argv[1], 'hi']\n"
+        "sys.exit(cli.main())\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, command], capture_output=True, text=True, env=agent_env(), timeout=60
     )
     assert done.stdout.split(maxsplit=1) == ["True", "[]\n"], done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("argv0", ["acp-progress", "-m", "/usr/bin/acp-progress"])
+def test_importing_the_command_line_leaves_the_sigint_handler_alone(argv0: str) -> None:
+    """Signal handlers belong to the entry point: importing ``acp_adapter.cli`` — whatever
+    ``sys.argv`` says, a counted command's included — leaves Python's own SIGINT handler in place."""
+    probe = (
+        "import sys, signal\n"
+        "sys.argv = [sys.argv[1], 'watch', 'hi']\n"
+        "before = signal.getsignal(signal.SIGINT)\n"
+        "import acp_adapter.cli\n"
+        "print(signal.getsignal(signal.SIGINT) is before is signal.default_int_handler)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, argv0], capture_output=True, text=True, env=agent_env(), timeout=60
+    )
+    assert done.stdout == "True\n", done.stdout + done.stderr
 
 
 def test_a_ctrl_c_during_a_commands_import_exits_130(monkeypatch, capsys) -> None:

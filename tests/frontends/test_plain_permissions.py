@@ -28,7 +28,7 @@ from acp_adapter.config import Settings
 from acp_adapter.frontends.plain.permission import TerminalPermission, parse_answer, permission_question
 from acp_adapter.frontends.plain.printer import TerminalPrinter
 from acp_adapter.models import Message, TextDelta, ToolSpec
-from acp_adapter.models.base import ToolCall
+from acp_adapter.tooling.calls import ToolCall
 from run_agent import AIAgent
 from tests.helpers.acp_agent import ROOT, RecordingClient, final_status, prompt_text, spawn_agent
 

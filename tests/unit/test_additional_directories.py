@@ -16,8 +16,8 @@ import pytest
 from acp import PROTOCOL_VERSION, RequestError
 
 from acp_adapter.cancel import CancelToken
-from acp_adapter.models.base import ToolCall
 from acp_adapter.tooling.builtin import default_toolbox
+from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.toolbox import ToolOutcome
 from tests.helpers.acp_agent import RecordingClient
 from tests.helpers.shared_agent import progress_agent, served_inprocess

@@ -74,8 +74,8 @@ def test_plain_run_kills_background_jobs_when_it_exits(tmp_path):
 
 def _run_command(tmp_path: Path, command: str) -> None:
     from acp_adapter.cancel import CancelToken
-    from acp_adapter.models.base import ToolCall
     from acp_adapter.tooling.builtin import run_command
+    from acp_adapter.tooling.calls import ToolCall
     from acp_adapter.tooling.toolbox import ToolContext
 
     ctx = ToolContext(ToolCall("c", "run_command", {}), cwd=tmp_path, cancel=CancelToken(), report=print)

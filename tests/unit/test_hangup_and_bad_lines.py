@@ -180,3 +180,36 @@ def test_an_agent_started_on_dev_null_reads_its_end_and_exits(tmp_path, command,
     )
     assert done.returncode == 0, done.stderr
     assert b"Traceback" not in done.stderr and b"ERROR" not in done.stderr, done.stderr
+
+
+SERVE_THRICE = """
+import functools, gc, sys
+import anyio
+from acp_adapter.config import Settings
+from acp_adapter.server import ProgressAgent, exit_if_turns_stuck, serve
+from run_agent import AIAgent
+
+for _ in range(3):
+    served = anyio.run(functools.partial(serve, Settings.from_env(), turn_runner=AIAgent), backend="asyncio")
+    exit_if_turns_stuck(served)  # nothing stuck: returns
+    del served
+gc.collect()
+print("alive", sum(isinstance(o, ProgressAgent) for o in gc.get_objects()), file=sys.stderr)
+"""
+
+
+def test_serving_again_keeps_no_agent_of_an_earlier_serve_alive():
+    """No growing module-level state: ``serve`` hands the agent that served to its caller (for the
+    stuck-turn check) instead of keeping it in a registry, so serving three times (each client
+    hanging up at once) leaves no agent, and none of its sessions, behind."""
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_THRICE],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **agent_env()},
+        timeout=60,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-800:]
+    assert done.stderr.strip().splitlines()[-1] == "alive 0", done.stderr[-800:]

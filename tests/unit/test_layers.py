@@ -147,3 +147,36 @@ def test_the_check_sees_a_cycle(tmp_path):
     finally:
         globals()["PACKAGE"] = Path(__file__).resolve().parents[2] / "acp_adapter"
         _imports.cache_clear()
+
+
+def test_the_client_side_imports_in_no_circle_even_for_type_checking():
+    """A turn is what the driver starts, so ``client.turn`` names what it needs of a driver as a
+    protocol and the driver imports the turn one way; a circle hidden in a ``TYPE_CHECKING`` block
+    still ties the two modules' changes together."""
+    client = {name: path for name, path in _modules().items() if name.startswith("acp_adapter.client.")}
+    graph = {
+        name: {
+            target
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.module
+            for target in (node.module, *(f"{node.module}.{alias.name}" for alias in node.names))
+            if target in client and target != name
+        }
+        for name, path in client.items()
+    }
+    circles = sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if a in graph.get(b, ())})
+    assert not circles, circles
+
+
+def test_a_tool_call_has_one_home():
+    """``ToolCall`` lives in ``tooling.calls``; the package's own modules import it from there, and
+    only the public ``acp_adapter.models`` hands it on (a model back-end builds tool calls)."""
+    import acp_adapter.models
+    import acp_adapter.models.base
+    from acp_adapter.tooling.calls import ToolCall
+
+    assert acp_adapter.models.ToolCall is ToolCall
+    assert not hasattr(acp_adapter.models.base, "ToolCall")
+    handed_on = {"acp_adapter.models.ToolCall", "acp_adapter.models.base.ToolCall"}
+    importers = sorted(name for name, path in _modules().items() if handed_on & _imports(path))
+    assert not importers, importers

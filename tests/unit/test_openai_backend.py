@@ -31,7 +31,6 @@ from acp_adapter.models.base import (
     ReasoningDelta,
     StatusNote,
     TextDelta,
-    ToolCall,
     ToolCallRequest,
     ToolSpec,
     UsageReport,
@@ -39,6 +38,7 @@ from acp_adapter.models.base import (
 from acp_adapter.models.openai_compat import RAW_ARGUMENTS_KEY, OpenAICompatModel
 from acp_adapter.models.openai_errors import retry_after
 from acp_adapter.tooling.builtin import default_toolbox
+from acp_adapter.tooling.calls import ToolCall
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.helpers.fake_openai import (
     FakeOpenAI,

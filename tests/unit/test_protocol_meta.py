@@ -20,7 +20,7 @@ from acp_adapter.frontends.agui.projection import reported_progress
 from acp_adapter.frontends.bridges.config import ProgressConfig
 from acp_adapter.frontends.bridges.projection import TurnProjection
 from acp_adapter.frontends.relay import shows_own_think_cards
-from acp_adapter.frontends.watch.render import CardBoard, progress_of
+from acp_adapter.frontends.watch.render import CardBoard
 from acp_adapter.protocol.meta import (
     META_KEY,
     ProgressMeta,
@@ -172,7 +172,7 @@ def test_every_consumer_ignores_an_invalid_meta(field_meta: Any) -> None:
     board = CardBoard()
     board.apply(start, 0.0)
     board.apply(progress, 1.0)
-    assert progress_of(progress) is None and board.cards["c"].progress is None
+    assert board.cards["c"].progress is None and board.cards["c"].report is None
     # AG-UI
     assert reported_progress(progress) == {}
     # bridges: the card is named by its title, the failure by its content
@@ -190,7 +190,10 @@ def test_every_consumer_ignores_an_invalid_meta(field_meta: Any) -> None:
 
 def test_consumers_read_our_meta() -> None:
     progress = build_tool_progress("c", value=2, total=4, message="half")
-    assert progress_of(progress) == (2.0, 4.0)
+    board = CardBoard()  # watch
+    board.apply(start_tool_call("c", "Scan", kind="search", status="in_progress"), 0.0)
+    board.apply(progress, 1.0)
+    assert board.cards["c"].progress == (2.0, 4.0)
     assert reported_progress(progress) == {"value": 2, "total": 4, "message": "half"}
     assert _is_progress(progress) and _is_think_card(build_thinking_start("t"))
     assert shows_own_think_cards({"_meta": {META_KEY: {"thinkCards": True}}})

@@ -230,3 +230,20 @@ async def test_read_card_has_kind_title_and_the_file_location(tmp_path):
         "lines": 2,
     }
     assert "`notes.md` has 2 lines. Its sections: Notes." in client.answer()
+
+
+async def test_the_server_and_the_callback_api_share_the_connections_one_outbox(tmp_path):
+    """One ordered path per connection: a ProgressTurn or callback factory given the server's
+    connection finds the outbox the server itself writes to, so neither's updates overtake the
+    other's."""
+    from acp_adapter.agent.turn import session_stream
+    from acp_adapter.events import shared_outbox
+
+    client = RecordingClient()
+    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings())
+    async with inprocess_agent(client, agent) as conn:
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        loop = asyncio.get_running_loop()
+        assert agent.outbox is shared_outbox(agent._conn, loop)
+        stream = session_stream(agent._conn, session.session_id, loop)
+        assert stream._outbox is agent.outbox

@@ -1,4 +1,4 @@
-"""The bottom layer's text helpers: the one ellipsis cut and the one prompt flattening."""
+"""The bottom layer's text helpers: the one ellipsis cut, prompt flattening and heartbeat line."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from acp.schema import (
 )
 
 from acp_adapter.frontends.bridges.sink import utf16_len
-from acp_adapter.text import ELLIPSIS, ellipsize, flatten, prompt_to_text
+from acp_adapter.text import ELLIPSIS, ellipsize, flatten, prompt_to_text, still_thinking
 
 
 def test_a_text_that_fits_is_unchanged() -> None:
@@ -77,3 +77,22 @@ def test_prompt_to_text_with_and_without_attachments() -> None:
     )
     assert prompt_to_text(blocks, attachments=False) == "fix it\nnow"
     assert prompt_to_text([]) == ""
+
+
+def test_the_heartbeat_line_is_worded_once_for_every_surface() -> None:
+    assert still_thinking(90) == "Still thinking… 1m 30s"
+    assert still_thinking(4.25, "reading files") == "Still thinking… 4.2s — reading files"
+    assert still_thinking(40, "") == "Still thinking… 40s", "an empty status adds no dash"
+
+
+def test_the_plain_printer_and_the_thinking_callback_say_what_the_card_says() -> None:
+    import io
+
+    from acp_adapter.frontends.plain.printer import TerminalPrinter
+    from acp_adapter.tools import build_thinking_progress
+
+    card = build_thinking_progress("t1", 40, "reading files")
+    shown = card.content[0].content.text  # type: ignore[index,union-attr]
+    out = io.StringIO()
+    TerminalPrinter(out, animate=False).spinner_heartbeat(40, "reading files")
+    assert out.getvalue() == f"{shown}\n"

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from acp_adapter.cancel import CancelToken, TurnCancelled
-from acp_adapter.models.base import ToolCall
 from acp_adapter.tooling.builtin import default_toolbox
+from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.paths import resolve_in_workspace
 from acp_adapter.tooling.toolbox import (
     Tool,

@@ -40,7 +40,8 @@ class AguiOptions:
     ``agent_command`` is the agent's command line (a string is split like a shell would; default:
     this project's agent). ``policy`` is ``"default"``, ``"none"``, ``"module:function"`` or a
     callable ``redact(kind, payload)``. ``tool_progress`` is the global TOOL_PROGRESS switch
-    (``None``: ``ACP_PROGRESS_AGUI_TOOL_PROGRESS``, default off); a run overrides it with
+    (``None``: the settings model's default, off — the app reads no environment; ``acp-progress
+    agui`` passes its settings' value); a run overrides it with
     ``forwardedProps.emitToolProgress``. ``cwd`` is the agent's directory and every session's
     workspace (default: the current directory). ``agent_env`` is merged over this process's
     environment for the agent. ``run_observers`` are factories called once per run with its

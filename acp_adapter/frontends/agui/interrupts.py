@@ -37,6 +37,7 @@ from ag_ui.core import Interrupt, ResumeEntry
 
 from acp_adapter.client.driver import PermissionPolicy, PermissionRequest
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.protocol.meta import META_KEY
 from acp_adapter.safety.redact import redact_text, redact_value
 
 log = logging.getLogger("acp_progress.agui.interrupts")
@@ -104,7 +105,7 @@ class PendingPermission:
             },
             expires_at=self.expires_at,
             metadata={
-                "acpProgress": redact_value(
+                META_KEY: redact_value(
                     {
                         "title": title,
                         "command": command,

@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from acp_adapter.errors import AcpProgressError
 
-ENV_TOOL_PROGRESS: Final = "ACP_PROGRESS_AGUI_TOOL_PROGRESS"
 FORWARDED_PROP: Final = "emitToolProgress"
 SUMMARY_PROP: Final = "emitProgressSummary"
 INTERRUPTS_PROP: Final = "permissionInterrupts"
@@ -42,20 +41,6 @@ class PermissionInterruptsOptionError(ForwardedSwitchError):
 
 class ProgressSummaryOptionError(ForwardedSwitchError):
     """A value for the progress-summary switch that is neither true nor false."""
-
-
-def global_tool_progress(environ: Mapping[str, str] | None = None) -> bool:
-    """The global opt-in (default off): ``agui.tool_progress`` of the settings, i.e.
-    ``ACP_PROGRESS_AGUI_TOOL_PROGRESS`` over the settings file's ``[agui] tool_progress``.
-
-    ``environ``: read instead of ``os.environ`` (it locates the settings file too). A bad value is a
-    :class:`ToolProgressOptionError` whose message names the variable (or file key)."""
-    from acp_adapter.config import AguiSettings, ConfigError
-
-    try:
-        return AguiSettings.from_env(environ).tool_progress
-    except ConfigError as exc:
-        raise ToolProgressOptionError(str(exc)) from None
 
 
 def _run_switch(

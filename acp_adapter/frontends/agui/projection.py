@@ -92,7 +92,7 @@ from acp_adapter.frontends.agui.policy import (
 )
 from acp_adapter.frontends.agui.shared_state import PlanState, plan_items
 from acp_adapter.protocol.cards import CardAccumulator
-from acp_adapter.protocol.meta import meta_of
+from acp_adapter.protocol.meta import META_KEY, meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.tooling.presentation import card_emoji
@@ -399,7 +399,7 @@ class RunProjection:
                 tool_call_id=safe_id,
                 tool_call_name=_tool_name(update),
                 parent_message_id=self._last_text_id,
-                metadata={"acpProgress": card_presentation(self._cards.get(call_id))},
+                metadata={META_KEY: card_presentation(self._cards.get(call_id))},
             )
         )
         if update.raw_input is not None:
@@ -455,6 +455,6 @@ class RunProjection:
                 tool_call_id=redact_text(call_id),
                 content=content,
                 role="tool",
-                metadata={"acpProgress": {"status": status}},
+                metadata={META_KEY: {"status": status}},
             )
         ]

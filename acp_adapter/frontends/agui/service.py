@@ -13,6 +13,7 @@ from collections.abc import Coroutine
 from typing import Any, Final
 
 from acp_adapter.client.driver import AgentError, parse_agent_command
+from acp_adapter.config import AguiSettings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.endpoint import AGENT_SUMMARY_ENV, AguiOptions
@@ -24,7 +25,6 @@ from acp_adapter.frontends.agui.interrupts import (
     resume_entry,
 )
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext
-from acp_adapter.frontends.agui.options import global_tool_progress
 from acp_adapter.frontends.agui.policy import load_policy
 from acp_adapter.frontends.agui.projection import RunProjection
 from acp_adapter.frontends.agui.questions import QuestionBroker
@@ -62,7 +62,7 @@ class AguiService:
         self.argv = parse_agent_command(options.agent_command)
         self.policy = load_policy(options.policy)
         self.tool_progress = (
-            global_tool_progress() if options.tool_progress is None else options.tool_progress
+            AguiSettings().tool_progress if options.tool_progress is None else options.tool_progress
         )
         #: the agent's directory and every session's workspace (absolute)
         self.workspace = options.workspace()
