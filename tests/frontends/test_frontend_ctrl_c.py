@@ -115,6 +115,7 @@ def test_the_handler_is_installed_before_the_heavy_imports(command: str) -> None
     assert done.stdout.split(maxsplit=1) == ["True", "[]\n"], done.stdout + done.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("argv0", ["acp-progress", "-m", "/usr/bin/acp-progress"])
 def test_importing_the_command_line_leaves_the_sigint_handler_alone(argv0: str) -> None:
     """Signal handlers belong to the entry point: importing ``acp_adapter.cli`` — whatever

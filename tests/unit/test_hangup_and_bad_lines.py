@@ -198,6 +198,7 @@ print("alive", sum(isinstance(o, ProgressAgent) for o in gc.get_objects()), file
 """
 
 
+@pytest.mark.e2e
 def test_serving_again_keeps_no_agent_of_an_earlier_serve_alive():
     """No growing module-level state: ``serve`` hands the agent that served to its caller (for the
     stuck-turn check) instead of keeping it in a registry, so serving three times (each client

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 from playwright.sync_api import sync_playwright
 
-from .agui_process import AguiProcess
-from .chromium import CHROMIUM, ensure_chromium
-from .test_agui_page import ARGS, idle, send
-from .test_agui_questions import mcp_config
+from tests.agui.test_agui_page import ARGS, idle, send
+from tests.agui.test_agui_questions import mcp_config
+from tests.helpers.agui_process import AguiProcess
+from tests.helpers.chromium import CHROMIUM, ensure_chromium
+
+pytestmark = pytest.mark.e2e
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install -e '.[test]' installs playwright"

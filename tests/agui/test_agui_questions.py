@@ -36,9 +36,8 @@ from acp_adapter.frontends.agui.questions import (
     PendingQuestion,
     QuestionBroker,
 )
-
-from .agui_process import AguiProcess, sse_events
-from .test_mcp_tasks import tasks_server
+from tests.helpers.agui_process import AguiProcess, sse_events
+from tests.mcp.test_mcp_tasks import tasks_server
 
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 HOSTILE = "Name\x1b]0;pwned\x07\x1b[31m\u202etxt.exe\u200b"
@@ -268,6 +267,7 @@ def until_question(url: str, thread: str, events: list[dict[str, Any]]) -> tuple
     raise AssertionError("the run never asked the tool's question")
 
 
+@pytest.mark.e2e
 def test_the_page_s_answer_reaches_the_tool(server: AguiProcess) -> None:
     events = start(server.url, "q-accept", "call orders {}")
     interrupt, seen = until_question(server.url, "q-accept", events)
@@ -283,6 +283,7 @@ def test_the_page_s_answer_reaches_the_tool(server: AguiProcess) -> None:
     assert "ordered 3 large for Ada, urgent=True" in json.dumps(after)
 
 
+@pytest.mark.e2e
 def test_a_decline_and_a_cancel_reach_the_tool(server: AguiProcess) -> None:
     for action in ("decline", "cancel"):
         thread = f"q-{action}"
@@ -292,6 +293,7 @@ def test_a_decline_and_a_cancel_reach_the_tool(server: AguiProcess) -> None:
         assert f"the person chose {action}" in json.dumps(after)
 
 
+@pytest.mark.e2e
 def test_an_answer_that_does_not_fit_is_refused_and_the_question_stays(server: AguiProcess) -> None:
     interrupt, _ = until_question(server.url, "q-bad", start(server.url, "q-bad", "call orders {}"))
     entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"action": "accept"}}
@@ -302,6 +304,7 @@ def test_an_answer_that_does_not_fit_is_refused_and_the_question_stays(server: A
     assert "the person chose decline" in json.dumps(after)
 
 
+@pytest.mark.e2e
 def test_a_run_without_interrupts_has_the_question_declined_saying_why(server: AguiProcess) -> None:
     events = start(server.url, "q-plain", "call asks {}", asks=False)
     assert events[-1]["outcome"]["type"] == "success"
@@ -309,6 +312,7 @@ def test_a_run_without_interrupts_has_the_question_declined_saying_why(server: A
     assert "the person chose decline" in text and "does not take interrupts" in text
 
 
+@pytest.mark.e2e
 def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(tmp_path: Path) -> None:
     process = AguiProcess(
         tmp_path,
