@@ -48,7 +48,6 @@ from acp_adapter.agent.attachments import sort_images
 from acp_adapter.agent.cancel_wait import await_through_cancel
 from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
-from acp_adapter.agent.plans import plan_callback
 from acp_adapter.agent.routes import agent_connection
 from acp_adapter.agent.session import LiveSessions, Session, history_to_json
 from acp_adapter.agent.session_config import ModelChoice, model_choices
@@ -56,17 +55,13 @@ from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
 from acp_adapter.agent.sign_in import SignIn, SignInMethods, auth_methods
-from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
-from acp_adapter.agent.turn_outcome import (
-    TurnResult,
-    iso_now,
-    summary_outcome,
-    turn_failure,
-)
+from acp_adapter.agent.tool_cards import PermissionAnswer
+from acp_adapter.agent.turn import ProgressTurn
+from acp_adapter.agent.turn_outcome import TurnResult, iso_now, turn_failure
 from acp_adapter.cancel import CONNECTION_CLOSED, SHUTTING_DOWN, CancelToken
 from acp_adapter.config import Settings
-from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from acp_adapter.models import ChatModel, Message, UsageReport, create_model
+from acp_adapter.events import UpdateOutbox
+from acp_adapter.models import ChatModel, ImagePart, Message, UsageReport, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
 from acp_adapter.store import (
@@ -84,7 +79,7 @@ from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
-    from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+    from acp_adapter.summary import SummaryFactory
 
 __all__ = ["HANGUP_GRACE", "ProgressAgent", "agent_connection", "exit_if_turns_stuck", "serve"]
 
@@ -94,7 +89,9 @@ log = logging.getLogger("acp_progress.server")
 class TurnLoop(Protocol):
     """One prompt's synchronous agent loop, run on a worker thread (``run_agent.AIAgent`` is one)."""
 
-    def run_conversation(self, user_text: str, history: Sequence[Message] = ()) -> TurnResult: ...
+    def run_conversation(
+        self, user_text: str, history: Sequence[Message] = (), *, images: Sequence[ImagePart] = ()
+    ) -> TurnResult: ...
 
 
 #: Builds a turn's loop from the model and the callbacks the server wires for that turn (the keyword
@@ -168,7 +165,8 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
         #: fed by an outbox observer, so they see exactly the stream the client sees
         self.summaries: SummaryFactory | None = _summary_factory(self.settings)
-        self._summary_of: dict[str, ProgressSummary] = {}
+        #: the running turn of each session (its summary is stopped if the client hangs up)
+        self._turn_of: dict[str, ProgressTurn] = {}
         self._turns_running: set[asyncio.Future[None]] = set()
         self._prompt_tasks: set[asyncio.Task[Any]] = set()
         self._workers: set[asyncio.Future[Any]] = set()
@@ -227,34 +225,6 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
             self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop(), backlog=self.backlog)
         return self._outbox
 
-    # ------------------------------------------------------------ progress summaries
-
-    def _begin_summary(self, session: Session, text: str) -> ProgressSummary | None:
-        """A turn's summary, shown on its think card (never in the thought channel)."""
-        if self.summaries is None:
-            return None
-        stream = session.stream
-
-        def show(event: SummaryEvent) -> None:
-            stream.show_summary(event.summary, event.revision)
-
-        summary = self.summaries.create(user_text=text, on_summary=show).start()
-        self._summary_of[session.id] = summary
-        self.outbox.observers(session.id).add(summary)  # it sees exactly what the client sees
-        return summary
-
-    def _end_summary(self, session: Session, summary: ProgressSummary | None, outcome: Outcome) -> None:
-        """Stop before the turn's cards close: no summary heartbeat after the end (contract 2)."""
-        if summary is None:
-            return
-        if self._summary_of.get(session.id) is summary:
-            del self._summary_of[session.id]
-        self.outbox.observers(session.id).discard(summary)
-        try:
-            summary.stop(outcome)
-        except Exception:
-            log.exception("stopping the progress summary failed")
-
     def cancel_all_turns(self, reason: str = SHUTTING_DOWN) -> None:
         for session in self.sessions.all():
             if session.cancel is not None:
@@ -276,9 +246,9 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         if self._prompt_tasks:
             await asyncio.wait(set(self._prompt_tasks), timeout=grace)
         if self.summaries is not None:
-            for summary in list(self._summary_of.values()):
-                summary.stop("cancelled")
-            self._summary_of.clear()
+            for turn in list(self._turn_of.values()):
+                turn.stop_summary("cancelled")
+            self._turn_of.clear()
             await self.summaries.aclose()  # the summary model's connections, on this loop
         self.shutdown()
 
@@ -413,11 +383,13 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         result: TurnResult | None = None
         error: BaseException | None = None
         interrupted = False
-        summary: ProgressSummary | None = None
+        turn: ProgressTurn | None = None
         recording = self.recorder.observer(session.id)
         try:
             text = prompt_to_text(prompt)
-            summary = self._begin_summary(session, text)  # it must see the turn from its first card
+            turn = self._new_turn(session, cancel, text, loop)
+            self._turn_of[session.id] = turn
+            turn.begin()  # its summary sees the turn from its first card
             # The spinner goes out first, from the event loop, as the prompt lands: the agent's
             # hook A adopts this card, so the person never waits for the hop to a worker thread.
             session.stream.think_open_early()
@@ -444,7 +416,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
                 session.stream.send(
                     SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=iso_now())
                 )
-            agent = self._build_agent(session, cancel, loop)
+            agent = self._build_agent(session, turn)
             history = list(session.history)
             attached = sort_images(prompt)
             images = attached.images
@@ -452,8 +424,9 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
                 session.stream.send_message_text("".join(f"⚠️ {note}\n" for note in attached.refused) + "\n")
             worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
                 self._executor,
+                # a loop written before images existed is still called without them
                 lambda: (
-                    agent.run_conversation(text, history, images=images)  # type: ignore[call-arg]
+                    agent.run_conversation(text, history, images=images)
                     if images
                     else agent.run_conversation(text, history)
                 ),
@@ -470,31 +443,30 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
         if result is not None and not cancel.cancelled:
             stop_reason = result.stop_reason
-        self._end_summary(session, summary, summary_outcome(stop_reason, error, result))
-        session.stream.end_turn(cancelled=stop_reason == "cancelled")
+        failure = turn_failure(stop_reason, error, result)
+        if turn is not None:  # the summary stops, then every open card closes
+            if self._turn_of.get(session.id) is turn:
+                del self._turn_of[session.id]
+            turn.end(stop_reason, failed=failure is not None)  # type: ignore[arg-type]
         await await_through_cancel(
             asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
         )
         session.finish_turn(result.messages if result is not None else [])
         self.outbox.observers(session.id).discard(recording)
         self.recorder.end_turn(
-            session.id,
-            history_to_json(session.history),
-            stop_reason,
-            failed=turn_failure(stop_reason, error, result) is not None,
+            session.id, history_to_json(session.history), stop_reason, failed=failure is not None
         )
         # the turn is on disk before its answer, so an agent killed right after still has it;
         # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
-        # cancelled turn: the person is waiting for the stop (issue 28.9: cancel -> answer within a
-        # few ms), and the write is queued already — should the process die before it lands, the
-        # turn loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
+        # cancelled turn: the person is waiting for the stop (cancel -> answer within a few ms),
+        # and the write is queued already — should the process die before it lands, the turn
+        # loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
         if stop_reason != "cancelled":
             await await_through_cancel(
                 asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
                 give_up=lambda: self._abandoned,
             )
         self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
-        failure = turn_failure(stop_reason, error, result)
         if failure is not None:
             raise failure  # every card is closed and flushed: the error is the prompt's honest answer
         total = result.usage if result is not None else None
@@ -515,11 +487,30 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
 
     # ------------------------------------------------------------ wiring one turn
 
-    def _build_agent(
-        self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop
-    ) -> TurnLoop:
+    def _new_turn(
+        self, session: Session, cancel: CancelToken, text: str, loop: asyncio.AbstractEventLoop
+    ) -> ProgressTurn:
+        """The turn's callbacks, tool observer and summary: the same :class:`ProgressTurn` the
+        README hands agent developers, on the session's stream and with its cancel signal."""
+        return ProgressTurn(
+            self._conn,
+            session.id,
+            loop,
+            cancel=cancel,
+            registry=self.registry,
+            workspace=session.cwd,
+            stream=session.stream,
+            summary=self.summaries,
+            user_text=text,
+            audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
+            client_capabilities=self.client_capabilities,
+            policy=session.policy,
+        )
+
+    def _build_agent(self, session: Session, turn: ProgressTurn) -> TurnLoop:
+        """The turn's agent loop, wired through ``turn.agent_callbacks()`` plus what only this
+        agent has: the session's model and tools, its running cost, the loop's heartbeats."""
         stream = session.stream
-        conn = self._conn
 
         def on_usage(report: UsageReport) -> None:
             if report.cost is not None:  # usage_update's cost is the session's total so far
@@ -531,27 +522,12 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         return self.turn_runner(
             self.model_for(session),
             toolbox=session.toolbox,
-            agent_progress_callback=make_agent_progress_cb(conn, session.id, loop, stream=stream),
-            thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
-            message_callback=make_message_cb(conn, session.id, loop, stream=stream),
             usage_callback=on_usage,
-            plan_callback=plan_callback(stream),
-            tool_observer=AcpToolObserver(
-                stream,
-                conn=conn,
-                loop=loop,
-                cancel=cancel,
-                registry=self.registry,
-                workspace=session.cwd,
-                audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
-                client_capabilities=self.client_capabilities,
-                policy=session.policy,
-            ),
-            scheduler=self.scheduler or loop_heartbeats(loop),
-            cancel=cancel,
+            scheduler=self.scheduler or loop_heartbeats(turn.loop),
             settings=self.settings,
             system_prompt=SYSTEM_PROMPT,
             error_note=False,
+            **turn.agent_callbacks(),
         )
 
 
