@@ -1,24 +1,23 @@
 """The ACP agent: initialize, sessions, prompt, cancel — and the protected stdio entry point.
 
-Each prompt runs its agent loop (``run_agent.AIAgent``, injected by the command line as
-``turn_runner``) in a worker thread with callbacks wired to the
-session's :class:`~acp_adapter.events.SessionStream`. Before the prompt response is returned the
-turn is finalised (every open card closed) and the outbox flushed, so the client sees every update
-of the turn, in order, before the response — on success, error, cancel and callback failure alike.
+Each prompt is a :class:`~acp_adapter.agent.turn.ProgressTurn` — the API agent developers get —
+whose ``agent_callbacks()`` wire the agent loop (``run_agent.AIAgent``, injected by the command line
+as ``turn_runner``) on a worker thread; :class:`~acp_adapter.agent.prompt_turns.PromptTurns` runs
+them. Before the prompt response is returned the turn is ended (every open card closed) and the
+outbox flushed, so the client sees every update of the turn, in order, before the response — on
+success, error, cancel and callback failure alike.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from acp import PROTOCOL_VERSION
@@ -37,31 +36,26 @@ from acp.schema import (
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionForkCapabilities,
-    SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
-    Usage,
 )
 
 from acp_adapter._version import __version__
-from acp_adapter.agent.attachments import sort_images
-from acp_adapter.agent.cancel_wait import await_through_cancel
 from acp_adapter.agent.commands import parse_command
-from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
+from acp_adapter.agent.heartbeat import Heartbeats
+from acp_adapter.agent.prompt_turns import PromptTurns, TurnParts, TurnRunner
 from acp_adapter.agent.routes import agent_connection
-from acp_adapter.agent.session import LiveSessions, Session, history_to_json
+from acp_adapter.agent.session import LiveSessions, Session
 from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
 from acp_adapter.agent.sign_in import SignIn, SignInMethods, auth_methods
 from acp_adapter.agent.tool_cards import PermissionAnswer
-from acp_adapter.agent.turn import ProgressTurn
-from acp_adapter.agent.turn_outcome import TurnResult, iso_now, turn_failure
-from acp_adapter.cancel import CONNECTION_CLOSED, SHUTTING_DOWN, CancelToken
+from acp_adapter.cancel import SHUTTING_DOWN
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox
-from acp_adapter.models import ChatModel, ImagePart, Message, UsageReport, create_model
+from acp_adapter.models import ChatModel, create_model
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
 from acp_adapter.store import (
@@ -81,34 +75,14 @@ from acp_adapter.tools import one_line
 if TYPE_CHECKING:
     from acp_adapter.summary import SummaryFactory
 
-__all__ = ["HANGUP_GRACE", "ProgressAgent", "agent_connection", "exit_if_turns_stuck", "serve"]
+__all__ = ["HANGUP_GRACE", "ProgressAgent", "TurnRunner", "agent_connection", "exit_if_turns_stuck", "serve"]
 
 log = logging.getLogger("acp_progress.server")
 
 
-class TurnLoop(Protocol):
-    """One prompt's synchronous agent loop, run on a worker thread (``run_agent.AIAgent`` is one)."""
-
-    def run_conversation(
-        self, user_text: str, history: Sequence[Message] = (), *, images: Sequence[ImagePart] = ()
-    ) -> TurnResult: ...
-
-
-#: Builds a turn's loop from the model and the callbacks the server wires for that turn (the keyword
-#: arguments of ``run_agent.AIAgent``). The command line injects ``run_agent.AIAgent``; the server
-#: never imports the top-level script, so the package does not depend on it.
-TurnRunner = Callable[..., TurnLoop]
-
 #: Seconds a running turn gets to finish (cancelled) after the client hung up; then it is abandoned,
 #: so the agent exits within about twice this whatever the turn is doing.
 HANGUP_GRACE = 0.8
-#: Longest a prompt's answer waits for its turn to reach the session store.
-STORE_FLUSH_TIMEOUT = 2.0
-
-SYSTEM_PROMPT = (
-    "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
-    "search and run commands when the user asks about their files; answer concisely."
-)
 
 
 class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
@@ -165,12 +139,6 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
         #: fed by an outbox observer, so they see exactly the stream the client sees
         self.summaries: SummaryFactory | None = _summary_factory(self.settings)
-        #: the running turn of each session (its summary is stopped if the client hangs up)
-        self._turn_of: dict[str, ProgressTurn] = {}
-        self._turns_running: set[asyncio.Future[None]] = set()
-        self._prompt_tasks: set[asyncio.Task[Any]] = set()
-        self._workers: set[asyncio.Future[Any]] = set()
-        self._abandoned = False
         #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer, self.settings.mcp)
@@ -182,8 +150,24 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         self.routes_logout = False
         #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
         self.sign_in = SignIn(_settings_file())
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
+        #: the prompts' turns: each a ProgressTurn driving the agent loop on a worker thread
+        self.turns = PromptTurns(
+            TurnParts(
+                turn_runner=turn_runner,
+                settings=self.settings,
+                sessions=self.sessions,
+                recorder=self.recorder,
+                writer=self._writer,
+                mcp=self.mcp,
+                registry=self.registry,
+                summaries=self.summaries,
+                scheduler=scheduler,
+                outbox=lambda: self.outbox,
+                conn=lambda: self._conn,
+                client_capabilities=lambda: self.client_capabilities,
+                model_for=self.model_for,
+                audit=self._audit,
+            )
         )
 
     # ------------------------------------------------------------ connection plumbing
@@ -226,9 +210,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         return self._outbox
 
     def cancel_all_turns(self, reason: str = SHUTTING_DOWN) -> None:
-        for session in self.sessions.all():
-            if session.cancel is not None:
-                session.cancel.cancel(reason)
+        self.turns.cancel_all(reason)
 
     async def hang_up(self, grace: float = HANGUP_GRACE) -> None:
         """The client hung up: give running turns ``grace`` seconds to finish cancelled, then
@@ -240,22 +222,15 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         with contextlib.suppress(Exception):
             await self.drain(grace)
         await self.mcp.stop_all()
-        self._abandoned = True
-        for task in list(self._prompt_tasks):
-            task.cancel()
-        if self._prompt_tasks:
-            await asyncio.wait(set(self._prompt_tasks), timeout=grace)
+        await self.turns.abandon(grace)
         if self.summaries is not None:
-            for turn in list(self._turn_of.values()):
-                turn.stop_summary("cancelled")
-            self._turn_of.clear()
             await self.summaries.aclose()  # the summary model's connections, on this loop
         self.shutdown()
 
     @property
     def stuck_turns(self) -> int:
         """Turns whose worker thread is still running (their work ignored cancellation)."""
-        return sum(1 for worker in self._workers if not worker.done())
+        return self.turns.stuck
 
     async def drain(self, grace: float = 5.0) -> None:
         """Cancel every running turn and wait until each has answered its prompt.
@@ -264,14 +239,12 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         still finishing when the connection's sender shuts down would wait for its response to be
         written forever.
         """
-        self.cancel_all_turns(CONNECTION_CLOSED)
-        if self._turns_running:
-            await asyncio.wait(set(self._turns_running), timeout=grace)
+        await self.turns.drain(grace)
 
     def shutdown(self) -> None:
         """Cancel every turn and release what the agent built (the model's HTTP client and loop)."""
         self.cancel_all_turns()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.turns.close()
         if killed := kill_started_processes():
             log.info("killed %d background job group(s) started by commands", killed)
         with contextlib.suppress(Exception):  # others may delete its sessions once it is gone
@@ -361,174 +334,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         command = parse_command(prompt_to_text(prompt, attachments=False))
         if command is not None:  # /help, /title: the agent answers, not the model
             return await self.answer_command(session, command)
-        cancel = session.begin_turn()
-        loop = asyncio.get_running_loop()
-        running: asyncio.Future[None] = loop.create_future()
-        session.turn_done = running
-        self._turns_running.add(running)
-        task = asyncio.current_task()
-        if task is not None:
-            self._prompt_tasks.add(task)
-        try:
-            return await self._run_turn(session, cancel, prompt, loop)
-        finally:
-            if task is not None:
-                self._prompt_tasks.discard(task)
-            running.set_result(None)
-            self._turns_running.discard(running)
-
-    async def _run_turn(
-        self, session: Session, cancel: CancelToken, prompt: list[Any], loop: asyncio.AbstractEventLoop
-    ) -> PromptResponse:
-        result: TurnResult | None = None
-        error: BaseException | None = None
-        interrupted = False
-        turn: ProgressTurn | None = None
-        recording = self.recorder.observer(session.id)
-        try:
-            text = prompt_to_text(prompt)
-            turn = self._new_turn(session, cancel, text, loop)
-            self._turn_of[session.id] = turn
-            turn.begin()  # its summary sees the turn from its first card
-            # The spinner goes out first, from the event loop, as the prompt lands: the agent's
-            # hook A adopts this card, so the person never waits for the hop to a worker thread.
-            session.stream.think_open_early()
-            await await_through_cancel(
-                asyncio.ensure_future(session.stream.flush()),
-                lambda: cancel.cancel(CONNECTION_CLOSED),
-                lambda: self._abandoned,
-            )
-            # recorded once the spinner is out: the first card never waits for the session store
-            if session.mcp is not None:  # waits for servers still starting: cancel stops the wait
-                preparing = asyncio.ensure_future(self.mcp.prepare(session))
-
-                def stop_waiting() -> None:
-                    loop.call_soon_threadsafe(preparing.cancel)
-
-                remove = cancel.on_cancel(stop_waiting)
-                try:
-                    await await_through_cancel(preparing, give_up=lambda: self._abandoned)
-                finally:
-                    remove()
-            title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
-            self.outbox.observers(session.id).add(recording)
-            if title is not None:  # the first prompt names the session, for session/list and the client
-                session.stream.send(
-                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=iso_now())
-                )
-            agent = self._build_agent(session, turn)
-            history = list(session.history)
-            attached = sort_images(prompt)
-            images = attached.images
-            if attached.refused:  # told in the session; the turn goes on with the rest
-                session.stream.send_message_text("".join(f"⚠️ {note}\n" for note in attached.refused) + "\n")
-            worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
-                self._executor,
-                # a loop written before images existed is still called without them
-                lambda: (
-                    agent.run_conversation(text, history, images=images)
-                    if images
-                    else agent.run_conversation(text, history)
-                ),
-            )
-            self._workers.add(worker)
-            worker.add_done_callback(self._workers.discard)
-            result, error, interrupted = await await_through_cancel(
-                worker, lambda: cancel.cancel(CONNECTION_CLOSED), lambda: self._abandoned
-            )
-        except Exception as exc:  # building the turn failed: still finalise it below
-            error = exc
-        if error is not None:
-            log.error("agent turn crashed: %s", type(error).__name__, exc_info=error)
-        stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
-        if result is not None and not cancel.cancelled:
-            stop_reason = result.stop_reason
-        failure = turn_failure(stop_reason, error, result)
-        if turn is not None:  # the summary stops, then every open card closes
-            if self._turn_of.get(session.id) is turn:
-                del self._turn_of[session.id]
-            turn.end(stop_reason, failed=failure is not None)  # type: ignore[arg-type]
-        await await_through_cancel(
-            asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
-        )
-        session.finish_turn(result.messages if result is not None else [])
-        self.outbox.observers(session.id).discard(recording)
-        self.recorder.end_turn(
-            session.id, history_to_json(session.history), stop_reason, failed=failure is not None
-        )
-        # the turn is on disk before its answer, so an agent killed right after still has it;
-        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
-        # cancelled turn: the person is waiting for the stop (cancel -> answer within a few ms),
-        # and the write is queued already — should the process die before it lands, the turn
-        # loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
-        if stop_reason != "cancelled":
-            await await_through_cancel(
-                asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
-                give_up=lambda: self._abandoned,
-            )
-        self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
-        if failure is not None:
-            raise failure  # every card is closed and flushed: the error is the prompt's honest answer
-        total = result.usage if result is not None else None
-        # token usage is the answer's own ``usage`` (what editors read) and, for the front-ends
-        # that read it there, in _meta too; with a known context window, also usage_update
-        # during the turn
-        usage = (
-            Usage(
-                total_tokens=total.total_tokens,
-                input_tokens=total.input_tokens,
-                output_tokens=total.output_tokens,
-            )
-            if total is not None
-            else None
-        )
-        meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
-        return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]
-
-    # ------------------------------------------------------------ wiring one turn
-
-    def _new_turn(
-        self, session: Session, cancel: CancelToken, text: str, loop: asyncio.AbstractEventLoop
-    ) -> ProgressTurn:
-        """The turn's callbacks, tool observer and summary: the same :class:`ProgressTurn` the
-        README hands agent developers, on the session's stream and with its cancel signal."""
-        return ProgressTurn(
-            self._conn,
-            session.id,
-            loop,
-            cancel=cancel,
-            registry=self.registry,
-            workspace=session.cwd,
-            stream=session.stream,
-            summary=self.summaries,
-            user_text=text,
-            audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
-            client_capabilities=self.client_capabilities,
-            policy=session.policy,
-        )
-
-    def _build_agent(self, session: Session, turn: ProgressTurn) -> TurnLoop:
-        """The turn's agent loop, wired through ``turn.agent_callbacks()`` plus what only this
-        agent has: the session's model and tools, its running cost, the loop's heartbeats."""
-        stream = session.stream
-
-        def on_usage(report: UsageReport) -> None:
-            if report.cost is not None:  # usage_update's cost is the session's total so far
-                session.cost = (session.cost or 0.0) + report.cost
-            if report.context_window:
-                used = report.input_tokens + report.output_tokens
-                stream.send_usage(used, report.context_window, session.cost)
-
-        return self.turn_runner(
-            self.model_for(session),
-            toolbox=session.toolbox,
-            usage_callback=on_usage,
-            scheduler=self.scheduler or loop_heartbeats(turn.loop),
-            settings=self.settings,
-            system_prompt=SYSTEM_PROMPT,
-            error_note=False,
-            **turn.agent_callbacks(),
-        )
+        return await self.turns.run(session, prompt)
 
 
 def _settings_file() -> Path | None:
