@@ -50,6 +50,7 @@ from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
+from acp_adapter.agent.session_options import SessionOptions
 from acp_adapter.agent.sign_in import SignIn, SignInMethods, auth_methods
 from acp_adapter.agent.tool_cards import PermissionAnswer
 from acp_adapter.cancel import SHUTTING_DOWN
@@ -150,11 +151,19 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         self.routes_logout = False
         #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
         self.sign_in = SignIn(_settings_file())
+        #: each session's mode, model and config options, and the commands the agent answers itself
+        self.options = SessionOptions(
+            store=self.store,
+            writer=self._writer,
+            recorder=self.recorder,
+            model_menu=lambda: self.model_menu,
+            outbox=lambda: self.outbox,
+        )
         #: the prompts' turns: each a ProgressTurn driving the agent loop on a worker thread
         self.turns = PromptTurns(
             TurnParts(
                 turn_runner=turn_runner,
-                settings=self.settings,
+                settings=lambda: self.settings,
                 sessions=self.sessions,
                 recorder=self.recorder,
                 writer=self._writer,
@@ -262,7 +271,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
 
     def model_for(self, session: Session) -> ChatModel:
         """The back-end of the model the session picked (built on first use, then shared)."""
-        choice_id = self._config_of(session).model
+        choice_id = self.options.config_of(session).model
         model = self._models.get(choice_id)
         if model is not None:
             return model
@@ -333,7 +342,7 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         session = await self._session_for_prompt(session_id)
         command = parse_command(prompt_to_text(prompt, attachments=False))
         if command is not None:  # /help, /title: the agent answers, not the model
-            return await self.answer_command(session, command)
+            return await self.options.answer_command(session, command)
         return await self.turns.run(session, prompt)
 
 

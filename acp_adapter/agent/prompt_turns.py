@@ -75,7 +75,8 @@ class TurnParts:
     capabilities) or the session's configuration decides (``model_for``)."""
 
     turn_runner: TurnRunner
-    settings: Settings
+    #: the agent's settings now (a sign-in replaces them: the next turn uses the new ones)
+    settings: Callable[[], Settings]
     sessions: LiveSessions
     recorder: ConversationRecorder
     writer: BackgroundWriter
@@ -103,7 +104,7 @@ class PromptTurns:
         #: the running turn of each session (its summary is stopped if the client hangs up)
         self._turn_of: dict[str, ProgressTurn] = {}
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=parts.settings.max_workers, thread_name_prefix="acp-turn"
+            max_workers=parts.settings().max_workers, thread_name_prefix="acp-turn"
         )
 
     async def run(self, session: Session, prompt: list[Any]) -> PromptResponse:
@@ -303,7 +304,7 @@ class PromptTurns:
             toolbox=session.toolbox,
             usage_callback=on_usage,
             scheduler=self._parts.scheduler or loop_heartbeats(turn.loop),
-            settings=self._parts.settings,
+            settings=self._parts.settings(),
             system_prompt=SYSTEM_PROMPT,
             error_note=False,
             **turn.agent_callbacks(),
