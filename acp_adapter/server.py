@@ -24,9 +24,11 @@ from acp import PROTOCOL_VERSION
 from acp.schema import (
     AgentAuthCapabilities,
     AgentCapabilities,
+    AuthenticateResponse,
     Implementation,
     InitializeResponse,
     LogoutCapabilities,
+    LogoutResponse,
     McpCapabilities,
     PromptCapabilities,
     PromptRequest,
@@ -43,20 +45,21 @@ from acp.schema import (
 from acp_adapter._version import __version__
 from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats
+from acp_adapter.agent.model_backends import ModelBackends
 from acp_adapter.agent.prompt_turns import PromptTurns, TurnParts, TurnRunner
 from acp_adapter.agent.routes import agent_connection
 from acp_adapter.agent.session import LiveSessions, Session
-from acp_adapter.agent.session_config import ModelChoice, model_choices
+from acp_adapter.agent.session_config import ModelChoice
 from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
 from acp_adapter.agent.session_options import SessionOptions
-from acp_adapter.agent.sign_in import SignIn, SignInMethods, auth_methods
+from acp_adapter.agent.sign_in import SignIn, auth_methods
 from acp_adapter.agent.tool_cards import PermissionAnswer
 from acp_adapter.cancel import SHUTTING_DOWN
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox
-from acp_adapter.models import ChatModel, create_model
+from acp_adapter.models import ChatModel
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
 from acp_adapter.store import (
@@ -86,7 +89,7 @@ log = logging.getLogger("acp_progress.server")
 HANGUP_GRACE = 0.8
 
 
-class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
+class ProgressAgent(SessionFork, SessionMethods):
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
 
     def __init__(
@@ -106,14 +109,8 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         self.client_name: str | None = None
         #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
         self.client_capabilities: Any = None
-        self._given_model = model  # a model passed in belongs to the caller, who closes it
-        self.model = model or create_model(self.settings)
-        #: the model selector's entries, the configured back-end first (it is ``self.model``)
-        self.model_menu: list[ModelChoice] = model_choices(self.settings)
-        #: the other entries' back-ends, built when a session first picks one
-        self._models: dict[str, ChatModel] = {self.model_menu[0].id: self.model}
-        #: back-ends left behind by a sign-in change (still closed at shutdown: a turn may use one)
-        self._retired_models: list[ChatModel] = []
+        #: the model selector's back-ends (a model passed in belongs to the caller, who closes it)
+        self.backends = ModelBackends(self.settings, model)
         #: heartbeats of every turn; by default the connection's own event loop times them
         #: (``loop.call_later``), so an ACP agent needs no scheduler thread
         self.scheduler = scheduler
@@ -261,31 +258,39 @@ class ProgressAgent(SessionFork, SessionMethods, SignInMethods):
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()
-        for model in [*self._models.values(), *self._retired_models]:
-            close = getattr(model, "close", None)
-            if model is not self._given_model and callable(close):
-                try:
-                    close()
-                except Exception:
-                    log.exception("closing the model back-end failed")
+        self.backends.close()
+
+    @property
+    def model(self) -> ChatModel:
+        """The configured back-end (new sessions' default)."""
+        return self.backends.default
+
+    @property
+    def model_menu(self) -> list[ModelChoice]:
+        return self.backends.menu
 
     def model_for(self, session: Session) -> ChatModel:
         """The back-end of the model the session picked (built on first use, then shared)."""
-        choice_id = self.options.config_of(session).model
-        model = self._models.get(choice_id)
-        if model is not None:
-            return model
-        choice = next((c for c in self.model_menu if c.id == choice_id), None)
-        if choice is None:
-            return self.model
-        if choice.backend == "openai":
-            openai = self.settings.openai.model_copy(update={"model": choice.model_name})
-            settings = self.settings.model_copy(update={"model": "openai", "openai": openai})
-        else:
-            settings = self.settings.model_copy(update={"model": "embedded"})
-        model = self._models[choice_id] = create_model(settings)
-        log.info("model %s ready", choice_id)
-        return model
+        return self.backends.for_choice(self.options.config_of(session).model)
+
+    # ------------------------------------------------------------ sign-in (delegated)
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """Sign in with one of the methods ``initialize`` listed: new sessions then use the
+        back-end it names; sessions already open keep theirs."""
+        self.use_settings(await self.sign_in.authenticate(method_id, self.settings))
+        return AuthenticateResponse()
+
+    async def logout(self, **kwargs: Any) -> LogoutResponse:
+        """Clear what ``serve --setup`` saved and the key this process holds; new sessions use the
+        embedded model."""
+        self.use_settings(self.sign_in.logout(self.settings))
+        return LogoutResponse()
+
+    def use_settings(self, settings: Settings) -> None:
+        """Serve new sessions with ``settings``' back-end (see :meth:`ModelBackends.use`)."""
+        self.settings = settings
+        self.backends.use(settings)
 
     # ------------------------------------------------------------ ACP methods
 
