@@ -3,10 +3,11 @@ and config-option switches (answered by the agent's
 :class:`~acp_adapter.agent.session_options.SessionOptions`), and the store flush extension method
 (:data:`~acp_adapter.protocol.meta.STORE_FLUSH_METHOD`).
 
-A mixin of :class:`~acp_adapter.server.ProgressAgent` (which keeps initialize, prompt and the
-turn's wiring): every method here works on the agent's live sessions, its session store and its
-outbox, so each session a method makes live gets the same parts — toolbox, recorder, MCP servers,
-its stored configuration (mode, model, "always" answers) and the commands update.
+A mixin of :class:`~acp_adapter.server.ProgressAgent` (which keeps initialize and prompt; the
+turns run in :class:`~acp_adapter.agent.prompt_turns.PromptTurns`): every method here works on the
+agent's live sessions, its session store and its outbox, so each session a method makes live gets
+the same parts — toolbox, recorder, MCP servers, its stored configuration (mode, model, "always"
+answers) and the commands update.
 """
 
 from __future__ import annotations
