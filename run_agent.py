@@ -1,4 +1,4 @@
-"""``AIAgent``: the synchronous agent loop with the three spinner hook sites of the seed.
+"""``AIAgent``: the synchronous agent loop with its three spinner hook sites.
 
 The loop runs in a worker thread (or, as a plain program, in the main thread). Around every model
 call it reports progress through exactly three ``self.agent_progress_callback(`` sites:
@@ -11,8 +11,8 @@ call it reports progress through exactly three ``self.agent_progress_callback(``
   one shared scheduler thread — never a thread per call), cancelled before hook B.
 
 Each site is wrapped so an exception in a callback cannot escape into the turn. Routing follows
-the seed: the progress callback (tool card) when an ACP client is attached, else the thought-text
-callback, else the terminal printer. ``scripts/check_hook_sites.py`` verifies the three sites.
+the routing order: the progress callback (tool card) when an ACP client is attached, else the
+thought-text callback, else the terminal printer. ``scripts/check_hook_sites.py`` verifies the three sites.
 
 Run ``python run_agent.py "your prompt"`` (the same as ``acp-progress run "your prompt"``) for a
 plain terminal session on the embedded model.
@@ -147,7 +147,7 @@ class AIAgent:
         return self._printer
 
     def _safe(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Call a non-hook callback; a failing callback must never break the turn (contract 6)."""
+        """Call a non-hook callback; a failing hook never breaks the turn."""
         try:
             fn(*args)
         except Exception as exc:

@@ -5,7 +5,7 @@ The public API, for agent developers (everything else is internal and may change
 * :class:`ProgressTurn` — one prompt turn: hands out the progress, thinking, message and usage
   callbacks and the tool observer over one ordered path, and always ends the turn (sync and async
   context manager).
-* :func:`make_agent_progress_cb`, :func:`make_thinking_cb`, :func:`make_message_cb` — the seed's
+* :func:`make_agent_progress_cb`, :func:`make_thinking_cb`, :func:`make_message_cb` — the plain
   callback factories ``(conn, session_id, loop)``, on the same per-session stream.
 * :class:`ProgressAgent` and :func:`serve` — this package's own ACP agent, on ``acp.run_agent``.
 * :func:`with_progress` — wrap any agent built on the ACP Python SDK (or pydantic-acp) so it shows

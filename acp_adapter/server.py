@@ -201,7 +201,7 @@ class ProgressAgent(SessionFork, SessionMethods):
 
     def _forget_freed(self, session_id: str) -> None:
         """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
-        store) it is gone altogether, as before durable sessions, so memory stays bounded."""
+        store) it is gone altogether, so memory stays bounded."""
         self.recorder.forget(session_id)
         self.mcp.stop_soon(session_id)
         if self._outbox is not None:
@@ -370,7 +370,7 @@ def _summary_factory(settings: Settings) -> SummaryFactory | None:
     """Summaries are off for ``serve`` unless ACP_PROGRESS_SUMMARY / --summary turns them on;
     a bad set-up (the openai extra missing …) is a ConfigError at start-up."""
     if settings.summary in ("auto", "off"):
-        return None  # not even imported: an editor's agent starts as fast as before
+        return None  # not even imported: summaries off cost an editor's agent no start-up time
     from acp_adapter.summary import SummaryFactory
 
     return SummaryFactory.from_settings(settings, default_mode="off")

@@ -4,7 +4,7 @@ No I/O and no state: each function maps facts to one SDK schema object built wit
 (``start_tool_call``, ``update_tool_call``, ``tool_content``, ``text_block``), or on the hot path of
 tool progress with one validated construction of the SDK's schema types. Every string that
 goes into an update passes the canonical redactor here, at the single choke point, so no caller
-can forget it (DESIGN contract 5).
+can forget it (secrets never leave).
 """
 
 from __future__ import annotations

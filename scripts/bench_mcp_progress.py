@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Latency of MCP tool progress against built-in tool progress, in the same run (issue 27).
+"""Latency of MCP tool progress against built-in tool progress, in the same run.
 
 The agent (``ProgressAgent`` with the embedded model and the real turn loop) and an ACP client run
 in this process over the SDK's in-memory transport, so one clock times the client side. The MCP
@@ -140,7 +140,7 @@ async def main() -> None:
         command=sys.executable,
         args=["-m", "tests.mcp_servers.kit"],
         env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))],
-        field_meta=trusted_meta(True),  # its read-only tools run unasked, as before trust existed
+        field_meta=trusted_meta(True),  # trusted: read-only tools run unasked, so only progress is timed
     )
     with tempfile.TemporaryDirectory() as cwd:
         session = await conn.new_session(cwd=cwd, mcp_servers=[kit])

@@ -269,7 +269,7 @@ def run_pty(argv: list[str], cwd: Path, env: Mapping[str, str], until: str) -> t
         raise RuntimeError("the terminal examples need pyte: pip install -e '.[test]'") from None
 
     sys.path.insert(0, str(ROOT))
-    from tests.pty_child import PtyChild
+    from tests.helpers.pty_child import PtyChild
 
     width, height = SCREEN_SIZE
     screen = pyte.Screen(width, height)

@@ -14,6 +14,7 @@ from acp.schema import (
 )
 
 from acp_adapter.protocol.cancel_request import CancellableRequests, IncomingRequestIds
+from acp_adapter.protocol.mcp_server_types import McpServerTypeCheck
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
@@ -38,7 +39,9 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
     of advertising a method it cannot answer.
 
     The same router is wrapped once for request cancellation (``$/cancel_request``, see
-    :mod:`acp_adapter.protocol.cancel_request`): every request can be called off by its id.
+    :mod:`acp_adapter.protocol.cancel_request`): every request can be called off by its id. Under
+    that, the raw ``mcpServers`` of the methods that take them are checked before the SDK parses
+    them (:mod:`acp_adapter.protocol.mcp_server_types`): an entry it would drop is refused instead.
 
     ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
     subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
@@ -90,9 +93,10 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
         )
         agent.routes_logout = True
         # every request may be called off by id ($/cancel_request); a prompt the gentle way (its
-        # turn is cancelled: every card closes and it answers stopReason "cancelled")
+        # turn is cancelled: every card closes and it answers stopReason "cancelled"); an MCP
+        # server entry the SDK would drop while parsing is refused before it parses it
         sdk_connection._handler = CancellableRequests(  # type: ignore[union-attr]
-            router, gentle={AGENT_METHODS["session_prompt"]: agent.stop_prompt_request}
+            McpServerTypeCheck(router), gentle={AGENT_METHODS["session_prompt"]: agent.stop_prompt_request}
         )
     else:
         log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")

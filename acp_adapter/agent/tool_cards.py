@@ -283,7 +283,7 @@ IMAGE_CAP = 4 * 1024 * 1024
 
 
 def card_content(items: tuple[Shown, ...]) -> tuple[Any, ...]:
-    """A tool's display items as SDK tool-call content, every string redacted (contract 5)."""
+    """A tool's display items as SDK tool-call content, every string redacted (secrets never leave)."""
     out: list[Any] = []
     for item in items:
         if isinstance(item, FileDiff):
@@ -365,8 +365,9 @@ def answered_automatically(response: Any) -> bool:
 
 
 def _valid_descriptor(tool: Tool | None) -> dict[str, str] | None:
-    """A tool's own seed-000 descriptor keys when they are valid (an invalid one is dropped, as
-    the registry drops it), so front-ends that present calls themselves see them too."""
+    """A tool's own presentation descriptor keys (``agh/friendly_verb``, ``agh/preview``) when they
+    are valid (an invalid one is dropped, as the registry drops it), so front-ends that present
+    calls themselves see them too."""
     extension = tool.extension if tool is not None else None
     if not extension:
         return None

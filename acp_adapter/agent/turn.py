@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("acp_progress.turn")
 
 AgentProgressCallback = Callable[..., None]
-"""The seed's ``agent_progress_callback(state, name, args=None)``."""
+"""The plain ``agent_progress_callback(state, name, args=None)`` an agent loop calls."""
 
 _CANCELLATIONS = (TurnCancelled, asyncio.CancelledError, KeyboardInterrupt)
 
@@ -69,7 +69,7 @@ def session_stream(
 
 
 def progress_callback(stream: SessionStream) -> AgentProgressCallback:
-    """The seed's ``agent_progress_callback(state, name, args=None)`` over ``stream``.
+    """The plain ``agent_progress_callback(state, name, args=None)`` over ``stream``.
 
     ``start`` opens a think card with a fresh id, ``heartbeat`` updates it with ``args["elapsed"]``
     (and ``args["status"]``), ``complete`` closes it (``failed`` when ``args["error"]`` is set).
@@ -135,7 +135,7 @@ class ProgressTurn:
         self.cancel = cancel if cancel is not None else CancelToken()
         self.flush_timeout = flush_timeout
         self.stop_reason: StopReason | None = None
-        #: ``agent_progress_callback(state, name, args=None)`` — the think card (seed hook sites)
+        #: ``agent_progress_callback(state, name, args=None)`` — the think card (the loop's three hook sites)
         self.progress: AgentProgressCallback = progress_callback(self.stream)
         #: ``thinking_callback(text)`` — thought text (redacted, streamed)
         self.thinking: Callable[[str], bool] = self.stream.send_thought_text

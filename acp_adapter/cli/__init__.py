@@ -1,14 +1,16 @@
 """The acp-progress command line: one subcommand per front-end (the top-level help lists them all).
 
 The module imports little at the top: ``watch``, ``chat`` and ``run`` count Ctrl-C from the moment
-this module is imported (:mod:`.interrupt`): everything imported before that is time a press is lost in.
+this module is imported (:mod:`acp_adapter.frontends.interrupt`): everything imported before that
+is time a press is lost in.
 """
 
 from __future__ import annotations
 
 import sys
 
-#: Commands that count Ctrl-C from the start (:mod:`.interrupt`) instead of raising KeyboardInterrupt;
+#: Commands that count Ctrl-C from the start (:mod:`acp_adapter.frontends.interrupt`) instead of
+#: raising KeyboardInterrupt;
 #: ``run`` counts until its agent loop starts, which then takes Ctrl-C as KeyboardInterrupt.
 COUNTED_INTERRUPT_COMMANDS = frozenset({"watch", "chat", "run"})
 

@@ -172,9 +172,10 @@ def _name_list(value: Any) -> Any:
 
 
 class AguiSettings(_Section):
-    """Who the AG-UI endpoint admits and how much it takes (issue 18); ``acp-progress agui`` only.
+    """Who the AG-UI endpoint admits and how much it takes (every input is bounded).
 
-    Read from the environment with everything else; ``acp-progress agui`` lays its own flags on top
+    Only ``acp-progress agui`` uses it. Read from the environment with everything else;
+    ``acp-progress agui`` lays its own flags on top
     with :meth:`with_flags`. These are the endpoint's own: :meth:`to_env` exports none of them, so
     the token never travels to a child agent through :meth:`Settings.to_env`.
     """

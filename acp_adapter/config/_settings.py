@@ -108,7 +108,7 @@ class Settings(_Section):
     state: bool = setting(
         True,
         env="ACP_PROGRESS_STATE",
-        help="keep sessions in the SQLite session store (off: in memory only, as before)",
+        help="keep sessions in the SQLite session store (off: in memory only, gone when the process ends)",
     )
     state_dir: str | None = setting(
         None,

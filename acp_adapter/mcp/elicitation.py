@@ -136,6 +136,15 @@ def declined(server: str, why: str, call: AskedCall | None) -> types.ElicitResul
     return types.ElicitResult(action="decline", _meta={"acpProgress": {"reason": why}})
 
 
+def decline_reason(answer: DeclineElicitationResponse) -> str | None:
+    """The reason an editor gave for declining (``_meta.acpProgress.reason``: nobody answered in
+    time, nobody can answer), cleaned like everything from outside; None when it gave none."""
+    meta = answer.field_meta if isinstance(answer.field_meta, dict) else {}
+    ours = meta.get("acpProgress")
+    why = ours.get("reason") if isinstance(ours, dict) else None
+    return _clean(why, 300) or None if isinstance(why, str) else None
+
+
 @dataclass
 class AskedCall:
     """The call a question belongs to: its card, and how the card shows that it waits."""
@@ -218,7 +227,8 @@ class SessionQuestions:
                 return declined(server, str(exc), call)
             return types.ElicitResult(action="accept", content=content)
         if isinstance(answer, DeclineElicitationResponse):
-            return types.ElicitResult(action="decline")
+            reason = decline_reason(answer)
+            return declined(server, reason, call) if reason else types.ElicitResult(action="decline")
         if isinstance(answer, CancelElicitationResponse):
             return types.ElicitResult(action="cancel")
         return types.ElicitResult(action="cancel")

@@ -1,6 +1,6 @@
 """What a session store keeps, and the small interface every back-end implements.
 
-A stored session is the *canonical* conversation (DESIGN contract 10, seed 000): the user's
+A stored session is the *canonical* conversation (history is canonical): the user's
 messages, the agent's message and thought text, each tool call in its final state, plans and
 usage — as ACP update JSON, so replaying it is sending those updates again — plus the model
 history the agent needs to go on. Never heartbeats, progress snapshots, spinner cards or anything

@@ -1,4 +1,4 @@
-"""From the live update stream to the canonical conversation a session keeps (seed 000's rule).
+"""From the live update stream to the canonical conversation a session keeps (history is canonical).
 
 The stream a client sees is full of things that only matter while they happen: think-card
 spinners and their heartbeats, progress snapshots, text in dozens of chunks. What a session keeps
@@ -181,7 +181,7 @@ class ConversationRecorder:
 
     ``store`` is a :class:`~acp_adapter.store.base.SessionStore`; ``writer`` runs the writes on its
     own thread. Every method is cheap and never raises into the caller (a recorder failure must not
-    break a turn: DESIGN contract 6).
+    break a turn: a failing hook never breaks the turn).
     """
 
     def __init__(
@@ -380,7 +380,7 @@ class ConversationRecorder:
         entries = list(turn.entries[turn.written :]) if turn is not None else []
         for entry in entries:
             if entry.get("sessionUpdate") == "tool_call" and entry.get("status") not in _TERMINAL:
-                entry["status"] = "failed"  # cannot happen (contract 1), but a replay never spins
+                entry["status"] = "failed"  # cannot happen (no orphan card), but a replay never spins
         if turn is not None and turn.usage is not None:
             entries.append(turn.usage)
         now = self._clock()
@@ -402,9 +402,10 @@ class ConversationRecorder:
         return known
 
     def _keep_under_cap(self, session_id: str, entries: Sequence[JsonObject]) -> None:
-        """One session's stored entries stay within :attr:`max_session_bytes` (issue 26: one AG-UI
-        thread fed 15 MB runs grew without bound): the oldest go first, a note takes their place,
-        the log says so. Runs on the writer's thread, after the turn's entries are written."""
+        """One session's stored entries stay within :attr:`max_session_bytes` (every input is bounded:
+        one AG-UI thread fed 15 MB runs would otherwise grow without bound): the oldest go first,
+        a note takes their place, the log says so. Runs on the writer's thread, after the turn's
+        entries are written."""
         known = self._count(session_id, entries)
         if known is not None and known <= self.max_session_bytes:
             return

@@ -104,7 +104,8 @@ __all__ = [
 log = logging.getLogger("acp_progress.store")
 
 DATABASE_NAME = "sessions.sqlite3"
-#: the longest any statement waits for a lock another process holds (issue 26: ≤ 2 s)
+#: the longest any statement waits for a lock another process holds (a busy store answers
+#: within 2 s instead of hanging the turn)
 BUSY_TIMEOUT_S = 2.0
 #: the longest the start-up pruning waits for another process's lock (it is only housekeeping)
 PRUNE_WAIT_S = 0.2

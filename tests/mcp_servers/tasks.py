@@ -12,6 +12,8 @@ tools ``execution.taskSupport``, answers a ``tools/call`` that asks for a task w
 * ``breaks`` — fails after two steps (status ``failed``, an error result);
 * ``forgets`` — the server forgets the task at once (``tasks/get`` answers "unknown task");
 * ``asks`` — asks the person a question (``elicitation/create``) and answers with what they said;
+* ``orders`` — asks a form of every kind a page draws (text, whole number, yes/no, a choice), its
+  first field's title hostile (an escape sequence, a right-to-left override);
 * ``opens`` — sends the person to a link (URL-mode ``elicitation/create``);
 * ``badid`` — a task id no client should keep (5,000 characters and an escape sequence);
 * ``stamped`` — one status change and one progress notification per step, each stamped with the
@@ -30,7 +32,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import mcp_types as types
@@ -162,6 +164,25 @@ async def asks(ctx: Context, question: str = "What colour?") -> str:
     answer = await ctx.elicit(question, Colour)
     if answer.action == "accept":
         return f"the person said {answer.data.colour}"
+    return f"the person chose {answer.action}"
+
+
+HOSTILE_TITLE = "Name\x1b]0;pwned\x07\x1b[31m\u202etxt.exe"
+
+
+class Order(BaseModel):
+    name: str = Field(title=HOSTILE_TITLE, description="Who the order is for")
+    count: int = Field(title="How many")
+    urgent: bool = Field(title="Urgent", default=False)
+    size: Literal["small", "large"] = Field(title="Size")
+
+
+@server.tool(description="Ask the person for an order (a form of every kind) and answer with it.")
+async def orders(ctx: Context) -> str:
+    answer = await ctx.elicit("Your order?", Order)
+    if answer.action == "accept":
+        order = answer.data
+        return f"ordered {order.count} {order.size} for {order.name}, urgent={order.urgent}"
     return f"the person chose {answer.action}"
 
 

@@ -1,15 +1,15 @@
 """Per-run switches: tool progress and progress summaries, each a global default a run overrides.
 
-Seed 001: the global switch (``--tool-progress`` / ``ACP_PROGRESS_AGUI_TOOL_PROGRESS=1``) is the
+Tool progress: the global switch (``--tool-progress`` / ``ACP_PROGRESS_AGUI_TOOL_PROGRESS=1``) is the
 default; ``forwardedProps.emitToolProgress`` of one run overrides it either way (``true`` enables,
 ``false`` disables a global opt-in). Any other value of that key is a client error, reported as such
 rather than guessed at.
 
-Permission questions as AG-UI interrupts (issue 29, :mod:`.interrupts`) follow it too, with
+Permission questions as AG-UI interrupts (:mod:`.interrupts`) follow it too, with
 ``forwardedProps.permissionInterrupts`` over ``--permission-interrupts`` (default off: a client
 that never resumes keeps getting the static policy's answer in the same run).
 
-Progress summaries (issue 10) follow the same rule with ``forwardedProps.emitProgressSummary``
+Progress summaries follow the same rule with ``forwardedProps.emitProgressSummary``
 over the endpoint's summary setting (``--summary`` / ``ACP_PROGRESS_SUMMARY``), so a client that
 renders no status line can opt out per run, and one that does can opt in on an endpoint that
 keeps them off by default.

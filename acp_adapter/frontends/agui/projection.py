@@ -4,7 +4,7 @@ No I/O, no clock, no lock: :class:`RunProjection` is the state machine of one AG
 text message, open reasoning span, which tool calls are live, which are think cards). The per-run
 lock and the delivery of its events live in :mod:`acp_adapter.frontends.agui.run`.
 
-The mapping (issue 9, seed 001):
+The mapping from ACP updates to AG-UI events:
 
 * ``RUN_STARTED`` first, carrying the AG-UI protocol version this package speaks.
 * ``agent_message_chunk`` → ``TEXT_MESSAGE_START/CONTENT/END`` (one message per uninterrupted

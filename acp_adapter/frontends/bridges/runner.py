@@ -5,7 +5,7 @@ One :class:`BridgeRunner` per running bridge instance owns one agent process (th
 ACP session, its own ordered :class:`~.queue.RouteQueue` and a delivery worker that drains it
 onto the chat's sink, so a slow chat never holds up another.
 
-Transcript boundary (seed ``000``): the only thing ever sent to the agent is the person's own
+Transcript boundary (history is canonical): the only thing ever sent to the agent is the person's own
 message text. Progress lines, typing, reactions, summaries and answers are bridge-only
 deliveries; they are never stored in the session or fed back as prompt content, so the agent's
 history holds exactly its own ACP events.
@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,11 +37,9 @@ from acp_adapter.client.driver import (
     permission_response,
 )
 from acp_adapter.client.questions import QuestionRequest, QuestionResponse, cancel, decline
-from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
-from acp_adapter.frontends.bridges.config import BridgeInstance, ProgressConfig, resolve_progress
+from acp_adapter.client.supervisor import AgentSupervisor
+from acp_adapter.frontends.bridges.config import BridgeInstance, resolve_progress
 from acp_adapter.frontends.bridges.delivery import (
-    COALESCE_WINDOW,
-    PLACEHOLDER_DELAY,
     DeliveryStats,
     RouteDelivery,
 )
@@ -54,22 +51,18 @@ from acp_adapter.frontends.bridges.events import (
     TurnStart,
     TypingEvent,
 )
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.projection import TurnProjection
-from acp_adapter.frontends.bridges.queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
+from acp_adapter.frontends.bridges.queue import QueueClosed, QueueMetrics, RouteQueue
 from acp_adapter.frontends.bridges.sink import ChatSink, MessageId
-from acp_adapter.frontends.bridges.state import BridgeState
 from acp_adapter.frontends.questions import ask_by_lines
-from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent
 from acp_adapter.text import flatten
 from acp_adapter.tooling.presentation import PresentationRegistry
 
 log = logging.getLogger("acp_progress.bridges.runner")
-
-PERMISSION_TIMEOUT = 120.0
-"""Seconds a person has to answer a permission prompt before it is denied."""
 
 NEW_CONVERSATION: Final = "ℹ️ This is a new conversation: {why}."
 """Said in a chat whose stored session could not be loaded after a restart (one short line)."""
@@ -150,49 +143,35 @@ class Route:
 class BridgeRunner:
     """Runs one bridge instance: an agent, a session per chat, delivery per chat."""
 
-    def __init__(
-        self,
-        instance: BridgeInstance,
-        *,
-        agent_env: Mapping[str, str] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        window: float = COALESCE_WINDOW,
-        soft_bound: int = DEFAULT_SOFT_BOUND,
-        permission_timeout: float = PERMISSION_TIMEOUT,
-        registry: PresentationRegistry | None = None,
-        stderr_log: str | None = None,
-        config: ProgressConfig | None = None,
-        summary: SummaryFactory | None = None,
-        placeholder_delay: float = PLACEHOLDER_DELAY,
-        summary_clock: Clock | None = None,
-        mcp_servers: Sequence[McpServerSpec] = (),
-        state: BridgeState | None = None,
-        restart: RestartPolicy | None = None,
-    ) -> None:
+    def __init__(self, instance: BridgeInstance, options: BridgeOptions | None = None) -> None:
+        options = options if options is not None else BridgeOptions()
         self.instance = instance
+        self.options = options
         #: durable chat sessions, inbox and outbox (None: nothing survives a restart)
-        self.state = state
-        self.config = config or resolve_progress(instance)
-        self.agent_env = dict(agent_env or {})
+        self.state = options.state
+        self.config = options.config or resolve_progress(instance)
+        self.agent_env = dict(options.agent_env)
         self.agent_env.setdefault(AGENT_SUMMARY_ENV, "off")
         #: makes each turn's progress summary (None: no summaries, no placeholder)
-        self.summary = summary
-        self.placeholder_delay = placeholder_delay
-        self.summary_clock = summary_clock
-        self.clock = clock
-        self.window = window
-        self.soft_bound = soft_bound
-        self.permission_timeout = permission_timeout
-        self.registry = registry or PresentationRegistry()
-        self.stderr_log = stderr_log
+        self.summary = options.summary
+        self.placeholder_delay = options.placeholder_delay
+        self.summary_clock = options.summary_clock
+        self.clock = options.clock
+        self.window = options.window
+        self.soft_bound = options.soft_bound
+        self.permission_timeout = options.permission_timeout
+        self.registry = options.registry or PresentationRegistry()
+        self.stderr_log = options.stderr_log
         #: sent in every session/new and session/load (--mcp-config, the settings file's [mcp_servers])
-        self.mcp_servers = list(mcp_servers)
+        self.mcp_servers = list(options.mcp_servers)
         self.ask_permission: PermissionAsker | None = None
         #: asks the chat for one line (the agent's questions, field by field); None: the platform
         #: cannot, and every question is declined
         self.ask_line: LineAsker | None = None
         #: the agent process: started by the first message, restarted after it died (bounded)
-        self.agent = AgentSupervisor(self._make_driver, name=f"bridge {instance.name}", policy=restart)
+        self.agent = AgentSupervisor(
+            self._make_driver, name=f"bridge {instance.name}", policy=options.restart
+        )
         #: the agent generation whose sessions the routes hold (an older one's are gone)
         self._sessions_generation = 0
         self._routes: dict[Any, Route] = {}

@@ -327,7 +327,7 @@ class LiveView(_Base):
     def _new_live(self) -> Live:
         """A fresh display each time one starts: a stopped ``Live`` remembers the height of its last
         region, and its first redraw after a restart moved up over that many lines and erased
-        them — the answered permission line among them (issue 21)."""
+        them — the answered permission line among them."""
         return Live(
             console=self.console,
             auto_refresh=False,  # frames come from tick(): deterministic, no drawing thread

@@ -35,7 +35,7 @@ TELEGRAM_LIMIT: Final = 4096
 TYPING_TTL: Final = 5.0
 
 TELEGRAM_REACTIONS: Final[Mapping[str, str]] = CHAT_REACTIONS
-"""Seed reaction -> an emoji Telegram accepts (it rejects ✅ and ❌ with REACTION_INVALID)."""
+"""Semantic reaction -> an emoji Telegram accepts (it rejects ✅ and ❌ with REACTION_INVALID)."""
 
 T = TypeVar("T")
 
