@@ -14,14 +14,13 @@ Each site is wrapped so an exception in a callback cannot escape into the turn. 
 the routing order: the progress callback (tool card) when an ACP client is attached, else the
 thought-text callback, else the terminal printer. ``scripts/check_hook_sites.py`` verifies the three sites.
 
-Run ``python run_agent.py "your prompt"`` for a plain terminal session on the embedded model.
+Run ``python run_agent.py "your prompt"`` (the same as ``acp-progress run "your prompt"``) for a
+plain terminal session on the embedded model.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import sys
 import threading
 import time
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
 from acp_adapter.agent.turn_outcome import TurnResult
 from acp_adapter.cancel import CancelToken, TurnCancelled
-from acp_adapter.config import ConfigError, Settings
+from acp_adapter.config import Settings
 from acp_adapter.models import (
     ChatModel,
     ImagePart,
@@ -383,81 +382,7 @@ def close_tool_pairs(messages: list[Message], reason: str) -> None:
             return
 
 
-def run_plain(
-    prompt: str, cwd: str, settings: Settings, *, yes: bool = False, mcp_servers: Sequence[Any] = ()
-) -> int:
-    """One prompt in a plain terminal: live spinner line, tool progress, tool notes, streamed answer.
+if __name__ == "__main__":  # ``python run_agent.py "your prompt"`` is ``acp-progress run "your prompt"``
+    from acp_adapter.cli import main
 
-    Dangerous tools (``run_command``, an MCP tool not marked read-only) ask on the terminal, are
-    denied automatically when there is no terminal to ask, and run unasked only with ``yes``
-    (``--yes``). ``mcp_servers`` are started for this prompt and their tools offered beside the
-    built-in ones."""
-    if not mcp_servers:
-        return _run_plain(prompt, cwd, settings, yes, [])
-    from acp_adapter.mcp.plain import mcp_tools_for_run
-
-    with mcp_tools_for_run(mcp_servers, cwd) as (tools, notes):
-        for note in notes:
-            print(f"acp-progress run: {note}", file=sys.stderr)
-        return _run_plain(prompt, cwd, settings, yes, tools)
-
-
-def _run_plain(prompt: str, cwd: str, settings: Settings, yes: bool, extra_tools: Sequence[Any]) -> int:
-    from acp_adapter.frontends.plain.permission import TerminalPermission
-    from acp_adapter.frontends.plain.printer import TerminalPrinter
-    from acp_adapter.frontends.plain.tools import PlainToolObserver
-    from acp_adapter.tooling.builtin import BUILTIN_TOOLS
-    from acp_adapter.tooling.toolbox import Toolbox
-
-    printer = TerminalPrinter()
-    cancel = CancelToken()
-    permission = TerminalPermission(yes=yes, before_ask=printer.prepare_question)
-    agent = AIAgent(
-        settings=settings,
-        toolbox=Toolbox([*BUILTIN_TOOLS, *extra_tools], cwd),
-        printer=printer,
-        cancel=cancel,
-        permission_callback=permission,
-        # tool cards on the terminal: a live line with a progress bar, a line per step on a pipe
-        tool_observer=PlainToolObserver(printer, permission),
-    )
-    try:
-        result = agent.run_conversation(prompt)
-    except KeyboardInterrupt:
-        cancel.cancel("interrupted")
-        printer.spinner_stop("interrupted")
-        return 130
-    finally:
-        from acp_adapter.tooling.builtin import kill_started_processes
-
-        kill_started_processes()  # background jobs (``sleep 300 &``) do not outlive the run
-        close = getattr(agent.model, "close", None)
-        if callable(close):
-            close()
-    printer.finish_answer()
-    if result.usage is not None:
-        printer.usage(result.usage.total_tokens, result.usage.context_window)
-    return 0 if result.error is None else 1
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run one prompt through AIAgent in a plain terminal.")
-    parser.add_argument("prompt", nargs="+", help="the prompt text")
-    parser.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools (default: .)")
-    parser.add_argument(
-        "--yes", action="store_true", help="allow shell commands without asking (default: ask on a terminal)"
-    )
-    args = parser.parse_args(argv)
-    from acp_adapter.safety.logging import configure_logging
-
-    try:
-        settings = Settings.from_env()
-    except ConfigError as exc:
-        print(f"acp-progress: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level)
-    return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes)
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
+    sys.exit(main(["run", *sys.argv[1:]]))

@@ -52,8 +52,7 @@ class Session:
                     "details": "a prompt is already running in this session; cancel it first",
                 }
             )
-        self.cancel = CancelToken()
-        self.stream.begin_turn()
+        self.cancel = CancelToken()  # the turn's ProgressTurn opens the stream
         return self.cancel
 
     def finish_turn(self, new_messages: list[Message]) -> None:

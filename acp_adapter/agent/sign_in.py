@@ -32,20 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 from acp import RequestError
 from acp.schema import (
-    AuthenticateResponse,
     AuthEnvVar,
     AuthMethodAgent,
     EnvVarAuthMethod,
-    LogoutResponse,
     TerminalAuthMethod,
 )
 
 from acp_adapter._config_file import ConfigFileError
-from acp_adapter.agent.session_config import ModelChoice, model_choices
 from acp_adapter.config import ConfigError, Settings
 
 if TYPE_CHECKING:
-    from acp_adapter.models import ChatModel
+    pass
 
 __all__ = [
     "EMBEDDED_METHOD",
@@ -54,7 +51,6 @@ __all__ = [
     "TERMINAL_METHOD",
     "AuthMethod",
     "SignIn",
-    "SignInMethods",
     "auth_methods",
     "terminal_sign_in",
 ]
@@ -208,46 +204,3 @@ class SignIn:
                 log.info("logout: cleared the saved back-end from %s", self.settings_file)
         openai = {**settings.openai.model_dump(), "api_key": ""}
         return settings.replace(model="embedded", openai=openai)
-
-
-class SignInMethods:
-    """``authenticate`` and ``logout`` of the agent (a mixin: the agent supplies the attributes
-    declared here; :class:`SignIn` decides, this applies the decision to the running agent)."""
-
-    if TYPE_CHECKING:
-        settings: Settings
-        sign_in: SignIn
-        model: ChatModel
-        model_menu: list[ModelChoice]
-        _models: dict[str, ChatModel]
-        _retired_models: list[ChatModel]
-
-    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
-        """Sign in with one of the methods ``initialize`` listed: new sessions then use the
-        back-end it names; sessions already open keep theirs."""
-        self.use_settings(await self.sign_in.authenticate(method_id, self.settings))
-        return AuthenticateResponse()
-
-    async def logout(self, **kwargs: Any) -> LogoutResponse:
-        """Clear what ``serve --setup`` saved and the key this process holds; new sessions use the
-        embedded model."""
-        self.use_settings(self.sign_in.logout(self.settings))
-        return LogoutResponse()
-
-    def use_settings(self, settings: Settings) -> None:
-        """Serve new sessions with ``settings``' back-end: the model menu is rebuilt from them and
-        the OpenAI-compatible back-ends built with the old ones are retired (closed at shutdown: a
-        running turn may still use one); a session whose model is no longer offered falls back to
-        the new default."""
-        from acp_adapter.models import create_model
-
-        self.settings = settings
-        self.model_menu = model_choices(settings)
-        for choice_id in [cid for cid in self._models if cid != "embedded"]:
-            self._retired_models.append(self._models.pop(choice_id))
-        default = self.model_menu[0].id
-        model = self._models.get(default)
-        if model is None:
-            model = self._models[default] = create_model(settings)
-        self.model = model
-        log.info("new sessions use %s", default)

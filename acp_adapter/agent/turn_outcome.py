@@ -2,7 +2,7 @@
 with, the outcome its progress summary is told, and the rules a session's workspace keeps.
 
 Pure functions of what the agent loop returned; the server (:mod:`acp_adapter.server`) calls them
-at the end of every prompt.
+at the end of every prompt, :class:`~acp_adapter.agent.turn.ProgressTurn` at the end of every turn.
 """
 
 from __future__ import annotations
@@ -53,12 +53,11 @@ def turn_failure(
     return None
 
 
-def summary_outcome(stop_reason: str, error: BaseException | None, result: TurnResult | None) -> Outcome:
+def summary_outcome(stop_reason: str, *, failed: bool) -> Outcome:
+    """What a turn's progress summary is told at its end: a cancel wins over a failure."""
     if stop_reason == "cancelled":
         return "cancelled"
-    if error is not None or (result is not None and result.error):
-        return "failed"
-    return "finished"
+    return "failed" if failed else "finished"
 
 
 def check_same_workspace(session_id: str, own: str, asked: str) -> None:

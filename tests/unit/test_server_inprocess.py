@@ -10,7 +10,7 @@ import pytest
 from acp import RequestError, text_block
 from acp.schema import AgentMessageChunk
 
-import acp_adapter.server as server_module
+import acp_adapter.agent.turn as turn_module
 from acp_adapter.server import ProgressAgent
 from acp_adapter.text import prompt_to_text
 from run_agent import AIAgent
@@ -71,7 +71,8 @@ async def test_a_raising_progress_callback_still_gives_the_answer(tmp_path, monk
 
         return callback
 
-    monkeypatch.setattr(server_module, "make_agent_progress_cb", raising_factory)
+    # the server wires its loop through ProgressTurn, whose progress callback is made here
+    monkeypatch.setattr(turn_module, "progress_callback", raising_factory)
     client = RecordingClient()
     async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings())) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
