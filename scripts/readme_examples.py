@@ -105,7 +105,7 @@ model = "llama3.2"
 [summary_openai]              # the summary model (ACP_PROGRESS_SUMMARY_OPENAI_…)
 model = "qwen2.5:0.5b"
 
-[agui]                        # also [telegram] and [streams]
+[agui]                        # also [telegram], [streams] and [mcp]
 allowed_origins = ["https://app.example"]
 """
 

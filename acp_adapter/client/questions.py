@@ -24,6 +24,8 @@ from acp.schema import (
     ElicitationUrlSessionMode,
 )
 
+from acp_adapter.errors import AcpProgressError
+
 QuestionResponse = AcceptElicitationResponse | DeclineElicitationResponse | CancelElicitationResponse
 #: The most fields a terminal asks one by one (a longer form is declined).
 MAX_FIELDS = 50
@@ -86,7 +88,7 @@ def form_fields(request: QuestionRequest) -> list[FormField]:
     return out
 
 
-class BadAnswer(ValueError):
+class BadAnswer(AcpProgressError, ValueError):
     """What was typed does not fit the field (the message says why)."""
 
 

@@ -30,6 +30,7 @@ from acp.schema import (
 )
 from pydantic import AnyUrl, ValidationError
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.mcp.clean import clean_text
 from acp_adapter.protocol.meta import META_KEY
 from acp_adapter.safety.redact import redact_text
@@ -51,7 +52,7 @@ WAITING = "waiting for your answer"
 NOBODY = "no person can answer here: the editor does not offer questions (ACP elicitation)"
 
 
-class UnfitQuestion(ValueError):
+class UnfitQuestion(AcpProgressError, ValueError):
     """A question this agent will not show (too big, too deep, not a form ACP can show)."""
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import httpx2
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.mcp.limits import SizeGuard, too_large_text
 
 #: What the SDK's own event parser may hold on top of the agent's limit: the agent's count trips
@@ -31,7 +32,7 @@ _EVENT_END = re.compile(rb"\n\n|\r\r|\n\r\n")
 _PIECE = 64 << 10
 
 
-class ResponseTooLarge(httpx2.SSEError, httpx2.StreamError):
+class ResponseTooLarge(AcpProgressError, httpx2.SSEError, httpx2.StreamError):
     """A response (or one event of it) passed the size limit.
 
     Both an ``SSEError`` and a ``StreamError``: those are what the SDK catches around an event
@@ -43,7 +44,7 @@ class ResponseTooLarge(httpx2.SSEError, httpx2.StreamError):
         self.limit = limit
 
 
-class UnsupportedEncoding(httpx2.StreamError):
+class UnsupportedEncoding(AcpProgressError, httpx2.StreamError):
     """The server compressed its answer with an encoding the agent does not decode bounded."""
 
     def __init__(self, encoding: str) -> None:

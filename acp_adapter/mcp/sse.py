@@ -27,13 +27,14 @@ from mcp.client._transport import TransportStreams
 from mcp.shared._httpx_utils import request_within_origin, sse_within_origin
 from mcp.shared.message import SessionMessage
 
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.mcp.http import SDK_EVENT_SLACK, ResponseTooLarge, bounded_http_client
 from acp_adapter.mcp.limits import SizeGuard
 
 log = logging.getLogger("acp_progress.mcp")
 
 
-class EndpointRefused(RuntimeError):
+class EndpointRefused(AcpProgressError, RuntimeError):
     """The server named a message endpoint on another origin (its messages would go elsewhere)."""
 
 

@@ -26,6 +26,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 
 from acp_adapter.cancel import outlives_cancel
+from acp_adapter.errors import AcpProgressError
 from acp_adapter.mcp.clean import ServerCrashed, reason_of
 from acp_adapter.mcp.connection import McpServer
 from acp_adapter.mcp.tasks import TERMINAL, StatusFn, can_cancel
@@ -78,7 +79,7 @@ class TaskLog(Protocol):
     def ended(self, task_id: str) -> None: ...
 
 
-class TaskFailed(Exception):
+class TaskFailed(AcpProgressError):
     """The task ended failed or cancelled by the server; the message says why."""
 
 

@@ -99,14 +99,17 @@ def test_acp_progress_config_shows_both_with_their_source(tmp_path: Path) -> Non
 def test_the_agui_app_takes_its_settings_and_reads_no_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``create_app`` is given the endpoint's settings (``acp-progress agui`` passes ``Settings.agui``)
-    like the other front-ends; a variable in its own process changes nothing, a bad one included."""
+    """``create_app`` is given its options (``acp-progress agui`` builds them from ``Settings.agui``
+    and its flags) like the other front-ends; a variable in its own process changes nothing, a bad
+    one included."""
     from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
 
     monkeypatch.setenv("ACP_PROGRESS_AGUI_TOOL_PROGRESS", "1")
-    assert create_app(cwd=tmp_path).state.agui.tool_progress is False
+    assert create_app(AguiOptions(cwd=tmp_path)).state.agui.tool_progress is False
     monkeypatch.setenv("ACP_PROGRESS_AGUI_TOOL_PROGRESS", "maybe")
-    assert create_app(cwd=tmp_path).state.agui.tool_progress is False
+    assert create_app(AguiOptions(cwd=tmp_path)).state.agui.tool_progress is False
     given = AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "1"}, config_file=False)
-    assert create_app(cwd=tmp_path, settings=given).state.agui.tool_progress is True
-    assert create_app(cwd=tmp_path, settings=given, tool_progress=False).state.agui.tool_progress is False
+    on = AguiOptions(cwd=tmp_path, tool_progress=given.tool_progress)
+    assert create_app(on).state.agui.tool_progress is True
+    assert create_app(AguiOptions(cwd=tmp_path, tool_progress=False)).state.agui.tool_progress is False
