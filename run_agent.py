@@ -1,4 +1,4 @@
-"""``AIAgent``: the synchronous agent loop with the three spinner hook sites of the seed.
+"""``AIAgent``: the synchronous agent loop with its three spinner hook sites.
 
 The loop runs in a worker thread (or, as a plain program, in the main thread). Around every model
 call it reports progress through exactly three ``self.agent_progress_callback(`` sites:
@@ -11,17 +11,16 @@ call it reports progress through exactly three ``self.agent_progress_callback(``
   one shared scheduler thread — never a thread per call), cancelled before hook B.
 
 Each site is wrapped so an exception in a callback cannot escape into the turn. Routing follows
-the seed: the progress callback (tool card) when an ACP client is attached, else the thought-text
-callback, else the terminal printer. ``scripts/check_hook_sites.py`` verifies the three sites.
+the routing order: the progress callback (tool card) when an ACP client is attached, else the
+thought-text callback, else the terminal printer. ``scripts/check_hook_sites.py`` verifies the three sites.
 
-Run ``python run_agent.py "your prompt"`` for a plain terminal session on the embedded model.
+Run ``python run_agent.py "your prompt"`` (the same as ``acp-progress run "your prompt"``) for a
+plain terminal session on the embedded model.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import sys
 import threading
 import time
@@ -30,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from acp_adapter.agent.heartbeat import HeartbeatHandle, Heartbeats, default_scheduler
+from acp_adapter.agent.turn_outcome import TurnResult
 from acp_adapter.cancel import CancelToken, TurnCancelled
-from acp_adapter.config import ConfigError, Settings
+from acp_adapter.config import Settings
 from acp_adapter.models import (
     ChatModel,
     ImagePart,
@@ -49,28 +49,17 @@ from acp_adapter.models import (
 )
 from acp_adapter.models.plans import PLAN_TOOL, PlanTracker, parse_plan_arguments
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import THINKING_TITLE, still_thinking
 from acp_adapter.tooling.toolbox import PermissionPolicy, Toolbox, ToolObserver, ToolOutcome
 
 if TYPE_CHECKING:  # a terminal front-end's printer: serve never needs it (cold start)
     from acp_adapter.frontends.plain.printer import TerminalPrinter
 
-__all__ = ["AIAgent", "TurnResult", "close_tool_pairs"]
+__all__ = ["AIAgent", "close_tool_pairs"]
 
 log = logging.getLogger("acp_progress.agent")
 
 LLM_RESPONSE = "llm_response"
-
-
-@dataclass
-class TurnResult:
-    """How one prompt ended. ``messages`` are the new history entries of the turn."""
-
-    stop_reason: str
-    text: str = ""
-    messages: list[Message] = field(default_factory=list)
-    error: str | None = None
-    usage: UsageReport | None = None
 
 
 @dataclass
@@ -148,7 +137,7 @@ class AIAgent:
         return self._printer
 
     def _safe(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Call a non-hook callback; a failing callback must never break the turn (contract 6)."""
+        """Call a non-hook callback; a failing hook never breaks the turn."""
         try:
             fn(*args)
         except Exception as exc:
@@ -184,9 +173,9 @@ class AIAgent:
             except Exception as exc:
                 log.warning("agent_progress_callback(start) failed: %s", redact_text(str(exc)), exc_info=True)
         elif self.thinking_callback is not None:
-            self._safe(self.thinking_callback, "Thinking...")
+            self._safe(self.thinking_callback, THINKING_TITLE)
         else:
-            self._safe(self.printer.spinner_start, "Thinking...")
+            self._safe(self.printer.spinner_start, THINKING_TITLE)
         if not self.heartbeat_disabled:
             call.heartbeat = self.scheduler.every(self.heartbeat_interval, lambda: self._llm_heartbeat(call))
 
@@ -208,8 +197,7 @@ class AIAgent:
                     "agent_progress_callback(heartbeat) failed: %s", redact_text(str(exc)), exc_info=True
                 )
         elif self.thinking_callback is not None:
-            extra = f" — {status}" if status else ""
-            self._safe(self.thinking_callback, f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
+            self._safe(self.thinking_callback, f"{still_thinking(elapsed, status)}\n")
         else:
             self._safe(self.printer.spinner_heartbeat, elapsed, status)
 
@@ -394,81 +382,7 @@ def close_tool_pairs(messages: list[Message], reason: str) -> None:
             return
 
 
-def run_plain(
-    prompt: str, cwd: str, settings: Settings, *, yes: bool = False, mcp_servers: Sequence[Any] = ()
-) -> int:
-    """One prompt in a plain terminal: live spinner line, tool progress, tool notes, streamed answer.
+if __name__ == "__main__":  # ``python run_agent.py "your prompt"`` is ``acp-progress run "your prompt"``
+    from acp_adapter.cli import main
 
-    Dangerous tools (``run_command``, an MCP tool not marked read-only) ask on the terminal, are
-    denied automatically when there is no terminal to ask, and run unasked only with ``yes``
-    (``--yes``). ``mcp_servers`` are started for this prompt and their tools offered beside the
-    built-in ones."""
-    if not mcp_servers:
-        return _run_plain(prompt, cwd, settings, yes, [])
-    from acp_adapter.mcp.plain import mcp_tools_for_run
-
-    with mcp_tools_for_run(mcp_servers, cwd) as (tools, notes):
-        for note in notes:
-            print(f"acp-progress run: {note}", file=sys.stderr)
-        return _run_plain(prompt, cwd, settings, yes, tools)
-
-
-def _run_plain(prompt: str, cwd: str, settings: Settings, yes: bool, extra_tools: Sequence[Any]) -> int:
-    from acp_adapter.frontends.plain.permission import TerminalPermission
-    from acp_adapter.frontends.plain.printer import TerminalPrinter
-    from acp_adapter.frontends.plain.tools import PlainToolObserver
-    from acp_adapter.tooling.builtin import BUILTIN_TOOLS
-    from acp_adapter.tooling.toolbox import Toolbox
-
-    printer = TerminalPrinter()
-    cancel = CancelToken()
-    permission = TerminalPermission(yes=yes, before_ask=printer.prepare_question)
-    agent = AIAgent(
-        settings=settings,
-        toolbox=Toolbox([*BUILTIN_TOOLS, *extra_tools], cwd),
-        printer=printer,
-        cancel=cancel,
-        permission_callback=permission,
-        # tool cards on the terminal: a live line with a progress bar, a line per step on a pipe
-        tool_observer=PlainToolObserver(printer, permission),
-    )
-    try:
-        result = agent.run_conversation(prompt)
-    except KeyboardInterrupt:
-        cancel.cancel("interrupted")
-        printer.spinner_stop("interrupted")
-        return 130
-    finally:
-        from acp_adapter.tooling.builtin import kill_started_processes
-
-        kill_started_processes()  # background jobs (``sleep 300 &``) do not outlive the run
-        close = getattr(agent.model, "close", None)
-        if callable(close):
-            close()
-    printer.finish_answer()
-    if result.usage is not None:
-        printer.usage(result.usage.total_tokens, result.usage.context_window)
-    return 0 if result.error is None else 1
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run one prompt through AIAgent in a plain terminal.")
-    parser.add_argument("prompt", nargs="+", help="the prompt text")
-    parser.add_argument("--cwd", default=os.getcwd(), help="workspace for the agent's tools (default: .)")
-    parser.add_argument(
-        "--yes", action="store_true", help="allow shell commands without asking (default: ask on a terminal)"
-    )
-    args = parser.parse_args(argv)
-    from acp_adapter.safety.logging import configure_logging
-
-    try:
-        settings = Settings.from_env()
-    except ConfigError as exc:
-        print(f"acp-progress: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(settings.log_level)
-    return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes)
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
+    sys.exit(main(["run", *sys.argv[1:]]))

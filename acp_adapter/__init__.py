@@ -5,9 +5,11 @@ The public API, for agent developers (everything else is internal and may change
 * :class:`ProgressTurn` — one prompt turn: hands out the progress, thinking, message and usage
   callbacks and the tool observer over one ordered path, and always ends the turn (sync and async
   context manager).
-* :func:`make_agent_progress_cb`, :func:`make_thinking_cb`, :func:`make_message_cb` — the seed's
+* :func:`make_agent_progress_cb`, :func:`make_thinking_cb`, :func:`make_message_cb` — the plain
   callback factories ``(conn, session_id, loop)``, on the same per-session stream.
 * :class:`ProgressAgent` and :func:`serve` — this package's own ACP agent, on ``acp.run_agent``.
+* :func:`with_progress` — wrap any agent built on the ACP Python SDK (or pydantic-acp) so it shows
+  a think card while it is silent, in process: ``acp.run_agent(with_progress(MyAgent()))``.
 * :class:`Settings` — the validated configuration; :func:`redact_text` — the canonical redactor;
   the pure update builders ``build_thinking_*`` / ``build_tool_*``.
 
@@ -44,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "build_tool_progress": "tools",
     "build_tool_complete": "tools",
     "build_tool_failed": "tools",
+    "with_progress": "frontends.with_progress",
 }
 
 __all__ = [
@@ -70,6 +73,7 @@ __all__ = [
     "make_thinking_cb",
     "redact_text",
     "serve",
+    "with_progress",
 ]
 
 
@@ -93,6 +97,7 @@ if TYPE_CHECKING:
     from acp_adapter.cancel import CancelToken
     from acp_adapter.config import ConfigError, Settings
     from acp_adapter.events import make_agent_progress_cb, make_message_cb, make_thinking_cb
+    from acp_adapter.frontends.with_progress import with_progress
     from acp_adapter.safety.redact import redact_text
     from acp_adapter.server import ProgressAgent, serve
     from acp_adapter.tools import (

@@ -28,12 +28,13 @@ This module knows TOML and the file system; the validation itself is the model's
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import stat
 import threading
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,11 @@ def file_label(path: Path, loc: tuple[str, ...]) -> str:
     if len(loc) > 1:
         return f"{path}: [{loc[0]}] {'.'.join(loc[1:])}"
     return f"{path}: {loc[0]}" if loc else str(path)
+
+
+def _setting_names(model: type[BaseModel]) -> list[str]:
+    """The keys of ``model`` that hold a value (not a table)."""
+    return [name for name in model.model_fields if _section_model(model, name) is None]
 
 
 def _section_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
@@ -133,7 +139,8 @@ class _Shape:
                 table: dict[str, Any] = {}
                 for sub, item in value.items():
                     if sub not in section.model_fields or _section_model(section, sub) is not None:
-                        self.problems.append(f"{file_label(path, (key, sub))}: is not a setting")
+                        hint = did_you_mean(sub, _setting_names(section))
+                        self.problems.append(f"{file_label(path, (key, sub))}: is not a setting{hint}")
                         continue
                     ok, checked = self.value((key, sub), item)
                     if ok:
@@ -147,10 +154,21 @@ class _Shape:
                 if ok:
                     data[key] = checked
             elif isinstance(value, dict):
-                self.problems.append(f"{path}: [{key}] is not a settings table")
+                tables = [name for name in model.model_fields if _section_model(model, name)] + list(
+                    OWN_TABLES
+                )
+                hint = did_you_mean(key, tables).replace("mean ", "mean [").replace("?)", "]?)")
+                self.problems.append(f"{path}: [{key}] is not a settings table{hint}")
             else:
-                self.problems.append(f"{file_label(path, (key,))}: is not a setting")
+                hint = did_you_mean(key, _setting_names(model))
+                self.problems.append(f"{file_label(path, (key,))}: is not a setting{hint}")
         return data
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean base_url?)`` when ``word`` is a near miss of one of ``choices``, else ``""``."""
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _short(value: Any) -> str:
@@ -260,17 +278,6 @@ def _parse(path: Path | None) -> dict[str, Any] | None:
     if not _depth(raw, MAX_DEPTH):
         raise ConfigFileError(f"{path}: nested too deeply (at most {MAX_DEPTH} levels)")
     return raw
-
-
-def read_config_file(model: type[BaseModel], path: Path | None) -> dict[str, Any] | None:
-    """:func:`read_config_file_checked`, raising every shape problem at once."""
-    result = read_config_file_checked(model, path)
-    if result is None:
-        return None
-    data, problems = result
-    if problems:
-        raise ConfigFileError("; ".join(problems))
-    return data
 
 
 def secret_fields(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:

@@ -13,9 +13,21 @@ from collections.abc import Callable
 
 from acp_adapter.errors import AcpProgressError
 
-__all__ = ["CancelToken", "TurnCancelled"]
+__all__ = ["CONNECTION_CLOSED", "SHUTTING_DOWN", "CancelToken", "TurnCancelled", "outlives_cancel"]
 
 log = logging.getLogger("acp_progress.cancel")
+
+
+#: Why a turn is cancelled when the editor hung up, and when the agent is shutting down.
+CONNECTION_CLOSED = "the client connection closed"
+SHUTTING_DOWN = "the agent is shutting down"
+
+
+def outlives_cancel(reason: str) -> bool:
+    """Whether work that lives elsewhere (an MCP task on its server) should go on after a turn was
+    cancelled for ``reason``: yes when nobody asked to stop it (the editor hung up, the agent is
+    shutting down) — the next load of the session picks it up again; no when a person cancelled."""
+    return reason in (CONNECTION_CLOSED, SHUTTING_DOWN)
 
 
 class TurnCancelled(AcpProgressError):

@@ -2,7 +2,7 @@
 
 Why an abstraction: the summary cadence (every 10 s), its generation timeout, the heartbeats and
 the relay's think-after timer are all about time, and a test that waits real seconds is slow and
-flaky (DESIGN contract 7). Their users only ever ask a :class:`Clock` for ``now()`` and
+flaky (the rule "deterministic time"). Their users only ever ask a :class:`Clock` for ``now()`` and
 ``call_later(delay, fn)``; :class:`LoopClock` answers with the running asyncio loop,
 :class:`ManualClock` with a number the test advances. Callbacks always run on the event loop
 thread, so their users need no lock. (:mod:`acp_adapter.agent.heartbeat` adds a clock served by

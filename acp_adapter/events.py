@@ -1,11 +1,11 @@
-"""Callback factories: the seed's plain agent callbacks, adapted to a session's update stream.
+"""Callback factories: the plain agent callbacks, adapted to a session's update stream.
 
-This module is the callbacks job of what used to be one file; the other two jobs live in
-:mod:`acp_adapter.agent.outbox` (the ordered delivery path) and :mod:`acp_adapter.agent.turn_state` (the turn
-state machine), re-exported here for existing imports. New code should use
+This module holds the callbacks; the ordered delivery path lives in :mod:`acp_adapter.agent.outbox`
+and the turn state machine in :mod:`acp_adapter.agent.turn_state`, both re-exported here so
+``acp_adapter.events`` imports keep working. New code should use
 :class:`acp_adapter.agent.turn.ProgressTurn`, which hands out all of these callbacks for one turn and
-always ends it; the factories below stay for the seed's ``make_agent_progress_cb(conn, session_id,
-loop)`` form and share the same per-session stream.
+always ends it; the factories below serve agents written against the plain
+``make_agent_progress_cb(conn, session_id, loop)`` form and share the same per-session stream.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def make_agent_progress_cb(
     *,
     stream: SessionStream | None = None,
 ) -> AgentProgressCallback:
-    """The seed's ``agent_progress_callback(state, name, args=None)``.
+    """The plain ``agent_progress_callback(state, name, args=None)`` an agent loop calls.
 
     ``start`` opens a think card with a fresh id, ``heartbeat`` updates it with ``args["elapsed"]``
     (and ``args["status"]``), ``complete`` closes it (``failed`` when ``args["error"]`` is set).

@@ -1,32 +1,34 @@
 """The ACP agent: initialize, sessions, prompt, cancel — and the protected stdio entry point.
 
-Each prompt runs its agent loop (``run_agent.AIAgent``, injected by the command line as
-``turn_runner``) in a worker thread with callbacks wired to the
-session's :class:`~acp_adapter.events.SessionStream`. Before the prompt response is returned the
-turn is finalised (every open card closed) and the outbox flushed, so the client sees every update
-of the turn, in order, before the response — on success, error, cancel and callback failure alike.
+Each prompt is a :class:`~acp_adapter.agent.turn.ProgressTurn` — the API agent developers get —
+whose ``agent_callbacks()`` wire the agent loop (``run_agent.AIAgent``, injected by the command line
+as ``turn_runner``) on a worker thread; :class:`~acp_adapter.agent.prompt_turns.PromptTurns` runs
+them. Before the prompt response is returned the turn is ended (every open card closed) and the
+outbox flushed, so the client sees every update of the turn, in order, before the response — on
+success, error, cancel and callback failure alike.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from acp import PROTOCOL_VERSION
 from acp.schema import (
+    AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
     Implementation,
     InitializeResponse,
+    LogoutCapabilities,
+    LogoutResponse,
     McpCapabilities,
     PromptCapabilities,
     PromptRequest,
@@ -36,35 +38,28 @@ from acp.schema import (
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
     SessionForkCapabilities,
-    SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
-    Usage,
 )
 
 from acp_adapter._version import __version__
-from acp_adapter.agent.attachments import prompt_images
-from acp_adapter.agent.cancel_wait import await_through_cancel
 from acp_adapter.agent.commands import parse_command
-from acp_adapter.agent.heartbeat import Heartbeats, loop_heartbeats
-from acp_adapter.agent.plans import plan_callback
+from acp_adapter.agent.heartbeat import Heartbeats
+from acp_adapter.agent.model_backends import ModelBackends
+from acp_adapter.agent.prompt_turns import PromptTurns, TurnParts, TurnRunner
 from acp_adapter.agent.routes import agent_connection
-from acp_adapter.agent.session import LiveSessions, Session, history_to_json
-from acp_adapter.agent.session_config import ModelChoice, model_choices
+from acp_adapter.agent.session import LiveSessions, Session
+from acp_adapter.agent.session_config import ModelChoice
 from acp_adapter.agent.session_fork import SessionFork
 from acp_adapter.agent.session_mcp import SessionServers
 from acp_adapter.agent.session_methods import SessionMethods
-from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
-from acp_adapter.agent.turn_outcome import (
-    TurnResult,
-    iso_now,
-    summary_outcome,
-    turn_failure,
-)
-from acp_adapter.cancel import CancelToken
+from acp_adapter.agent.session_options import SessionOptions
+from acp_adapter.agent.sign_in import SignIn, auth_methods
+from acp_adapter.agent.tool_cards import PermissionAnswer
+from acp_adapter.cancel import SHUTTING_DOWN
 from acp_adapter.config import Settings
-from acp_adapter.events import UpdateOutbox, make_agent_progress_cb, make_message_cb, make_thinking_cb
-from acp_adapter.models import ChatModel, Message, UsageReport, create_model
+from acp_adapter.events import UpdateOutbox, shared_outbox
+from acp_adapter.models import ChatModel
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
 from acp_adapter.store import (
@@ -82,34 +77,16 @@ from acp_adapter.tooling.presentation import PresentationRegistry
 from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
-    from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+    from acp_adapter.summary import SummaryFactory
 
-__all__ = ["HANGUP_GRACE", "ProgressAgent", "agent_connection", "exit_if_turns_stuck", "serve"]
+__all__ = ["HANGUP_GRACE", "ProgressAgent", "TurnRunner", "agent_connection", "exit_if_turns_stuck", "serve"]
 
 log = logging.getLogger("acp_progress.server")
 
 
-class TurnLoop(Protocol):
-    """One prompt's synchronous agent loop, run on a worker thread (``run_agent.AIAgent`` is one)."""
-
-    def run_conversation(self, user_text: str, history: Sequence[Message] = ()) -> TurnResult: ...
-
-
-#: Builds a turn's loop from the model and the callbacks the server wires for that turn (the keyword
-#: arguments of ``run_agent.AIAgent``). The command line injects ``run_agent.AIAgent``; the server
-#: never imports the top-level script, so the package does not depend on it.
-TurnRunner = Callable[..., TurnLoop]
-
 #: Seconds a running turn gets to finish (cancelled) after the client hung up; then it is abandoned,
 #: so the agent exits within about twice this whatever the turn is doing.
 HANGUP_GRACE = 0.8
-#: Longest a prompt's answer waits for its turn to reach the session store.
-STORE_FLUSH_TIMEOUT = 2.0
-
-SYSTEM_PROMPT = (
-    "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
-    "search and run commands when the user asks about their files; answer concisely."
-)
 
 
 class ProgressAgent(SessionFork, SessionMethods):
@@ -132,12 +109,8 @@ class ProgressAgent(SessionFork, SessionMethods):
         self.client_name: str | None = None
         #: ``clientCapabilities`` from ``initialize``: fs and terminal the tools then use
         self.client_capabilities: Any = None
-        self._owns_model = model is None  # a model passed in belongs to the caller, who closes it
-        self.model = model or create_model(self.settings)
-        #: the model selector's entries, the configured back-end first (it is ``self.model``)
-        self.model_menu: list[ModelChoice] = model_choices(self.settings)
-        #: the other entries' back-ends, built when a session first picks one
-        self._models: dict[str, ChatModel] = {self.model_menu[0].id: self.model}
+        #: the model selector's back-ends (a model passed in belongs to the caller, who closes it)
+        self.backends = ModelBackends(self.settings, model)
         #: heartbeats of every turn; by default the connection's own event loop times them
         #: (``loop.call_later``), so an ACP agent needs no scheduler thread
         self.scheduler = scheduler
@@ -164,17 +137,43 @@ class ProgressAgent(SessionFork, SessionMethods):
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
         #: fed by an outbox observer, so they see exactly the stream the client sees
         self.summaries: SummaryFactory | None = _summary_factory(self.settings)
-        self._summary_of: dict[str, ProgressSummary] = {}
-        self._turns_running: set[asyncio.Future[None]] = set()
-        self._prompt_tasks: set[asyncio.Task[Any]] = set()
-        self._workers: set[asyncio.Future[Any]] = set()
-        self._abandoned = False
         #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
         #: every session's MCP servers (started, prepared and stopped with the session)
-        self.mcp = SessionServers(self.store, self._writer)
+        self.mcp = SessionServers(self.store, self._writer, self.settings.mcp)
+        # where MCP questions go: the editor, what it offers, and the way to flush the cards first
+        self.mcp.client = lambda: (self._conn, self.client_capabilities, self.outbox.flush)
         self.routes_resume = False
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=self.settings.max_workers, thread_name_prefix="acp-turn"
+        #: set by :func:`agent_connection` once ``logout`` reaches :meth:`logout` (the SDK's router
+        #: does not route it): only then is ``auth.logout`` advertised
+        self.routes_logout = False
+        #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
+        self.sign_in = SignIn(_settings_file())
+        #: each session's mode, model and config options, and the commands the agent answers itself
+        self.options = SessionOptions(
+            store=self.store,
+            writer=self._writer,
+            recorder=self.recorder,
+            model_menu=lambda: self.model_menu,
+            outbox=lambda: self.outbox,
+        )
+        #: the prompts' turns: each a ProgressTurn driving the agent loop on a worker thread
+        self.turns = PromptTurns(
+            TurnParts(
+                turn_runner=turn_runner,
+                settings=lambda: self.settings,
+                sessions=self.sessions,
+                recorder=self.recorder,
+                writer=self._writer,
+                mcp=self.mcp,
+                registry=self.registry,
+                summaries=self.summaries,
+                scheduler=scheduler,
+                outbox=lambda: self.outbox,
+                conn=lambda: self._conn,
+                client_capabilities=lambda: self.client_capabilities,
+                model_for=self.model_for,
+                audit=self._audit,
+            )
         )
 
     # ------------------------------------------------------------ connection plumbing
@@ -202,7 +201,7 @@ class ProgressAgent(SessionFork, SessionMethods):
 
     def _forget_freed(self, session_id: str) -> None:
         """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
-        store) it is gone altogether, as before durable sessions, so memory stays bounded."""
+        store) it is gone altogether, so memory stays bounded."""
         self.recorder.forget(session_id)
         self.mcp.stop_soon(session_id)
         if self._outbox is not None:
@@ -212,42 +211,20 @@ class ProgressAgent(SessionFork, SessionMethods):
 
     @property
     def outbox(self) -> UpdateOutbox:
+        """The connection's one ordered path: the outbox a :class:`ProgressTurn` or a callback
+        factory given the same connection finds too, so their updates never overtake ours."""
         if self._outbox is None:
-            self._outbox = UpdateOutbox(self._conn, asyncio.get_running_loop(), backlog=self.backlog)
+            loop = asyncio.get_running_loop()
+            connected = self._conn is not None  # a bare agent (no connection yet) has nothing to share
+            self._outbox = (
+                shared_outbox(self._conn, loop, backlog=self.backlog)
+                if connected
+                else UpdateOutbox(self._conn, loop, backlog=self.backlog)
+            )
         return self._outbox
 
-    # ------------------------------------------------------------ progress summaries
-
-    def _begin_summary(self, session: Session, text: str) -> ProgressSummary | None:
-        """A turn's summary, shown on its think card (never in the thought channel)."""
-        if self.summaries is None:
-            return None
-        stream = session.stream
-
-        def show(event: SummaryEvent) -> None:
-            stream.show_summary(event.summary, event.revision)
-
-        summary = self.summaries.create(user_text=text, on_summary=show).start()
-        self._summary_of[session.id] = summary
-        self.outbox.observers(session.id).add(summary)  # it sees exactly what the client sees
-        return summary
-
-    def _end_summary(self, session: Session, summary: ProgressSummary | None, outcome: Outcome) -> None:
-        """Stop before the turn's cards close: no summary heartbeat after the end (contract 2)."""
-        if summary is None:
-            return
-        if self._summary_of.get(session.id) is summary:
-            del self._summary_of[session.id]
-        self.outbox.observers(session.id).discard(summary)
-        try:
-            summary.stop(outcome)
-        except Exception:
-            log.exception("stopping the progress summary failed")
-
-    def cancel_all_turns(self, reason: str = "the agent is shutting down") -> None:
-        for session in self.sessions.all():
-            if session.cancel is not None:
-                session.cancel.cancel(reason)
+    def cancel_all_turns(self, reason: str = SHUTTING_DOWN) -> None:
+        self.turns.cancel_all(reason)
 
     async def hang_up(self, grace: float = HANGUP_GRACE) -> None:
         """The client hung up: give running turns ``grace`` seconds to finish cancelled, then
@@ -259,22 +236,15 @@ class ProgressAgent(SessionFork, SessionMethods):
         with contextlib.suppress(Exception):
             await self.drain(grace)
         await self.mcp.stop_all()
-        self._abandoned = True
-        for task in list(self._prompt_tasks):
-            task.cancel()
-        if self._prompt_tasks:
-            await asyncio.wait(set(self._prompt_tasks), timeout=grace)
+        await self.turns.abandon(grace)
         if self.summaries is not None:
-            for summary in list(self._summary_of.values()):
-                summary.stop("cancelled")
-            self._summary_of.clear()
             await self.summaries.aclose()  # the summary model's connections, on this loop
         self.shutdown()
 
     @property
     def stuck_turns(self) -> int:
         """Turns whose worker thread is still running (their work ignored cancellation)."""
-        return sum(1 for worker in self._workers if not worker.done())
+        return self.turns.stuck
 
     async def drain(self, grace: float = 5.0) -> None:
         """Cancel every running turn and wait until each has answered its prompt.
@@ -283,44 +253,52 @@ class ProgressAgent(SessionFork, SessionMethods):
         still finishing when the connection's sender shuts down would wait for its response to be
         written forever.
         """
-        self.cancel_all_turns("the client connection closed")
-        if self._turns_running:
-            await asyncio.wait(set(self._turns_running), timeout=grace)
+        await self.turns.drain(grace)
 
     def shutdown(self) -> None:
         """Cancel every turn and release what the agent built (the model's HTTP client and loop)."""
         self.cancel_all_turns()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.turns.close()
         if killed := kill_started_processes():
             log.info("killed %d background job group(s) started by commands", killed)
+        with contextlib.suppress(Exception):  # others may delete its sessions once it is gone
+            self.recorder.let_go_of_all()
         self._writer.close()  # what the turns recorded reaches the disk before the process ends
         with contextlib.suppress(Exception):
             self.store.close()
-        for model in self._models.values():
-            close = getattr(model, "close", None)
-            if (model is not self.model or self._owns_model) and callable(close):
-                try:
-                    close()
-                except Exception:
-                    log.exception("closing the model back-end failed")
+        self.backends.close()
+
+    @property
+    def model(self) -> ChatModel:
+        """The configured back-end (new sessions' default)."""
+        return self.backends.default
+
+    @property
+    def model_menu(self) -> list[ModelChoice]:
+        return self.backends.menu
 
     def model_for(self, session: Session) -> ChatModel:
         """The back-end of the model the session picked (built on first use, then shared)."""
-        choice_id = self._config_of(session).model
-        model = self._models.get(choice_id)
-        if model is not None:
-            return model
-        choice = next((c for c in self.model_menu if c.id == choice_id), None)
-        if choice is None:
-            return self.model
-        if choice.backend == "openai":
-            openai = self.settings.openai.model_copy(update={"model": choice.model_name})
-            settings = self.settings.model_copy(update={"model": "openai", "openai": openai})
-        else:
-            settings = self.settings.model_copy(update={"model": "embedded"})
-        model = self._models[choice_id] = create_model(settings)
-        log.info("model %s ready", choice_id)
-        return model
+        return self.backends.for_choice(self.options.config_of(session).model)
+
+    # ------------------------------------------------------------ sign-in (delegated)
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        """Sign in with one of the methods ``initialize`` listed: new sessions then use the
+        back-end it names; sessions already open keep theirs."""
+        self.use_settings(await self.sign_in.authenticate(method_id, self.settings))
+        return AuthenticateResponse()
+
+    async def logout(self, **kwargs: Any) -> LogoutResponse:
+        """Clear what ``serve --setup`` saved and the key this process holds; new sessions use the
+        embedded model."""
+        self.use_settings(self.sign_in.logout(self.settings))
+        return LogoutResponse()
+
+    def use_settings(self, settings: Settings) -> None:
+        """Serve new sessions with ``settings``' back-end (see :meth:`ModelBackends.use`)."""
+        self.settings = settings
+        self.backends.use(settings)
 
     # ------------------------------------------------------------ ACP methods
 
@@ -348,16 +326,15 @@ class ProgressAgent(SessionFork, SessionMethods):
                     # the tools read and search there too (never write, never beyond them)
                     additional_directories=SessionAdditionalDirectoriesCapabilities(),
                 ),
-                # stdio MCP servers are always supported (ACP requires it); streamable HTTP too
-                mcp_capabilities=McpCapabilities(http=True, sse=False),
+                # stdio MCP servers are always supported (ACP requires it); streamable HTTP and SSE too
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
+                auth=AgentAuthCapabilities(logout=LogoutCapabilities() if self.routes_logout else None),
             ),
+            auth_methods=auth_methods(client_capabilities),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
             # it shows its own spinners (a relay adds none) and flushes its store when asked
             field_meta=meta_field(ProgressMeta(think_cards=True, store_flush=True)),
         )
-
-    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
-        return AuthenticateResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         session = self.sessions.find(session_id)
@@ -378,166 +355,14 @@ class ProgressAgent(SessionFork, SessionMethods):
         session = await self._session_for_prompt(session_id)
         command = parse_command(prompt_to_text(prompt, attachments=False))
         if command is not None:  # /help, /title: the agent answers, not the model
-            return await self.answer_command(session, command)
-        cancel = session.begin_turn()
-        loop = asyncio.get_running_loop()
-        running: asyncio.Future[None] = loop.create_future()
-        session.turn_done = running
-        self._turns_running.add(running)
-        task = asyncio.current_task()
-        if task is not None:
-            self._prompt_tasks.add(task)
-        try:
-            return await self._run_turn(session, cancel, prompt, loop)
-        finally:
-            if task is not None:
-                self._prompt_tasks.discard(task)
-            running.set_result(None)
-            self._turns_running.discard(running)
+            return await self.options.answer_command(session, command)
+        return await self.turns.run(session, prompt)
 
-    async def _run_turn(
-        self, session: Session, cancel: CancelToken, prompt: list[Any], loop: asyncio.AbstractEventLoop
-    ) -> PromptResponse:
-        result: TurnResult | None = None
-        error: BaseException | None = None
-        interrupted = False
-        summary: ProgressSummary | None = None
-        recording = self.recorder.observer(session.id)
-        try:
-            text = prompt_to_text(prompt)
-            summary = self._begin_summary(session, text)  # it must see the turn from its first card
-            # The spinner goes out first, from the event loop, as the prompt lands: the agent's
-            # hook A adopts this card, so the person never waits for the hop to a worker thread.
-            session.stream.think_open_early()
-            await await_through_cancel(
-                asyncio.ensure_future(session.stream.flush()),
-                lambda: cancel.cancel("the client connection closed"),
-                lambda: self._abandoned,
-            )
-            # recorded once the spinner is out: the first card never waits for the session store
-            if session.mcp is not None:  # waits for servers still starting: cancel stops the wait
-                preparing = asyncio.ensure_future(self.mcp.prepare(session))
 
-                def stop_waiting() -> None:
-                    loop.call_soon_threadsafe(preparing.cancel)
+def _settings_file() -> Path | None:
+    from acp_adapter._config_file import config_file_path
 
-                remove = cancel.on_cancel(stop_waiting)
-                try:
-                    await await_through_cancel(preparing, give_up=lambda: self._abandoned)
-                finally:
-                    remove()
-            title = self.recorder.begin_turn(session.id, session.cwd, prompt, text)
-            self.outbox.observers(session.id).add(recording)
-            if title is not None:  # the first prompt names the session, for session/list and the client
-                session.stream.send(
-                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=iso_now())
-                )
-            agent = self._build_agent(session, cancel, loop)
-            history = list(session.history)
-            images = prompt_images(prompt)
-            worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
-                self._executor,
-                lambda: (
-                    agent.run_conversation(text, history, images=images)  # type: ignore[call-arg]
-                    if images
-                    else agent.run_conversation(text, history)
-                ),
-            )
-            self._workers.add(worker)
-            worker.add_done_callback(self._workers.discard)
-            result, error, interrupted = await await_through_cancel(
-                worker, lambda: cancel.cancel("the client connection closed"), lambda: self._abandoned
-            )
-        except Exception as exc:  # building the turn failed: still finalise it below
-            error = exc
-        if error is not None:
-            log.error("agent turn crashed: %s", type(error).__name__, exc_info=error)
-        stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
-        if result is not None and not cancel.cancelled:
-            stop_reason = result.stop_reason
-        self._end_summary(session, summary, summary_outcome(stop_reason, error, result))
-        session.stream.end_turn(cancelled=stop_reason == "cancelled")
-        await await_through_cancel(
-            asyncio.ensure_future(self.outbox.flush()), give_up=lambda: self._abandoned
-        )
-        session.finish_turn(result.messages if result is not None else [])
-        self.outbox.observers(session.id).discard(recording)
-        self.recorder.end_turn(
-            session.id,
-            history_to_json(session.history),
-            stop_reason,
-            failed=turn_failure(stop_reason, error, result) is not None,
-        )
-        # the turn is on disk before its answer, so an agent killed right after still has it;
-        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
-        # cancelled turn: the person is waiting for the stop (issue 28.9: cancel -> answer within a
-        # few ms), and the write is queued already — should the process die before it lands, the
-        # turn loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
-        if stop_reason != "cancelled":
-            await await_through_cancel(
-                asyncio.ensure_future(self._writer.flush_async(STORE_FLUSH_TIMEOUT)),
-                give_up=lambda: self._abandoned,
-            )
-        self.sessions.touch(session.id)  # idle time counts from the end of the last prompt
-        failure = turn_failure(stop_reason, error, result)
-        if failure is not None:
-            raise failure  # every card is closed and flushed: the error is the prompt's honest answer
-        total = result.usage if result is not None else None
-        # token usage is the answer's own ``usage`` (what editors read) and, for the front-ends
-        # that read it there, in _meta too; with a known context window, also usage_update
-        # during the turn
-        usage = (
-            Usage(
-                total_tokens=total.total_tokens,
-                input_tokens=total.input_tokens,
-                output_tokens=total.output_tokens,
-            )
-            if total is not None
-            else None
-        )
-        meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
-        return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]
-
-    # ------------------------------------------------------------ wiring one turn
-
-    def _build_agent(
-        self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop
-    ) -> TurnLoop:
-        stream = session.stream
-        conn = self._conn
-
-        def on_usage(report: UsageReport) -> None:
-            if report.cost is not None:  # usage_update's cost is the session's total so far
-                session.cost = (session.cost or 0.0) + report.cost
-            if report.context_window:
-                used = report.input_tokens + report.output_tokens
-                stream.send_usage(used, report.context_window, session.cost)
-
-        return self.turn_runner(
-            self.model_for(session),
-            toolbox=session.toolbox,
-            agent_progress_callback=make_agent_progress_cb(conn, session.id, loop, stream=stream),
-            thinking_callback=make_thinking_cb(conn, session.id, loop, stream=stream),
-            message_callback=make_message_cb(conn, session.id, loop, stream=stream),
-            usage_callback=on_usage,
-            plan_callback=plan_callback(stream),
-            tool_observer=AcpToolObserver(
-                stream,
-                conn=conn,
-                loop=loop,
-                cancel=cancel,
-                registry=self.registry,
-                workspace=session.cwd,
-                audit=lambda card_id, title, answer: self._audit(session.id, card_id, title, answer),
-                client_capabilities=self.client_capabilities,
-                policy=session.policy,
-            ),
-            scheduler=self.scheduler or loop_heartbeats(loop),
-            cancel=cancel,
-            settings=self.settings,
-            system_prompt=SYSTEM_PROMPT,
-            error_note=False,
-        )
+    return config_file_path()
 
 
 def _open_store(settings: Settings) -> SessionStore:
@@ -553,7 +378,7 @@ def _summary_factory(settings: Settings) -> SummaryFactory | None:
     """Summaries are off for ``serve`` unless ACP_PROGRESS_SUMMARY / --summary turns them on;
     a bad set-up (the openai extra missing …) is a ConfigError at start-up."""
     if settings.summary in ("auto", "off"):
-        return None  # not even imported: an editor's agent starts as fast as before
+        return None  # not even imported: summaries off cost an editor's agent no start-up time
     from acp_adapter.summary import SummaryFactory
 
     return SummaryFactory.from_settings(settings, default_mode="off")
@@ -561,7 +386,7 @@ def _summary_factory(settings: Settings) -> SummaryFactory | None:
 
 async def serve(
     settings: Settings | None = None, model: ChatModel | None = None, *, turn_runner: TurnRunner
-) -> None:
+) -> ProgressAgent:
     """Serve ACP over this process's stdio, with stdout structurally reserved for the protocol.
 
     The SDK's agent-side connection (:func:`agent_connection`: what ``acp.run_agent`` builds, plus
@@ -573,7 +398,9 @@ async def serve(
     a connection with nothing in flight. ``turn_runner`` builds each prompt's agent loop (the command
     line passes ``run_agent.AIAgent``). ``model`` replaces the configured back-end (embedders and
     tests pass their own). Tool progress is held while the client has unread bytes on our stdout
-    (:mod:`acp_adapter.protocol.backlog`), so a slow editor reads fresh values, not old ones."""
+    (:mod:`acp_adapter.protocol.backlog`), so a slow editor reads fresh values, not old ones.
+
+    Returns the agent that served, for the caller to hand to :func:`exit_if_turns_stuck`."""
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
     from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
@@ -593,20 +420,17 @@ async def serve(
     finally:
         with anyio.CancelScope(shield=True):
             await agent.hang_up()  # idempotent: already run at end of input, not on other exits
-        _LAST_AGENT.append(agent)
+    return agent
 
 
-_LAST_AGENT: list[ProgressAgent] = []
-
-
-def exit_if_turns_stuck() -> None:
-    """After :func:`serve` returned: if a turn's worker thread still runs (its work ignored the
-    cancel signal), end the process now instead of letting interpreter shutdown wait for it.
+def exit_if_turns_stuck(agent: ProgressAgent) -> None:
+    """After :func:`serve` returned ``agent``: if a turn's worker thread still runs (its work ignored
+    the cancel signal), end the process now instead of letting interpreter shutdown wait for it.
 
     Worker threads of a thread pool are joined at exit, so a turn stuck in 12 s of CPU work would
     otherwise keep an agent whose editor is long gone alive. Logs are flushed first.
     """
-    stuck = sum(agent.stuck_turns for agent in _LAST_AGENT)
+    stuck = agent.stuck_turns
     if not stuck:
         return
     log.warning("exiting with %d turn(s) still running after the client hung up", stuck)

@@ -22,7 +22,15 @@ from acp.schema import (
     TextResourceContents,
 )
 
-__all__ = ["ELLIPSIS", "ellipsize", "flatten", "format_elapsed", "prompt_to_text"]
+__all__ = [
+    "ELLIPSIS",
+    "THINKING_TITLE",
+    "ellipsize",
+    "flatten",
+    "format_elapsed",
+    "prompt_to_text",
+    "still_thinking",
+]
 
 #: The one mark of a cut text.
 ELLIPSIS = "…"
@@ -48,6 +56,18 @@ def format_elapsed(seconds: float) -> str:
         return f"{minutes}m {secs}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes}m {secs}s"
+
+
+#: The think card's title, and the plain terminal's and the thinking callback's first line.
+THINKING_TITLE = "Thinking..."
+
+
+def still_thinking(elapsed: float, status: str | None = None) -> str:
+    """The heartbeat's line — ``Still thinking… 40s — <status>`` — worded once, so the ACP card,
+    the plain terminal and the embedder's thinking callback say the same thing. ``status`` is shown
+    as given (a caller that sends it out cuts and redacts it first)."""
+    line = f"Still thinking{ELLIPSIS} {format_elapsed(elapsed)}"
+    return f"{line} — {status}" if status else line
 
 
 def ellipsize(
@@ -90,6 +110,18 @@ def flatten(text: str, cap: int | None = None) -> str:
     return flat if cap is None or len(flat) <= cap else ellipsize(flat, cap)
 
 
+#: The image types a model back-end accepts in a prompt (the chat-completions vision formats): an
+#: image of any other type — or a "type" carrying more than a type, such as
+#: ``image/png;base64,AAAA``, which would rewrite the data URL it is spliced into — is not sent.
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def image_type(mime: str) -> str | None:
+    """``mime`` as one of :data:`IMAGE_TYPES` (any case, surrounding spaces ignored), or None."""
+    wanted = mime.strip().lower() if isinstance(mime, str) else ""
+    return wanted if wanted in IMAGE_TYPES else None
+
+
 def base64_size(data: str) -> int:
     """The decoded size in bytes of base64 ``data`` (without decoding it)."""
     body = data.strip().rstrip("=")
@@ -120,7 +152,14 @@ def prompt_to_text(blocks: Sequence[Any], *, attachments: bool = True) -> str:
         elif isinstance(block, ImageContentBlock):
             # the image itself reaches a back-end that sees images (``ImagePart``); the text says
             # what it is, so every model knows one was attached
-            parts.append(f"[image attachment: {block.mime_type}, {base64_size(block.data):,} bytes]")
+            kind = image_type(block.mime_type)
+            size = base64_size(block.data)
+            if kind is None:  # never the raw type: it is the sender's text, and no image follows
+                parts.append(
+                    f"[image attachment of a type the model does not accept, {size:,} bytes: not sent]"
+                )
+            else:
+                parts.append(f"[image attachment: {kind}, {size:,} bytes]")
         elif isinstance(block, AudioContentBlock):
             parts.append(f"[{block.type} attachment not supported by this agent]")
     return "\n".join(parts)

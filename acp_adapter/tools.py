@@ -4,7 +4,7 @@ No I/O and no state: each function maps facts to one SDK schema object built wit
 (``start_tool_call``, ``update_tool_call``, ``tool_content``, ``text_block``), or on the hot path of
 tool progress with one validated construction of the SDK's schema types. Every string that
 goes into an update passes the canonical redactor here, at the single choke point, so no caller
-can forget it (DESIGN contract 5).
+can forget it (secrets never leave).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from acp_adapter.protocol.meta import (
     SummaryStatus,
 )
 from acp_adapter.safety.redact import redact_text, redact_value
-from acp_adapter.text import flatten, format_elapsed
+from acp_adapter.text import THINKING_TITLE, flatten, format_elapsed, still_thinking
 
 __all__ = [
     "META_KEY",
@@ -48,7 +48,6 @@ __all__ = [
     "progress_number",
 ]
 
-THINKING_TITLE = "Thinking..."
 ERROR_CAP = 200
 #: Longest progress summary a heartbeat carries (the summary's own bound is at most this).
 SUMMARY_CAP = 1000
@@ -101,9 +100,7 @@ def build_thinking_progress(
     sentence — ``Still thinking… 40s — Checking the failing test.`` — and ``_meta.acpProgress.summary``
     carries ``{summary, revision}`` so a client can replace the status it shows by revision.
     """
-    line = f"Still thinking… {format_elapsed(elapsed)}"
-    if status:
-        line += f" — {one_line(status, 120)}"
+    line = still_thinking(elapsed, one_line(status, 120) if status else None)
     shown = one_line(summary, SUMMARY_CAP) if summary else ""
     if shown:
         line += f" — {shown}"

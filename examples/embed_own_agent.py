@@ -44,7 +44,7 @@ WAITING = "Waiting for the model"
 
 
 def my_agent_loop(turn: ProgressTurn, text: str) -> None:
-    """Your agent loop (a worker thread): the seed's three hook sites, then thought and answer."""
+    """Your agent loop (a worker thread): the three spinner hook sites, then thought and answer."""
     turn.progress("start", "llm_response", {})  # hook A: before the model call
     started = time.monotonic()
     beats = 0

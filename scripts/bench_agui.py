@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 try:
     from acp_adapter.client.driver import AgentDriver
-except ImportError:  # a checkout from before the layer packages (issue 19): copy this script into it
+except ImportError:  # a checkout from before the layer packages: copy this script into it
     from acp_adapter.client import AgentDriver  # type: ignore[no-redef,attr-defined]
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'progress_agent.py'}"

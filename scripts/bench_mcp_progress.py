@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Latency of MCP tool progress against built-in tool progress, in the same run (issue 27).
+"""Latency of MCP tool progress against built-in tool progress, in the same run.
 
 The agent (``ProgressAgent`` with the embedded model and the real turn loop) and an ACP client run
 in this process over the SDK's in-memory transport, so one clock times the client side. The MCP
@@ -36,6 +36,7 @@ from acp.schema import AllowedOutcome, EnvVariable, McpServerStdio, RequestPermi
 
 import acp_adapter.server as server_module  # noqa: E402
 from acp_adapter.config import Settings  # noqa: E402
+from acp_adapter.mcp.trust import trusted_meta  # noqa: E402
 from acp_adapter.models.embedded import EmbeddedModel  # noqa: E402
 from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.store import MemoryStore  # noqa: E402
@@ -139,6 +140,7 @@ async def main() -> None:
         command=sys.executable,
         args=["-m", "tests.mcp_servers.kit"],
         env=[EnvVariable(name="PYTHONPATH", value=str(ROOT))],
+        field_meta=trusted_meta(True),  # trusted: read-only tools run unasked, so only progress is timed
     )
     with tempfile.TemporaryDirectory() as cwd:
         session = await conn.new_session(cwd=cwd, mcp_servers=[kit])

@@ -1,6 +1,6 @@
 """Latency of the OpenAI-compatible back-end, end to end through the real stdio agent.
 
-Runs the fake OpenAI server (tests/fake_openai.py) in this process and spawns ``python -m
+Runs the fake OpenAI server (tests/helpers/fake_openai.py) in this process and spawns ``python -m
 acp_adapter`` with ``ACP_PROGRESS_MODEL=openai`` pointing at it; the client is the ACP SDK's
 ``spawn_agent_process`` with a small class that stamps every update with ``time.monotonic()``.
 The server stamps its first SSE byte with the same clock (same process), so the numbers span the
@@ -51,7 +51,7 @@ from acp.schema import (  # noqa: E402
     ToolCallStart,
 )
 
-from tests.fake_openai import FakeOpenAI, text_reply  # noqa: E402
+from tests.helpers.fake_openai import FakeOpenAI, text_reply  # noqa: E402
 
 BENCH_KEY = "sk-bench-0000000000000000"
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 if (ROOT / "acp_adapter" / "safety" / "redact").is_dir():
     from acp_adapter.safety.redact import REDACTED, redact_text
     from acp_adapter.safety.redact.stream import StreamRedactor
-else:  # a checkout from before the layer packages (issue 19)
+else:  # a checkout from before the layer packages (a baseline measured with this same script)
     from acp_adapter.redact import REDACTED, redact_text  # type: ignore[no-redef]
     from acp_adapter.stream_redact import StreamRedactor  # type: ignore[no-redef]
 
@@ -114,11 +114,11 @@ def _secret_line(rng: random.Random, ts: str) -> tuple[str, str]:
     if kind == 15:
         s = "glpat-" + _rand(rng, B64URL, 20)
         return f"{ts} INFO git remote: https://oauth2:{s}@gitlab.com/group/repo.git", s
-    return _issue18_secret_line(rng, ts, kind)
+    return _hard_secret_line(rng, ts, kind)
 
 
-def _issue18_secret_line(rng: random.Random, ts: str, kind: int) -> tuple[str, str]:
-    """The forms issue 18 found leaking: claim tokens, AWS keys in prose, command-line credentials."""
+def _hard_secret_line(rng: random.Random, ts: str, kind: int) -> tuple[str, str]:
+    """The forms that are hardest to spot: claim tokens, AWS keys in prose, command-line credentials."""
     pw = "P" + _rand(rng, ALNUM, 14) + "9"
     if kind == 16:
         s = "agh_claim_" + _rand(rng, B64URL, 40)

@@ -271,7 +271,7 @@ def _database_url(given: str | None) -> tuple[str, Any]:
     url = given or os.environ.get("ACP_PROGRESS_DATABASE_URL")
     if url:
         return url, None
-    from tests.pg_server import PgServer
+    from tests.helpers.pg_server import PgServer
 
     server = PgServer()
     return server.create_database(), server

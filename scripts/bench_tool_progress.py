@@ -57,13 +57,13 @@ from paired_rounds import round_ratios  # noqa: E402
 from acp_adapter.agent.tool_cards import AcpToolObserver  # noqa: E402
 from acp_adapter.cancel import CancelToken  # noqa: E402
 from acp_adapter.events import SessionStream, UpdateOutbox  # noqa: E402
-from acp_adapter.models.base import ToolCall  # noqa: E402
 from acp_adapter.protocol import JsonRpcStream, StreamLimits  # noqa: E402
 from acp_adapter.protocol.backlog import peer_backlog_probe  # noqa: E402
 from acp_adapter.protocol.meta import META_KEY  # noqa: E402
 from acp_adapter.protocol.stdio import ProtocolFds, open_protocol_streams  # noqa: E402
 from acp_adapter.store import BackgroundWriter, SqliteStore  # noqa: E402
 from acp_adapter.store.recorder import ConversationRecorder  # noqa: E402
+from acp_adapter.tooling.calls import ToolCall  # noqa: E402
 from acp_adapter.tooling.toolbox import ToolContext, ToolOutcome  # noqa: E402
 
 
@@ -297,7 +297,7 @@ async def bench_slow_client(reports: int, read_interval: float, hold: bool = Tru
     (0: as fast as it can), over a real pipe with the agent's real stdio settings: the transports
     ``serve`` opens on its stdout (:func:`open_protocol_streams`), the SDK connection on
     :class:`JsonRpcStream` with the default 1 MiB write high-water mark, a 64 KiB kernel pipe, and
-    the backlog probe ``serve`` wires (``hold``: False runs without it, as before holding).
+    the backlog probe ``serve`` wires (``hold``: False runs without it, the baseline without holding).
 
     The client is :data:`PULL_CLIENT`, another process. Staleness is sampled at each progress line
     it reads while the tool still runs: the read time minus the moment the tool reported that value.
@@ -397,7 +397,7 @@ async def main() -> int:
         "--read-interval", type=float, default=0.001, help="seconds the slow client takes per line (1,000/s)"
     )
     parser.add_argument(
-        "--no-hold", action="store_true", help="no backlog probe: progress is never held (as before holding)"
+        "--no-hold", action="store_true", help="no backlog probe: progress is never held (the baseline)"
     )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as one JSON object to FILE")
     args = parser.parse_args()

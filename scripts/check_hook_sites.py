@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""AST check of the seed: ``AIAgent`` has exactly three ``self.agent_progress_callback(`` call sites,
+"""AST check of the hook sites: ``AIAgent`` has exactly three ``self.agent_progress_callback(`` call sites,
 each inside the body of a ``try`` whose handler catches ``Exception`` and does not re-raise.
 
 Usage: python scripts/check_hook_sites.py [path/to/run_agent.py]   (exit 0 = ok, 1 = violations)

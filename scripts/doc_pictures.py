@@ -151,7 +151,7 @@ def record_svg(lines: Sequence[Any], title: str) -> str:
 def capture(spec: Screen, cwd: Path, env: dict[str, str], hide: str = "") -> list[Any]:
     import pyte
 
-    from tests.pty_child import PtyChild
+    from tests.helpers.pty_child import PtyChild
 
     screen = pyte.Screen(WIDTH, HEIGHT)
     stream = pyte.ByteStream(screen)

@@ -118,7 +118,7 @@ model = "llama3.2"
 [summary_openai]              # the summary model (ACP_PROGRESS_SUMMARY_OPENAI_…)
 model = "qwen2.5:0.5b"
 
-[agui]                        # also [telegram] and [streams]
+[agui]                        # also [telegram], [streams] and [mcp]
 allowed_origins = ["https://app.example"]
 """
 
@@ -282,7 +282,7 @@ def run_pty(argv: list[str], cwd: Path, env: Mapping[str, str], until: str) -> t
         raise RuntimeError("the terminal examples need pyte: pip install -e '.[test]'") from None
 
     sys.path.insert(0, str(ROOT))
-    from tests.pty_child import PtyChild
+    from tests.helpers.pty_child import PtyChild
 
     width, height = SCREEN_SIZE
     screen = pyte.Screen(width, height)

@@ -1,10 +1,18 @@
 """The agent side: how this package's ACP agent turns a running turn into cards.
 
 ``outbox`` is the one ordered delivery path from any thread to the connection; ``turn_state`` the
-per-session state machine that keeps contracts 1 and 2 (no orphan spinner, nothing after the end);
+per-session state machine that keeps "no orphan card" and "nothing after the end";
 ``turn`` the embedding API's :class:`~acp_adapter.agent.turn.ProgressTurn`; ``tool_cards`` the ACP
 projection of real tool calls; ``session`` per-session state; ``heartbeat`` repeating
 heartbeats on a clock (the event loop's, or one shared thread without a loop).
+
+Around them: the session-level ACP methods (``session_methods``, with ``session_config`` for modes
+and models, ``session_fork``, ``session_mcp`` and ``session_tasks`` for a session's MCP servers
+and tasks, ``sign_in`` for authentication); how a turn ended (``turn_outcome``) and awaiting its
+work through cancellation (``cancel_wait``); permissions (``permissions``, ``command_rules``);
+the editor's files and terminals (``client_fs``, ``card_terminal``); the agent's own slash
+commands (``commands``), plans (``plans``), prompt images (``attachments``) and the routes the
+SDK's router leaves out (``routes``).
 
 Depends on ``protocol``, ``safety``, ``tooling`` and :mod:`acp_adapter.clock`, never on the client
 side or the front-ends.

@@ -3,7 +3,7 @@
 Why: when ``initialize`` advertised ``clientCapabilities.fs.readTextFile``, the editor's unsaved
 buffer is the truth, not the disk; with ``fs.writeTextFile`` the editor applies (and can review)
 the agent's writes; with ``terminal: true`` a command runs in a terminal the editor shows on the
-card. Otherwise the tools work locally, as before (:class:`EditorHost` is only made when something
+card. Otherwise the tools work on the local disk (:class:`EditorHost` is only made when something
 is offered).
 
 The tools run on a worker thread; every client call is a coroutine on the connection's event loop

@@ -8,7 +8,7 @@ really handles are advertised:
 * ``/title NAME`` — renames the session (``session_info_update``, stored: ``session/list`` shows it).
 
 A prompt whose text starts with one of these names is answered here; any other ``/word`` goes to
-the model as before.
+the model like any other text.
 """
 
 from __future__ import annotations

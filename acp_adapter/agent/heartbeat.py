@@ -1,7 +1,7 @@
 """Repeating heartbeats on a clock: the event loop's under ACP, one shared thread without a loop.
 
-The seed pattern starts a ``threading.Timer`` per model call; with thousands of open sessions that
-is a thread per waiting call. Here :class:`Heartbeats` turns any
+Starting a ``threading.Timer`` per model call would, with thousands of open sessions, take a
+thread per waiting call. Here :class:`Heartbeats` turns any
 :class:`~acp_adapter.clock.Clock` (``now()`` plus one-shot ``call_later``) into repeating
 jobs with exact cancel semantics, so the timing source is a choice, not a thread:
 

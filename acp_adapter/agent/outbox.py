@@ -5,7 +5,8 @@ whatever thread made them) and a single pump task on the event loop sends them. 
 barrier a prompt awaits before it answers, so all of a turn's updates precede the response.
 Observers (bridges, AG-UI, summaries) see exactly the updates handed to the connection, in order.
 
-Tool progress never waits for a slow client (seed 000's backpressure rule): while a progress
+Tool progress never waits for a slow client (every input is bounded: a peer that stops reading
+cannot grow memory, and a card shows its latest progress, not a backlog): while a progress
 update of a card still waits to be sent, a newer one for the same card *replaces* it in its place
 (:meth:`UpdateOutbox.submit_latest`: latest wins, position kept). Updates of different cards are
 never merged, and starts, terminal updates, text and permission requests are never dropped or

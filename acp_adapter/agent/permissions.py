@@ -6,18 +6,21 @@ and an earlier "always allow" / "always reject" for the same rule answers again.
 answer is still audited (``decided_by = auto`` with the rule that answered), so the audit says
 why nobody was asked.
 
-A rule is per tool kind (``edit``, ``delete`` …), and for commands per command name
-(``execute:ls``). "Always allow" of a command is offered and applied only to a *simple*
-command — one program with arguments, no shell operators (``;`` ``&&`` ``|`` ``$( )`` redirections,
-variable assignments): otherwise "always allow ls" would also allow ``ls; rm -rf ~``. "Always
-reject" needs no such care and matches every command that starts with that name.
+A rule is per tool kind (``edit``, ``delete`` …), per MCP server tool, and for commands per
+*program* (:mod:`acp_adapter.agent.command_rules`): "always allow" of a command is offered and
+applied only to a simple command (one program with plain arguments, no shell operators) naming a
+program bare that ``PATH`` resolves outside the workspace, and it is stored under that program's
+absolute path (``execute:program:/usr/bin/ls``), so ``./ls``, ``bin/ls -la`` or a workspace
+script called ``ls`` never match it. "Always reject" needs no such care and matches every
+command whose program has that base name (``execute:ls``). The question names what "always"
+covers. A stored "always allow" of the older form (``execute:ls``: a base name) matches nothing:
+the person is asked again.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import shlex
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,9 +28,10 @@ from typing import Any
 
 from acp.schema import PermissionOption
 
+from acp_adapter.agent.command_rules import CommandRule, command_rule, pinned_command, split_command
 from acp_adapter.agent.session_config import AUTO, MAX_RULES, READ_ONLY, SessionConfig
 
-__all__ = ["SessionPolicy", "Verdict", "command_name", "permission_options", "rule_key"]
+__all__ = ["Rule", "SessionPolicy", "Verdict", "command_name", "permission_options", "rule_for", "rule_key"]
 
 log = logging.getLogger("acp_progress.permissions")
 
@@ -40,11 +44,9 @@ ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE, REJECT_ALWAYS = (
 ALLOWING = frozenset({ALLOW_ONCE, ALLOW_ALWAYS})
 ALWAYS = frozenset({ALLOW_ALWAYS, REJECT_ALWAYS})
 
-#: characters that make a command line more than one simple command (or change what it runs)
-_SHELL_OPERATORS = frozenset(";&|`$<>(){}\n\r\\*?[]~!#")
-
 READ_ONLY_REFUSAL = (
-    "Refused without asking: this session is in read-only mode (no commands, no edits); "
+    "Refused without asking: this session is in read-only mode (no commands, no edits, no tool of "
+    "an MCP server not marked trusted); "
     "switch the mode to ask or auto to allow them"
 )
 
@@ -54,68 +56,84 @@ class Verdict:
     """An answer the policy gave without asking anyone."""
 
     allowed: bool
-    #: what answered, for the audit: ``mode auto``, ``mode read-only``, ``always allow execute:ls``
+    #: what answered, for the audit: ``mode auto``, ``mode read-only``,
+    #: ``always allow execute:program:/usr/bin/ls``
     rule: str
     #: the card's text for a refusal
     reason: str | None = None
+    #: an "always allow" of a command: the command with its program by the approved absolute path
+    pinned: str | None = None
 
 
 def command_name(command: str) -> tuple[str, bool]:
     """The program a command line runs (its base name) and whether the line is a *simple*
     command: one program and its plain arguments, nothing a shell would treat specially."""
-    simple = not any(ch in _SHELL_OPERATORS for ch in command)
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words, simple = command.split(), False
-    if not words:
-        return "", False
-    first = words[0]
-    if "=" in first:  # FOO=bar prog: an assignment changes what prog does
-        simple = False
-    return os.path.basename(first) or first, simple
+    first, simple = split_command(command)
+    return (os.path.basename(first) or first), simple
 
 
-def rule_key(kind: str, call: Any, tool: Any) -> tuple[str, bool]:
-    """The "always" rule a call falls under, and whether an "always allow" may cover it.
+@dataclass(frozen=True)
+class Rule:
+    """The "always" keys one call falls under, and what each would cover, in words."""
 
-    ``execute:NAME`` for a command (``arguments.command``), ``KIND:mcp:SERVER/TOOL`` for an MCP
-    server's tool (one server's tool is not another's), else the tool kind itself."""
-    command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
-    if isinstance(command, str) and command.strip():
-        name, simple = command_name(command.strip())
-        return f"{kind}:{name}", simple and bool(name)
+    #: what an "always reject" stores and matches
+    reject_key: str
+    #: what an "always allow" stores and matches; None: "always allow" is not offered
+    allow_key: str | None
+    allow_covers: str
+    reject_covers: str
+    #: the command line of a command's rule ('' for any other call)
+    command: str = ""
+
+    @classmethod
+    def same(cls, key: str, covers: str) -> Rule:
+        return cls(key, key, covers, covers)
+
+    @classmethod
+    def of_command(cls, rule: CommandRule, command: str) -> Rule:
+        return cls(rule.reject_key, rule.allow_key, rule.allow_covers, rule.reject_covers, command)
+
+
+def rule_for(kind: str, call: Any, tool: Any, workspace: str | None = None) -> Rule:
+    """The rule a call falls under (``workspace``: where a command runs, for finding its program).
+
+    ``KIND:mcp:SERVER/TOOL`` for an MCP server's tool (one server's tool is not another's, and a
+    ``command`` argument of a server's tool is that server's business, never a local program),
+    ``execute:…`` for a command (``arguments.command``, see :func:`command_rule`), else the kind."""
     server = getattr(tool, "server", "")
     if server:
-        return f"{kind}:mcp:{server}/{getattr(tool, 'mcp_name', '') or call.name}", True
-    return kind, True
+        name = getattr(tool, "mcp_name", "") or call.name
+        return Rule.same(f"{kind}:mcp:{server}/{name}", f"MCP tool {server}/{name}")
+    command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
+    if isinstance(command, str) and command.strip():
+        return Rule.of_command(command_rule(kind, command, workspace), command)
+    return Rule.same(kind, f"{kind} calls")
 
 
-def _what(key: str) -> str:
-    """``execute:ls`` -> ``ls commands``; ``edit`` -> ``edit calls`` (for the option's name)."""
-    kind, _, rest = key.partition(":")
-    if kind == "execute" and rest and not rest.startswith("mcp:"):
-        return f"`{rest}` commands"
-    if rest.startswith("mcp:"):
-        return f"MCP tool {rest[4:]}"
-    return f"{kind} calls"
+def rule_key(kind: str, call: Any, tool: Any, workspace: str | None = None) -> tuple[str, bool]:
+    """The "always reject" key of a call and whether an "always allow" may cover it."""
+    rule = rule_for(kind, call, tool, workspace)
+    return rule.reject_key, rule.allow_key is not None
 
 
-def permission_options(key: str, may_allow_always: bool) -> list[PermissionOption]:
+def permission_options(rule: Rule, with_always: bool = True) -> list[PermissionOption]:
     """The four answers (allow once first: clients that pick "the first allow" stay one-time);
-    "always allow" only when the rule may cover the call."""
-    what = _what(key)
+    "always allow" only when the rule may cover the call. Each "always" names what it covers."""
     options = [PermissionOption(option_id=ALLOW_ONCE, name="Allow", kind="allow_once")]
-    if may_allow_always:
+    if with_always and rule.allow_key is not None:
         options.append(
             PermissionOption(
-                option_id=ALLOW_ALWAYS, name=f"Always allow {what} in this session", kind="allow_always"
+                option_id=ALLOW_ALWAYS,
+                name=f"Always allow {rule.allow_covers} in this session",
+                kind="allow_always",
             )
         )
     options.append(PermissionOption(option_id=REJECT_ONCE, name="Reject", kind="reject_once"))
     options.append(
         PermissionOption(
-            option_id=REJECT_ALWAYS, name=f"Always reject {what} in this session", kind="reject_always"
+            option_id=REJECT_ALWAYS,
+            name=f"Always reject {rule.reject_covers} in this session",
+            kind="reject_always",
         )
     )
     return options
@@ -136,31 +154,29 @@ class SessionPolicy:
     def mode(self) -> str:
         return self.config.mode
 
-    def before_asking(self, kind: str, call: Any, tool: Any) -> Verdict | None:
+    def before_asking(self, rule: Rule) -> Verdict | None:
         """The answer without asking anyone, or None: ask the client."""
-        key, may_allow_always = rule_key(kind, call, tool)
         with self._lock:
             mode = self.config.mode
             if mode == READ_ONLY:
                 return Verdict(False, f"mode {READ_ONLY}", READ_ONLY_REFUSAL)
-            remembered = self.config.always.get(key)
-        if remembered is False:
-            why = f"Refused without asking: you chose to always reject {_what(key)} in this session"
-            return Verdict(False, f"always reject {key}", why)
-        if remembered is True and may_allow_always:
-            return Verdict(True, f"always allow {key}")
+            rejected = self.config.always.get(rule.reject_key) is False
+            allowed = rule.allow_key is not None and self.config.always.get(rule.allow_key) is True
+        if rejected:
+            why = f"Refused without asking: you chose to always reject {rule.reject_covers} in this session"
+            return Verdict(False, f"always reject {rule.reject_key}", why)
+        if allowed:
+            pinned = pinned_command(rule.command, rule.allow_key or "") if rule.command else None
+            return Verdict(True, f"always allow {rule.allow_key}", pinned=pinned)
         if mode == AUTO:
             return Verdict(True, f"mode {AUTO}")
         return None
 
-    def options_for(self, kind: str, call: Any, tool: Any) -> list[PermissionOption]:
-        return permission_options(*rule_key(kind, call, tool))
-
-    def remember(self, kind: str, call: Any, tool: Any, allowed: bool) -> str | None:
+    def remember(self, rule: Rule, allowed: bool) -> str | None:
         """Keep an "always" answer for the session; returns the audit's rule text, or None when
-        it could not be kept (an "always allow" of a command that is not simple, or too many)."""
-        key, may_allow_always = rule_key(kind, call, tool)
-        if allowed and not may_allow_always:
+        it could not be kept (an "always allow" the rule does not offer, or too many)."""
+        key = rule.allow_key if allowed else rule.reject_key
+        if key is None:
             return None
         with self._lock:
             if key not in self.config.always and len(self.config.always) >= MAX_RULES:

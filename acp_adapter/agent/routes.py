@@ -5,9 +5,16 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from acp.schema import CloseSessionRequest, DeleteSessionRequest, ForkSessionRequest, ResumeSessionRequest
+from acp.schema import (
+    CloseSessionRequest,
+    DeleteSessionRequest,
+    ForkSessionRequest,
+    LogoutRequest,
+    ResumeSessionRequest,
+)
 
 from acp_adapter.protocol.cancel_request import CancellableRequests, IncomingRequestIds
+from acp_adapter.protocol.mcp_server_types import McpServerTypeCheck
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
@@ -32,7 +39,9 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
     of advertising a method it cannot answer.
 
     The same router is wrapped once for request cancellation (``$/cancel_request``, see
-    :mod:`acp_adapter.protocol.cancel_request`): every request can be called off by its id.
+    :mod:`acp_adapter.protocol.cancel_request`): every request can be called off by its id. Under
+    that, the raw ``mcpServers`` of the methods that take them are checked before the SDK parses
+    them (:mod:`acp_adapter.protocol.mcp_server_types`): an entry it would drop is refused instead.
 
     ProgressAgent implements the Agent methods it supports and takes ``**kwargs``, without
     subclassing ``acp.Agent`` (whose stubs would answer methods it does not implement).
@@ -78,10 +87,16 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
             adapt_result=normalize_result,
         )
         agent.routes_resume = True
+        # logout (clearing what ``serve --setup`` saved) is in the SDK's method table, not its router
+        router.route_request(
+            AGENT_METHODS["logout"], LogoutRequest, agent, "logout", adapt_result=normalize_result
+        )
+        agent.routes_logout = True
         # every request may be called off by id ($/cancel_request); a prompt the gentle way (its
-        # turn is cancelled: every card closes and it answers stopReason "cancelled")
+        # turn is cancelled: every card closes and it answers stopReason "cancelled"); an MCP
+        # server entry the SDK would drop while parsing is refused before it parses it
         sdk_connection._handler = CancellableRequests(  # type: ignore[union-attr]
-            router, gentle={AGENT_METHODS["session_prompt"]: agent.stop_prompt_request}
+            McpServerTypeCheck(router), gentle={AGENT_METHODS["session_prompt"]: agent.stop_prompt_request}
         )
     else:
         log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")

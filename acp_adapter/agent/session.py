@@ -16,7 +16,8 @@ from acp import RequestError
 from acp_adapter.agent.outbox import UpdateOutbox
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
-from acp_adapter.models.base import Message, ToolCall
+from acp_adapter.models.base import Message
+from acp_adapter.tooling.calls import ToolCall
 from acp_adapter.tooling.toolbox import Toolbox
 
 MAX_HISTORY = 200
@@ -51,8 +52,7 @@ class Session:
                     "details": "a prompt is already running in this session; cancel it first",
                 }
             )
-        self.cancel = CancelToken()
-        self.stream.begin_turn()
+        self.cancel = CancelToken()  # the turn's ProgressTurn opens the stream
         return self.cancel
 
     def finish_turn(self, new_messages: list[Message]) -> None:
@@ -238,11 +238,6 @@ class LiveSessions:
         with self._lock:
             self._last_used.pop(session_id, None)
             return self._sessions.pop(session_id, None) is not None
-
-    def sweep(self) -> int:
-        """Free every session idle for longer than the idle timeout; returns how many."""
-        with self._lock:
-            return self._sweep_locked(self._clock())
 
     # ------------------------------------------------------------ internals (lock held)
 

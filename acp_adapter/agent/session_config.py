@@ -8,7 +8,8 @@ ACP has two ways for an editor to show and switch them: the stable *session conf
 The modes are permission policies, not personas:
 
 * ``ask`` — ask the client before every command and edit (the behaviour before modes existed);
-* ``read-only`` — commands and edits are refused without asking, the card says why;
+* ``read-only`` — commands, edits and the tools of MCP servers the person did not mark trusted are
+  refused without asking (a server's own "read-only" hint is not believed), the card says why;
 * ``auto`` — everything is allowed for this session, each call logged in the audit as automatic.
 
 The configuration is stored with the session (the key-value namespace :data:`SESSION_CONFIG`),
@@ -52,7 +53,10 @@ MODES: tuple[SessionMode, ...] = (
     SessionMode(
         id=READ_ONLY,
         name="Read-only",
-        description="Read and search only: commands and edits are refused without asking",
+        description=(
+            "Read and search only: commands, edits and every tool of an MCP server not marked "
+            "trusted are refused without asking"
+        ),
     ),
     SessionMode(
         id=AUTO,
@@ -110,7 +114,7 @@ class SessionConfig:
 
     mode: str = DEFAULT_MODE
     model: str = "embedded"
-    #: rule key (see :func:`acp_adapter.agent.permissions.rule_key`) -> allowed (True) or rejected
+    #: rule key (see :func:`acp_adapter.agent.permissions.rule_for`) -> allowed (True) or rejected
     always: dict[str, bool] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

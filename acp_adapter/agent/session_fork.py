@@ -19,7 +19,8 @@ from acp import RequestError
 from acp.schema import ForkSessionResponse
 
 from acp_adapter.agent.session import history_from_json, new_session_id
-from acp_adapter.agent.session_config import SESSION_CONFIG, config_options, mode_state
+from acp_adapter.agent.session_config import SESSION_CONFIG, mode_state
+from acp_adapter.agent.session_mcp import refuse_unusable
 
 if TYPE_CHECKING:
     from acp_adapter.agent.session_config import SessionConfig
@@ -50,6 +51,7 @@ class SessionFork(_Base):
         may go on elsewhere) with the MCP servers passed now. A source whose prompt is running is
         refused, as ``session/load`` refuses it: half a turn is no conversation to go on from."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         live = self.sessions.find(session_id)
         if live is not None and live.cancel is not None:
@@ -67,13 +69,13 @@ class SessionFork(_Base):
         await self.mcp.load_sdk(bool(mcp_servers))
         session = self.sessions.adopt(new_id, cwd, self.outbox, history_from_json(stored.history))
         self._make_live(session, cwd, stored.record.title, config, mcp_servers, (), roots)
-        self._announce(session)
+        self.options.announce(session)
         await self.outbox.flush()
         log.info("forked session %s from %s in %s", new_id, session_id, cwd)
         return ForkSessionResponse(
             session_id=new_id,
             modes=mode_state(config),
-            config_options=config_options(config, self.model_menu),
+            config_options=self.options.listed(config),
         )
 
     def _fork_stored(
@@ -85,7 +87,7 @@ class SessionFork(_Base):
             self.recorder.close_interrupted(source_id)
         except Exception as exc:  # the fork is still made, without the note
             log.warning("could not close the interrupted turn of session %s: %s", source_id, exc)
-        config = self._stored_config(source_id)
+        config = self.options.stored_config(source_id)
         with self.store.batch():
             stored = self.store.fork(source_id, new_id, cwd, time.time())
             if stored is None:

@@ -1,11 +1,13 @@
 """The session-level ACP methods of the agent: new, load, resume, list, close, delete, the mode
-and config-option switches, the slash commands the agent answers itself, and the store flush
-extension method (:data:`~acp_adapter.protocol.meta.STORE_FLUSH_METHOD`).
+and config-option switches (answered by the agent's
+:class:`~acp_adapter.agent.session_options.SessionOptions`), and the store flush extension method
+(:data:`~acp_adapter.protocol.meta.STORE_FLUSH_METHOD`).
 
-A mixin of :class:`~acp_adapter.server.ProgressAgent` (which keeps initialize, prompt and the
-turn's wiring): every method here works on the agent's live sessions, its session store and its
-outbox, so each session a method makes live gets the same parts — toolbox, recorder, MCP servers,
-its stored configuration (mode, model, "always" answers) and the commands update.
+A mixin of :class:`~acp_adapter.server.ProgressAgent` (which keeps initialize and prompt; the
+turns run in :class:`~acp_adapter.agent.prompt_turns.PromptTurns`): every method here works on the
+agent's live sessions, its session store and its outbox, so each session a method makes live gets
+the same parts — toolbox, recorder, MCP servers, its stored configuration (mode, model, "always"
+answers) and the commands update.
 """
 
 from __future__ import annotations
@@ -18,46 +20,37 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from acp import RequestError
 from acp.schema import (
-    AgentMessageChunk,
     CloseSessionResponse,
-    ConfigOptionUpdate,
-    CurrentModeUpdate,
     DeleteSessionResponse,
     ListSessionsResponse,
     LoadSessionResponse,
     NewSessionResponse,
-    PromptResponse,
     ResumeSessionResponse,
     SessionInfo,
     SessionInfoUpdate,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
-    TextContentBlock,
 )
 
-from acp_adapter.agent.commands import Command, clean_title, commands_update, help_text
-from acp_adapter.agent.permissions import SessionPolicy
 from acp_adapter.agent.session import Session, history_from_json
 from acp_adapter.agent.session_config import (
-    MODE_IDS,
     SESSION_CONFIG,
-    ModelChoice,
     SessionConfig,
-    config_options,
     mode_state,
 )
+from acp_adapter.agent.session_mcp import refuse_unusable
 from acp_adapter.agent.turn_outcome import check_same_workspace, iso_now
-from acp_adapter.agent.turn_state import new_message_id
-from acp_adapter.mcp.config import MCP_SERVERS
+from acp_adapter.mcp.config import MCP_SERVERS, MCP_TASKS
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
 from acp_adapter.store import StoredSession, StoreError
-from acp_adapter.store.recorder import OPEN_TURNS, replay_updates
+from acp_adapter.store.recorder import OPEN_TURNS, SESSION_HOLDERS, replay_updates, this_host
 from acp_adapter.tooling.builtin import default_toolbox
 
 if TYPE_CHECKING:
     from acp_adapter.agent.outbox import UpdateOutbox
     from acp_adapter.agent.session import LiveSessions
     from acp_adapter.agent.session_mcp import SessionServers
+    from acp_adapter.agent.session_options import SessionOptions
     from acp_adapter.store import BackgroundWriter, SessionStore
     from acp_adapter.store.recorder import ConversationRecorder
 
@@ -90,129 +83,27 @@ class SessionMethods:
         recorder: ConversationRecorder
         mcp: SessionServers
         _outbox: UpdateOutbox | None
-        model_menu: list[ModelChoice]
+        options: SessionOptions
 
         @property
         def outbox(self) -> UpdateOutbox: ...
 
-    # ------------------------------------------------------------ configuration
-
-    def _config_of(self, session: Session) -> SessionConfig:
-        if session.policy is None:
-            session.policy = self._policy_for(session.id, SessionConfig(model=self.model_menu[0].id))
-        return session.policy.config
-
-    def _policy_for(self, session_id: str, config: SessionConfig) -> SessionPolicy:
-        """The session's policy; each change is stored (through the writer: off the loop and off
-        the tool's worker thread)."""
-
-        def store(changed: SessionConfig) -> None:
-            snapshot = changed.to_json()
-            self._writer.submit(lambda: self.store.put(SESSION_CONFIG, session_id, snapshot))
-
-        return SessionPolicy(config, on_change=store)
-
-    def _stored_config(self, session_id: str) -> SessionConfig:
-        """On a worker thread: the stored configuration, checked, or the defaults."""
-        try:
-            value = self.store.get(SESSION_CONFIG, session_id)
-        except StoreError as exc:
-            log.warning("session %s: its stored configuration could not be read: %s", session_id, exc)
-            value = None
-        return SessionConfig.from_json(value, self.model_menu[0].id, self.model_menu)
-
-    def _announce(self, session: Session) -> None:
-        """What a client learns of a session it just opened: the commands it may type."""
-        self.outbox.submit(session.id, commands_update())
-
-    def _config_updates(self, session: Session, mode_changed: bool) -> list[Any]:
-        config = self._config_of(session)
-        updates: list[Any] = [
-            ConfigOptionUpdate(
-                session_update="config_option_update", config_options=config_options(config, self.model_menu)
-            )
-        ]
-        if mode_changed:
-            updates.append(
-                CurrentModeUpdate(session_update="current_mode_update", current_mode_id=config.mode)
-            )
-        return updates
+    # ------------------------------------------------------------ configuration (delegated)
 
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         """The older ``session/set_mode``: the same switch as the ``mode`` config option."""
-        await self._set_option(session_id, "mode", mode_id)
+        await self.options.set_option(await self._session_for_prompt(session_id), "mode", mode_id)
         return SetSessionModeResponse()
 
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
         """``session/set_config_option``: ``mode`` or ``model``; the answer holds every option."""
-        session = await self._set_option(session_id, config_id, value)
-        return SetSessionConfigOptionResponse(
-            config_options=config_options(self._config_of(session), self.model_menu)
-        )
-
-    async def _set_option(self, session_id: str, config_id: str, value: object) -> Session:
         session = await self._session_for_prompt(session_id)
-        self._config_of(session)  # makes the session's policy when it has none yet
-        policy: SessionPolicy = session.policy
-        if config_id == "mode":
-            if value not in MODE_IDS:
-                raise RequestError.invalid_params(
-                    {
-                        "value": str(value)[:100],
-                        "details": f"unknown mode; one of {', '.join(sorted(MODE_IDS))}",
-                    }
-                )
-            policy.set_mode(str(value))
-            log.info("session %s: mode %s", session_id, value)
-        elif config_id == "model":
-            known = [choice.id for choice in self.model_menu]
-            if value not in known:
-                raise RequestError.invalid_params(
-                    {"value": str(value)[:100], "details": f"unknown model; one of {', '.join(known)}"}
-                )
-            policy.set_model(str(value))
-            log.info("session %s: model %s", session_id, value)
-        else:
-            raise RequestError.invalid_params(
-                {"configId": str(config_id)[:100], "details": "unknown config option; one of mode, model"}
-            )
-        for update in self._config_updates(session, mode_changed=config_id == "mode"):
-            self.outbox.submit(session.id, update)
-        await self.outbox.flush()
-        return session
-
-    # ------------------------------------------------------------ commands
-
-    async def answer_command(self, session: Session, command: Command) -> PromptResponse:
-        """Answer a slash command without the model (and without a turn of the model's)."""
-        if session.cancel is not None:
-            raise RequestError.invalid_request({"sessionId": session.id, "details": _BUSY})
-        config = self._config_of(session)
-        if command.name == "title":
-            title = clean_title(command.argument)
-            if title is None:
-                text = "Usage: /title NAME — renames this session."
-            else:
-                self.recorder.set_title(session.id, session.cwd, title)
-                info = SessionInfoUpdate(
-                    session_update="session_info_update", title=title, updated_at=iso_now()
-                )
-                self.outbox.submit(session.id, info)
-                text = f"Session renamed: {title}"
-        else:
-            specs = session.toolbox.specs() if session.toolbox is not None else []
-            text = help_text([(s.name, s.description) for s in specs], config, self.model_menu)
-        chunk = AgentMessageChunk(
-            session_update="agent_message_chunk",
-            content=TextContentBlock(type="text", text=text),
-            message_id=new_message_id(),
+        await self.options.set_option(session, config_id, value)
+        return SetSessionConfigOptionResponse(
+            config_options=self.options.listed(self.options.config_of(session))
         )
-        self.outbox.submit(session.id, chunk)
-        await self.outbox.flush()
-        await self._writer.flush_async(1.0)
-        return PromptResponse(stop_reason="end_turn")
 
     # ------------------------------------------------------------ making sessions live
 
@@ -225,11 +116,13 @@ class SessionMethods:
         mcp_servers: Any,
         had: Any,
         roots: tuple[str, ...] = (),
+        stored: StoredSession | None = None,
     ) -> None:
         session.roots = roots
         session.toolbox = default_toolbox(cwd, roots)
-        session.policy = self._policy_for(session.id, config)
-        self.recorder.open_session(session.id, cwd, title)
+        session.policy = self.options.policy_for(session.id, config)
+        used = stored.record.updated_at if stored is not None else None  # opened again is not used
+        self.recorder.open_session(session.id, cwd, title, updated_at=used)
         self.mcp.start(session, mcp_servers, had)
 
     async def new_session(
@@ -240,18 +133,19 @@ class SessionMethods:
         **kwargs: Any,
     ) -> NewSessionResponse:
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         await self.mcp.load_sdk(bool(mcp_servers))
         session = self.sessions.create(cwd, self.outbox)
-        config = SessionConfig(model=self.model_menu[0].id)
+        config = self.options.defaults()
         self._make_live(session, cwd, None, config, mcp_servers, (), roots)
         # after the answer (the client learns the session id first)
-        asyncio.get_running_loop().call_soon(self._announce, session)
+        asyncio.get_running_loop().call_soon(self.options.announce, session)
         log.info("new session %s in %s", session.id, cwd)
         return NewSessionResponse(
             session_id=session.id,
             modes=mode_state(config),
-            config_options=config_options(config, self.model_menu),
+            config_options=self.options.listed(config),
         )
 
     async def _stored_for(self, session_id: str, cwd: str) -> tuple[StoredSession | None, SessionConfig]:
@@ -266,7 +160,9 @@ class SessionMethods:
                 {"sessionId": session_id, "details": f"unknown session id {session_id}"}
             )
         check_same_workspace(session_id, stored.record.cwd if stored is not None else live.cwd, cwd)  # type: ignore[union-attr]
-        config = await anyio.to_thread.run_sync(self._stored_config, session_id, abandon_on_cancel=True)
+        config = await anyio.to_thread.run_sync(
+            self.options.stored_config, session_id, abandon_on_cancel=True
+        )
         return stored, config
 
     async def load_session(
@@ -280,6 +176,7 @@ class SessionMethods:
         """Replay a stored conversation as ``session/update`` notifications, then answer; later
         prompts go on with its model history, mode and model. Every card arrives in its final state."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         stored, config = await self._stored_for(session_id, cwd)
         if stored is None:  # only the store has what a replay needs
@@ -290,7 +187,7 @@ class SessionMethods:
         had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
         await self.mcp.load_sdk(bool(mcp_servers or had))
         session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
-        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had, roots)
+        self._make_live(session, cwd, stored.record.title, config, mcp_servers, had, roots, stored)
         for update in replay_updates(session_id, stored.events):
             self.outbox.submit(session_id, update)
         if stored.record.title:
@@ -300,7 +197,7 @@ class SessionMethods:
                 updated_at=iso_now(stored.record.updated_at),
             )
             self.outbox.submit(session_id, info)
-        self._announce(session)
+        self.options.announce(session)
         try:
             await self.outbox.flush()
         except asyncio.CancelledError:  # called off mid-replay ($/cancel_request): not left half-loaded
@@ -308,9 +205,7 @@ class SessionMethods:
             self.mcp.stop_soon(session_id)
             raise
         log.info("loaded session %s (%d stored entries) in %s", session_id, len(stored.events), cwd)
-        return LoadSessionResponse(
-            modes=mode_state(config), config_options=config_options(config, self.model_menu)
-        )
+        return LoadSessionResponse(modes=mode_state(config), config_options=self.options.listed(config))
 
     async def resume_session(
         self,
@@ -323,6 +218,7 @@ class SessionMethods:
         """Go on with a session without a replay (the client still shows it), with its stored
         history, mode and model and the MCP servers the client passes now."""
         await self._check_cwd(cwd)
+        refuse_unusable(mcp_servers)
         roots = await self._check_roots(additional_directories)
         live = self.sessions.find(session_id)
         stored, config = await self._stored_for(session_id, cwd)
@@ -334,14 +230,19 @@ class SessionMethods:
         history = history_from_json(stored.history) if stored is not None else list(live.history)  # type: ignore[union-attr]
         session = self.sessions.adopt(session_id, cwd, self.outbox, history)
         self._make_live(
-            session, cwd, stored.record.title if stored is not None else None, config, mcp_servers, had, roots
+            session,
+            cwd,
+            stored.record.title if stored is not None else None,
+            config,
+            mcp_servers,
+            had,
+            roots,
+            stored,
         )
-        self._announce(session)
+        self.options.announce(session)
         await self.outbox.flush()
         log.info("resumed session %s in %s", session_id, cwd)
-        return ResumeSessionResponse(
-            modes=mode_state(config), config_options=config_options(config, self.model_menu)
-        )
+        return ResumeSessionResponse(modes=mode_state(config), config_options=self.options.listed(config))
 
     async def _session_for_prompt(self, session_id: str) -> Session:
         """The live session, or one freed for idleness (or from an earlier process) brought back
@@ -353,13 +254,13 @@ class SessionMethods:
             stored = await anyio.to_thread.run_sync(self._load_stored, session_id)
             if stored is None:
                 raise
-            config = await anyio.to_thread.run_sync(self._stored_config, session_id)
+            config = await anyio.to_thread.run_sync(self.options.stored_config, session_id)
             cwd = stored.record.cwd
             had = await anyio.to_thread.run_sync(self.mcp.names_of, session_id)
             await self.mcp.load_sdk(bool(had))
             session = self.sessions.adopt(session_id, cwd, self.outbox, history_from_json(stored.history))
             session.toolbox = default_toolbox(cwd)
-            session.policy = self._policy_for(session_id, config)
+            session.policy = self.options.policy_for(session_id, config)
             self.recorder.open_session(session_id, cwd, stored.record.title)
             self.mcp.start(
                 session, [], had, "it was stopped with the idle session; load the session again to reconnect"
@@ -426,6 +327,11 @@ class SessionMethods:
         if live is not None and live.cancel is not None:
             raise RequestError.invalid_request({"sessionId": session_id, "details": _BUSY})
         await self._writer.flush_async()  # a turn still on its way to disk must not outlive the delete
+        holder = await anyio.to_thread.run_sync(
+            self.recorder.holder_elsewhere, session_id, self.sessions.idle_timeout
+        )
+        if holder is not None:  # its turns would have nowhere to go: refused, and said why
+            raise RequestError.invalid_request({"sessionId": session_id, "details": _held_by(holder)})
         stored = await anyio.to_thread.run_sync(self._delete_stored, session_id)
         if live is None and not stored:
             log.info("delete of session %s: not known, nothing to do", session_id)
@@ -447,8 +353,10 @@ class SessionMethods:
 
     def _delete_stored(self, session_id: str) -> bool:
         with self.store.batch():
+            self.store.remove(SESSION_HOLDERS, session_id)
             self.store.remove(OPEN_TURNS, session_id)
             self.store.remove(MCP_SERVERS, session_id)
+            self.store.remove(MCP_TASKS, session_id)
             self.store.remove(SESSION_CONFIG, session_id)
             return self.store.delete(session_id)
 
@@ -491,3 +399,13 @@ class SessionMethods:
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
         if not await anyio.Path(cwd).is_dir():
             raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
+
+
+def _held_by(holder: dict[str, Any]) -> str:
+    """Why a delete is refused: the session is open in another process (named, so it can be found)."""
+    pid, host = holder.get("pid"), holder.get("host")
+    where = f"process {pid}" + (f" on {host}" if isinstance(host, str) and host != this_host() else "")
+    return (
+        f"this session is open in another acp-progress {where}; close it there (or let it be freed "
+        "when idle) before deleting it"
+    )

@@ -22,7 +22,15 @@ from acp import image_block, text_block, tool_content, tool_diff_content, tool_t
 from acp.schema import AllowedOutcome, DeniedOutcome, ToolCallUpdate
 
 from acp_adapter.agent.client_fs import EditorHost
-from acp_adapter.agent.permissions import ALLOWING, ALWAYS, SessionPolicy, permission_options, rule_key
+from acp_adapter.agent.command_rules import pinned_command
+from acp_adapter.agent.permissions import (
+    ALLOWING,
+    ALWAYS,
+    Rule,
+    SessionPolicy,
+    permission_options,
+    rule_for,
+)
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken
 from acp_adapter.protocol.meta import ProgressMeta, meta_of
@@ -173,16 +181,27 @@ class AcpToolObserver:
         title = self._titles.get(card_id, call.name)
         origin = getattr(tool, "server", "")
         if origin:  # an MCP tool: the person sees which server and which tool asks
-            title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name})"
+            title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name}"
+            title += f"{_UNVERIFIED})" if getattr(tool, "claims_read_only", False) else ")"
+        if call.concern is not None:  # a tool that never asks asks this once: the person sees why
+            title = f"{title} — {call.concern.reason}"
         action = _audited_action(redact_text(title), call)
-        verdict = self._policy.before_asking(kind, call, tool) if self._policy is not None else None
+        rule = (
+            Rule.same(call.concern.rule, call.concern.covers)
+            if call.concern is not None
+            else rule_for(kind, call, tool, self._workspace)
+        )
+        verdict = self._policy.before_asking(rule) if self._policy is not None else None
         if verdict is not None:  # the session's mode or an "always" answer: nobody is asked
             self._previews.pop(card_id, None)
             answer = PermissionAnswer(verdict.allowed, True, rule=verdict.rule)
             refused = self._record(card_id, action, answer)
             if refused is not None:
                 return refused
-            return PermissionDecision(verdict.allowed, automatic=True, reason=verdict.reason)
+            pinned = {**call.arguments, "command": verdict.pinned} if verdict.pinned else None
+            return PermissionDecision(
+                verdict.allowed, automatic=True, reason=verdict.reason, arguments=pinned
+            )
         self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
         request = ToolCallUpdate(
             tool_call_id=card_id,
@@ -192,8 +211,7 @@ class AcpToolObserver:
             content=self._previews.pop(card_id, None),
             raw_input=redact_value(dict(call.arguments)),
         )
-        key, may_allow_always = rule_key(kind, call, tool)
-        options = permission_options(key, may_allow_always and self._policy is not None)
+        options = permission_options(rule, with_always=self._policy is not None)
 
         async def ask() -> Any:
             # the request must not overtake the card updates still queued in the outbox
@@ -224,16 +242,22 @@ class AcpToolObserver:
             chosen = response.outcome.option_id if isinstance(response.outcome, AllowedOutcome) else ""
             offered = {o.option_id for o in options}
             allowed = chosen in ALLOWING and chosen in offered
-            rule = ""
+            made = ""
             if chosen in ALWAYS and chosen in offered and self._policy is not None:
-                rule = self._policy.remember(kind, call, tool, allowed) or ""
-            answer = PermissionAnswer.of(response, allowed, rule)
+                made = self._policy.remember(rule, allowed) or ""
+            answer = PermissionAnswer.of(response, allowed, made)
         refused = self._record(card_id, action, answer)
         if refused is not None:
             return refused
         if answer.allowed:
             self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
-        return PermissionDecision(answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled)
+        pinned = None
+        if answer.allowed and answer.rule.startswith("always allow") and rule.command and rule.allow_key:
+            command = pinned_command(rule.command, rule.allow_key)  # runs what the rule names
+            pinned = {**call.arguments, "command": command} if command else None
+        return PermissionDecision(
+            answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled, arguments=pinned
+        )
 
     def _record(self, card_id: str, action: str, answer: PermissionAnswer) -> PermissionDecision | None:
         """Audit ``answer``; a refusal to return instead when an allowed call's row could not be
@@ -259,7 +283,7 @@ IMAGE_CAP = 4 * 1024 * 1024
 
 
 def card_content(items: tuple[Shown, ...]) -> tuple[Any, ...]:
-    """A tool's display items as SDK tool-call content, every string redacted (contract 5)."""
+    """A tool's display items as SDK tool-call content, every string redacted (secrets never leave)."""
     out: list[Any] = []
     for item in items:
         if isinstance(item, FileDiff):
@@ -282,6 +306,10 @@ def audit_refusal(why: str) -> str:
     be written (the model reads it too, and goes on with the turn)."""
     return f"Refused, nothing ran: the audit could not record this permission ({why})"
 
+
+#: What the question adds for an MCP tool its (untrusted) server calls read-only: the person
+#: decides knowing the claim was not checked.
+_UNVERIFIED = "; server says read-only; not verified"
 
 #: Permission questions one turn may ask (and audit rows it may write); beyond, calls are refused.
 MAX_QUESTIONS_PER_TURN = 100
@@ -337,8 +365,9 @@ def answered_automatically(response: Any) -> bool:
 
 
 def _valid_descriptor(tool: Tool | None) -> dict[str, str] | None:
-    """A tool's own seed-000 descriptor keys when they are valid (an invalid one is dropped, as
-    the registry drops it), so front-ends that present calls themselves see them too."""
+    """A tool's own presentation descriptor keys (``agh/friendly_verb``, ``agh/preview``) when they
+    are valid (an invalid one is dropped, as the registry drops it), so front-ends that present
+    calls themselves see them too."""
     extension = tool.extension if tool is not None else None
     if not extension:
         return None

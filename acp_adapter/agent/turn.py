@@ -34,20 +34,22 @@ from acp.schema import StopReason, UsageUpdate
 
 from acp_adapter.agent.outbox import PerConnection, SessionUpdateSink, shared_outbox
 from acp_adapter.agent.plans import plan_callback
-from acp_adapter.agent.tool_cards import AcpToolObserver
+from acp_adapter.agent.tool_cards import AcpToolObserver, PermissionAnswer
+from acp_adapter.agent.turn_outcome import summary_outcome
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.models.base import PlanStep
 from acp_adapter.tooling.presentation import PresentationRegistry
 
 if TYPE_CHECKING:
+    from acp_adapter.agent.permissions import SessionPolicy
     from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
 
 
 log = logging.getLogger("acp_progress.turn")
 
 AgentProgressCallback = Callable[..., None]
-"""The seed's ``agent_progress_callback(state, name, args=None)``."""
+"""The plain ``agent_progress_callback(state, name, args=None)`` an agent loop calls."""
 
 _CANCELLATIONS = (TurnCancelled, asyncio.CancelledError, KeyboardInterrupt)
 
@@ -67,7 +69,7 @@ def session_stream(
 
 
 def progress_callback(stream: SessionStream) -> AgentProgressCallback:
-    """The seed's ``agent_progress_callback(state, name, args=None)`` over ``stream``.
+    """The plain ``agent_progress_callback(state, name, args=None)`` over ``stream``.
 
     ``start`` opens a think card with a fresh id, ``heartbeat`` updates it with ``args["elapsed"]``
     (and ``args["status"]``), ``complete`` closes it (``failed`` when ``args["error"]`` is set).
@@ -104,6 +106,10 @@ class ProgressTurn:
     the open think card (``Still thinking… 40s — <summary>``, with ``_meta.acpProgress.summary``).
     ``user_text`` is the prompt it summarises against. It stops before the turn's cards close, so
     no summary lands after the end.
+
+    ``audit``, ``client_capabilities`` and ``policy`` go to the tool observer: an agent that keeps
+    a permission audit, uses the client's files and terminals, or remembers "always" answers per
+    session (``serve`` does all three) passes them here.
     """
 
     def __init__(
@@ -119,6 +125,9 @@ class ProgressTurn:
         flush_timeout: float = 10.0,
         summary: SummaryFactory | None = None,
         user_text: str = "",
+        audit: Callable[[str, str, PermissionAnswer], None] | None = None,
+        client_capabilities: Any = None,
+        policy: SessionPolicy | None = None,
     ) -> None:
         self.loop = loop if loop is not None else asyncio.get_running_loop()
         self.session_id = session_id
@@ -126,7 +135,7 @@ class ProgressTurn:
         self.cancel = cancel if cancel is not None else CancelToken()
         self.flush_timeout = flush_timeout
         self.stop_reason: StopReason | None = None
-        #: ``agent_progress_callback(state, name, args=None)`` — the think card (seed hook sites)
+        #: ``agent_progress_callback(state, name, args=None)`` — the think card (the loop's three hook sites)
         self.progress: AgentProgressCallback = progress_callback(self.stream)
         #: ``thinking_callback(text)`` — thought text (redacted, streamed)
         self.thinking: Callable[[str], bool] = self.stream.send_thought_text
@@ -136,7 +145,15 @@ class ProgressTurn:
         self.plan: Callable[[Sequence[PlanStep]], bool] = plan_callback(self.stream)
         #: the toolbox observer: one card per tool call, progress, permission questions
         self.tool_observer = AcpToolObserver(
-            self.stream, conn=conn, loop=self.loop, cancel=self.cancel, registry=registry, workspace=workspace
+            self.stream,
+            conn=conn,
+            loop=self.loop,
+            cancel=self.cancel,
+            registry=registry,
+            workspace=workspace,
+            audit=audit,
+            client_capabilities=client_capabilities,
+            policy=policy,
         )
         self._summaries = summary
         self._user_text = user_text
@@ -174,17 +191,20 @@ class ProgressTurn:
             self._on_loop(self._start_summary)  # before any update of the turn is sent
         return self
 
-    def end(self, stop_reason: StopReason = "end_turn", *, error: str | None = None) -> int:
+    def end(
+        self, stop_reason: StopReason = "end_turn", *, error: str | None = None, failed: bool = False
+    ) -> int:
         """End the turn: every open card is closed (failed with ``error``, or as cancelled), nothing
-        more is accepted. Idempotent. Returns how many cards had to be closed here."""
+        more is accepted. Idempotent. Returns how many cards had to be closed here.
+
+        ``failed`` marks a turn that failed without a note for its cards (the prompt's JSON-RPC
+        error tells the reason instead): its summary ends as failed, its cards close normally."""
         if self.stop_reason is not None:
             return 0
         self.stop_reason = stop_reason
         if self.summary is not None:
-            outcome: Outcome = (
-                "cancelled" if stop_reason == "cancelled" else "failed" if error else "finished"
-            )
-            self._on_loop(lambda: self._stop_summary(outcome))
+            outcome = summary_outcome(stop_reason, failed=failed or bool(error))
+            self._on_loop(lambda: self.stop_summary(outcome))
         return self.stream.end_turn(reason=error, cancelled=stop_reason == "cancelled")
 
     # ------------------------------------------------------------ progress summary
@@ -200,11 +220,17 @@ class ProgressTurn:
         self.summary = summary
         stream.outbox.observers(self.session_id).add(summary)
 
-    def _stop_summary(self, outcome: Outcome) -> None:
-        if self.summary is not None:
-            self.stream.outbox.observers(self.session_id).discard(self.summary)
-            self.summary.stop(outcome)
-            self.summary = None
+    def stop_summary(self, outcome: Outcome) -> None:
+        """Stop the summary (on the loop's thread): no summary heartbeat after the turn's end. The
+        agent also calls it for a turn it abandons when the client hangs up."""
+        summary, self.summary = self.summary, None
+        if summary is None:
+            return
+        self.stream.outbox.observers(self.session_id).discard(summary)
+        try:
+            summary.stop(outcome)
+        except Exception:  # a failing summary must never break the end of the turn
+            log.exception("stopping the progress summary failed")
 
     def _on_loop(self, work: Callable[[], None]) -> None:
         """Run ``work`` on the loop's thread and return once it ran (the summary lives there)."""

@@ -2,14 +2,15 @@
 with, the outcome its progress summary is told, and the rules a session's workspace keeps.
 
 Pure functions of what the agent loop returned; the server (:mod:`acp_adapter.server`) calls them
-at the end of every prompt.
+at the end of every prompt, :class:`~acp_adapter.agent.turn.ProgressTurn` at the end of every turn.
 """
 
 from __future__ import annotations
 
 import datetime
 import time
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from acp import RequestError
 
@@ -20,14 +21,16 @@ if TYPE_CHECKING:  # the summary package is imported only when summaries are on 
     from acp_adapter.summary import Outcome
 
 
-class TurnResult(Protocol):
-    """How one prompt's agent loop ended (``run_agent.TurnResult`` is one)."""
+@dataclass
+class TurnResult:
+    """How one prompt's agent loop ended: what the loop returns and what the server reads.
+    ``messages`` are the new history entries of the turn."""
 
     stop_reason: str
-    text: str
-    messages: list[Message]
-    error: str | None
-    usage: UsageReport | None
+    text: str = ""
+    messages: list[Message] = field(default_factory=list)
+    error: str | None = None
+    usage: UsageReport | None = None
 
 
 def turn_failure(
@@ -50,12 +53,11 @@ def turn_failure(
     return None
 
 
-def summary_outcome(stop_reason: str, error: BaseException | None, result: TurnResult | None) -> Outcome:
+def summary_outcome(stop_reason: str, *, failed: bool) -> Outcome:
+    """What a turn's progress summary is told at its end: a cancel wins over a failure."""
     if stop_reason == "cancelled":
         return "cancelled"
-    if error is not None or (result is not None and result.error):
-        return "failed"
-    return "finished"
+    return "failed" if failed else "finished"
 
 
 def check_same_workspace(session_id: str, own: str, asked: str) -> None:

@@ -1,4 +1,4 @@
-"""The per-session turn state machine (DESIGN contracts 1 and 2).
+"""The per-session turn state machine (no orphan card, nothing after the end).
 
 One lock decides every race between heartbeats (on the loop or a timer thread), tool threads and
 turn finalisation: cards open and close here, updates for closed cards or after the turn ended are
@@ -77,7 +77,7 @@ class _Card:
 
 
 class SessionStream:
-    """The per-session turn state machine (DESIGN contracts 1 and 2).
+    """The per-session turn state machine (no orphan card, nothing after the end).
 
     Every public method takes the same lock and submits under it, so the order updates reach the
     outbox is the order the state machine accepted them, and nothing is accepted after a card's
@@ -274,7 +274,7 @@ class SessionStream:
     def think_heartbeat(
         self, name: str = "llm_response", elapsed: float | None = None, status: str | None = None
     ) -> bool:
-        """Heartbeat without a prior start (or after complete) is a no-op, as in the seed."""
+        """Heartbeat without a prior start (or after complete) is a no-op: there is no card to update."""
         with self._lock:
             card_id = self._think_by_name.get(name)
             if not self._turn_open or card_id is None:
@@ -345,7 +345,7 @@ class SessionStream:
     ) -> bool:
         """Open a real tool card. A think card still open is completed first: no orphan spinner.
 
-        ``descriptor``: a tool's validated seed-000 presentation keys (``agh/friendly_verb``,
+        ``descriptor``: a tool's validated presentation descriptor keys (``agh/friendly_verb``,
         ``agh/preview`` of an MCP tool), carried at the top of the start's ``_meta`` so every
         front-end (chat bridges, AG-UI) presents the call as the card does."""
         with self._lock:

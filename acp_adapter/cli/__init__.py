@@ -1,39 +1,38 @@
 """The acp-progress command line: one subcommand per front-end (the top-level help lists them all).
 
-The module imports little at the top: ``watch``, ``chat`` and ``run`` count Ctrl-C from the moment
-this module is imported (:mod:`.interrupt`): everything imported before that is time a press is lost in.
+The module imports little at the top: :func:`main`, the entry point, makes ``watch``, ``chat`` and
+``run`` count Ctrl-C (:mod:`acp_adapter.frontends.interrupt`) before it imports anything else, and
+everything imported before that is time a press is lost in. Importing the module changes no signal
+handler: an embedder or a test that imports it keeps its own.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Iterable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-#: Commands that count Ctrl-C from the start (:mod:`.interrupt`) instead of raising KeyboardInterrupt;
+from acp_adapter._version import __version__
+from acp_adapter.cli import _gc
+
+if TYPE_CHECKING:  # argparse and the flag parsing load in main(), after Ctrl-C is counted
+    import argparse
+
+#: Commands that count Ctrl-C from the start (:mod:`acp_adapter.frontends.interrupt`) instead of
+#: raising KeyboardInterrupt;
 #: ``run`` counts until its agent loop starts, which then takes Ctrl-C as KeyboardInterrupt.
 COUNTED_INTERRUPT_COMMANDS = frozenset({"watch", "chat", "run"})
 
 
 def _count_interrupts_early(words: list[str]) -> None:
-    """Called while this module is imported (the imports below take time a press must not be lost in)."""
+    """Called first thing by :func:`main` (the imports after it take time a press must not be lost in)."""
     if next((w for w in words if not w.startswith("-")), None) in COUNTED_INTERRUPT_COMMANDS:
         from acp_adapter.frontends.interrupt import install
 
         install()
 
-
-# the console script, and ``python -m acp_adapter.cli`` (argv[0] is "-m" while runpy imports this package)
-if sys.argv[0] == "-m" or sys.argv[0].endswith("acp-progress"):
-    _count_interrupts_early(sys.argv[1:])
-
-import argparse  # noqa: E402 - after the early Ctrl-C counting above, on purpose
-import importlib  # noqa: E402
-from collections.abc import Iterable, Sequence  # noqa: E402
-from types import ModuleType  # noqa: E402
-
-from acp_adapter._version import __version__  # noqa: E402
-from acp_adapter.cli import _gc  # noqa: E402
-from acp_adapter.cli._flags import settings_from  # noqa: E402
-from acp_adapter.cli._usage import UsageParser  # noqa: E402
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -78,9 +77,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The command line's parser. Given the words to parse, only the command they name is imported
     and gets its real flags (the others are listed by name and help); without words, every command
     is loaded (for tests and documentation)."""
+    from acp_adapter.cli._usage import UsageParser
+
     chosen = _chosen_command(argv) if argv is not None else None
     parser = UsageParser(prog="acp-progress", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--setup",
+        action="store_true",
+        help="choose the model and its key in this terminal (the same as: serve --setup)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, summary in COMMANDS.items():
         if argv is None or name == chosen:
@@ -106,8 +112,14 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) 
     _count_interrupts_early(words)  # before anything else: a Ctrl-C from now on is never lost
     if own_process if own_process is not None else argv is None:
         _gc.pause()
+    from acp_adapter.cli._closed_stdout import silence_stdout, stdout_reader_gone
+
     try:
         return _main(words)
+    except BrokenPipeError:
+        if not stdout_reader_gone():  # not ours: an agent's stdin, say
+            raise
+        return 0  # `acp-progress … | head`: the reader had what it wanted
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling began (even mid-import)
         return 130
     except Exception as exc:
@@ -118,6 +130,7 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool | None = None) 
         raise
     finally:
         _gc.resume()  # a command that ended before it started (--help, a bad setting) included
+        silence_stdout()  # and no `Exception ignored … BrokenPipeError` from the flush at exit
 
 
 def _caused_by_ctrl_c(exc: BaseException) -> bool:
@@ -146,10 +159,15 @@ def _guard_terminal(command: str | None) -> None:
 def _main(argv: Sequence[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)  # --help and --version end here, before the settings model is imported
+    if args.command is None and args.setup:
+        # a client that runs terminal sign-in with the method's arguments alone (``acp-progress
+        # --setup``) rather than appended to ``serve``: the same set-up
+        args.command = "serve"
     if args.command is None:
         parser.print_help()
         return 0
     _guard_terminal(args.command)
+    from acp_adapter.cli._flags import settings_from
     from acp_adapter.config import ConfigError
     from acp_adapter.safety.logging import configure_logging
 
@@ -162,7 +180,7 @@ def _main(argv: Sequence[str]) -> int:
     try:
         settings = settings_from(args)
     except ConfigError as exc:
-        print(f"acp-progress: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress"), file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
     from acp_adapter.cli._state import check_database, warn_if_state_unusable

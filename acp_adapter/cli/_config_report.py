@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 from pydantic import SecretStr
 
 from acp_adapter.cli._state import StateLocation
 from acp_adapter.config import LoadedSettings, Settings
+from acp_adapter.mcp.trust import is_trusted
 from acp_adapter.safety.redact import REDACTED, redact_text
 
 HIDDEN = "[hidden]"
@@ -138,15 +139,17 @@ def config_lines(loaded: LoadedSettings, where: list[str] | None = None) -> list
     return lines
 
 
-def describe_server(spec: HttpMcpServer | McpServerStdio) -> dict[str, Any]:
+def describe_server(spec: HttpMcpServer | McpServerStdio | SseMcpServer) -> dict[str, Any]:
     """An MCP server of the settings file as the report shows it: what it runs or where it
     connects, every env and header value hidden (they are where tokens live), the rest redacted."""
-    if isinstance(spec, HttpMcpServer):
+    trusted = {"trusted": True} if is_trusted(spec) else {}
+    if isinstance(spec, HttpMcpServer | SseMcpServer):
         return {
             "name": spec.name,
-            "type": "http",
+            "type": "http" if isinstance(spec, HttpMcpServer) else "sse",
             "url": redact_text(spec.url),
             "headers": {h.name: HIDDEN for h in spec.headers},
+            **trusted,
         }
     return {
         "name": spec.name,
@@ -154,6 +157,7 @@ def describe_server(spec: HttpMcpServer | McpServerStdio) -> dict[str, Any]:
         "command": redact_text(spec.command),
         "args": [redact_text(a) for a in spec.args],
         "env": {e.name: HIDDEN for e in spec.env or []},
+        **trusted,
     }
 
 
@@ -162,12 +166,13 @@ def mcp_server_lines(servers: list[dict[str, Any]]) -> list[str]:
     env and header values already hidden), one line each, above the settings table (none: no line)."""
     lines = []
     for server in servers:
-        if server["type"] == "http":
-            what = f"http {server['url']}"
+        if server["type"] in ("http", "sse"):
+            what = f"{server['type']} {server['url']}"
             hidden = server["headers"]
         else:
             what = " ".join(["stdio", server["command"], *server["args"]])
             hidden = server["env"]
         extra = "  " + " ".join(f"{k}={v}" for k, v in hidden.items()) if hidden else ""
-        lines.append(f"MCP server {server['name']}: {what}{extra}")
+        mark = " (trusted: its tool annotations decide what runs unasked)" if server.get("trusted") else ""
+        lines.append(f"MCP server {server['name']}{mark}: {what}{extra}")
     return lines

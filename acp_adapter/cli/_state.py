@@ -1,13 +1,13 @@
 """Where sessions really go, and one warning line when they cannot go there.
 
 A state directory that cannot be used (``ACP_PROGRESS_STATE_DIR=/proc/nope``, a directory another
-user owns or may write, a read-only disk) used to be silent: the agent fell back to memory, the
-error went to ``--agent-log`` only, and the next ``--continue`` said "no session to continue".
-Every command now checks the directory before it starts and says so in one line on stderr. The
-settings are left as they are: the agent finds the same problem, keeps sessions in memory, and —
-the audit fails closed (issue 26) — refuses every tool call that needs permission, with the
-reason on its card. Turning the store off here instead would have let an attacker who can spoil
-the state directory (a 0777 directory, a planted file) run allowed commands with no audit at all.
+user owns or may write, a read-only disk) must not be silent: the agent falls back to memory, its
+error goes to ``--agent-log`` only, and the next ``--continue`` would say "no session to continue"
+with no reason. So every command checks the directory before it starts and says so in one line on
+stderr. The settings are left as they are: the agent finds the same problem, keeps sessions in
+memory, and — the audit fails closed — refuses every tool call that needs permission, with the
+reason on its card. Turning the store off here instead would have let an attacker who can spoil the
+state directory (a 0777 directory, a planted file) run allowed commands with no audit at all.
 
 The check is the store's own rule (:mod:`acp_adapter.safety.private_path`: created 0700, owned by
 you, writable by nobody else) plus a write probe; it imports nothing of the store (start-up time).

@@ -105,8 +105,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     agui.add_argument(
         "--permission-interrupts",
         action="store_true",
-        help="ask every run's client about the agent's permission requests (an AG-UI interrupt it "
-        "answers with a resume) instead of only runs that set forwardedProps.permissionInterrupts",
+        help="ask every run's client about the agent's permission requests and its tools' questions "
+        "(an AG-UI interrupt it answers with a resume) instead of only runs that set "
+        "forwardedProps.permissionInterrupts",
     )
     agui.add_argument(
         "--permission-timeout",
@@ -114,7 +115,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
         default=120.0,
         metavar="SECONDS",
         help="how long a run paused on a permission question waits for its resume before the "
-        "static answer (deny, or allow with --yes) is given (default 120)",
+        "static answer (deny, or allow with --yes) is given, and on a tool's question before it is "
+        "declined (default 120)",
     )
     agui.add_argument(
         "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
@@ -236,7 +238,7 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
             {name: (flag, getattr(args, name, None)) for name, flag in LIMIT_FLAGS.items()}
         )
     except ConfigError as exc:
-        print(f"acp-progress agui: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress agui"), file=sys.stderr)
         return 2
     token = endpoint.token.get_secret_value() if endpoint.token is not None else None
     if token is not None and len(token.strip()) < MIN_TOKEN_LENGTH:
@@ -298,6 +300,7 @@ def _run(
     from acp_adapter.config import ConfigError
     from acp_adapter.frontends.agui.app import create_app
     from acp_adapter.frontends.agui.connections import connection_cap, guarded_protocol
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
     from acp_adapter.frontends.agui.limits import EndpointLimits
     from acp_adapter.frontends.agui.options import ToolProgressOptionError
     from acp_adapter.frontends.agui.policy import PolicyError
@@ -307,22 +310,24 @@ def _run(
         sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
     try:
         app = create_app(
-            args.agent,
-            policy=args.redact,
-            tool_progress=endpoint.tool_progress,  # --tool-progress, else the settings
-            cwd=args.cwd,
-            permission_policy=allow_all if args.yes else deny_all,
-            init_timeout=args.init_timeout,
-            agent_log=args.agent_log,
-            summary=settings,
-            admission=admission,
-            limits=EndpointLimits.from_settings(endpoint),
-            thread_store=thread_store,
-            thread_retention_days=settings.session_retention_days,
-            mcp_servers=args.mcp_servers,
-            thread_scope=args.thread_scope,
-            permission_interrupts=args.permission_interrupts,
-            permission_timeout=args.permission_timeout,
+            AguiOptions(
+                agent_command=args.agent,
+                policy=args.redact,
+                tool_progress=endpoint.tool_progress,  # --tool-progress, else the settings
+                cwd=args.cwd,
+                permission_policy=allow_all if args.yes else deny_all,
+                init_timeout=args.init_timeout,
+                agent_log=args.agent_log,
+                summary=settings,
+                admission=admission,
+                limits=EndpointLimits.from_settings(endpoint),
+                thread_store=thread_store,
+                thread_retention_days=settings.session_retention_days,
+                mcp_servers=args.mcp_servers,
+                thread_scope=args.thread_scope,
+                permission_interrupts=args.permission_interrupts,
+                permission_timeout=args.permission_timeout,
+            )
         )
     except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
         print(f"acp-progress agui: {exc}", file=sys.stderr)

@@ -310,6 +310,7 @@ async def _run_telegram(instance: BridgeInstance, runner: Any, settings: Setting
 def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings) -> int:
     from acp_adapter.client.driver import AgentError
     from acp_adapter.config import ConfigError
+    from acp_adapter.frontends.bridges.options import BridgeOptions
     from acp_adapter.frontends.bridges.runner import BridgeRunner
     from acp_adapter.summary import SummaryFactory
 
@@ -317,7 +318,7 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
         mode = resolve_summary_mode(instance, settings, getattr(args, "summary", None))
         summary = SummaryFactory.from_settings(settings.replace(summary=mode))
     except ConfigError as exc:
-        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress bridge"), file=sys.stderr)
         return 2
     mcp_servers = mcp_servers_of(args, "bridge")
     if mcp_servers is None:
@@ -325,9 +326,8 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
     # a standby waits here, before it reads the shared state (the leader is still changing it)
     leader = _wait_to_lead(instance.name, settings) if instance.platform != "console" else None
     state = open_state(instance.name, settings)
-    runner = BridgeRunner(
-        instance, stderr_log=args.agent_log, summary=summary, state=state, mcp_servers=mcp_servers
-    )
+    options = BridgeOptions(stderr_log=args.agent_log, summary=summary, state=state, mcp_servers=mcp_servers)
+    runner = BridgeRunner(instance, options)
     runner.on_ready = lambda text: print(redact_text(text), file=sys.stderr, flush=True)
     ran = False
     try:

@@ -4,7 +4,6 @@ to start (it reports what is wrong with them instead)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -44,12 +43,7 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
     try:
         loaded = Settings.load_with_sources(flags=setting_flags(args))
     except ConfigError as exc:
-        # one problem: one line; several (a settings file with three mistakes): one line each
-        if len(exc.problems) > 1:
-            listed = "".join(f"\n  {problem}" for problem in exc.problems)
-            print(f"acp-progress config: {len(exc.problems)} problems:{listed}", file=sys.stderr)
-        else:
-            print(f"acp-progress config: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress config"), file=sys.stderr)  # one line per mistake
         return 2
     try:
         servers = [describe_server(spec) for spec in servers_from_settings_file()]
@@ -63,8 +57,5 @@ def run(args: argparse.Namespace, settings: object = None) -> int:
     else:
         shown = state_lines(state, problem, state.database.exists())
         text = "\n".join(config_lines(loaded, [*shown, *mcp_server_lines(servers)]))
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:  # `acp-progress config | head`: the reader had enough
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    print(text, flush=True)  # `config | head`: the command line leaves quietly (cli._closed_stdout)
     return 0

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         summaries = SummaryFactory.from_settings(settings, default_mode="off")  # off unless asked for
     except ConfigError as exc:
-        print(f"acp-progress relay: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress relay"), file=sys.stderr)
         return 2
     options = RelayOptions(
         think_after=None if args.no_think else args.think_after,

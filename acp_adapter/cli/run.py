@@ -1,5 +1,6 @@
 """``acp-progress run``: one prompt in a plain terminal, with no ACP client (the routing order's last
-channel). The agent loop comes from ``run_agent.py``, which only the command line imports."""
+channel). The agent loop comes from ``run_agent.py``, which only the command line imports; the
+front-end itself is :mod:`acp_adapter.frontends.plain.run`."""
 
 from __future__ import annotations
 
@@ -28,12 +29,14 @@ def add_parser(sub: Any) -> None:
 def prepare() -> None:
     """What :func:`run` imports, loaded while start-up has the garbage collector paused
     (:mod:`acp_adapter.cli._gc`)."""
+    import acp_adapter.frontends.plain.run  # noqa: F401
     import run_agent  # noqa: F401
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from acp_adapter.frontends.interrupt import interrupts
-    from run_agent import run_plain
+    from acp_adapter.frontends.plain.run import run_plain
+    from run_agent import AIAgent
 
     if interrupts.count:  # Ctrl-C while starting: nothing ran
         return 130
@@ -44,4 +47,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if interrupts.count:
             return 130
-    return run_plain(" ".join(args.prompt), args.cwd, settings, yes=args.yes, mcp_servers=mcp_servers)
+    return run_plain(
+        " ".join(args.prompt), args.cwd, settings, agent_loop=AIAgent, yes=args.yes, mcp_servers=mcp_servers
+    )

@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 def add_parser(sub: Any) -> None:
     serve = sub.add_parser("serve", help="serve ACP over stdio (what an editor launches)")
     add_model_flags(serve)
+    serve.add_argument(
+        "--setup",
+        action="store_true",
+        help="instead of serving: choose the model (embedded, or an OpenAI-compatible endpoint and "
+        "its key, checked) in this terminal and save it in the settings file; what an editor runs "
+        "for the terminal sign-in",
+    )
 
 
 def prepare() -> None:
@@ -38,6 +45,10 @@ def prepare() -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    if getattr(args, "setup", False):
+        from acp_adapter.cli.setup import run_setup
+
+        return run_setup(settings)
     import anyio
 
     from acp_adapter.config import ConfigError
@@ -45,9 +56,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from run_agent import AIAgent
 
     try:
-        anyio.run(functools.partial(serve, settings, turn_runner=AIAgent), backend="asyncio")
+        served = anyio.run(functools.partial(serve, settings, turn_runner=AIAgent), backend="asyncio")
     except ConfigError as exc:
-        print(f"acp-progress: {exc}", file=sys.stderr)
+        print(exc.report("acp-progress"), file=sys.stderr)
         return 2
-    exit_if_turns_stuck()  # the editor hung up: a turn ignoring cancel must not keep us alive
+    exit_if_turns_stuck(served)  # the editor hung up: a turn ignoring cancel must not keep us alive
     return 0

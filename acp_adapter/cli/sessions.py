@@ -163,8 +163,6 @@ def _list_from_store(settings: Settings, cwd: str | None) -> list[StoredRow]:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from acp_adapter.frontends.stdout import quiet_broken_stdout
-
     if args.action == "list" and args.ids:
         print("acp-progress sessions: IDs are for delete (acp-progress sessions delete ID)", file=sys.stderr)
         return 2
@@ -184,7 +182,3 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_sessions(args, settings, cwd))
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # ``sessions | head``: the reader has what it wanted
-        return 0
-    finally:
-        quiet_broken_stdout()

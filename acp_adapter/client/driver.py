@@ -25,6 +25,9 @@ from acp.helpers import SessionUpdate
 from acp.schema import (
     ClientCapabilities,
     CurrentModeUpdate,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationUrlCapabilities,
     HttpMcpServer,
     Implementation,
     InitializeResponse,
@@ -32,6 +35,7 @@ from acp.schema import (
     PermissionOption,
     RequestPermissionResponse,
     SessionInfo,
+    SseMcpServer,
     ToolCallUpdate,
 )
 
@@ -54,6 +58,13 @@ from acp_adapter.client.permissions import (
     deny_all,
     permission_response,
     with_surface,
+)
+from acp_adapter.client.questions import (
+    QuestionPolicy,
+    QuestionRequest,
+    QuestionResponse,
+    decline,
+    decline_all,
 )
 from acp_adapter.client.session_state import SessionFacts
 from acp_adapter.client.transport import AgentTransport
@@ -114,6 +125,15 @@ class _DriverClient:
             response = permission_response(request, False, automatic=True)
         return with_surface(response, self._driver.surface)
 
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> QuestionResponse:
+        """A question the agent passes on (an MCP tool's form or link): the front-end's policy."""
+        request = QuestionRequest(message, mode)
+        try:
+            return await self._driver.question_policy(request)
+        except Exception:
+            log.exception("the question policy failed; declining the question")
+            return decline()
+
 
 class AgentDriver:
     """One ACP agent process, driven as an editor would drive it (an async context manager)."""
@@ -131,14 +151,15 @@ class AgentDriver:
         client_capabilities: ClientCapabilities | None = None,
         on_stray_update: Callable[[str, SessionUpdate], None] | None = None,
         limits: StreamLimits | None = None,
-        mcp_servers: Sequence[McpServerStdio | HttpMcpServer] = (),
+        mcp_servers: Sequence[McpServerStdio | HttpMcpServer | SseMcpServer] = (),
+        question_policy: QuestionPolicy | None = None,
     ) -> None:
         self.argv = parse_agent_command(command)
         #: the agent as an operating-system process (its group, its stderr, its exit)
         self._agent = AgentProcess(self.argv)
         #: the MCP servers sent in every ``session/new`` and ``session/load`` (``--mcp-config``,
         #: the settings file's ``[mcp_servers]``): the agent starts them, whichever agent it is
-        self.mcp_servers: list[McpServerStdio | HttpMcpServer] = list(mcp_servers)
+        self.mcp_servers: list[McpServerStdio | HttpMcpServer | SseMcpServer] = list(mcp_servers)
         #: the stream limits (ACP_PROGRESS_MAX_LINE_BYTES …; from the environment unless given)
         self.limits = limits or StreamLimits.from_env()
         self._room = asyncio.Event()
@@ -153,6 +174,14 @@ class AgentDriver:
         #: where this driver's permission answers come from, for the agent's audit ("watch" …)
         self.surface = client_name.removeprefix("acp-progress-")
         self.client_capabilities = client_capabilities or ClientCapabilities()
+        #: answers the agent's questions (ACP elicitation); with one, the driver offers form and
+        #: link questions in ``initialize``; without, every question is declined
+        self.question_policy: QuestionPolicy = question_policy or decline_all
+        if question_policy is not None and self.client_capabilities.elicitation is None:
+            offered = ElicitationCapabilities(
+                form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities()
+            )
+            self.client_capabilities = self.client_capabilities.model_copy(update={"elicitation": offered})
         self.on_stray_update = on_stray_update
         self.initialize_response: InitializeResponse | None = None
         self._conn: Any = None
@@ -202,7 +231,8 @@ class AgentDriver:
         process = await self._agent.spawn(self.env, self.cwd, self.stderr_log)
         self._transport = AgentTransport(process, self.limits, gate=self._wait_for_room)
         self.requests = OutgoingRequestIds(self._transport)
-        self._conn = connect_to_agent(_DriverClient(self), self.requests)  # type: ignore[arg-type]
+        # questions (elicitation/create) are an unstable method of this SDK's client side: routed
+        self._conn = connect_to_agent(_DriverClient(self), self.requests, use_unstable_protocol=True)  # type: ignore[arg-type]
 
     async def _wait_for_room(self) -> None:
         """Before the transport reads the next message: let the updates already read reach their

@@ -46,6 +46,21 @@ class PermissionRequest:
         command = raw.get("command") if isinstance(raw, dict) else None
         return command if isinstance(command, str) and command.strip() else None
 
+    @property
+    def command_beside_title(self) -> str | None:
+        """The whole command, stripped, when the question must show it beside the title: whenever
+        the title does not hold it character for character on one line. A title is cut (at 160
+        characters), drops the characters a reader cannot see and joins lines — and
+        ``echo ok⏎rm -rf data`` joined reads as one harmless ``echo``. ``None``: the title shows
+        it all (or the request names no command)."""
+        command = self.command
+        if command is None:
+            return None
+        whole = command.strip()
+        if "\n" not in whole and "\r" not in whole and whole in self.title:
+            return None
+        return whole
+
 
 PermissionPolicy = Callable[[PermissionRequest], Awaitable[RequestPermissionResponse]]
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from acp import RequestError
 
+from acp_adapter.client.agent_notifications import NotificationCheck
 from acp_adapter.protocol import JsonRpcStream, Refused, StreamLimits, error_answer, sniff_response_id
 from acp_adapter.safety.redact import redact_text
 
@@ -36,6 +37,8 @@ class AgentTransport(JsonRpcStream):
     that plainly starts as the answer to one of our requests (``{"jsonrpc":"2.0","id":7,"result":…``
     with a ``NaN`` or 300 levels of nesting further on) fails that request with an error that says
     why; otherwise the prompt would wait forever for an answer that already came and was refused.
+    A notification the ACP schema refuses is dropped here and counted (:class:`NotificationCheck`),
+    before the SDK would log a traceback for each.
     """
 
     def __init__(
@@ -48,6 +51,7 @@ class AgentTransport(JsonRpcStream):
         self._stdin = process.stdin
         self.skipped: collections.deque[str] = collections.deque(maxlen=3)
         self.skipped_count = 0
+        self.notifications = NotificationCheck()
         super().__init__(
             process.stdout, process.stdin, limits, answer_refusals=False, on_refusal=self._skip, gate=gate
         )
@@ -65,6 +69,13 @@ class AgentTransport(JsonRpcStream):
         reason = redact_text(refused.reason)
         return error_answer(RequestError(-32603, REFUSED_ANSWER, {"details": reason}), answered)
 
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            message = await super().receive()
+            if message is None or self.notifications.admit(message):
+                return message
+
     async def close(self) -> None:
+        self.notifications.flush()
         with contextlib.suppress(Exception):
             self._stdin.close()

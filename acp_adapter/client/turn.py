@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from acp import RequestError
 from acp.helpers import SessionUpdate
@@ -25,9 +25,7 @@ from acp.schema import (
 )
 
 from acp_adapter.client.agent_errors import AgentCrashed, PromptRefused
-
-if TYPE_CHECKING:
-    from acp_adapter.client.driver import AgentDriver
+from acp_adapter.protocol import StreamLimits
 
 PromptBlock = (
     TextContentBlock
@@ -36,6 +34,26 @@ PromptBlock = (
     | ResourceContentBlock
     | EmbeddedResourceContentBlock
 )
+
+
+class TurnHost(Protocol):
+    """What a turn needs of the driver that started it (:class:`~acp_adapter.client.driver.AgentDriver`
+    is one): the connection to prompt on, the queue bound, and the calls that hold back, release or
+    end its reading — so this module depends on no driver, and the driver imports it one way."""
+
+    @property
+    def limits(self) -> StreamLimits: ...
+
+    @property
+    def connection(self) -> Any: ...
+
+    def update_room(self) -> None: ...
+
+    def turn_ended(self, turn: Turn) -> None: ...
+
+    async def crash_error(self, exc: BaseException) -> AgentCrashed: ...
+
+    async def cancel(self, session_id: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -54,7 +72,7 @@ class Turn:
     of growing a queue. Permission answers are written, never read, so they are not held up.
     """
 
-    def __init__(self, driver: AgentDriver, session_id: str) -> None:
+    def __init__(self, driver: TurnHost, session_id: str) -> None:
         self.session_id = session_id
         self.response: PromptResponse | None = None
         self._driver = driver

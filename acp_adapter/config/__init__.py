@@ -56,6 +56,7 @@ from acp_adapter.config._model import (
 )
 from acp_adapter.config._sections import (
     AguiSettings,
+    McpSettings,
     OpenAISettings,
     StoreSettings,
     StreamSettings,
@@ -73,6 +74,7 @@ __all__ = [
     "ConfigError",
     "ConfigFileChoice",
     "LoadedSettings",
+    "McpSettings",
     "OpenAISettings",
     "SettingSource",
     "Settings",

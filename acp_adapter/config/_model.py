@@ -35,11 +35,29 @@ class ConfigError(AcpProgressError, ValueError):
     """A setting has a value the agent cannot use; the message names the setting.
 
     ``problems`` holds each problem on its own (a settings file with three mistakes has three),
-    the message joins them."""
+    the message joins them; ``file`` is the settings file they are about, when they are (its path
+    begins each of those problems). :meth:`report` is what a command prints."""
 
-    def __init__(self, message: str, problems: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, message: str, problems: Sequence[str] | None = None, *, file: str | None = None
+    ) -> None:
         super().__init__(message)
         self.problems: list[str] = list(problems) if problems is not None else [message]
+        self.file = file
+
+    def report(self, prefix: str) -> str:
+        """``prefix: problem`` for one problem; for several, a line naming how many (and the settings
+        file, once, when they are all in it) and then one indented line per problem."""
+        if len(self.problems) == 1:
+            return f"{prefix}: {self.problems[0]}"
+        head = f"{self.file}: " if self.file else None
+        in_file = head is not None and all(p.startswith(head) for p in self.problems)
+        if in_file:
+            lines = [p[len(head or "") :] for p in self.problems]
+            return f"{prefix}: {len(lines)} mistakes in {self.file}:" + "".join(
+                f"\n  {line}" for line in lines
+            )
+        return f"{prefix}: {len(self.problems)} problems:" + "".join(f"\n  {p}" for p in self.problems)
 
 
 def setting(
@@ -274,13 +292,15 @@ def _config_error(
     data: Mapping[str, Any],
     labels: Mapping[tuple[str, ...], str],
 ) -> ConfigError:
+    from acp_adapter.safety.redact import redact_text
+
     lines = []
     for error in exc.errors():
         loc = error["loc"]
         label = _label_for(model, loc, labels)
         raw = _raw_at(data, loc)
         shown = raw is not None and error["type"] != "extra_forbidden" and not _is_secret_at(model, loc)
-        got = f", got {raw!r}" if shown else ""
+        got = f", got {redact_text(repr(raw))}" if shown else ""  # a URL may hold a password
         lines.append(f"{label}: {_describe(error)}{got}")
     return ConfigError("; ".join(lines), lines)
 

@@ -1,5 +1,6 @@
 """The section models: each a TOML table of the settings file and a group of variables
-(``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``, ``[streams]``, ``[store]``)."""
+(``[openai]``, ``[summary_openai]``, ``[telegram]``, ``[agui]``, ``[streams]``, ``[store]``,
+``[mcp]``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,27 @@ from pydantic_settings import InitSettingsSource
 
 from acp_adapter.config._model import DEFAULT_SOURCE, _label_for, _Section, _source_target, setting
 from acp_adapter.config._sources import ConfigFileChoice, _flag_layer, _Layer, _validate, section_from_env
+
+
+def _http_base_url(value: Any) -> Any:
+    """An OpenAI-compatible server's base URL: http or https, with a host — checked with the other
+    settings (exit 2, a direct message), not by the back-end once the agent has started. The value is
+    not echoed: a URL may hold a password (``https://user:pass@host/v1``)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str):
+        return value
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 - a port that is not a number raises here, not at the first call
+    except ValueError:
+        host = None
+    if parts.scheme not in ("http", "https") or not host or any(ch.isspace() for ch in value.strip()):
+        raise PydanticCustomError(
+            "http_url", "expected an http:// or https:// URL with a host, such as http://localhost:11434/v1"
+        )
+    return value.strip()
 
 
 class OpenAISettings(_Section):
@@ -46,6 +68,8 @@ class OpenAISettings(_Section):
         le=100_000_000,
     )
 
+    _base_url = field_validator("base_url", mode="before")(_http_base_url)
+
 
 class SummaryOpenAISettings(_Section):
     """The progress-summary model's own connection: independent of the primary model's."""
@@ -68,6 +92,8 @@ class SummaryOpenAISettings(_Section):
         gt=0,
         le=600,
     )
+
+    _base_url = field_validator("base_url", mode="before")(_http_base_url)
 
 
 class TelegramSettings(_Section):
@@ -146,9 +172,10 @@ def _name_list(value: Any) -> Any:
 
 
 class AguiSettings(_Section):
-    """Who the AG-UI endpoint admits and how much it takes (issue 18); ``acp-progress agui`` only.
+    """Who the AG-UI endpoint admits and how much it takes (every input is bounded).
 
-    Read from the environment with everything else; ``acp-progress agui`` lays its own flags on top
+    Only ``acp-progress agui`` uses it. Read from the environment with everything else;
+    ``acp-progress agui`` lays its own flags on top
     with :meth:`with_flags`. These are the endpoint's own: :meth:`to_env` exports none of them, so
     the token never travels to a child agent through :meth:`Settings.to_env`.
     """
@@ -298,6 +325,43 @@ class StreamSettings(_Section):
     ) -> StreamSettings:
         """Just these limits from the settings file's ``[streams]`` and the environment (for code
         that has no :class:`Settings`)."""
+        return section_from_env(cls, environ, config_file)
+
+
+class McpSettings(_Section):
+    """Limits of the MCP servers the agent connects (``[mcp]``; the servers themselves are the
+    ``[mcp_servers.NAME]`` tables). One size limit holds for every transport: a stdio line, an HTTP
+    body and a server-sent event are each one message."""
+
+    max_message_bytes: int = setting(
+        64 << 20,
+        env="ACP_PROGRESS_MCP_MAX_LINE",
+        help="largest message from an MCP server in bytes (stdio line, HTTP body, SSE event); "
+        "a larger one is cut off while it arrives and its call fails",
+        ge=64 << 10,
+        le=1 << 30,
+    )
+    start_timeout: float = setting(
+        10.0,
+        env="ACP_PROGRESS_MCP_START_TIMEOUT",
+        help="seconds each MCP server gets to start, initialize and list its tools",
+        ge=0.1,
+        le=300,
+    )
+    call_timeout: float = setting(
+        0.0,
+        env="ACP_PROGRESS_MCP_CALL_TIMEOUT",
+        help="seconds one MCP tool call may take; 0 = no limit (cancel still ends it)",
+        ge=0,
+        le=86_400,
+    )
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, config_file: ConfigFileChoice = True
+    ) -> McpSettings:
+        """Just these limits from the settings file's ``[mcp]`` and the environment (for code that
+        has no :class:`Settings`)."""
         return section_from_env(cls, environ, config_file)
 
 

@@ -28,6 +28,7 @@ from acp_adapter.config._model import (
 )
 from acp_adapter.config._sections import (
     AguiSettings,
+    McpSettings,
     OpenAISettings,
     StoreSettings,
     StreamSettings,
@@ -107,7 +108,7 @@ class Settings(_Section):
     state: bool = setting(
         True,
         env="ACP_PROGRESS_STATE",
-        help="keep sessions in the SQLite session store (off: in memory only, as before)",
+        help="keep sessions in the SQLite session store (off: in memory only, gone when the process ends)",
     )
     state_dir: str | None = setting(
         None,
@@ -169,6 +170,7 @@ class Settings(_Section):
     agui: AguiSettings = Field(default_factory=AguiSettings)
     streams: StreamSettings = Field(default_factory=StreamSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
     @field_validator("state_dir")
     @classmethod

@@ -176,7 +176,7 @@ def _file_layer(
         # every problem of the file at once: its shape's, then each bad value's
         problems = [*problems, *_config_error(exc, model, raw, labels).problems]
     if problems:
-        raise ConfigError("; ".join(problems), problems)
+        raise ConfigError("; ".join(problems), problems, file=str(path))
     if model is root:
         warn_if_secret_exposed(root, path, raw)
     origin = SettingSource("file", str(path))

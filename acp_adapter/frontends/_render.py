@@ -1,9 +1,9 @@
 """The terminal look shared by every front-end, all of it from ``rich``: one place, no I/O.
 
 ``acp-progress run`` (the plain printer), ``acp-progress watch`` and ``chat`` draw the same
-spinner (rich's ``dots``), the same progress bar and the same one-line live status. Before, the
-plain printer wrote its own ANSI escapes and frame string and the watch view borrowed them across
-layers; now both take them from here, and the escapes come from ``rich.control.Control``.
+spinner (rich's ``dots``), the same progress bar and the same one-line live status. Both take them
+from here, so neither writes its own ANSI escapes or frame string nor borrows the other's across
+layers, and the escapes come from ``rich.control.Control``.
 
 Everything here returns strings, so a caller keeps its own writing policy (redaction, a reader
 that went away) and tests need no terminal.

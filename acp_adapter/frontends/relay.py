@@ -5,19 +5,18 @@ ways unchanged and in order — requests, responses, notifications, extension me
 fields this SDK version does not know — so it works at the JSON-RPC line level rather than through
 typed SDK objects, which would drop what they do not model.
 
-What it adds: while a ``session/prompt`` is outstanding and the wrapped agent has said nothing about
-that session for ``think_after`` seconds, the relay opens a ``kind="think"`` card itself (seed 003
-semantics: ``in_progress``, heartbeats with the elapsed time), and closes it just before it forwards
-the agent's next message for that session, or before the prompt response. All writes to the editor
-happen on the event loop in program order, so "close the injected card, then forward" can never be
-reordered. An agent that streams promptly gets nothing injected, and neither does one that shows
-spinners of its own: once it opened a ``kind="think"`` card in a session, the relay injects nothing
-more in that session, and an agent whose ``initialize`` answer says
-``_meta.acpProgress.thinkCards: true`` gets nothing injected anywhere. The think timer runs only
-while a ``session/prompt`` is outstanding: ``session/load`` (whose replayed updates can take a
-while) and ``session/list`` are forwarded like everything else and never get a card. Turns are
-keyed by the prompt's request id: after a cancel and a new prompt, the old prompt's answer ends
-only the old turn.
+What it adds comes from :class:`~acp_adapter.frontends.foreign_watch.ForeignAgentWatch`, the one
+implementation of "watch a foreign agent and keep the person informed" that the in-process wrapper
+:func:`~acp_adapter.with_progress` uses too: a ``kind="think"`` card while a ``session/prompt`` is
+outstanding and the agent has said nothing about that session for ``think_after`` seconds, its
+heartbeats, and its close just before the agent's next message for that session or the prompt
+response; never a card where the agent shows thinking or a live card of its own. The relay is the
+transport around it: it tells the watcher what each line is, and writes what the watcher posts as
+lines to the editor on the event loop, in program order, so "close the injected card, then forward"
+can never be reordered. The think timer runs only while a ``session/prompt`` is outstanding:
+``session/load`` (whose replayed updates can take a while) and ``session/list`` are forwarded like
+everything else and never get a card. Turns are keyed by the prompt's request id: after a cancel and
+a new prompt, the old prompt's answer ends only the old turn.
 
 Both directions are read through the package's one line reader (:mod:`acp_adapter.protocol.ndjson`):
 a line it refuses (too long, too deep, not strict UTF-8 JSON, a bad id) is never forwarded. From the
@@ -41,13 +40,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import itertools
 import json
 import logging
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acp import RequestError
 from acp.helpers import SessionUpdate
@@ -56,8 +54,15 @@ from acp.schema import CancelNotification, PromptRequest, SessionNotification
 from pydantic import ValidationError
 
 from acp_adapter.client.procgroup import end_process_group
-from acp_adapter.clock import Clock, LoopClock, Timer
+from acp_adapter.clock import Clock, LoopClock
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.frontends.foreign_watch import (
+    ForeignAgentWatch,
+    ProgressOptions,
+    WatchedTurn,
+    facts_of_json,
+    shows_own_think_cards,
+)
 from acp_adapter.protocol import (
     CHUNK_BYTES,
     MessageReader,
@@ -67,19 +72,10 @@ from acp_adapter.protocol import (
     error_answer,
     sniff_response_id,
 )
-from acp_adapter.protocol.meta import read_meta
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import prompt_to_text
-from acp_adapter.tools import (
-    build_thinking_complete,
-    build_thinking_failed,
-    build_thinking_progress,
-    build_thinking_start,
-)
 
-if TYPE_CHECKING:
-    from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent, SummaryFactory
-
+__all__ = ["AgentGone", "Relay", "RelayOptions", "relay_error", "run_relay", "shows_own_think_cards"]
 
 log = logging.getLogger("acp_progress.relay")
 
@@ -89,52 +85,15 @@ CANCEL = AGENT_METHODS["session_cancel"]
 INITIALIZE = AGENT_METHODS["initialize"]
 
 
-def shows_own_think_cards(initialize_result: Any) -> bool:
-    """The agent says in its ``initialize`` answer that it shows its own think cards:
-    ``_meta.acpProgress.thinkCards: true`` (this project's agent does)."""
-    meta = read_meta(initialize_result.get("_meta")) if isinstance(initialize_result, dict) else None
-    return meta is not None and meta.think_cards is True
-
-
-def is_think_card(message: dict[str, Any]) -> bool:
-    """A ``session/update`` that opens a ``kind: "think"`` tool card."""
-    params = message.get("params")
-    update = params.get("update") if isinstance(params, dict) else None
-    return (
-        isinstance(update, dict)
-        and update.get("sessionUpdate") == "tool_call"
-        and update.get("kind") == "think"
-    )
-
-
 @dataclass(frozen=True)
-class RelayOptions:
-    """``think_after`` None disables injection; ``heartbeat`` None disables heartbeats;
-    ``summary`` (None: off) makes a progress summary per prompt for the injected card;
-    ``limits`` are both directions' stream limits; ``hangup_grace`` is how long, after the editor
-    closed our stdin, the relay keeps delivering answers still in flight (default 5 s)."""
+class RelayOptions(ProgressOptions):
+    """The watcher's options (``think_after``, ``heartbeat``, ``summary``: see
+    :class:`~acp_adapter.frontends.foreign_watch.ProgressOptions`) plus the transport's: ``limits``
+    are both directions' stream limits; ``hangup_grace`` is how long, after the editor closed our
+    stdin, the relay keeps delivering answers still in flight (default 5 s)."""
 
-    think_after: float | None = 0.5
-    heartbeat: float | None = 30.0
-    summary: SummaryFactory | None = None
     limits: StreamLimits = field(default_factory=StreamLimits)
     hangup_grace: float = 5.0
-
-
-@dataclass
-class _Turn:
-    """One outstanding prompt (keyed by its request id), as the relay tracks it."""
-
-    key: str
-    session_id: str
-    last_activity: float
-    card_id: str | None = None
-    card_opened: float = 0.0
-    waiting_on_editor: int = 0  # agent→editor requests (permission, fs …) not answered yet
-    cancelled: bool = False
-    timer: Timer | None = field(default=None, repr=False)
-    summary: ProgressSummary | None = field(default=None, repr=False)
-    shown: SummaryEvent | None = None  # the latest summary, carried by the card's heartbeats
 
 
 class AgentGone(AcpProgressError):
@@ -159,8 +118,17 @@ def _line(message: dict[str, Any]) -> bytes:
     return dumps_line(message)
 
 
+def _prompt_text(params: Any) -> str:
+    try:
+        return prompt_to_text(PromptRequest.model_validate(params).prompt, attachments=False)
+    except ValidationError:
+        return ""  # the agent will answer the bad prompt; the summary just knows less
+
+
 class Relay:
-    """Forward between an editor's streams and the wrapped agent's pipes, injecting think cards."""
+    """Forward between an editor's streams and the wrapped agent's pipes; the think cards come from
+    the shared :class:`~acp_adapter.frontends.foreign_watch.ForeignAgentWatch`, written to the editor
+    as lines in program order."""
 
     def __init__(
         self,
@@ -177,26 +145,21 @@ class Relay:
         self.agent_reader = agent_reader
         self.agent_writer = agent_writer
         self.options = options
-        self._loop = asyncio.get_running_loop()
         #: the think-after and heartbeat timers' time (the loop's; a ManualClock in tests)
-        self._time: Clock = clock if clock is not None else LoopClock(self._loop)
-        self._clock = self._time.now
-        self._turns: dict[str, _Turn] = {}  # prompt request id → its turn
-        self._current: dict[str, _Turn] = {}  # session id → its latest turn (what agent updates concern)
+        time = clock if clock is not None else LoopClock(asyncio.get_running_loop())
+        self.watch = ForeignAgentWatch(options, self._inject, time, card_prefix="relay-think")
         self._editor_pending: dict[str, Any] = {}  # editor request id → raw id (answered on agent death)
         #: agent→editor request id → (raw id, the turn it came in)
-        self._agent_requests: dict[str, tuple[Any, _Turn | None]] = {}
-        self._card_ids = itertools.count(1)
+        self._agent_requests: dict[str, tuple[Any, WatchedTurn | None]] = {}
         #: the editor's ``initialize`` request ids not answered yet (their answers may carry the flag)
         self._initialize_ids: set[str] = set()
-        #: the agent shows its own spinner everywhere (``_meta.acpProgress.thinkCards`` in initialize)
-        self.agent_shows_think = False
-        #: sessions in which the agent has opened a think card of its own: never one of ours there
-        self.own_think_sessions: set[str] = set()
         self._all_answered = asyncio.Event()
         self._all_answered.set()
-        self.injected_updates = 0
         self.editor_closed = False
+
+    @property
+    def injected_updates(self) -> int:
+        return self.watch.injected_updates
 
     # ------------------------------------------------------------ writing
 
@@ -224,13 +187,11 @@ class Relay:
             reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
             raise AgentGone(f"cannot write to the wrapped agent: {reason}") from None
 
-    def _inject(self, turn: _Turn, update: SessionUpdate) -> None:
-        notification = SessionNotification(session_id=turn.session_id, update=update)
+    def _inject(self, session_id: str, update: SessionUpdate) -> None:
+        """The watcher's post: one ``session/update`` line to the editor, written now."""
+        notification = SessionNotification(session_id=session_id, update=update)
         params = notification.model_dump(mode="json", by_alias=True, exclude_none=True)
-        self.injected_updates += 1
         self._to_editor(_line({"jsonrpc": "2.0", "method": SESSION_UPDATE, "params": params}))
-        if turn.summary is not None:
-            turn.summary.observe(update)  # the summary sees what the editor sees, injected card included
 
     def _answer_editor(self, key: str, reason: str) -> None:
         """Answer the pending editor request ``key`` with an error (it will get no other answer)."""
@@ -240,136 +201,26 @@ class Relay:
         error = relay_error(reason)
         self._to_editor(_line(error_answer(error, raw_id)))
         self._note_answered()
-        if key in self._turns:
-            self._end_turn(key, reason)
+        self.watch.prompt_ended(key, reason)
 
     def _note_answered(self) -> None:
         if not self._editor_pending:
             self._all_answered.set()
 
-    # ------------------------------------------------------------ progress summaries
-
-    def _live(self, turn: _Turn) -> bool:
-        """The turn is still outstanding and the newest of its session (only it gets a card)."""
-        return self._turns.get(turn.key) is turn and self._current.get(turn.session_id) is turn
-
-    def _heartbeat(self, turn: _Turn, card_id: str) -> SessionUpdate:
-        elapsed = self._clock() - turn.card_opened
-        shown = turn.shown
-        if shown is None:
-            return build_thinking_progress(card_id, elapsed)
-        return build_thinking_progress(
-            card_id, elapsed, summary=shown.summary, summary_revision=shown.revision
-        )
-
-    def _start_summary(self, turn: _Turn, params: dict[str, Any]) -> None:
-        if self.options.summary is None or self.options.think_after is None:
-            return  # off, or no card will ever show it (--no-think)
-        try:
-            text = prompt_to_text(PromptRequest.model_validate(params).prompt, attachments=False)
-        except ValidationError:
-            text = ""  # the agent will answer the bad prompt; the summary just knows less
-
-        def show(event: SummaryEvent) -> None:
-            if not self._live(turn) or turn.cancelled:
-                return
-            turn.shown = event
-            if turn.card_id is not None:  # the open card shows it now, not a heartbeat later
-                self._inject(turn, self._heartbeat(turn, turn.card_id))
-
-        turn.summary = self.options.summary.create(user_text=text, on_summary=show).start()
-
-    def _stop_summary(self, turn: _Turn, outcome: Outcome) -> None:
-        summary, turn.summary = turn.summary, None
-        if summary is not None:
-            summary.stop(outcome)
-
     def stop_summaries(self) -> None:
         """The relay is ending: no turn's summary may write anything more."""
-        for turn in self._turns.values():
-            self._stop_summary(turn, "cancelled")
+        self.watch.stop_summaries()
 
     def _observe_forwarded(self, message: dict[str, Any]) -> None:
         """Feed a forwarded ``session/update`` to its turn's summary (SDK objects, never raw JSON)."""
         session_id = _session_of(message)
-        turn = self._current.get(session_id) if session_id is not None else None
-        if turn is None or turn.summary is None:
+        if session_id is None or not self.watch.summarising(session_id):
             return
         try:
             notification = SessionNotification.model_validate(message.get("params"))
         except ValidationError:
             return  # an update this SDK does not know: forwarded all the same, just not summarised
-        turn.summary.observe(notification.update)
-
-    # ------------------------------------------------------------ the injected card
-
-    def _schedule(self, turn: _Turn, delay: float) -> None:
-        if turn.timer is not None:
-            turn.timer.cancel()
-        turn.timer = self._time.call_later(max(0.0, delay), functools.partial(self._on_timer, turn))
-
-    def _injects(self, session_id: str) -> bool:
-        """Whether the relay may show a think card in ``session_id``: injection is on, and the agent
-        has not shown (or promised) a spinner of its own — two spinners for one thought is noise."""
-        return (
-            self.options.think_after is not None
-            and not self.agent_shows_think
-            and session_id not in self.own_think_sessions
-        )
-
-    def _on_timer(self, turn: _Turn) -> None:
-        """One timer per turn: it opens the card after a silent gap, then beats while it is open."""
-        turn.timer = None
-        think_after = self.options.think_after
-        if think_after is None or not self._live(turn) or turn.cancelled:
-            return
-        if not self._injects(turn.session_id):
-            return
-        now = self._clock()
-        if turn.card_id is None:
-            if turn.waiting_on_editor:
-                return  # the agent waits for the person, not for a model: no spinner; re-armed on the answer
-            silent_for = now - turn.last_activity
-            if silent_for < think_after:
-                self._schedule(turn, think_after - silent_for)
-                return
-            turn.card_id = f"relay-think-{next(self._card_ids)}"
-            # the model has been thinking since the agent went quiet, not since the card appeared
-            turn.card_opened = turn.last_activity
-            self._inject(turn, build_thinking_start(turn.card_id))
-        else:
-            self._inject(turn, self._heartbeat(turn, turn.card_id))
-        if self.options.heartbeat is not None:
-            self._schedule(turn, self.options.heartbeat)
-
-    def _close_card(self, turn: _Turn, failure: str | None = None) -> None:
-        if turn.timer is not None:
-            turn.timer.cancel()
-            turn.timer = None
-        if turn.card_id is None:
-            return
-        elapsed = self._clock() - turn.card_opened
-        card_id, turn.card_id = turn.card_id, None
-        if failure is None:
-            self._inject(turn, build_thinking_complete(card_id, elapsed))
-        else:
-            self._inject(turn, build_thinking_failed(card_id, failure, elapsed))
-
-    def _activity(self, turn: _Turn) -> None:
-        """The agent spoke about this session: close the injected card first, restart the silence clock."""
-        self._close_card(turn)
-        turn.last_activity = self._clock()
-        if not turn.cancelled and self.options.think_after is not None and self._injects(turn.session_id):
-            self._schedule(turn, self.options.think_after)
-
-    def _end_turn(self, key: str, failure: str | None = None) -> None:
-        turn = self._turns.pop(key, None)
-        if turn is None:
-            return
-        if self._current.get(turn.session_id) is turn:
-            del self._current[turn.session_id]
-        self._stop_summary(turn, "cancelled" if turn.cancelled else "failed" if failure else "finished")
-        self._close_card(turn, failure)
+        self.watch.observe(session_id, notification.update)
 
     # ------------------------------------------------------------ the two directions
 
@@ -395,8 +246,7 @@ class Relay:
             details = "the editor's answer was refused by the relay: " + refused.reason
             error = relay_error(details)
             await self._to_agent(_line(error_answer(error, raw_id)))
-            if turn is not None:
-                turn.waiting_on_editor = max(0, turn.waiting_on_editor - 1)
+            self.watch.editor_answered(turn)
 
     def _note_from_editor(self, message: dict[str, Any]) -> None:
         method = message.get("method")
@@ -404,10 +254,7 @@ class Relay:
         if method is None:
             if has_id:  # the editor answers a request of the agent (permission, fs, terminal …)
                 _raw, turn = self._agent_requests.pop(_key(message["id"]), (None, None))
-                if turn is not None:
-                    turn.waiting_on_editor = max(0, turn.waiting_on_editor - 1)
-                    if self._live(turn):
-                        self._activity(turn)
+                self.watch.editor_answered(turn)
             return
         if has_id:
             self._editor_pending[_key(message["id"])] = message["id"]
@@ -418,22 +265,10 @@ class Relay:
         if session_id is None:
             return
         if method == PROMPT and has_id:
-            previous = self._current.get(session_id)
-            if previous is not None:  # still awaiting its answer (cancelled): it keeps no card
-                self._close_card(previous, "Cancelled" if previous.cancelled else None)
-            key = _key(message["id"])
-            turn = _Turn(key, session_id, last_activity=self._clock())
-            self._turns[key] = turn
-            self._current[session_id] = turn
-            self._start_summary(turn, message.get("params") or {})
-            if self.options.think_after is not None and self._injects(session_id):
-                self._schedule(turn, self.options.think_after)
+            params = message.get("params") or {}
+            self.watch.prompt_started(_key(message["id"]), session_id, lambda: _prompt_text(params))
         elif method == CANCEL:
-            turn = self._current.get(session_id)
-            if turn is not None:
-                turn.cancelled = True
-                self._stop_summary(turn, "cancelled")
-                self._close_card(turn, "Cancelled")
+            self.watch.cancel_requested(session_id)
 
     async def agent_to_editor(self) -> None:
         """Forward the agent's accepted lines unchanged, closing an injected card before each one it
@@ -466,31 +301,22 @@ class Relay:
         has_id = "id" in message
         if method is not None:
             session_id = _session_of(message)
-            if session_id is not None and method == SESSION_UPDATE and is_think_card(message):
-                if session_id not in self.own_think_sessions:
-                    log.info(
-                        "the wrapped agent shows its own think cards in %s: none injected there", session_id
-                    )
-                self.own_think_sessions.add(session_id)
-            turn = self._current.get(session_id) if session_id is not None else None
-            if turn is not None:
-                self._activity(turn)
             if has_id:  # the agent now waits for the editor's answer
+                turn = self.watch.agent_asked(session_id)
                 self._agent_requests[_key(message["id"])] = (message["id"], turn)
-                if turn is not None:
-                    turn.waiting_on_editor += 1
+            elif method == SESSION_UPDATE and session_id is not None:
+                self.watch.agent_spoke(session_id, facts_of_json(message["params"].get("update")))
+            else:
+                self.watch.agent_spoke(session_id)
             return
         if has_id:  # a response to an editor request
             key = _key(message["id"])
             if key in self._initialize_ids:
                 self._initialize_ids.discard(key)
-                if shows_own_think_cards(message.get("result")):
-                    self.agent_shows_think = True
-                    log.info("the wrapped agent shows its own think cards: none injected")
+                self.watch.agent_initialized(message.get("result"))
             self._editor_pending.pop(key, None)
             self._note_answered()
-            if key in self._turns:
-                self._end_turn(key, "The agent answered with an error" if "error" in message else None)
+            self.watch.prompt_ended(key, "The agent answered with an error" if "error" in message else None)
 
     # ------------------------------------------------------------ ending
 
@@ -504,15 +330,14 @@ class Relay:
 
     async def cancel_running(self) -> None:
         """The editor hung up: cancel every running prompt, as the editor would have."""
-        for session_id in list(self._current):
+        for session_id in self.watch.running_sessions():
             notification = CancelNotification(session_id=session_id)
             params = notification.model_dump(mode="json", by_alias=True, exclude_none=True)
             await self._to_agent(_line({"jsonrpc": "2.0", "method": CANCEL, "params": params}))
 
     def agent_died(self, reason: str) -> None:
         """Close every injected card as failed, then answer every outstanding editor request."""
-        for key in list(self._turns):
-            self._end_turn(key, reason)
+        self.watch.end_all(reason)
         for raw_id in self._editor_pending.values():
             self._to_editor(_line(error_answer(relay_error(reason), raw_id)))
         self._editor_pending.clear()
@@ -542,13 +367,15 @@ async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,  # through our stderr, shown not obeyed (_forward_stderr)
             limit=CHUNK_BYTES,  # the line reader enforces the line limit; this only sizes the pipe buffer
             start_new_session=True,  # its own process group: the relay can end everything it started
         )
     except OSError as exc:
         log.error("cannot start the agent %r: %s", argv[0], exc.strerror or exc)
         return 127 if isinstance(exc, FileNotFoundError) else 126
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    stderr_pump = asyncio.ensure_future(_forward_stderr(process.stderr))
     relay = Relay(editor_reader, editor_writer, process.stdout, process.stdin, options)
     from_editor = asyncio.ensure_future(relay.editor_to_agent())
     from_agent = asyncio.ensure_future(relay.agent_to_editor())
@@ -573,9 +400,28 @@ async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
     if options.summary is not None:
         await options.summary.aclose()
     await end_process_group(process)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(stderr_pump), 0.5)  # its last lines
+    stderr_pump.cancel()
     with contextlib.suppress(Exception):
         await editor_writer.drain()
     return 0 if failure is None else 1
+
+
+async def _forward_stderr(stream: asyncio.StreamReader) -> None:
+    """The wrapped agent's stderr, line by line, onto ours — whose every write goes through the
+    terminal-text sanitizer — instead of handing it our descriptor: a person running the relay in a
+    terminal sees an escape or a bidi override in it shown, never obeyed."""
+    while True:
+        try:
+            line = await stream.readline()
+        except (asyncio.LimitOverrunError, ValueError):  # a line past the buffer is dropped
+            continue
+        if not line:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(line.decode(errors="replace"))
+            sys.stderr.flush()
 
 
 def _failure_of(task: asyncio.Future[None], doing: str) -> str | None:

@@ -3,31 +3,36 @@
 Two inputs exist: the ACP ``mcpServers`` list of ``session/new`` (already SDK
 models) and the common JSON form ``{"mcpServers": {"NAME": {...}}}`` that
 Claude Desktop, Cursor and VS Code write, read by ``--mcp-config FILE``.  Both
-end as ``McpServerStdio`` / ``HttpMcpServer`` so the rest of the code handles
+end as ``McpServerStdio`` / ``HttpMcpServer`` / ``SseMcpServer`` so the rest of the code handles
 one shape.  Sizes are bounded because the file may come from anywhere.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio
+from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
 from ..errors import AcpProgressError
+from .trust import TRUSTED_KEY, trusted_meta
 
 #: The session store's namespace for the server names each session had (never secrets). Here, not
 #: in the manager, so an agent whose sessions have no MCP server never imports the MCP SDK.
 MCP_SERVERS = "agent.mcp-servers"
+#: The namespace of the MCP tasks each session left running (task id, server, tool, title).
+MCP_TASKS = "agent.mcp-tasks"
 
-McpServerSpec = McpServerStdio | HttpMcpServer
+McpServerSpec = McpServerStdio | HttpMcpServer | SseMcpServer
 
 MAX_SERVERS = 64
 MAX_ARGS = 256
 MAX_ITEMS = 256
 MAX_STRING = 8192
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_HTTP_TYPES = ("http", "streamable-http", "streamableHttp")
 
 
 class McpConfigError(AcpProgressError, ValueError):
@@ -54,21 +59,50 @@ def _pairs(value: object, where: str) -> list[tuple[str, str]]:
     return [(_string(k, f"{where} key"), _string(v, f"{where}.{k}")) for k, v in value.items()]
 
 
+#: The keys an entry may have: any other is a mistake (a misspelt ``trusted`` must not pass silently).
+ENTRY_KEYS = ("command", "args", "env", "url", "headers", "type", TRUSTED_KEY)
+
+
+def _check_keys(name: str, entry: Mapping[Any, Any]) -> bool:
+    """Refuse unknown keys (with a suggestion); the entry's ``trusted`` mark (a boolean)."""
+    for key in entry:
+        if key not in ENTRY_KEYS:
+            shown = str(key)[:40]
+            close = difflib.get_close_matches(shown, ENTRY_KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(ENTRY_KEYS)})"
+            raise McpConfigError(f"{name}: unknown key {shown!r}{hint}")
+    trusted = entry.get(TRUSTED_KEY, False)
+    if not isinstance(trusted, bool):
+        raise McpConfigError(f"{name}.{TRUSTED_KEY}: expected true or false")
+    return trusted
+
+
 def parse_entry(name: str, entry: object) -> McpServerSpec:
-    """Turn one common-form entry into an SDK server model."""
+    """Turn one common-form entry into an SDK server model (a trusted one carries the mark in its
+    ``_meta``, see :mod:`acp_adapter.mcp.trust`)."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise McpConfigError(f"server name {name!r:.80}: use 1-64 letters, digits, '_', '.', '-'")
+    from acp_adapter.mcp.names import server_name_problem
+
+    problem = server_name_problem(name)
+    if problem:
+        raise McpConfigError(problem)
     if not isinstance(entry, Mapping):
         raise McpConfigError(f"{name}: expected an object")
+    meta = trusted_meta(_check_keys(name, entry))
     if "url" in entry:
         kind = entry.get("type", "http")
-        if kind not in ("http", "streamable-http", "streamableHttp"):
-            raise McpConfigError(f"{name}: only the http transport is supported, not {str(kind)[:40]!r}")
+        if kind not in (*_HTTP_TYPES, "sse"):
+            raise McpConfigError(
+                f"{name}: the transport {str(kind)[:40]!r} is not supported (use 'http' or 'sse')"
+            )
         url = _string(entry["url"], f"{name}.url")
         if not url.startswith(("http://", "https://")):
             raise McpConfigError(f"{name}.url: must start with http:// or https://")
         headers = [HttpHeader(name=k, value=v) for k, v in _pairs(entry.get("headers"), f"{name}.headers")]
-        return HttpMcpServer(name=name, url=url, headers=headers, type="http")
+        if kind == "sse":
+            return SseMcpServer(name=name, url=url, headers=headers, type="sse", field_meta=meta)
+        return HttpMcpServer(name=name, url=url, headers=headers, type="http", field_meta=meta)
     if "command" not in entry:
         raise McpConfigError(f"{name}: needs 'command' (stdio) or 'url' (http)")
     command = _string(entry["command"], f"{name}.command")
@@ -79,7 +113,7 @@ def parse_entry(name: str, entry: object) -> McpServerSpec:
         raise McpConfigError(f"{name}.args: expected a list of at most {MAX_ARGS} strings")
     args = [_string(a, f"{name}.args[{i}]") for i, a in enumerate(raw_args)]
     env = [EnvVariable(name=k, value=v) for k, v in _pairs(entry.get("env"), f"{name}.env")]
-    return McpServerStdio(name=name, command=command, args=args, env=env)
+    return McpServerStdio(name=name, command=command, args=args, env=env, field_meta=meta)
 
 
 def parse_common_form(document: object) -> list[McpServerSpec]:
@@ -101,6 +135,9 @@ def parse_servers(servers: Mapping[Any, Any], where: str = "") -> list[McpServer
             specs.append(parse_entry(name, entry))
         except McpConfigError as exc:
             errors.append(f"{where}{exc}")
+    from acp_adapter.mcp.names import servers_problems
+
+    errors += [f"{where}{problem}" for problem in servers_problems([spec.name for spec in specs])]
     if errors:
         raise McpConfigError("; ".join(errors))
     return specs
@@ -136,11 +173,29 @@ def frontend_servers(
     return list(specs.values())
 
 
+def session_server_problems(servers: Sequence[object]) -> list[str]:
+    """Why the ``mcpServers`` of a ``session/new`` (``load``, ``resume``) cannot be used as given:
+    a transport the agent does not speak (it would be ignored), or server names whose tool names
+    could be mistaken for each other. Empty when all is well."""
+    from acp_adapter.mcp.names import servers_problems
+
+    problems: list[str] = []
+    for spec in servers:
+        if not isinstance(spec, McpServerStdio | HttpMcpServer | SseMcpServer):
+            kind = str(getattr(spec, "type", None) or type(spec).__name__)[:40]
+            name = str(getattr(spec, "name", "?"))[:80]
+            problems.append(
+                f"MCP server {name!r}: the {kind!r} transport is not supported (use stdio, http or sse)"
+            )
+    problems += servers_problems(server_names(list(servers)))
+    return problems
+
+
 def server_names(servers: object) -> list[str]:
     """Names of the SDK server models in an ACP ``mcpServers`` list (what a stored session keeps)."""
     if not isinstance(servers, list):
         return []
-    return [s.name for s in servers if isinstance(s, McpServerStdio | HttpMcpServer)]
+    return [s.name for s in servers if isinstance(s, McpServerStdio | HttpMcpServer | SseMcpServer)]
 
 
 MAX_FILE_BYTES = 1 << 20

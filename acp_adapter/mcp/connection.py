@@ -21,16 +21,19 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from acp.schema import HttpMcpServer, McpServerStdio
+from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
+from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from acp_adapter._version import __version__
-from acp_adapter.errors import AcpProgressError
+from acp_adapter.mcp.clean import ServerCrashed, reason_of
+from acp_adapter.mcp.elicitation import AskedCall
+from acp_adapter.mcp.limits import MAX_MESSAGE, AnswerTooLarge, SizeGuard, too_large_text
 from acp_adapter.mcp.stdio import bounded_stdio_client
-from acp_adapter.safety.redact import redact_text
+from acp_adapter.mcp.tasks import TaskChannel, offers_tasks
 
 log = logging.getLogger("acp_progress.mcp")
 
@@ -40,29 +43,11 @@ START_TIMEOUT = 10.0
 MAX_LIST_PAGES = 50
 #: At most this many tools are read from one server (the names module keeps 1,000 of them).
 MAX_LISTED = 5000
-#: The longest reason shown for a server that failed.
-MAX_REASON = 300
 
 ProgressFn = ProgressFnT
 
 
-class ServerCrashed(AcpProgressError, RuntimeError):
-    """The server's connection closed during a call (the process died or hung up)."""
-
-
-def reason_of(exc: BaseException) -> str:
-    """A short, redacted, one-line reason for a failure (no secrets, no control characters)."""
-    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        return reason_of(exc.exceptions[0])
-    text = str(exc) or type(exc).__name__
-    text = "".join(ch if ch.isprintable() else " " for ch in text)
-    text = " ".join(text.split())
-    if len(text) > MAX_REASON:
-        text = text[: MAX_REASON - 1] + "…"
-    return redact_text(text)
-
-
-def spec_secrets(spec: McpServerStdio | HttpMcpServer) -> tuple[str, ...]:
+def spec_secrets(spec: McpServerStdio | HttpMcpServer | SseMcpServer) -> tuple[str, ...]:
     """Values of a server's secret-named env variables and of all its headers (longest first): a
     server that echoes them (in a result, an error, a progress message, a log line) must not show
     them anywhere."""
@@ -87,10 +72,11 @@ class McpServer:
 
     def __init__(
         self,
-        spec: McpServerStdio | HttpMcpServer,
+        spec: McpServerStdio | HttpMcpServer | SseMcpServer,
         cwd: str,
         *,
         start_timeout: float = START_TIMEOUT,
+        max_message: int = MAX_MESSAGE,
         on_list_changed: Callable[[McpServer], None] | None = None,
     ) -> None:
         self.spec = spec
@@ -103,11 +89,21 @@ class McpServer:
         #: set when the server said its tool list changed; the list is read again before the next turn
         self.tools_stale = False
         self.session: ClientSession | None = None
+        #: the task requests of this server (MCP tasks), live while the session is
+        self.tasks = TaskChannel()
+        #: the tools to call as tasks (the server runs them as tasks and they say they support it)
+        self.task_tools: frozenset[str] = frozenset()
+        #: asks the person what the server asks (an ``elicitation.SessionQuestions``); None: nobody
+        self.questions: Any = None
+        #: the calls running on this server, latest last: a question belongs to the latest one
+        self.asking: list[AskedCall] = []
         self._ready = anyio.Event()
         self._stop = anyio.Event()
         self._done = anyio.Event()
         self._scope: anyio.CancelScope | None = None
         self._on_list_changed = on_list_changed
+        #: the one size limit on a message from this server, and how often it cut one off
+        self.guard = SizeGuard(max_message)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -142,16 +138,22 @@ class McpServer:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(devnull))
+                # the session's dispatcher is ours too: a task-augmented tools/call goes through it
+                dispatcher: JSONRPCDispatcher[Any] = JSONRPCDispatcher(read, write)
                 session = await stack.enter_async_context(
                     ClientSession(
-                        read,
-                        write,
+                        dispatcher=dispatcher,
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="acp-progress", version=__version__),
+                        notification_bindings=[self.tasks.binding()],
+                        elicitation_callback=self._on_question,
                     )
                 )
+                stack.callback(self.tasks.detach)
                 await session.initialize()
                 self.tools = await list_tools(session)
+                self._note_task_tools(session)
+                self.tasks.attach(session, dispatcher)
                 self.session = session
                 self.state = "ready"
                 log.info("MCP server %s ready with %d tool(s)", self.name, len(self.tools))
@@ -163,11 +165,45 @@ class McpServer:
     def _transport(self, errlog: Any) -> contextlib.AbstractAsyncContextManager[Any]:
         if isinstance(self.spec, McpServerStdio):
             # the server's stderr may print its tokens: it never reaches our log
-            return bounded_stdio_client(_stdio_params(self.spec, self.cwd), errlog=errlog)
-        return _http_transport(self.spec)
+            return bounded_stdio_client(
+                _stdio_params(self.spec, self.cwd),
+                errlog=errlog,
+                limit=self.guard.limit,
+                on_cut=self.guard.trip,
+            )
+        if isinstance(self.spec, SseMcpServer):
+            from acp_adapter.mcp.sse import bounded_sse_client
+
+            return bounded_sse_client(self.spec.url, _headers(self.spec), self.guard)
+        return _http_transport(self.spec, self.guard)
+
+    async def _on_question(
+        self, context: Any, params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
+    ) -> types.ElicitResult | types.ErrorData:
+        """The server asks the person something (``elicitation/create``) during a call."""
+        from acp_adapter.mcp.elicitation import NOBODY, declined
+
+        call = self.asking[-1] if self.asking else None
+        if self.questions is None:
+            return declined(self.name, NOBODY, call)
+        result: types.ElicitResult | types.ErrorData = await self.questions.ask(self.name, params, call)
+        return result
+
+    def _note_task_tools(self, session: ClientSession) -> None:
+        caps = session.server_capabilities
+        self.task_tools = frozenset(t.name for t in self.tools if offers_tasks(caps, t))
+
+    def uses_task(self, tool: str) -> bool:
+        """Whether ``tool`` is called as a task (MCP tasks)."""
+        return tool in self.task_tools
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
+        if isinstance(message, types.ProgressNotification):
+            await self.tasks.on_progress(message)  # a task's progress, after its call was answered
+        elif isinstance(message, types.ElicitCompleteNotification):
+            if self.questions is not None:  # the person finished what a link question sent them to
+                await self.questions.completed(self.name, message.params.elicitation_id)
+        elif isinstance(message, types.ToolListChangedNotification):
             self.tools_stale = True
             if self._on_list_changed is not None:
                 self._on_list_changed(self)
@@ -210,6 +246,7 @@ class McpServer:
         self.tools_stale = False
         with anyio.fail_after(self.start_timeout):
             self.tools = await list_tools(self.session)
+        self._note_task_tools(self.session)
 
     async def call(
         self,
@@ -218,19 +255,31 @@ class McpServer:
         progress: ProgressFn,
         call_timeout: float | None = None,
     ) -> types.CallToolResult:
-        """Call one tool with a progress token; a closed connection raises :class:`ServerCrashed`."""
+        """Call one tool with a progress token; a closed connection raises :class:`ServerCrashed`, an
+        answer cut off at the size limit :class:`AnswerTooLarge`."""
         session = self.session
         if session is None or self.state != "ready":
             raise ServerCrashed(self.error or "the server is not running")
+        cut_before = self.guard.tripped
         try:
             result = await session.call_tool(
                 tool, arguments, read_timeout_seconds=call_timeout, progress_callback=progress
             )
         except MCPError as exc:
-            if exc.error.code == types.CONNECTION_CLOSED:
+            cut = self.guard.tripped != cut_before  # the transport cut a message off meanwhile
+            # streamable HTTP reports a cut-off event stream as "closed", but only that one
+            # request's stream ended: the server's connection is fine
+            closed = exc.error.code == types.CONNECTION_CLOSED and not (
+                cut and isinstance(self.spec, HttpMcpServer)
+            )
+            if closed:
                 self.state = "crashed"
                 self.error = "the server crashed or closed its connection"
                 self._stop.set()
+            if cut:  # that is why the call failed
+                ending = "; its connection was closed" if closed else ""
+                raise AnswerTooLarge(too_large_text(self.guard.limit) + ending) from None
+            if closed:
                 raise ServerCrashed(self.error) from None
             raise
         if not isinstance(result, types.CallToolResult):
@@ -252,15 +301,22 @@ async def list_tools(session: ClientSession) -> list[types.Tool]:
     return tools
 
 
-@contextlib.asynccontextmanager
-async def _http_transport(spec: HttpMcpServer) -> Any:
-    """Streamable HTTP with the spec's headers (they carry tokens: never logged)."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+def _headers(spec: HttpMcpServer | SseMcpServer) -> dict[str, str]:
+    """The spec's headers (they carry tokens: never logged)."""
+    return {h.name: h.value for h in spec.headers}
 
-    headers = {h.name: h.value for h in spec.headers}
+
+@contextlib.asynccontextmanager
+async def _http_transport(spec: HttpMcpServer, guard: SizeGuard) -> Any:
+    """Streamable HTTP with the spec's headers, every response bounded by ``guard``."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    from acp_adapter.mcp.http import SDK_EVENT_SLACK, bounded_http_client
+
     async with (
-        create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(spec.url, http_client=http) as streams,
+        bounded_http_client(guard, headers=_headers(spec)) as http,
+        streamable_http_client(
+            spec.url, http_client=http, max_sse_event_size=guard.limit + SDK_EVENT_SLACK
+        ) as streams,
     ):
         yield streams[0], streams[1]

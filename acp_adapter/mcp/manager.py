@@ -12,39 +12,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
+from acp_adapter.config import McpSettings
+from acp_adapter.mcp.clean import reason_of
 from acp_adapter.mcp.config import MCP_SERVERS as MCP_SERVERS  # re-exported: where it always was
-from acp_adapter.mcp.connection import START_TIMEOUT, McpServer, reason_of, spec_secrets
+from acp_adapter.mcp.connection import McpServer, spec_secrets
 from acp_adapter.mcp.logs import GUARD, install_guard
 
 log = logging.getLogger("acp_progress.mcp")
-
-#: Seconds each server gets to start (``ACP_PROGRESS_MCP_START_TIMEOUT``, default 10).
-START_TIMEOUT_ENV = "ACP_PROGRESS_MCP_START_TIMEOUT"
-
-
-def mcp_start_timeout() -> float:
-    raw = os.environ.get(START_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else START_TIMEOUT
-    except ValueError:
-        log.warning("%s=%r is not a number of seconds; using %g", START_TIMEOUT_ENV, raw[:20], START_TIMEOUT)
-        return START_TIMEOUT
-    return min(max(value, 0.1), 300.0)
 
 
 class McpManager:
     """Start, keep and stop the MCP servers of one session (all on the agent's event loop)."""
 
-    def __init__(self, specs: Sequence[Any], cwd: str, *, start_timeout: float = START_TIMEOUT) -> None:
+    def __init__(
+        self,
+        specs: Sequence[Any],
+        cwd: str,
+        *,
+        limits: McpSettings | None = None,
+        start_timeout: float | None = None,
+    ) -> None:
         self.cwd = cwd
-        self.start_timeout = start_timeout
+        #: the ``[mcp]`` settings (start and call timeouts, the size limit)
+        self.limits = limits if limits is not None else McpSettings()
+        self.start_timeout = self.limits.start_timeout if start_timeout is None else start_timeout
         self.servers: list[McpServer] = []
         #: lines the user has not been told yet (told once, at the start of the next turn)
         self._notices: list[str] = []
@@ -63,6 +60,10 @@ class McpManager:
         self._secrets: list[str] = []
         #: builds the toolbox tools of these servers (an ``McpToolFactory``, set by the agent)
         self.factory: Any = None
+        #: where the session writes down its running MCP tasks (a ``TaskLog``, set by the agent)
+        self.task_log: Any = None
+        #: asks the session's person what its servers ask (``SessionQuestions``, set by the agent)
+        self.questions: Any = None
 
     @property
     def names(self) -> list[str]:
@@ -83,7 +84,8 @@ class McpManager:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 for spec in self._specs:
-                    server = McpServer(spec, self.cwd, start_timeout=self.start_timeout)
+                    server = self._server(spec)
+                    server.questions = self.questions
                     self.servers.append(server)
                     tg.start_soon(server.run)
                 self._ready.set()
@@ -97,10 +99,15 @@ class McpManager:
             self._ready.set()
 
     def notice(self, server: str, reason: str) -> None:
-        key = (server, reason)
+        """Tell the user once that ``server`` is not available, and why."""
+        self.note(server, f"is not available: {reason}")
+
+    def note(self, server: str, text: str) -> None:
+        """Tell the user once, at the start of the next turn: ``MCP server 'NAME' <text>``."""
+        key = (server, text)
         if key not in self._told:
             self._told.add(key)
-            self._notices.append(f"MCP server '{server}' is not available: {reason}")
+            self._notices.append(f"MCP server '{server}' {text}")
 
     def take_notices(self) -> list[str]:
         notes, self._notices = self._notices, []
@@ -136,7 +143,8 @@ class McpManager:
             return None
         self._restarted.add(server.name)
         await server.stop(within=3.0)
-        fresh = McpServer(server.spec, self.cwd, start_timeout=self.start_timeout)
+        fresh = self._server(server.spec)
+        fresh.questions = self.questions
         self.servers[self.servers.index(server)] = fresh
         self._tg.start_soon(fresh.run)
         log.info("MCP server %s crashed; started again (once this turn)", server.name)
@@ -144,6 +152,16 @@ class McpManager:
             return fresh
         self.notice(fresh.name, fresh.error or "it did not start again")
         return None
+
+    def _server(self, spec: Any) -> McpServer:
+        return McpServer(
+            spec, self.cwd, start_timeout=self.start_timeout, max_message=self.limits.max_message_bytes
+        )
+
+    @property
+    def call_timeout(self) -> float | None:
+        """Seconds one call may take, or None (bounded by cancel only)."""
+        return self.limits.call_timeout or None
 
     def server(self, name: str) -> McpServer | None:
         return next((s for s in self.servers if s.name == name), None)
@@ -167,6 +185,6 @@ class McpManager:
 
 
 def _supported(spec: Any) -> bool:
-    from acp.schema import HttpMcpServer, McpServerStdio
+    from acp.schema import HttpMcpServer, McpServerStdio, SseMcpServer
 
-    return isinstance(spec, McpServerStdio | HttpMcpServer)
+    return isinstance(spec, McpServerStdio | HttpMcpServer | SseMcpServer)

@@ -14,21 +14,25 @@ from collections.abc import Iterator, Sequence
 
 from anyio.from_thread import start_blocking_portal
 
+from acp_adapter.config import McpSettings
 from acp_adapter.mcp.config import McpServerSpec
-from acp_adapter.mcp.manager import McpManager, mcp_start_timeout
+from acp_adapter.mcp.manager import McpManager
 from acp_adapter.mcp.tools import McpTool, McpToolFactory
 
 
 @contextlib.contextmanager
-def mcp_tools_for_run(specs: Sequence[McpServerSpec], cwd: str) -> Iterator[tuple[list[McpTool], list[str]]]:
+def mcp_tools_for_run(
+    specs: Sequence[McpServerSpec], cwd: str, limits: McpSettings | None = None
+) -> Iterator[tuple[list[McpTool], list[str]]]:
     """Start ``specs`` (bounded by their start timeout), yield their tools and the lines the user
-    must be told (servers that did not start), and stop every server on the way out."""
+    must be told (servers that did not start), and stop every server on the way out. ``limits``:
+    the ``[mcp]`` settings (read from the settings file and the environment when not given)."""
     if not specs:
         yield [], []
         return
 
     async def start() -> tuple[McpManager, list[McpTool], list[str]]:
-        manager = McpManager(specs, cwd, start_timeout=mcp_start_timeout())
+        manager = McpManager(specs, cwd, limits=limits or McpSettings.from_env())
         manager.factory = McpToolFactory(manager, asyncio.get_running_loop())
         manager.start()
         await manager.prepare_turn()

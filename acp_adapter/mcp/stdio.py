@@ -12,8 +12,7 @@ crash) instead of growing the buffer. Messages stay the SDK's models; nothing he
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
 from typing import TextIO
 
@@ -24,31 +23,21 @@ from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.shared.message import SessionMessage
 
+from acp_adapter.mcp.limits import MAX_MESSAGE
+
 log = logging.getLogger("acp_progress.mcp")
-
-#: The longest line (one JSON-RPC message) read from a server: 64 MiB by default
-#: (``ACP_PROGRESS_MCP_MAX_LINE`` bytes, 64 KiB to 1 GiB).
-MAX_LINE = 64 << 20
-MAX_LINE_ENV = "ACP_PROGRESS_MCP_MAX_LINE"
-
-
-def max_line() -> int:
-    raw = os.environ.get(MAX_LINE_ENV, "").strip()
-    try:
-        value = int(raw) if raw else MAX_LINE
-    except ValueError:
-        log.warning("%s=%r is not a number of bytes; using %d", MAX_LINE_ENV, raw[:20], MAX_LINE)
-        return MAX_LINE
-    return min(max(value, 64 << 10), 1 << 30)
 
 
 @asynccontextmanager
 async def bounded_stdio_client(
-    server: StdioServerParameters, errlog: TextIO, limit: int | None = None
+    server: StdioServerParameters,
+    errlog: TextIO,
+    limit: int = MAX_MESSAGE,
+    on_cut: Callable[[], None] | None = None,
 ) -> AsyncGenerator[TransportStreams, None]:
-    """Like ``mcp.client.stdio.stdio_client``, with lines bounded to ``limit`` bytes (default:
-    :func:`max_line`)."""
-    bound = max_line() if limit is None else limit
+    """Like ``mcp.client.stdio.stdio_client``, with lines bounded to ``limit`` bytes; ``on_cut``
+    is told when a line was cut off."""
+    bound = limit
     command = await sdk._get_executable_command(server.command)
     process = await sdk._create_platform_compatible_process(
         command=command,
@@ -83,10 +72,10 @@ async def bounded_stdio_client(
                                 return
                         del buffer[:start]
                         if len(buffer) > bound:
-                            log.warning(
-                                "an MCP server wrote a line longer than %d bytes; its connection is closed",
-                                bound,
-                            )
+                            if on_cut is not None:
+                                on_cut()
+                            else:
+                                log.warning("an MCP server wrote a line longer than %d bytes", bound)
                             buffer.clear()
                             # closed now (the drain below runs until shutdown): the session sees
                             # the connection end and a call in flight fails

@@ -15,7 +15,6 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,8 +23,13 @@ from typing import Any
 import mcp_types as types
 
 from acp_adapter.cancel import TurnCancelled
-from acp_adapter.mcp.connection import McpServer, ServerCrashed, reason_of
-from acp_adapter.mcp.names import offered_names
+from acp_adapter.mcp.clean import ServerCrashed, clean_text, reason_of, scrub
+from acp_adapter.mcp.connection import McpServer
+from acp_adapter.mcp.elicitation import AskedCall
+from acp_adapter.mcp.names import Offered, offered_names
+from acp_adapter.mcp.task_calls import TaskFailed, call_as_task
+from acp_adapter.mcp.tasks import status_line
+from acp_adapter.mcp.trust import is_trusted
 from acp_adapter.tooling.display import ImageShown
 from acp_adapter.tooling.toolbox import Tool, ToolContext, ToolError, ToolReturn
 
@@ -38,15 +42,9 @@ MAX_SCHEMA_BYTES = 64 * 1024
 #: All MCP tool descriptions and schemas offered in one session (every model request carries them).
 MAX_OFFERED_BYTES = 2 << 20
 MAX_ERROR = 2000
-#: Per-call timeout in seconds (``ACP_PROGRESS_MCP_CALL_TIMEOUT``); none by default: a call
-#: that never answers is bounded by cancel.
-CALL_TIMEOUT_ENV = "ACP_PROGRESS_MCP_CALL_TIMEOUT"
+#: Tools left out for a name already taken that a notice names one by one (the rest are counted).
+MAX_NAMED_DROPS = 10
 
-_CONTROL = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves, clear screen)
-    r"|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?"  # OSC (window title, hyperlinks)
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-)
 _SEARCHY = re.compile(r"search|find|query|grep|lookup|list", re.I)
 _FETCHY = re.compile(r"fetch|download|http|url|web|browse", re.I)
 
@@ -58,25 +56,17 @@ class McpTool(Tool):
     card_kind: str = "other"
     server: str = ""
     mcp_name: str = ""
+    #: the person marked the server trusted: its annotations decide (see :mod:`acp_adapter.mcp.trust`)
+    trusted: bool = False
+    #: the server's annotations say the tool only reads (a claim, checked by nobody)
+    claims_read_only: bool = False
 
 
-def clean_text(text: str) -> str:
-    """``text`` without escape sequences and control characters (newlines and tabs stay)."""
-    return _CONTROL.sub("", text)
-
-
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every known secret value of the server replaced."""
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, "[REDACTED]")
-    return text
-
-
-def card_kind(tool: types.Tool) -> str:
-    """``read``/``search``/``fetch`` for a read-only tool (by its name), else ``other``."""
+def card_kind(tool: types.Tool, trusted: bool = True) -> str:
+    """``read``/``search``/``fetch`` for a read-only tool of a trusted server (by its name), else
+    ``other``: an untrusted server's claim must not reach a client that lets ``read`` calls through."""
     annotations = tool.annotations
-    if annotations is None or annotations.read_only_hint is not True:
+    if not trusted or annotations is None or annotations.read_only_hint is not True:
         return "other"
     if _SEARCHY.search(tool.name):
         return "search"
@@ -106,16 +96,6 @@ def safe_schema(schema: object) -> dict[str, Any]:
     return out
 
 
-def call_timeout() -> float | None:
-    raw = os.environ.get(CALL_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else 0.0
-    except ValueError:
-        log.warning("%s=%r is not a number of seconds; no per-call timeout", CALL_TIMEOUT_ENV, raw[:20])
-        return None
-    return value if value > 0 else None
-
-
 class McpToolFactory:
     """Builds the toolbox tools of a session's MCP servers (on the event loop thread)."""
 
@@ -127,18 +107,19 @@ class McpToolFactory:
     def tools(self) -> list[McpTool]:
         out: list[McpTool] = []
         budget = MAX_OFFERED_BYTES  # what every model request carries: bounded for the session
+        taken: dict[str, str] = {}  # model-facing name → "server/tool" that has it
         for server in self.manager.servers:
             if server.state not in ("ready", "crashed"):  # a crashed one is restarted at its next call
                 continue
             by_name = {t.name: t for t in server.tools}
-            mapping, dropped = offered_names(server.name, by_name)
-            if dropped and server.name not in self._dropped_told:
-                self._dropped_told.add(server.name)
-                why = f"{dropped} of its {len(by_name)} tools were left out (at most 1,000 a server)"
-                self.manager.notice(server.name, why)
+            offered = offered_names(server.name, by_name, taken)
+            trusted = is_trusted(server.spec)
+            self._tell_dropped(server.name, len(by_name), offered)
+            mapping = offered.mapping
+            taken.update((name, f"{server.name}/{tool}") for name, tool in mapping.items())
             over = 0
-            for offered, original in mapping.items():
-                tool = self._tool(server.name, offered, by_name[original])
+            for offered_name, original in mapping.items():
+                tool = self._tool(server.name, offered_name, by_name[original], trusted)
                 cost = len(tool.description) + len(json.dumps(tool.parameters))
                 if budget - cost < 0:
                     over += 1
@@ -152,7 +133,28 @@ class McpToolFactory:
                 self.manager.notice(server.name, why)
         return out
 
-    def _tool(self, server: str, offered: str, tool: types.Tool) -> McpTool:
+    def _tell_dropped(self, server: str, listed: int, offered: Offered) -> None:
+        """Say once which tools of ``server`` were left out, and why, naming them."""
+        if offered.over_limit and server not in self._dropped_told:
+            self._dropped_told.add(server)
+            left = offered.over_limit
+            why = f"is not available: {left} of its {listed} tools were left out (at most 1,000 a server)"
+            self.manager.note(server, why)
+        for tool, holder in offered.collided[:MAX_NAMED_DROPS]:
+            if (server, tool) in self._dropped_told:
+                continue
+            self._dropped_told.add((server, tool))
+            why = (
+                f"tool '{clean_text(tool)[:80]}' was left out: its name for the model is the "
+                f"same as that of '{clean_text(holder)[:160]}'"
+            )
+            self.manager.note(server, why)
+        rest = len(offered.collided) - MAX_NAMED_DROPS
+        if rest > 0 and (server, "collided") not in self._dropped_told:
+            self._dropped_told.add((server, "collided"))
+            self.manager.note(server, f"had {rest} more tools left out for names already taken")
+
+    def _tool(self, server: str, offered: str, tool: types.Tool, trusted: bool = False) -> McpTool:
         description = clean_text(tool.description or tool.title or f"{tool.name} from MCP server {server}")
         meta = tool.meta if isinstance(tool.meta, Mapping) else {}
         read_only = tool.annotations is not None and tool.annotations.read_only_hint is True
@@ -161,11 +163,13 @@ class McpToolFactory:
             description=f"[MCP {server}] {description[:MAX_DESCRIPTION]}",
             parameters=safe_schema(tool.input_schema),
             function=self._function(server, tool.name),
-            dangerous=not read_only,
+            dangerous=not (trusted and read_only),  # an untrusted server's hints decide nothing
             extension=dict(meta),
-            card_kind=card_kind(tool),
+            card_kind=card_kind(tool, trusted),
             server=server,
             mcp_name=clean_text(tool.name)[:200],
+            trusted=trusted,
+            claims_read_only=read_only,
         )
 
     def _function(self, server_name: str, tool_name: str) -> Any:
@@ -185,19 +189,52 @@ class McpToolFactory:
                     note = scrub(clean_text(message)[:500], secrets) if isinstance(message, str) else None
                     ctx.progress(value, total, note)
 
+            asked = AskedCall(ctx.call.id, lambda text: ctx.progress(None, None, text))
+            server.asking.append(asked)  # a question from the server belongs to this call's card
             try:
-                result = _wait(loop, server.call(tool_name, dict(args), progress, call_timeout()), ctx)
+                if server.uses_task(tool_name):
+                    call = self._as_task(server, tool_name, dict(args), ctx, progress)
+                else:
+                    call = server.call(tool_name, dict(args), progress, manager.call_timeout)
+                result = _wait(loop, call, ctx)
             except ServerCrashed as exc:
                 raise ToolError(f"MCP server '{server_name}': {exc}") from None
+            except TaskFailed as exc:
+                text = scrub(" ".join(clean_text(str(exc)).split())[:MAX_ERROR], secrets)
+                raise ToolError(f"MCP task failed: {text}") from None
             except (TurnCancelled, ToolError):
                 raise
             except Exception as exc:  # an error answer, a timeout, a result that is not valid MCP …
                 raise ToolError(f"MCP server '{server_name}': {scrub(reason_of(exc), secrets)}") from None
             finally:
                 finished = True
+                if asked in server.asking:
+                    server.asking.remove(asked)
             return to_return(result, secrets)
 
         return run
+
+    def _as_task(
+        self, server: McpServer, tool_name: str, args: dict[str, Any], ctx: ToolContext, progress: Any
+    ) -> Any:
+        """The call made as an MCP task: its status and status message show on the card as
+        progress lines, its record goes to the session's task log."""
+        secrets = server.secrets
+
+        def on_status(task: types.Task) -> None:
+            ctx.progress(None, None, scrub(status_line(task), secrets))
+
+        return call_as_task(
+            server,
+            tool_name,
+            args,
+            title=f"{server.name}: {clean_text(tool_name)[:100]}",
+            progress=progress,
+            on_status=on_status,
+            cancel_reason=lambda: ctx.cancel.reason,
+            task_log=getattr(self.manager, "task_log", None),
+            call_timeout=self.manager.call_timeout,
+        )
 
 
 async def manager_ready(manager: Any, name: str) -> McpServer | None:

@@ -13,11 +13,11 @@ from acp_adapter.models.base import (
     ReasoningDelta,
     StatusNote,
     TextDelta,
-    ToolCall,
     ToolCallRequest,
     ToolSpec,
     UsageReport,
 )
+from acp_adapter.tooling.calls import ToolCall
 
 __all__ = [
     "ChatModel",

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from acp_adapter.cancel import CancelToken
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.text import base64_size
-from acp_adapter.tooling.calls import ToolCall, ToolSpec
+from acp_adapter.tooling.calls import ToolSpec
+
+if TYPE_CHECKING:  # its home is tooling.calls: a model names it, this module does not hand it out
+    from acp_adapter.tooling.calls import ToolCall
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from acp_adapter.models.base import ToolCall
+from acp_adapter.tooling.calls import ToolCall
 
 
 def _new_call(name: str, arguments: dict[str, Any]) -> ToolCall:

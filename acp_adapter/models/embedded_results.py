@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from acp_adapter.models.base import Message, ToolCall
+from acp_adapter.models.base import Message
+from acp_adapter.tooling.calls import ToolCall
 
 _MATCH_LINE = re.compile(r"^(?P<path>[^\n:]+):(?P<line>\d+):\s?(?P<text>.*)$")
 #: the search tool's first line: ``N matches in M files (scanned …)``

@@ -62,7 +62,6 @@ import math
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from acp_adapter.cancel import CancelToken
 from acp_adapter.config import ConfigError, OpenAISettings
@@ -133,12 +132,6 @@ class OpenAICompatModel:
         if importlib.util.find_spec("openai") is None:
             raise ConfigError(
                 f"ACP_PROGRESS_MODEL=openai needs the 'openai' package, which is missing: {INSTALL_HINT}"
-            )
-        parts = urlsplit(settings.base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(
-                f"OPENAI_BASE_URL: expected an http:// or https:// URL such as http://localhost:11434/v1, "
-                f"got {display_url(settings.base_url)!r}"
             )
         self.settings = settings
         self.backoff_base = backoff_base

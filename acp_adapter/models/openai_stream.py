@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from acp_adapter.models.base import ToolCall
+from acp_adapter.tooling.calls import ToolCall
 
 if TYPE_CHECKING:
     from openai.types import CompletionUsage

@@ -1,5 +1,8 @@
 """The protocol layer: the typed ``_meta.acpProgress`` models (:mod:`.meta`), the one JSON-RPC line
-reader with its limits, and the stdio guard."""
+reader with its limits (:mod:`.ndjson`), the stdio guard (:mod:`.stdio`), the one observer
+interface for an update stream (:mod:`.observer`), the one card accumulator (:mod:`.cards`),
+``$/cancel_request`` (:mod:`.cancel_request`) and the unread-output measure of a slow peer
+(:mod:`.backlog`)."""
 
 from acp_adapter.protocol.ndjson import (
     CHUNK_BYTES,

@@ -13,7 +13,8 @@ instead of by spelling. What is carried, and where:
   and ``storeFlush`` (the agent answers :data:`STORE_FLUSH_METHOD`);
 * a permission answer: ``automatic`` (a client's policy answered, no person did), ``decidedBy``
   (who answered) and ``surface`` (where: watch, chat, telegram, agui …), kept in the agent's audit;
-* the ``session/prompt`` answer: ``usage`` (token counts; the stable v1 answer has no usage field).
+* the ``session/prompt`` answer: ``usage`` (token counts; the stable v1 answer has no usage field);
+* an MCP server entry of ``session/new``: ``trusted`` (the person marked the server trusted).
 
 Reading is forgiving: other agents send arbitrary ``_meta`` and a peer may be hostile, so
 :func:`read_meta` answers ``None`` for anything that is not a valid :class:`ProgressMeta` (fields
@@ -104,6 +105,9 @@ class ProgressMeta(_Meta):
     decided_by: Annotated[StrictStr | None, Field(alias="decidedBy", max_length=200)] = None
     surface: Annotated[StrictStr | None, Field(max_length=100)] = None
     usage: Usage | None = None
+    #: an MCP server entry of ``session/new``: the person marked the server trusted (its tool
+    #: annotations may then decide what runs unasked; see :mod:`acp_adapter.mcp.trust`)
+    trusted: StrictBool | None = None
 
 
 def _wire_name(field: str) -> str:

@@ -5,8 +5,8 @@ session recorder, an AG-UI run's projections, a front-end's own summary. Each im
 :class:`UpdateObserver` — ``observe(update)``, called once per update, in the order the client gets
 them — and registers with whatever owns the stream (the agent's outbox per session, an AG-UI run,
 a front-end's turn). :class:`Observers` is the fan-out they all use, so "an observer that fails
-never breaks the stream" (DESIGN contract 6) is written once: the failure is logged, redacted, and
-the update still reaches the other observers and the client.
+never breaks the stream" (a failing hook never breaks the turn) is written once: the failure
+is logged, redacted, and the update still reaches the other observers and the client.
 """
 
 from __future__ import annotations

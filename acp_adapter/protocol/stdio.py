@@ -1,4 +1,4 @@
-"""Make stdout structurally the protocol's (DESIGN contract 3).
+"""Make stdout structurally the protocol's (stdout is the protocol).
 
 Instead of asking every library and child process to behave, the ACP server takes private,
 non-inheritable duplicates of fds 0 and 1 for JSON-RPC, then points fd 1 (and ``sys.stdout``) at

@@ -1,4 +1,4 @@
-"""Logging to stderr with every line redacted (DESIGN contract 5) and escaped (issue 18).
+"""Logging to stderr with every line redacted (secrets never leave) and escaped (output is data).
 
 A formatter on the handler, not discipline at each call site: an exception message or a
 third-party library's debug line that happens to carry a token is redacted like everything else,

@@ -7,11 +7,12 @@ events as they come). So every string it emits passes :func:`web_visible`:
   or ``ESC ] … ESC \\`` (OSC: window titles, clipboard writes, hyperlinks), the other ``ESC x``
   pairs, their one-character C1 forms (U+009B CSI, U+009D OSC … U+009C) and every other C0/C1
   control but ``\\n``, ``\\t`` and ``\\r\\n``;
-* **characters that change how the rest reads, or hide, are shown** as ``<U+202E>``: the
+* **characters that change how the rest reads, or hide, are shown** as ``<U+202E>``: the same
+  list the terminal sanitizer escapes (:data:`~acp_adapter.safety.terminal_text.UNSAFE`): the
   bidirectional controls (a right-to-left override turns ``rm -rf data`` into ``atad fr- mr``),
-  the zero-width ones (U+200B, U+2060–U+2064, U+FEFF, U+180E), the tag characters
-  (U+E0000–U+E007F: invisible ASCII) and the line/paragraph separators. The zero-width joiner and
-  non-joiner stay: emoji and several scripts are written with them.
+  the zero-width and other format characters, the tag characters (U+E0000–U+E007F: invisible
+  ASCII) and the line/paragraph separators. The zero-width joiner and non-joiner stay: emoji and
+  several scripts are written with them.
 
 Pure and total (any ``str`` in, no exception out) and idempotent. :func:`web_visible_value`
 applies it to every string, key and value, of a JSON-like value.
@@ -21,6 +22,8 @@ from __future__ import annotations
 
 import re
 from typing import Any, Final
+
+from acp_adapter.safety.terminal_text import UNSAFE
 
 _SEQUENCES: Final = re.compile(
     r"""
@@ -33,22 +36,12 @@ _SEQUENCES: Final = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 
-_HIDDEN: Final = frozenset(
-    {
-        *range(0x202A, 0x202F),  # LRE RLE PDF LRO RLO
-        *range(0x2066, 0x206A),  # LRI RLI FSI PDI
-        0x200E,  # LRM
-        0x200F,  # RLM
-        0x061C,  # ALM
-        0x200B,  # zero-width space
-        *range(0x2060, 0x2065),  # word joiner, invisible operators
-        0xFEFF,  # zero-width no-break space
-        0x180E,  # Mongolian vowel separator
-        0x2028,
-        0x2029,
-        *range(0xE0000, 0xE0080),  # tag characters
-    }
-)
+#: The zero-width joiner and non-joiner: emoji sequences and several scripts are written with them,
+#: and a browser draws them right (a terminal shows them escaped).
+_JOINERS: Final = frozenset({0x200C, 0x200D})
+#: What is shown as ``<U+XXXX>``: every character the terminal sanitizer escapes that is not a
+#: control (controls are removed here) — one list of disguising characters for every surface.
+_HIDDEN: Final = frozenset(code for code in UNSAFE if code >= 0xA0 and not 0xD800 <= code < 0xE000) - _JOINERS
 
 
 def _table() -> dict[int, str | None]:

@@ -1,6 +1,6 @@
 """What a session store keeps, and the small interface every back-end implements.
 
-A stored session is the *canonical* conversation (DESIGN contract 10, seed 000): the user's
+A stored session is the *canonical* conversation (history is canonical): the user's
 messages, the agent's message and thought text, each tool call in its final state, plans and
 usage — as ACP update JSON, so replaying it is sending those updates again — plus the model
 history the agent needs to go on. Never heartbeats, progress snapshots, spinner cards or anything
@@ -39,6 +39,12 @@ class AuditError(StoreError):
     """A permission decision could not be written to the audit durably (disk full, a lock held
     past the busy timeout, a trigger that raised or removed the row). The call it was for must
     not run: the audit fails closed."""
+
+
+class SessionGone(StoreError):
+    """Events were written for a session the store no longer has: another process deleted it
+    while it was open here. The writer says so and stores the session again rather than let the
+    turn vanish."""
 
 
 class StoreUnavailable(StoreError):

@@ -14,6 +14,7 @@ from acp_adapter.store.base import (
     AuditError,
     JsonObject,
     PermissionDecision,
+    SessionGone,
     SessionPage,
     SessionRecord,
     StoredSession,
@@ -54,6 +55,8 @@ class MemoryStore:
         with self._lock:
             record = self._records.get(session_id)
             if record is None:
+                raise SessionGone(f"session {session_id} is not in the store")
+            if not clean:
                 return
             self._events[session_id].extend(clean)
             self._records[session_id] = SessionRecord(

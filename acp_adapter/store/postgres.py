@@ -38,6 +38,7 @@ from acp_adapter.store.base import (
     AuditError,
     JsonObject,
     PermissionDecision,
+    SessionGone,
     SessionPage,
     SessionRecord,
     StoredSession,
@@ -275,8 +276,6 @@ class PostgresStore:
         )
 
     def append_events(self, session_id: str, events: Sequence[JsonObject], updated_at: float) -> None:
-        if not events:
-            return
         bodies = [dumps(scrub(event)) for event in events]
 
         def op(db: Any) -> None:
@@ -288,6 +287,8 @@ class PostgresStore:
                     ).fetchone()
                     is None
                 ):
+                    raise SessionGone(f"session {session_id} is not in the store")
+                if not bodies:
                     return
                 row = db.execute(
                     f"SELECT COALESCE(MAX(seq), 0) FROM {S}.events WHERE session_id = %s", (session_id,)

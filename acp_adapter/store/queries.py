@@ -47,7 +47,7 @@ def audit_decisions(rows: Sequence[Sequence[Any]]) -> list[PermissionDecision]:
 
 def check_audit_kept(kept: Any, row: Sequence[Any], where: str) -> None:
     """The audit row read back after its commit must be the one written: a trigger that removed or
-    changed it makes the call refused (the audit fails closed, issue 26)."""
+    changed it makes the call refused (the audit fails closed)."""
     if kept != row:
         raise AuditError(
             f"the row was {'removed' if kept is None else 'changed'} as it was written (a trigger?): {where}"

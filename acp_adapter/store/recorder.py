@@ -1,4 +1,4 @@
-"""From the live update stream to the canonical conversation a session keeps (seed 000's rule).
+"""From the live update stream to the canonical conversation a session keeps (history is canonical).
 
 The stream a client sees is full of things that only matter while they happen: think-card
 spinners and their heartbeats, progress snapshots, text in dozens of chunks. What a session keeps
@@ -47,11 +47,15 @@ from acp.schema import (
 
 from acp_adapter.protocol.meta import phase_of
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.store.base import JsonObject, SessionRecord, dumps
+from acp_adapter.store.base import JsonObject, SessionGone, SessionRecord, dumps
 from acp_adapter.store.writer import BackgroundWriter
 from acp_adapter.text import ellipsize
 
 log = logging.getLogger("acp_progress.store")
+
+#: Which process holds each open session (``{"pid", "host", "at"}``): a session open in one
+#: process must not be deleted by another, whose turns would then have nowhere to go.
+SESSION_HOLDERS = "agent.session-holders"
 
 #: Longest session title (from the first prompt's first line).
 TITLE_CAP = 80
@@ -120,6 +124,24 @@ def _turn_alive(marker: dict[str, Any]) -> bool:
     return isinstance(pid, int) and pid != os.getpid() and _process_alive(pid)
 
 
+def holder_marker(at: float) -> dict[str, Any]:
+    """What says "this process holds the session" (see :data:`SESSION_HOLDERS`)."""
+    return {"pid": os.getpid(), "host": this_host(), "at": at}
+
+
+def held_elsewhere(marker: object, *, now: float, fresh_within: float) -> dict[str, Any] | None:
+    """The marker, when it names another process that may still hold the session: on this machine
+    one that still runs; on another (a shared PostgreSQL store), one that used the session within
+    ``fresh_within`` seconds (the idle time after which its holder frees it)."""
+    if not isinstance(marker, dict):
+        return None
+    pid, host, at = marker.get("pid"), marker.get("host"), marker.get("at")
+    if host == this_host() or not isinstance(host, str):
+        alive = isinstance(pid, int) and pid != os.getpid() and _process_alive(pid)
+        return marker if alive else None
+    return marker if isinstance(at, int | float) and now - at < fresh_within else None
+
+
 def title_from(text: str) -> str | None:
     """A session's title: the first non-empty line of its first prompt, redacted, capped."""
     for line in redact_text(text).splitlines():
@@ -159,7 +181,7 @@ class ConversationRecorder:
 
     ``store`` is a :class:`~acp_adapter.store.base.SessionStore`; ``writer`` runs the writes on its
     own thread. Every method is cheap and never raises into the caller (a recorder failure must not
-    break a turn: DESIGN contract 6).
+    break a turn: a failing hook never breaks the turn).
     """
 
     def __init__(
@@ -178,13 +200,45 @@ class ConversationRecorder:
         self._stored_bytes: dict[str, int] = {}
         self._turns: dict[str, _Turn] = {}
         self._titled: set[str] = set()
+        #: the sessions this process holds, with their workspace (to store one again if it went)
+        self._held: dict[str, str] = {}
 
-    def open_session(self, session_id: str, cwd: str, title: str | None = None) -> None:
+    def open_session(
+        self, session_id: str, cwd: str, title: str | None = None, updated_at: float | None = None
+    ) -> None:
+        """Store the session as open in ``cwd``. ``updated_at``: a stored session opened again keeps
+        the time it was last used — loading one only to look at it must not make it the newest, the
+        one ``--continue`` picks; its next prompt makes it so."""
         now = self._clock()
         if title is not None:
             self._titled.add(session_id)
-        record = SessionRecord(session_id, cwd, title, now, now)
-        self.writer.submit(lambda: self.store.upsert_session(record))
+        record = SessionRecord(session_id, cwd, title, now, now if updated_at is None else updated_at)
+        self._held[session_id] = cwd
+        marker = holder_marker(now)
+
+        def write() -> None:
+            self.store.upsert_session(record)
+            self.store.put(SESSION_HOLDERS, session_id, marker)
+
+        self.writer.submit(write)
+
+    def _append(self, session_id: str, entries: Sequence[JsonObject], now: float) -> None:
+        """Append a turn's entries; when the session has gone from the store meanwhile (another
+        process deleted it while it was open here), say so loudly and store it again, so the turn
+        is kept rather than dropped."""
+        try:
+            self.store.append_events(session_id, entries, now)
+        except SessionGone:
+            log.error(
+                "session %s was deleted from the session store while it was open in this process; "
+                "it is stored again so this turn is kept (close a session before deleting it)",
+                session_id,
+            )
+            cwd = self._held.get(session_id, "")
+            self.store.upsert_session(SessionRecord(session_id, cwd, None, now, now))
+            self.store.put(SESSION_HOLDERS, session_id, holder_marker(now))
+            self._stored_bytes.pop(session_id, None)
+            self.store.append_events(session_id, entries, now)
 
     def set_title(self, session_id: str, cwd: str, title: str) -> None:
         """The person named the session (``/title``): stored, and no prompt renames it after."""
@@ -192,9 +246,6 @@ class ConversationRecorder:
         now = self._clock()
         record = SessionRecord(session_id, cwd, title, now, now)
         self.writer.submit(lambda: self.store.upsert_session(record))
-
-    def knows_title(self, session_id: str) -> bool:
-        return session_id in self._titled
 
     def begin_turn(self, session_id: str, cwd: str, prompt: Sequence[Any], text: str) -> str | None:
         """Record the user's prompt; returns the session's new title when this prompt gives it one."""
@@ -226,10 +277,13 @@ class ConversationRecorder:
             "prompt": _capped(text, MARKER_PROMPT_CAP),
         }
 
+        held = holder_marker(now)
+
         def write() -> None:
-            self.store.append_events(session_id, prompt_entries, now)
+            self._append(session_id, prompt_entries, now)
             self._count(session_id, prompt_entries)
             self.store.put(OPEN_TURNS, session_id, marker)
+            self.store.put(SESSION_HOLDERS, session_id, held)  # "used just now", for other machines
 
         self.writer.submit(write)
         return title
@@ -323,14 +377,14 @@ class ConversationRecorder:
         entries = list(turn.entries[turn.written :]) if turn is not None else []
         for entry in entries:
             if entry.get("sessionUpdate") == "tool_call" and entry.get("status") not in _TERMINAL:
-                entry["status"] = "failed"  # cannot happen (contract 1), but a replay never spins
+                entry["status"] = "failed"  # cannot happen (no orphan card), but a replay never spins
         if turn is not None and turn.usage is not None:
             entries.append(turn.usage)
         now = self._clock()
         snapshot = [_capped_message(m) for m in history]
 
         def write() -> None:
-            self.store.append_events(session_id, entries, now)
+            self._append(session_id, entries, now)
             self._keep_under_cap(session_id, entries)
             self.store.replace_history(session_id, snapshot)
             self.store.remove(OPEN_TURNS, session_id)
@@ -345,9 +399,10 @@ class ConversationRecorder:
         return known
 
     def _keep_under_cap(self, session_id: str, entries: Sequence[JsonObject]) -> None:
-        """One session's stored entries stay within :attr:`max_session_bytes` (issue 26: one AG-UI
-        thread fed 15 MB runs grew without bound): the oldest go first, a note takes their place,
-        the log says so. Runs on the writer's thread, after the turn's entries are written."""
+        """One session's stored entries stay within :attr:`max_session_bytes` (every input is bounded:
+        one AG-UI thread fed 15 MB runs would otherwise grow without bound): the oldest go first,
+        a note takes their place, the log says so. Runs on the writer's thread, after the turn's
+        entries are written."""
         known = self._count(session_id, entries)
         if known is not None and known <= self.max_session_bytes:
             return
@@ -368,8 +423,42 @@ class ConversationRecorder:
 
     def forget(self, session_id: str) -> None:
         self._turns.pop(session_id, None)
-        self.writer.submit(lambda: self._stored_bytes.pop(session_id, None))
         self._titled.discard(session_id)
+        held = self._held.pop(session_id, None) is not None
+
+        def write() -> None:
+            self._stored_bytes.pop(session_id, None)
+            if held:
+                self._let_go(session_id)
+
+        self.writer.submit(write)
+
+    def let_go_of_all(self) -> None:
+        """The process is ending: every session it holds may be deleted by others from now on."""
+        held, self._held = list(self._held), {}
+
+        def write() -> None:
+            for session_id in held:
+                self._let_go(session_id)
+
+        self.writer.submit(write)
+
+    def _let_go(self, session_id: str) -> None:
+        """Remove this process's holder marker (never another process's, which loaded the session
+        after us)."""
+        marker = self.store.get(SESSION_HOLDERS, session_id)
+        if (
+            isinstance(marker, dict)
+            and marker.get("pid") == os.getpid()
+            and marker.get("host") == this_host()
+        ):
+            self.store.remove(SESSION_HOLDERS, session_id)
+
+    def holder_elsewhere(self, session_id: str, fresh_within: float) -> dict[str, Any] | None:
+        """Another process that holds ``session_id`` (its marker), or None. Reads the store: call it
+        on a worker thread."""
+        marker = self.store.get(SESSION_HOLDERS, session_id)
+        return held_elsewhere(marker, now=self._clock(), fresh_within=fresh_within)
 
     def close_interrupted(self, session_id: str) -> bool:
         """Close the session's stored turn that was begun and never ended by a process that no

@@ -60,6 +60,7 @@ from acp_adapter.store.base import (
     AuditError,
     JsonObject,
     PermissionDecision,
+    SessionGone,
     SessionPage,
     SessionRecord,
     StoredSession,
@@ -103,7 +104,8 @@ __all__ = [
 log = logging.getLogger("acp_progress.store")
 
 DATABASE_NAME = "sessions.sqlite3"
-#: the longest any statement waits for a lock another process holds (issue 26: ≤ 2 s)
+#: the longest any statement waits for a lock another process holds (a busy store answers
+#: within 2 s instead of hanging the turn)
 BUSY_TIMEOUT_S = 2.0
 #: the longest the start-up pruning waits for another process's lock (it is only housekeeping)
 PRUNE_WAIT_S = 0.2
@@ -285,10 +287,12 @@ class SqliteStore:
             )
 
     def append_events(self, session_id: str, events: Sequence[JsonObject], updated_at: float) -> None:
-        if not events:
-            return
         bodies = [dumps(scrub(event)) for event in events]
         with self._tx() as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise SessionGone(f"session {session_id} is not in the store")
+            if not bodies:
+                return
             row = db.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?", (session_id,))
             start = row.fetchone()[0] + 1
             db.executemany(

@@ -17,7 +17,6 @@ import importlib.util
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
-from urllib.parse import urlsplit
 
 from acp_adapter.config import ConfigError
 from acp_adapter.summary.capability import DEFAULT_TIMEOUT, ProgressSummary
@@ -99,12 +98,6 @@ class SummaryFactory:
                 raise ConfigError(
                     "ACP_PROGRESS_SUMMARY=openai needs the 'openai' package, which is missing: "
                     + INSTALL_HINT
-                )
-            parts = urlsplit(conf.base_url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ConfigError(
-                    "ACP_PROGRESS_SUMMARY_OPENAI_BASE_URL: expected an http:// or https:// URL such as "
-                    "http://localhost:11434/v1"
                 )
             generator = ModelGenerator(
                 base_url=conf.base_url, model=conf.model, api_key=conf.api_key, timeout=conf.timeout

@@ -117,8 +117,8 @@ class SummaryRequest:
 
     ``snapshot``, ``prompt`` and ``prompt_messages`` are already redacted and hold no raw
     reasoning or tool data. ``input`` and ``messages`` are the front-end's run input and
-    conversation, passed through untouched for ``execute`` functions (the seed's contract:
-    code in those functions controls what it sends).
+    conversation, passed through untouched for ``execute`` functions (the code in those
+    functions controls what it sends, so it is given everything).
     """
 
     snapshot: ProgressSnapshot

@@ -1,10 +1,10 @@
 """One warning per failure streak: a summary server that is down must not fill the terminal.
 
-A generator that fails every tick (an unreachable server, a wrong key) used to print a WARNING per
-interval, between the cards of the very turn the summary was meant to describe. The streak is
-shared by every turn a :class:`~.factory.SummaryFactory` creates (a conversation's turns, a
-bridge's chats), so the warning is said once, with its reason class, until a generation succeeds;
-the failures in between go to the debug log and to ``on_trace`` as before.
+A generator that fails every tick (an unreachable server, a wrong key) would otherwise print a
+WARNING per interval, between the cards of the very turn the summary was meant to describe. The
+streak is shared by every turn a :class:`~.factory.SummaryFactory` creates (a conversation's turns,
+a bridge's chats), so the warning is said once, with its reason class, until a generation succeeds;
+the failures in between go to the debug log and to ``on_trace`` only.
 
 The reason class never carries the error's message (it may quote a key, a URL or the prompt):
 it is ``unreachable``, ``timeout``, ``HTTP 401`` …, or the exception's type name.

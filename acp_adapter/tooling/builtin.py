@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from acp_adapter.safety.secret_env import command_environment
+from acp_adapter.tooling.calls import Concern
 from acp_adapter.tooling.display import TerminalShown
 from acp_adapter.tooling.edits import EDIT_TOOLS
 from acp_adapter.tooling.paths import display as _display
@@ -39,6 +41,18 @@ def _is_binary(sample: bytes) -> bool:
     return b"\x00" in sample
 
 
+def hard_link_concern(what: str, links: int | None = None) -> Concern:
+    """Why a read asks first: a hard link inside the workspace may be the very file (the same
+    inode) as one outside it, which the workspace check cannot see — a link count above one is
+    the only sign."""
+    count = f" ({links} names for one file)" if links is not None else ""
+    return Concern(
+        reason=f"{what}{count}: the same file may also be outside the workspace",
+        rule="read:hard-link",
+        covers="reading hard-linked files",
+    )
+
+
 # ---------------------------------------------------------------- read_file
 
 
@@ -51,7 +65,10 @@ def read_file(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     if path.is_dir():
         raise ToolError(f"{args['path']} is a directory; use list_dir")
     with open_regular(root, path) as handle:
-        size = os.fstat(handle.fileno()).st_size
+        info = os.fstat(handle.fileno())
+        if info.st_nlink > 1:  # asked about the very file this descriptor reads
+            ctx.confirm(hard_link_concern(f"{_display(ctx.cwd, path)} is a hard link", info.st_nlink))
+        size = info.st_size
         data = handle.read(READ_CAP)
     if _is_binary(data[:4096]):
         raise ToolError(f"{args['path']} looks like a binary file ({size} bytes)")
@@ -66,6 +83,12 @@ def _read_from_client(ctx: ToolContext, path: Path) -> ToolReturn:
     """``read_file`` through the client's ``fs/read_text_file``: its unsaved buffer, if any (the
     path was checked against the workspace first, as for a local read)."""
     assert ctx.host is not None
+    try:
+        info = os.lstat(path)
+    except OSError:
+        info = None  # a buffer the editor has not saved yet: no file to be linked
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        ctx.confirm(hard_link_concern(f"{_display(ctx.cwd, path)} is a hard link", info.st_nlink))
     text = ctx.host.read_text(str(path))
     size = len(text.encode("utf-8", "surrogatepass"))
     note = ""
@@ -126,6 +149,35 @@ def _candidate_files(root: Path) -> list[Path]:
     return files
 
 
+#: The largest file ``search`` reads.
+SEARCH_FILE_CAP = 4 * 1024 * 1024
+
+
+def _searchable(base: Path, path: Path, *, linked_ok: bool) -> bytes | None:
+    """The bytes of a file under ``base`` (the workspace or an additional directory) to search,
+    or None (a symlink out of its root, not regular, too large, or hard-linked when
+    ``linked_ok`` is False: such a file is searched only once allowed)."""
+    try:
+        resolved = path.resolve()
+        if not resolved.is_relative_to(base):  # a symlink out of its root is skipped
+            return None
+        with open_regular(base, resolved) as handle:  # a FIFO or device is skipped
+            info = os.fstat(handle.fileno())
+            if info.st_size > SEARCH_FILE_CAP or (info.st_nlink > 1 and not linked_ok):
+                return None
+            return handle.read()
+    except (OSError, ToolError):
+        return None
+
+
+def _hard_linked(path: Path) -> bool:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
+
+
 def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     query = args["query"]
     if not query:
@@ -135,39 +187,54 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     total = len(files)
     ctx.progress(0, total, f"Scanning {total} files")
     matches: list[str] = []
-    total_matches = 0  # every match, also beyond the MAX_MATCHES listed
-    matched_files = 0
+    counts = [0, 0]  # every match (also beyond the MAX_MATCHES listed), files with one
+    linked: list[Path] = []  # hard-linked files: searched only once the person allowed it
     last_report = time.monotonic()
     needle = query.lower()
+
+    def scan(path: Path, data: bytes) -> None:
+        if _is_binary(data[:4096]):
+            return
+        hit = False
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if needle in line.lower():
+                hit = True
+                counts[0] += 1
+                if len(matches) < MAX_MATCHES:
+                    matches.append(f"{_display(ctx.cwd, path)}:{number}: {line.strip()[:200]}")
+        counts[1] += hit
+
     for index, path in enumerate(files, start=1):
         ctx.cancel.raise_if_cancelled()
-        try:
-            resolved = path.resolve()
-            if not resolved.is_relative_to(base):  # a symlink out of its root is skipped
-                continue
-            with open_regular(base, resolved) as handle:  # a FIFO or device is skipped
-                if os.fstat(handle.fileno()).st_size > 4 * 1024 * 1024:
-                    continue
-                data = handle.read()
-        except (OSError, ToolError):
-            continue
-        if not _is_binary(data[:4096]):
-            hit = False
-            for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-                if needle in line.lower():
-                    hit = True
-                    total_matches += 1
-                    if len(matches) < MAX_MATCHES:
-                        matches.append(f"{_display(ctx.cwd, path)}:{number}: {line.strip()[:200]}")
-            matched_files += hit
+        data = _searchable(base, path, linked_ok=False)
+        if data is not None:
+            scan(path, data)
+        elif _hard_linked(path):
+            linked.append(path)
         now = time.monotonic()
         if now - last_report >= 0.05 or index == total:
             ctx.progress(index, total, f"Scanned {index}/{total} files")
             last_report = now
+    skipped = ""
+    if linked:
+        many = _count(len(linked), "hard-linked file", "hard-linked files")
+        names = ", ".join(_display(ctx.cwd, p) for p in linked[:5]) + (", …" if len(linked) > 5 else "")
+        try:
+            ctx.confirm(hard_link_concern(f"the search would read {many} ({names})"))
+        except ToolError as refused:
+            ctx.cancel.raise_if_cancelled()
+            skipped = f"; {many} not searched: {refused}"
+        else:
+            for path in linked:
+                ctx.cancel.raise_if_cancelled()
+                data = _searchable(base, path, linked_ok=True)
+                if data is not None:
+                    scan(path, data)
+    total_matches, matched_files = counts
     # one count for the card and the answer: every match and every file with one, whatever is listed
     found = f"{_count(total_matches, 'match', 'matches')} in {_count(matched_files, 'file', 'files')}"
     listed = f"; the first {len(matches)} listed" if len(matches) < total_matches else ""
-    header = f"{found} (scanned {_count(total, 'file', 'files')}{listed})"
+    header = f"{found} (scanned {_count(total, 'file', 'files')}{listed}{skipped})"
     body = "\n".join([header, *matches])
     return ToolReturn(
         body,

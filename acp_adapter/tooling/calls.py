@@ -22,9 +22,22 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class Concern:
+    """Why a call of a tool that never asks must ask this once (a read of a hard-linked file):
+    ``reason`` is shown in the question, ``rule`` is the key an "always" answer is kept under
+    (one for every tool that has the same concern) and ``covers`` says what it covers, in words."""
+
+    reason: str
+    rule: str
+    covers: str
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """A tool call requested by the model; ``id`` is the model's own id and keys the ACP card."""
 
     id: str
     name: str
     arguments: Mapping[str, Any]
+    #: set (by the toolbox) only on the question a running tool asks: why this call asks
+    concern: Concern | None = None

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -38,6 +37,7 @@ from typing import Any, Final, Literal, get_args
 
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety import redact
+from acp_adapter.safety.terminal_text import is_shown_as_is, visible_text
 from acp_adapter.text import ellipsize
 
 PREVIEW_CAP: Final = 160
@@ -72,11 +72,6 @@ _ARG_FIELD_RE: Final = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 # would break the "one line" promise in clients that honour Unicode line separators.
 _LINE_BREAKS: Final = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 
-# Cc: C0/C1 controls (ESC starts terminal escape sequences).  Cf: invisible format
-# characters such as zero-width spaces and bidi overrides (U+202E can make a label read
-# backwards and disguise what a tool is doing -- the "Trojan Source" trick).  Cs: lone
-# surrogates, which cannot even be encoded as UTF-8 on the wire.
-_UNSAFE_CATEGORIES: Final = frozenset({"Cc", "Cf", "Cs"})
 
 _ERROR_VALUE_MAX: Final = 80
 
@@ -202,7 +197,7 @@ def validate_friendly_verb(value: str, field: str = "friendly_verb") -> str:
     if any(ch in _LINE_BREAKS for ch in value):
         raise DescriptorError(field, "must be one line (found a line break)")
     for ch in value:
-        if unicodedata.category(ch) in _UNSAFE_CATEGORIES:
+        if ch == "\t" or not is_shown_as_is(ch):
             raise DescriptorError(field, f"must not contain control characters (found U+{ord(ch):04X})")
     if not value.strip():
         raise DescriptorError(field, "must not be empty")
@@ -509,21 +504,18 @@ def fallback_preview(args: Any) -> str:
 def normalize_one_line(text: str, cap: int | None = PREVIEW_CAP) -> str:
     """Collapse ``text`` to one trimmed line of at most ``cap`` runes.
 
-    Every whitespace run (newlines, tabs, Unicode separators) becomes one space, control,
-    format and surrogate characters are dropped (same reasoning as
-    :func:`validate_friendly_verb`), and if the result is longer than ``cap`` code points
+    Every whitespace run (newlines, tabs, Unicode separators) becomes one space; control,
+    format, invisible and surrogate characters are shown as escapes (``\\u202e``, by
+    :func:`~acp_adapter.safety.terminal_text.visible_text`), never dropped: a title that dropped
+    the zero-width space of ``da\u200bta`` would name a file the tool does not touch. If the
+    result is longer than ``cap`` code points
     it is cut so that the text *plus* a trailing ``…`` is exactly ``cap`` runes or fewer.
     ``cap=None`` (verbose mode) disables only the cap, never the cleaning.
     """
     if cap is not None and cap < 1:
         raise ValueError("cap must be a positive number of runes or None")
-    kept: list[str] = []
-    for ch in text:
-        if ch.isspace():
-            kept.append(" ")
-        elif unicodedata.category(ch) not in _UNSAFE_CATEGORIES:
-            kept.append(ch)
-    line = " ".join("".join(kept).split())
+    kept = "".join(" " if ch.isspace() else ch for ch in text)
+    line = " ".join(visible_text(kept).split())
     return line if cap is None else ellipsize(line, cap)
 
 

@@ -8,6 +8,7 @@ dropped here, and the observer's own lock drops anything after the turn ended.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from acp_adapter.cancel import CancelToken, TurnCancelled
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.tooling.calls import ToolCall, ToolSpec
+from acp_adapter.tooling.calls import Concern, ToolCall, ToolSpec
 from acp_adapter.tooling.display import Shown
 
 if TYPE_CHECKING:
@@ -76,6 +77,9 @@ class PermissionDecision:
     #: why the call was refused when nobody denied it (e.g. its audit row could not be written):
     #: shown on the tool card instead of the usual "denied" text
     reason: str | None = None
+    #: the arguments the allowed call runs with instead of the model's, meaning the same but
+    #: pinned to what was approved (a remembered rule's program by its absolute path)
+    arguments: Mapping[str, Any] | None = None
 
     def __bool__(self) -> bool:
         return self.allowed
@@ -109,8 +113,10 @@ class ToolContext:
         report: Callable[[float | None, float | None, str | None], None] | None,
         host: ToolHost | None = None,
         extra_roots: tuple[Path, ...] = (),
+        ask: Callable[[Concern], PermissionDecision | bool] | None = None,
     ) -> None:
         self.call = call
+        self._ask = ask
         #: the session's additional directories (absolute, resolved): tools may read there too
         self.extra_roots = extra_roots
         #: the client's files and terminals when it offers them (None: local only)
@@ -134,6 +140,17 @@ class ToolContext:
                 self._report(value, total, message)
             except Exception as exc:
                 log.warning("tool progress observer failed: %s", redact_text(str(exc)), exc_info=True)
+
+    def confirm(self, concern: Concern) -> None:
+        """Ask the person before going on (a tool that never asks, about to do something it
+        should not do unasked); raise :class:`ToolError` saying why unless they allowed it.
+        With nobody to ask, the answer is no."""
+        decision = self._ask(concern) if self._ask is not None else PermissionDecision(False, automatic=True)
+        refusal = refusal_text(decision)
+        if refusal == PERMISSION_CANCELLED:
+            raise ToolError(refusal)
+        if refusal is not None:
+            raise ToolError(f"{refusal} ({concern.reason})")
 
     def close(self) -> None:
         with self._lock:
@@ -244,7 +261,12 @@ class Toolbox:
             if observer is not None:
                 observer.tool_progress(call, value, total, message)
 
-        ctx = ToolContext(call, self.cwd, cancel, report, getattr(observer, "host", None), self.extra_roots)
+        def ask(concern: Concern) -> PermissionDecision | bool:
+            assert tool is not None  # only a tool that runs asks
+            return _decide(dataclasses.replace(call, concern=concern), tool, observer, permission)
+
+        host = getattr(observer, "host", None)
+        ctx = ToolContext(call, self.cwd, cancel, report, host, self.extra_roots, ask)
         cancelled = False
         try:
             if tool is None:
@@ -255,7 +277,9 @@ class Toolbox:
                     shown = tool.preview(args, ctx)
                     if shown and observer is not None and hasattr(observer, "tool_preview"):
                         _notify(observer, "tool_preview", call, shown)
-                _check_permission(call, tool, observer, permission)
+                pinned = _check_permission(call, tool, observer, permission)
+                if pinned is not None:
+                    args = check_arguments(tool, pinned)
             cancel.raise_if_cancelled()
             result = tool.function(args, ctx)
             error = (result.summary or "failed") if result.failed else None
@@ -287,24 +311,39 @@ class Toolbox:
         return outcome
 
 
+def _decide(
+    call: ToolCall, tool: Tool, observer: ToolObserver | None, permission: PermissionPolicy | None
+) -> PermissionDecision | bool:
+    """Ask whoever can answer (see :meth:`Toolbox.execute`); with nobody, the answer is no."""
+    if observer is not None:
+        return observer.request_permission(call, tool)
+    if permission is not None:
+        return permission(call, tool)
+    return PermissionDecision(False, automatic=True)
+
+
+def refusal_text(decision: PermissionDecision | bool) -> str | None:
+    """What the card says about a refused call (None: it was allowed)."""
+    if decision:
+        return None
+    if isinstance(decision, PermissionDecision) and decision.cancelled:
+        return PERMISSION_CANCELLED
+    if isinstance(decision, PermissionDecision) and decision.reason:
+        return decision.reason
+    automatic = isinstance(decision, PermissionDecision) and decision.automatic
+    return DENIED_AUTOMATICALLY if automatic else DENIED_BY_USER
+
+
 def _check_permission(
     call: ToolCall, tool: Tool, observer: ToolObserver | None, permission: PermissionPolicy | None
-) -> None:
-    """Raise :class:`ToolError` unless someone allowed this call (see :meth:`Toolbox.execute`)."""
-    decision: PermissionDecision | bool
-    if observer is not None:
-        decision = observer.request_permission(call, tool)
-    elif permission is not None:
-        decision = permission(call, tool)
-    else:
-        decision = PermissionDecision(False, automatic=True)
-    if not decision:
-        if isinstance(decision, PermissionDecision) and decision.cancelled:
-            raise ToolError(PERMISSION_CANCELLED)
-        if isinstance(decision, PermissionDecision) and decision.reason:
-            raise ToolError(decision.reason)
-        automatic = isinstance(decision, PermissionDecision) and decision.automatic
-        raise ToolError(DENIED_AUTOMATICALLY if automatic else DENIED_BY_USER)
+) -> Mapping[str, Any] | None:
+    """Raise :class:`ToolError` unless someone allowed this call (see :meth:`Toolbox.execute`);
+    the arguments to run it with instead, when the answer pinned them."""
+    decision = _decide(call, tool, observer, permission)
+    refusal = refusal_text(decision)
+    if refusal is not None:
+        raise ToolError(refusal)
+    return decision.arguments if isinstance(decision, PermissionDecision) else None
 
 
 def _notify(observer: ToolObserver | None, method: str, *args: Any) -> None:

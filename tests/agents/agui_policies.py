@@ -9,7 +9,7 @@ from acp_adapter.frontends.agui.policy import default_policy
 
 
 def counts_only(kind: str, payload: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The seed's example host policy: publish progress counts, withhold progress messages."""
+    """An example host policy: publish progress counts, withhold progress messages."""
     if kind == "tool_progress":
         return {key: value for key, value in payload.items() if key in ("value", "total")}
     return default_policy(kind, payload)

@@ -1,7 +1,7 @@
 """An ACP agent whose one tool reports exactly the progress a test (or benchmark) asks for.
 
 The real agent's tools always report a message with their counts; the AG-UI tests also need a
-tool that reports *only* ``value``/``total`` (the seed's exact shape), one that reports only a
+tool that reports *only* ``value``/``total`` (the shape other AG-UI hosts report), one that reports only a
 message, and runs with thousands of updates or a card that stays open until cancelled. Its cards
 and ``_meta.acpProgress`` come from this project's builders, so they look exactly like the real
 agent's. The prompt text picks the behaviour (one process serves every case):

@@ -10,6 +10,9 @@
   report both answers as message text; also sends an extension notification and ``_meta``.
 * ``garbage``   — write a non-JSON line on stdout, then answer.
 * ``burst N``   — send N tool-call updates as fast as it can, then answer (for benchmarks).
+* ``invalid N`` — send N notifications a client must refuse, of four kinds (a ``session/update``
+  with no update, one of an unknown ``sessionUpdate``, a tool call whose id is a number, and a
+  method no client has), then answer.
 * ``paced N MS`` — send N tool-call updates MS milliseconds apart, each stamped with the sender's
   ``time.monotonic()`` in ``rawOutput.t`` (one clock for every process on Linux: latency benchmarks).
 
@@ -130,7 +133,25 @@ class ScriptedAgent(SdkAgent):
                 )
             await self.conn.session_update(session_id, update_tool_call("burst", status="completed"))
             await self._say(session_id, "burst done")
+        elif self.mode == "invalid":
+            await self._invalid_updates(session_id, int(self.arg or 2000))
+            await self._say(session_id, "after the invalid updates")
         return PromptResponse(stop_reason="end_turn")
+
+    async def _invalid_updates(self, session_id: str, count: int) -> None:
+        """What a broken agent sends: notifications the SDK's own methods would never build."""
+        kinds: list[tuple[str, dict[str, Any]]] = [
+            ("session/update", {"sessionId": session_id}),
+            ("session/update", {"sessionId": session_id, "update": {"sessionUpdate": "no_such_update"}}),
+            (
+                "session/update",
+                {"sessionId": session_id, "update": {"sessionUpdate": "tool_call", "toolCallId": 7}},
+            ),
+            ("session/no_such_method", {"sessionId": session_id}),
+        ]
+        raw = self.conn._conn  # the SDK connection under the typed methods: it sends what it is given
+        for i in range(count):
+            await raw.send_notification(*kinds[i % len(kinds)])
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ class StubbornModel:
 
 
 if __name__ == "__main__":
-    anyio.run(
+    served = anyio.run(
         functools.partial(serve, Settings.from_env(), StubbornModel(), turn_runner=AIAgent), backend="asyncio"
     )
-    exit_if_turns_stuck()
+    exit_if_turns_stuck(served)

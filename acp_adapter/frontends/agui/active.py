@@ -29,7 +29,7 @@ from ag_ui.core import RunAgentInput
 
 from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, Turn
 from acp_adapter.frontends.agui.host import AgentHost
-from acp_adapter.frontends.agui.interrupts import PendingPermission, PermissionBroker
+from acp_adapter.frontends.agui.interrupts import PendingInterrupt, PermissionBroker
 from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunOutcome
 from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.frontends.agui.threads import ThreadRegistry, ThreadSlot
@@ -69,7 +69,7 @@ class ActiveRun:
         #: the client answers permission questions (interrupts); else the static policy does
         self.asks_permission = asks_permission and broker is not None
         #: the question the run is paused on (its stream ended with the interrupt)
-        self.paused: PendingPermission | None = None
+        self.paused: PendingInterrupt | None = None
         self._held: list[Any] = []
         self.observers = ObserverSet(())
         self._host = host
@@ -126,7 +126,7 @@ class ActiveRun:
 
     # ------------------------------------------------------------------ questions (interrupts)
 
-    def pause(self, pending: PendingPermission) -> bool:
+    def pause(self, pending: PendingInterrupt) -> bool:
         """End this run's stream with ``pending``'s interrupt; the turn waits for :meth:`resume`."""
         if not self.asks_permission or self._gone or self._done.is_set() or self.paused is not None:
             return False
@@ -136,7 +136,7 @@ class ActiveRun:
             return False
         return True
 
-    def expire(self, pending: PendingPermission) -> None:
+    def expire(self, pending: PendingInterrupt) -> None:
         """Nobody answered ``pending`` in time: the static policy answers and the turn is cancelled."""
         if self.paused is pending:
             self._give_up()
@@ -150,7 +150,7 @@ class ActiveRun:
         self._give_up()
         pending.answer(None)
 
-    def resume(self, emitter: RunEmitter, run_input: RunAgentInput, option_id: str | None) -> None:
+    def resume(self, emitter: RunEmitter, run_input: RunAgentInput, answer: Any) -> None:
         """Continue the paused turn as the run of ``run_input`` (streaming to ``emitter``, over the
         same projection), then give the agent the answer: the held updates go out first."""
         pending = self.paused
@@ -163,7 +163,7 @@ class ActiveRun:
         held, self._held = self._held, []
         for update in held:
             emitter.feed(update)
-        pending.answer(option_id)
+        pending.answer(answer)
 
     def _cancel_turn(self) -> None:
         turn, driver = self._turn, self._driver

@@ -1,6 +1,7 @@
 """The AG-UI HTTP endpoint: ``POST /`` takes a ``RunAgentInput`` and answers an SSE stream of events.
 
-:func:`create_app` returns a FastAPI app a host can run (``acp-progress agui``) or mount. Its
+:func:`create_app` takes one :class:`~.endpoint.AguiOptions` (every field below is one of its
+fields) and returns a FastAPI app a host can run (``acp-progress agui``) or mount. Its
 lifespan starts the ACP agent (through the one client driver) and stops it; a host that mounts the
 app under its own (Starlette does not run a mounted app's lifespan) enters it from its own
 lifespan with ``async with app.router.lifespan_context(app)``; without that the agent is started
@@ -25,12 +26,12 @@ by the first run and never stopped explicitly.
 * ``GET /health`` — ``{"status": "ok", "agentRunning", "threads", "activeRuns"}``; only
   ``{"status": "ok"}`` to a caller without the token, when there is one.
 
-Every request first passes the admission gates of :mod:`.admission` (``admission=``: Host,
+Every request first passes the admission gates of :mod:`.admission` (``admission``: Host,
 Origin and ``Sec-Fetch-Site``, CORS for allowed origins, the bearer token); by default only the
-loopback names are admitted and there is no token. The limits are ``limits=``
+loopback names are admitted and there is no token. The limits are ``limits``
 (:class:`~.limits.EndpointLimits`).
 
-Progress summaries (``summary=``, see :mod:`.summaries`): each run that has them publishes a
+Progress summaries (``summary``, see :mod:`.summaries`): each run that has them publishes a
 ``PROGRESS_SUMMARY`` activity snapshot per new revision, one ``messageId`` per run, replaced in
 place, all before the run's terminal event.
 
@@ -39,7 +40,9 @@ Permission requests from the agent are answered by ``permission_policy``: by def
 the card; ``allow_all`` (``--yes``) allows. A run that asks for it
 (``forwardedProps.permissionInterrupts``, or ``permission_interrupts=True`` for every run) gets the
 question instead, as an AG-UI interrupt, and its client answers with a resume (:mod:`.interrupts`);
-``permission_policy`` answers when nobody does within ``permission_timeout`` seconds.
+``permission_policy`` answers when nobody does within ``permission_timeout`` seconds. A tool's
+question (ACP ``elicitation/create``) pauses such a run the same way, with a form
+(:mod:`.questions`); otherwise, or after the same wait, it is declined with its reason.
 """
 
 from __future__ import annotations
@@ -47,8 +50,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ag_ui.encoder import EventEncoder
@@ -57,34 +59,23 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from acp_adapter.client.driver import PermissionPolicy, deny_all, parse_agent_command
-from acp_adapter.config import Settings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
-from acp_adapter.frontends.agui.admission import Admission, bearer_ok, install_admission
-from acp_adapter.frontends.agui.interrupts import DEFAULT_PERMISSION_TIMEOUT, ResumeError
+from acp_adapter.frontends.agui.admission import bearer_ok, install_admission
+from acp_adapter.frontends.agui.endpoint import AguiOptions
+from acp_adapter.frontends.agui.interrupts import ResumeError
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
-from acp_adapter.frontends.agui.observers import RunObserverFactory
-from acp_adapter.frontends.agui.options import global_tool_progress
 from acp_adapter.frontends.agui.page import install_page
-from acp_adapter.frontends.agui.policy import RedactPolicy, load_policy
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
-from acp_adapter.frontends.agui.service import CANCEL_GRACE, AguiService, TooManyRuns
-from acp_adapter.frontends.agui.summaries import SummarySetup, summary_setup
-from acp_adapter.frontends.agui.thread_store import ConversationUnavailable, ThreadSessions
+from acp_adapter.frontends.agui.service import AguiService, TooManyRuns
+from acp_adapter.frontends.agui.thread_store import ConversationUnavailable
 from acp_adapter.frontends.agui.threads import ThreadBusy
 from acp_adapter.frontends.agui.visible import visible_event
-from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.safety.web_text import web_visible_value
-from acp_adapter.store import KeyValueStore
-from acp_adapter.summary import SummaryFactory
 
 log = logging.getLogger("acp_progress.agui.app")
 
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-#: The agent's own summary would only decorate think cards, which AG-UI drops: the endpoint
-#: writes the run's summary itself, so the agent is asked not to pay for a second one.
-_AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
 
 
 class _RunStream(StreamingResponse):
@@ -153,91 +144,55 @@ def _refusal(status: int, detail: str, **headers: str) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status, headers=headers or None)
 
 
-def create_app(
-    agent_command: str | Sequence[str] | None = None,
-    *,
-    policy: str | RedactPolicy | None = None,
-    tool_progress: bool | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    permission_policy: PermissionPolicy = deny_all,
-    agent_env: Mapping[str, str] | None = None,
-    run_observers: Sequence[RunObserverFactory] = (),
-    init_timeout: float = 30.0,
-    agent_log: str | os.PathLike[str] | None = None,
-    cancel_grace: float = CANCEL_GRACE,
-    summary: SummaryFactory | Settings | SummarySetup | None = None,
-    admission: Admission | None = None,
-    limits: EndpointLimits | None = None,
-    thread_store: KeyValueStore | None = None,
-    thread_retention_days: float = 30.0,
-    mcp_servers: Sequence[McpServerSpec] = (),
-    thread_scope: str = "",
-    permission_interrupts: bool = False,
-    permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
-) -> FastAPI:
-    """Build the AG-UI endpoint for one ACP agent.
+async def _start_run(request: Request, service: AguiService, limits: EndpointLimits) -> Response:
+    """``POST /``: the run's SSE stream, or the refusal that says why there is none."""
+    if not _is_json(request.headers.get("content-type")):
+        return _refusal(415, "POST a RunAgentInput with Content-Type: application/json")
+    if service.runs_full:
+        return _busy(limits)
+    try:
+        body = await _read_body(request, limits)
+        run_request = parse_run_request(
+            body,
+            service.tool_progress,
+            service.progress_summary,
+            max_id_length=limits.max_id_length,
+            global_interrupts=service.permission_interrupts,
+        )
+    except BadRunInput as exc:
+        return _refusal(exc.status, str(exc))
+    except _ClientGone as exc:
+        log.info("a client disconnected before its request body arrived (%s bytes read)", exc.args[0])
+        return Response(status_code=400)  # nobody is there to read it
+    try:
+        active = await service.open_run(run_request)
+    except ThreadBusy as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
+    except ResumeError as exc:
+        return JSONResponse({"detail": str(exc)}, status_code=exc.status)
+    except TooManyRuns:
+        return _busy(limits)
+    return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))
 
-    ``agent_command`` is the agent's command line (a string is split like a shell would; default:
-    this project's agent). ``policy`` is ``"default"``, ``"none"``, ``"module:function"`` or a
-    callable ``redact(kind, payload)``. ``tool_progress`` is the global TOOL_PROGRESS switch
-    (``None``: ``ACP_PROGRESS_AGUI_TOOL_PROGRESS``, default off); a run overrides it with
-    ``forwardedProps.emitToolProgress``. ``cwd`` is the agent's directory and every session's
-    workspace (default: the current directory). ``agent_env`` is merged over this process's
-    environment for the agent. ``run_observers`` are factories called once per run with its
-    :class:`~acp_adapter.frontends.agui.observers.RunContext` (see that module). ``summary`` turns on
-    progress summaries: a :class:`~acp_adapter.summary.SummaryFactory` (used as given), or
-    :class:`~acp_adapter.config.Settings` (``ACP_PROGRESS_SUMMARY``, ``auto`` meaning embedded —
-    what ``acp-progress agui`` passes); ``None`` (the default) keeps them off unless a run asks
-    with ``forwardedProps.emitProgressSummary: true``. Bad arguments raise here, before anything
-    is served (a summary set-up that cannot work raises :class:`~acp_adapter.config.ConfigError`).
-    ``admission`` says whom the endpoint admits (:class:`~.admission.Admission`; default: the
-    loopback names, no token; a host that mounts the app under another name adds it to
-    ``allowed_hosts``) and ``limits`` how much it takes (:class:`~.limits.EndpointLimits`).
-    ``thread_store`` (a session store's key-value side, e.g. :func:`~acp_adapter.store.open_store`)
-    remembers each thread's session across restarts (namespace ``agui:threads``; entries unused for
-    ``thread_retention_days`` are dropped at startup); without one threads last as long as the
-    process. The caller keeps ownership of the store (the app does not close it).
-    ``thread_scope`` names this endpoint's thread map in the store
-    (:func:`~.thread_store.endpoint_scope`: another endpoint on the same store never sees its
-    threads). ``permission_interrupts`` makes every run ask its client about permission requests
-    (an AG-UI interrupt; a run sets ``forwardedProps.permissionInterrupts`` for itself), and
-    ``permission_timeout`` bounds how long a paused run waits for its resume before
-    ``permission_policy`` answers (:mod:`.interrupts`). ``mcp_servers`` are sent in every
-    thread's ``session/new`` (``--mcp-config``, the settings
-    file's ``[mcp_servers]``), so the agent behind the endpoint offers their tools.
-    """
-    admission = admission or Admission()
-    limits = limits or EndpointLimits()
-    argv = parse_agent_command(agent_command)
-    resolved_policy = load_policy(policy)
-    progress_default = global_tool_progress() if tool_progress is None else tool_progress
-    workspace = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
-    if not os.path.isdir(workspace):
-        raise ValueError(f"cwd {workspace!r} is not a directory")
-    summaries = summary_setup(summary)
-    env = dict(agent_env or {})
-    env.setdefault(_AGENT_SUMMARY_ENV, "off")
-    service = AguiService(
-        argv,
-        cwd=workspace,
-        policy=resolved_policy,
-        tool_progress=progress_default,
-        permission_policy=permission_policy,
-        agent_env=env,
-        run_observers=run_observers,
-        init_timeout=init_timeout,
-        agent_log=agent_log,
-        cancel_grace=cancel_grace,
-        summary=summaries,
-        max_runs=limits.max_runs,
-        max_queued_events=limits.max_queued_events,
-        thread_sessions=ThreadSessions(
-            thread_store, retention_days=thread_retention_days, scope=thread_scope
-        ),
-        mcp_servers=mcp_servers,
-        permission_interrupts=permission_interrupts,
-        permission_timeout=permission_timeout,
+
+def _busy(limits: EndpointLimits) -> JSONResponse:
+    return _refusal(
+        503,
+        f"{limits.max_runs} runs are in progress, the most this endpoint serves at once; retry later",
+        **{"Retry-After": str(RETRY_AFTER)},
     )
+
+
+def create_app(options: AguiOptions | None = None) -> FastAPI:
+    """Build the AG-UI endpoint for one ACP agent, configured by ``options``
+    (:class:`~.endpoint.AguiOptions`; ``None``: every default — this project's agent in the current
+    directory, loopback only). Bad options raise here, before anything is served (a summary set-up
+    that cannot work raises :class:`~acp_adapter.config.ConfigError`)."""
+    options = options if options is not None else AguiOptions()
+    admission = options.admission
+    limits = options.limits
+    service = AguiService(options)
+    argv, workspace = service.argv, service.workspace
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -286,39 +241,6 @@ def create_app(
 
     @app.post("/", response_model=None)
     async def run(request: Request) -> Response:
-        if not _is_json(request.headers.get("content-type")):
-            return _refusal(415, "POST a RunAgentInput with Content-Type: application/json")
-        if service.runs_full:
-            return _busy()
-        try:
-            body = await _read_body(request, limits)
-            run_request = parse_run_request(
-                body,
-                service.tool_progress,
-                service.progress_summary,
-                max_id_length=limits.max_id_length,
-                global_interrupts=service.permission_interrupts,
-            )
-        except BadRunInput as exc:
-            return _refusal(exc.status, str(exc))
-        except _ClientGone as exc:
-            log.info("a client disconnected before its request body arrived (%s bytes read)", exc.args[0])
-            return Response(status_code=400)  # nobody is there to read it
-        try:
-            active = await service.open_run(run_request)
-        except ThreadBusy as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=409)
-        except ResumeError as exc:
-            return JSONResponse({"detail": str(exc)}, status_code=exc.status)
-        except TooManyRuns:
-            return _busy()
-        return _RunStream(active, EventEncoder(accept=request.headers.get("accept", "")))
-
-    def _busy() -> JSONResponse:
-        return _refusal(
-            503,
-            f"{limits.max_runs} runs are in progress, the most this endpoint serves at once; retry later",
-            **{"Retry-After": str(RETRY_AFTER)},
-        )
+        return await _start_run(request, service, limits)
 
     return app

@@ -50,7 +50,7 @@ from acp_adapter.frontends.agui.policy import POLICY_REDACTED, TOOL_RESULT, Reda
 from acp_adapter.frontends.agui.projection import _tool_name, card_presentation
 from acp_adapter.frontends.agui.shared_state import plan_items
 from acp_adapter.protocol.cards import CardAccumulator
-from acp_adapter.protocol.meta import phase_of
+from acp_adapter.protocol.meta import META_KEY, phase_of
 from acp_adapter.safety.redact import redact_text, redact_value
 
 #: Messages one answer carries at most (the newest).
@@ -135,9 +135,7 @@ class _Builder:
             id=call_id,
             type="function",
             function=FunctionCall(name=_tool_name(update), arguments=_capped(arguments)),
-            metadata={
-                "acpProgress": card_presentation(CardAccumulator(reports=False).fold(update, 0.0).card)
-            },
+            metadata={META_KEY: card_presentation(CardAccumulator(reports=False).fold(update, 0.0).card)},
         )
         if self._assistant is None:
             self._assistant = AssistantMessage(id=self._id(), content=None, tool_calls=[])
@@ -155,7 +153,7 @@ class _Builder:
                 tool_call_id=call_id,
                 content=result,
                 error="the tool call failed" if status == "failed" else None,
-                metadata={"acpProgress": {"status": status}},
+                metadata={META_KEY: {"status": status}},
             )
         )
 

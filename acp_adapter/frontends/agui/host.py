@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from acp_adapter.client.driver import AgentCrashed, AgentDriver, AgentError, PermissionPolicy, deny_all
-from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
+from acp_adapter.client.questions import QuestionPolicy
+from acp_adapter.client.supervisor import AgentSupervisor
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadSlot
 from acp_adapter.mcp.config import McpServerSpec
@@ -46,10 +47,10 @@ class AgentHost:
         cwd: str,
         env: Mapping[str, str] | None = None,
         permission_policy: PermissionPolicy = deny_all,
+        question_policy: QuestionPolicy | None = None,
         init_timeout: float = 30.0,
         stderr_log: str | os.PathLike[str] | None = None,
         threads: ThreadSessions | None = None,
-        restart: RestartPolicy | None = None,
         mcp_servers: Sequence[McpServerSpec] = (),
     ) -> None:
         self.mcp_servers = list(mcp_servers)
@@ -59,10 +60,12 @@ class AgentHost:
         self.cwd = cwd
         self.env = dict(env or {})
         self.permission_policy = permission_policy
+        #: answers the tools' questions; with one the driver offers questions to the agent
+        self.question_policy = question_policy
         self.init_timeout = init_timeout
         self.stderr_log = stderr_log
         #: the agent process: started on demand, restarted after it died, closed with the app
-        self.supervisor = AgentSupervisor(self._make_driver, name="the AG-UI endpoint", policy=restart)
+        self.supervisor = AgentSupervisor(self._make_driver, name="the AG-UI endpoint")
 
     def _make_driver(self) -> AgentDriver:
         return AgentDriver(
@@ -70,6 +73,7 @@ class AgentHost:
             env=self.env,
             cwd=self.cwd,
             permission_policy=self.permission_policy,
+            question_policy=self.question_policy,
             init_timeout=self.init_timeout,
             stderr_log=self.stderr_log,
             client_name="acp-progress-agui",

@@ -30,13 +30,14 @@ import json
 import logging
 import secrets
 from collections.abc import Sequence
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from acp.schema import AllowedOutcome, RequestPermissionResponse
 from ag_ui.core import Interrupt, ResumeEntry
 
 from acp_adapter.client.driver import PermissionPolicy, PermissionRequest
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.protocol.meta import META_KEY
 from acp_adapter.safety.redact import redact_text, redact_value
 
 log = logging.getLogger("acp_progress.agui.interrupts")
@@ -104,7 +105,7 @@ class PendingPermission:
             },
             expires_at=self.expires_at,
             metadata={
-                "acpProgress": redact_value(
+                META_KEY: redact_value(
                     {
                         "title": title,
                         "command": command,
@@ -136,6 +137,26 @@ class PendingPermission:
         return option
 
 
+class PendingInterrupt(Protocol):
+    """A question a run is paused on: a permission (:class:`PendingPermission`) or a tool's
+    question (:class:`~.questions.PendingQuestion`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    def interrupt(self) -> Interrupt:
+        """The AG-UI interrupt that asks it."""
+        ...
+
+    def answer(self, value: Any) -> None:
+        """Set the answer (``None``: nobody answered)."""
+        ...
+
+    def choice(self, entry: ResumeEntry) -> Any:
+        """The answer a resume entry gives; :class:`ResumeError` when it gives none."""
+        ...
+
+
 class Pausable(Protocol):
     """A run the broker can pause on a question (:class:`~.active.ActiveRun`)."""
 
@@ -144,11 +165,11 @@ class Pausable(Protocol):
         """The run's client answers interrupts (else the static policy answers at once)."""
         ...
 
-    def pause(self, pending: PendingPermission) -> bool:
+    def pause(self, pending: PendingInterrupt) -> bool:
         """End the run's stream with the interrupt; ``False`` when it cannot (then the policy answers)."""
         ...
 
-    def expire(self, pending: PendingPermission) -> None:
+    def expire(self, pending: PendingInterrupt) -> None:
         """Nobody answered in time: the run is given up (its turn is cancelled)."""
         ...
 
@@ -167,6 +188,10 @@ class PermissionBroker:
     def detach(self, session_id: str | None, run: Pausable) -> None:
         if session_id is not None and self._runs.get(session_id) is run:
             del self._runs[session_id]
+
+    def run_for(self, session_id: str | None) -> Pausable | None:
+        """The run serving ``session_id`` now (the question broker asks it too)."""
+        return self._runs.get(session_id) if session_id is not None else None
 
     async def __call__(self, request: PermissionRequest) -> RequestPermissionResponse:
         run = self._runs.get(request.session_id)
@@ -193,7 +218,7 @@ class PermissionBroker:
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choice))
 
 
-def resume_entry(entries: Sequence[ResumeEntry], pending: PendingPermission) -> ResumeEntry:
+def resume_entry(entries: Sequence[ResumeEntry], pending: PendingInterrupt) -> ResumeEntry:
     """The entry that answers ``pending``; :class:`ResumeError` (409) when none does."""
     for entry in entries:
         if entry.interrupt_id == pending.id:

@@ -1,7 +1,7 @@
 """How much the AG-UI endpoint takes: body size and time, runs at once, id lengths, queued events.
 
 The values come from :class:`~acp_adapter.config.AguiSettings` (``ACP_PROGRESS_AGUI_*`` and the
-``acp-progress agui`` flags); :class:`EndpointLimits` is what :func:`~.app.create_app` takes, so an
+``acp-progress agui`` flags); :class:`EndpointLimits` is what :class:`~.endpoint.AguiOptions` holds, so an
 embedder sets them without the settings model. Connection-level limits (connections at once, the
 time a request's headers may take) live in :mod:`.connections`, which guards uvicorn's protocol.
 """

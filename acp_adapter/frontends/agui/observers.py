@@ -2,15 +2,15 @@
 
 The AG-UI endpoint projects each run's updates to AG-UI events itself; anything else that wants
 to watch the same stream (a progress summary publishing a ``PROGRESS_SUMMARY`` activity, metrics,
-an audit log) is a :class:`RunObserver`. ``create_app(run_observers=[factory, ...])`` takes
+an audit log) is a :class:`RunObserver`. ``AguiOptions(run_observers=[factory, ...])`` takes
 factories; each is called once per run with that run's :class:`RunContext` and returns an
 observer (or ``None`` to sit the run out). The context carries the run's
 :class:`~acp_adapter.frontends.agui.run.RunEmitter`, so an observer publishes with
 ``context.emitter.emit_activity(...)`` under the same lock as every other event of the run —
 nothing it writes can land after ``RUN_FINISHED``.
 
-Hooks are contained (DESIGN contract 6): an observer that raises is logged and skipped, the run
-goes on. ``observe`` runs inline on the event loop for every update and must be quick;
+Hooks are contained (a failing hook never breaks the turn): an observer that raises is logged
+and skipped, the run goes on. ``observe`` runs inline on the event loop for every update and must be quick;
 ``on_end`` runs after the ACP turn ended and *before* the terminal event is written, so a final
 activity still reaches the client; it may return an awaitable, awaited for at most
 :data:`END_HOOK_TIMEOUT` seconds.

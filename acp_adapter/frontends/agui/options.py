@@ -1,15 +1,15 @@
 """Per-run switches: tool progress and progress summaries, each a global default a run overrides.
 
-Seed 001: the global switch (``--tool-progress`` / ``ACP_PROGRESS_AGUI_TOOL_PROGRESS=1``) is the
+Tool progress: the global switch (``--tool-progress`` / ``ACP_PROGRESS_AGUI_TOOL_PROGRESS=1``) is the
 default; ``forwardedProps.emitToolProgress`` of one run overrides it either way (``true`` enables,
 ``false`` disables a global opt-in). Any other value of that key is a client error, reported as such
 rather than guessed at.
 
-Permission questions as AG-UI interrupts (issue 29, :mod:`.interrupts`) follow it too, with
+Permission questions as AG-UI interrupts (:mod:`.interrupts`) follow it too, with
 ``forwardedProps.permissionInterrupts`` over ``--permission-interrupts`` (default off: a client
 that never resumes keeps getting the static policy's answer in the same run).
 
-Progress summaries (issue 10) follow the same rule with ``forwardedProps.emitProgressSummary``
+Progress summaries follow the same rule with ``forwardedProps.emitProgressSummary``
 over the endpoint's summary setting (``--summary`` / ``ACP_PROGRESS_SUMMARY``), so a client that
 renders no status line can opt out per run, and one that does can opt in on an endpoint that
 keeps them off by default.
@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from acp_adapter.errors import AcpProgressError
 
-ENV_TOOL_PROGRESS: Final = "ACP_PROGRESS_AGUI_TOOL_PROGRESS"
 FORWARDED_PROP: Final = "emitToolProgress"
 SUMMARY_PROP: Final = "emitProgressSummary"
 INTERRUPTS_PROP: Final = "permissionInterrupts"
@@ -42,20 +41,6 @@ class PermissionInterruptsOptionError(ForwardedSwitchError):
 
 class ProgressSummaryOptionError(ForwardedSwitchError):
     """A value for the progress-summary switch that is neither true nor false."""
-
-
-def global_tool_progress(environ: Mapping[str, str] | None = None) -> bool:
-    """The global opt-in (default off): ``agui.tool_progress`` of the settings, i.e.
-    ``ACP_PROGRESS_AGUI_TOOL_PROGRESS`` over the settings file's ``[agui] tool_progress``.
-
-    ``environ``: read instead of ``os.environ`` (it locates the settings file too). A bad value is a
-    :class:`ToolProgressOptionError` whose message names the variable (or file key)."""
-    from acp_adapter.config import AguiSettings, ConfigError
-
-    try:
-        return AguiSettings.from_env(environ).tool_progress
-    except ConfigError as exc:
-        raise ToolProgressOptionError(str(exc)) from None
 
 
 def _run_switch(

@@ -35,7 +35,8 @@ RedactPolicy = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
 
 TOOL_PROGRESS: Final = "tool_progress"
 TOOL_RESULT: Final = "tool_result"
-#: What the default policy publishes in place of each reported progress value (seed 001 spelling).
+#: What the default policy publishes in place of each reported progress value (the spelling
+#: AG-UI clients of other hosts already show for a withheld value).
 POLICY_REDACTED: Final = "[redacted]"
 
 

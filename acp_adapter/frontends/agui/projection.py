@@ -4,7 +4,7 @@ No I/O, no clock, no lock: :class:`RunProjection` is the state machine of one AG
 text message, open reasoning span, which tool calls are live, which are think cards). The per-run
 lock and the delivery of its events live in :mod:`acp_adapter.frontends.agui.run`.
 
-The mapping (issue 9, seed 001):
+The mapping from ACP updates to AG-UI events:
 
 * ``RUN_STARTED`` first, carrying the AG-UI protocol version this package speaks.
 * ``agent_message_chunk`` → ``TEXT_MESSAGE_START/CONTENT/END`` (one message per uninterrupted
@@ -92,7 +92,7 @@ from acp_adapter.frontends.agui.policy import (
 )
 from acp_adapter.frontends.agui.shared_state import PlanState, plan_items
 from acp_adapter.protocol.cards import CardAccumulator
-from acp_adapter.protocol.meta import meta_of
+from acp_adapter.protocol.meta import META_KEY, meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
 from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.tooling.presentation import card_emoji
@@ -399,7 +399,7 @@ class RunProjection:
                 tool_call_id=safe_id,
                 tool_call_name=_tool_name(update),
                 parent_message_id=self._last_text_id,
-                metadata={"acpProgress": card_presentation(self._cards.get(call_id))},
+                metadata={META_KEY: card_presentation(self._cards.get(call_id))},
             )
         )
         if update.raw_input is not None:
@@ -455,6 +455,6 @@ class RunProjection:
                 tool_call_id=redact_text(call_id),
                 content=content,
                 role="tool",
-                metadata={"acpProgress": {"status": status}},
+                metadata={META_KEY: {"status": status}},
             )
         ]

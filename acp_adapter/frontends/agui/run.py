@@ -1,17 +1,17 @@
 """One run's lock and outbox: every event of a run is produced and queued under one lock.
 
-The driver's update pump, a tool-progress callback, a summary generator (issue 10) and run
+The driver's update pump, a tool-progress callback, a summary generator and run
 finalisation may all try to write to the same run at once, from the event loop or from other
 threads. :class:`RunEmitter` serialises them with one ``threading.Lock``: projection *and* queueing
 happen inside it, so the outbox order is the order the lock was taken, and once the terminal event
 (or an abandon on disconnect) is queued, every later write is ignored — nothing can land after
-``RUN_FINISHED``/``RUN_ERROR`` (seed 001: "Concurrent callbacks and run finalization use the same
-lock").
+``RUN_FINISHED``/``RUN_ERROR`` (nothing after the end: concurrent callbacks and run finalization
+use the same lock).
 
 The outbox is drained by exactly one consumer (the SSE writer) on the event loop; producers on other
 threads wake it with ``call_soon_threadsafe``.
 
-The outbox is bounded (issue 18): a reader that stops reading must not grow it. Past
+The outbox is bounded (every input is bounded): a reader that stops reading must not grow it. Past
 ``max_queued`` events an ``ACTIVITY_SNAPSHOT`` that replaces its activity takes the place of that
 activity's snapshot still in the queue (latest wins, at the older position, so it can never move
 after the tool's result), and the driver's update pump waits in :meth:`RunEmitter.writable` until

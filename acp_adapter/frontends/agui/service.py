@@ -9,38 +9,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine
 from typing import Any, Final
 
-from acp_adapter.client.driver import AgentError, PermissionPolicy, deny_all
+from acp_adapter.client.driver import AgentError, parse_agent_command
+from acp_adapter.config import AguiSettings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
+from acp_adapter.frontends.agui.endpoint import AGENT_SUMMARY_ENV, AguiOptions
 from acp_adapter.frontends.agui.history import bounded, history_messages
 from acp_adapter.frontends.agui.host import AgentHost
 from acp_adapter.frontends.agui.interrupts import (
-    DEFAULT_PERMISSION_TIMEOUT,
     PermissionBroker,
     ResumeError,
     resume_entry,
 )
-from acp_adapter.frontends.agui.limits import DEFAULT_MAX_QUEUED_EVENTS, DEFAULT_MAX_RUNS
-from acp_adapter.frontends.agui.observers import ObserverSet, RunContext, RunObserverFactory
-from acp_adapter.frontends.agui.policy import RedactPolicy
+from acp_adapter.frontends.agui.observers import ObserverSet, RunContext
+from acp_adapter.frontends.agui.policy import load_policy
 from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.frontends.agui.questions import QuestionBroker
 from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks, ReplicaUnavailable, claim_thread
 from acp_adapter.frontends.agui.request import RunRequest
 from acp_adapter.frontends.agui.run import RunEmitter
-from acp_adapter.frontends.agui.summaries import SummarySetup, summary_observers
+from acp_adapter.frontends.agui.summaries import summary_observers, summary_setup
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
 from acp_adapter.frontends.agui.threads import ThreadBusy, ThreadRegistry, ThreadSlot
-from acp_adapter.mcp.config import McpServerSpec
 from acp_adapter.safety.redact import redact_text, redact_value
 
 log = logging.getLogger("acp_progress.agui.service")
 
-#: Seconds a new run waits for its thread's cancelled (disconnected) run to end before a 409.
-CANCEL_GRACE: Final = 10.0
 #: Seconds a history read waits for its thread's cancelled run to end (then it reads what is stored).
 HISTORY_WAIT_S: Final = 5.0
 
@@ -56,55 +53,52 @@ RUN_TASK_PREFIX = "agui-run"
 class AguiService:
     """Everything one AG-UI endpoint serves with: one agent, one session per thread."""
 
-    def __init__(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: str,
-        policy: RedactPolicy,
-        tool_progress: bool,
-        permission_policy: PermissionPolicy = deny_all,
-        agent_env: Mapping[str, str] | None = None,
-        run_observers: Sequence[RunObserverFactory] = (),
-        init_timeout: float = 30.0,
-        agent_log: str | os.PathLike[str] | None = None,
-        cancel_grace: float = CANCEL_GRACE,
-        summary: SummarySetup | None = None,
-        max_runs: int = DEFAULT_MAX_RUNS,
-        max_queued_events: int = DEFAULT_MAX_QUEUED_EVENTS,
-        thread_sessions: ThreadSessions | None = None,
-        mcp_servers: Sequence[McpServerSpec] = (),
-        permission_interrupts: bool = False,
-        permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
-    ) -> None:
-        self.policy = policy
+    def __init__(self, options: AguiOptions) -> None:
+        """Resolve ``options``; a bad one raises here, before anything is served (an agent command
+        line that does not split, a policy that does not load, a ``cwd`` that is no directory, a
+        summary set-up that cannot work)."""
+        self.options = options
+        #: the agent's command line, split
+        self.argv = parse_agent_command(options.agent_command)
+        self.policy = load_policy(options.policy)
+        self.tool_progress = (
+            AguiSettings().tool_progress if options.tool_progress is None else options.tool_progress
+        )
+        #: the agent's directory and every session's workspace (absolute)
+        self.workspace = options.workspace()
+        #: how runs get progress summaries (None: never, not even on request)
+        self.summary = summary_setup(options.summary)
+        agent_env = dict(options.agent_env)
+        agent_env.setdefault(AGENT_SUMMARY_ENV, "off")
         #: the endpoint's default for runs' permission interrupts (forwardedProps may override)
-        self.permission_interrupts = permission_interrupts
+        self.permission_interrupts = options.permission_interrupts
         #: asks a run's client (an interrupt) when the run wants it, else ``permission_policy``
-        self.permissions = PermissionBroker(permission_policy, timeout=permission_timeout)
+        self.permissions = PermissionBroker(options.permission_policy, timeout=options.permission_timeout)
+        #: asks a run's client a tool's question (an interrupt with a form), else declines it
+        self.questions = QuestionBroker(self.permissions, timeout=options.permission_timeout)
         #: threadId → sessionId, durable when given a store (else for this process only)
-        self.thread_sessions = thread_sessions if thread_sessions is not None else ThreadSessions()
-        self.max_runs = max_runs
-        self.max_queued_events = max_queued_events
+        self.thread_sessions = ThreadSessions(
+            options.thread_store, retention_days=options.thread_retention_days, scope=options.thread_scope
+        )
+        self.max_runs = options.limits.max_runs
+        self.max_queued_events = options.limits.max_queued_events
         #: runs admitted and not yet ended (counted from admission, before the thread is claimed)
         self.runs_in_flight = 0
-        self.tool_progress = tool_progress
-        #: how runs get progress summaries (None: never, not even on request)
-        self.summary = summary
-        self.run_observers = list(run_observers)
-        if summary is not None:
+        self.run_observers = list(options.run_observers)
+        if self.summary is not None:
             # first, so the summary stops before slower observers' on_end hooks are awaited
-            self.run_observers.insert(0, summary_observers(summary))
-        self.cancel_grace = cancel_grace
+            self.run_observers.insert(0, summary_observers(self.summary))
+        self.cancel_grace = options.cancel_grace
         self.host = AgentHost(
-            argv,
-            cwd=cwd,
+            self.argv,
+            cwd=self.workspace,
             env=agent_env,
             permission_policy=self.permissions,
-            init_timeout=init_timeout,
-            stderr_log=agent_log,
+            question_policy=self.questions,
+            init_timeout=options.init_timeout,
+            stderr_log=options.agent_log,
             threads=self.thread_sessions,
-            mcp_servers=mcp_servers,
+            mcp_servers=options.mcp_servers,
         )
         self.threads = ThreadRegistry()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -223,17 +217,17 @@ class AguiService:
         """The paused turn goes on as this run: same projection, a new emitter, the chosen answer."""
         pending = active.paused
         assert pending is not None and request.input.resume
-        option = pending.choice(resume_entry(request.input.resume, pending))
+        answer = pending.choice(resume_entry(request.input.resume, pending))
         projection = active.context.emitter.projection
         projection.reopen(request.input.run_id)
         emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
-        active.resume(emitter, request.input, option)
+        active.resume(emitter, request.input, answer)
         log.info(
             "run %s on thread %s resumes interrupt %s (%s)",
             redact_text(request.input.run_id),
             redact_text(request.input.thread_id),
             pending.id,
-            "answered" if option is not None else "cancelled: the static policy answers",
+            "answered" if answer is not None else "cancelled: the static policy answers",
         )
         return active
 

@@ -16,7 +16,7 @@ Wire shape (one run)::
 One ``messageId`` per run, so a client keeps one activity message and each higher ``revision``
 replaces it. Every string passes the canonical redactor here, and again in the projection.
 
-Whether a run publishes: the endpoint default (``create_app(summary=...)``: a factory or settings
+Whether a run publishes: the endpoint default (``AguiOptions(summary=...)``: a factory or settings
 whose mode is on) unless the run's ``forwardedProps.emitProgressSummary`` says otherwise. An
 endpoint with summaries off still honours ``emitProgressSummary: true`` with the offline
 embedded writer, the way ``emitToolProgress: true`` works on an endpoint with tool progress off.
@@ -82,7 +82,7 @@ class SummarySetup:
 
 
 def summary_setup(summary: SummaryFactory | Settings | SummarySetup | None) -> SummarySetup:
-    """The endpoint's setup from ``create_app(summary=...)``; a bad configuration raises here.
+    """The endpoint's setup from ``AguiOptions(summary=...)``; a bad configuration raises here.
 
     A factory is used as given (runs publish by default). Settings are resolved with this
     front-end's default (``ACP_PROGRESS_SUMMARY=auto`` means embedded); when they resolve to off,

@@ -17,6 +17,8 @@ import stat
 from pathlib import Path
 from typing import Final
 
+from acp_adapter.errors import AcpProgressError
+
 log = logging.getLogger("acp_progress.agui.token")
 
 TOKEN_FILE: Final = "agui-token"
@@ -25,7 +27,7 @@ TOKEN_BYTES: Final = 32
 _MIN_LENGTH: Final = 16
 
 
-class TokenFileError(OSError):
+class TokenFileError(AcpProgressError, OSError):
     """The token file exists but cannot be used (not a private regular file, or unreadable)."""
 
 

@@ -3,9 +3,9 @@
 A bridge instance is a name, a platform, routing (which chats it serves), the agent command
 and workspace, and delivery defaults. The schema is *closed* (``extra="forbid"``, strict
 types): a typo such as ``"typeing": true`` or ``"typing": "yes"`` is an error when the
-instance is created, updated or loaded, never a silently ignored key (DESIGN contract 8).
+instance is created, updated or loaded, never a silently ignored key (bad input loses nothing).
 
-Progress resolution (seed ``000``): the instance's block replaces the platform default
+Progress resolution: the instance's block replaces the platform default
 *whole*; without a block the platform default applies; a platform without one gets the
 daemon default (``off`` with ``accumulate``). Fields missing from an explicit block take the
 daemon default, never the platform's, so "replaces whole" stays true.

@@ -9,7 +9,7 @@ Answer text closes the bubble: a later tool starts a new bubble below the answer
 
 ``separate``: one message per line, no progress edits.
 
-Progress summaries (seed ``002``, "Channel placeholders"): the turn's latest summary is shown in
+Progress summaries in a channel placeholder: the turn's latest summary is shown in
 one placeholder message (``⏳ <summary>``), posted once the turn has had a summary for
 ``placeholder_delay`` seconds (a turn answered sooner needs no status message and costs no post,
 delete or extra notification) and then edited in place under the same edit budget as progress.

@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 
 Phase = Literal["started", "completed", "failed"]
 ReactionKind = Literal["working", "success", "failure"]
-"""Semantic reactions; each platform maps them to an emoji it accepts (seed: 👀 / ✅ / ❌)."""
+"""Semantic reactions; each platform maps them to an emoji it accepts (meant as 👀 / ✅ / ❌)."""
 
 CHAT_REACTIONS: Final[Mapping[str, str]] = {"working": "👀", "success": "👍", "failure": "👎"}
 """The reaction emoji of every bridge (console and Telegram alike). Telegram rejects ✅ and ❌ as
@@ -22,7 +22,7 @@ meaning."""
 
 @dataclass(frozen=True)
 class ProgressPayload:
-    """The seed's typed progress payload, exactly what an adapter receives (never raw arguments)."""
+    """The typed progress payload, exactly what an adapter receives (never raw arguments)."""
 
     tool_call_id: str
     tool_id: str

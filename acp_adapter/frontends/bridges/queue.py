@@ -1,6 +1,7 @@
 """The route queue: one ordered queue per route, shared by progress and answer text.
 
-Backpressure rules (seed ``000``):
+Backpressure rules (every input is bounded: a slow chat platform cannot grow the queue, and a
+person sees the latest state rather than a backlog):
 
 * cumulative answer text coalesces: a newer snapshot of the same segment replaces the queued
   one in place (it is a superset, so nothing is lost);

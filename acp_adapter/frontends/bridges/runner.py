@@ -5,7 +5,7 @@ One :class:`BridgeRunner` per running bridge instance owns one agent process (th
 ACP session, its own ordered :class:`~.queue.RouteQueue` and a delivery worker that drains it
 onto the chat's sink, so a slow chat never holds up another.
 
-Transcript boundary (seed ``000``): the only thing ever sent to the agent is the person's own
+Transcript boundary (history is canonical): the only thing ever sent to the agent is the person's own
 message text. Progress lines, typing, reactions, summaries and answers are bridge-only
 deliveries; they are never stored in the session or fed back as prompt content, so the agent's
 history holds exactly its own ACP events.
@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -37,11 +36,10 @@ from acp_adapter.client.driver import (
     PermissionRequest,
     permission_response,
 )
-from acp_adapter.client.supervisor import AgentSupervisor, RestartPolicy
-from acp_adapter.frontends.bridges.config import BridgeInstance, ProgressConfig, resolve_progress
+from acp_adapter.client.questions import QuestionRequest, QuestionResponse, cancel, decline
+from acp_adapter.client.supervisor import AgentSupervisor
+from acp_adapter.frontends.bridges.config import BridgeInstance, resolve_progress
 from acp_adapter.frontends.bridges.delivery import (
-    COALESCE_WINDOW,
-    PLACEHOLDER_DELAY,
     DeliveryStats,
     RouteDelivery,
 )
@@ -53,21 +51,18 @@ from acp_adapter.frontends.bridges.events import (
     TurnStart,
     TypingEvent,
 )
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.projection import TurnProjection
-from acp_adapter.frontends.bridges.queue import DEFAULT_SOFT_BOUND, QueueClosed, QueueMetrics, RouteQueue
+from acp_adapter.frontends.bridges.queue import QueueClosed, QueueMetrics, RouteQueue
 from acp_adapter.frontends.bridges.sink import ChatSink, MessageId
-from acp_adapter.frontends.bridges.state import BridgeState
-from acp_adapter.mcp.config import McpServerSpec
+from acp_adapter.frontends.questions import ask_by_lines
 from acp_adapter.protocol.observer import Observers
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.summary import Clock, Outcome, ProgressSummary, SummaryEvent, SummaryFactory
+from acp_adapter.summary import Outcome, ProgressSummary, SummaryEvent
 from acp_adapter.text import flatten
 from acp_adapter.tooling.presentation import PresentationRegistry
 
 log = logging.getLogger("acp_progress.bridges.runner")
-
-PERMISSION_TIMEOUT = 120.0
-"""Seconds a person has to answer a permission prompt before it is denied."""
 
 NEW_CONVERSATION: Final = "ℹ️ This is a new conversation: {why}."
 """Said in a chat whose stored session could not be loaded after a restart (one short line)."""
@@ -102,9 +97,30 @@ reply…). A :class:`Verdict` when a person answered; ``False`` when it was deni
 answering (a timeout, a failed send); ``None`` when nobody answered because the bridge is stopping
 (the agent is told "cancelled", never "denied by the user")."""
 
+LineAsker = Callable[[Any, str, float, "Person | None"], Awaitable["str | None"]]
+"""``(chat_id, prompt, timeout, requester) -> line``: the platform shows ``prompt`` in the chat and
+waits for one line from the person who started the turn; None when nobody answered in time, the
+input ended or the bridge is stopping (the question is then cancelled)."""
+
 AGENT_SUMMARY_ENV = "ACP_PROGRESS_SUMMARY"
 """The agent's own summary would only decorate think cards, which a chat never shows: the bridge
 writes the turn's summary itself and asks the agent (unless ``agent_env`` says otherwise) not to."""
+
+
+@dataclass
+class _ChatLines:
+    """One question's lines in one chat: notes (the message, a field's help) go with the next prompt."""
+
+    asker: LineAsker
+    chat_id: Any
+    timeout: float
+    requester: Person | None
+    notes: list[str] = field(default_factory=list)
+
+    async def ask_line(self, prompt: str) -> str | None:
+        said = "\n".join([*self.notes, prompt.strip()])
+        self.notes.clear()
+        return await self.asker(self.chat_id, said, self.timeout, self.requester)
 
 
 @dataclass
@@ -127,46 +143,35 @@ class Route:
 class BridgeRunner:
     """Runs one bridge instance: an agent, a session per chat, delivery per chat."""
 
-    def __init__(
-        self,
-        instance: BridgeInstance,
-        *,
-        agent_env: Mapping[str, str] | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        window: float = COALESCE_WINDOW,
-        soft_bound: int = DEFAULT_SOFT_BOUND,
-        permission_timeout: float = PERMISSION_TIMEOUT,
-        registry: PresentationRegistry | None = None,
-        stderr_log: str | None = None,
-        config: ProgressConfig | None = None,
-        summary: SummaryFactory | None = None,
-        placeholder_delay: float = PLACEHOLDER_DELAY,
-        summary_clock: Clock | None = None,
-        mcp_servers: Sequence[McpServerSpec] = (),
-        state: BridgeState | None = None,
-        restart: RestartPolicy | None = None,
-    ) -> None:
+    def __init__(self, instance: BridgeInstance, options: BridgeOptions | None = None) -> None:
+        options = options if options is not None else BridgeOptions()
         self.instance = instance
+        self.options = options
         #: durable chat sessions, inbox and outbox (None: nothing survives a restart)
-        self.state = state
-        self.config = config or resolve_progress(instance)
-        self.agent_env = dict(agent_env or {})
+        self.state = options.state
+        self.config = options.config or resolve_progress(instance)
+        self.agent_env = dict(options.agent_env)
         self.agent_env.setdefault(AGENT_SUMMARY_ENV, "off")
         #: makes each turn's progress summary (None: no summaries, no placeholder)
-        self.summary = summary
-        self.placeholder_delay = placeholder_delay
-        self.summary_clock = summary_clock
-        self.clock = clock
-        self.window = window
-        self.soft_bound = soft_bound
-        self.permission_timeout = permission_timeout
-        self.registry = registry or PresentationRegistry()
-        self.stderr_log = stderr_log
+        self.summary = options.summary
+        self.placeholder_delay = options.placeholder_delay
+        self.summary_clock = options.summary_clock
+        self.clock = options.clock
+        self.window = options.window
+        self.soft_bound = options.soft_bound
+        self.permission_timeout = options.permission_timeout
+        self.registry = options.registry or PresentationRegistry()
+        self.stderr_log = options.stderr_log
         #: sent in every session/new and session/load (--mcp-config, the settings file's [mcp_servers])
-        self.mcp_servers = list(mcp_servers)
+        self.mcp_servers = list(options.mcp_servers)
         self.ask_permission: PermissionAsker | None = None
+        #: asks the chat for one line (the agent's questions, field by field); None: the platform
+        #: cannot, and every question is declined
+        self.ask_line: LineAsker | None = None
         #: the agent process: started by the first message, restarted after it died (bounded)
-        self.agent = AgentSupervisor(self._make_driver, name=f"bridge {instance.name}", policy=restart)
+        self.agent = AgentSupervisor(
+            self._make_driver, name=f"bridge {instance.name}", policy=options.restart
+        )
         #: the agent generation whose sessions the routes hold (an older one's are gone)
         self._sessions_generation = 0
         self._routes: dict[Any, Route] = {}
@@ -194,6 +199,7 @@ class BridgeRunner:
             env=self.agent_env,
             cwd=self.instance.cwd,
             permission_policy=self._permission_policy,
+            question_policy=self._question_policy,
             stderr_log=self.stderr_log,
             client_name="acp-progress-bridge",
             mcp_servers=self.mcp_servers,
@@ -233,6 +239,26 @@ class BridgeRunner:
                 request, allowed.allowed, decided_by=allowed.by, surface=self.instance.platform
             )
         return permission_response(request, allowed, surface=self.instance.platform)
+
+    async def _question_policy(self, request: QuestionRequest) -> QuestionResponse:
+        """The agent's question, asked in the chat of its session (only its sender answers)."""
+        chat_id = self._chat_of_session.get(request.session_id or "")
+        asker = self.ask_line
+        if self._stopping is not None:
+            return cancel()
+        if chat_id is None or asker is None:
+            return decline()
+        route = self._routes.get(chat_id)
+        if route is not None:
+            self._typing(route, False)  # waiting for the person, not working
+        chat = _ChatLines(
+            asker, chat_id, self.permission_timeout, route.sender if route is not None else None
+        )
+        try:
+            return await ask_by_lines(chat, request, chat.notes.append)
+        except Exception as exc:
+            log.warning("a question to the chat failed, declining: %s", redact_text(str(exc)))
+            return decline()
 
     @staticmethod
     def _typing(route: Route, on: bool) -> None:

@@ -24,6 +24,8 @@ def permission_question(call: ToolCall) -> str:
     approve what they cannot see; the terminal wraps a long one), redacted and terminal-safe. A
     command of several lines is shown as its lines, indented, under the question."""
     command = call.arguments.get("command")
+    if call.concern is not None:  # a tool that never asks, asking once: say why
+        return terminal_safe(redact_text(f"Allow {flatten(call.name, 200)}? {call.concern.reason} [y/N] "))
     if not (isinstance(command, str) and command.strip()):
         return terminal_safe(redact_text(f"Allow {flatten(call.name, 200)}? [y/N] "))
     shown = terminal_safe(redact_text(command.strip()))

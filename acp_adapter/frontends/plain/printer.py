@@ -35,7 +35,7 @@ from acp_adapter.protocol.stdio import protocol_attached
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.safety.terminal_text import terminal_safe
-from acp_adapter.text import format_elapsed
+from acp_adapter.text import THINKING_TITLE, format_elapsed, still_thinking
 
 
 class TerminalPrinter:
@@ -114,7 +114,7 @@ class TerminalPrinter:
         if rest := self._answer_text.flush():
             self._write(rest)
 
-    def spinner_start(self, label: str = "Thinking...") -> None:
+    def spinner_start(self, label: str = THINKING_TITLE) -> None:
         with self._lock:
             self._release_answer_locked()
             self._label = label
@@ -166,8 +166,7 @@ class TerminalPrinter:
                 if self._spinner is not None:
                     self._draw()
             else:
-                extra = f" — {status}" if status else ""
-                self._write(f"Still thinking… {format_elapsed(elapsed)}{extra}\n")
+                self._write(f"{still_thinking(elapsed, status)}\n")
 
     def spinner_stop(self, error: str | None = None) -> None:
         handle = self._spinner

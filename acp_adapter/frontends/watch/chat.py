@@ -33,6 +33,7 @@ from acp_adapter.client.driver import (
     PermissionRequest,
     permission_response,
 )
+from acp_adapter.client.questions import QuestionRequest, QuestionResponse, decline
 from acp_adapter.client.session_state import SessionFacts
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.errors import AcpProgressError
@@ -54,7 +55,6 @@ from acp_adapter.frontends.watch.watcher import (
     agent_env,
     check_cwd,
     fileno_of,
-    quiet_broken_stdout,
     run_turn,
     start_driver,
 )
@@ -139,6 +139,7 @@ class _Chat:
             args.agent,
             env=agent_env(settings),
             permission_policy=self._ask_permission,
+            question_policy=self._ask_question,
             init_timeout=args.init_timeout,
             stderr_log=args.agent_log,
             client_name="acp-progress-chat",
@@ -146,6 +147,11 @@ class _Chat:
             mcp_servers=getattr(args, "mcp_servers", ()),
         )
         self.client: WatchClient | None = None
+
+    async def _ask_question(self, request: QuestionRequest) -> QuestionResponse:
+        if self.client is None:  # no turn runs: nobody asked for this
+            return decline()
+        return await self.client.ask_question(request)
 
     async def _ask_permission(self, request: PermissionRequest) -> RequestPermissionResponse:
 
@@ -377,5 +383,3 @@ def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(chat.run())
     except KeyboardInterrupt:
         return 130
-    finally:
-        quiet_broken_stdout()

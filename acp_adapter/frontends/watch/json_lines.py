@@ -24,7 +24,7 @@ from acp.schema import (
 
 from acp_adapter.client.driver import PermissionRequest
 from acp_adapter.frontends.watch.render import CardBoard
-from acp_adapter.safety.terminal_text import json_line_safe
+from acp_adapter.safety.terminal_text import json_line_safe, terminal_safe
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -117,12 +117,15 @@ class JsonView:
         return  # notes are for people; the JSON carries the same facts as objects
 
     async def ask(self, question: str) -> bool:
+        answer = await self.ask_line(question)
+        return answer is not None and answer.strip().lower() in ("y", "yes")
+
+    async def ask_line(self, question: str) -> str | None:
         from acp_adapter.frontends.watch.view import read_answer
 
-        sys.stderr.write(question)
+        sys.stderr.write(terminal_safe(question))
         sys.stderr.flush()
-        answer = await read_answer(self._stdin, self._interrupt)
-        return answer is not None and answer.strip().lower() in ("y", "yes")
+        return await read_answer(self._stdin, self._interrupt)
 
     def tick(self) -> None:
         return

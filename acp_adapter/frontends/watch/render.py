@@ -24,8 +24,7 @@ from rich.cells import cell_len
 
 from acp_adapter.frontends._render import fit_line, progress_bar, spinner_frame
 from acp_adapter.frontends._updates import Diff, diffs_of, terminal_output_of, terminals_of
-from acp_adapter.protocol.cards import Card, CardAccumulator, bar_of
-from acp_adapter.protocol.meta import meta_of
+from acp_adapter.protocol.cards import Card, CardAccumulator
 from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.text import format_elapsed
 from acp_adapter.tooling.presentation import card_emoji
@@ -35,13 +34,6 @@ STATUS_MARK = {"completed": "✅", "failed": "❌", "pending": "⏸"}
 
 #: A card as the watch shows it: the shared accumulator's card (kept under its old name).
 CardView = Card
-
-
-def progress_of(update: Any) -> tuple[float, float] | None:
-    """``(value, total)`` from ``_meta.acpProgress.progress`` of a tool_call_update, when it has a
-    positive total (hostile input: anything that is not a finite number is ignored)."""
-    meta = meta_of(update)
-    return bar_of(meta.progress) if meta is not None and meta.progress is not None else None
 
 
 #: what ``watch`` and ``chat`` tell the agent in ``initialize``: they render a command's terminal
@@ -78,6 +70,9 @@ class CardBoard:
     contents: dict[str, CardContent] = field(default_factory=dict)
     #: the last update was a thought chunk: the thought is still being written
     thinking: bool = False
+    #: the last update was an answer chunk: the answer is still being written (on a pipe, no line
+    #: of ours — a summary — may land between its lines)
+    answering: bool = False
 
     @property
     def cards(self) -> dict[str, Card]:
@@ -90,6 +85,7 @@ class CardBoard:
         ):
             # what is shown ends a thought; a session-level update (commands, usage) does not
             self.thinking = isinstance(update, AgentThoughtChunk)
+            self.answering = isinstance(update, AgentMessageChunk)
         applied = self.accumulator.apply(update, now)
         if applied is not None:
             if applied.late:

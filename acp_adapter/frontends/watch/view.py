@@ -69,6 +69,7 @@ class CardRenderer(Protocol):
     def show_summary(self, text: str, revision: int) -> None: ...
     def note(self, text: str) -> None: ...
     async def ask(self, question: str) -> bool: ...
+    async def ask_line(self, question: str) -> str | None: ...
     def tick(self) -> None: ...
     def finish(self, stop_reason: str) -> None: ...
     def fail(self, reason: str, details: str | None) -> None: ...
@@ -160,6 +161,7 @@ class PlainView(_Base):
         self._details: dict[str, str] = {}  # the progress line last written for each live card
         self._asking = False
         self._summary_written = 0  # the revision last written (a question holds newer ones back)
+        self._answer_from = 0  # where the answer being written began (an answer may come in parts)
 
     def _write(self, text: str) -> None:
         if self.output_closed:
@@ -172,7 +174,10 @@ class PlainView(_Base):
 
     def apply(self, update: Any) -> None:
         now = time.monotonic()
+        answering, answered = self.board.answering, len(self.board.answer)
         changed = self.board.apply(update, now)
+        if self.board.answering and not answering:
+            self._answer_from = answered
         self._write_thought()
         self._write_plan()
         for card_id in changed:
@@ -230,6 +235,8 @@ class PlainView(_Base):
     def _write_summary(self) -> None:
         if self.summary is None or self.summary_revision <= self._summary_written or self._asking:
             return
+        if self.board.answering and self._answer_printed > self._answer_from:
+            return  # never between the lines of an answer being written: held until a card or thought
         printed = self.board.answer[: self._answer_printed]
         if printed and not printed.endswith("\n"):
             return  # never inside a line of the streamed answer: written once the line ends
@@ -240,6 +247,9 @@ class PlainView(_Base):
         self._write(text + "\n")
 
     async def ask(self, question: str) -> bool:
+        return _yes(await self.ask_line(question))
+
+    async def ask_line(self, question: str) -> str | None:
         self._asking = True
         try:
             self._write(question)
@@ -247,7 +257,7 @@ class PlainView(_Base):
         finally:
             self._asking = False
         self._write_summary()
-        return _yes(answer)
+        return answer
 
     def tick(self) -> None:
         return
@@ -317,7 +327,7 @@ class LiveView(_Base):
     def _new_live(self) -> Live:
         """A fresh display each time one starts: a stopped ``Live`` remembers the height of its last
         region, and its first redraw after a restart moved up over that many lines and erased
-        them — the answered permission line among them (issue 21)."""
+        them — the answered permission line among them."""
         return Live(
             console=self.console,
             auto_refresh=False,  # frames come from tick(): deterministic, no drawing thread
@@ -454,6 +464,9 @@ class LiveView(_Base):
             self._refresh()
 
     async def ask(self, question: str) -> bool:
+        return _yes(await self.ask_line(question))
+
+    async def ask_line(self, question: str) -> str | None:
         """Pause the animation, show the question, read the answer (echoed by the terminal)."""
         self._asking = True
         try:
@@ -469,7 +482,7 @@ class LiveView(_Base):
             self._asking = False
         self._print_finished()
         self._refresh()
-        return _yes(answer)
+        return answer
 
     def tick(self) -> None:
         if self.board.live_cards and not self._asking:

@@ -42,11 +42,12 @@ from acp_adapter.client.driver import (
     Turn,
     permission_response,
 )
+from acp_adapter.client.questions import QuestionRequest, QuestionResponse, decline
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
+from acp_adapter.frontends.questions import ask_by_lines
 from acp_adapter.frontends.reader_gone import when_reader_gone
-from acp_adapter.frontends.stdout import quiet_broken_stdout
 from acp_adapter.frontends.watch.json_lines import JsonLines, JsonView
 from acp_adapter.frontends.watch.render import RENDERS_CARD_TERMINALS, CardBoard
 from acp_adapter.frontends.watch.view import CardRenderer, LiveView, PlainView
@@ -123,6 +124,15 @@ class WatchClient:
             self.json.permission_response(request, response)
         return response
 
+    async def ask_question(self, request: QuestionRequest) -> QuestionResponse:
+        """The agent's question (an MCP tool's form or link): asked on a terminal, else declined —
+        ``--yes`` allows tools, it never answers for the person."""
+        await self._caught_up()
+        if self.stdin is not None and self.stdin.isatty():
+            return await ask_by_lines(self.view, request, self._note)
+        self._note(f"❓ declined (no terminal to ask): {' '.join(request.message.split())}")
+        return decline()
+
     async def _decide(self, request: PermissionRequest) -> RequestPermissionResponse:
         """The permission policy of ``watch``: ``--yes`` allows, a terminal asks, no terminal denies."""
         title = request.title
@@ -130,11 +140,9 @@ class WatchClient:
             self._note(f"🔓 allowed: {title}")
             return permission_response(request, True, automatic=True)
         if self.stdin is not None and self.stdin.isatty():
-            command = request.command
-            if command is not None and " ".join(command.split()) not in title:
-                # the title is cut (or says something else): the whole command, before the question
-                lines = command.strip().splitlines() or [command]
-                self._note("   command: " + "\n            ".join(lines))
+            command = request.command_beside_title
+            if command is not None:  # the title does not show it whole: the command, before the question
+                self._note("   command: " + "\n            ".join(command.splitlines()))
             allowed = await self.view.ask(f"🔐 Allow {title}? [y/N] ")
             if self.interrupt is not None and self.interrupt.is_set():
                 # Ctrl-C at the question: the turn is being cancelled, and so is the question
@@ -367,6 +375,7 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
             args.agent,
             env=agent_env(settings),
             permission_policy=client.ask_permission,
+            question_policy=client.ask_question,
             init_timeout=args.init_timeout,
             stderr_log=args.agent_log,
             client_name="acp-progress-watch",
@@ -459,5 +468,3 @@ def run_watch(args: argparse.Namespace, settings: Settings) -> int:
         return asyncio.run(_watch(args, settings, sys.stdout, cwd))
     except KeyboardInterrupt:
         return 130
-    finally:
-        quiet_broken_stdout()

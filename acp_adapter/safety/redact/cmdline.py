@@ -230,7 +230,7 @@ def _keep(text: str, m: re.Match[str], spans: list[tuple[int, int]]) -> None:
 
 
 def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> None:
-    """The password forms of issue 26: logins' ``-p``, ``redis-cli -a``, ``htpasswd -b``,
+    """Password forms given on a command line or in a file: logins' ``-p``, ``redis-cli -a``, ``htpasswd -b``,
     openssl ``pass:``, netrc and ``.pgpass`` lines, ``sudo -S`` fed on stdin."""
     cursor = 0
     for m in _hits_in_order(low, _LOGINS):

@@ -1,7 +1,7 @@
 """The redactor's passes and screen, compiled on first use (see :mod:`acp_adapter.safety.redact`).
 
 A module of its own so that importing the package costs nothing: an agent answers ``initialize``
-and ``session/new`` before any of these patterns is compiled (issue 28: cold start).
+and ``session/new`` before any of these patterns is compiled (a cold start stays fast).
 """
 
 from __future__ import annotations

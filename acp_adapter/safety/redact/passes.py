@@ -246,9 +246,10 @@ def _sub_grouped(pattern: re.Pattern[str], table: tuple[tuple[str, int], ...], t
     return "".join(out)
 
 
-# AGH claim tokens (seed 000's first family): ``agh_claim_`` + a base64url body, which may hold
-# ``-`` and ``_`` (AGH's own tests use ``agh_claim_raw-claim-value``). The prefix alone identifies
-# one, so every form is caught: bare, ``--claim X``, ``--claim=X``, ``"claim": "X"``, a query string.
+# AGH claim tokens (the first secret family AGH's bridges redact): ``agh_claim_`` + a base64url
+# body, which may hold ``-`` and ``_`` (AGH's own tests use ``agh_claim_raw-claim-value``). The
+# prefix alone identifies one, so every form is caught: bare, ``--claim X``, ``--claim=X``,
+# ``"claim": "X"``, a query string.
 _CLAIM: Final = re.compile(r"agh_claim_(?<![\]A-Za-z0-9_-]agh_claim_)[A-Za-z0-9_-]{4,4096}")
 _CLAIM_MORE: Final = re.compile(r"[A-Za-z0-9_-]{1,4096}")
 

@@ -3,7 +3,7 @@
 // Plain JavaScript, no dependencies, no build step. It POSTs RunAgentInput to "/" and reads the
 // AG-UI event stream (SSE over fetch), renders answers, reasoning, tool cards with progress bars
 // (TOOL_PROGRESS activities), the plan (shared state: STATE_SNAPSHOT + STATE_DELTA JSON Patches),
-// diffs, the progress summary, usage, and permission questions (RUN_FINISHED with an interrupt
+// diffs, the progress summary, usage, permission questions and tools' questions (forms) (RUN_FINISHED with an interrupt
 // outcome, answered by a run with `resume`). A thread opened from the list, or the current one after a
 // reload, first shows its earlier conversation (GET /threads/{id}: AG-UI messages from the session
 // store). Every text from the server is set with textContent, after visible() showed its hidden
@@ -613,6 +613,10 @@
   // ------------------------------------------------------------------ permission questions
 
   function question(interrupt) {
+    if (interrupt.reason === "input_required") {
+      toolQuestion(interrupt);
+      return;
+    }
     const info = (interrupt.metadata && interrupt.metadata.acpProgress) || {};
     const card = el("article", "card question");
     card.setAttribute("role", "group");
@@ -654,6 +658,119 @@
     const resume = questions.map((interrupt) =>
       option
         ? { interruptId: interrupt.id, status: "resolved", payload: { optionId: option.optionId } }
+        : { interruptId: interrupt.id, status: "cancelled" },
+    );
+    run({ resume });
+  }
+
+  // ------------------------------------------------------------------ a tool's questions (forms)
+
+  // A tool asks the person something (interrupt reason input_required): its fields become a form
+  // of DOM nodes (text, number, yes/no, a choice), every string of it set as text; Send resumes the
+  // run with {action: "accept", content}, Decline with {action: "decline"}, Stop cancels.
+  function toolQuestion(interrupt) {
+    const info = (interrupt.metadata && interrupt.metadata.acpProgress) || {};
+    const card = el("form", "card question tool-question");
+    card.setAttribute("role", "group");
+    const headingId = `q-${newId()}`;
+    const heading = el("h3", "", "A tool asks you");
+    heading.id = headingId;
+    card.setAttribute("aria-labelledby", headingId);
+    card.append(heading, el("p", "", interrupt.message || ""));
+    const url = typeof info.url === "string" ? info.url : "";
+    if (url) {
+      const link = el("a", "question-link", url);
+      if (/^https?:\/\//i.test(url)) {
+        link.href = url;
+        link.target = "_blank";
+        link.rel = "noopener noreferrer nofollow";
+      }
+      card.append(el("p", "", "Open this link, then say whether you went on:"), link);
+    }
+    const inputs = [];
+    for (const field of Array.isArray(info.fields) ? info.fields : []) {
+      const row = el("label", "field");
+      const title = el("span", "field-title", `${field.title || field.name}${field.required ? "" : " (optional)"}`);
+      const input = fieldInput(field);
+      input.dataset.field = String(field.name);
+      input.dataset.kind = String(field.kind);
+      if (field.kind === "boolean") row.append(input, title);
+      else row.append(title, input);
+      if (field.description) row.append(el("small", "muted", field.description));
+      card.append(row);
+      inputs.push(input);
+    }
+    const buttons = el("div", "options");
+    const send = el("button", "option allow", url ? "I went on" : "Send");
+    send.type = "submit";
+    const refuse = el("button", "option reject", "Decline");
+    refuse.type = "button";
+    buttons.append(send, refuse);
+    card.append(buttons);
+    card.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (!card.reportValidity()) return;
+      resolveQuestion({ action: "accept", content: formContent(inputs) }, card, "You answered.");
+    });
+    refuse.addEventListener("click", () => resolveQuestion({ action: "decline" }, card, "You declined."));
+    append(card);
+    setBusy(false);
+    (inputs[0] || send).focus();
+  }
+
+  function fieldInput(field) {
+    const options = Array.isArray(field.options) ? field.options : [];
+    let input;
+    if (field.kind === "boolean") {
+      input = el("input");
+      input.type = "checkbox";
+      return input;
+    }
+    if (options.length) {
+      input = el("select");
+      input.multiple = field.kind === "array";
+      if (!input.multiple) input.append(el("option", "", "")); // nothing chosen yet
+      for (const option of options) {
+        const node = el("option", "", option);
+        node.value = String(option);
+        input.append(node);
+      }
+    } else {
+      input = el("input");
+      input.type = field.kind === "number" || field.kind === "integer" ? "number" : "text";
+      if (field.kind === "integer") input.step = "1";
+      if (field.kind === "number") input.step = "any";
+      if (input.type === "text") input.maxLength = 10000;
+    }
+    input.required = Boolean(field.required);
+    return input;
+  }
+
+  function formContent(inputs) {
+    const content = {};
+    for (const input of inputs) {
+      const name = input.dataset.field;
+      const kind = input.dataset.kind;
+      if (kind === "boolean") content[name] = input.checked;
+      else if (input.multiple) content[name] = Array.from(input.selectedOptions, (o) => o.value);
+      else if (input.value === "") continue; // left out
+      else if (kind === "number" || kind === "integer") content[name] = Number(input.value);
+      else content[name] = input.value;
+    }
+    return content;
+  }
+
+  function resolveQuestion(payload, card, said) {
+    const questions = pending;
+    if (!questions.length) return;
+    pending = [];
+    for (const node of ui.log.querySelectorAll(".question button, .question input, .question select")) {
+      node.disabled = true;
+    }
+    card.append(el("p", "muted", said));
+    const resume = questions.map((interrupt) =>
+      interrupt.reason === "input_required"
+        ? { interruptId: interrupt.id, status: "resolved", payload }
         : { interruptId: interrupt.id, status: "cancelled" },
     );
     run({ resume });

@@ -26,6 +26,7 @@ from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.bridges.config import BridgeInstance
 from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
+from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.platforms import stop_on_signals
 from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Verdict
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
@@ -145,6 +146,79 @@ def _lines_of(inp: TextIO) -> StdinLines | _ObjectLines:
     return StdinLines(fd)
 
 
+class _ConsoleChat:
+    """The one console chat's questions: each waits for the next typed line, until input ends."""
+
+    def __init__(self, sink: ConsoleSink, stop: asyncio.Event) -> None:
+        self.sink = sink
+        self.stop = stop
+        #: questions waiting for the next typed line (a permission's y/N, a field of a tool's question)
+        self.pending: list[asyncio.Future[str | None]] = []
+        self.input_done = False
+
+    async def ask(
+        self, chat_id: Any, request: PermissionRequest, patience: float, requester: Any
+    ) -> Verdict | bool | None:
+        sink = self.sink
+        if self.input_done:
+            sink._write(f"[permission] Allow {request.title}? no input left: denied")
+            return False
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self.pending.append(future)
+        command = request.command_beside_title
+        if command is not None:  # the title does not show it whole: nobody approves what they cannot see
+            for i, line in enumerate(command.splitlines()):
+                sink._write(f"[permission] {'command:' if i == 0 else '        '} {line}")
+        sink._write(f"[permission] Allow {request.title}? [y/N] (denied after {patience:g}s)")
+        answered = True
+        try:
+            typed = await asyncio.wait_for(future, patience)
+            allowed = typed is not None and typed.strip().lower() in {"y", "yes"}
+        except TimeoutError:
+            allowed = answered = False
+            sink._write("[permission] no answer: denied")
+        finally:
+            with contextlib.suppress(ValueError):
+                self.pending.remove(future)
+        if self.stop.is_set():
+            sink._write(f"[permission] {STOPPED}; nobody answered")
+            return None
+        sink._write(f"[permission] {'allowed' if allowed else 'denied'}")
+        return Verdict(allowed, f"console:{terminal_user()}") if answered else False
+
+    async def ask_line(self, chat_id: Any, prompt: str, patience: float, requester: Any) -> str | None:
+        if self.input_done:
+            self.sink._write(f"[question] {prompt} — no input left: cancelled")
+            return None
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self.pending.append(future)
+        self.sink._write(f"[question] {prompt} (cancelled after {patience:g}s)")
+        try:
+            return await asyncio.wait_for(future, patience)
+        except TimeoutError:
+            self.sink._write("[question] no answer: cancelled")
+            return None
+        finally:
+            with contextlib.suppress(ValueError):
+                self.pending.remove(future)
+
+    def answer(self, line: str) -> bool:
+        """Give ``line`` to the oldest waiting question; False when none waits (it is a message)."""
+        if not self.pending:
+            return False
+        future = self.pending.pop(0)
+        if not future.done():
+            future.set_result(line.rstrip("\r\n"))
+        return True
+
+    def end_input(self) -> None:
+        """Input ended: nobody can answer any more."""
+        self.input_done = True
+        for future in self.pending:
+            if not future.done():
+                future.set_result(None)
+
+
 async def run_console(
     instance: BridgeInstance,
     inp: TextIO,
@@ -160,91 +234,84 @@ async def run_console(
     Until ``stop`` is set (or SIGINT/SIGTERM), that is: then running turns are cancelled, their
     open lines end ``❌ … — the bridge stopped``, and the agent is stopped, without waiting for
     more input."""
-    runner = runner or BridgeRunner(instance, agent_env=agent_env)
+    runner = runner or BridgeRunner(instance, BridgeOptions(agent_env=agent_env or {}))
     sink = ConsoleSink(out)
-    pending: list[asyncio.Future[bool]] = []
-    input_done = False
     stop = stop or asyncio.Event()
-
-    async def ask(
-        chat_id: Any, request: PermissionRequest, patience: float, requester: Any
-    ) -> Verdict | bool | None:
-        if input_done:
-            sink._write(f"[permission] Allow {request.title}? no input left: denied")
-            return False
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        pending.append(future)
-        sink._write(f"[permission] Allow {request.title}? [y/N] (denied after {patience:g}s)")
-        answered = True
-        try:
-            allowed = await asyncio.wait_for(future, patience)
-        except TimeoutError:
-            allowed = answered = False
-            sink._write("[permission] no answer: denied")
-        finally:
-            with contextlib.suppress(ValueError):
-                pending.remove(future)
-        if stop.is_set():
-            sink._write(f"[permission] {STOPPED}; nobody answered")
-            return None
-        sink._write(f"[permission] {'allowed' if allowed else 'denied'}")
-        return Verdict(allowed, f"console:{terminal_user()}") if answered else False
-
-    runner.ask_permission = ask
+    chat = _ConsoleChat(sink, stop)
+    runner.ask_permission = chat.ask
+    runner.ask_line = chat.ask_line
     turns: list[asyncio.Task[None]] = []
     with stop_on_signals(stop, runner):
         stopping = asyncio.create_task(stop.wait(), name="console-stop")
         try:
             if runner.state is not None:  # answer chunks a previous run stored but could not show
                 await flush_outbox(sink, runner.state, CHAT)
-            lines = _lines_of(inp)
             runner.ready(
                 f"bridge {instance.name}: ready — type a message (end of input ends the run, Ctrl-C stops it)"
             )
-            while not stop.is_set():
-                reading = asyncio.ensure_future(lines.readline())
-                await asyncio.wait([reading, stopping], return_when=asyncio.FIRST_COMPLETED)
-                if not reading.done():
-                    reading.cancel()
-                    break
-                line = reading.result()
-                if line is None:
-                    input_done = True
-                    break
-                if pending:
-                    answer = line.strip().lower()
-                    future = pending.pop(0)
-                    if not future.done():
-                        future.set_result(answer in {"y", "yes"})
-                    continue
-                text = line.strip()
-                if not text:
-                    continue
-                user_id = sink.user_message(text)
-                turns.append(asyncio.create_task(runner.handle_message(CHAT, text, sink, user_id)))
+            await _read_messages(_lines_of(inp), chat, runner, turns, stopping)
             if stop.is_set():
-                await _stop(runner, pending, turns, stop_grace)
+                await _stop(runner, chat.pending, turns, stop_grace)
             else:
-                input_done = True
-                for future in pending:  # input ended: nobody can answer any more
-                    if not future.done():
-                        future.set_result(False)
-                if turns:  # the running turns finish, unless the bridge is stopped meanwhile
-                    every: asyncio.Future[Any] = asyncio.gather(*turns)
-                    waited: list[asyncio.Future[Any]] = [every, stopping]
-                    await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
-                    if not every.done():
-                        await _stop(runner, pending, turns, stop_grace)
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await every
+                chat.end_input()
+                await _finish_turns(runner, chat, turns, stopping, stop_grace)
         finally:
             stopping.cancel()
             await runner.close()
     return runner
 
 
+async def _read_messages(
+    lines: StdinLines | _ObjectLines,
+    chat: _ConsoleChat,
+    runner: BridgeRunner,
+    turns: list[asyncio.Task[None]],
+    stopping: asyncio.Task[Any],
+) -> None:
+    """Each typed line answers the oldest waiting question or is a message (a turn of its own),
+    until input ends (``chat.input_done``) or the bridge is stopped."""
+    while not chat.stop.is_set():
+        reading = asyncio.ensure_future(lines.readline())
+        await asyncio.wait([reading, stopping], return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done():
+            reading.cancel()
+            return
+        line = reading.result()
+        if line is None:
+            chat.input_done = True
+            return
+        if chat.answer(line):
+            continue
+        text = line.strip()
+        if text:
+            user_id = chat.sink.user_message(text)
+            turns.append(asyncio.create_task(runner.handle_message(CHAT, text, chat.sink, user_id)))
+
+
+async def _finish_turns(
+    runner: BridgeRunner,
+    chat: _ConsoleChat,
+    turns: list[asyncio.Task[None]],
+    stopping: asyncio.Task[Any],
+    grace: float,
+) -> None:
+    """Input ended: the running turns finish, unless the bridge is stopped meanwhile."""
+    if not turns:
+        return
+    every: asyncio.Future[Any] = asyncio.gather(*turns)
+    waited: list[asyncio.Future[Any]] = [every, stopping]
+    await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+    if not every.done():
+        await _stop(runner, chat.pending, turns, grace)
+    with contextlib.suppress(asyncio.CancelledError):
+        await every
+
+
 async def _stop(
-    runner: BridgeRunner, pending: list[asyncio.Future[bool]], turns: list[asyncio.Task[None]], grace: float
+    runner: BridgeRunner,
+    pending: list[asyncio.Future[str | None]],
+    turns: list[asyncio.Task[None]],
+    grace: float,
 ) -> None:
     """Ctrl-C/SIGTERM: cancel the turns first (so no answer to a question reaches the chat), end
     the open questions, and let the turns' last lines out within ``grace``."""
@@ -252,7 +319,7 @@ async def _stop(
     runner.interrupt(STOPPED)
     for future in pending:
         if not future.done():
-            future.set_result(False)
+            future.set_result(None)
     await runner.shutdown(STOPPED, grace=grace)
     late = [t for t in turns if not t.done()]
     for task in late:

@@ -161,6 +161,9 @@ class TelegramBridge:
         self._inbox: dict[int, str] = {}  # update_id -> durable inbox key, until on_message takes it
         self._recovered: list[asyncio.Task[None]] = []
         runner.ask_permission = self.questions.ask_permission
+        #: per chat, the agent's question waiting for a line (and who may answer it)
+        self._lines: dict[int, tuple[asyncio.Future[str | None], Any]] = {}
+        runner.ask_line = self.ask_line
         # Only "message" updates are prompts: not edited_message, channel_post or edited_channel_post.
         application.add_handler(
             MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT, self.on_message, block=False)
@@ -291,7 +294,20 @@ class TelegramBridge:
             await self._refuse(chat.id, REFUSAL_USER, "sender not among --user-id")
             return
         text = message.text.strip()
+        waiting = self._lines.get(chat.id)
+        if waiting is not None and text != "/cancel":
+            future, who = waiting
+            if who is not None and (user is None or user.id != who):
+                await self.sink(chat.id).post(
+                    "Only the person who started this turn can answer its question."
+                )
+                return
+            if not future.done():
+                future.set_result(message.text)
+            return
         if text == "/cancel":
+            if waiting is not None and not waiting[0].done():
+                waiting[0].set_result(None)  # the question goes with the turn
             cancelled = await self.runner.cancel(chat.id)
             if not cancelled:
                 await self.sink(chat.id).post("Nothing is running.")
@@ -301,6 +317,22 @@ class TelegramBridge:
             return
         sender = Person(user.id, display_name(user)) if user is not None else None
         await self.runner.handle_message(chat.id, text, self.sink(chat.id), message.message_id, sender, inbox)
+
+    async def ask_line(self, chat_id: Any, prompt: str, patience: float, requester: Any) -> str | None:
+        """The agent's question, one field at a time, in the chat; the next line of the person who
+        started the turn answers (``/cancel`` or no answer within ``patience`` cancels)."""
+        if chat_id in self._lines or self.policy.stopping.is_set():
+            return None
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._lines[chat_id] = (future, getattr(requester, "id", None))
+        try:
+            await self.sink(chat_id).post(prompt)
+            return await asyncio.wait_for(future, patience)
+        except TimeoutError:
+            await self.sink(chat_id).post("❓ no answer: the question was cancelled")
+            return None
+        finally:
+            self._lines.pop(chat_id, None)
 
     async def _refuse(self, chat_id: int, text: str, why: str) -> None:
         if not self.refusals.allow(chat_id):

@@ -27,7 +27,7 @@ from acp_adapter.frontends.bridges.retry import (
 )
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId, SendOutcomeUnknown, utf16_len
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.safety.terminal_text import chat_safe
+from acp_adapter.safety.terminal_text import visible_text
 
 log = logging.getLogger("acp_progress.bridges.telegram")
 
@@ -35,7 +35,7 @@ TELEGRAM_LIMIT: Final = 4096
 TYPING_TTL: Final = 5.0
 
 TELEGRAM_REACTIONS: Final[Mapping[str, str]] = CHAT_REACTIONS
-"""Seed reaction -> an emoji Telegram accepts (it rejects ✅ and ❌ with REACTION_INVALID)."""
+"""Semantic reaction -> an emoji Telegram accepts (it rejects ✅ and ❌ with REACTION_INVALID)."""
 
 T = TypeVar("T")
 
@@ -121,14 +121,16 @@ class TelegramSink(BaseSink):
         self.policy = policy or RetryPolicy()
 
     def measure(self, text: str) -> int:
-        return utf16_len(text)
+        """UTF-16 units of the text as sent: its hidden characters shown as escapes (``\\u202e``
+        is six units where U+202E was one), so a message cut to fit still fits once escaped."""
+        return utf16_len(visible_text(text))
 
     async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> MessageId:
         # A post is an answer, an error notice or the first line of a bubble: worth retrying.
         # Progress lines and the placeholder are silent; the answer notifies.
         message = await call_api(
             "sendMessage",
-            lambda: self.bot.send_message(self.chat_id, chat_safe(text), disable_notification=silent),
+            lambda: self.bot.send_message(self.chat_id, visible_text(text), disable_notification=silent),
             self.policy,
             important=True,
             exactly_once=exactly_once,
@@ -138,7 +140,9 @@ class TelegramSink(BaseSink):
     async def edit(self, message_id: MessageId, text: str) -> None:
         await call_api(
             "editMessageText",
-            lambda: self.bot.edit_message_text(chat_safe(text), chat_id=self.chat_id, message_id=message_id),
+            lambda: self.bot.edit_message_text(
+                visible_text(text), chat_id=self.chat_id, message_id=message_id
+            ),
             self.policy,
         )
 

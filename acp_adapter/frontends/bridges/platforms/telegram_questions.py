@@ -29,7 +29,7 @@ from acp_adapter.frontends.bridges.retry import DeliveryDropped, RetryPolicy
 from acp_adapter.frontends.bridges.runner import Person, Verdict
 from acp_adapter.frontends.bridges.sink import split_to_fit, utf16_len
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.safety.terminal_text import chat_safe
+from acp_adapter.safety.terminal_text import visible_text
 
 log = logging.getLogger("acp_progress.bridges.telegram")
 
@@ -74,7 +74,10 @@ class TelegramQuestions:
 
     async def _send(self, chat_id: int, text: str, **kw: Any) -> Any:
         return await call_api(
-            "sendMessage", lambda: self.app.bot.send_message(chat_id, text, **kw), self.policy, important=True
+            "sendMessage",
+            lambda: self.app.bot.send_message(chat_id, visible_text(text), **kw),
+            self.policy,
+            important=True,
         )
 
     async def ask_permission(
@@ -136,11 +139,11 @@ class TelegramQuestions:
         """``🔐 Allow <title>?`` and, when the title does not hold it, the whole command under it:
         nobody can approve what they cannot see. A command too long for one question is posted
         whole first (in as many messages as it takes), and the question says so."""
-        question = chat_safe(redact_text(f"🔐 Allow {request.title}?"))
-        command = request.command
-        if command is None or " ".join(command.split()) in request.title:
+        question = visible_text(redact_text(f"🔐 Allow {request.title}?"))
+        command = request.command_beside_title
+        if command is None:
             return question
-        whole = chat_safe(redact_text(command.strip()))
+        whole = visible_text(redact_text(command))
         if utf16_len(question) + utf16_len(whole) + 2 <= QUESTION_ROOM:
             return f"{question}\n\n{whole}"
         for part in split_to_fit(whole, QUESTION_ROOM, utf16_len):
@@ -159,7 +162,7 @@ class TelegramQuestions:
             await call_api(
                 "editMessageText",
                 lambda: self.app.bot.edit_message_text(
-                    f"{q.text} — {verdict}", chat_id=q.chat_id, message_id=mid
+                    visible_text(f"{q.text} — {verdict}"), chat_id=q.chat_id, message_id=mid
                 ),
                 self.policy,
                 important=True,
@@ -204,7 +207,7 @@ class TelegramQuestions:
 
     async def _answer(self, query: CallbackQuery, text: str) -> None:
         try:
-            await call_api("answerCallbackQuery", lambda: query.answer(text[:200]), self.policy)
+            await call_api("answerCallbackQuery", lambda: query.answer(visible_text(text)[:200]), self.policy)
         except (TelegramError, DeliveryDropped) as exc:
             log.info("answerCallbackQuery failed: %s", redact_text(str(exc))[:200])
 

@@ -1,0 +1,1 @@
+"""The AG-UI front-end: app, projection, history, page, replicas."""

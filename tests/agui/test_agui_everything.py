@@ -1,0 +1,175 @@
+"""Every kind of update end to end: a real ``acp-progress agui`` process driving an agent that sends
+every kind of update, read by the real ``@ag-ui/client`` (its verifier must accept the stream).
+
+The plan arrives as shared state (the client applies the snapshot and the JSON Patches with its own
+``fast-json-patch``), the edit card's diff is in the tool result, usage is in ``RUN_FINISHED`` and
+the thought is reasoning. Node >= 18 is required: the test fails, never skips, without it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.agents.agui_everything_agent import LONG_COMMAND, TITLE
+from tests.helpers.acp_agent import ROOT
+from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
+from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
+
+pytestmark = pytest.mark.e2e
+
+SCRIPT = CLIENT_DIR / "run_everything.mjs"
+AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'agui_everything_agent.py'}"
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    return node_with_packages("@ag-ui/client")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
+    workspace = tmp_path_factory.mktemp("agui-everything")
+    process = AguiProcess(
+        workspace, "--agent", AGENT, "--redact", "none", "--summary", "off", "--tool-progress"
+    )
+    try:
+        yield process.wait_healthy()
+    finally:
+        process.stop()
+
+
+def run_client(node: str, url: str, thread: str, prompt: str, *resume: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [node, str(SCRIPT), url + "/", thread, prompt, *resume],
+        cwd=CLIENT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip(), f"the client printed nothing (exit {done.returncode}):\n{done.stderr}"
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.returncode == 0 and "error" not in report, f"{report.get('error')}\n{done.stderr}"
+    return report
+
+
+def test_the_real_client_applies_plan_state_diff_usage_and_reasoning(node: str, server: AguiProcess) -> None:
+    report = run_client(node, server.url, "everything-1", "everything 10")
+    (run,) = report["runs"]
+    types = run["types"]
+    assert types.count("STATE_SNAPSHOT") == 1 and types.count("STATE_DELTA") >= 2, types
+    assert types.index("STATE_SNAPSHOT") < types.index("STATE_DELTA")
+    assert "REASONING_MESSAGE_CONTENT" in types and "ACTIVITY_SNAPSHOT" in types
+    assert report["state"] == {
+        "plan": [
+            {"content": "Read the notes", "status": "completed", "priority": "high"},
+            {"content": "Count the items", "status": "completed", "priority": "medium"},
+            {"content": "Fix the typo", "status": "completed", "priority": "low"},
+        ]
+    }
+    diff = next(r for r in report["toolResults"] if "notes.txt" in r)
+    assert "-paers" in diff and "+pears" in diff and diff.startswith("--- a/notes.txt")
+    assert run["result"]["usage"] == {
+        "used": 4321,
+        "size": 128000,
+        "cost": {"amount": 0.0123, "currency": "USD"},
+    }
+    assert run["usage"] == [{"inputTokens": 900, "outputTokens": 120, "totalTokens": 1020}]
+    assert report["text"] == "All done: 5 items counted and the typo fixed."
+    threads = {t["threadId"]: t for t in httpx.get(server.url + "/threads").json()["threads"]}
+    assert threads["everything-1"]["title"] == TITLE  # the agent's session title names the thread
+
+
+def test_progress_reaches_the_total_before_the_result(server: AguiProcess) -> None:
+    events = server.run("everything-2", "r1", "everything 0")
+    progress = [e["content"]["progress"] for e in of_type(events, "ACTIVITY_SNAPSHOT")]
+    assert [p["value"] for p in progress] == [1, 2, 3, 4, 5] and progress[-1]["total"] == 5
+
+
+# ---------------------------------------------------------------- permission questions as interrupts
+
+
+def test_a_permission_question_pauses_the_run_and_the_resume_answers_it(
+    node: str, server: AguiProcess
+) -> None:
+    report = run_client(node, server.url, "perm-1", "permission", json.dumps({"optionId": "allow"}))
+    first, second = report["runs"]
+    assert first["outcome"]["type"] == "interrupt" and first["types"][-1] == "RUN_FINISHED"
+    (interrupt,) = first["interrupts"]
+    assert LONG_COMMAND in interrupt["message"]  # the whole command, tail included
+    assert interrupt["metadata"]["acpProgress"]["command"] == LONG_COMMAND
+    assert interrupt["responseSchema"]["properties"]["optionId"]["enum"] == ["allow", "reject"]
+    assert interrupt["toolCallId"] and interrupt["expiresAt"].endswith("Z")
+    assert second["outcome"]["type"] == "success" and "TOOL_CALL_RESULT" in second["types"]
+    assert report["text"].endswith("permission=allow")
+
+
+def test_a_cancelled_resume_gets_the_static_answer(node: str, server: AguiProcess) -> None:
+    report = run_client(node, server.url, "perm-2", "permission")
+    assert [r["outcome"]["type"] for r in report["runs"]] == ["interrupt", "success"]
+    assert report["text"].endswith("permission=reject")
+    assert report["runs"][1]["resultStatuses"] == ["failed"]  # the denied tool's result says so
+
+
+def test_a_client_that_does_not_ask_gets_the_static_answer_in_the_same_run(server: AguiProcess) -> None:
+    events = server.run("perm-3", "r1", "permission")
+    assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["outcome"]["type"] == "success"
+    assert text_of(events).endswith("permission=reject")
+
+
+def post(url: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(url + "/", json=body, timeout=20)
+
+
+def body(thread: str, run: str, prompt: str | None, **extra: Any) -> dict[str, Any]:
+    messages = [{"id": f"m-{run}", "role": "user", "content": prompt}] if prompt else []
+    return {"threadId": thread, "runId": run, "messages": messages, **extra}
+
+
+def test_a_paused_thread_takes_a_plain_run_and_refuses_a_stale_resume(server: AguiProcess) -> None:
+    asking = body("perm-4", "r1", "permission", forwardedProps={"permissionInterrupts": True})
+    first = list(sse_events(post(server.url, asking).iter_lines()))
+    (interrupt,) = first[-1]["outcome"]["interrupts"]
+    wrong = body("perm-4", "r2", None, resume=[{"interruptId": "nope", "status": "cancelled"}])
+    assert post(server.url, wrong).status_code == 409
+    bad = body(
+        "perm-4", "r2", None, resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {}}]
+    )
+    assert post(server.url, bad).status_code == 422
+    events = server.run(
+        "perm-4", "r3", "hello"
+    )  # a client that does not resume: static answer, then this run
+    assert text_of(events) == "echo: hello"
+    stale = body("perm-4", "r4", None, resume=[{"interruptId": interrupt["id"], "status": "cancelled"}])
+    response = post(server.url, stale)
+    assert response.status_code == 409 and "no pending interrupt" in response.json()["detail"]
+
+
+def test_an_unanswered_question_gets_the_static_answer_after_the_bounded_wait(tmp_path: Path) -> None:
+    process = AguiProcess(
+        tmp_path,
+        "--agent",
+        AGENT,
+        "--summary",
+        "off",
+        "--permission-interrupts",
+        "--permission-timeout",
+        "0.5",
+    )
+    try:
+        process.wait_healthy()
+        first = process.run("wait-1", "r1", "permission")  # asked (the endpoint default), nobody answers
+        (interrupt,) = first[-1]["outcome"]["interrupts"]
+        process.wait_for("no answer within 0.5 s; the static policy answers")
+        stale = body("wait-1", "r2", None, resume=[{"interruptId": interrupt["id"], "status": "cancelled"}])
+        assert post(process.url, stale).status_code == 409
+        assert text_of(process.run("wait-1", "r3", "hello")) == "echo: hello"
+    finally:
+        process.stop()

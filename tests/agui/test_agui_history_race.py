@@ -1,0 +1,130 @@
+"""``GET /threads/{id}`` right after a run ended shows that run's turn (the page reloaded at once).
+
+The agent writes a turn through its store's writer thread and waits for it — bounded by
+``STORE_FLUSH_TIMEOUT`` — before it answers the prompt; a cancelled turn (the page's Stop: the
+client disconnects) is answered without that wait. So a history read at once after
+``RUN_FINISHED`` missed the turn whenever the store took longer than the bound (here: another
+connection holds the events table of a real PostgreSQL for a while), and a read at once after a
+Stop missed the stopped turn. The endpoint now lets a run being cancelled on the thread end and
+has its agent flush its pending writes before it reads. Real processes, at the HTTP level."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from acp import RequestError
+
+from acp_adapter.client.driver import AgentDriver
+from acp_adapter.store.sqlite import DATABASE_NAME
+from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.agui_process import AguiProcess, of_type, sse_events
+
+pytestmark = pytest.mark.e2e
+
+
+def _stored_turns(server: AguiProcess, thread_id: str) -> tuple[list[str], list[str]]:
+    body = httpx.get(f"{server.url}/threads/{thread_id}", timeout=30).json()
+    users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    answers = [m.get("content") or "" for m in body["messages"] if m["role"] == "assistant"]
+    return users, answers
+
+
+def test_each_finished_run_is_in_the_history_read_at_once_after_it(tmp_path: Path) -> None:
+    server = AguiProcess(tmp_path, "--summary", "off").wait_healthy()
+    try:
+        for i in range(6):
+            events = server.run("t", f"r{i}", f"what is {i}+1")
+            assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+            users, answers = _stored_turns(server, "t")
+            assert users[-1] == f"what is {i}+1" and f"{i}+1 = {i + 1}" in answers[-1], (i, users, answers)
+    finally:
+        server.stop()
+
+
+def test_a_stopped_run_is_in_the_history_read_at_once_after_the_stop(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    server = AguiProcess(tmp_path, "--summary", "off", env={"ACP_PROGRESS_STATE_DIR": str(state)})
+    server.wait_healthy()
+    try:
+        server.run("t", "r0", "what is 1+1")
+        body = {
+            "threadId": "t",
+            "runId": "r1",
+            "messages": [{"id": "m-r1", "role": "user", "content": "wait 5 seconds"}],
+        }
+        holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
+        release = threading.Timer(1.0, lambda: holder.execute("COMMIT"))
+        try:
+            with httpx.stream("POST", server.url + "/", json=body, timeout=20) as response:
+                for event in sse_events(response.iter_lines()):
+                    if event["type"] == "TOOL_CALL_START" and event.get("toolCallName") == "wait":
+                        # another process writes to the database for a moment (less than the busy
+                        # timeout: the agent's writes wait, none is dropped; WAL readers go on)
+                        holder.execute("BEGIN IMMEDIATE")
+                        release.start()
+                        break  # the page's Stop: the stream is closed mid-run
+            users, answers = _stored_turns(server, "t")
+        finally:
+            if release.ident is not None:
+                release.join()
+            holder.close()  # (a transaction still open is rolled back)
+        assert users == ["what is 1+1", "wait 5 seconds"], users
+        assert answers[-1].endswith("(cancelled)"), answers
+    finally:
+        server.stop()
+
+
+def test_a_run_whose_store_was_slow_is_in_the_history_read_at_once_after_run_finished(
+    tmp_path: Path, pg_url: str
+) -> None:
+    psycopg = pytest.importorskip("psycopg")
+    server = AguiProcess(tmp_path, "--summary", "off", env={"ACP_PROGRESS_DATABASE_URL": pg_url})
+    server.wait_healthy()
+    try:
+        server.run("t", "r0", "what is 1+1")
+        # another connection holds the events table for longer than the agent waits for its writes
+        # (STORE_FLUSH_TIMEOUT, 2 s) before it answers, and a moment beyond RUN_FINISHED; plain
+        # reads go on meanwhile
+        holder: Any = psycopg.connect(pg_url, autocommit=False)
+        holder.execute("LOCK TABLE acp_progress.events IN EXCLUSIVE MODE")
+        release = threading.Timer(1.0, holder.commit)
+        try:
+            events = server.run("t", "r1", "what is 2+2")
+            release.start()
+            assert of_type(events, "RUN_FINISHED"), events[-1]
+            users, answers = _stored_turns(server, "t")
+        finally:
+            if release.ident is not None:
+                release.join()
+            else:  # the run failed before the timer started: let the table go
+                holder.commit()
+            holder.close()
+        assert users == ["what is 1+1", "what is 2+2"], users
+        assert "2+2 = 4" in answers[-1], answers
+    finally:
+        server.stop()
+
+
+# ---------------------------------------------------------------- the flush request itself
+
+
+@pytest.mark.anyio
+async def test_this_agent_flushes_its_store_when_asked_a_foreign_one_is_not_asked(
+    tmp_path: Path,
+) -> None:
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    async with AgentDriver([sys.executable, "-m", "acp_adapter"], env=env, cwd=str(tmp_path)) as ours:
+        assert ours.flushes_store
+        assert await ours.flush_store(5.0) is True
+        with pytest.raises(RequestError):  # any other extension method is unknown
+            await ours.connection.ext_method("acpProgress/nope", {})
+    foreign = [sys.executable, str(ROOT / "tests" / "agents" / "everything_agent.py")]
+    async with AgentDriver(foreign, env=agent_env(), cwd=str(tmp_path)) as theirs:
+        assert not theirs.flushes_store  # it never said so in initialize: never sent the request
+        assert await theirs.flush_store(5.0) is False

@@ -1,0 +1,1 @@
+"""The chat bridges (console, Telegram): delivery, queue, restart, projection."""

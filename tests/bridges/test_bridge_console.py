@@ -1,0 +1,153 @@
+"""The console platform and the runner on the real client driver: this project's agent and another one."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import queue
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_adapter.frontends.bridges.config import new_instance
+from acp_adapter.frontends.bridges.options import BridgeOptions
+from acp_adapter.frontends.bridges.platforms.console import run_console
+from acp_adapter.frontends.bridges.runner import BridgeRunner
+from tests.agents.echo_agent import SECRET as ECHO_SECRET
+from tests.helpers.acp_agent import ROOT, agent_env
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+ECHO_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
+
+
+class ScriptedInput:
+    """stdin stand-in: ``readline`` blocks until the test feeds a line (or ends the input)."""
+
+    def __init__(self) -> None:
+        self._lines: queue.Queue[str] = queue.Queue()
+
+    def feed(self, line: str) -> None:
+        self._lines.put(line + "\n")
+
+    def end(self) -> None:
+        self._lines.put("")
+
+    def readline(self) -> str:
+        return self._lines.get(timeout=60)
+
+
+class WatchedOutput(io.StringIO):
+    """stdout stand-in the test can wait on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def wait_for(self, text: str, within: float = 30.0) -> None:
+        deadline = time.monotonic() + within
+        while text not in self.getvalue():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared in:\n{self.getvalue()}")
+            await asyncio.sleep(0.02)
+
+
+def runner_for(instance: Any, **kw: Any) -> BridgeRunner:
+    return BridgeRunner(instance, BridgeOptions(agent_env=agent_env(), window=0.2, **kw))
+
+
+async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: Path) -> None:
+    instance = new_instance(
+        "c", "console", cwd=str(ROOT), progress={"tool_progress": "all", "reactions": True}
+    )
+    inp, out = ScriptedInput(), WatchedOutput()
+    inp.feed("search for TODO")
+    inp.end()
+    runner = await run_console(instance, inp, out, runner=runner_for(instance))  # type: ignore[arg-type]
+    text = out.getvalue()
+    lines = text.splitlines()
+    assert lines[0] == "[#1 you] search for TODO"
+    post = lines.index("[#2] 🔎 Searching for TODO")
+    edit = lines.index("[#2 edited] ✅ Searching for TODO")
+    answer = next(i for i, line in enumerate(lines) if line.startswith("[#3] I searched the workspace"))
+    assert post < edit and post < answer
+    assert "[#1 reaction 👀]" in lines and "[#1 reaction 👍]" in lines
+    metrics = runner.metrics()
+    assert metrics.delivered == metrics.enqueued and metrics.delivery_dropped_by_reason == {}
+
+
+async def test_another_agent_title_fallback_transcript_boundary_and_no_secret() -> None:
+    instance = new_instance("e", "console", agent=ECHO_AGENT, progress={"tool_progress": "all"})
+    inp, out = ScriptedInput(), WatchedOutput()
+    inp.feed("hello there")
+    inp.feed("second message")
+    inp.end()
+    await run_console(instance, inp, out, runner=runner_for(instance))  # type: ignore[arg-type]
+    text = out.getvalue()
+    assert "🌐 Lookup hello there" in text  # ACP title + safe scalar preview; the api_key is never chosen
+    assert "✅ Lookup second message" in text
+    # the agent's own history holds exactly the person's messages: no progress line was fed back
+    assert "history=2 prompts=['hello there', 'second message']" in text
+    assert ECHO_SECRET not in text and ECHO_SECRET[:12] not in text
+
+
+@pytest.mark.parametrize(("answer", "allowed"), [("y", True), ("n", False)])
+async def test_console_permission_prompt(answer: str, allowed: bool) -> None:
+    instance = new_instance("p", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
+    inp, out = ScriptedInput(), WatchedOutput()
+    inp.feed("run echo bridged")
+    task = asyncio.create_task(run_console(instance, inp, out, runner=runner_for(instance)))  # type: ignore[arg-type]
+    await out.wait_for("[permission] Allow")
+    inp.feed(answer)
+    await out.wait_for("[permission] allowed" if allowed else "[permission] denied")
+    await out.wait_for("[#")
+    inp.end()
+    await task
+    text = out.getvalue()
+    if allowed:
+        assert "✅ Running echo bridged" in text
+    else:
+        assert "❌ Running echo bridged — Permission denied by the user" in text
+
+
+async def test_permission_unanswered_is_denied_after_the_timeout() -> None:
+    instance = new_instance("p", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
+    inp, out = ScriptedInput(), WatchedOutput()
+    inp.feed("run echo bridged")
+    runner = runner_for(instance, permission_timeout=0.3)
+    task = asyncio.create_task(run_console(instance, inp, out, runner=runner))  # type: ignore[arg-type]
+    await out.wait_for("[permission] no answer: denied")
+    await out.wait_for("❌ Running echo bridged")
+    inp.end()
+    await task
+
+
+async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
+    instance = new_instance("x", "console", agent=f"{sys.executable} -c 'import sys; sys.exit(3)'")
+    inp, out = ScriptedInput(), WatchedOutput()
+    inp.feed("hello")
+    inp.end()
+    await run_console(instance, inp, out, runner=runner_for(instance))  # type: ignore[arg-type]
+    assert "❌ the agent" in out.getvalue() and "exited with code 3" in out.getvalue()
+
+
+async def test_a_tool_s_question_is_asked_in_the_console_chat_and_answered_there(tmp_path: Path) -> None:
+    """An MCP server asks during a call: the console bridge asks in the chat, the person's line
+    goes back to the server through the agent."""
+    from tests.mcp.test_mcp_tasks import tasks_server
+
+    instance = new_instance("q", "console", cwd=str(tmp_path), progress={"tool_progress": "all"})
+    inp, out = ScriptedInput(), WatchedOutput()
+    inp.feed('call asks {"question": "Favourite colour?"}')
+    runner = runner_for(instance, mcp_servers=[tasks_server()])
+    task = asyncio.create_task(run_console(instance, inp, out, runner=runner))  # type: ignore[arg-type]
+    await out.wait_for("[permission] Allow", 60)
+    inp.feed("y")
+    await out.wait_for("Colour: (cancelled after", 60)
+    assert "[jobs] Favourite colour?" in out.getvalue()
+    inp.feed("teal")
+    await out.wait_for("the person said teal", 60)
+    inp.end()
+    await task

@@ -1,0 +1,176 @@
+"""The bridges show an agent's plan, its diffs and — only when asked — its thoughts: the plan is one
+message edited in place as entries change (accumulate) or a new message per change (separate); an
+edit is ``✅ Edit notes.py — +2 −3 notes.py``; ``--delivery-thoughts`` (kept in the instance file)
+posts the thoughts. ``bridge run`` of the console platform in a real process, against the scripted
+agent that sends every kind of update."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from acp.helpers import plan_entry, text_block, update_agent_thought, update_plan
+
+from acp_adapter.cli import main
+from acp_adapter.frontends.bridges.config import ProgressConfig
+from acp_adapter.frontends.bridges.events import PlanUpdate, ThoughtText
+from acp_adapter.frontends.bridges.projection import TurnProjection
+from tests.helpers.acp_agent import ROOT, agent_env
+
+RUN_CLI = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
+AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'} --pause 0.1"
+
+
+@pytest.fixture
+def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _run(cfg: Path, name: str) -> str:
+    env = {**os.environ, **agent_env(), "ACP_PROGRESS_CONFIG_DIR": str(cfg), "ACP_PROGRESS_SUMMARY": "off"}
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_CLI, "bridge", "run", name],
+        input="fix it\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _plan_messages(out: str) -> list[tuple[str, str]]:
+    """(message id, verb) of every post or edit whose text is the plan."""
+    return re.findall(r"^\[#(\d+)( edited)?\] plan \d/3$", out, flags=re.MULTILINE)
+
+
+@pytest.mark.e2e
+def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
+    cfg: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            ["bridge", "create", "b", "--platform", "console", "--agent", AGENT, "--delivery-progress", "all"]
+        )
+        == 0
+    )
+    out = _run(cfg, "b")
+    plans = _plan_messages(out)
+    assert plans[0][1] == "" and len({mid for mid, _ in plans}) == 1, out  # posted once…
+    assert len(plans) >= 2 and all(verb == " edited" for _, verb in plans[1:])  # …then edited
+    final = out[out.rindex("plan 3/3") :]
+    assert "✓ Read notes.py · high\n     ✓ Fix the greeting · medium\n     ✓ Run the tests · low" in final
+    assert "✅ Edit notes.py — +2 −3 notes.py" in out  # the diff as a short line
+    assert "💭" not in out and "typo." not in out.split("Fixed the typo")[0], out  # no thought posted
+
+
+@pytest.mark.e2e
+def test_delivery_thoughts_and_separate_grouping(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bridge", "create", "s", "--platform", "console", "--agent", AGENT]) == 0
+    changes = [
+        "--delivery-progress",
+        "all",
+        "--delivery-progress-grouping",
+        "separate",
+        "--delivery-thoughts",
+    ]
+    assert main(["bridge", "update", "s", *changes]) == 0
+    capsys.readouterr()
+    assert main(["bridge", "show", "s"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["effective_progress"]["thoughts"] is True  # kept in the instance file
+    assert json.loads((cfg / "bridges.json").read_text())["instances"]["s"]["delivery_defaults"]["progress"][
+        "thoughts"
+    ]
+    out = _run(cfg, "s")
+    assert "💭 Reading notes.py first. The greeting has a typo. I will fix it, then run the tests." in out
+    plans = _plan_messages(out)
+    assert len(plans) >= 3 and len({mid for mid, _ in plans}) == len(plans), out  # a message per change
+    assert all(verb == "" for _, verb in plans)
+    assert "[#" in out and "✅ Edit notes.py — +2 −3 notes.py" in out
+
+
+def test_an_unchanged_plan_makes_no_edit_and_a_thought_needs_the_option() -> None:
+    projection = TurnProjection(ProgressConfig(tool_progress="all"))
+    entries = [plan_entry("Read", priority="high", status="pending")]
+    assert projection.project(update_plan(entries), 0.0) == [PlanUpdate(("plan 0/1", "○ Read · high"))]
+    assert projection.project(update_plan(entries), 0.1) == []
+    assert projection.project(update_agent_thought(text_block("hmm")), 0.2) == []
+    assert projection.finish() == []
+    asked = TurnProjection(ProgressConfig(tool_progress="all", thoughts=True))
+    asked.project(update_agent_thought(text_block("hmm\nsk-live-1234567890abcdefghijklmnop")), 0.0)
+    [thought] = asked.finish()
+    assert isinstance(thought, ThoughtText) and thought.text.startswith("hmm ")
+    assert "1234567890abcdefghij" not in thought.text  # redacted like every line a chat gets
+
+
+@pytest.mark.e2e
+def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
+    """The same through the Telegram platform, against the strict fake Bot API."""
+    pytest.importorskip("telegram")
+    from tests.bridges.test_bridge_telegram_process import CHAT, TOKEN, acp_progress
+    from tests.helpers.fake_telegram import FakeTelegram
+
+    fake = FakeTelegram(TOKEN).start()
+    args = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--agent", AGENT]
+    assert main([*args, "--delivery-progress", "all"]) == 0
+    env = {
+        **os.environ,
+        **agent_env(),
+        "ACP_PROGRESS_CONFIG_DIR": str(cfg),
+        "TELEGRAM_BOT_TOKEN": TOKEN,
+        "ACP_PROGRESS_TELEGRAM_API_URL": fake.api_url,
+        "ACP_PROGRESS_SUMMARY": "off",
+    }
+    proc = subprocess.Popen(
+        [*acp_progress(), "bridge", "run", "tg"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        fake.wait_until(lambda: bool(fake.calls_of("getUpdates")), within=30)
+        fake.user_says(CHAT, "fix it")
+        fake.wait_until(lambda: any("3 tests pass" in t for t in fake.chat_view(CHAT)), within=30)
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        fake.stop()
+    plans = [m for m in fake.bot_messages(CHAT) if m.text.startswith("plan ")]
+    assert len(plans) == 1, fake.chat_view(CHAT)  # one message…
+    assert plans[0].text.splitlines() == [
+        "plan 3/3",
+        "✓ Read notes.py · high",
+        "✓ Fix the greeting · medium",
+        "✓ Run the tests · low",
+    ]
+    edits = [
+        c for c in fake.calls_of("editMessageText") if int(c.params["message_id"]) == plans[0].message_id
+    ]
+    assert edits, "the plan message was never edited"  # …edited in place as its entries changed
+    view = fake.chat_view(CHAT)
+    assert any("✅ Edit notes.py — +2 −3 notes.py" in t for t in view), view
+    assert not any("💭" in t for t in view)
+
+
+def test_an_edit_in_the_workspace_is_named_relative_to_it() -> None:
+    from acp_adapter.frontends._updates import Diff
+
+    diff = Diff("/work/space/src/a.py", "one\ntwo\n", "one\nTWO\nthree\n")
+    assert diff.short("/work/space") == "+2 −1 src/a.py"
+    assert diff.short("/elsewhere") == "+2 −1 /work/space/src/a.py"
+    assert diff.unified().splitlines()[:2] == ["--- /work/space/src/a.py", "+++ /work/space/src/a.py"]
+    assert Diff("a.py", "", "x\n").unified().splitlines()[:2] == ["--- a/a.py", "+++ b/a.py"]

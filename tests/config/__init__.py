@@ -1,0 +1,1 @@
+"""Settings: the model, the settings file, the command line."""

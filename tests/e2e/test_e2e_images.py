@@ -1,0 +1,69 @@
+"""Images end to end: the OpenAI back-end advertises them and passes them to the model as image
+parts, the embedded model acknowledges them, and an MCP tool's image result is image content on
+its card (real agent processes, the SDK's client side)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from acp import text_block
+from acp.schema import ContentToolCallContent, ImageContentBlock
+
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, spawn_agent
+from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.mcp.test_mcp_e2e import kit, tool_cards
+from tests.unit.test_openai_backend import KEY, openai_env
+
+pytestmark = pytest.mark.anyio
+
+PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
+
+
+async def test_the_openai_backend_advertises_images_and_the_model_gets_them(tmp_path):
+    with FakeOpenAI(api_key=KEY) as server:
+        server.script(text_reply("A black square."))
+        client = RecordingClient()
+        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            init = await conn.initialize(protocol_version=1)
+            image = ImageContentBlock(type="image", data=PNG, mime_type="image/png")
+            response = await conn.prompt(session_id=sid, prompt=[text_block("what is this?"), image])
+    assert init.agent_capabilities.prompt_capabilities.image is True
+    assert response.stop_reason == "end_turn"
+    user = [m for m in server.requests[0].body["messages"] if m["role"] == "user"][-1]
+    assert user["content"][0]["type"] == "text" and user["content"][0]["text"].startswith("what is this?")
+    assert user["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+    assert client.answer(sid) == "A black square."
+
+
+async def test_the_embedded_model_acknowledges_an_image_and_does_not_advertise_images(tmp_path):
+    client = RecordingClient()
+    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, _p, _log):
+        init = await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        image = ImageContentBlock(type="image", data=PNG, mime_type="image/png")
+        await conn.prompt(session_id=sid, prompt=[image])
+    assert init.agent_capabilities.prompt_capabilities.image is False
+    answer = client.answer(sid)
+    assert answer.startswith("I received an image: image/png (67 bytes).")
+    assert "not supported" not in answer
+
+
+async def test_an_mcp_tools_image_result_is_image_content_on_its_card(tmp_path):
+    with FakeOpenAI(api_key=KEY) as server:
+        server.script(tool_reply([("call_i1", "mcp__kit__picture", {})]), text_reply("Here it is."))
+        client = RecordingClient()
+        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block("show me a picture")])
+    (card,) = tool_cards(client, sid)
+    assert final_status(card) == "completed"
+    images = [
+        c.content
+        for c in card[-1].content
+        if isinstance(c, ContentToolCallContent) and isinstance(c.content, ImageContentBlock)
+    ]
+    assert len(images) == 1 and images[0].mime_type == "image/png"
+    assert base64.b64decode(images[0].data).startswith(b"\x89PNG")
+    assert "a tiny picture" in " ".join(getattr(c.content, "text", "") for c in card[-1].content)

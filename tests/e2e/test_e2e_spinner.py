@@ -1,0 +1,152 @@
+"""End to end over real pipes: spawn ``python -m acp_adapter`` and drive it as an editor would.
+
+Tests that need an environment of their own (delays, heartbeats) or the process itself (a hang-up)
+start their own agent; the others share one per module (:mod:`tests.helpers.shared_agent`: each its own
+session and client)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+from acp.schema import AgentMessageChunk, ToolCallStart
+
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
+    """The agent process (default test environment) shared by the tests that need no other."""
+    async with shared_agent_process() as shared:
+        yield shared
+
+
+def _content_text(update: object) -> str:
+    return " ".join(c.content.text for c in (getattr(update, "content", None) or []))
+
+
+async def test_think_card_opens_beats_and_completes_before_the_answer(tmp_path):
+    client = RecordingClient()
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.5", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        sent = time.monotonic()
+        response = await prompt_text(conn, session.session_id, "hello there")
+    assert response.stop_reason == "end_turn"
+
+    updates = client.for_session(session.session_id)
+    start = updates[0]
+    assert isinstance(start, ToolCallStart)
+    assert start.kind == "think" and start.title == "Thinking..." and start.status == "in_progress"
+    think_id = start.tool_call_id
+    card = client.cards(session.session_id)[think_id]
+    beats = [u for u in card[1:] if u.status == "in_progress"]
+    assert len(beats) >= 2, f"expected heartbeats every 0.1 s over a 0.5 s wait, got {len(beats)}"
+    assert all("Still thinking" in _content_text(b) for b in beats)
+    assert card[-1].status == "completed" and "Thought for" in _content_text(card[-1])
+
+    # heartbeats arrive at the interval, not all at once at the end
+    times = [r.at for r in client.updates if getattr(r.update, "tool_call_id", None) == think_id]
+    assert times[0] - sent < 0.5, "the think card should arrive well before the model's first output"
+    beat_times = times[1 : 1 + len(beats)]
+    gaps = [b - a for a, b in itertools.pairwise(beat_times)]
+    assert gaps and max(gaps) < 0.4 and sum(gaps) / len(gaps) > 0.03
+
+    think_cards = [u for u in updates if isinstance(u, ToolCallStart) and u.kind == "think"]
+    assert len(think_cards) == 1, "the card opened as the prompt landed is the one hook A continues"
+
+    index_complete = updates.index(card[-1])
+    first_chunk = next(i for i, u in enumerate(updates) if isinstance(u, AgentMessageChunk))
+    assert index_complete < first_chunk, "the think card must complete before the first answer chunk"
+    assert "Hello" in client.answer(session.session_id)
+
+
+async def test_cancel_during_the_wait_closes_the_card_and_nothing_follows(tmp_path):
+    client = RecordingClient()
+    started = asyncio.Event()
+    client.on_update = lambda r: started.set() if isinstance(r.update, ToolCallStart) else None
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="30", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05")
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        task = asyncio.create_task(prompt_text(conn, session.session_id, "think about this for a long time"))
+        await asyncio.wait_for(started.wait(), 10)
+        await asyncio.sleep(0.2)
+        cancelled_at = time.monotonic()
+        await conn.cancel(session_id=session.session_id)
+        response = await asyncio.wait_for(task, 5)
+        answered_at = time.monotonic()
+        count_at_response = len(client.updates)
+        await asyncio.sleep(0.4)  # several heartbeat intervals: nothing may arrive now
+        assert len(client.updates) == count_at_response, "updates arrived after the prompt response"
+    assert response.stop_reason == "cancelled"
+    assert answered_at - cancelled_at < 1.0
+    cards = client.think_cards(session.session_id)
+    assert len(cards) == 1
+    (card,) = cards.values()
+    assert final_status(card) == "failed"
+    assert "Cancelled" in _content_text(card[-1])
+
+
+async def test_heartbeat_disabled_means_no_heartbeat_ever(tmp_path):
+    client = RecordingClient()
+    env = agent_env(
+        ACP_PROGRESS_EMBEDDED_DELAY="0.6",
+        ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
+        ACP_PROGRESS_HEARTBEAT_DISABLED="1",
+    )
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        response = await prompt_text(conn, session.session_id, "hello")
+    assert response.stop_reason == "end_turn"
+    (card,) = client.think_cards(session.session_id).values()
+    assert [u.status for u in card] == ["in_progress", "completed"]
+
+
+async def test_two_turns_in_one_session_each_get_a_fresh_card(tmp_path, agent):
+    client = RecordingClient()
+    session = await agent.new_session(client, tmp_path)
+    first = await prompt_text(agent.conn, session.session_id, "what is 6*7")
+    second = await prompt_text(agent.conn, session.session_id, "what is 1+1")
+    assert first.stop_reason == second.stop_reason == "end_turn"
+    cards = client.think_cards(session.session_id)
+    assert len(cards) == 2
+    assert all(final_status(c) == "completed" for c in cards.values())
+    answer = client.answer(session.session_id)
+    assert "= 42" in answer and "= 2" in answer
+
+
+async def test_bad_requests_get_clear_errors_and_the_agent_keeps_serving(tmp_path, agent):
+    from acp import RequestError
+
+    client = RecordingClient()
+    conn = agent.conn
+    with pytest.raises(RequestError) as unknown:
+        await prompt_text(conn, "sess_does_not_exist", "hi")
+    assert "unknown session" in str(unknown.value.data)
+    with pytest.raises(RequestError) as relative:
+        await conn.new_session(cwd="relative/dir", mcp_servers=[])
+    assert "absolute" in str(relative.value.data)
+    session = await agent.new_session(client, tmp_path)
+    response = await prompt_text(conn, session.session_id, "hello")
+    assert response.stop_reason == "end_turn"
+
+
+async def test_client_hanging_up_mid_turn_lets_the_agent_exit_cleanly(tmp_path):
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="30")
+    client = RecordingClient()
+    started = asyncio.Event()
+    client.on_update = lambda r: started.set()
+    async with spawn_agent(client, env=env) as (conn, process, _log):
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
+        task = asyncio.create_task(prompt_text(conn, session.session_id, "hello"))
+        await asyncio.wait_for(started.wait(), 10)
+        process.stdin.close()  # the editor went away
+        code = await asyncio.wait_for(process.wait(), 5)
+        task.cancel()
+    assert code == 0, "the agent should notice EOF, cancel the turn and exit on its own"

@@ -1,0 +1,185 @@
+"""Real tools as ACP tool cards, end to end over stdio: titles, kinds, progress, failures,
+permission, and secrets that never reach the client.
+
+The tests share one agent process (:mod:`tests.helpers.shared_agent`): each opens its own session, and the
+session's updates reach the test's own client; none needs a process of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+
+import pytest
+from acp.schema import AgentThoughtChunk, ToolCallProgress, ToolCallStart
+
+from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
+from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
+    async with shared_agent_process() as shared:
+        yield shared
+
+
+def _text(update: object) -> str:
+    return " ".join(getattr(c.content, "text", "") for c in (getattr(update, "content", None) or []))
+
+
+def _tool_cards(client: RecordingClient, session_id: str) -> dict[str, list[object]]:
+    return {
+        cid: ups
+        for cid, ups in client.cards(session_id).items()
+        if isinstance(ups[0], ToolCallStart) and ups[0].kind != "think"
+    }
+
+
+def _workspace(tmp_path, files: int = 300):
+    for i in range(files):
+        sub = tmp_path / f"pkg{i % 10}"
+        sub.mkdir(exist_ok=True)
+        body = "def f():\n    return 1\n"
+        if i % 50 == 0:
+            body += f"# TODO: handle case {i}\n"
+        (sub / f"mod{i}.py").write_text(body)
+    return tmp_path
+
+
+async def test_search_card_has_title_progress_and_matches_and_the_answer_cites_them(tmp_path, agent):
+    ws = _workspace(tmp_path)
+    client = RecordingClient()
+    session = await agent.new_session(client, ws)
+    response = await prompt_text(agent.conn, session.session_id, "search for TODO")
+    assert response.stop_reason == "end_turn"
+    (card,) = _tool_cards(client, session.session_id).values()
+    start = card[0]
+    assert start.kind == "search" and start.status == "in_progress"
+    assert start.title == "Searching for TODO"
+    assert start.raw_input == {"query": "TODO"}
+    progress = [u for u in card[1:] if (u.field_meta or {}).get("acpProgress", {}).get("phase") == "progress"]
+    assert len(progress) >= 2 and all(u.status is None for u in progress)
+    values = [u.field_meta["acpProgress"]["progress"] for u in progress]
+    assert all(v["total"] == 300 for v in values)
+    assert values[-1]["value"] == 300 and values[0]["value"] < 300
+    assert "Scanned 300/300 files" in _text(progress[-1])
+    assert final_status(card) == "completed"
+    assert "6 matches in 6 files" in _text(card[-1])
+    answer = client.answer(session.session_id)
+    assert "found 6 matches in 6 files" in answer and "pkg0/mod0.py:3" in answer
+
+    # no orphan: every think card closed, and the first one closed before the tool card opened
+    updates = client.for_session(session.session_id)
+    thinks = client.think_cards(session.session_id)
+    assert len(thinks) == 2 and all(final_status(c) == "completed" for c in thinks.values())
+    first_think_done = updates.index(next(iter(thinks.values()))[-1])
+    assert first_think_done < updates.index(start)
+
+
+async def test_failing_tools_fail_their_card_and_the_turn_still_answers(tmp_path, agent):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("nope")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.symlink(outside / "secret.txt", ws / "link.txt")
+    client = RecordingClient()
+    conn = agent.conn
+    session = await agent.new_session(client, ws)
+    missing = await prompt_text(conn, session.session_id, "read missing.md")
+    escape = await prompt_text(conn, session.session_id, "read ../outside/secret.txt")
+    link = await prompt_text(conn, session.session_id, "read link.txt")
+    assert missing.stop_reason == escape.stop_reason == link.stop_reason == "end_turn"
+    cards = list(_tool_cards(client, session.session_id).values())
+    assert [final_status(c) for c in cards] == ["failed", "failed", "failed"]
+    reasons = [_text(c[-1]) for c in cards]
+    assert "no such file: missing.md" in reasons[0]
+    assert "outside the workspace" in reasons[1] and "outside the workspace" in reasons[2]
+    assert all("\n" not in r for r in reasons)
+    answer = client.answer(session.session_id)
+    assert answer.count("The `read_file` call failed") == 3
+    assert all(final_status(c) == "completed" for c in client.think_cards(session.session_id).values())
+
+
+async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_path, agent):
+    (tmp_path / "hello.txt").write_text("hi\n")
+    for decision, expected in (("reject", "failed"), ("allow", "completed")):
+        client = RecordingClient(permission=decision)
+        session = await agent.new_session(client, tmp_path)
+        response = await prompt_text(agent.conn, session.session_id, "run ls -la")
+        assert response.stop_reason == "end_turn"
+        (card,) = _tool_cards(client, session.session_id).values()
+        assert card[0].kind == "execute" and card[0].title == "Running ls -la"
+        (asked,) = client.permission_requests
+        assert asked.tool_call_id == card[0].tool_call_id
+        assert client.statuses_seen_at_permission == [["in_progress", "pending"]], (
+            "the permission request overtook the card it asks about"
+        )
+        assert final_status(card) == expected
+        if decision == "reject":
+            assert "Permission denied by the user" in _text(card[-1])
+            assert "failed: Permission denied" in client.answer(session.session_id)
+        else:
+            assert "hello.txt" in _text(card[-1])
+            assert "I ran `ls -la`" in client.answer(session.session_id)
+
+
+async def test_cancel_during_a_long_tool_closes_its_card_and_drops_later_progress(tmp_path, agent):
+    client = RecordingClient()
+    progressed = asyncio.Event()
+
+    def on_update(r):
+        if isinstance(r.update, ToolCallProgress) and (r.update.field_meta or {}).get("acpProgress", {}).get(
+            "progress"
+        ):
+            progressed.set()
+
+    client.on_update = on_update
+    conn = agent.conn
+    session = await agent.new_session(client, tmp_path)
+    task = asyncio.create_task(prompt_text(conn, session.session_id, "wait 20 seconds"))
+    await asyncio.wait_for(progressed.wait(), 10)
+    await conn.cancel(session_id=session.session_id)
+    response = await asyncio.wait_for(task, 5)
+    count = len(client.updates)
+    await asyncio.sleep(1.2)  # the tool would have reported more steps by now
+    assert len(client.updates) == count
+    assert response.stop_reason == "cancelled"
+    (card,) = _tool_cards(client, session.session_id).values()
+    assert card[0].title.startswith("Working on")
+    assert final_status(card) == "failed" and "Cancelled" in _text(card[-1])
+    after_terminal = card[card.index(card[-1]) + 1 :]
+    assert after_terminal == []
+
+
+SECRETS = {
+    "prompt": "ghp_PromptSecret0123456789abcdefghijklmn",
+    "file": "sk-proj-FileSecretABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+    "command": "xoxb-123456789012-123456789012-CommandSecretAbCdEf",
+    "header": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlc2VjcmV0MTIzNDU2",
+}
+
+
+async def test_secrets_never_reach_the_client(tmp_path, agent):
+    (tmp_path / "config.env").write_text(
+        f"OPENAI_API_KEY={SECRETS['file']}\nAuthorization: Bearer {SECRETS['header']}\nDEBUG=1\n"
+    )
+    (tmp_path / "leak.sh").write_text(f"echo 'token={SECRETS['command']}'\necho done\n")
+    client = RecordingClient(permission="allow")
+    conn = agent.conn
+    sid = (await agent.new_session(client, tmp_path)).session_id
+    await prompt_text(conn, sid, f"Tell me about my GitHub token {SECRETS['prompt']} please")
+    await prompt_text(conn, sid, "read config.env")
+    await prompt_text(conn, sid, "run sh leak.sh")
+    await prompt_text(conn, sid, f"search for {SECRETS['prompt']}")
+    wire = "\n".join(r.update.model_dump_json() for r in client.updates)
+    wire += "\n".join(t.model_dump_json() for t in client.permission_requests)
+    for where, secret in SECRETS.items():
+        assert secret not in wire, f"the {where} secret reached the client"
+        assert secret[8:24] not in wire, f"a fragment of the {where} secret reached the client"
+    assert "[REDACTED]" in wire
+    # the agent still did its work: it read the file and ran the command
+    assert "DEBUG=1" in wire and "done" in wire
+    assert not any(isinstance(r.update, AgentThoughtChunk) for r in client.updates)

@@ -1,0 +1,1 @@
+"""The terminal front-ends and clients: watch, chat, relay, run, the CLI."""

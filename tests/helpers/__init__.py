@@ -1,0 +1,1 @@
+"""Helpers the tests import: fakes, process drivers, the recording ACP client."""

@@ -1,0 +1,140 @@
+"""In-process agents and shared servers for the slower front-end and MCP test modules.
+
+:func:`tests.helpers.shared_agent.served_inprocess` (and
+:func:`~tests.helpers.shared_agent.progress_agent`) serve the agent in this process where its
+process proves nothing (its exit, signals or stdio framing are not the point): it saves the ~1 s of
+CPU each agent process pays to import the ACP SDK.
+
+:func:`cli_in_process` is the command line without a process for commands that end before anything starts, and
+:func:`use_in_process_agents` makes the bridges' agent driver talk to an in-process agent."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = [
+    "cli_in_process",
+    "in_process_driver_class",
+    "use_in_process_agents",
+]
+
+
+@contextlib.contextmanager
+def cli_in_process() -> Iterator[Any]:
+    """``acp_adapter.cli.main`` for this process, for command lines that end before any agent
+    or server starts (a refused flag, a bad file): the process start (~1 s of CPU) proves
+    nothing there. The streams ``main`` wraps and the logging it sets up are put back after."""
+    import logging
+    import sys
+
+    from acp_adapter.cli import main
+
+    streams = sys.stdout, sys.stderr
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield main
+    finally:
+        sys.stdout, sys.stderr = streams
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+class _InProcessAgent:
+    """What :class:`InProcessDriver` shows where an :class:`AgentDriver` has its process: the
+    agent "runs" until the driver closes it (``returncode`` None until then)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.pid = 0  # no process of its own (never signalled: the driver's close is overridden)
+        self.returncode: int | None = None
+        self._ended = asyncio.Event()
+
+    async def wait(self) -> int:
+        await self._ended.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+    def end(self) -> None:
+        self.returncode = 0
+        self._ended.set()
+
+
+def in_process_driver_class() -> Any:
+    """An :class:`~acp_adapter.client.driver.AgentDriver` whose agent is this project's
+    ProgressAgent in this process, over the SDK's in-memory transports, with the settings the
+    driver's environment gives it (the same ``ACP_PROGRESS_*`` a spawned agent would read).
+
+    For front-end tests where the agent is only "an agent to talk to" (a chat platform's fake,
+    its retries and refusals are what is tested): it saves each test the ~1 s of CPU an agent
+    process pays to import the ACP SDK. The front-end side — the driver's sessions, turns,
+    permission questions and updates — is the production code; only the pipe and the process
+    are gone (so no test of a crash, a signal or stdio framing may use it)."""
+    import asyncio
+
+    from acp import connect_to_agent
+
+    from acp_adapter.agent.routes import agent_connection
+    from acp_adapter.client.driver import AgentDriver, _DriverClient
+    from acp_adapter.config import Settings
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    class InProcessDriver(AgentDriver):
+        _in_process: Any = None  # the ProgressAgent
+        _agent_conn: Any = None
+        _listening: Any = None
+
+        async def _spawn(self) -> None:
+            import os
+
+            from acp._transport import memory_transport_pair
+
+            settings = Settings.load({**os.environ, **self.env}, flags={})
+            self._in_process = ProgressAgent(settings, turn_runner=AIAgent)
+            agent_end, client_end = memory_transport_pair()
+            self._agent_conn = agent_connection(self._in_process, agent_end)
+            self._listening = asyncio.ensure_future(self._agent_conn.listen())
+            self._agent.process = _InProcessAgent()  # type: ignore[assignment]
+            # as the driver connects: its client side takes questions (an unstable ACP method)
+            self._conn = connect_to_agent(_DriverClient(self), client_end, use_unstable_protocol=True)  # type: ignore[arg-type]
+
+        async def close(self, grace: float = 2.0) -> None:
+            if self._closed:
+                return
+            shown = self._agent.process
+            self._agent.process = None  # nothing to signal: the parent closes the turns and the connection
+            try:
+                await super().close(grace)
+                if self._in_process is not None:
+                    await self._in_process.hang_up(grace)  # as serve at the end of input
+                    await self._agent_conn.close()
+                if self._listening is not None:
+                    self._listening.cancel()
+                    await asyncio.wait({self._listening})  # ended; its outcome is not ours to raise
+            finally:
+                self._agent.process = shown
+                if isinstance(shown, _InProcessAgent):
+                    shown.end()
+
+    return InProcessDriver
+
+
+def use_in_process_agents(monkeypatch: Any) -> None:
+    """Make every BridgeRunner built from now on that runs this project's agent drive it in
+    this process (see :func:`in_process_driver_class`) instead of spawning it."""
+    from acp_adapter.frontends.bridges.runner import BridgeRunner
+
+    in_process = in_process_driver_class()
+    make_process_driver = BridgeRunner._make_driver
+
+    def make_driver(self: Any) -> Any:
+        driver = make_process_driver(self)  # the runner's own arguments, whatever they become
+        if not self.instance.agent:  # this project's agent (a bridge's own test agent still spawns)
+            driver.__class__ = in_process  # a subclass adding no state of its own: same layout
+        return driver
+
+    monkeypatch.setattr(BridgeRunner, "_make_driver", make_driver)

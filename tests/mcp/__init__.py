@@ -1,0 +1,1 @@
+"""MCP servers as tools: config, lifecycle, transports, hostile servers."""

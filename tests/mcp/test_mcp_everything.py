@@ -1,0 +1,153 @@
+"""The reference MCP server ``@modelcontextprotocol/server-everything`` (npm, stdio) behind the agent:
+its progress reaches the card and AG-UI TOOL_PROGRESS as value/total, read-only tools run unasked,
+the others ask, cancel mid-operation ends the turn in time, its env secrets stay hidden.
+
+server-everything is pinned in tests/mcp_everything (package.json and its lock file) and installed
+there when missing; node_modules is never committed."""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import subprocess
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from acp.schema import EnvVariable, McpServerStdio
+
+from acp_adapter.frontends.agui.policy import none_policy
+from acp_adapter.frontends.agui.projection import RunProjection
+from acp_adapter.mcp.trust import trusted_meta
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.agui_checks import wire
+from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+EVERYTHING_DIR = ROOT / "tests/mcp_everything"
+ENTRY = EVERYTHING_DIR / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+TOKEN = "evr-token-1a2b3c4d5e6f7a8b9c0d"
+
+
+def node_with_everything() -> str:
+    """node, with server-everything installed from tests/mcp_everything's lock file when missing
+    (test workers may get here together: one installs under the lock, the others wait)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.fail("node and npm are required for this test (install Node.js >= 18 with npm)")
+    with open(EVERYTHING_DIR / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ENTRY.is_file():
+            done = subprocess.run(
+                [npm, "install", "--no-audit", "--no-fund", "--no-save"],
+                cwd=EVERYTHING_DIR,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
+    return node
+
+
+def everything() -> McpServerStdio:
+    """server-everything, marked trusted: its read-only tools (``echo``) run unasked."""
+    return McpServerStdio(
+        name="everything",
+        command=node_with_everything(),
+        args=[str(ENTRY), "stdio"],
+        env=[EnvVariable(name="EVERYTHING_API_TOKEN", value=TOKEN)],
+        field_meta=trusted_meta(True),
+    )
+
+
+FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+#: in the agent's env, never the server's (a stdio server inherits only PATH, HOME …)
+CANARY = "agent-canary-7f6e5d"
+
+
+@pytest.fixture(scope="module")
+async def agent() -> AsyncIterator[SharedAgent]:
+    """One agent process for the module's tests (each has its own session and server)."""
+    async with shared_agent_process(env={**FAST, "AGENT_ONLY_CANARY": CANARY}) as shared:
+        yield shared
+
+
+@pytest.fixture
+def client() -> RecordingClient:
+    """This test's own client: the shared agent routes the test's sessions to it."""
+    return RecordingClient()
+
+
+async def test_long_running_operation_progress_reaches_the_card_and_agui(
+    tmp_path, agent: SharedAgent, client: RecordingClient
+):
+    conn = agent.conn
+    mark = agent.log_mark()
+    asked_before = len(client.permission_requests)  # what this session asks is counted from here
+    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
+    ask = 'call trigger-long-running-operation {"duration": 1, "steps": 3}'
+    response = await prompt_text(conn, sid, ask)
+    assert response.stop_reason == "end_turn"
+    card = tool_cards(client, sid)[-1]
+    assert card[0].title.startswith("mcp__everything__trigger-long-running-operation")
+    values = progress_of(card)
+    assert values[-1] == {"value": 3, "total": 3} and len(values) >= 2
+    assert final_status(card) == "completed" and "Long running operation completed" in text_of(card[-1])
+    # the same updates through the AG-UI projection (a host that publishes progress values):
+    # TOOL_PROGRESS snapshots with value/total
+    projection = RunProjection("t", "r", emit_tool_progress=True, policy=none_policy)
+    events = projection.start()
+    for update in client.for_session(sid):
+        events += projection.project(update)
+    events += projection.finish(stop_reason="end_turn")
+    shots = [e for e in wire(events) if e.get("activityType") == "TOOL_PROGRESS"]
+    assert shots and shots[-1]["content"]["progress"] == {"value": 3, "total": 3}
+    # read-only echo runs unasked; toggle-simulated-logging (not read-only) asks first
+    await prompt_text(conn, sid, 'call echo {"message": "hi"}')
+    assert final_status(tool_cards(client, sid)[-1]) == "completed"
+    assert client.permission_requests[asked_before:] == []
+    client.permission = "reject"
+    await prompt_text(conn, sid, "call toggle-simulated-logging {}")
+    (asked,) = client.permission_requests[asked_before:]
+    assert "everything" in asked.title and "toggle-simulated-logging" in asked.title
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "failed" and "denied" in text_of(card[-1]).lower()
+    # its env token, echoed by get-env, never shows
+    await prompt_text(conn, sid, "call get-env {}")
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "completed" and "EVERYTHING_API_TOKEN" in text_of(card[-1])
+    assert "agent-canary" not in text_of(card[-1])  # a stdio server inherits only PATH, HOME …
+    assert TOKEN not in repr([r.update for r in client.updates])
+    assert TOKEN not in agent.log_since(mark)
+
+
+async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(
+    tmp_path, agent: SharedAgent, client: RecordingClient
+):
+    conn = agent.conn
+    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
+    first = anyio.Event()
+
+    def watch(item) -> None:
+        if progress_of([item.update]):
+            first.set()
+
+    client.on_update = watch
+    answers = []
+    async with anyio.create_task_group() as tg:
+
+        async def ask() -> None:
+            call = 'call trigger-long-running-operation {"duration": 20, "steps": 20}'
+            answers.append(await prompt_text(conn, sid, call))
+
+        tg.start_soon(ask)
+        with anyio.fail_after(15):
+            await first.wait()
+        at = time.monotonic()
+        await conn.cancel(session_id=sid)
+    assert time.monotonic() - at < 2.0
+    assert answers[0].stop_reason == "cancelled"
+    assert final_status(tool_cards(client, sid)[-1]) != "in_progress"

@@ -1,0 +1,272 @@
+"""Questions from MCP tools reach a person: a real MCP server (tests/mcp_servers/tasks.py, built with
+the ``mcp`` SDK, and server-everything) asks during a call (``elicitation/create``), the agent over
+stdio asks the editor (the SDK's client side, which answers, declines or cancels) and the answer
+goes back to the server; the card shows "waiting for your answer" meanwhile. An editor that offers
+no questions gets none: the server hears a decline with a reason. The server's schema is hostile
+until bounded and cleaned (properties checked with Hypothesis)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp.schema import (
+    AcceptElicitationResponse,
+    CancelElicitationResponse,
+    ClientCapabilities,
+    DeclineElicitationResponse,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    ElicitationFormSessionMode,
+    ElicitationUrlCapabilities,
+    ElicitationUrlSessionMode,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_adapter.mcp.elicitation import MAX_SCHEMA_BYTES, WAITING, UnfitQuestion, form_schema, safe_url
+from tests.helpers.acp_agent import ROOT, TEMP_ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.mcp.test_mcp_everything import everything
+from tests.mcp.test_mcp_tasks import tasks_server
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class AskingClient(RecordingClient):
+    """An editor that takes questions and answers them as told."""
+
+    reply: str = "accept"
+    content: dict[str, Any] = field(default_factory=lambda: {"colour": "teal"})
+    asked: list[tuple[str, Any]] = field(default_factory=list)
+    #: the card's progress lines when each question arrived
+    lines_when_asked: list[list[str]] = field(default_factory=list)
+    #: the link questions the agent said were done (``elicitation/complete``)
+    completed: list[str] = field(default_factory=list)
+
+    async def complete_elicitation(self, elicitation_id: str, **kwargs: Any) -> None:
+        self.completed.append(elicitation_id)
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.asked.append((message, mode))
+        card = self.cards().get(getattr(mode, "tool_call_id", None) or "", [])
+        self.lines_when_asked.append([str(p.get("message", "")) for p in progress_of(card)])
+        if self.reply == "accept":
+            return AcceptElicitationResponse(action="accept", content=self.content)
+        if self.reply == "decline":
+            return DeclineElicitationResponse(action="decline")
+        return CancelElicitationResponse(action="cancel")
+
+
+GITHUB_TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
+FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
+
+
+@contextlib.asynccontextmanager
+async def editor(client: AskingClient, capabilities: ClientCapabilities) -> AsyncIterator[Any]:
+    """The agent over stdio with an SDK client side that takes ``elicitation/create`` (an unstable
+    ACP method in this SDK: the client side opts in)."""
+    log = Path(tempfile.mkstemp(prefix="acp-agent-", suffix=".log", dir=TEMP_ROOT)[1])
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+    with log.open("wb") as stderr:
+        async with spawn_agent_process(
+            client,
+            sys.executable,
+            "-m",
+            "acp_adapter",
+            env=env,
+            cwd=str(ROOT),
+            transport_kwargs={"stderr": stderr},
+            use_unstable_protocol=True,
+        ) as (conn, _process):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
+            yield conn
+
+
+@pytest.fixture(scope="module")
+async def asking() -> AsyncIterator[tuple[Any, AskingClient]]:
+    """One agent process whose editor takes form questions (each test sets the client's reply)."""
+    client = AskingClient()
+    async with editor(client, FORMS) as conn:
+        yield conn, client
+
+
+@pytest.mark.e2e
+async def test_a_tool_s_question_reaches_the_editor_and_the_answer_goes_back(
+    tmp_path: Path, asking: tuple[Any, AskingClient]
+) -> None:
+    conn, client = asking
+    client.reply, before = "accept", len(client.asked)
+    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+    ask = json.dumps({"question": "Which colour?\x1b[2J\x1b]0;pwned\x07"})
+    assert (await prompt_text(conn, sid, f"call asks {ask}")).stop_reason == "end_turn"
+    ((message, mode),) = client.asked[before:]
+    assert message == "[jobs] Which colour?" and "\x1b" not in message
+    assert isinstance(mode, ElicitationFormSessionMode) and mode.session_id == sid
+    card = tool_cards(client, sid)[-1]
+    assert mode.tool_call_id == card[0].tool_call_id
+    assert "colour" in (mode.requested_schema.properties or {})
+    assert client.lines_when_asked[-1][-1:] == [WAITING], "the card said it waits for the answer"
+    assert final_status(card) == "completed" and "the person said teal" in text_of(card[-1])
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("reply", ["decline", "cancel"])
+async def test_a_decline_or_a_cancel_goes_back_to_the_server(
+    tmp_path: Path, asking: tuple[Any, AskingClient], reply: str
+) -> None:
+    conn, client = asking
+    client.reply = reply
+    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+    await prompt_text(conn, sid, "call asks {}")
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "completed" and f"the person chose {reply}" in text_of(card[-1])
+
+
+@pytest.mark.e2e
+async def test_server_everything_s_question_reaches_the_editor(
+    tmp_path: Path, asking: tuple[Any, AskingClient]
+) -> None:
+    conn, client = asking
+    client.reply, before = "decline", len(client.asked)
+    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    await prompt_text(conn, sid, "call trigger-elicitation-request {}")
+    assert len(client.asked) == before + 1
+    message, mode = client.asked[-1]
+    assert "Please provide inputs" in message and len(mode.requested_schema.properties or {}) >= 5
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "completed" and "decline" in text_of(card[-1]).lower()
+
+
+@pytest.mark.e2e
+async def test_an_editor_without_questions_gets_none_and_the_server_hears_why(tmp_path: Path) -> None:
+    client = AskingClient()
+    async with editor(client, ClientCapabilities()) as conn:
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+        await prompt_text(conn, sid, "call asks {}")
+        assert client.asked == []
+        card = tool_cards(client, sid)[-1]
+        assert final_status(card) == "completed" and "the person chose decline" in text_of(card[-1])
+        lines = [str(p.get("message", "")) for p in progress_of(card)]
+        assert any(line.startswith("question declined: no person can answer here") for line in lines)
+
+
+# ---------------------------------------------------------------- untrusted schemas
+
+
+def test_a_schema_too_big_too_deep_or_not_a_form_is_refused() -> None:
+    with pytest.raises(UnfitQuestion, match="too big"):
+        form_schema({"type": "object", "description": "x" * (MAX_SCHEMA_BYTES + 1)})
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(10):
+        deep = {"nested": deep}
+    with pytest.raises(UnfitQuestion, match="too deep"):
+        form_schema({"type": "object", "properties": {"a": deep}})
+    with pytest.raises(UnfitQuestion, match="too many fields"):
+        form_schema({"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(60)}})
+    with pytest.raises(UnfitQuestion):
+        form_schema(["not", "an", "object"])
+    with pytest.raises(UnfitQuestion):
+        safe_url("javascript:alert(1)")
+    with pytest.raises(UnfitQuestion):
+        safe_url("https://example.com/\x1b[2J")
+
+
+def test_escapes_and_secrets_in_a_schema_are_cleaned() -> None:
+    schema = form_schema(
+        {
+            "type": "object",
+            "title": "Pick\x1b[31m red\x1b[0m",
+            "properties": {
+                "token\x07": {
+                    "type": "string",
+                    "description": "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8",
+                }
+            },
+        }
+    )
+    dumped = json.dumps(schema.model_dump(mode="json", by_alias=True))
+    assert "\\u001b" not in dumped and "\\u0007" not in dumped
+    assert "Zz9Yy8Xx7Ww6" not in dumped
+    assert schema.title == "Pick red"
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    _nested,
+    max_leaves=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=12), json_values, max_size=6))
+def test_any_schema_is_either_refused_or_cleaned(raw: dict[str, Any]) -> None:
+    try:
+        schema = form_schema({"type": "object", "properties": raw})
+    except UnfitQuestion:
+        return
+    dumped = json.dumps(schema.model_dump(mode="json", by_alias=True))
+    for bad in ("\\u001b", "\\u0007", "\\u009b"):
+        assert bad not in dumped
+
+
+@pytest.mark.e2e
+async def test_a_task_that_needs_input_asks_the_editor_and_goes_on_with_the_answer(
+    tmp_path: Path, asking: tuple[Any, AskingClient]
+) -> None:
+    """server-everything's research task turns ``input_required`` on an ambiguous topic: the card
+    says it waits for the person, the question reaches the editor, the report uses the answer."""
+    conn, client = asking
+    client.reply, client.content = "accept", {"interpretation": "snake"}
+    before = len(client.asked)
+    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    ask = 'call simulate-research-query {"topic": "python", "ambiguous": true}'
+    assert (await prompt_text(conn, sid, ask)).stop_reason == "end_turn"
+    assert len(client.asked) == before + 1
+    card = tool_cards(client, sid)[-1]
+    lines = [str(p.get("message", "")) for p in progress_of(card)]
+    assert any(line.startswith("task waiting for your answer") for line in lines), lines
+    assert final_status(card) == "completed" and "snake" in text_of(card[-1])
+
+
+@pytest.mark.e2e
+async def test_a_link_question_reaches_an_editor_that_takes_links_and_a_bad_link_never_does(
+    tmp_path: Path,
+) -> None:
+    client = AskingClient()
+    links = ClientCapabilities(elicitation=ElicitationCapabilities(url=ElicitationUrlCapabilities()))
+    async with editor(client, links) as conn:
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+        await prompt_text(conn, sid, 'call opens {"url": "https://example.com/login?x=1"}')
+        ((message, mode),) = client.asked
+        assert message == "[jobs] Sign in to go on"
+        assert (
+            isinstance(mode, ElicitationUrlSessionMode) and str(mode.url) == "https://example.com/login?x=1"
+        )
+        assert mode.elicitation_id == "login-1"
+        assert "the person chose accept" in text_of(tool_cards(client, sid)[-1][-1])
+        for _ in range(100):  # the server's notifications/elicitation/complete, passed on
+            if client.completed:
+                break
+            await asyncio.sleep(0.05)
+        assert client.completed == ["login-1"]
+        await prompt_text(conn, sid, 'call opens {"url": "javascript:alert(1)"}')
+        assert len(client.asked) == 1, "a link that is not http(s) is never shown"
+        card = tool_cards(client, sid)[-1]
+        assert "the person chose decline" in text_of(card[-1])
+        lines = [str(p.get("message", "")) for p in progress_of(card)]
+        assert any("its link is not http(s)" in line for line in lines), lines

@@ -1,0 +1,378 @@
+"""MCP tasks end to end: the agent over stdio calls the tools an MCP server runs as tasks as tasks
+(tests/mcp_servers/tasks.py, built with the ``mcp`` SDK, and server-everything's task tool): the
+card shows the task's status as it changes, its progress, its result from ``tasks/result``; a
+failed task fails the card; a forgotten one says so; ``session/cancel`` sends ``tasks/cancel`` and
+the card ends within 2 s. One agent process serves the module's tests that need no store of their
+own; the tests where the agent dies mid-task (or the editor hangs up) and a new one loads the
+session use their own processes and an HTTP server that outlives them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio, ToolCallProgress, ToolCallStart
+
+from acp_adapter.agent.session_tasks import FORGOTTEN, SessionTaskLog, stored_records
+from acp_adapter.mcp.config import MCP_TASKS
+from acp_adapter.mcp.task_calls import TaskRecord
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.mcp.test_mcp_everything import everything
+from tests.store.test_durable_sessions import Backend
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+
+
+@pytest.fixture(scope="module")
+async def agent() -> AsyncIterator[SharedAgent]:
+    async with shared_agent_process(env=FAST) as shared:
+        yield shared
+
+
+@pytest.fixture
+def client() -> RecordingClient:
+    return RecordingClient()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    return Backend(request.param, tmp_path, url)
+
+
+def tasks_server(name: str = "jobs", *, poll_ms: int = 200, cancelled: Path | None = None) -> McpServerStdio:
+    env = [
+        EnvVariable(name="PYTHONPATH", value=str(ROOT)),
+        EnvVariable(name="MCP_TASKS_POLL_MS", value=str(poll_ms)),
+    ]
+    if cancelled is not None:
+        env.append(EnvVariable(name="MCP_TASKS_CANCELLED", value=str(cancelled)))
+    return McpServerStdio(name=name, command=sys.executable, args=["-m", "tests.mcp_servers.tasks"], env=env)
+
+
+def status_lines(card: list[Any]) -> list[str]:
+    return [p["message"] for p in progress_of(card) if str(p.get("message", "")).startswith("task ")]
+
+
+@contextlib.contextmanager
+def http_tasks_server() -> Iterator[str]:
+    """The task server over streamable HTTP, in its own process: it outlives the agents."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.mcp_servers.tasks", "http", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(5)
+
+
+async def until(check: Any, within: float = 20.0) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail("the condition never held")
+        await asyncio.sleep(0.05)
+
+
+# ---------------------------------------------------------------- in one turn
+
+
+async def test_a_task_s_status_steps_and_progress_show_on_its_card_and_its_result_ends_it(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    response = await prompt_text(agent.conn, sid, 'call steps {"steps": 20, "delay": 0.02}')
+    assert response.stop_reason == "end_turn"
+    card = tool_cards(client, sid)[-1]
+    assert card[0].title.startswith("mcp__jobs__steps")
+    lines = status_lines(card)
+    steps = [line for line in lines if "step " in line and " of 20" in line]
+    # every step's status reached the card (status notifications; the card coalesces nothing here)
+    assert len(steps) >= 15, lines
+    assert steps[-1] == "task working: step 20 of 20"
+    # the task's progress notifications (after the tools/call answer) reach the card too; the
+    # card keeps the latest of a burst, so not every one is seen
+    values = [p for p in progress_of(card) if "value" in p]
+    assert len(values) >= 2 and all(p["total"] == 20 for p in values)
+    assert [p["value"] for p in values] == sorted(p["value"] for p in values)
+    assert final_status(card) == "completed" and "all 20 steps done" in text_of(card[-1])
+
+
+async def test_a_task_on_a_server_that_sends_no_status_is_polled_at_its_interval(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    sid = (await agent.new_session(client, tmp_path, [tasks_server(poll_ms=100)])).session_id
+    ask = 'call steps {"steps": 6, "delay": 0.15, "quiet": true}'
+    assert (await prompt_text(agent.conn, sid, ask)).stop_reason == "end_turn"
+    card = tool_cards(client, sid)[-1]
+    seen = [line for line in status_lines(card) if "step " in line]
+    assert len(seen) >= 3, seen  # tasks/get every 100 ms caught most of the 150 ms steps
+    assert final_status(card) == "completed" and "all 6 steps done" in text_of(card[-1])
+
+
+async def test_a_failed_task_fails_its_card_with_the_reason(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    await prompt_text(agent.conn, sid, 'call breaks {"steps": 5, "delay": 0.02}')
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "failed"
+    assert "the widget broke at step 2" in text_of(card[-1])
+
+
+async def test_a_task_the_server_forgets_fails_saying_so(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    response = await prompt_text(agent.conn, sid, "call forgets {}")
+    assert response.stop_reason == "end_turn"
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "failed"
+    assert "no longer knows this task" in text_of(card[-1])
+
+
+async def test_a_task_id_too_long_or_not_text_is_refused_and_kept_nowhere(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    assert (await prompt_text(agent.conn, sid, "call badid {}")).stop_reason == "end_turn"
+    card = tool_cards(client, sid)[-1]
+    assert final_status(card) == "failed" and "does not keep" in text_of(card[-1])
+    assert "xxxxxxxxxx" not in repr(client.for_session(sid))
+
+
+async def test_session_cancel_sends_tasks_cancel_and_the_card_ends_within_two_seconds(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    heard = tmp_path / "cancelled"
+    sid = (await agent.new_session(client, tmp_path, [tasks_server(cancelled=heard)])).session_id
+    running = asyncio.ensure_future(prompt_text(agent.conn, sid, 'call steps {"steps": 400, "delay": 0.05}'))
+
+    def started() -> bool:
+        cards = tool_cards(client, sid)
+        return bool(cards) and any("step 3 of" in line for line in status_lines(cards[-1]))
+
+    await until(started)
+    asked = time.monotonic()
+    await agent.conn.cancel(session_id=sid)
+    response = await asyncio.wait_for(running, 10)
+    assert response.stop_reason == "cancelled"
+    card_id = tool_cards(client, sid)[-1][0].tool_call_id
+    ended = [
+        r.at
+        for r in client.updates
+        if isinstance(r.update, ToolCallProgress)
+        and r.update.tool_call_id == card_id
+        and r.update.status in ("failed", "completed")
+    ]
+    assert ended and ended[0] - asked < 2.0
+    # the server heard tasks/cancel (within the same 2 s): its task is cancelled
+    await until(heard.is_file, 2.0)
+    assert time.monotonic() - asked < 3.0
+
+
+async def test_server_everything_s_research_task_reports_its_stages(
+    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+) -> None:
+    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
+    ask = 'call simulate-research-query {"topic": "tardigrades"}'
+    response = await prompt_text(agent.conn, sid, ask)
+    assert response.stop_reason == "end_turn"
+    card = tool_cards(client, sid)[-1]
+    assert card[0].title.startswith("mcp__everything__simulate-research-query")
+    lines = status_lines(card)
+    assert any("Gathering sources" in line for line in lines), lines
+    assert any("Generating report" in line or "Synthesizing" in line for line in lines), lines
+    assert final_status(card) == "completed"
+    assert "Research Report: tardigrades" in text_of(card[-1])
+
+
+# ---------------------------------------------------------------- a task outlives the agent
+
+
+def _pickup_card(client: RecordingClient, sid: str) -> list[Any]:
+    cards = [
+        ups
+        for cid, ups in client.cards(sid).items()
+        if cid.startswith("mcp-task-") and isinstance(ups[0], ToolCallStart)
+    ]
+    assert cards, "no task card was shown again"
+    return cards[-1]
+
+
+async def _start_and_kill(
+    env: dict[str, str], ws: Path, server: Any, ask: str, how: str
+) -> tuple[str, RecordingClient]:
+    """A session whose turn runs a task; the agent is killed (or the editor hangs up) mid-task."""
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, proc, _log):
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[server])).session_id
+        running = asyncio.ensure_future(prompt_text(conn, sid, ask))
+
+        def stepping() -> bool:
+            cards = tool_cards(client, sid)
+            return bool(cards) and any("step 3 of" in line for line in status_lines(cards[-1]))
+
+        await until(stepping)
+        await asyncio.sleep(0.3)  # the task's record reaches the store (written off the loop)
+        if how == "kill":
+            proc.send_signal(signal.SIGKILL)
+            await asyncio.wait_for(proc.wait(), 10)
+        # else: leaving the block closes the agent's stdin mid-turn (the editor hangs up)
+    running.cancel()
+    with contextlib.suppress(BaseException):
+        await running
+    return sid, client
+
+
+async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_result(
+    tmp_path: Path, backend: Backend
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = backend.env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+    with http_tasks_server() as url:
+        server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
+        ask = 'call steps {"steps": 40, "delay": 0.1}'
+        sid, _ = await _start_and_kill(env, ws, server, ask, "kill")
+        store = backend.open()
+        try:
+            (left,) = stored_records(store, sid)
+        finally:
+            store.close()
+        assert left.server == "jobs" and left.tool == "steps"
+
+        client = RecordingClient()
+        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+            await until(
+                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
+            )
+            card = _pickup_card(client, sid)
+            assert card[0].status == "in_progress" and "picked up again" in card[0].title
+            assert any("step" in line for line in status_lines(card)), "its current status is shown"
+            assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
+            # the conversation goes on, and the next load replays the finished card: nothing left to pick up
+            assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+
+        store = backend.open()
+        try:
+            assert stored_records(store, sid) == []
+        finally:
+            store.close()
+        client = RecordingClient()
+        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+            await asyncio.sleep(0.5)
+            replayed = [u for u in client.for_session(sid) if isinstance(u, ToolCallStart)]
+            done = [u for u in replayed if u.tool_call_id.startswith("mcp-task-")]
+            assert len(done) == 1 and done[0].status == "completed"
+            assert not [u for u in client.for_session(sid) if isinstance(u, ToolCallProgress)]
+
+
+def _has_pickup(client: RecordingClient, sid: str) -> bool:
+    return any(cid.startswith("mcp-task-") for cid in client.cards(sid))
+
+
+def _pickup_ended(client: RecordingClient, sid: str) -> bool:
+    return _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
+
+
+async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
+    """The editor closes the connection mid-task: the turn ends, the task is not cancelled, and the
+    next load of the session delivers its result."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    with http_tasks_server() as url:
+        server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
+        sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 40, "delay": 0.1}', "hang up")
+        client = RecordingClient()
+        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+            await until(
+                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
+            )
+            card = _pickup_card(client, sid)
+            assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
+
+
+async def test_a_task_its_server_no_longer_knows_is_said_plainly_on_load(tmp_path: Path) -> None:
+    """A stdio server dies with the agent: a load without the server keeps the task on record and
+    says so; a resume with it finds that the new server does not know the task, and says so."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    server = tasks_server()
+    sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 200, "delay": 0.05}', "kill")
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        # loaded without its server: the card says so, and the task stays on record
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
+        await until(lambda: _pickup_ended(client, sid))
+        assert "was not passed this time" in text_of(_pickup_card(client, sid)[-1])
+        await asyncio.sleep(0.3)
+    client = RecordingClient()
+    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        # resumed with it: the new server does not know the task, and the card says so
+        await conn.resume_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+        await until(lambda: _pickup_ended(client, sid))
+        card = _pickup_card(client, sid)
+        assert FORGOTTEN in text_of(card[-1])
+
+
+# ---------------------------------------------------------------- the records themselves
+
+
+async def test_task_records_round_trip_in_both_stores_and_bad_rows_are_skipped(backend: Backend) -> None:
+    from acp_adapter.store import BackgroundWriter
+
+    store = backend.open()
+    writer = BackgroundWriter(store)
+    try:
+        log = SessionTaskLog(store, writer, "s1")
+        one = TaskRecord("t1", "jobs", "steps", "jobs: steps", 1.0)
+        two = TaskRecord("t2", "jobs", "breaks", "jobs: breaks", 2.0)
+        log.started(one)
+        log.started(two)
+        log.ended("t1")
+        assert writer.flush(10)
+        assert stored_records(store, "s1") == [two]
+        store.put(MCP_TASKS, "s2", [{"task_id": "x"}, "junk", {**two.dump(), "at": "soon"}, two.dump()])
+        assert stored_records(store, "s2") == [two]
+        # a log that has not read the stored records yet writes nothing (it would drop them)
+        late = SessionTaskLog(store, writer, "s1", loaded=False)
+        late.started(one)
+        assert writer.flush(10)
+        assert stored_records(store, "s1") == [two]
+        late.load(stored_records(store, "s1"))
+        assert writer.flush(10)
+        assert sorted(r.task_id for r in stored_records(store, "s1")) == ["t1", "t2"]
+    finally:
+        writer.close()
+        store.close()

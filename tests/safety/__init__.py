@@ -1,0 +1,1 @@
+"""The redactor, the terminal-text sanitizer and the private-file rules."""

@@ -1,0 +1,1 @@
+"""Session stores (SQLite, memory, PostgreSQL) and what lives in them."""

@@ -1,0 +1,1 @@
+"""Turn summaries: generators, prompts, capability, surfaces."""

@@ -1,0 +1,1 @@
+"""Everything else: the agent's parts, in process."""

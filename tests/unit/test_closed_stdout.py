@@ -1,0 +1,100 @@
+"""Every command survives a reader that went away (``acp-progress audit | head -1``): no
+``BrokenPipeError`` traceback, no ``Exception ignored`` at exit, a quiet exit.
+
+Each command runs as a real process whose stdout is a pipe with its read end already closed, so
+its first write fails: the most hostile timing ``head`` can give, every time."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from acp_adapter.store import open_store
+from acp_adapter.store.base import PermissionDecision
+from tests.helpers.acp_agent import ROOT, agent_env
+
+pytestmark = pytest.mark.e2e
+
+CLI = [sys.executable, "-m", "acp_adapter.cli"]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    config = tmp_path / "config"
+    config.mkdir(mode=0o700, exist_ok=True)
+    return {
+        **os.environ,
+        **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_SUMMARY="off"),
+        "ACP_PROGRESS_CONFIG_DIR": str(config),
+        "ACP_PROGRESS_STATE_DIR": str(tmp_path / "state"),
+    }
+
+
+def _with_closed_stdout(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    try:
+        return subprocess.run(
+            argv, stdout=write_end, stderr=subprocess.PIPE, env=env, cwd=cwd, text=True, timeout=120
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A state directory with permission decisions in its store and a console bridge."""
+    env = _env(tmp_path)
+    store = open_store(tmp_path / "state", retention_days=0)
+    try:
+        for i in range(300):
+            store.record_permission(
+                PermissionDecision(
+                    session_id="s1",
+                    tool_call_id=f"c{i}",
+                    title=f"Running echo {i}",
+                    allowed=True,
+                    at=time.time(),
+                    decided_by="auto",
+                    surface="watch",
+                )
+            )
+    finally:
+        store.close()
+    subprocess.run(
+        [*CLI, "bridge", "create", "demo", "--platform", "console", "--cwd", str(tmp_path)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return tmp_path
+
+
+COMMANDS = [
+    ["audit"],
+    ["audit", "--json"],
+    ["bridge", "show", "demo"],
+    ["bridge", "list"],
+    ["sessions"],
+    ["sessions", "--json"],
+    ["config"],
+    ["config", "--json"],
+    ["descriptor", "--help"],
+    ["--help"],
+    ["--version"],
+    ["watch", "--help"],
+    ["watch", "list the files"],
+    ["run", "list the files"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_a_closed_stdout_ends_a_command_quietly(state: Path, command: list[str]) -> None:
+    done = _with_closed_stdout([*CLI, *command], _env(state), ROOT)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr[-3000:]
+    assert "Exception ignored" not in done.stderr, done.stderr[-3000:]
+    assert done.returncode in (0, 130), (done.returncode, done.stderr[-3000:])

@@ -1,0 +1,77 @@
+"""A prompt image's type is checked before it is spliced into the ``data:`` URL the model gets.
+
+The attacks: a "type" that rewrites the URL (``image/png;base64,AAAA``: the model would see the
+sender's bytes, not the image), types the back-end does not take (``text/html``,
+``image/svg+xml``) and data that is not base64. Each is left out with a sentence to the person,
+and the turn goes on with the text and the good images (a real agent process, the fake
+OpenAI-compatible server recording what it was sent).
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from acp import text_block
+from acp.schema import ImageContentBlock
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_adapter.agent.attachments import MAX_IMAGES, sort_images
+from acp_adapter.text import IMAGE_TYPES, prompt_to_text
+from tests.helpers.acp_agent import RecordingClient, spawn_agent
+from tests.helpers.fake_openai import FakeOpenAI, text_reply
+from tests.unit.test_openai_backend import KEY, openai_env
+
+PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
+HOSTILE_TYPES = ("image/png;base64,AAAA", "text/html", "image/svg+xml", "image/png; x=1", "image/", "")
+
+
+def _image(mime: str, data: str = PNG) -> ImageContentBlock:
+    return ImageContentBlock(type="image", data=data, mime_type=mime)
+
+
+def test_only_the_types_the_back_end_takes_are_sent_and_each_other_is_told() -> None:
+    blocks = [_image(m) for m in HOSTILE_TYPES] + [_image(" IMAGE/JPEG "), _image("image/png", "AA,A")]
+    sorted_ = sort_images(blocks)
+    assert [(i.mime_type, i.data) for i in sorted_.images] == [("image/jpeg", PNG)]
+    assert len(sorted_.refused) == len(HOSTILE_TYPES) + 1
+    assert "Image 1 was not sent to the model: its type 'image/png;base64,AAAA'" in sorted_.refused[0]
+    assert "image/png, image/jpeg, image/gif, image/webp" in sorted_.refused[1]
+    assert sorted_.refused[-1] == "Image 8 was not sent to the model: its data is not base64."
+    text = prompt_to_text(blocks)
+    assert "text/html" not in text and "base64,AAAA" not in text and "image/jpeg, 67 bytes" in text
+    many = sort_images([_image("image/png")] * (MAX_IMAGES + 1))
+    assert len(many.images) == MAX_IMAGES and "at most" in many.refused[0]
+
+
+@given(st.text(max_size=40), st.text(alphabet="AB+/=,;:\"' \n", max_size=20))
+def test_whatever_the_type_and_data_the_data_url_has_one_shape(mime: str, data: str) -> None:
+    for image in sort_images([_image(mime, data or "AAAA")]).images:
+        assert image.mime_type in IMAGE_TYPES
+        url = f"data:{image.mime_type};base64,{image.data}"
+        assert url.count(",") == 1 and url.count(";") == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.anyio
+async def test_a_bad_image_type_is_told_and_the_turn_goes_on_with_the_good_image(tmp_path) -> None:
+    with FakeOpenAI(api_key=KEY) as server:
+        server.script(text_reply("One picture."))
+        client = RecordingClient()
+        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            prompt = [
+                text_block("what are these?"),
+                _image("image/png;base64,AAAA"),
+                _image("text/html", base64.b64encode(b"<script>alert(1)</script>").decode()),
+                _image("image/png"),
+            ]
+            response = await conn.prompt(session_id=sid, prompt=prompt)
+    assert response.stop_reason == "end_turn"
+    user = [m for m in server.requests[0].body["messages"] if m["role"] == "user"][-1]
+    urls = [part["image_url"]["url"] for part in user["content"] if part["type"] == "image_url"]
+    assert urls == [f"data:image/png;base64,{PNG}"]
+    answer = client.answer(sid)
+    assert "Image 1 was not sent to the model" in answer and "Image 2 was not sent" in answer
+    assert answer.rstrip().endswith("One picture.")
