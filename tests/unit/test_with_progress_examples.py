@@ -28,7 +28,9 @@ def _readme_blocks() -> list[str]:
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_the_readme_shows_the_examples_code_verbatim(example):
     source = (ROOT / "examples" / example).read_text()
-    assert any(block in source for block in _readme_blocks()), f"no block of the page is an excerpt of {example}"
+    assert any(block in source for block in _readme_blocks()), (
+        f"no block of the page is an excerpt of {example}"
+    )
 
 
 @pytest.mark.e2e

@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from .conftest import ROOT
+from tests.helpers.acp_agent import ROOT
 
 DOCS = ROOT / "docs"
 

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from .conftest import ROOT
+from tests.helpers.acp_agent import ROOT
 
 SCRIPT = ROOT / "scripts" / "doc_pictures.py"
 
