@@ -236,7 +236,7 @@ def test_hook_site_check_passes_on_run_agent_and_fails_on_broken_copies(tmp_path
     assert bad.returncode == 1 and "is not inside a try" in bad.stderr
 
     extra = source.replace(
-        '            self._safe(self.thinking_callback, "Thinking...")',
+        "            self._safe(self.thinking_callback, THINKING_TITLE)",
         '            self.agent_progress_callback("start", "llm_response", {})',
     )
     assert extra != source

@@ -59,7 +59,9 @@ def test_the_script_makes_a_terminal_picture_and_the_web_page_pictures(tmp_path:
         timeout=220,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    svg = (tmp_path / "watch.svg").read_text(encoding="utf-8")
+    import html
+
+    svg = html.unescape((tmp_path / "watch.svg").read_text(encoding="utf-8")).replace("\xa0", " ")
     assert "Searching for TODO" in svg and "50%" in svg and "/tmp/" not in svg
     for name in ("agui-running.png", "agui-stopped.png"):
         png = (tmp_path / name).read_bytes()
