@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ClientCapabilities, HttpHeader, HttpMcpServer
 
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.http_servers import http_server
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
@@ -24,25 +22,9 @@ TOKEN = "Bearer hdr-token-9f8e7d6c5b4a3f2e1d0c"
 
 @contextlib.contextmanager
 def http_kit() -> Iterator[int]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.mcp_servers.kit", "http", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-            time.sleep(0.05)
+    """The SDK's test kit over streamable HTTP in its own process; yields its port."""
+    with http_server("tests.mcp_servers.kit", "http") as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(5)
 
 
 async def test_http_server_tools_run_with_progress_and_the_header_stays_secret(tmp_path):

@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -26,6 +24,7 @@ from acp_adapter.agent.session_tasks import FORGOTTEN, SessionTaskLog, stored_re
 from acp_adapter.mcp.config import MCP_TASKS
 from acp_adapter.mcp.task_calls import TaskRecord
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.http_servers import http_server
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 from tests.mcp.test_mcp_everything import everything
@@ -70,25 +69,8 @@ def status_lines(card: list[Any]) -> list[str]:
 @contextlib.contextmanager
 def http_tasks_server() -> Iterator[str]:
     """The task server over streamable HTTP, in its own process: it outlives the agents."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.mcp_servers.tasks", "http", str(port)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-            time.sleep(0.05)
+    with http_server("tests.mcp_servers.tasks", "http") as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(5)
 
 
 async def until(check: Any, within: float = 20.0) -> None:
