@@ -20,14 +20,12 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import sync_playwright
 
 from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
 from tests.agents.agui_everything_agent import LONG_COMMAND
 from tests.agui.test_agui_visible import SHOWN_COMMAND
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.agui_process import AguiProcess
-from tests.helpers.chromium import CHROMIUM, ensure_chromium
 
 pytestmark = pytest.mark.e2e
 
@@ -35,29 +33,8 @@ playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install -e '.[test]' installs playwright"
 )
 
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'agui_everything_agent.py'}"
 TOKEN = "page-test-token-0123456789abcdef"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    ensure_chromium(CHROMIUM)
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -70,20 +47,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
         yield process.wait_healthy()
     finally:
         process.stop()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    opened = context.new_page()
-    problems: list[str] = []
-    opened.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    opened.on("pageerror", lambda e: problems.append(str(e)))
-    opened.problems = problems
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def send(page: Any, text: str) -> None:

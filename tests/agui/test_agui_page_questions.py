@@ -15,29 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import sync_playwright
 
-from tests.agui.test_agui_page import ARGS, idle, send
+from tests.agui.test_agui_page import idle, send
 from tests.agui.test_agui_questions import mcp_config
 from tests.helpers.agui_process import AguiProcess
-from tests.helpers.chromium import CHROMIUM, ensure_chromium
 
 pytestmark = pytest.mark.e2e
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="pip install -e '.[test]' installs playwright"
 )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    ensure_chromium(CHROMIUM)
-    with sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -57,20 +44,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
         yield process.wait_healthy(60)
     finally:
         process.stop()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    opened = context.new_page()
-    problems: list[str] = []
-    opened.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    opened.on("pageerror", lambda e: problems.append(str(e)))
-    opened.problems = problems
-    try:
-        yield opened
-    finally:
-        context.close()
 
 
 def ask(page: Any, prompt: str) -> Any:

@@ -23,6 +23,18 @@ import pytest
 __all__ = ["CHROMIUM", "INSTALL_HINT", "ensure_chromium"]
 
 CHROMIUM: Final = Path("/usr/bin/chromium")
+#: Chromium's flags for a test: headless, and nothing that reaches for the network on its own
+#: (a closed machine refuses those connections, many at a time).
+ARGS: Final = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 INSTALL_HINT: Final = "sudo apt-get install -y chromium"
 _LOCK: Final = Path(tempfile.gettempdir()) / "acp-progress-chromium-install.lock"
 #: apt may have to fetch ~100 MB: generous, but bounded.
