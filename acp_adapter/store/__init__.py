@@ -30,7 +30,9 @@ from acp_adapter.store.base import (
     StoreVersionError,
 )
 from acp_adapter.store.memory import MemoryStore
-from acp_adapter.store.sqlite import DATABASE_NAME, SCHEMA_VERSION, SqliteStore, StoreSchemaError
+from acp_adapter.store.sqlite import SqliteStore
+from acp_adapter.store.sqlite_database import DATABASE_NAME
+from acp_adapter.store.sqlite_schema import SCHEMA_VERSION, StoreSchemaError
 from acp_adapter.store.writer import BackgroundWriter
 
 __all__ = [

@@ -50,7 +50,7 @@ class AdvisoryLocks:
         try:
             import psycopg
         except ImportError as exc:  # pragma: no cover - the postgres extra is missing
-            from acp_adapter.store.postgres import driver_missing
+            from acp_adapter.store.postgres_database import driver_missing
 
             raise driver_missing() from exc
         self._psycopg = psycopg

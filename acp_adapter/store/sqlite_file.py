@@ -2,7 +2,7 @@
 and moved aside (never deleted) when it is damaged.
 
 Why a module of its own: these are questions about the file and SQLite's error codes, asked before
-and while :class:`~acp_adapter.store.sqlite.SqliteStore` opens it: are the database and its
+and while :class:`~acp_adapter.store.sqlite_database.SqliteDatabase` opens it: are the database and its
 ``-wal``/``-shm``/``-journal`` files yours and 0600, does this error mean "damaged" (move the file
 aside and start afresh) or "another process holds the lock" (wait; the file is healthy and in use).
 """

@@ -1,8 +1,8 @@
 """The SQLite store's schema: its ordered migrations, and the check that a database holds exactly
 what they create.
 
-Why a module of its own: :class:`~acp_adapter.store.sqlite.SqliteStore` opens, locks and writes the
-file; what the file must contain is a separate question, answered here, as
+Why a module of its own: :class:`~acp_adapter.store.sqlite_database.SqliteDatabase` opens and locks
+the file; what the file must contain is a separate question, answered here, as
 :mod:`~acp_adapter.store.postgres_schema` answers it for PostgreSQL. The expected schema is built
 from the migrations themselves (on a scratch database in memory), so the check never drifts from
 them: a trigger, view or table this package did not create is refused, naming it.

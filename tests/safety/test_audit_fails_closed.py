@@ -112,8 +112,8 @@ def test_statistics_tables_are_fine(tmp_path: Path) -> None:
 
 def test_a_full_database_refuses_the_audit(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
-    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
-    store._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLITE_FULL, as on a full disk
+    pages = store.database._db.execute("PRAGMA page_count").fetchone()[0]
+    store.database._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLITE_FULL, as on a full disk
     with pytest.raises(AuditError, match="full"):
         for n in range(200):  # the first page's free space may hold a few rows
             store.record_permission(_decision(n))
@@ -170,7 +170,7 @@ def test_a_database_locked_at_open_still_opens_and_the_audit_refuses(tmp_path: P
         store = open_store(tmp_path)  # pruning too: housekeeping waits 0.2 s at most
         assert time.monotonic() - started < 1.0
         assert isinstance(store, SqliteStore)
-        store.busy_timeout = 0.3
+        store.database.busy_timeout = 0.3
         with pytest.raises(AuditError):
             store.record_permission(_decision())
         store.close()

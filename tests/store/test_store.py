@@ -277,7 +277,7 @@ def test_two_processes_write_one_state_directory_at_once(tmp_path: Path) -> None
             str(i) for i in range(200)
         ]  # type: ignore[index]
     assert {r.session_id for r in store.list_sessions().sessions} == {"a", "b"}
-    assert store._read("PRAGMA integrity_check") == [("ok",)]
+    assert store.database.read("PRAGMA integrity_check") == [("ok",)]
     store.close()
 
 
@@ -331,7 +331,7 @@ def test_a_locked_database_is_never_moved_aside(
     try:
         with pytest.raises(StoreError, match="locked by another process"):
             SqliteStore(tmp_path, busy_timeout=0.3)
-        monkeypatch.setattr("acp_adapter.store.sqlite.BUSY_TIMEOUT_S", 0.3)
+        monkeypatch.setattr("acp_adapter.store.sqlite_database.BUSY_TIMEOUT_S", 0.3)
         with caplog.at_level(logging.INFO, logger="acp_progress"):
             store = open_store(tmp_path)
         assert isinstance(store, MemoryStore)

@@ -238,7 +238,8 @@ def test_the_database_restarted_mid_run_loses_no_write_and_says_so(
 
 @pytest.mark.e2e
 def test_the_audit_fails_closed_and_bounded_while_the_database_is_down(pg_server: Any, pg_url: str) -> None:
-    from acp_adapter.store.postgres import AUDIT_WAIT_S, PostgresStore
+    from acp_adapter.store.postgres import PostgresStore
+    from acp_adapter.store.postgres_tables import AUDIT_WAIT_S
 
     store = PostgresStore(pg_url)
     decision = PermissionDecision(1.0, "s", "t1", "Run ls", True, "terminal", "watch")

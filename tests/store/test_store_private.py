@@ -70,7 +70,7 @@ def test_a_relative_state_dir_is_refused() -> None:
 
 def test_secure_delete_is_on_and_the_schema_untrusted(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
-    for db in (store._db, store._reader):
+    for db in (store.database._db, store.database._reader):
         assert db.execute("PRAGMA secure_delete").fetchone()[0] == 1
         assert db.execute("PRAGMA trusted_schema").fetchone()[0] == 0
     store.close()
