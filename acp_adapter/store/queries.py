@@ -1,10 +1,10 @@
 """The SQL both database stores share: the session list's keyset pages and their cursors, a loaded
 session's rows read back leniently, and the permission audit's columns and read-back check.
 
-Why a module of its own: :mod:`~acp_adapter.store.sqlite` and :mod:`~acp_adapter.store.postgres`
-answer ``session/list``, ``load`` and the audit with the same queries (only the parameter mark
-differs), and a cursor one store gives out must mean the same to the other. Written once here, the
-two can never drift apart; neither store imports the other.
+Why a module of its own: :mod:`~acp_adapter.store.sqlite_tables` and
+:mod:`~acp_adapter.store.postgres_tables` answer ``session/list``, ``load`` and the audit with the
+same queries (only the parameter mark differs), and a cursor one store gives out must mean the same
+to the other. Written once here, the two can never drift apart; neither store imports the other.
 """
 
 from __future__ import annotations
