@@ -114,7 +114,7 @@ class ToolCards:
 
     def progress(self, tool_call_id: str, report: ProgressReport) -> bool:
         """Queue a checked report, replacing this card's progress still waiting to be sent."""
-        if not self.is_open(tool_call_id):
+        if self._cards.tool(tool_call_id) is None:
             return False
         value, total, message = report
         self._output.submit_progress(
