@@ -1,7 +1,9 @@
 """The agent side: how this package's ACP agent turns a running turn into cards.
 
 ``outbox`` is the one ordered delivery path from any thread to the connection; ``turn_state`` the
-per-session state machine that keeps "no orphan card" and "nothing after the end";
+per-session state machine that keeps "no orphan card" and "nothing after the end", behind one lock
+in front of ``turn_cards`` (the open cards), ``turn_think`` (think cards), ``turn_tools`` (real tool
+cards) and ``turn_output`` (the hand-off of updates and redacted text to the outbox);
 ``turn`` the embedding API's :class:`~acp_adapter.agent.turn.ProgressTurn`; ``tool_cards`` the ACP
 projection of real tool calls; ``session`` per-session state; ``heartbeat`` repeating
 heartbeats on a clock (the event loop's, or one shared thread without a loop).

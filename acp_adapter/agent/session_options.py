@@ -32,7 +32,7 @@ from acp_adapter.agent.session_config import (
     config_options,
 )
 from acp_adapter.agent.turn_outcome import iso_now
-from acp_adapter.agent.turn_state import new_message_id
+from acp_adapter.agent.turn_output import new_message_id
 from acp_adapter.store import StoreError
 
 if TYPE_CHECKING:

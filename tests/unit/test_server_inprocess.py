@@ -247,4 +247,4 @@ async def test_the_server_and_the_callback_api_share_the_connections_one_outbox(
         loop = asyncio.get_running_loop()
         assert agent.outbox is shared_outbox(agent._conn, loop)
         stream = session_stream(agent._conn, session.session_id, loop)
-        assert stream._outbox is agent.outbox
+        assert stream.outbox is agent.outbox
