@@ -92,12 +92,9 @@ HANGUP_GRACE = 0.8
 class ProgressAgent:
     """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``).
 
-    It keeps the ACP method names the SDK routes by and answers each by delegating to an object it
-    holds: :class:`~acp_adapter.agent.session_opening.SessionOpening` (new, load, resume, fork),
-    :class:`~acp_adapter.agent.session_roster.SessionRoster` (list, close, delete, the store flush),
-    :class:`~acp_adapter.agent.session_options.SessionOptions` (modes, models, config options,
-    commands), :class:`~acp_adapter.agent.prompt_turns.PromptTurns` (the prompts' turns) and
-    :class:`~acp_adapter.agent.sign_in.SignIn`."""
+    Each ACP method is answered by an object it holds: ``opening`` (new, load, resume, fork),
+    ``roster`` (list, close, delete, the store flush), ``options`` (modes, models, config options,
+    commands), ``turns`` (prompts) and ``sign_in``."""
 
     def __init__(
         self,
