@@ -15,7 +15,6 @@ import contextlib
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,14 +24,21 @@ from acp.schema import (
     AgentAuthCapabilities,
     AgentCapabilities,
     AuthenticateResponse,
+    CloseSessionResponse,
+    DeleteSessionResponse,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
     LogoutCapabilities,
     LogoutResponse,
     McpCapabilities,
+    NewSessionResponse,
     PromptCapabilities,
     PromptRequest,
     PromptResponse,
+    ResumeSessionResponse,
     SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionCloseCapabilities,
@@ -40,41 +46,35 @@ from acp.schema import (
     SessionForkCapabilities,
     SessionListCapabilities,
     SessionResumeCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
 )
 
 from acp_adapter._version import __version__
 from acp_adapter.agent.commands import parse_command
 from acp_adapter.agent.heartbeat import Heartbeats
 from acp_adapter.agent.model_backends import ModelBackends
+from acp_adapter.agent.permission_audit import PermissionAudit
 from acp_adapter.agent.prompt_turns import PromptTurns, TurnParts, TurnRunner
 from acp_adapter.agent.routes import agent_connection
-from acp_adapter.agent.session import LiveSessions, Session
-from acp_adapter.agent.session_config import ModelChoice
-from acp_adapter.agent.session_fork import SessionFork
+from acp_adapter.agent.session import LiveSessions
 from acp_adapter.agent.session_mcp import SessionServers
-from acp_adapter.agent.session_methods import SessionMethods
+from acp_adapter.agent.session_opening import SessionOpening
 from acp_adapter.agent.session_options import SessionOptions
+from acp_adapter.agent.session_parts import SessionParts
+from acp_adapter.agent.session_roster import SessionRoster
 from acp_adapter.agent.sign_in import SignIn, auth_methods
-from acp_adapter.agent.tool_cards import PermissionAnswer
 from acp_adapter.cancel import SHUTTING_DOWN
 from acp_adapter.config import Settings
 from acp_adapter.events import UpdateOutbox, shared_outbox
 from acp_adapter.models import ChatModel
 from acp_adapter.protocol.backlog import BacklogProbe, peer_backlog_probe
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
-from acp_adapter.store import (
-    BackgroundWriter,
-    MemoryStore,
-    SessionStore,
-    open_store,
-)
-from acp_adapter.store import PermissionDecision as StoredPermission
-from acp_adapter.store.base import CANCELLED_DECISION
+from acp_adapter.store import BackgroundWriter, SessionStore, open_store
 from acp_adapter.store.recorder import ConversationRecorder
 from acp_adapter.text import prompt_to_text
 from acp_adapter.tooling.builtin import kill_started_processes
 from acp_adapter.tooling.presentation import PresentationRegistry
-from acp_adapter.tools import one_line
 
 if TYPE_CHECKING:
     from acp_adapter.summary import SummaryFactory
@@ -89,8 +89,12 @@ log = logging.getLogger("acp_progress.server")
 HANGUP_GRACE = 0.8
 
 
-class ProgressAgent(SessionFork, SessionMethods):
-    """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``)."""
+class ProgressAgent:
+    """An ACP agent (it implements the SDK's Agent methods; it does not subclass ``acp.Agent``).
+
+    Each ACP method is answered by an object it holds: ``opening`` (new, load, resume, fork),
+    ``roster`` (list, close, delete, the store flush), ``options`` (modes, models, config options,
+    commands), ``turns`` (prompts) and ``sign_in``."""
 
     def __init__(
         self,
@@ -125,11 +129,7 @@ class ProgressAgent(SessionFork, SessionMethods):
         self.recorder = ConversationRecorder(
             self.store, self._writer, max_session_bytes=self.settings.max_session_bytes
         )
-        self.sessions.on_free = self._forget_freed
         self._conn: Any = None
-        #: set by :func:`agent_connection` once ``session/delete`` reaches :meth:`delete_session`
-        #: (the SDK's own router does not route it): only then is the capability advertised
-        self.routes_delete = False
         self._outbox: UpdateOutbox | None = None
         #: what the client has not read of our output yet (set by :func:`serve` for real stdio):
         #: the outbox holds tool progress while it is non-empty, so a slow editor gets fresh values
@@ -137,15 +137,14 @@ class ProgressAgent(SessionFork, SessionMethods):
         #: progress summaries (ACP_PROGRESS_SUMMARY, off by default here): one per running turn,
         #: fed by an outbox observer, so they see exactly the stream the client sees
         self.summaries: SummaryFactory | None = _summary_factory(self.settings)
-        #: the MCP servers of each live session (stopped when it is deleted, freed or the agent exits)
         #: every session's MCP servers (started, prepared and stopped with the session)
         self.mcp = SessionServers(self.store, self._writer, self.settings.mcp)
         # where MCP questions go: the editor, what it offers, and the way to flush the cards first
         self.mcp.client = lambda: (self._conn, self.client_capabilities, self.outbox.flush)
-        self.routes_resume = False
-        #: set by :func:`agent_connection` once ``logout`` reaches :meth:`logout` (the SDK's router
-        #: does not route it): only then is ``auth.logout`` advertised
-        self.routes_logout = False
+        #: set by :func:`agent_connection` once it routes ``session/delete`` (the SDK's own router
+        #: does not), ``session/resume``, ``session/close`` and ``session/fork``, and ``logout``:
+        #: only then are their capabilities advertised
+        self.routes_delete = self.routes_resume = self.routes_logout = False
         #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
         self.sign_in = SignIn(_settings_file())
         #: each session's mode, model and config options, and the commands the agent answers itself
@@ -153,9 +152,26 @@ class ProgressAgent(SessionFork, SessionMethods):
             store=self.store,
             writer=self._writer,
             recorder=self.recorder,
-            model_menu=lambda: self.model_menu,
+            model_menu=lambda: self.backends.menu,
             outbox=lambda: self.outbox,
         )
+        parts = SessionParts(
+            self.sessions,
+            self.store,
+            self._writer,
+            self.recorder,
+            self.mcp,
+            self.options,
+            outbox=lambda: self.outbox,
+            made_outbox=lambda: self._outbox,
+        )
+        #: new, load, resume and fork; a freed session brought back for a prompt
+        self.opening = SessionOpening(parts)
+        #: list, close and delete; the store flush; a session freed for idleness let go of
+        self.roster = SessionRoster(parts)
+        self.sessions.on_free = self.roster.forget_freed
+        #: the permission audit (who answered, where, what)
+        self.audit = PermissionAudit(self.store, lambda: self.client_name)
         #: the prompts' turns: each a ProgressTurn driving the agent loop on a worker thread
         self.turns = PromptTurns(
             TurnParts(
@@ -171,8 +187,8 @@ class ProgressAgent(SessionFork, SessionMethods):
                 outbox=lambda: self.outbox,
                 conn=lambda: self._conn,
                 client_capabilities=lambda: self.client_capabilities,
-                model_for=self.model_for,
-                audit=self._audit,
+                model_for=lambda session: self.backends.for_choice(self.options.config_of(session).model),
+                audit=self.audit.record,
             )
         )
 
@@ -180,34 +196,6 @@ class ProgressAgent(SessionFork, SessionMethods):
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
-
-    def _audit(self, session_id: str, card_id: str, title: str, answer: PermissionAnswer) -> None:
-        """Record a permission answer, on this worker thread, before the tool runs: the audit
-        holds every command that was allowed even if the process dies while it runs.
-
-        Who: ``auto`` when a policy answered with no person asked, else the person the client
-        names (``decidedBy``), else ``client``. Where: the surface the client names (``watch``,
-        ``telegram`` …), else the client's own name from ``initialize``, else ``acp``."""
-        if answer.cancelled:  # withdrawn when the turn was cancelled: nobody decided
-            decided_by = CANCELLED_DECISION
-        else:
-            decided_by = "auto" if answer.automatic else (answer.decided_by or "client")
-        surface = answer.surface or (one_line(self.client_name, 60) if self.client_name else "acp")
-        self.store.record_permission(
-            StoredPermission(
-                time.time(), session_id, card_id, title, answer.allowed, decided_by, surface, answer.rule
-            )
-        )
-
-    def _forget_freed(self, session_id: str) -> None:
-        """A session freed for idleness: the recorder lets go of it; with state off (the in-memory
-        store) it is gone altogether, so memory stays bounded."""
-        self.recorder.forget(session_id)
-        self.mcp.stop_soon(session_id)
-        if self._outbox is not None:
-            self._outbox.forget_observers(session_id)
-        if isinstance(self.store, MemoryStore):
-            self._writer.submit(lambda: self.store.delete(session_id))
 
     @property
     def outbox(self) -> UpdateOutbox:
@@ -222,9 +210,6 @@ class ProgressAgent(SessionFork, SessionMethods):
                 else UpdateOutbox(self._conn, loop, backlog=self.backlog)
             )
         return self._outbox
-
-    def cancel_all_turns(self, reason: str = SHUTTING_DOWN) -> None:
-        self.turns.cancel_all(reason)
 
     async def hang_up(self, grace: float = HANGUP_GRACE) -> None:
         """The client hung up: give running turns ``grace`` seconds to finish cancelled, then
@@ -257,7 +242,7 @@ class ProgressAgent(SessionFork, SessionMethods):
 
     def shutdown(self) -> None:
         """Cancel every turn and release what the agent built (the model's HTTP client and loop)."""
-        self.cancel_all_turns()
+        self.turns.cancel_all(SHUTTING_DOWN)
         self.turns.close()
         if killed := kill_started_processes():
             log.info("killed %d background job group(s) started by commands", killed)
@@ -272,14 +257,6 @@ class ProgressAgent(SessionFork, SessionMethods):
     def model(self) -> ChatModel:
         """The configured back-end (new sessions' default)."""
         return self.backends.default
-
-    @property
-    def model_menu(self) -> list[ModelChoice]:
-        return self.backends.menu
-
-    def model_for(self, session: Session) -> ChatModel:
-        """The back-end of the model the session picked (built on first use, then shared)."""
-        return self.backends.for_choice(self.options.config_of(session).model)
 
     # ------------------------------------------------------------ sign-in (delegated)
 
@@ -300,6 +277,70 @@ class ProgressAgent(SessionFork, SessionMethods):
         self.settings = settings
         self.backends.use(settings)
 
+    # ------------------------------------------------------------ sessions (delegated)
+
+    async def new_session(
+        self,
+        cwd: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        return await self.opening.new_session(cwd, mcp_servers, additional_directories)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        return await self.opening.load_session(cwd, session_id, mcp_servers, additional_directories)
+
+    async def resume_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: Any = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        return await self.opening.resume_session(cwd, session_id, mcp_servers, additional_directories)
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: Any = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        return await self.opening.fork_session(session_id, cwd, additional_directories, mcp_servers)
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        return await self.roster.list_sessions(cwd, cursor)
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        return await self.roster.close_session(session_id)
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        return await self.roster.delete_session(session_id)
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self.roster.ext_method(method, params)
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        return await self.options.set_mode(await self.opening.session_for_prompt(session_id), mode_id)
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        session = await self.opening.session_for_prompt(session_id)
+        return await self.options.set_config_option(session, config_id, value)
+
     # ------------------------------------------------------------ ACP methods
 
     async def initialize(
@@ -311,24 +352,11 @@ class ProgressAgent(SessionFork, SessionMethods):
         self.client_capabilities = client_capabilities  # its files and terminals serve the tools
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                # images reach a back-end that sees them (the OpenAI-compatible one)
-                prompt_capabilities=PromptCapabilities(
-                    embedded_context=True, image=getattr(self.model, "name", "") == "openai"
-                ),
-                session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(),
-                    delete=SessionDeleteCapabilities() if self.routes_delete else None,
-                    resume=SessionResumeCapabilities() if self.routes_resume else None,
-                    close=SessionCloseCapabilities() if self.routes_resume else None,
-                    fork=SessionForkCapabilities() if self.routes_resume else None,
-                    # the tools read and search there too (never write, never beyond them)
-                    additional_directories=SessionAdditionalDirectoriesCapabilities(),
-                ),
-                # stdio MCP servers are always supported (ACP requires it); streamable HTTP and SSE too
-                mcp_capabilities=McpCapabilities(http=True, sse=True),
-                auth=AgentAuthCapabilities(logout=LogoutCapabilities() if self.routes_logout else None),
+            agent_capabilities=_capabilities(
+                image=getattr(self.model, "name", "") == "openai",
+                delete=self.routes_delete,
+                resume=self.routes_resume,
+                logout=self.routes_logout,
             ),
             auth_methods=auth_methods(client_capabilities),
             agent_info=Implementation(name="acp-progress", title="acp-progress", version=__version__),
@@ -352,11 +380,33 @@ class ProgressAgent(SessionFork, SessionMethods):
         return True
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
-        session = await self._session_for_prompt(session_id)
+        session = await self.opening.session_for_prompt(session_id)
         command = parse_command(prompt_to_text(prompt, attachments=False))
         if command is not None:  # /help, /title: the agent answers, not the model
             return await self.options.answer_command(session, command)
         return await self.turns.run(session, prompt)
+
+
+def _capabilities(*, image: bool, delete: bool, resume: bool, logout: bool) -> AgentCapabilities:
+    """What ``initialize`` advertises: ``image`` when the back-end sees images; ``delete``,
+    ``resume`` (with close and fork) and ``logout`` only once the connection routes them."""
+    return AgentCapabilities(
+        load_session=True,
+        # images reach a back-end that sees them (the OpenAI-compatible one)
+        prompt_capabilities=PromptCapabilities(embedded_context=True, image=image),
+        session_capabilities=SessionCapabilities(
+            list=SessionListCapabilities(),
+            delete=SessionDeleteCapabilities() if delete else None,
+            resume=SessionResumeCapabilities() if resume else None,
+            close=SessionCloseCapabilities() if resume else None,
+            fork=SessionForkCapabilities() if resume else None,
+            # the tools read and search there too (never write, never beyond them)
+            additional_directories=SessionAdditionalDirectoriesCapabilities(),
+        ),
+        # stdio MCP servers are always supported (ACP requires it); streamable HTTP and SSE too
+        mcp_capabilities=McpCapabilities(http=True, sse=True),
+        auth=AgentAuthCapabilities(logout=LogoutCapabilities() if logout else None),
+    )
 
 
 def _settings_file() -> Path | None:

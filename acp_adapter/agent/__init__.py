@@ -8,9 +8,12 @@ cards) and ``turn_output`` (the hand-off of updates and redacted text to the out
 projection of real tool calls; ``session`` per-session state; ``heartbeat`` repeating
 heartbeats on a clock (the event loop's, or one shared thread without a loop).
 
-Around them: the session-level ACP methods (``session_methods``, with ``session_config`` for modes
-and models, ``session_fork``, ``session_mcp`` and ``session_tasks`` for a session's MCP servers
-and tasks, ``sign_in`` for authentication); how a turn ended (``turn_outcome``) and awaiting its
+Around them, the objects the agent answers ACP methods with, each handed the parts it uses
+(``session_parts``): ``session_opening`` (new, load, resume, fork, a freed session brought back),
+``session_roster`` (list, close, delete, the store flush), ``session_options`` (modes, models, config
+options, commands; ``session_config`` the values), ``prompt_turns`` (the prompts' turns),
+``model_backends``, ``sign_in`` and ``permission_audit``; ``session_mcp`` and ``session_tasks`` for
+a session's MCP servers and tasks; how a turn ended (``turn_outcome``) and awaiting its
 work through cancellation (``cancel_wait``); permissions (``permissions``, ``command_rules``);
 the editor's files and terminals (``client_fs``, ``card_terminal``); the agent's own slash
 commands (``commands``), plans (``plans``), prompt images (``attachments``) and the routes the

@@ -19,6 +19,8 @@ from acp.schema import (
     CurrentModeUpdate,
     PromptResponse,
     SessionInfoUpdate,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
     TextContentBlock,
 )
 
@@ -31,6 +33,7 @@ from acp_adapter.agent.session_config import (
     SessionConfig,
     config_options,
 )
+from acp_adapter.agent.session_parts import BUSY
 from acp_adapter.agent.turn_outcome import iso_now
 from acp_adapter.agent.turn_output import new_message_id
 from acp_adapter.store import StoreError
@@ -44,8 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["SessionOptions"]
 
 log = logging.getLogger("acp_progress.server")
-
-_BUSY = "a prompt is running in this session; cancel it first"
 
 
 class SessionOptions:
@@ -116,7 +117,19 @@ class SessionOptions:
             )
         return updates
 
-    async def set_option(self, session: Session, config_id: str, value: object) -> None:
+    async def set_mode(self, session: Session, mode_id: str) -> SetSessionModeResponse:
+        """The older ``session/set_mode``: the same switch as the ``mode`` config option."""
+        await self._switch(session, "mode", mode_id)
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, session: Session, config_id: str, value: str | bool
+    ) -> SetSessionConfigOptionResponse:
+        """``session/set_config_option``: ``mode`` or ``model``; the answer holds every option."""
+        await self._switch(session, config_id, value)
+        return SetSessionConfigOptionResponse(config_options=self.listed(self.config_of(session)))
+
+    async def _switch(self, session: Session, config_id: str, value: object) -> None:
         """Switch ``mode`` or ``model``; the client is told (config options, current mode)."""
         self.config_of(session)  # makes the session's policy when it has none yet
         policy: SessionPolicy = session.policy
@@ -152,7 +165,7 @@ class SessionOptions:
     async def answer_command(self, session: Session, command: Command) -> PromptResponse:
         """Answer a slash command without the model (and without a turn of the model's)."""
         if session.cancel is not None:
-            raise RequestError.invalid_request({"sessionId": session.id, "details": _BUSY})
+            raise RequestError.invalid_request({"sessionId": session.id, "details": BUSY})
         config = self.config_of(session)
         outbox = self._outbox()
         if command.name == "title":

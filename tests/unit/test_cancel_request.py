@@ -36,7 +36,9 @@ from acp_adapter.protocol.cancel_request import (
     call_off_if_given_up,
     send_cancel_request,
 )
+from acp_adapter.server import ProgressAgent
 from acp_adapter.store import MemoryStore
+from run_agent import AIAgent
 from tests.helpers.acp_agent import RecordingClient, agent_env, fast_settings, final_status
 from tests.helpers.shared_agent import progress_agent
 
@@ -89,9 +91,7 @@ async def _until(predicate: Any, within: float = 5.0) -> None:
 
 async def test_a_slow_list_given_up_answers_request_cancelled_and_the_agent_serves_on(tmp_path: Path) -> None:
     store = SlowListStore()
-    agent = progress_agent(fast_settings(state_dir=str(tmp_path)))
-    agent.store = store
-    agent.recorder.store = store
+    agent = ProgressAgent(fast_settings(state_dir=str(tmp_path)), turn_runner=AIAgent, store=store)
     async with connected(agent, RecordingClient()) as (conn, requests):
         listing = asyncio.ensure_future(call_off_if_given_up(conn, requests, conn.list_sessions()))
         await anyio.to_thread.run_sync(store.entered.wait, 5)
