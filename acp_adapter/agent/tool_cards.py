@@ -167,7 +167,7 @@ class AcpToolObserver:
         """Ask the client (blocking this worker thread, never the loop); cancel means no.
 
         The answer is *automatic* when no person gave it: the client says so in
-        ``_meta.acpProgress.automatic`` (see :func:`answered_automatically`), or the request
+        ``_meta.acpProgress.automatic`` (read by :meth:`PermissionAnswer.of`), or the request
         could not be asked at all.
         """
         if not self._stream.tool_is_open(self._card(call)):
@@ -355,13 +355,6 @@ class PermissionAnswer:
         if meta is None:
             return cls(allowed, False, rule=rule)
         return cls(allowed, meta.automatic is True, meta.decided_by, meta.surface, rule=rule)
-
-
-def answered_automatically(response: Any) -> bool:
-    """True if a ``RequestPermissionResponse`` carries ``_meta: {"acpProgress": {"automatic": true}}``:
-    the client's policy answered without asking a person (e.g. a deny-all policy with no terminal)."""
-    meta = meta_of(response)
-    return meta is not None and meta.automatic is True
 
 
 def _valid_descriptor(tool: Tool | None) -> dict[str, str] | None:
