@@ -108,8 +108,7 @@ class AgentDriver:
         question_policy: QuestionPolicy | None = None,
     ) -> None:
         self.argv = parse_agent_command(command)
-        #: the stream limits (ACP_PROGRESS_MAX_LINE_BYTES …; from the environment unless given)
-        limits = limits or StreamLimits.from_env()
+        limits = limits or StreamLimits.from_env()  # ACP_PROGRESS_MAX_LINE_BYTES … unless given
         capabilities = client_capabilities or ClientCapabilities()
         if question_policy is not None and capabilities.elicitation is None:
             offered = ElicitationCapabilities(

@@ -160,7 +160,9 @@ class ProgressSummary:
             return self
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
-        clock = self._clock = self._clock or LoopClock(self._loop)
+        if self._clock is None:
+            self._clock = LoopClock(self._loop)
+        clock = self._clock
         self._t0 = clock.now()
         generations = Generations(
             self.generator,
