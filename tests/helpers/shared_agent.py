@@ -142,7 +142,12 @@ class SharedAgent:
     conn: Any
     router: SessionRouter
     process: Any
-    log: Path
+    log: Path | None
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the agent runs in this process (no process, no stderr log of its own)."""
+        return self.log is None
 
     async def new_session(self, client: RecordingClient, cwd: Any, mcp_servers: Sequence[Any] = ()) -> Any:
         """``session/new`` in ``cwd`` (with ``mcp_servers``); the session's updates and questions go
@@ -156,10 +161,12 @@ class SharedAgent:
 
     def log_mark(self) -> int:
         """Where the agent's stderr log ends now (see :meth:`log_since`)."""
+        assert self.log is not None, "an agent in this process has no stderr log of its own"
         return self.log.stat().st_size
 
     def log_since(self, mark: int) -> str:
         """What the agent logged after ``mark``: the part of the shared log one test caused."""
+        assert self.log is not None, "an agent in this process has no stderr log of its own"
         with self.log.open("rb") as handle:
             handle.seek(mark)
             return handle.read().decode("utf-8", "replace")
@@ -171,3 +178,14 @@ async def shared_agent_process(env: dict[str, str] | None = None) -> AsyncIterat
     router = SessionRouter()
     async with spawn_agent(router, env=env) as (conn, process, log):  # it routes as a RecordingClient
         yield SharedAgent(conn, router, process, log)
+
+
+@contextlib.asynccontextmanager
+async def shared_agent_inprocess(settings: Any = None, **overrides: Any) -> AsyncIterator[SharedAgent]:
+    """One agent in this process (:func:`progress_agent` with ``settings`` or ``overrides``) that
+    a module's tests share as they would :func:`shared_agent_process`, for tests where the agent's
+    process proves nothing (its MCP decisions and cards are the same in process): each test's
+    sessions still go to its own client. It has no stderr log (:meth:`SharedAgent.log_since`)."""
+    router = SessionRouter()
+    async with served_inprocess(router, progress_agent(settings, **overrides)) as conn:
+        yield SharedAgent(conn, router, None, None)

@@ -1,10 +1,12 @@
-"""MCP tasks end to end: the agent over stdio calls the tools an MCP server runs as tasks as tasks
+"""MCP tasks end to end: the agent calls the tools an MCP server runs as tasks as tasks
 (tests/mcp_servers/tasks.py, built with the ``mcp`` SDK, and server-everything's task tool): the
 card shows the task's status as it changes, its progress, its result from ``tasks/result``; a
 failed task fails the card; a forgotten one says so; ``session/cancel`` sends ``tasks/cancel`` and
-the card ends within 2 s. One agent process serves the module's tests that need no store of their
-own; the tests where the agent dies mid-task (or the editor hangs up) and a new one loads the
-session use their own processes and an HTTP server that outlives them."""
+the card ends within 2 s. The MCP servers are real processes. One agent in this process serves
+the module's tests that need no store of their own (its process proves nothing there); the tests
+where the agent dies mid-task (or the editor hangs up) use an agent process of their own and an
+HTTP server that outlives it; the agent that loads the session after runs in this process, on the
+same store."""
 
 from __future__ import annotations
 
@@ -23,21 +25,27 @@ from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio, ToolCallProgr
 from acp_adapter.agent.session_tasks import FORGOTTEN, SessionTaskLog, stored_records
 from acp_adapter.mcp.config import MCP_TASKS
 from acp_adapter.mcp.task_calls import TaskRecord
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import (
+    ROOT,
+    RecordingClient,
+    agent_env,
+    fast_settings,
+    final_status,
+    prompt_text,
+    spawn_agent,
+)
 from tests.helpers.http_servers import http_server
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 from tests.mcp.test_mcp_everything import everything
 from tests.store.test_durable_sessions import Backend
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    async with shared_agent_process(env=FAST) as shared:
+    async with shared_agent_inprocess() as shared:
         yield shared
 
 
@@ -250,7 +258,7 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
         assert left.server == "jobs" and left.tool == "steps"
 
         client = RecordingClient()
-        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
             await until(
                 lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
@@ -268,13 +276,19 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
         finally:
             store.close()
         client = RecordingClient()
-        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
             await asyncio.sleep(0.5)
             replayed = [u for u in client.for_session(sid) if isinstance(u, ToolCallStart)]
             done = [u for u in replayed if u.tool_call_id.startswith("mcp-task-")]
             assert len(done) == 1 and done[0].status == "completed"
             assert not [u for u in client.for_session(sid) if isinstance(u, ToolCallProgress)]
+
+
+def _state_settings(tmp_path: Path) -> Any:
+    """The settings of the in-process agent that loads the session the killed one left in
+    ``tmp_path/state`` (as its environment gave the killed one)."""
+    return fast_settings(state_dir=str(tmp_path / "state"), embedded_delay=0.05)
 
 
 def _has_pickup(client: RecordingClient, sid: str) -> bool:
@@ -295,7 +309,7 @@ async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
         server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
         sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 40, "delay": 0.1}', "hang up")
         client = RecordingClient()
-        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
             await until(
                 lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
@@ -313,14 +327,14 @@ async def test_a_task_its_server_no_longer_knows_is_said_plainly_on_load(tmp_pat
     server = tasks_server()
     sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 200, "delay": 0.05}', "kill")
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
         # loaded without its server: the card says so, and the task stays on record
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         await until(lambda: _pickup_ended(client, sid))
         assert "was not passed this time" in text_of(_pickup_card(client, sid)[-1])
         await asyncio.sleep(0.3)
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
         # resumed with it: the new server does not know the task, and the card says so
         await conn.resume_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
         await until(lambda: _pickup_ended(client, sid))

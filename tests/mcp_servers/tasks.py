@@ -6,8 +6,8 @@ tools ``execution.taskSupport``, answers a ``tools/call`` that asks for a task w
 ``CreateTaskResult`` (in a server middleware, which owns that answer) and serves ``tasks/get``,
 ``tasks/result`` and ``tasks/cancel``. Its tools cover what the agent must handle:
 
-* ``steps`` — ``steps`` steps of ``delay`` seconds, each one a status message, a
-  ``notifications/tasks/status`` and a progress notification (``quiet``: no status notifications,
+* ``steps`` — ``steps`` steps of ``delay`` seconds, each one a progress notification, then a
+  status message and a ``notifications/tasks/status`` (``quiet``: no status notifications,
   the client must poll);
 * ``breaks`` — fails after two steps (status ``failed``, an error result);
 * ``forgets`` — the server forgets the task at once (``tasks/get`` answers "unknown task");
@@ -113,8 +113,12 @@ async def _run(job: Job, name: str, args: dict[str, Any]) -> None:
         for i in range(1, steps + 1):
             if job.task.status == "cancelled":
                 return
-            await _set(job, "working", f"step {i} of {steps}", notify)
+            # progress before status: an agent passes a status on one task hop after it reads it
+            # (through the task's follower), a progress at once, and a card's unsent progress is
+            # replaced by its newer one; read in one burst the other way round, the status would
+            # replace the step's value before it was sent, however fast the agent
             await _progress(job, i, steps, f"step {i}")
+            await _set(job, "working", f"step {i} of {steps}", notify)
             if name == "breaks" and i == 2:
                 job.result = _text("the widget broke at step 2", error=True)
                 await _set(job, "failed", "the widget broke at step 2", notify)
