@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 import time
@@ -240,6 +241,21 @@ async def _start_and_kill(
     return sid, client
 
 
+def _held_steps(gate: Path) -> str:
+    """A task of 40 steps held at its third until ``gate`` exists: it still runs whenever the next
+    agent loads the session, however slow the machine, and ends soon after the test opens it."""
+    args = {"steps": 40, "delay": 0.02, "hold_at": 3, "gate": str(gate)}
+    return f"call steps {json.dumps(args)}"
+
+
+async def _picked_up_and_released(client: RecordingClient, sid: str, gate: Path) -> None:
+    """Wait for the task's card to be shown again with its current status, then let the task go on
+    and wait for its card to end."""
+    await until(lambda: _has_pickup(client, sid) and bool(status_lines(_pickup_card(client, sid))))
+    gate.touch()
+    await until(lambda: _pickup_ended(client, sid))
+
+
 async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_result(
     tmp_path: Path, backend: Backend
 ) -> None:
@@ -248,8 +264,8 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
     env = backend.env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     with http_tasks_server() as url:
         server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
-        ask = 'call steps {"steps": 40, "delay": 0.1}'
-        sid, _ = await _start_and_kill(env, ws, server, ask, "kill")
+        gate = tmp_path / "gate"
+        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "kill")
         store = backend.open()
         try:
             (left,) = stored_records(store, sid)
@@ -260,9 +276,7 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
         client = RecordingClient()
         async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await until(
-                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
-            )
+            await _picked_up_and_released(client, sid, gate)
             card = _pickup_card(client, sid)
             assert card[0].status == "in_progress" and "picked up again" in card[0].title
             assert any("step" in line for line in status_lines(card)), "its current status is shown"
@@ -307,13 +321,12 @@ async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     with http_tasks_server() as url:
         server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
-        sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 40, "delay": 0.1}', "hang up")
+        gate = tmp_path / "gate"
+        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "hang up")
         client = RecordingClient()
         async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await until(
-                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
-            )
+            await _picked_up_and_released(client, sid, gate)
             card = _pickup_card(client, sid)
             assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
 
