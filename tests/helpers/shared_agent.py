@@ -159,6 +159,18 @@ class SharedAgent:
             await client.session_update(sid, update, **kwargs)
         return response
 
+    async def close_session(self, session_id: str) -> None:
+        """``session/close`` (its MCP servers stop), through the SDK's client connection and models."""
+        from acp.meta import AGENT_METHODS
+        from acp.schema import CloseSessionRequest, CloseSessionResponse
+        from acp.utils import request_model_from_dict
+
+        request = CloseSessionRequest(session_id=session_id)
+        await request_model_from_dict(
+            self.conn._conn, AGENT_METHODS["session_close"], request, CloseSessionResponse
+        )
+        self.router.clients.pop(session_id, None)
+
     def log_mark(self) -> int:
         """Where the agent's stderr log ends now (see :meth:`log_since`)."""
         assert self.log is not None, "an agent in this process has no stderr log of its own"
