@@ -29,12 +29,15 @@ from tests.helpers.acp_agent import RecordingClient, fast_settings, prompt_text,
 
 
 @contextlib.asynccontextmanager
-async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
+async def served_inprocess(
+    client: Any, agent: Any, capabilities: Any = None, *, use_unstable_protocol: bool = False
+) -> AsyncIterator[Any]:
     """``agent`` (a ProgressAgent) served to ``client`` over the SDK's in-memory transports with the
     connection ``serve`` builds (:func:`~acp_adapter.agent.routes.agent_connection`: the
     ``session/delete``, ``session/resume`` and ``session/close`` routes included), initialised as
-    :func:`tests.helpers.acp_agent.spawn_agent` does (client ``pytest``): the agent a spawned process would
-    be, minus the process."""
+    :func:`tests.helpers.acp_agent.spawn_agent` does (client ``pytest``, with ``capabilities`` or
+    none): the agent a spawned process would be, minus the process. ``use_unstable_protocol``
+    lets the client side take the SDK's unstable methods (``elicitation/create``)."""
     import asyncio
 
     from acp import PROTOCOL_VERSION
@@ -47,11 +50,11 @@ async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
     agent_end, client_end = memory_transport_pair()
     agent_conn = agent_connection(agent, agent_end)
     listening = asyncio.ensure_future(agent_conn.listen())
-    client_conn = ClientSideConnection(client, client_end)
+    client_conn = ClientSideConnection(client, client_end, use_unstable_protocol=use_unstable_protocol)
     try:
         await client_conn.initialize(
             protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
+            client_capabilities=capabilities or ClientCapabilities(),
             client_info=Implementation(name="pytest", version="0"),
         )
         yield client_conn
