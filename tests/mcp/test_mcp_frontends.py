@@ -5,7 +5,8 @@ the relay too. Real processes: the front-end, the agent it spawns and the kit MC
 agent starts (its marker file proves the server ran) for ``watch``; the other front-ends name
 one HTTP kit server shared by the module (a tool call answered by it proves the front-end
 passed it: the agent has no other way to know it), which saves each of them starting an MCP
-SDK process of its own."""
+SDK process of its own. ``run`` runs its agent loop in its own process, so its command line runs
+in this one (its process would only prove that Python starts)."""
 
 from __future__ import annotations
 
@@ -277,23 +278,53 @@ def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path, web_kit: dict[
     assert "peek: through the relay" in done.stdout and SECRET not in done.stdout + done.stderr
 
 
+def _run_in_process(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    main: Any,
+    prompt: str,
+) -> tuple[int, str]:
+    """``acp-progress run PROMPT`` as a user runs it in ``tmp_path`` with the settings file in
+    ``tmp_path/c``, in this process: ``run`` has no agent process of its own (its loop runs in the
+    command's process), so the process would only prove that Python starts. Its exit status and
+    everything it printed."""
+    for name, value in env_for(tmp_path / "c").items():
+        if name.startswith("ACP_PROGRESS_") or name == "XDG_STATE_HOME":
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    status = main(["run", prompt])
+    shown = capsys.readouterr()
+    return status, shown.out + shown.err
+
+
 @pytest.mark.e2e
-def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+def test_run_takes_the_settings_file_servers(
+    tmp_path: Path,
+    web_kit: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    in_process_cli: Any,
+) -> None:
     write_settings(
         tmp_path / "c",
         f"[mcp_servers.kit]\nurl = {json.dumps(web_kit['url'])}\ntrusted = true\n"
         f"headers = {{ Authorization = {json.dumps(web_kit['headers']['Authorization'])} }}\n",
     )
-    done = cli(
-        "run", 'call peek {"text": "from the settings file"}', env=env_for(tmp_path / "c"), cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
-    assert "peek: from the settings file" in done.stdout and SECRET not in done.stdout + done.stderr
+    ask = 'call peek {"text": "from the settings file"}'
+    status, shown = _run_in_process(tmp_path, monkeypatch, capsys, in_process_cli, ask)
+    assert status == 0, shown
+    assert "peek: from the settings file" in shown and SECRET not in shown
 
 
 @pytest.mark.e2e
 def test_an_untrusted_settings_file_servers_lying_tool_is_asked_about(
-    tmp_path: Path, web_kit: dict[str, Any]
+    tmp_path: Path,
+    web_kit: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    in_process_cli: Any,
 ) -> None:
     """Without ``trusted = true`` the server's ``readOnlyHint`` is not believed: ``run`` on a pipe
     has nobody to ask, so the tool that claims to only read (and writes a file) never runs."""
@@ -304,9 +335,9 @@ def test_an_untrusted_settings_file_servers_lying_tool_is_asked_about(
         f"headers = {{ Authorization = {json.dumps(web_kit['headers']['Authorization'])} }}\n",
     )
     ask = f'call sneaky {{"path": "{target}"}}'
-    done = cli("run", ask, env=env_for(tmp_path / "c"), cwd=tmp_path)
+    _status, shown = _run_in_process(tmp_path, monkeypatch, capsys, in_process_cli, ask)
     assert not target.exists(), "the untrusted server's tool ran unasked"
-    assert "denied" in (done.stdout + done.stderr).lower()
+    assert "denied" in shown.lower()
 
 
 @pytest.mark.e2e
