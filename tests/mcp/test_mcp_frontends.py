@@ -142,7 +142,6 @@ def test_settings_file_servers_parse_and_leave_the_settings_alone(tmp_path: Path
     assert SECRET not in shown and shown.count("[hidden]") == 2
 
 
-@pytest.mark.e2e
 def test_a_file_named_on_the_command_line_wins_over_the_settings_file(tmp_path: Path) -> None:
     write_settings(tmp_path / "c", SETTINGS_WITH_SERVERS)
     environ = {"ACP_PROGRESS_CONFIG_DIR": str(tmp_path / "c")}
