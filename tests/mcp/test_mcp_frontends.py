@@ -340,15 +340,17 @@ def test_an_untrusted_settings_file_servers_lying_tool_is_asked_about(
 
 
 @pytest.mark.e2e
-def test_console_bridge_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+def test_console_bridge_passes_the_servers(
+    tmp_path: Path, web_kit: dict[str, Any], monkeypatch: pytest.MonkeyPatch, in_process_cli: Any
+) -> None:
     servers = web_servers_file(tmp_path, web_kit)
     env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
-    assert (
-        cli(
-            "bridge", "create", "con", "--platform", "console", "--cwd", str(tmp_path), env=env, cwd=tmp_path
-        ).returncode
-        == 0
-    )
+    with monkeypatch.context() as inside:  # ``bridge create`` ends before anything starts: in process
+        for name in ("ACP_PROGRESS_CONFIG_DIR", "ACP_PROGRESS_STATE_DIR"):
+            inside.setenv(name, env[name])
+        inside.chdir(tmp_path)
+        create = ["bridge", "create", "con", "--platform", "console", "--cwd", str(tmp_path)]
+        assert in_process_cli(create) == 0
     done = subprocess.run(
         [*acp_progress(), "bridge", "run", "con", "--mcp-config", str(servers)],
         input='call peek {"text": "from a chat"}\n',
