@@ -16,7 +16,7 @@ import json
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -216,10 +216,27 @@ def _pickup_card(client: RecordingClient, sid: str) -> list[Any]:
     return cards[-1]
 
 
+def _recorded(open_store: Callable[[], Any], sid: str) -> bool:
+    """Whether the session's task record is in the store yet (it is written off the loop)."""
+    store = open_store()
+    try:
+        return bool(stored_records(store, sid))
+    finally:
+        store.close()
+
+
+def _state_store(tmp_path: Path) -> Callable[[], Any]:
+    """Opens the SQLite store in ``tmp_path/state`` (the agents' ``ACP_PROGRESS_STATE_DIR``)."""
+    from acp_adapter.store import open_store
+
+    return lambda: open_store(tmp_path / "state", retention_days=0)
+
+
 async def _start_and_kill(
-    env: dict[str, str], ws: Path, server: Any, ask: str, how: str
+    env: dict[str, str], ws: Path, server: Any, ask: str, how: str, open_store: Callable[[], Any]
 ) -> tuple[str, RecordingClient]:
-    """A session whose turn runs a task; the agent is killed (or the editor hangs up) mid-task."""
+    """A session whose turn runs a task; once its record is in the store (``open_store`` opens
+    it), the agent is killed (or the editor hangs up) mid-task."""
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, proc, _log):
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[server])).session_id
@@ -230,7 +247,7 @@ async def _start_and_kill(
             return bool(cards) and any("step 3 of" in line for line in status_lines(cards[-1]))
 
         await until(stepping)
-        await asyncio.sleep(0.3)  # the task's record reaches the store (written off the loop)
+        await until(lambda: _recorded(open_store, sid))
         if how == "kill":
             proc.send_signal(signal.SIGKILL)
             await asyncio.wait_for(proc.wait(), 10)
@@ -265,7 +282,7 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
     with http_tasks_server() as url:
         server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
         gate = tmp_path / "gate"
-        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "kill")
+        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "kill", backend.open)
         store = backend.open()
         try:
             (left,) = stored_records(store, sid)
@@ -322,7 +339,7 @@ async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
     with http_tasks_server() as url:
         server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
         gate = tmp_path / "gate"
-        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "hang up")
+        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "hang up", _state_store(tmp_path))
         client = RecordingClient()
         async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
@@ -338,7 +355,9 @@ async def test_a_task_its_server_no_longer_knows_is_said_plainly_on_load(tmp_pat
     ws.mkdir()
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     server = tasks_server()
-    sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 200, "delay": 0.05}', "kill")
+    sid, _ = await _start_and_kill(
+        env, ws, server, 'call steps {"steps": 200, "delay": 0.05}', "kill", _state_store(tmp_path)
+    )
     client = RecordingClient()
     async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
         # loaded without its server: the card says so, and the task stays on record
