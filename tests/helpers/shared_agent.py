@@ -145,12 +145,7 @@ class SharedAgent:
     conn: Any
     router: SessionRouter
     process: Any
-    log: Path | None
-
-    @property
-    def in_process(self) -> bool:
-        """Whether the agent runs in this process (no process, no stderr log of its own)."""
-        return self.log is None
+    log: Path | None  # None for an agent in this process (no stderr log of its own)
 
     async def new_session(self, client: RecordingClient, cwd: Any, mcp_servers: Sequence[Any] = ()) -> Any:
         """``session/new`` in ``cwd`` (with ``mcp_servers``); the session's updates and questions go
