@@ -138,9 +138,10 @@ class SessionRouter:
 
 @dataclass
 class SharedAgent:
-    """One agent process (``python -m acp_adapter`` over stdio) shared by a module's tests: each
-    test opens its own sessions with its own client (:meth:`new_session`); the agent's stderr log
-    is shared, so a test reads the part it caused (:meth:`log_mark`, :meth:`log_since`)."""
+    """One agent shared by a module's tests — a process (``python -m acp_adapter`` over stdio,
+    :func:`shared_agent_process`) or in this process (:func:`shared_agent_inprocess`): each test
+    opens its own sessions with its own client (:meth:`new_session`); a process's stderr log is
+    shared, so a test reads the part it caused (:meth:`log_mark`, :meth:`log_since`)."""
 
     conn: Any
     router: SessionRouter
