@@ -79,26 +79,30 @@ class EditorRouter(SessionRouter):
     """The one client of the shared editor process: each session's file and terminal calls go to
     the test's editor that opened it, as its updates and permission questions do."""
 
+    def _editor(self, session_id: str) -> Any:
+        """The test's editor (an :class:`EditorClient`) that opened ``session_id``."""
+        return self.clients[session_id]
+
     async def read_text_file(self, session_id: str, **kwargs: Any) -> Any:
-        return await self.clients[session_id].read_text_file(session_id=session_id, **kwargs)
+        return await self._editor(session_id).read_text_file(session_id=session_id, **kwargs)
 
     async def write_text_file(self, session_id: str, **kwargs: Any) -> Any:
-        return await self.clients[session_id].write_text_file(session_id=session_id, **kwargs)
+        return await self._editor(session_id).write_text_file(session_id=session_id, **kwargs)
 
     async def create_terminal(self, session_id: str, **kwargs: Any) -> Any:
-        return await self.clients[session_id].create_terminal(session_id=session_id, **kwargs)
+        return await self._editor(session_id).create_terminal(session_id=session_id, **kwargs)
 
     async def wait_for_terminal_exit(self, session_id: str, **kwargs: Any) -> Any:
-        return await self.clients[session_id].wait_for_terminal_exit(session_id=session_id, **kwargs)
+        return await self._editor(session_id).wait_for_terminal_exit(session_id=session_id, **kwargs)
 
     async def terminal_output(self, session_id: str, **kwargs: Any) -> Any:
-        return await self.clients[session_id].terminal_output(session_id=session_id, **kwargs)
+        return await self._editor(session_id).terminal_output(session_id=session_id, **kwargs)
 
     async def kill_terminal(self, session_id: str, **kwargs: Any) -> Any:
-        return await self.clients[session_id].kill_terminal(session_id=session_id, **kwargs)
+        return await self._editor(session_id).kill_terminal(session_id=session_id, **kwargs)
 
     async def release_terminal(self, session_id: str, **kwargs: Any) -> Any:
-        return await self.clients[session_id].release_terminal(session_id=session_id, **kwargs)
+        return await self._editor(session_id).release_terminal(session_id=session_id, **kwargs)
 
 
 def tool_cards(client: RecordingClient, session_id: str) -> list[list[Any]]:
