@@ -1,4 +1,10 @@
-"""Settings validation, the hook-site check script and the plain-terminal program."""
+"""Settings validation, the hook-site check script and the plain-terminal program.
+
+Command lines that end before any agent or server starts (help, version, a refused flag or
+setting, ``config``, ``descriptor``) run ``acp_adapter.cli.main`` in this process (the ``cli``
+fixture): their output and exit code are the point, and a process would only add its start. The
+program and console script a user runs, a server stopping at start-up and a closed pipe keep their
+real process."""
 
 from __future__ import annotations
 
@@ -7,6 +13,8 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -14,6 +22,7 @@ import pytest
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.text import format_elapsed
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.shared_servers import cli_in_process
 
 
 def test_defaults():
@@ -145,49 +154,67 @@ def test_a_new_field_is_a_one_place_change():
     assert More.from_env({}).to_env()["ACP_PROGRESS_WIDGETS"] == "3"
 
 
-def _cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", *argv],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **agent_env(), **(env or {})},
-        cwd=ROOT,
-        timeout=30,
-    )
+@dataclass(frozen=True)
+class Shown:
+    """What a command line printed and its exit code."""
+
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-@pytest.mark.e2e
-def test_version_and_bare_command_prints_help_without_markup():
+Cli = Callable[..., Shown]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """``acp-progress ARGV…`` run by ``acp_adapter.cli.main`` in this process, in the environment a
+    spawned command would get (the suite's agent settings, then ``env``)."""
+
+    def run(*argv: str, env: dict[str, str] | None = None) -> Shown:
+        with monkeypatch.context() as patched, cli_in_process() as main:
+            for name, value in {**agent_env(), **(env or {})}.items():
+                patched.setenv(name, value)
+            capsys.readouterr()
+            try:
+                code = main(list(argv))
+            except SystemExit as exit_:  # argparse's own exits (--help, --version, a bad flag)
+                code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+            shown = capsys.readouterr()
+        return Shown(code, shown.out, shown.err)
+
+    return run
+
+
+def test_version_and_bare_command_prints_help_without_markup(cli: Cli):
     from acp_adapter import __version__
 
-    version = _cli("--version")
+    version = cli("--version")
     assert version.returncode == 0 and version.stdout.strip() == f"acp-progress {__version__}"
-    bare = _cli()
+    bare = cli()
     assert bare.returncode == 0 and bare.stdout.startswith("usage: acp-progress")
     for command in ("serve", "watch", "run", "descriptor"):
         assert command in bare.stdout
-    helps = [bare.stdout] + [_cli(c, "--help").stdout for c in ("serve", "watch", "run", "descriptor")]
+    helps = [bare.stdout] + [cli(c, "--help").stdout for c in ("serve", "watch", "run", "descriptor")]
     for text in helps:
         assert "``" not in text and ":class:" not in text and ":func:" not in text
     assert "ACP_PROGRESS_HEARTBEAT_INTERVAL" in helps[1]
 
 
-@pytest.mark.e2e
-def test_bad_flag_and_bad_log_level_stop_with_the_name():
-    flag = _cli("run", "--heartbeat-interval", "inf", "hi")
+def test_bad_flag_and_bad_log_level_stop_with_the_name(cli: Cli):
+    flag = cli("run", "--heartbeat-interval", "inf", "hi")
     assert flag.returncode == 2 and "--heartbeat-interval: must be a finite number, got 'inf'" in flag.stderr
-    tiny = _cli("serve", "--heartbeat-interval", "1e-9")
+    tiny = cli("serve", "--heartbeat-interval", "1e-9")
     assert tiny.returncode == 2 and "--heartbeat-interval: must be >= 0.01" in tiny.stderr
-    loud = _cli("run", "hi", env={"ACP_PROGRESS_LOG_LEVEL": "LOUD"})
+    loud = cli("run", "hi", env={"ACP_PROGRESS_LOG_LEVEL": "LOUD"})
     assert loud.returncode == 2 and "ACP_PROGRESS_LOG_LEVEL: expected one of" in loud.stderr
     assert loud.stdout == "" and "Traceback" not in loud.stderr
 
 
-@pytest.mark.e2e
-def test_descriptor_ignores_unrelated_bad_environment(tmp_path):
+def test_descriptor_ignores_unrelated_bad_environment(tmp_path, cli: Cli):
     mcp = tmp_path / "tool.json"
     mcp.write_text('{"_meta": {"agh/friendly_verb": "Looking up", "agh/preview": "arg:issueKey"}}')
-    proc = _cli(
+    proc = cli(
         "descriptor",
         str(mcp),
         "--input",
@@ -405,13 +432,12 @@ def _subcommands() -> dict[str, str]:
     return {name: helps.get(name, "") for name in action.choices}
 
 
-@pytest.mark.e2e
-def test_the_top_level_help_names_every_command_in_its_description():
+def test_the_top_level_help_names_every_command_in_its_description(cli: Cli):
     commands = _subcommands()
     assert {"serve", "watch", "run", "relay", "bridge", "agui", "descriptor", "audit", "config"} <= set(
         commands
     )
-    shown = _cli("--help")
+    shown = cli("--help")
     assert shown.returncode == 0
     description = " ".join(shown.stdout.split("positional arguments:")[0].split("\n")[1:])
     listing = shown.stdout.split("positional arguments:")[1]
@@ -444,13 +470,12 @@ token = "{SECRETS[2]}"
     return path
 
 
-@pytest.mark.e2e
-def test_config_shows_each_value_and_where_it_came_from_never_a_secret(tmp_path):
+def test_config_shows_each_value_and_where_it_came_from_never_a_secret(tmp_path, cli: Cli):
     path = _secret_config(tmp_path)
     env = _config_env(
         tmp_path, ACP_PROGRESS_OPENAI_MODEL="from-env", ACP_PROGRESS_SUMMARY_OPENAI_API_KEY=SECRETS[1]
     )
-    shown = _cli("config", "--summary-interval", "3", env=env)
+    shown = cli("config", "--summary-interval", "3", env=env)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout.splitlines()
     rows = {
@@ -479,12 +504,11 @@ def _settings_names() -> list[str]:
     return [name for name, _ in Settings.fields()]
 
 
-@pytest.mark.e2e
-def test_config_json_is_one_object_for_machines_without_secrets(tmp_path):
+def test_config_json_is_one_object_for_machines_without_secrets(tmp_path, cli: Cli):
     import json
 
     path = _secret_config(tmp_path)
-    shown = _cli("config", "--json", env=_config_env(tmp_path, OPENAI_API_KEY=SECRETS[1]))
+    shown = cli("config", "--json", env=_config_env(tmp_path, OPENAI_API_KEY=SECRETS[1]))
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
     assert report["configFile"] == str(path) and report["configFileFound"] is True
@@ -503,10 +527,9 @@ def test_config_json_is_one_object_for_machines_without_secrets(tmp_path):
         assert secret not in shown.stdout
 
 
-@pytest.mark.e2e
-def test_config_reports_a_bad_file_naming_it_and_exits_2(tmp_path):
+def test_config_reports_a_bad_file_naming_it_and_exits_2(tmp_path, cli: Cli):
     (tmp_path / "config.toml").write_text("[openai]\ntimeuot = 5\n", encoding="utf-8")
-    shown = _cli("config", env=_config_env(tmp_path))
+    shown = cli("config", env=_config_env(tmp_path))
     assert shown.returncode == 2 and shown.stdout == ""
     assert (
         shown.stderr.strip()
@@ -514,7 +537,7 @@ def test_config_reports_a_bad_file_naming_it_and_exits_2(tmp_path):
         " (did you mean timeout?)"
     )
     # every command reads the same file: serve stops at start-up with the same message
-    serve = _cli("serve", env=_config_env(tmp_path))
+    serve = cli("serve", env=_config_env(tmp_path))
     assert serve.returncode == 2 and "[openai] timeuot: is not a setting" in serve.stderr
 
 

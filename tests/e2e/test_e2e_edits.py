@@ -3,9 +3,10 @@
 The agent is a real process; the client is the SDK's client side. One client advertises nothing
 (the tools work on the disk), one advertises ``fs`` and ``terminal`` and implements them (unsaved
 buffers are read, the client applies writes, commands run in its terminals), one fails every call
-(only that tool call fails). The tests whose client advertises nothing share one agent process
-(:mod:`tests.helpers.shared_agent`: each has its own session and client); an editor that advertises
-capabilities gets a process of its own, as capabilities are per connection."""
+(only that tool call fails). Capabilities are per connection, so the module shares two agent
+processes (:mod:`tests.helpers.shared_agent`): one whose client advertises nothing and one whose
+client advertises the editor's capabilities; each test has its own session and client, and the
+shared client hands each session's file and terminal calls to the test's own editor."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from acp.schema import (
 )
 
 from tests.helpers.acp_agent import ROOT, TEMP_ROOT, RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SessionRouter, SharedAgent, shared_agent_process
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +53,8 @@ async def plain_agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
 
 
 @contextlib.asynccontextmanager
-async def spawn(client: Any, capabilities: ClientCapabilities | None = None) -> AsyncIterator[Any]:
+async def spawn(client: Any, capabilities: ClientCapabilities) -> AsyncIterator[tuple[Any, Any, Path]]:
+    """An agent process whose client ``client`` advertises ``capabilities``: (connection, process, log)."""
     log = Path(tempfile.mkstemp(prefix="acp-agent-", suffix=".log", dir=TEMP_ROOT)[1])
     with log.open("wb") as stderr:
         async with spawn_agent_process(
@@ -63,13 +65,44 @@ async def spawn(client: Any, capabilities: ClientCapabilities | None = None) -> 
             env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
             cwd=str(ROOT),
             transport_kwargs={"stderr": stderr},
-        ) as (conn, _process):
+        ) as (conn, process):
             await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
-                client_capabilities=capabilities or ClientCapabilities(),
+                client_capabilities=capabilities,
                 client_info=Implementation(name="pytest", version="0"),
             )
-            yield conn
+            yield conn, process, log
+
+
+@dataclass
+class EditorRouter(SessionRouter):
+    """The one client of the shared editor process: each session's file and terminal calls go to
+    the test's editor that opened it, as its updates and permission questions do."""
+
+    def _editor(self, session_id: str) -> Any:
+        """The test's editor (an :class:`EditorClient`) that opened ``session_id``."""
+        return self.clients[session_id]
+
+    async def read_text_file(self, session_id: str, **kwargs: Any) -> Any:
+        return await self._editor(session_id).read_text_file(session_id=session_id, **kwargs)
+
+    async def write_text_file(self, session_id: str, **kwargs: Any) -> Any:
+        return await self._editor(session_id).write_text_file(session_id=session_id, **kwargs)
+
+    async def create_terminal(self, session_id: str, **kwargs: Any) -> Any:
+        return await self._editor(session_id).create_terminal(session_id=session_id, **kwargs)
+
+    async def wait_for_terminal_exit(self, session_id: str, **kwargs: Any) -> Any:
+        return await self._editor(session_id).wait_for_terminal_exit(session_id=session_id, **kwargs)
+
+    async def terminal_output(self, session_id: str, **kwargs: Any) -> Any:
+        return await self._editor(session_id).terminal_output(session_id=session_id, **kwargs)
+
+    async def kill_terminal(self, session_id: str, **kwargs: Any) -> Any:
+        return await self._editor(session_id).kill_terminal(session_id=session_id, **kwargs)
+
+    async def release_terminal(self, session_id: str, **kwargs: Any) -> Any:
+        return await self._editor(session_id).release_terminal(session_id=session_id, **kwargs)
 
 
 def tool_cards(client: RecordingClient, session_id: str) -> list[list[Any]]:
@@ -265,14 +298,22 @@ EDITOR = ClientCapabilities(
 )
 
 
-async def test_an_editor_that_offers_fs_is_read_and_applies_the_edit(tmp_path):
+@pytest.fixture(scope="module")
+async def editor_agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
+    """The agent process shared by the tests whose client is an editor (``fs`` and ``terminal``)."""
+    router = EditorRouter()
+    async with spawn(router, EDITOR) as (conn, process, log):
+        yield SharedAgent(conn, router, process, log)
+
+
+async def test_an_editor_that_offers_fs_is_read_and_applies_the_edit(tmp_path, editor_agent):
     target = tmp_path / "main.py"
     target.write_text("print('on disk')\n")
     client = EditorClient(buffers={str(target): "print('unsaved buffer')\n"})
-    async with spawn(client, EDITOR) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        await prompt_text(conn, session.session_id, "read main.py")
-        await prompt_text(conn, session.session_id, 'edit main.py: replace "unsaved buffer" with "edited"')
+    conn = editor_agent.conn
+    session = await editor_agent.new_session(client, tmp_path)
+    await prompt_text(conn, session.session_id, "read main.py")
+    await prompt_text(conn, session.session_id, 'edit main.py: replace "unsaved buffer" with "edited"')
     read_card, edit_card = tool_cards(client, session.session_id)
     assert "unsaved buffer" in text_of(read_card[-1])
     assert "unsaved buffer" in client.answer(session.session_id)
@@ -284,12 +325,12 @@ async def test_an_editor_that_offers_fs_is_read_and_applies_the_edit(tmp_path):
     assert client.calls == ["fs/read_text_file"] * 3 + ["fs/write_text_file"]
 
 
-async def test_an_editor_that_offers_terminals_runs_the_command_on_the_card(tmp_path):
+async def test_an_editor_that_offers_terminals_runs_the_command_on_the_card(tmp_path, editor_agent):
     (tmp_path / "hello.txt").write_text("hi\n")
     client = EditorClient()
-    async with spawn(client, EDITOR) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        response = await prompt_text(conn, session.session_id, "run ls -la")
+    conn = editor_agent.conn
+    session = await editor_agent.new_session(client, tmp_path)
+    response = await prompt_text(conn, session.session_id, "run ls -la")
     assert response.stop_reason == "end_turn"
     (card,) = tool_cards(client, session.session_id)
     assert card[0].kind == "execute" and final_status(card) == "completed"
@@ -305,15 +346,15 @@ async def test_an_editor_that_offers_terminals_runs_the_command_on_the_card(tmp_
     assert len(client.permission_requests) == 1
 
 
-async def test_cancel_kills_the_editors_terminal(tmp_path):
+async def test_cancel_kills_the_editors_terminal(tmp_path, editor_agent):
     client = EditorClient()
-    async with spawn(client, EDITOR) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        task = asyncio.create_task(prompt_text(conn, session.session_id, "run sleep 30"))
-        await asyncio.wait_for(client.terminal_started.wait(), 10)
-        await conn.cancel(session_id=session.session_id)
-        response = await asyncio.wait_for(task, 10)
-        await asyncio.wait_for(client.released.wait(), 5)
+    conn = editor_agent.conn
+    session = await editor_agent.new_session(client, tmp_path)
+    task = asyncio.create_task(prompt_text(conn, session.session_id, "run sleep 30"))
+    await asyncio.wait_for(client.terminal_started.wait(), 10)
+    await conn.cancel(session_id=session.session_id)
+    response = await asyncio.wait_for(task, 10)
+    await asyncio.wait_for(client.released.wait(), 5)
     assert response.stop_reason == "cancelled"
     assert "terminal/kill" in client.calls and "terminal/release" in client.calls
     assert client.terminals == {}
@@ -321,29 +362,29 @@ async def test_cancel_kills_the_editors_terminal(tmp_path):
     assert final_status(card) == "failed"
 
 
-async def test_cancel_does_not_wait_for_an_editor_that_never_answers_a_read(tmp_path):
+async def test_cancel_does_not_wait_for_an_editor_that_never_answers_a_read(tmp_path, editor_agent):
     (tmp_path / "a.txt").write_text("x\n")
     client = EditorClient(hang=True)
-    async with spawn(client, EDITOR) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        task = asyncio.create_task(prompt_text(conn, session.session_id, "read a.txt"))
-        await asyncio.wait_for(client.read_asked.wait(), 10)
-        started = asyncio.get_running_loop().time()
-        await conn.cancel(session_id=session.session_id)
-        response = await asyncio.wait_for(task, 5)
-        waited = asyncio.get_running_loop().time() - started
+    conn = editor_agent.conn
+    session = await editor_agent.new_session(client, tmp_path)
+    task = asyncio.create_task(prompt_text(conn, session.session_id, "read a.txt"))
+    await asyncio.wait_for(client.read_asked.wait(), 10)
+    started = asyncio.get_running_loop().time()
+    await conn.cancel(session_id=session.session_id)
+    response = await asyncio.wait_for(task, 5)
+    waited = asyncio.get_running_loop().time() - started
     assert response.stop_reason == "cancelled" and waited < 2
     (card,) = tool_cards(client, session.session_id)
     assert final_status(card) == "failed"
 
 
-async def test_a_client_that_fails_its_calls_fails_only_the_tool_call(tmp_path):
+async def test_a_client_that_fails_its_calls_fails_only_the_tool_call(tmp_path, editor_agent):
     (tmp_path / "a.txt").write_text("x\n")
     client = EditorClient(fail=True)
-    async with spawn(client, EDITOR) as conn:
-        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
-        first = await prompt_text(conn, session.session_id, "read a.txt and then run ls")
-        second = await prompt_text(conn, session.session_id, "what is 2 + 3")
+    conn = editor_agent.conn
+    session = await editor_agent.new_session(client, tmp_path)
+    first = await prompt_text(conn, session.session_id, "read a.txt and then run ls")
+    second = await prompt_text(conn, session.session_id, "what is 2 + 3")
     assert first.stop_reason == second.stop_reason == "end_turn"
     read_card, run_card = tool_cards(client, session.session_id)
     assert final_status(read_card) == final_status(run_card) == "failed"
@@ -354,7 +395,7 @@ async def test_a_client_that_fails_its_calls_fails_only_the_tool_call(tmp_path):
 
 
 @pytest.mark.parametrize("editor", [False, True])
-async def test_edits_and_editor_reads_never_leave_the_workspace(tmp_path, editor):
+async def test_edits_and_editor_reads_never_leave_the_workspace(tmp_path, editor, plain_agent, editor_agent):
     """The attack: a symlink in the workspace to a file outside it (a dotfile, a key), or a path
     with ``..`` — an edit or a write through it, or a read the editor would gladly serve."""
     outside = tmp_path / "outside.txt"
@@ -363,12 +404,13 @@ async def test_edits_and_editor_reads_never_leave_the_workspace(tmp_path, editor
     ws.mkdir()
     (ws / "link.txt").symlink_to(outside)
     client = EditorClient() if editor else RecordingClient()
-    async with spawn(client, EDITOR if editor else None) as conn:
-        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
-        await prompt_text(conn, sid, 'edit link.txt: replace "secret" with "pwned"')
-        await prompt_text(conn, sid, "write link.txt: pwned")
-        await prompt_text(conn, sid, "write ../outside.txt: pwned")
-        await prompt_text(conn, sid, "read ../outside.txt")
+    shared = editor_agent if editor else plain_agent
+    conn = shared.conn
+    sid = (await shared.new_session(client, ws)).session_id
+    await prompt_text(conn, sid, 'edit link.txt: replace "secret" with "pwned"')
+    await prompt_text(conn, sid, "write link.txt: pwned")
+    await prompt_text(conn, sid, "write ../outside.txt: pwned")
+    await prompt_text(conn, sid, "read ../outside.txt")
     cards = tool_cards(client, sid)
     assert [final_status(c) for c in cards] == ["failed"] * 4
     assert all("outside the workspace" in text_of(c[-1]) for c in cards)

@@ -1,6 +1,7 @@
 """Images end to end: the OpenAI back-end advertises them and passes them to the model as image
-parts, the embedded model acknowledges them, and an MCP tool's image result is image content on
-its card (real agent processes, the SDK's client side)."""
+parts, the embedded model acknowledges them (real agent processes, the SDK's client side), and an
+MCP tool's image result is image content on its card (the MCP server a real process; the agent,
+whose card it is whoever its client is, in this process)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from acp.schema import ContentToolCallContent, ImageContentBlock
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, spawn_agent
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.helpers.shared_agent import served_inprocess
 from tests.mcp.test_mcp_e2e import kit, tool_cards
-from tests.unit.test_openai_backend import KEY, openai_env
+from tests.unit.test_openai_backend import KEY, openai_agent, openai_env
 
 pytestmark = pytest.mark.anyio
 
@@ -54,7 +56,7 @@ async def test_an_mcp_tools_image_result_is_image_content_on_its_card(tmp_path):
     with FakeOpenAI(api_key=KEY) as server:
         server.script(tool_reply([("call_i1", "mcp__kit__picture", {})]), text_reply("Here it is."))
         client = RecordingClient()
-        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+        async with served_inprocess(client, openai_agent(server)) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit()])).session_id
             await conn.prompt(session_id=sid, prompt=[text_block("show me a picture")])
     (card,) = tool_cards(client, sid)

@@ -1,8 +1,9 @@
 """Plans end to end over stdio: the embedded model's steps as ACP ``plan`` updates moved along by
 the tool calls, the OpenAI back-end's plan tool as ``plan`` updates (never a card), and the last
 plan of a turn replayed by ``session/load``. The embedded model's tests share one agent process
-(each its own session and client, :mod:`tests.helpers.shared_agent`); the OpenAI ones need their own, as
-each points it at its own scripted server."""
+(each its own session and client, :mod:`tests.helpers.shared_agent`); the OpenAI plan tool's needs
+its own, as it points it at its own scripted server. What the model reads back for a bad plan is
+the agent's answer whoever its client is: that test runs the agent in this process."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from acp_adapter.config import Settings
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
 from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_process
-from tests.unit.test_openai_backend import KEY, openai_env
+from tests.unit.test_openai_backend import KEY, openai_agent, openai_env
 
 pytestmark = pytest.mark.anyio
 
@@ -129,7 +130,7 @@ async def test_a_bad_plan_is_an_error_the_model_reads(tmp_path):
             text_reply("ok"),
         )
         client = RecordingClient()
-        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+        async with served_inprocess(client, openai_agent(server)) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             response = await prompt_text(conn, sid, "plan")
     assert response.stop_reason == "end_turn"

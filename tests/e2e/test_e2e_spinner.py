@@ -1,8 +1,10 @@
 """End to end over real pipes: spawn ``python -m acp_adapter`` and drive it as an editor would.
 
-Tests that need an environment of their own (delays, heartbeats) or the process itself (a hang-up)
-start their own agent; the others share one per module (:mod:`tests.helpers.shared_agent`: each its own
-session and client)."""
+The think card's life over a real process (opened, beating at its interval, completed before the
+answer) and a hang-up start their own agent; the tests that need no environment of their own share
+one per module (:mod:`tests.helpers.shared_agent`: each its own session and client). What a cancel
+or a disabled heartbeat does to the card is the agent's decision whoever its client is: those run
+the agent with their own settings in this process."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 from acp.schema import AgentMessageChunk, ToolCallStart
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_process
 
 pytestmark = pytest.mark.anyio
 
@@ -25,6 +27,13 @@ async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
     """The agent process (default test environment) shared by the tests that need no other."""
     async with shared_agent_process() as shared:
         yield shared
+
+
+def _agent_with(env: dict[str, str]) -> object:
+    """The agent ``serve`` would run with ``env`` (the same settings), in this process."""
+    from acp_adapter.config import Settings
+
+    return progress_agent(Settings.from_env(env))
 
 
 def _content_text(update: object) -> str:
@@ -72,7 +81,7 @@ async def test_cancel_during_the_wait_closes_the_card_and_nothing_follows(tmp_pa
     started = asyncio.Event()
     client.on_update = lambda r: started.set() if isinstance(r.update, ToolCallStart) else None
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="30", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05")
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, _agent_with(env)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         task = asyncio.create_task(prompt_text(conn, session.session_id, "think about this for a long time"))
         await asyncio.wait_for(started.wait(), 10)
@@ -100,7 +109,7 @@ async def test_heartbeat_disabled_means_no_heartbeat_ever(tmp_path):
         ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
         ACP_PROGRESS_HEARTBEAT_DISABLED="1",
     )
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, _agent_with(env)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello")
     assert response.stop_reason == "end_turn"

@@ -1,8 +1,9 @@
 """Progress summaries on the surfaces: the agent's think card (serve), the relay's injected card,
-and watch's status line — real processes over real pipes, plus the pure pieces they are built of.
-Whether the agent summarises at all, and that it stops at a cancel, is decided by the agent whoever
-its client is: those serve cases run it in this process (:mod:`tests.helpers.shared_agent`); the summary on
-the think card keeps its run over real pipes."""
+and watch's status line, plus the pure pieces they are built of. What the agent puts on its think
+card (the summary on its heartbeats, none unless turned on, none after a cancel) is decided by the
+agent whoever its client is: those serve cases run it in this process
+(:mod:`tests.helpers.shared_agent`). The relay and watch keep their real processes over real pipes
+(the relay wraps another agent's process; watch starts the agent)."""
 
 from __future__ import annotations
 
@@ -202,7 +203,6 @@ def test_the_live_view_has_a_status_line_under_the_cards() -> None:
 # ---------------------------------------------------------------- serve
 
 
-@pytest.mark.e2e
 async def test_serve_shows_the_summary_on_the_think_cards_heartbeat(tmp_path) -> None:
     client = RecordingClient()
     env = agent_env(
@@ -211,7 +211,7 @@ async def test_serve_shows_the_summary_on_the_think_cards_heartbeat(tmp_path) ->
         ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
         ACP_PROGRESS_EMBEDDED_DELAY="0.8",
     )
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, _serve_inprocess(env)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "fix the failing test")
         count = len(client.updates)

@@ -45,9 +45,12 @@ def _with_closed_stdout(argv: list[str], env: dict[str, str], cwd: Path) -> subp
         os.close(write_end)
 
 
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    """A state directory with permission decisions in its store and a console bridge."""
+@pytest.fixture(scope="module")
+def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A state directory with permission decisions in its store and a console bridge, shared by
+    the module's commands: each only reads it (``watch`` and ``run`` add a session, which no
+    command's assertion depends on), and building it costs a CLI process."""
+    tmp_path = tmp_path_factory.mktemp("closed-stdout")
     env = _env(tmp_path)
     store = open_store(tmp_path / "state", retention_days=0)
     try:

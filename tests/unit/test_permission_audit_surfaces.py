@@ -6,13 +6,17 @@ runs with the agent in this process."""
 
 from __future__ import annotations
 
+import contextlib
 import getpass
+import io
 import json
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import anyio
 import pytest
@@ -21,21 +25,20 @@ from acp_adapter.cli import main
 from tests.bridges.test_bridge_console_stop import Bridge
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, fast_settings, final_status, prompt_text
 from tests.helpers.shared_agent import progress_agent, served_inprocess
+from tests.helpers.shared_servers import cli_in_process
 
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.e2e  # the bridge, watch and the commands the agent runs are processes
 
 
 def _audit(state: Path) -> list[dict[str, object]]:
+    """``acp-progress audit --json`` on ``state``, run by ``main`` in this process: what was
+    recorded is the point here, not the command's process (its output is tested with the store)."""
+    out = io.StringIO()
     env = {**agent_env(), "ACP_PROGRESS_STATE_DIR": str(state)}
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "audit", "--json", "--limit", "1000"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
+    with mock.patch.dict(os.environ, env), cli_in_process() as run, contextlib.redirect_stdout(out):
+        code = run(["audit", "--json", "--limit", "1000"])
+    assert code == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
 def _watch_yes(tmp_path: Path, prompt: str) -> Path:

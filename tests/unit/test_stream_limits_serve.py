@@ -1,5 +1,10 @@
 """``serve`` against hostile lines, on real pipes: every bad line is answered, none is
-fatal, nothing non-strict is echoed, and a client that never reads cannot grow our memory."""
+fatal, nothing non-strict is echoed, and a client that never reads cannot grow our memory.
+
+The tests that only send lines and read the answers share one ``serve`` process (the ``shared``
+fixture): each waits for the answer to its own last request, so what it reads is what its lines
+caused, and a process that keeps serving after every other test's lines is the point anyway. The
+exit after hostile lines, a limit of its own and a client that never reads get their own process."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +29,14 @@ INIT = {"protocolVersion": 1}
 
 def _serve(tmp_path: Any, **env: str) -> RawProcess:
     return RawProcess(SERVE, agent_env(**env), str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawProcess]:
+    """One ``serve`` (default settings) for the module's tests that only send and read."""
+    agent = _serve(tmp_path_factory.mktemp("serve"))
+    yield agent
+    assert agent.finish() == 0, "serve ends cleanly after every test's hostile lines"
 
 
 def _errors(messages: list[Any]) -> list[Any]:
@@ -70,18 +84,15 @@ def test_an_over_long_line_is_skipped_whole_and_its_tail_is_not_executed(tmp_pat
     assert "message too long" in refusal["error"]["data"]["details"]
 
 
-def test_a_line_past_the_real_default_limit_is_skipped_whole(tmp_path):
-    agent = _serve(tmp_path)
+def test_a_line_past_the_real_default_limit_is_skipped_whole(shared: RawProcess) -> None:
+    agent = shared
     started = time.monotonic()
-    try:
-        block = b" " * (1024 * 1024)
-        for _ in range(51):  # 51 MiB of spaces: past the 50 MiB default
-            agent.send(block)
-        agent.send(request(666, "initialize", INIT))
-        agent.send(request(2, "initialize", INIT))
-        seen = agent.messages_until(answers(2), timeout=30)
-    finally:
-        agent.finish()
+    block = b" " * (1024 * 1024)
+    for _ in range(51):  # 51 MiB of spaces: past the 50 MiB default
+        agent.send(block)
+    agent.send(request(666, "initialize", INIT))
+    agent.send(request(2, "initialize", INIT))
+    seen = agent.messages_until(answers(2), timeout=30)
     took = time.monotonic() - started
     assert not any(m.get("id") == 666 for m in seen if isinstance(m, dict))
     assert [e["error"]["code"] for e in _errors(seen)] == [-32700]
@@ -91,15 +102,12 @@ def test_a_line_past_the_real_default_limit_is_skipped_whole(tmp_path):
 BAD_IDS = ["NaN", "Infinity", "-Infinity", "1e999", "1.5", "true", "[1]", '{"a":1}']
 
 
-def test_ids_that_are_not_strings_integers_or_null_are_refused_and_never_echoed(tmp_path):
-    agent = _serve(tmp_path)
-    try:
-        for bad_id in BAD_IDS:
-            agent.send(b'{"jsonrpc":"2.0","id":' + bad_id.encode() + b',"method":"initialize","params":{}}\n')
-        agent.send(request(2, "initialize", INIT))
-        seen = agent.messages_until(answers(2))  # every line is parsed strictly by RawProcess
-    finally:
-        agent.finish()
+def test_ids_that_are_not_strings_integers_or_null_are_refused_and_never_echoed(shared: RawProcess) -> None:
+    agent = shared
+    for bad_id in BAD_IDS:
+        agent.send(b'{"jsonrpc":"2.0","id":' + bad_id.encode() + b',"method":"initialize","params":{}}\n')
+    agent.send(request(2, "initialize", INIT))
+    seen = agent.messages_until(answers(2))  # every line is parsed strictly by RawProcess
     refusals = _errors(seen)
     assert len(refusals) == len(BAD_IDS)
     assert all(r["id"] is None and r["error"]["code"] in (-32600, -32700) for r in refusals)
@@ -107,31 +115,25 @@ def test_ids_that_are_not_strings_integers_or_null_are_refused_and_never_echoed(
         assert not any(b'"id":' + bad_id.encode() in line for line in agent.raw)  # never echoed
 
 
-def test_utf16_bom_and_invalid_utf8_lines_are_refused(tmp_path):
-    agent = _serve(tmp_path)
-    try:
-        agent.send(
-            '{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1}}'.encode("utf-16")
-        )
-        agent.send(b"\n")
-        agent.send(b"\xef\xbb\xbf" + request(6, "initialize", INIT))  # a UTF-8 BOM
-        agent.send(b'{"jsonrpc":"2.0","id":7,"method":"x\xff"}\n')
-        agent.send(request(2, "initialize", INIT))
-        seen = agent.messages_until(answers(2))
-    finally:
-        agent.finish()
+def test_utf16_bom_and_invalid_utf8_lines_are_refused(shared: RawProcess) -> None:
+    agent = shared
+    agent.send(
+        '{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":1}}'.encode("utf-16")
+    )
+    agent.send(b"\n")
+    agent.send(b"\xef\xbb\xbf" + request(6, "initialize", INIT))  # a UTF-8 BOM
+    agent.send(b'{"jsonrpc":"2.0","id":7,"method":"x\xff"}\n')
+    agent.send(request(2, "initialize", INIT))
+    seen = agent.messages_until(answers(2))
     assert all(m.get("id") not in (5, 6, 7) for m in seen if isinstance(m, dict))
     assert {e["error"]["code"] for e in _errors(seen)} == {-32700}
     assert len(_errors(seen)) >= 3
 
 
-def test_a_lone_surrogate_id_is_answered_as_an_ascii_escape(tmp_path):
-    agent = _serve(tmp_path)
-    try:
-        agent.send(b'{"jsonrpc":"2.0","id":"\\ud800","method":"initialize","params":{"protocolVersion":1}}\n')
-        seen = agent.messages_until(answers("\ud800"))
-    finally:
-        agent.finish()
+def test_a_lone_surrogate_id_is_answered_as_an_ascii_escape(shared: RawProcess) -> None:
+    agent = shared
+    agent.send(b'{"jsonrpc":"2.0","id":"\\ud800","method":"initialize","params":{"protocolVersion":1}}\n')
+    seen = agent.messages_until(answers("\ud800"))
     assert seen[-1]["result"]["protocolVersion"] == 1
     assert b'"\\ud800"' in agent.raw[-1]
 
