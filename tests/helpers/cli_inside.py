@@ -46,16 +46,23 @@ def _environment(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> Iterato
 
 @contextlib.contextmanager
 def _agent_inside() -> Iterator[None]:
-    """The front-ends drive this project's agent in this process (another ``--agent`` still spawns)."""
+    """The front-ends drive this project's agent in this process (another ``--agent`` still
+    spawns): ``watch`` and ``chat`` take their driver from their modules, ``sessions`` imports it
+    from the driver's module when it runs."""
+    from acp_adapter.client import driver as driver_module
     from acp_adapter.frontends.watch import chat, watcher
     from tests.helpers.cli_agent_inside import choose_driver
 
-    saved = watcher.AgentDriver, chat.AgentDriver
-    watcher.AgentDriver = chat.AgentDriver = choose_driver()  # type: ignore[misc]
+    homes = (watcher, chat, driver_module)
+    saved = [home.AgentDriver for home in homes]
+    driver = choose_driver()  # built from the real AgentDriver, before it is replaced
+    for home in homes:
+        home.AgentDriver = driver  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        watcher.AgentDriver, chat.AgentDriver = saved  # type: ignore[misc]
+        for home, original in zip(homes, saved, strict=True):
+            home.AgentDriver = original  # type: ignore[attr-defined]
 
 
 def run_cli_inside(
