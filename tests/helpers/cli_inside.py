@@ -26,7 +26,7 @@ from typing import Any
 
 from tests.helpers.acp_agent import TEMP_ROOT
 
-__all__ = ["run_cli_inside"]
+__all__ = ["agent_inside", "run_cli_inside"]
 
 
 @contextlib.contextmanager
@@ -45,7 +45,7 @@ def _environment(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> Iterato
 
 
 @contextlib.contextmanager
-def _agent_inside() -> Iterator[None]:
+def agent_inside() -> Iterator[None]:
     """The front-ends drive this project's agent in this process (another ``--agent`` still
     spawns): ``watch`` and ``chat`` take their driver from their modules, ``sessions`` imports it
     from the driver's module when it runs."""
@@ -84,7 +84,7 @@ def run_cli_inside(
         ):
             code: Any
             try:
-                with _environment(env, cwd), _agent_inside(), cli_in_process() as main:
+                with _environment(env, cwd), agent_inside(), cli_in_process() as main:
                     sys.stdin, sys.stdout, sys.stderr = fake_in, fake_out, fake_err
                     try:
                         code = main(list(args), own_process=False)
