@@ -124,11 +124,7 @@ class ProgressAgent:
         )
         #: the durable copy of every conversation (SQLite unless ACP_PROGRESS_STATE=off); writes
         #: go through a thread of their own, never the event loop
-        self.store: SessionStore = store if store is not None else _open_store(self.settings)
-        self._writer = BackgroundWriter(self.store)
-        self.recorder = ConversationRecorder(
-            self.store, self._writer, max_session_bytes=self.settings.max_session_bytes
-        )
+        self.store, self._writer, self.recorder = _open_persistence(self.settings, store)
         self._conn: Any = None
         self._outbox: UpdateOutbox | None = None
         #: what the client has not read of our output yet (set by :func:`serve` for real stdio):
@@ -138,59 +134,18 @@ class ProgressAgent:
         #: fed by an outbox observer, so they see exactly the stream the client sees
         self.summaries: SummaryFactory | None = _summary_factory(self.settings)
         #: every session's MCP servers (started, prepared and stopped with the session)
-        self.mcp = SessionServers(self.store, self._writer, self.settings.mcp)
-        # where MCP questions go: the editor, what it offers, and the way to flush the cards first
-        self.mcp.client = lambda: (self._conn, self.client_capabilities, self.outbox.flush)
-        #: set by :func:`agent_connection` once it routes ``session/delete`` (the SDK's own router
-        #: does not), ``session/resume``, ``session/close`` and ``session/fork``, and ``logout``:
-        #: only then are their capabilities advertised
+        self.mcp = _session_servers(self)
+        #: set by :func:`agent_connection` once it routes ``session/delete``, ``session/resume`` (with
+        #: close and fork) and ``logout``, which the SDK's router does not: only then are they advertised
         self.routes_delete = self.routes_resume = self.routes_logout = False
         #: ``authenticate``/``logout``: what ``serve --setup`` saved lives in this settings file
         self.sign_in = SignIn(_settings_file())
-        #: each session's mode, model and config options, and the commands the agent answers itself
-        self.options = SessionOptions(
-            store=self.store,
-            writer=self._writer,
-            recorder=self.recorder,
-            model_menu=lambda: self.backends.menu,
-            outbox=lambda: self.outbox,
-        )
-        parts = SessionParts(
-            self.sessions,
-            self.store,
-            self._writer,
-            self.recorder,
-            self.mcp,
-            self.options,
-            outbox=lambda: self.outbox,
-            made_outbox=lambda: self._outbox,
-        )
-        #: new, load, resume and fork; a freed session brought back for a prompt
-        self.opening = SessionOpening(parts)
-        #: list, close and delete; the store flush; a session freed for idleness let go of
-        self.roster = SessionRoster(parts)
-        self.sessions.on_free = self.roster.forget_freed
+        #: the session methods' answerers (see the class docstring)
+        self.options, self.opening, self.roster = _session_objects(self)
         #: the permission audit (who answered, where, what)
         self.audit = PermissionAudit(self.store, lambda: self.client_name)
         #: the prompts' turns: each a ProgressTurn driving the agent loop on a worker thread
-        self.turns = PromptTurns(
-            TurnParts(
-                turn_runner=turn_runner,
-                settings=lambda: self.settings,
-                sessions=self.sessions,
-                recorder=self.recorder,
-                writer=self._writer,
-                mcp=self.mcp,
-                registry=self.registry,
-                summaries=self.summaries,
-                scheduler=scheduler,
-                outbox=lambda: self.outbox,
-                conn=lambda: self._conn,
-                client_capabilities=lambda: self.client_capabilities,
-                model_for=lambda session: self.backends.for_choice(self.options.config_of(session).model),
-                audit=self.audit.record,
-            )
-        )
+        self.turns = PromptTurns(_turn_parts(self))
 
     # ------------------------------------------------------------ connection plumbing
 
@@ -406,6 +361,72 @@ def _capabilities(*, image: bool, delete: bool, resume: bool, logout: bool) -> A
         # stdio MCP servers are always supported (ACP requires it); streamable HTTP and SSE too
         mcp_capabilities=McpCapabilities(http=True, sse=True),
         auth=AgentAuthCapabilities(logout=LogoutCapabilities() if logout else None),
+    )
+
+
+def _open_persistence(
+    settings: Settings, store: SessionStore | None
+) -> tuple[SessionStore, BackgroundWriter, ConversationRecorder]:
+    """The session store (``store`` when the caller passes one), the thread that writes to it, and
+    the recorder that keeps every conversation there."""
+    opened = store if store is not None else _open_store(settings)
+    writer = BackgroundWriter(opened)
+    recorder = ConversationRecorder(opened, writer, max_session_bytes=settings.max_session_bytes)
+    return opened, writer, recorder
+
+
+def _session_servers(agent: ProgressAgent) -> SessionServers:
+    """Every session's MCP servers; their questions go to the editor, with what it offers and the
+    way to flush the cards first (read when asked: the connection comes later)."""
+    servers = SessionServers(agent.store, agent._writer, agent.settings.mcp)
+    servers.client = lambda: (agent._conn, agent.client_capabilities, agent.outbox.flush)
+    return servers
+
+
+def _session_objects(agent: ProgressAgent) -> tuple[SessionOptions, SessionOpening, SessionRoster]:
+    """The objects that answer the session methods, sharing the agent's sessions, store and
+    outbox; a session freed for idleness is let go of by the roster."""
+    options = SessionOptions(
+        store=agent.store,
+        writer=agent._writer,
+        recorder=agent.recorder,
+        model_menu=lambda: agent.backends.menu,
+        outbox=lambda: agent.outbox,
+    )
+    parts = SessionParts(
+        agent.sessions,
+        agent.store,
+        agent._writer,
+        agent.recorder,
+        agent.mcp,
+        options,
+        outbox=lambda: agent.outbox,
+        made_outbox=lambda: agent._outbox,
+    )
+    opening = SessionOpening(parts)
+    roster = SessionRoster(parts)
+    agent.sessions.on_free = roster.forget_freed
+    return options, opening, roster
+
+
+def _turn_parts(agent: ProgressAgent) -> TurnParts:
+    """What the prompts' turns use of the agent: its shared parts, and callables for what changes
+    later (the settings after a sign-in, the connection and the client's capabilities)."""
+    return TurnParts(
+        turn_runner=agent.turn_runner,
+        settings=lambda: agent.settings,
+        sessions=agent.sessions,
+        recorder=agent.recorder,
+        writer=agent._writer,
+        mcp=agent.mcp,
+        registry=agent.registry,
+        summaries=agent.summaries,
+        scheduler=agent.scheduler,
+        outbox=lambda: agent.outbox,
+        conn=lambda: agent._conn,
+        client_capabilities=lambda: agent.client_capabilities,
+        model_for=lambda session: agent.backends.for_choice(agent.options.config_of(session).model),
+        audit=agent.audit.record,
     )
 
 

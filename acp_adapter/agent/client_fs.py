@@ -156,70 +156,12 @@ class EditorHost:
         Unlike a file call, cancelling does not abandon the coroutine: it is told to stop, kills the
         terminal and releases it, and this thread waits for that (bounded), so a cancelled turn
         leaves no command running in the editor."""
-        stop = asyncio.Event()
-        card_id = self._card_of(call)
-        session_id = self._stream.session_id
-        conn = self._conn
-        outcome: dict[str, Any] = {}
-
-        async def cleanup(job: Coroutine[Any, Any, Any], name: str) -> None:
-            try:
-                await asyncio.wait_for(job, TERMINAL_CLEANUP_TIMEOUT)
-            except Exception as exc:
-                log.info("terminal/%s failed: %s", name, redact_text(str(exc)) or type(exc).__name__)
-
-        async def run() -> TerminalRun:
-            await self._stream.flush()
-            created = await asyncio.wait_for(
-                conn.create_terminal(
-                    session_id=session_id,
-                    command="/bin/sh",
-                    args=["-c", command],
-                    cwd=cwd,
-                    output_byte_limit=TERMINAL_OUTPUT_LIMIT,
-                ),
-                CLIENT_CALL_TIMEOUT,
-            )
-            terminal_id = created.terminal_id
-            outcome["terminal_id"] = terminal_id
-            self._stream.tool_update(
-                card_id, update_tool_call(card_id, content=[tool_terminal_ref(terminal_id)])
-            )
-            try:
-                waiter = asyncio.ensure_future(
-                    conn.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal_id)
-                )
-                stopper = asyncio.ensure_future(stop.wait())
-                done, _ = await asyncio.wait(
-                    {waiter, stopper}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-                )
-                stopper.cancel()
-                exit_code: int | None = None
-                signal: str | None = None
-                if waiter in done:
-                    exited = waiter.result()
-                    exit_code, signal = exited.exit_code, exited.signal
-                else:
-                    waiter.cancel()
-                    outcome["stopped"] = "cancelled" if stop.is_set() else "timeout"
-                    await cleanup(conn.kill_terminal(session_id=session_id, terminal_id=terminal_id), "kill")
-                output = await asyncio.wait_for(
-                    conn.terminal_output(session_id=session_id, terminal_id=terminal_id),
-                    TERMINAL_CLEANUP_TIMEOUT,
-                )
-                if exit_code is None and signal is None and output.exit_status is not None:
-                    exit_code, signal = output.exit_status.exit_code, output.exit_status.signal
-                return TerminalRun(terminal_id, output.output, exit_code, signal, output.truncated)
-            finally:
-                await cleanup(
-                    conn.release_terminal(session_id=session_id, terminal_id=terminal_id), "release"
-                )
-
-        future = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        job = _TerminalJob(self._conn, self._stream, self._card_of(call), command, cwd, timeout)
+        future = asyncio.run_coroutine_threadsafe(job.run(), self._loop)
 
         def tell_stop() -> None:
             with contextlib.suppress(RuntimeError):  # the loop is gone: nothing left to stop
-                self._loop.call_soon_threadsafe(stop.set)
+                self._loop.call_soon_threadsafe(job.stop.set)
 
         remove = cancel.on_cancel(tell_stop)
         try:
@@ -233,8 +175,85 @@ class EditorHost:
             raise _client_error("run the command", exc) from None
         finally:
             remove()
-        if outcome.get("stopped") == "cancelled":
+        if job.stopped == "cancelled":
             raise TurnCancelled(cancel.reason)
-        if outcome.get("stopped") == "timeout":
+        if job.stopped == "timeout":
             raise ToolError(f"command timed out after {timeout:g}s (the editor's terminal was killed)")
         return result
+
+
+class _TerminalJob:
+    """One command in a client terminal, run on the loop: created, shown on the card, waited for
+    until it exits, is told to stop (:attr:`stop`) or times out — then killed —, read, and always
+    released. :attr:`stopped` says why it did not exit by itself."""
+
+    def __init__(
+        self, conn: Any, stream: SessionStream, card_id: str, command: str, cwd: str, timeout: float
+    ) -> None:
+        self._conn = conn
+        self._stream = stream
+        self._session_id = stream.session_id
+        self._card_id = card_id
+        self._command = command
+        self._cwd = cwd
+        self._timeout = timeout
+        #: set (on the loop) when the turn is cancelled
+        self.stop = asyncio.Event()
+        #: ``"cancelled"`` or ``"timeout"`` when the terminal was killed
+        self.stopped: str | None = None
+
+    async def run(self) -> TerminalRun:
+        await self._stream.flush()
+        created = await asyncio.wait_for(
+            self._conn.create_terminal(
+                session_id=self._session_id,
+                command="/bin/sh",
+                args=["-c", self._command],
+                cwd=self._cwd,
+                output_byte_limit=TERMINAL_OUTPUT_LIMIT,
+            ),
+            CLIENT_CALL_TIMEOUT,
+        )
+        terminal_id = created.terminal_id
+        card_id = self._card_id
+        self._stream.tool_update(card_id, update_tool_call(card_id, content=[tool_terminal_ref(terminal_id)]))
+        try:
+            exit_code, signal = await self._wait_for_exit(terminal_id)
+            output = await asyncio.wait_for(
+                self._conn.terminal_output(session_id=self._session_id, terminal_id=terminal_id),
+                TERMINAL_CLEANUP_TIMEOUT,
+            )
+            if exit_code is None and signal is None and output.exit_status is not None:
+                exit_code, signal = output.exit_status.exit_code, output.exit_status.signal
+            return TerminalRun(terminal_id, output.output, exit_code, signal, output.truncated)
+        finally:
+            release = self._conn.release_terminal(session_id=self._session_id, terminal_id=terminal_id)
+            await _cleanup(release, "release")
+
+    async def _wait_for_exit(self, terminal_id: str) -> tuple[int | None, str | None]:
+        """The command's exit code and signal; ``(None, None)`` when it was stopped or timed out
+        (the terminal is then killed)."""
+        waiter = asyncio.ensure_future(
+            self._conn.wait_for_terminal_exit(session_id=self._session_id, terminal_id=terminal_id)
+        )
+        stopper = asyncio.ensure_future(self.stop.wait())
+        done, _ = await asyncio.wait(
+            {waiter, stopper}, timeout=self._timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        stopper.cancel()
+        if waiter in done:
+            exited = waiter.result()
+            return exited.exit_code, exited.signal
+        waiter.cancel()
+        self.stopped = "cancelled" if self.stop.is_set() else "timeout"
+        kill = self._conn.kill_terminal(session_id=self._session_id, terminal_id=terminal_id)
+        await _cleanup(kill, "kill")
+        return None, None
+
+
+async def _cleanup(job: Coroutine[Any, Any, Any], name: str) -> None:
+    """A terminal's kill or release: bounded, and a failure only logged (the run's outcome stands)."""
+    try:
+        await asyncio.wait_for(job, TERMINAL_CLEANUP_TIMEOUT)
+    except Exception as exc:
+        log.info("terminal/%s failed: %s", name, redact_text(str(exc)) or type(exc).__name__)

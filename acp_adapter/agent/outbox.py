@@ -106,7 +106,7 @@ class _Barrier:
 class _Item:
     session_id: str
     update: AnyUpdate | None
-    #: builds ``update`` on the loop, just before it is sent (see :meth:`UpdateOutbox.submit_built`)
+    #: builds ``update`` on the loop, just before it is sent (see :meth:`UpdateOutbox.submit_latest`)
     build: Callable[[], AnyUpdate] | None = None
     #: set for an update a newer one with the same key may replace while queued (``submit_latest``)
     key: object = None
@@ -172,23 +172,18 @@ class UpdateOutbox:
         self._items.append(_Item(session_id, update))
         self._schedule_wake(first=len(self._items) == 1)
 
-    def submit_built(self, session_id: str, build: Callable[[], AnyUpdate]) -> None:
-        """Queue an update that ``build`` makes on the event loop, in this place of the order.
+    def submit_latest(self, session_id: str, key: object, build: Callable[[], AnyUpdate]) -> None:
+        """Queue an update that ``build`` makes on the event loop, for a state that only its newest
+        value matters of (a tool card's progress): if an update with ``key`` still waits in the
+        queue, ``build`` replaces it there (latest wins, position kept); otherwise it is queued at
+        the end. Never blocks.
 
         For the busiest producer (a tool reporting progress from its worker thread): the facts
         are queued as they are and the validated schema object is made on the loop right before
         it is serialised. Built in the producer's thread, the objects are made on one core and
         read on another while the two threads trade the GIL, which costs the burst about a tenth
         of its throughput. ``build`` must be pure (it runs later, on another thread); one that
-        raises is logged and counted as failed, and the pump goes on.
-        """
-        self._items.append(_Item(session_id, None, build))
-        self._schedule_wake(first=len(self._items) == 1)
-
-    def submit_latest(self, session_id: str, key: object, build: Callable[[], AnyUpdate]) -> None:
-        """:meth:`submit_built` for a state that only its newest value matters of (a tool card's
-        progress): if an update with ``key`` still waits in the queue, ``build`` replaces it there
-        (latest wins, position kept); otherwise it is queued at the end. Never blocks."""
+        raises is logged and counted as failed, and the pump goes on."""
         with self._latest_lock:
             queued = self._latest.get(key)
             if queued is not None:

@@ -30,6 +30,7 @@ from acp_adapter.agent.turn_outcome import TurnResult, iso_now, turn_failure
 from acp_adapter.cancel import CONNECTION_CLOSED, CancelToken
 from acp_adapter.models import ChatModel, ImagePart, Message, UsageReport
 from acp_adapter.protocol.meta import ProgressMeta, meta_field
+from acp_adapter.protocol.observer import UpdateObserver
 from acp_adapter.store import BackgroundWriter
 from acp_adapter.store.recorder import ConversationRecorder
 from acp_adapter.text import prompt_to_text
@@ -160,81 +161,128 @@ class PromptTurns:
     async def _run_turn(
         self, session: Session, cancel: CancelToken, prompt: list[Any], loop: asyncio.AbstractEventLoop
     ) -> PromptResponse:
-        result: TurnResult | None = None
-        error: BaseException | None = None
-        interrupted = False
-        turn: ProgressTurn | None = None
+        """Start the turn and run its loop, then end it whatever happened: a turn that could not
+        even be built still closes its cards, flushes and answers."""
+        run = _TurnRun()
         recording = self._parts.recorder.observer(session.id)
         try:
-            text = prompt_to_text(prompt)
-            turn = self._new_turn(session, cancel, text, loop)
-            self._turn_of[session.id] = turn
-            turn.begin()  # its summary sees the turn from its first card
-            # The spinner goes out first, from the event loop, as the prompt lands: the agent's
-            # hook A adopts this card, so the person never waits for the hop to a worker thread.
-            session.stream.think_open_early()
-            await await_through_cancel(
-                asyncio.ensure_future(session.stream.flush()),
-                lambda: cancel.cancel(CONNECTION_CLOSED),
-                lambda: self._abandoned,
-            )
-            # recorded once the spinner is out: the first card never waits for the session store
-            if session.mcp is not None:  # waits for servers still starting: cancel stops the wait
-                preparing = asyncio.ensure_future(self._parts.mcp.prepare(session))
-
-                def stop_waiting() -> None:
-                    loop.call_soon_threadsafe(preparing.cancel)
-
-                remove = cancel.on_cancel(stop_waiting)
-                try:
-                    await await_through_cancel(preparing, give_up=lambda: self._abandoned)
-                finally:
-                    remove()
-            title = self._parts.recorder.begin_turn(session.id, session.cwd, prompt, text)
-            self._parts.outbox().observers(session.id).add(recording)
-            if title is not None:  # the first prompt names the session, for session/list and the client
-                session.stream.send(
-                    SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=iso_now())
-                )
-            agent = self._build_agent(session, turn)
-            history = list(session.history)
-            attached = sort_images(prompt)
-            images = attached.images
-            if attached.refused:  # told in the session; the turn goes on with the rest
-                session.stream.send_message_text("".join(f"⚠️ {note}\n" for note in attached.refused) + "\n")
-            worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
-                self._executor,
-                # a loop written before images existed is still called without them
-                lambda: (
-                    agent.run_conversation(text, history, images=images)
-                    if images
-                    else agent.run_conversation(text, history)
-                ),
-            )
-            self._workers.add(worker)
-            worker.add_done_callback(self._workers.discard)
-            result, error, interrupted = await await_through_cancel(
-                worker, lambda: cancel.cancel(CONNECTION_CLOSED), lambda: self._abandoned
-            )
+            await self._start_and_run(run, session, cancel, prompt, loop, recording)
         except Exception as exc:  # building the turn failed: still finalise it below
-            error = exc
-        if error is not None:
-            log.error("agent turn crashed: %s", type(error).__name__, exc_info=error)
-        stop_reason = "cancelled" if cancel.cancelled or interrupted else "end_turn"
-        if result is not None and not cancel.cancelled:
-            stop_reason = result.stop_reason
-        failure = turn_failure(stop_reason, error, result)
+            run.error = exc
+        if run.error is not None:
+            log.error("agent turn crashed: %s", type(run.error).__name__, exc_info=run.error)
+        stop_reason = _stop_reason(cancel, run)
+        failure = turn_failure(stop_reason, run.error, run.result)
+        await self._finish(session, run, stop_reason, failure is not None, recording)
+        if failure is not None:
+            raise failure  # every card is closed and flushed: the error is the prompt's honest answer
+        return _prompt_response(stop_reason, run.result)
+
+    # ------------------------------------------------------------ the steps of one turn
+
+    async def _start_and_run(
+        self,
+        run: _TurnRun,
+        session: Session,
+        cancel: CancelToken,
+        prompt: list[Any],
+        loop: asyncio.AbstractEventLoop,
+        recording: UpdateObserver,
+    ) -> None:
+        """Show the spinner, wait for the session's MCP servers, record the prompt, then run the
+        agent loop on a worker thread until it ends (``run`` holds what the ending needs)."""
+        text = prompt_to_text(prompt)
+        run.turn = turn = self._new_turn(session, cancel, text, loop)
+        self._turn_of[session.id] = turn
+        turn.begin()  # its summary sees the turn from its first card
+        await self._show_spinner(session, cancel)
+        # recorded once the spinner is out: the first card never waits for the session store
+        if session.mcp is not None:  # waits for servers still starting: cancel stops the wait
+            await self._wait_for_servers(session, cancel, loop)
+        self._record_prompt(session, prompt, text, recording)
+        agent = self._build_agent(session, turn)
+        history = list(session.history)
+        images = _accepted_images(session, prompt)
+        worker = self._start_worker(agent, text, history, images, loop)
+        run.result, run.error, run.interrupted = await await_through_cancel(
+            worker, lambda: cancel.cancel(CONNECTION_CLOSED), lambda: self._abandoned
+        )
+
+    async def _show_spinner(self, session: Session, cancel: CancelToken) -> None:
+        """The spinner goes out first, from the event loop, as the prompt lands: the agent's hook A
+        adopts this card, so the person never waits for the hop to a worker thread."""
+        session.stream.think_open_early()
+        await await_through_cancel(
+            asyncio.ensure_future(session.stream.flush()),
+            lambda: cancel.cancel(CONNECTION_CLOSED),
+            lambda: self._abandoned,
+        )
+
+    async def _wait_for_servers(
+        self, session: Session, cancel: CancelToken, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """Wait for the session's MCP servers still starting; the turn's cancel stops the wait."""
+        preparing = asyncio.ensure_future(self._parts.mcp.prepare(session))
+
+        def stop_waiting() -> None:
+            loop.call_soon_threadsafe(preparing.cancel)
+
+        remove = cancel.on_cancel(stop_waiting)
+        try:
+            await await_through_cancel(preparing, give_up=lambda: self._abandoned)
+        finally:
+            remove()
+
+    def _record_prompt(
+        self, session: Session, prompt: list[Any], text: str, recording: UpdateObserver
+    ) -> None:
+        """The prompt joins the stored conversation, and the turn's updates follow it there."""
+        title = self._parts.recorder.begin_turn(session.id, session.cwd, prompt, text)
+        self._parts.outbox().observers(session.id).add(recording)
+        if title is not None:  # the first prompt names the session, for session/list and the client
+            session.stream.send(
+                SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=iso_now())
+            )
+
+    def _start_worker(
+        self,
+        agent: TurnLoop,
+        text: str,
+        history: list[Message],
+        images: Sequence[ImagePart],
+        loop: asyncio.AbstractEventLoop,
+    ) -> asyncio.Future[TurnResult | None]:
+        """The agent loop on a worker thread, tracked until it ends (see :attr:`stuck`)."""
+        worker: asyncio.Future[TurnResult | None] = loop.run_in_executor(
+            self._executor,
+            # a loop written before images existed is still called without them
+            lambda: (
+                agent.run_conversation(text, history, images=images)
+                if images
+                else agent.run_conversation(text, history)
+            ),
+        )
+        self._workers.add(worker)
+        worker.add_done_callback(self._workers.discard)
+        return worker
+
+    async def _finish(
+        self, session: Session, run: _TurnRun, stop_reason: str, failed: bool, recording: UpdateObserver
+    ) -> None:
+        """End the turn before its answer: the summary stops, every open card closes and reaches
+        the client, the conversation is stored."""
+        turn = run.turn
         if turn is not None:  # the summary stops, then every open card closes
             if self._turn_of.get(session.id) is turn:
                 del self._turn_of[session.id]
-            turn.end(stop_reason, failed=failure is not None)  # type: ignore[arg-type]
+            turn.end(stop_reason, failed=failed)  # type: ignore[arg-type]
         await await_through_cancel(
             asyncio.ensure_future(self._parts.outbox().flush()), give_up=lambda: self._abandoned
         )
-        session.finish_turn(result.messages if result is not None else [])
+        session.finish_turn(run.result.messages if run.result is not None else [])
         self._parts.outbox().observers(session.id).discard(recording)
         self._parts.recorder.end_turn(
-            session.id, history_to_json(session.history), stop_reason, failed=failure is not None
+            session.id, history_to_json(session.history), stop_reason, failed=failed
         )
         # the turn is on disk before its answer, so an agent killed right after still has it;
         # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
@@ -247,23 +295,6 @@ class PromptTurns:
                 give_up=lambda: self._abandoned,
             )
         self._parts.sessions.touch(session.id)  # idle time counts from the end of the last prompt
-        if failure is not None:
-            raise failure  # every card is closed and flushed: the error is the prompt's honest answer
-        total = result.usage if result is not None else None
-        # token usage is the answer's own ``usage`` (what editors read) and, for the front-ends
-        # that read it there, in _meta too; with a known context window, also usage_update
-        # during the turn
-        usage = (
-            Usage(
-                total_tokens=total.total_tokens,
-                input_tokens=total.input_tokens,
-                output_tokens=total.output_tokens,
-            )
-            if total is not None
-            else None
-        )
-        meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
-        return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------ wiring one turn
 
@@ -309,3 +340,50 @@ class PromptTurns:
             error_note=False,
             **turn.agent_callbacks(),
         )
+
+
+@dataclass
+class _TurnRun:
+    """What a turn's start and run leave for its ending, even when they fail half-way: the turn
+    (once built), what the agent loop returned or raised, and whether the prompt's task was
+    cancelled while it waited."""
+
+    turn: ProgressTurn | None = None
+    result: TurnResult | None = None
+    error: BaseException | None = None
+    interrupted: bool = False
+
+
+def _stop_reason(cancel: CancelToken, run: _TurnRun) -> str:
+    """A cancel (by the client, or its hang-up) wins over what the loop said."""
+    stop_reason = "cancelled" if cancel.cancelled or run.interrupted else "end_turn"
+    if run.result is not None and not cancel.cancelled:
+        stop_reason = run.result.stop_reason
+    return stop_reason
+
+
+def _accepted_images(session: Session, prompt: list[Any]) -> tuple[ImagePart, ...]:
+    """The prompt's images the turn takes; those refused are told in the session, and the turn
+    goes on with the rest."""
+    attached = sort_images(prompt)
+    if attached.refused:
+        session.stream.send_message_text("".join(f"⚠️ {note}\n" for note in attached.refused) + "\n")
+    return attached.images
+
+
+def _prompt_response(stop_reason: str, result: TurnResult | None) -> PromptResponse:
+    """The prompt's answer. Token usage is the answer's own ``usage`` (what editors read) and, for
+    the front-ends that read it there, in ``_meta`` too; with a known context window the turn
+    also sent ``usage_update`` while it ran."""
+    total = result.usage if result is not None else None
+    usage = (
+        Usage(
+            total_tokens=total.total_tokens,
+            input_tokens=total.input_tokens,
+            output_tokens=total.output_tokens,
+        )
+        if total is not None
+        else None
+    )
+    meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
+    return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]

@@ -18,6 +18,8 @@ from acp_adapter.protocol.mcp_server_types import McpServerTypeCheck
 
 if TYPE_CHECKING:
     from acp.agent.connection import AgentSideConnection
+    from acp.router import MessageRouter
+    from pydantic import BaseModel
 
 __all__ = ["agent_connection"]
 
@@ -49,49 +51,12 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
     from acp.agent.connection import AgentSideConnection
     from acp.meta import AGENT_METHODS
     from acp.router import MessageRouter
-    from acp.utils import normalize_result
 
     conn = AgentSideConnection(agent, IncomingRequestIds(transport), listening=False)
     sdk_connection = getattr(conn, "_conn", None)
     router = getattr(sdk_connection, "_handler", None)
     if isinstance(router, MessageRouter):
-        router.route_request(
-            AGENT_METHODS["session_delete"],
-            DeleteSessionRequest,
-            agent,
-            "delete_session",
-            adapt_result=normalize_result,
-        )
-        agent.routes_delete = True
-        # session/resume, session/close and session/fork are "unstable" in this SDK (not routed
-        # by default): routed the same way
-        router.route_request(
-            AGENT_METHODS["session_resume"],
-            ResumeSessionRequest,
-            agent,
-            "resume_session",
-            adapt_result=normalize_result,
-        )
-        router.route_request(
-            AGENT_METHODS["session_close"],
-            CloseSessionRequest,
-            agent,
-            "close_session",
-            adapt_result=normalize_result,
-        )
-        router.route_request(
-            AGENT_METHODS["session_fork"],
-            ForkSessionRequest,
-            agent,
-            "fork_session",
-            adapt_result=normalize_result,
-        )
-        agent.routes_resume = True
-        # logout (clearing what ``serve --setup`` saved) is in the SDK's method table, not its router
-        router.route_request(
-            AGENT_METHODS["logout"], LogoutRequest, agent, "logout", adapt_result=normalize_result
-        )
-        agent.routes_logout = True
+        _add_missing_routes(router, agent)
         # every request may be called off by id ($/cancel_request); a prompt the gentle way (its
         # turn is cancelled: every card closes and it answers stopReason "cancelled"); an MCP
         # server entry the SDK would drop while parsing is refused before it parses it
@@ -101,3 +66,25 @@ def agent_connection(agent: Any, transport: Any) -> AgentSideConnection:
     else:
         log.warning("this ACP SDK's connection has no router to add session/delete to; it stays unsupported")
     return conn
+
+
+def _add_missing_routes(router: MessageRouter, agent: Any) -> None:
+    """Route what the SDK's router leaves out, each validated and answered by the SDK's own
+    machinery, and flag each group on ``agent`` once routed (its capability is then advertised)."""
+    from acp.meta import AGENT_METHODS
+    from acp.utils import normalize_result
+
+    def route(method: str, request: type[BaseModel], handler: str) -> None:
+        router.route_request(AGENT_METHODS[method], request, agent, handler, adapt_result=normalize_result)
+
+    route("session_delete", DeleteSessionRequest, "delete_session")
+    agent.routes_delete = True
+    # session/resume, session/close and session/fork are "unstable" in this SDK (not routed by
+    # default): routed the same way
+    route("session_resume", ResumeSessionRequest, "resume_session")
+    route("session_close", CloseSessionRequest, "close_session")
+    route("session_fork", ForkSessionRequest, "fork_session")
+    agent.routes_resume = True
+    # logout (clearing what ``serve --setup`` saved) is in the SDK's method table, not its router
+    route("logout", LogoutRequest, "logout")
+    agent.routes_logout = True

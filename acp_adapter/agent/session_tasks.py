@@ -128,20 +128,13 @@ async def resume_tasks(
 async def _resume_one(
     session: Session, manager: Any, task_log: SessionTaskLog, record: TaskRecord, store: Any, writer: Any
 ) -> None:
+    """Show the task's card again, follow the task to its end and record how it ended; a task
+    whose server was not passed this time stays on record, its card saying so."""
     card = f"mcp-task-{record.task_id}"
     outbox = session.stream.outbox
     meta = ProgressMeta(tool_id=record.tool, label=record.title)
     start = build_tool_start(card, f"{record.title} (task picked up again)", "other", meta=meta)
     outbox.submit(session.id, start)
-
-    def show(task: Any) -> None:
-        outbox.submit(session.id, build_tool_progress(card, message=line(task)))
-
-    secrets: tuple[str, ...] = ()
-
-    def line(task: Any) -> str:
-        return scrub(status_line(task), secrets)
-
     if manager.server(record.server) is None:  # not passed this time: the task stays on record
         why = (
             f"MCP server '{record.server}' was not passed this time; "
@@ -149,39 +142,54 @@ async def _resume_one(
         )
         outbox.submit(session.id, build_tool_failed(card, why))
         return
-    end: ToolCallProgress
-    text = ""
+    end, text = await _task_ending(session, outbox, manager, record, card)
+    outbox.submit(session.id, end)
+    task_log.ended(record.task_id)
+    _remember(session, record, start, end, text, store, writer)
+
+
+async def _task_ending(
+    session: Session, outbox: Any, manager: Any, record: TaskRecord, card: str
+) -> tuple[ToolCallProgress, str]:
+    """The card's last update and the result's text (empty unless it completed): a server that
+    is gone, crashed or errs ends the card, never the session's load."""
     try:
         server = await manager_ready(manager, record.server)
         if server is None:
             why = f"MCP server '{record.server}' is not available now; the task's result cannot be fetched"
-            end = build_tool_failed(card, why)
-        else:
-            secrets = server.secrets
-            try:
-                task = await server.tasks.get(record.task_id)
-            except MCPError as exc:
-                if exc.error.code == CONNECTION_CLOSED:
-                    raise
-                log.info("MCP task %s: tasks/get failed: %s", record.task_id, reason_of(exc))
-                end = build_tool_failed(card, FORGOTTEN)
-            else:
-                try:
-                    result = await finish(server, task, show)
-                    done = to_return(result, secrets)
-                    text = done.text
-                    end = build_tool_complete(card, text)
-                except TaskFailed as exc:
-                    end = build_tool_failed(card, scrub(f"MCP task failed: {exc}", secrets))
-                except ToolError as exc:
-                    end = build_tool_failed(card, str(exc))
+            return build_tool_failed(card, why), ""
+        return await _follow(session, outbox, server, record, card)
     except ServerCrashed as exc:
-        end = build_tool_failed(card, f"MCP server '{record.server}': {exc}")
+        return build_tool_failed(card, f"MCP server '{record.server}': {exc}"), ""
     except MCPError as exc:
-        end = build_tool_failed(card, f"MCP server '{record.server}': {reason_of(exc)}")
-    outbox.submit(session.id, end)
-    task_log.ended(record.task_id)
-    _remember(session, record, start, end, text, store, writer)
+        return build_tool_failed(card, f"MCP server '{record.server}': {reason_of(exc)}"), ""
+
+
+async def _follow(
+    session: Session, outbox: Any, server: Any, record: TaskRecord, card: str
+) -> tuple[ToolCallProgress, str]:
+    """Follow the task on its ready server, its status on the card, to its result (scrubbed of
+    the server's secrets); a task the server no longer knows ends as :data:`FORGOTTEN`."""
+    secrets: tuple[str, ...] = server.secrets
+
+    def show(task: Any) -> None:
+        outbox.submit(session.id, build_tool_progress(card, message=scrub(status_line(task), secrets)))
+
+    try:
+        task = await server.tasks.get(record.task_id)
+    except MCPError as exc:
+        if exc.error.code == CONNECTION_CLOSED:
+            raise
+        log.info("MCP task %s: tasks/get failed: %s", record.task_id, reason_of(exc))
+        return build_tool_failed(card, FORGOTTEN), ""
+    try:
+        result = await finish(server, task, show)
+        text = to_return(result, secrets).text
+        return build_tool_complete(card, text), text
+    except TaskFailed as exc:
+        return build_tool_failed(card, scrub(f"MCP task failed: {exc}", secrets)), ""
+    except ToolError as exc:
+        return build_tool_failed(card, str(exc)), ""
 
 
 def _remember(

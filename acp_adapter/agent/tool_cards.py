@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp import image_block, text_block, tool_content, tool_diff_content, tool_terminal_ref, update_tool_call
-from acp.schema import AllowedOutcome, DeniedOutcome, ToolCallUpdate
+from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, ToolCallUpdate
 
 from acp_adapter.agent.client_fs import EditorHost
 from acp_adapter.agent.command_rules import pinned_command
@@ -28,6 +28,7 @@ from acp_adapter.agent.permissions import (
     ALWAYS,
     Rule,
     SessionPolicy,
+    Verdict,
     permission_options,
     rule_for,
 )
@@ -167,7 +168,7 @@ class AcpToolObserver:
         """Ask the client (blocking this worker thread, never the loop); cancel means no.
 
         The answer is *automatic* when no person gave it: the client says so in
-        ``_meta.acpProgress.automatic`` (see :func:`answered_automatically`), or the request
+        ``_meta.acpProgress.automatic`` (read by :meth:`PermissionAnswer.of`), or the request
         could not be asked at all.
         """
         if not self._stream.tool_is_open(self._card(call)):
@@ -178,13 +179,7 @@ class AcpToolObserver:
             return PermissionDecision(False, automatic=True, reason=TOO_MANY_QUESTIONS)
         card_id = self._card(call)
         kind = self._kinds.get(card_id, "execute")
-        title = self._titles.get(card_id, call.name)
-        origin = getattr(tool, "server", "")
-        if origin:  # an MCP tool: the person sees which server and which tool asks
-            title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name}"
-            title += f"{_UNVERIFIED})" if getattr(tool, "claims_read_only", False) else ")"
-        if call.concern is not None:  # a tool that never asks asks this once: the person sees why
-            title = f"{title} — {call.concern.reason}"
+        title = _question_title(self._titles.get(card_id, call.name), call, tool)
         action = _audited_action(redact_text(title), call)
         rule = (
             Rule.same(call.concern.rule, call.concern.covers)
@@ -193,15 +188,44 @@ class AcpToolObserver:
         )
         verdict = self._policy.before_asking(rule) if self._policy is not None else None
         if verdict is not None:  # the session's mode or an "always" answer: nobody is asked
-            self._previews.pop(card_id, None)
-            answer = PermissionAnswer(verdict.allowed, True, rule=verdict.rule)
-            refused = self._record(card_id, action, answer)
-            if refused is not None:
-                return refused
-            pinned = {**call.arguments, "command": verdict.pinned} if verdict.pinned else None
-            return PermissionDecision(
-                verdict.allowed, automatic=True, reason=verdict.reason, arguments=pinned
-            )
+            return self._decided_by_policy(card_id, action, call, verdict)
+        options = permission_options(rule, with_always=self._policy is not None)
+        asked = self._ask(card_id, call, title, kind, options)
+        try:
+            response = self._wait_for_answer(asked)
+        except Exception as exc:
+            log.warning("permission request failed: %s", redact_text(str(exc)), exc_info=True)
+            return PermissionDecision(False, automatic=True)
+        answer = self._answer_of(response, options, rule)
+        refused = self._record(card_id, action, answer)
+        if refused is not None:
+            return refused
+        if answer.allowed:
+            self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
+        return PermissionDecision(
+            answer.allowed,
+            automatic=answer.automatic,
+            cancelled=answer.cancelled,
+            arguments=_pinned_by_answer(answer, rule, call),
+        )
+
+    def _decided_by_policy(
+        self, card_id: str, action: str, call: ToolCall, verdict: Verdict
+    ) -> PermissionDecision:
+        """The answer the session's mode or an "always" rule gave, audited like a person's."""
+        self._previews.pop(card_id, None)
+        answer = PermissionAnswer(verdict.allowed, True, rule=verdict.rule)
+        refused = self._record(card_id, action, answer)
+        if refused is not None:
+            return refused
+        pinned = {**call.arguments, "command": verdict.pinned} if verdict.pinned else None
+        return PermissionDecision(verdict.allowed, automatic=True, reason=verdict.reason, arguments=pinned)
+
+    def _ask(
+        self, card_id: str, call: ToolCall, title: str, kind: str, options: list[PermissionOption]
+    ) -> concurrent.futures.Future[Any]:
+        """Mark the card pending and send ``session/request_permission`` from the loop; the
+        question shows the diff previewed on the card, so the person sees what they allow."""
         self._stream.tool_update(card_id, update_tool_call(card_id, status="pending"))
         request = ToolCallUpdate(
             tool_call_id=card_id,
@@ -211,7 +235,6 @@ class AcpToolObserver:
             content=self._previews.pop(card_id, None),
             raw_input=redact_value(dict(call.arguments)),
         )
-        options = permission_options(rule, with_always=self._policy is not None)
 
         async def ask() -> Any:
             # the request must not overtake the card updates still queued in the outbox
@@ -220,44 +243,36 @@ class AcpToolObserver:
                 session_id=self._stream.session_id, tool_call=request, options=options
             )
 
-        future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(ask(), self._loop)
+        return asyncio.run_coroutine_threadsafe(ask(), self._loop)
+
+    def _wait_for_answer(self, asked: concurrent.futures.Future[Any]) -> Any:
+        """The client's response, or None when the turn was cancelled while the question was
+        open (the question is then abandoned); a failed request raises."""
 
         def abandon() -> None:
-            future.cancel()
+            asked.cancel()
 
         remove_hook = self._cancel.on_cancel(abandon)
         try:
-            response = future.result()
-        except concurrent.futures.CancelledError:  # the turn was cancelled while the question was open
-            response = None
-        except Exception as exc:
-            log.warning("permission request failed: %s", redact_text(str(exc)), exc_info=True)
-            return PermissionDecision(False, automatic=True)
+            return asked.result()
+        except concurrent.futures.CancelledError:
+            return None
         finally:
             remove_hook()
+
+    def _answer_of(self, response: Any, options: list[PermissionOption], rule: Rule) -> PermissionAnswer:
+        """What the person answered, as the audit keeps it: only an offered option counts, and an
+        "always" one becomes a session rule."""
         if response is None or isinstance(response.outcome, DeniedOutcome):
             # withdrawn, not denied: ACP answers ``cancelled`` to a question the turn's cancel ended
-            answer = PermissionAnswer(False, False, cancelled=True)
-        else:
-            chosen = response.outcome.option_id if isinstance(response.outcome, AllowedOutcome) else ""
-            offered = {o.option_id for o in options}
-            allowed = chosen in ALLOWING and chosen in offered
-            made = ""
-            if chosen in ALWAYS and chosen in offered and self._policy is not None:
-                made = self._policy.remember(rule, allowed) or ""
-            answer = PermissionAnswer.of(response, allowed, made)
-        refused = self._record(card_id, action, answer)
-        if refused is not None:
-            return refused
-        if answer.allowed:
-            self._stream.tool_update(card_id, update_tool_call(card_id, status="in_progress"))
-        pinned = None
-        if answer.allowed and answer.rule.startswith("always allow") and rule.command and rule.allow_key:
-            command = pinned_command(rule.command, rule.allow_key)  # runs what the rule names
-            pinned = {**call.arguments, "command": command} if command else None
-        return PermissionDecision(
-            answer.allowed, automatic=answer.automatic, cancelled=answer.cancelled, arguments=pinned
-        )
+            return PermissionAnswer(False, False, cancelled=True)
+        chosen = response.outcome.option_id if isinstance(response.outcome, AllowedOutcome) else ""
+        offered = {o.option_id for o in options}
+        allowed = chosen in ALLOWING and chosen in offered
+        made = ""
+        if chosen in ALWAYS and chosen in offered and self._policy is not None:
+            made = self._policy.remember(rule, allowed) or ""
+        return PermissionAnswer.of(response, allowed, made)
 
     def _record(self, card_id: str, action: str, answer: PermissionAnswer) -> PermissionDecision | None:
         """Audit ``answer``; a refusal to return instead when an allowed call's row could not be
@@ -321,6 +336,27 @@ TOO_MANY_QUESTIONS = (
 AUDIT_ACTION_CAP = 16_384
 
 
+def _question_title(title: str, call: ToolCall, tool: Tool) -> str:
+    """The card's title as the question asks it: an MCP tool names its server and tool, and a
+    tool that never asks says why it asks this once."""
+    origin = getattr(tool, "server", "")
+    if origin:
+        title = f"{title} (MCP server {origin}, tool {getattr(tool, 'mcp_name', '') or call.name}"
+        title += f"{_UNVERIFIED})" if getattr(tool, "claims_read_only", False) else ")"
+    if call.concern is not None:
+        title = f"{title} — {call.concern.reason}"
+    return title
+
+
+def _pinned_by_answer(answer: PermissionAnswer, rule: Rule, call: ToolCall) -> dict[str, Any] | None:
+    """The call's arguments with the command an "always allow" answer's rule names, so what runs
+    is what the rule covers (None: the call runs as asked)."""
+    if answer.allowed and answer.rule.startswith("always allow") and rule.command and rule.allow_key:
+        command = pinned_command(rule.command, rule.allow_key)
+        return {**call.arguments, "command": command} if command else None
+    return None
+
+
 def _audited_action(title: str, call: ToolCall) -> str:
     """What the audit says was allowed or denied: the whole command (redacted) when the call runs
     one — a card's title is cut, and the audit must hold what was actually approved — else the
@@ -355,13 +391,6 @@ class PermissionAnswer:
         if meta is None:
             return cls(allowed, False, rule=rule)
         return cls(allowed, meta.automatic is True, meta.decided_by, meta.surface, rule=rule)
-
-
-def answered_automatically(response: Any) -> bool:
-    """True if a ``RequestPermissionResponse`` carries ``_meta: {"acpProgress": {"automatic": true}}``:
-    the client's policy answered without asking a person (e.g. a deny-all policy with no terminal)."""
-    meta = meta_of(response)
-    return meta is not None and meta.automatic is True
 
 
 def _valid_descriptor(tool: Tool | None) -> dict[str, str] | None:

@@ -55,6 +55,12 @@ _CANCELLATIONS = (TurnCancelled, asyncio.CancelledError, KeyboardInterrupt)
 
 _STREAMS: PerConnection[dict[str, SessionStream]] = PerConnection()
 
+#: the most session streams one connection keeps; past it the least recently used streams with no
+#: turn open are let go (an embedder's agent that serves sessions for days on one connection must
+#: not keep a stream for every session it ever saw). A stream let go and asked for again starts
+#: afresh, as after a restart of the agent.
+MAX_STREAMS_PER_CONNECTION = 256
+
 
 def session_stream(
     conn: SessionUpdateSink, session_id: str, loop: asyncio.AbstractEventLoop
@@ -62,10 +68,21 @@ def session_stream(
     """The stream of ``session_id`` on ``conn`` (created on first use, on the connection's outbox)."""
     outbox = shared_outbox(conn, loop)
     streams = _STREAMS.get(conn, dict)
-    stream = streams.get(session_id)
+    stream = streams.pop(session_id, None)
     if stream is None:
-        stream = streams[session_id] = SessionStream(session_id, outbox)
+        stream = SessionStream(session_id, outbox)
+    streams[session_id] = stream  # the most recently used last
+    if len(streams) > MAX_STREAMS_PER_CONNECTION:
+        _let_go_of_idle(streams, len(streams) - MAX_STREAMS_PER_CONNECTION)
     return stream
+
+
+def _let_go_of_idle(streams: dict[str, SessionStream], count: int) -> None:
+    """Drop up to ``count`` of the least recently used streams with no turn open (never one whose
+    turn still runs: its cards must close on the stream that opened them)."""
+    idle = [sid for sid, stream in streams.items() if not stream.turn_open][:count]
+    for sid in idle:
+        del streams[sid]
 
 
 def progress_callback(stream: SessionStream) -> AgentProgressCallback:

@@ -49,7 +49,7 @@ async def _sessions(args: argparse.Namespace, settings: Settings, cwd: str | Non
             if args.action == "delete":
                 return await _delete(driver, args.ids)
             sessions = await driver.list_sessions(cwd=cwd)
-            incomplete = driver.list_incomplete
+            incomplete = driver.sessions.list_incomplete
     except AgentError as exc:
         print(f"acp-progress sessions: {exc}", file=sys.stderr)
         return 2
@@ -78,7 +78,7 @@ async def _delete(driver: Any, ids: list[str]) -> int:
     known: set[str] | None = None
     try:
         known = {str(info.session_id) for info in await driver.list_sessions(cwd=None)}
-        if driver.list_incomplete:
+        if driver.sessions.list_incomplete:
             known = None  # a list that did not end cannot say an id is absent
     except AgentError:
         known = None  # an agent that cannot list: its answer to the delete is all there is

@@ -50,14 +50,12 @@ class AgentTransport(JsonRpcStream):
         assert process.stdin is not None and process.stdout is not None
         self._stdin = process.stdin
         self.skipped: collections.deque[str] = collections.deque(maxlen=3)
-        self.skipped_count = 0
         self.notifications = NotificationCheck()
         super().__init__(
             process.stdout, process.stdin, limits, answer_refusals=False, on_refusal=self._skip, gate=gate
         )
 
     def _skip(self, refused: Refused) -> dict[str, Any] | None:
-        self.skipped_count += 1
         sample = redact_text(refused.head[:200].decode(errors="replace").strip())
         self.skipped.append(sample)
         log.warning(

@@ -37,9 +37,10 @@ PromptBlock = (
 
 
 class TurnHost(Protocol):
-    """What a turn needs of the driver that started it (:class:`~acp_adapter.client.driver.AgentDriver`
-    is one): the connection to prompt on, the queue bound, and the calls that hold back, release or
-    end its reading — so this module depends on no driver, and the driver imports it one way."""
+    """What a turn needs of whoever started it (:class:`~acp_adapter.client.turn_router.TurnRouter`,
+    the driver's turns): the connection to prompt on, the queue bound, and the calls that hold
+    back, release or end its reading — so this module depends on no driver, and the driver
+    imports it one way."""
 
     @property
     def limits(self) -> StreamLimits: ...

@@ -59,7 +59,6 @@ from acp_adapter.summary.capability import (
     DEFAULT_MAX_LENGTH,
     DEFAULT_TIMEOUT,
     ProgressSummary,
-    SummaryStats,
 )
 from acp_adapter.summary.clean import clean_summary
 from acp_adapter.summary.clock import Clock, LoopClock, ManualClock, Timer
@@ -90,6 +89,7 @@ from acp_adapter.summary.snapshot import (
     clean_user_text,
     tool_name,
 )
+from acp_adapter.summary.stats import SummaryStats
 from acp_adapter.summary.templates import PromptTemplate, StringTemplate, TemplateContext
 
 __all__ = [

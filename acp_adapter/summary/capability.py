@@ -1,28 +1,19 @@
-"""``ProgressSummary``: the per-turn capability that schedules generations and emits revisions.
+"""``ProgressSummary``: the per-turn capability a front-end holds to get a replaceable status.
 
 It sits beside the primary stream, never in it: ``observe(update)`` folds an update into the
 snapshot and at most *starts* a generation task — O(1), no awaiting — so the primary stream is
-never delayed by a summary. Everything else happens on the event loop's timers and tasks:
+never delayed by a summary. Everything else happens on the event loop's timers and tasks, in parts
+with one job each, which this class composes and whose public face it is:
 
-* cadence (``interval > 0``): the first stream chunk starts a generation at once and anchors a
-  fixed cadence (anchor + k·interval, no drift). At most one generation runs at a time; a tick that
-  finds one pending is skipped. An unchanged result is not emitted.
-  Activity (a tool card starting or ending, reasoning starting) does not wait for the next tick:
-  the sentence would describe work that is over ("Thinking about …" while a tool's bar moves), so
-  it starts a generation at once — at most one every :data:`ACTIVITY_MIN_GAP` seconds, the rest
-  folded into one follow-up — and the cadence counts again from it (the next tick is a whole
-  interval later), so revisions come when the work changes, not on top of the ticks.
-* event-driven (``interval == 0``): the first non-terminal chunk starts the first generation; later
-  ones only when reasoning or tool events add activity. Activity during a generation schedules
-  exactly one follow-up after it settles. A stream of only terminal updates, or one that fails
-  before any work, starts nothing.
-* ``stop(outcome)`` (turn finished, cancelled or failed) cancels the cadence and every in-flight
-  generation; a result that arrives later is dropped, so nothing is emitted after the end.
-* a generator that raises or hangs (``timeout``) never touches the primary stream: an
-  ``agent.progress-summary.error`` trace event goes to ``on_trace`` for every failure, and the
-  ``acp_progress.summary`` log gets one warning (without the error's message, with its reason
-  class) per failure streak (:class:`~.streak.FailureStreak`, shared by a factory's turns); the
-  rest of the streak is logged at debug level.
+* :class:`~.schedule.SummarySchedule` decides *when* a generation starts (a fixed cadence, or the
+  turn's events; activity revises early; at most one generation at a time);
+* :class:`~.generation.Generations` runs *one* generation: the prompt, the generator's call under a
+  timeout, its failures contained (a trace event each, one warning per failure streak);
+* :class:`~.output.SummaryOutput` turns an answer into the next revision (an unchanged result is
+  not emitted) and calls the surface's ``on_summary`` and ``on_trace``, each failure contained.
+
+``stop(outcome)`` (turn finished, cancelled or failed) cancels the schedule and every in-flight
+generation; a result that arrives later is dropped, so nothing is emitted after the end.
 
 All state is touched on the event loop thread only (``observe`` from another thread is handed
 over with ``call_soon_threadsafe``), so there is no lock. Time comes from a :class:`~.clock.Clock`
@@ -37,58 +28,33 @@ import logging
 import math
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, cast, get_args
 
-from acp_adapter.summary.clean import clean_summary
-from acp_adapter.summary.clock import Clock, LoopClock, Timer
-from acp_adapter.summary.event import (
-    TRACE_ABORT,
-    TRACE_EMIT,
-    TRACE_ERROR,
-    Outcome,
-    SummaryCallback,
-    SummaryEvent,
-    TraceCallback,
-)
+from acp_adapter.summary.clock import Clock, LoopClock
+from acp_adapter.summary.event import Outcome, SummaryCallback, SummaryEvent, TraceCallback
+from acp_adapter.summary.generation import Generations, RequestMaker
 from acp_adapter.summary.generators import (
     EmbeddedGenerator,
     ExecuteFunction,
     ExecuteGenerator,
-    GeneratorBusy,
     ModelGenerator,
     SummaryGenerator,
-    SummaryRequest,
 )
+from acp_adapter.summary.output import SummaryOutput
 from acp_adapter.summary.prompt import PromptBuilder
-from acp_adapter.summary.snapshot import ACTIVITY, CHUNK, LIVE, ProgressSnapshot, SnapshotTracker
-from acp_adapter.summary.streak import FailureStreak, failure_class
+from acp_adapter.summary.schedule import SummarySchedule
+from acp_adapter.summary.snapshot import CHUNK, ProgressSnapshot, SnapshotTracker
+from acp_adapter.summary.stats import SummaryStats
+from acp_adapter.summary.streak import FailureStreak
 from acp_adapter.summary.templates import PromptTemplate
 
 log = logging.getLogger("acp_progress.summary")
 
 DEFAULT_INTERVAL = 10.0
-#: Cadence mode: the shortest time between two generations that new activity starts early.
-ACTIVITY_MIN_GAP = 2.0
 DEFAULT_MAX_LENGTH = 180
 DEFAULT_TIMEOUT = 20.0
 _OUTCOMES = frozenset(get_args(Outcome))
-
-
-@dataclass
-class SummaryStats:
-    """Counters of one capability (tests and the benchmark read them)."""
-
-    generations: int = 0  # generator calls started
-    emitted: int = 0  # new revisions
-    suppressed: int = 0  # results equal to the current summary
-    empty: int = 0  # results with no text
-    skipped_ticks: int = 0  # cadence ticks that found a generation pending
-    errors: int = 0  # raised, refused template, or timed out
-    timeouts: int = 0
-    aborted: int = 0  # in flight when the turn ended
-    dropped: int = 0  # results that arrived after they stopped mattering
 
 
 def _as_generator(generator: SummaryGenerator | ExecuteFunction) -> SummaryGenerator:
@@ -97,12 +63,6 @@ def _as_generator(generator: SummaryGenerator | ExecuteFunction) -> SummaryGener
     ):
         return cast(SummaryGenerator, generator)
     return ExecuteGenerator(cast(ExecuteFunction, generator))
-
-
-def _consume(task: asyncio.Task[None]) -> None:
-    """Retrieve a finished task's exception so asyncio never logs it (it was handled inside)."""
-    if not task.cancelled():
-        task.exception()
 
 
 class ProgressSummary:
@@ -140,50 +100,44 @@ class ProgressSummary:
             raise ValueError(f"summary max_length: expected a whole number >= 1, got {max_length!r}")
         if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
             raise ValueError(f"summary timeout: expected seconds > 0, got {timeout!r}")
+        if prompt_builder is not None and (guidance or template is not None or variables):
+            raise ValueError("pass either prompt_builder or guidance/template/variables, not both")
         self.generator = _as_generator(generator)
         self.interval = float(interval)
         self.max_length = max_length
         self.timeout = float(timeout)
-        self.id = id
-        self.on_summary = on_summary
-        self.on_trace = on_trace
         self.input = input
         self.messages = messages
         self.stats = SummaryStats()
         self.streak = streak if streak is not None else FailureStreak()
-        if prompt_builder is not None and (guidance or template is not None or variables):
-            raise ValueError("pass either prompt_builder or guidance/template/variables, not both")
         self._prompt = prompt_builder or PromptBuilder(
             max_length=max_length, guidance=guidance, template=template, variables=variables
         )
         self._tracker = SnapshotTracker(user_text)
+        self._output = SummaryOutput(
+            id=id,
+            max_length=max_length,
+            stats=self.stats,
+            elapsed=self._elapsed,
+            on_summary=on_summary,
+            on_trace=on_trace,
+        )
         self._clock: Clock | None = clock
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: int | None = None
         self._t0 = 0.0
-        self._anchor = 0.0
-        self._ticks = 0
-        self._tick_timer: Timer | None = None
-        self._timeout_timer: Timer | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._gen_seq = 0
-        self._gen_activity = 0
-        self._gen_started = -math.inf  # when the last generation started (the clock's time)
-        self._catch_up_timer: Timer | None = None
-        self._aborted: set[asyncio.Task[None]] = set()
-        self._started = False
-        self._running = False
+        # the schedule and its generations need the running loop: made by start()
+        self._generations: Generations | None = None
+        self._schedule: SummarySchedule | None = None
         self._stopped = False
         self.outcome: Outcome | None = None
-        self._revision = 0
-        self.latest: SummaryEvent | None = None
 
     # ------------------------------------------------------------ lifecycle
 
     @property
     def running(self) -> bool:
         """Generation has begun (the first qualifying chunk arrived) and the turn has not ended."""
-        return self._running and not self._stopped
+        return self._schedule is not None and self._schedule.running and not self._stopped
 
     @property
     def stopped(self) -> bool:
@@ -192,19 +146,44 @@ class ProgressSummary:
     @property
     def generating(self) -> bool:
         """A generation is in flight."""
-        return self._task is not None
+        return self._generations is not None and self._generations.busy
+
+    @property
+    def latest(self) -> SummaryEvent | None:
+        """The last revision emitted, or None before the first."""
+        return self._output.latest
 
     def start(self) -> ProgressSummary:
         """Bind to the running event loop and start the turn's clock. Idempotent; ``observe``
         calls it on first use. Generation itself begins with the first stream chunk."""
-        if self._started:
+        if self._schedule is not None:
             return self
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
         if self._clock is None:
             self._clock = LoopClock(self._loop)
-        self._t0 = self._clock.now()
-        self._started = True
+        clock = self._clock
+        self._t0 = clock.now()
+        generations = Generations(
+            self.generator,
+            requests=RequestMaker(self._prompt, self.max_length, self.input, self.messages),
+            output=self._output,
+            stats=self.stats,
+            streak=self.streak,
+            loop=self._loop,
+            clock=clock,
+            timeout=self.timeout,
+        )
+        self._schedule = SummarySchedule(
+            interval=self.interval,
+            clock=clock,
+            generations=generations,
+            tracker=self._tracker,
+            snapshot=self.snapshot,
+            stats=self.stats,
+        )
+        generations.on_settled = self._schedule.after_generation
+        self._generations = generations
         return self
 
     def stop(self, outcome: Outcome = "finished") -> None:
@@ -218,24 +197,17 @@ class ProgressSummary:
             return
         self._stopped = True
         self.outcome = outcome
-        for timer in (self._tick_timer, self._timeout_timer, self._catch_up_timer):
-            if timer is not None:
-                timer.cancel()
-        self._tick_timer = self._timeout_timer = self._catch_up_timer = None
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            self._aborted.add(task)
-            task.add_done_callback(self._aborted.discard)
-            self.stats.aborted += 1
-            self._trace(TRACE_ABORT, {"outcome": outcome, "generation": self._gen_seq})
+        if self._schedule is not None:
+            self._schedule.stop()
+        if self._generations is not None:
+            self._generations.abort(outcome)
         log.debug("progress summary stopped (%s) after %d generation(s)", outcome, self.stats.generations)
 
     async def aclose(self, outcome: Outcome = "finished") -> None:
         """:meth:`stop`, then wait (briefly) until aborted generations have unwound."""
         self.stop(outcome)
-        if self._aborted:
-            await asyncio.wait(set(self._aborted), timeout=1.0)
+        if self._generations is not None:
+            await self._generations.unwound(within=1.0)
 
     async def __aenter__(self) -> ProgressSummary:
         return self.start()
@@ -260,7 +232,7 @@ class ProgressSummary:
         the loop thread (after :meth:`start`)."""
         if self._stopped:
             return
-        if not self._started:
+        if self._schedule is None:
             self.start()
         if self._thread != threading.get_ident():
             assert self._loop is not None
@@ -268,220 +240,16 @@ class ProgressSummary:
                 self._loop.call_soon_threadsafe(self.observe, update)
             return
         bits = self._tracker.observe(update)
-        if not bits & CHUNK:
-            return
-        if not self._running:
-            if self.interval > 0 or bits & LIVE:
-                self._begin()
-        elif self.interval == 0 and bits & ACTIVITY and self._task is None:
-            self._generate()
-        elif self.interval > 0 and bits & ACTIVITY:
-            self._catch_up()
-
-    def _catch_up(self) -> None:
-        """Cadence mode, new activity: revise the sentence now rather than at the next tick (once a
-        running generation settles, or :data:`ACTIVITY_MIN_GAP` after the last one began)."""
-        if self._task is not None or self._catch_up_timer is not None:
-            return  # a follow-up comes when the running generation settles (or is already due)
-        wait = self._gen_started + ACTIVITY_MIN_GAP - self._now()
-        if wait <= 0:
-            self._restart_cadence()
-            return
-        assert self._clock is not None
-
-        def due() -> None:
-            self._catch_up_timer = None
-            if not self._stopped and self._task is None and self._tracker.activity > self._gen_activity:
-                self._restart_cadence()
-
-        self._catch_up_timer = self._clock.call_later(wait, due)
-
-    def _restart_cadence(self) -> None:
-        """Generate now and count the cadence from now: the sentence is fresh, so the next tick is a
-        whole interval away (early revisions replace ticks rather than adding to them)."""
-        if self._tick_timer is not None:
-            self._tick_timer.cancel()
-        self._anchor = self._now()
-        self._ticks = 0
-        self._tick()
+        if bits & CHUNK:
+            assert self._schedule is not None
+            self._schedule.on_chunk(bits)
 
     def snapshot(self) -> ProgressSnapshot:
         """The facts a generation started now would get."""
-        return self._tracker.snapshot(self._elapsed(), self.latest.summary if self.latest else None)
-
-    # ------------------------------------------------------------ scheduling
-
-    def _now(self) -> float:
-        assert self._clock is not None
-        return self._clock.now()
+        latest = self._output.latest
+        return self._tracker.snapshot(self._elapsed(), latest.summary if latest else None)
 
     def _elapsed(self) -> float:
-        return self._now() - self._t0 if self._started else 0.0
-
-    def _begin(self) -> None:
-        self._running = True
-        self._anchor = self._now()
-        if self.interval > 0:
-            self._tick()
-        else:
-            self._generate()
-
-    def _tick(self) -> None:
-        self._tick_timer = None
-        if self._stopped:
-            return
-        if self._task is not None:
-            self.stats.skipped_ticks += 1
-        else:
-            self._generate()
-        now = self._now()
-        self._ticks += 1
-        due = self._anchor + self._ticks * self.interval
-        if due <= now:  # the loop was blocked past whole ticks: skip them, keep the cadence's phase
-            self._ticks = math.floor((now - self._anchor) / self.interval) + 1
-            due = self._anchor + self._ticks * self.interval
-        assert self._clock is not None
-        self._tick_timer = self._clock.call_later(due - now, self._tick)
-
-    def _generate(self) -> None:
-        assert self._loop is not None and self._clock is not None
-        self._gen_seq += 1
-        seq = self._gen_seq
-        self._gen_activity = self._tracker.activity
-        self._gen_started = self._now()
-        self.stats.generations += 1
-        snapshot = self.snapshot()
-        task = self._loop.create_task(self._run(seq, snapshot), name=f"acp-progress-summary-{seq}")
-        task.add_done_callback(_consume)
-        self._task = task
-        self._timeout_timer = self._clock.call_later(self.timeout, lambda: self._on_timeout(seq))
-
-    def _current(self, seq: int) -> bool:
-        return not self._stopped and self._task is not None and seq == self._gen_seq
-
-    async def _run(self, seq: int, snapshot: ProgressSnapshot) -> None:
-        try:
-            built = self._prompt.build(snapshot, input=self.input, messages=self.messages)
-        except Exception as exc:
-            self._failed(seq, "template", exc)
-            return
-        request = SummaryRequest(
-            snapshot=snapshot,
-            prompt=built.prompt,
-            prompt_messages=built.messages,
-            max_length=self.max_length,
-            input=self.input,
-            messages=self.messages,
-        )
-        try:
-            raw = await self.generator.generate(request)
-        except asyncio.CancelledError:
-            raise
-        except GeneratorBusy:  # an earlier generation still holds every summary thread: skip
-            if self._current(seq):
-                self.stats.skipped_ticks += 1
-                self._task = None
-                if self._timeout_timer is not None:
-                    self._timeout_timer.cancel()
-                    self._timeout_timer = None
-            return
-        except Exception as exc:
-            self._failed(seq, "error", exc)
-            return
-        self._settle(seq, raw)
-
-    def _settle(self, seq: int, raw: Any) -> None:
-        if not self._current(seq):
-            self.stats.dropped += 1
-            return
-        ended = self.streak.succeeded()
-        if ended:
-            log.info("progress summaries work again after %d failed generation(s)", ended)
-        text = clean_summary(raw, self.max_length)
-        if not text:
-            self.stats.empty += 1
-        elif self.latest is not None and text == self.latest.summary:
-            self.stats.suppressed += 1
-        else:
-            self._emit(text)
-        self._finish_generation()
-
-    def _emit(self, text: str) -> None:
-        self._revision += 1
-        event = SummaryEvent(text, self._revision, self.id)
-        self.latest = event
-        self.stats.emitted += 1
-        self._trace(TRACE_EMIT, {"revision": event.revision, "elapsedMs": round(self._elapsed() * 1000)})
-        if self.on_summary is not None:
-            try:
-                self.on_summary(event)
-            except Exception:
-                log.warning(
-                    "a progress summary surface failed to show revision %d", event.revision, exc_info=True
-                )
-
-    def _failed(self, seq: int, reason: str, exc: BaseException) -> None:
-        if not self._current(seq):
-            self.stats.dropped += 1
-            return
-        self.stats.errors += 1
-        # Never the exception's message: it may quote a key, a URL or the prompt.
-        self._error(reason, type(exc).__name__, seq, exc)
-        self._finish_generation()
-
-    def _on_timeout(self, seq: int) -> None:
-        if not self._current(seq):
-            return
-        task = self._task
-        assert task is not None
-        self.stats.errors += 1
-        self.stats.timeouts += 1
-        self._timeout_timer = None
-        task.cancel()
-        self._error("timeout", None, seq)
-        self._finish_generation()
-
-    def _error(self, reason: str, error_type: str | None, seq: int, exc: BaseException | None = None) -> None:
-        attrs: dict[str, Any] = {"reason": reason, "generation": seq}
-        if error_type is not None:
-            attrs["errorType"] = error_type
-        kind = failure_class(reason, exc)
-        detail = f" after {self.timeout:g}s" if reason == "timeout" else ""
-        if error_type and kind != error_type:
-            detail = f", {error_type}"
-        first = self.streak.failed()
-        log.log(
-            logging.WARNING if first else logging.DEBUG,
-            "progress summary generation %d failed (%s%s); the turn goes on without it%s",
-            seq,
-            kind,
-            detail,
-            "; further failures are not reported until a summary succeeds" if first else "",
-            extra={"trace": TRACE_ERROR, "trace_attrs": attrs},
-        )
-        self._call_trace(TRACE_ERROR, attrs)
-
-    def _finish_generation(self) -> None:
-        self._task = None
-        if self._timeout_timer is not None:
-            self._timeout_timer.cancel()
-            self._timeout_timer = None
-        if not self._stopped and self._tracker.activity > self._gen_activity:
-            if self.interval == 0:
-                self._generate()  # activity arrived meanwhile: exactly one follow-up
-            else:
-                self._catch_up()
-
-    # ------------------------------------------------------------ traces
-
-    def _trace(self, name: str, attrs: Mapping[str, Any]) -> None:
-        log.debug("trace %s %s", name, dict(attrs), extra={"trace": name, "trace_attrs": dict(attrs)})
-        self._call_trace(name, attrs)
-
-    def _call_trace(self, name: str, attrs: Mapping[str, Any]) -> None:
-        if self.on_trace is None:
-            return
-        try:
-            self.on_trace(name, dict(attrs))
-        except Exception:
-            log.warning("a progress summary trace callback failed on %s", name, exc_info=True)
+        if self._schedule is None or self._clock is None:
+            return 0.0
+        return self._clock.now() - self._t0

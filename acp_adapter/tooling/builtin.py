@@ -186,61 +186,68 @@ def search(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
     files = _candidate_files(root)
     total = len(files)
     ctx.progress(0, total, f"Scanning {total} files")
-    matches: list[str] = []
-    counts = [0, 0]  # every match (also beyond the MAX_MATCHES listed), files with one
+    hits = _SearchHits(query.lower(), ctx.cwd)
     linked: list[Path] = []  # hard-linked files: searched only once the person allowed it
     last_report = time.monotonic()
-    needle = query.lower()
-
-    def scan(path: Path, data: bytes) -> None:
-        if _is_binary(data[:4096]):
-            return
-        hit = False
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
-            if needle in line.lower():
-                hit = True
-                counts[0] += 1
-                if len(matches) < MAX_MATCHES:
-                    matches.append(f"{_display(ctx.cwd, path)}:{number}: {line.strip()[:200]}")
-        counts[1] += hit
-
     for index, path in enumerate(files, start=1):
         ctx.cancel.raise_if_cancelled()
         data = _searchable(base, path, linked_ok=False)
         if data is not None:
-            scan(path, data)
+            hits.scan(path, data)
         elif _hard_linked(path):
             linked.append(path)
         now = time.monotonic()
         if now - last_report >= 0.05 or index == total:
             ctx.progress(index, total, f"Scanned {index}/{total} files")
             last_report = now
-    skipped = ""
-    if linked:
-        many = _count(len(linked), "hard-linked file", "hard-linked files")
-        names = ", ".join(_display(ctx.cwd, p) for p in linked[:5]) + (", …" if len(linked) > 5 else "")
-        try:
-            ctx.confirm(hard_link_concern(f"the search would read {many} ({names})"))
-        except ToolError as refused:
-            ctx.cancel.raise_if_cancelled()
-            skipped = f"; {many} not searched: {refused}"
-        else:
-            for path in linked:
-                ctx.cancel.raise_if_cancelled()
-                data = _searchable(base, path, linked_ok=True)
-                if data is not None:
-                    scan(path, data)
-    total_matches, matched_files = counts
+    skipped = _search_hard_linked(linked, base, hits, ctx) if linked else ""
     # one count for the card and the answer: every match and every file with one, whatever is listed
-    found = f"{_count(total_matches, 'match', 'matches')} in {_count(matched_files, 'file', 'files')}"
-    listed = f"; the first {len(matches)} listed" if len(matches) < total_matches else ""
+    found = f"{_count(hits.matches, 'match', 'matches')} in {_count(hits.files, 'file', 'files')}"
+    listed = f"; the first {len(hits.listed)} listed" if len(hits.listed) < hits.matches else ""
     header = f"{found} (scanned {_count(total, 'file', 'files')}{listed}{skipped})"
-    body = "\n".join([header, *matches])
-    return ToolReturn(
-        body,
-        found,
-        {"matches": total_matches, "files": matched_files, "listed": len(matches)},
-    )
+    details = {"matches": hits.matches, "files": hits.files, "listed": len(hits.listed)}
+    return ToolReturn("\n".join([header, *hits.listed]), found, details)
+
+
+class _SearchHits:
+    """What a search found: every match and every file with one counted, the first
+    :data:`MAX_MATCHES` lines listed."""
+
+    def __init__(self, needle: str, cwd: Path) -> None:
+        self._needle = needle
+        self._cwd = cwd
+        self.listed: list[str] = []
+        self.matches = self.files = 0
+
+    def scan(self, path: Path, data: bytes) -> None:
+        if _is_binary(data[:4096]):
+            return
+        hit = False
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if self._needle in line.lower():
+                hit = True
+                self.matches += 1
+                if len(self.listed) < MAX_MATCHES:
+                    self.listed.append(f"{_display(self._cwd, path)}:{number}: {line.strip()[:200]}")
+        self.files += hit
+
+
+def _search_hard_linked(linked: list[Path], base: Path, hits: _SearchHits, ctx: ToolContext) -> str:
+    """Search the hard-linked files once the person allowed it; else what the answer says was
+    not searched, and why."""
+    many = _count(len(linked), "hard-linked file", "hard-linked files")
+    names = ", ".join(_display(ctx.cwd, p) for p in linked[:5]) + (", …" if len(linked) > 5 else "")
+    try:
+        ctx.confirm(hard_link_concern(f"the search would read {many} ({names})"))
+    except ToolError as refused:
+        ctx.cancel.raise_if_cancelled()
+        return f"; {many} not searched: {refused}"
+    for path in linked:
+        ctx.cancel.raise_if_cancelled()
+        data = _searchable(base, path, linked_ok=True)
+        if data is not None:
+            hits.scan(path, data)
+    return ""
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -352,55 +359,78 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
         env=command_environment(os.environ),  # none of the package's secrets (model keys, tokens)
     )
     _remember_group(proc.pid)
-    chunks: list[bytes] = []
-    size = 0
-    lines = 0
-
-    pipe = cast(io.BufferedReader, proc.stdout)  # stdout=PIPE: a buffered reader, never None
-
-    def drain() -> None:
-        nonlocal size, lines
-        for chunk in iter(lambda: pipe.read1(4096), b""):
-            lines += chunk.count(b"\n")
-            if size < OUTPUT_CAP:
-                chunks.append(chunk[: OUTPUT_CAP - size])
-            size += len(chunk)
-
-    reader = threading.Thread(target=drain, name="run_command-output", daemon=True)
-    reader.start()
-    started = time.monotonic()
-    reported = 0
-    card = _CardOutput(ctx, chunks)
+    output = _OutputReader(cast(io.BufferedReader, proc.stdout))  # stdout=PIPE: never None
+    card = _CardOutput(ctx, output.chunks)
     try:
-        while proc.poll() is None:
-            card.follow()
-            if ctx.cancel.wait(0.05):
-                _kill_group(proc)
-                ctx.cancel.raise_if_cancelled()
-            elapsed = time.monotonic() - started
-            if elapsed > timeout:
-                _kill_group(proc)
-                raise ToolError(f"command timed out after {timeout:g}s")
-            if lines != reported:
-                reported = lines
-                ctx.progress(message=f"{lines} lines of output so far")
+        _watch(proc, output, card, timeout, ctx)
     finally:
         if proc.poll() is None:
             _kill_group(proc)
         proc.wait()
         _settle_group(proc.pid)
-        reader.join(timeout=2)
-        card.ended(proc.returncode, cut=size > OUTPUT_CAP)
-    output = b"".join(chunks).decode("utf-8", errors="replace")
-    if size > OUTPUT_CAP:
-        output += f"\n… (output truncated: {size} bytes)"
-    code = proc.returncode
-    summary = f"exit code {code}"
-    text = output if output else "(no output)"
+        output.join(timeout=2)
+        card.ended(proc.returncode, cut=output.size > OUTPUT_CAP)
+    return _command_return(proc.returncode, output, card.shown)
+
+
+class _OutputReader:
+    """A command's output, read on a thread of its own so the watch never blocks on the pipe:
+    the first :data:`OUTPUT_CAP` bytes kept, every byte and line counted."""
+
+    def __init__(self, pipe: io.BufferedReader) -> None:
+        self._pipe = pipe
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.lines = 0
+        self._thread = threading.Thread(target=self._drain, name="run_command-output", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        for chunk in iter(lambda: self._pipe.read1(4096), b""):
+            self.lines += chunk.count(b"\n")
+            if self.size < OUTPUT_CAP:
+                self.chunks.append(chunk[: OUTPUT_CAP - self.size])
+            self.size += len(chunk)
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout=timeout)
+
+
+def _watch(
+    proc: subprocess.Popen[bytes], output: _OutputReader, card: _CardOutput, timeout: float, ctx: ToolContext
+) -> None:
+    """Follow the command until it exits: its output onto the card, the lines so far as progress;
+    the turn's cancel or the timeout kills its process group."""
+    started = time.monotonic()
+    reported = 0
+    while proc.poll() is None:
+        card.follow()
+        if ctx.cancel.wait(0.05):
+            _kill_group(proc)
+            ctx.cancel.raise_if_cancelled()
+        if time.monotonic() - started > timeout:
+            _kill_group(proc)
+            raise ToolError(f"command timed out after {timeout:g}s")
+        if output.lines != reported:
+            reported = output.lines
+            ctx.progress(message=f"{reported} lines of output so far")
+
+
+def _command_return(code: int, output: _OutputReader, shown: tuple[TerminalShown, ...]) -> ToolReturn:
+    """What the model reads of a finished command: its output (cut at :data:`OUTPUT_CAP`, saying
+    so) and, unless it succeeded, its exit code."""
+    text = b"".join(output.chunks).decode("utf-8", errors="replace")
+    if output.size > OUTPUT_CAP:
+        text += f"\n… (output truncated: {output.size} bytes)"
+    text = text if text else "(no output)"
     if code != 0:
         text += f"\n(exit code {code})"
     return ToolReturn(
-        text, summary, {"exit_code": code, "output_bytes": size}, failed=code != 0, display=card.shown
+        text,
+        f"exit code {code}",
+        {"exit_code": code, "output_bytes": output.size},
+        failed=code != 0,
+        display=shown,
     )
 
 

@@ -256,36 +256,10 @@ class Toolbox:
         tool = self._tools.get(call.name)
         started = time.monotonic()
         _notify(observer, "tool_started", call, tool)
-
-        def report(value: float | None, total: float | None, message: str | None) -> None:
-            if observer is not None:
-                observer.tool_progress(call, value, total, message)
-
-        def ask(concern: Concern) -> PermissionDecision | bool:
-            assert tool is not None  # only a tool that runs asks
-            return _decide(dataclasses.replace(call, concern=concern), tool, observer, permission)
-
-        host = getattr(observer, "host", None)
-        ctx = ToolContext(call, self.cwd, cancel, report, host, self.extra_roots, ask)
+        ctx = self._context(call, tool, cancel, observer, permission)
         cancelled = False
         try:
-            if tool is None:
-                raise ToolError(f"unknown tool '{call.name}'")
-            args = check_arguments(tool, call.arguments)
-            if tool.dangerous:
-                if tool.preview is not None:
-                    shown = tool.preview(args, ctx)
-                    if shown and observer is not None and hasattr(observer, "tool_preview"):
-                        _notify(observer, "tool_preview", call, shown)
-                pinned = _check_permission(call, tool, observer, permission)
-                if pinned is not None:
-                    args = check_arguments(tool, pinned)
-            cancel.raise_if_cancelled()
-            result = tool.function(args, ctx)
-            error = (result.summary or "failed") if result.failed else None
-            outcome = ToolOutcome(
-                not result.failed, result.text, error, result.summary, result.raw_output, 0.0, result.display
-            )
+            outcome = _run_call(call, tool, ctx, observer, permission)
         except TurnCancelled:
             cancelled = True
             outcome = ToolOutcome(False, error="Cancelled")
@@ -296,19 +270,73 @@ class Toolbox:
             outcome = ToolOutcome(False, error=f"{type(exc).__name__}: {exc}")
         finally:
             ctx.close()
-        outcome = ToolOutcome(
-            outcome.ok,
-            outcome.text,
-            outcome.error,
-            outcome.summary,
-            outcome.raw_output,
-            time.monotonic() - started,
-            outcome.display,
-        )
+        outcome = dataclasses.replace(outcome, duration=time.monotonic() - started)
         _notify(observer, "tool_finished", call, outcome)
         if cancelled:
             raise TurnCancelled(cancel.reason)
         return outcome
+
+    def _context(
+        self,
+        call: ToolCall,
+        tool: Tool | None,
+        cancel: CancelToken,
+        observer: ToolObserver | None,
+        permission: PermissionPolicy | None,
+    ) -> ToolContext:
+        """What the running tool is handed: its progress goes to the observer, and a question it
+        asks mid-run (a concern) is answered like the call's own permission question."""
+
+        def report(value: float | None, total: float | None, message: str | None) -> None:
+            if observer is not None:
+                observer.tool_progress(call, value, total, message)
+
+        def ask(concern: Concern) -> PermissionDecision | bool:
+            assert tool is not None  # only a tool that runs asks
+            return _decide(dataclasses.replace(call, concern=concern), tool, observer, permission)
+
+        host = getattr(observer, "host", None)
+        return ToolContext(call, self.cwd, cancel, report, host, self.extra_roots, ask)
+
+
+def _run_call(
+    call: ToolCall,
+    tool: Tool | None,
+    ctx: ToolContext,
+    observer: ToolObserver | None,
+    permission: PermissionPolicy | None,
+) -> ToolOutcome:
+    """Check the arguments, have a dangerous call allowed, then run the tool (unless the turn was
+    cancelled meanwhile); what goes wrong is raised, for :meth:`Toolbox.execute` to report."""
+    if tool is None:
+        raise ToolError(f"unknown tool '{call.name}'")
+    args = check_arguments(tool, call.arguments)
+    if tool.dangerous:
+        args = _allowed_arguments(call, tool, args, ctx, observer, permission)
+    ctx.cancel.raise_if_cancelled()
+    result = tool.function(args, ctx)
+    error = (result.summary or "failed") if result.failed else None
+    return ToolOutcome(
+        not result.failed, result.text, error, result.summary, result.raw_output, 0.0, result.display
+    )
+
+
+def _allowed_arguments(
+    call: ToolCall,
+    tool: Tool,
+    args: dict[str, Any],
+    ctx: ToolContext,
+    observer: ToolObserver | None,
+    permission: PermissionPolicy | None,
+) -> dict[str, Any]:
+    """The arguments a dangerous call runs with once allowed: what it would change is previewed
+    on its card first, and an "always" rule may pin the command it runs."""
+    if tool.preview is not None:
+        shown = tool.preview(args, ctx)
+        if shown and observer is not None and hasattr(observer, "tool_preview"):
+            _notify(observer, "tool_preview", call, shown)
+    pinned = _check_permission(call, tool, observer, permission)
+    return check_arguments(tool, pinned) if pinned is not None else args
 
 
 def _decide(

@@ -120,11 +120,11 @@ async def test_this_agent_flushes_its_store_when_asked_a_foreign_one_is_not_aske
 ) -> None:
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     async with AgentDriver([sys.executable, "-m", "acp_adapter"], env=env, cwd=str(tmp_path)) as ours:
-        assert ours.flushes_store
+        assert ours.sessions.flushes_store
         assert await ours.flush_store(5.0) is True
         with pytest.raises(RequestError):  # any other extension method is unknown
             await ours.connection.ext_method("acpProgress/nope", {})
     foreign = [sys.executable, str(ROOT / "tests" / "agents" / "everything_agent.py")]
     async with AgentDriver(foreign, env=agent_env(), cwd=str(tmp_path)) as theirs:
-        assert not theirs.flushes_store  # it never said so in initialize: never sent the request
+        assert not theirs.sessions.flushes_store  # it never said so in initialize: never sent the request
         assert await theirs.flush_store(5.0) is False

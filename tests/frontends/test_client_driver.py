@@ -247,7 +247,7 @@ async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_ca
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
     async with AgentDriver(env=env) as driver:
-        assert driver.can_load_sessions and driver.can_list_sessions
+        assert driver.sessions.can_load and driver.sessions.can_list
         listed = await driver.list_sessions(str(tmp_path))
         assert [s.session_id for s in listed] == [sid] and listed[0].title == "what is 1+1"
         replayed: list[object] = []
@@ -262,7 +262,7 @@ async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_ca
 @pytest.mark.e2e
 async def test_an_agent_without_load_or_list_is_told_apart(tmp_path: Path) -> None:
     async with AgentDriver(scripted("stream"), env=agent_env()) as driver:
-        assert not driver.can_load_sessions
+        assert not driver.sessions.can_load
         with pytest.raises(AgentError, match="cannot load sessions"):
             await driver.load_session("s", str(tmp_path))
         with pytest.raises(AgentError, match="cannot list sessions"):

@@ -9,7 +9,7 @@ from acp import update_agent_message_text
 from acp.schema import PromptResponse
 from rich.cells import cell_len
 
-from acp_adapter.frontends.watch.render import CardBoard, render_card
+from acp_adapter.frontends.watch.render import CardBoard, CardView, card_parts, fit_keeping_clock
 from acp_adapter.frontends.watch.watcher import WatchClient
 from acp_adapter.tools import (
     build_thinking_complete,
@@ -20,6 +20,12 @@ from acp_adapter.tools import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+def render_card(card: CardView, *, frame: int, now: float, width: int = 100) -> str:
+    """A card's line as the live view draws it: its parts cut to ``width`` cells, the clock kept."""
+    head, clock = card_parts(card, now=now, mark=None, frame=frame)
+    return fit_keeping_clock(head, clock, width)
 
 
 def test_board_folds_updates_and_counts_late_ones():
@@ -204,7 +210,6 @@ def test_a_narrow_terminal_cuts_the_message_never_the_clock(width: int) -> None:
     alive."""
     from rich.cells import cell_len
 
-    from acp_adapter.frontends.watch.render import render_card
     from acp_adapter.protocol.cards import Card
 
     card = Card(

@@ -29,12 +29,15 @@ from tests.helpers.acp_agent import RecordingClient, fast_settings, prompt_text,
 
 
 @contextlib.asynccontextmanager
-async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
+async def served_inprocess(
+    client: Any, agent: Any, capabilities: Any = None, *, use_unstable_protocol: bool = False
+) -> AsyncIterator[Any]:
     """``agent`` (a ProgressAgent) served to ``client`` over the SDK's in-memory transports with the
     connection ``serve`` builds (:func:`~acp_adapter.agent.routes.agent_connection`: the
     ``session/delete``, ``session/resume`` and ``session/close`` routes included), initialised as
-    :func:`tests.helpers.acp_agent.spawn_agent` does (client ``pytest``): the agent a spawned process would
-    be, minus the process."""
+    :func:`tests.helpers.acp_agent.spawn_agent` does (client ``pytest``, with ``capabilities`` or
+    none): the agent a spawned process would be, minus the process. ``use_unstable_protocol``
+    lets the client side take the SDK's unstable methods (``elicitation/create``)."""
     import asyncio
 
     from acp import PROTOCOL_VERSION
@@ -47,11 +50,11 @@ async def served_inprocess(client: Any, agent: Any) -> AsyncIterator[Any]:
     agent_end, client_end = memory_transport_pair()
     agent_conn = agent_connection(agent, agent_end)
     listening = asyncio.ensure_future(agent_conn.listen())
-    client_conn = ClientSideConnection(client, client_end)
+    client_conn = ClientSideConnection(client, client_end, use_unstable_protocol=use_unstable_protocol)
     try:
         await client_conn.initialize(
             protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(),
+            client_capabilities=capabilities or ClientCapabilities(),
             client_info=Implementation(name="pytest", version="0"),
         )
         yield client_conn
@@ -135,14 +138,15 @@ class SessionRouter:
 
 @dataclass
 class SharedAgent:
-    """One agent process (``python -m acp_adapter`` over stdio) shared by a module's tests: each
-    test opens its own sessions with its own client (:meth:`new_session`); the agent's stderr log
-    is shared, so a test reads the part it caused (:meth:`log_mark`, :meth:`log_since`)."""
+    """One agent shared by a module's tests — a process (``python -m acp_adapter`` over stdio,
+    :func:`shared_agent_process`) or in this process (:func:`shared_agent_inprocess`): each test
+    opens its own sessions with its own client (:meth:`new_session`); a process's stderr log is
+    shared, so a test reads the part it caused (:meth:`log_mark`, :meth:`log_since`)."""
 
     conn: Any
     router: SessionRouter
     process: Any
-    log: Path
+    log: Path | None  # None for an agent in this process (no stderr log of its own)
 
     async def new_session(self, client: RecordingClient, cwd: Any, mcp_servers: Sequence[Any] = ()) -> Any:
         """``session/new`` in ``cwd`` (with ``mcp_servers``); the session's updates and questions go
@@ -154,12 +158,26 @@ class SharedAgent:
             await client.session_update(sid, update, **kwargs)
         return response
 
+    async def close_session(self, session_id: str) -> None:
+        """``session/close`` (its MCP servers stop), through the SDK's client connection and models."""
+        from acp.meta import AGENT_METHODS
+        from acp.schema import CloseSessionRequest, CloseSessionResponse
+        from acp.utils import request_model_from_dict
+
+        request = CloseSessionRequest(session_id=session_id)
+        await request_model_from_dict(
+            self.conn._conn, AGENT_METHODS["session_close"], request, CloseSessionResponse
+        )
+        self.router.clients.pop(session_id, None)
+
     def log_mark(self) -> int:
         """Where the agent's stderr log ends now (see :meth:`log_since`)."""
+        assert self.log is not None, "an agent in this process has no stderr log of its own"
         return self.log.stat().st_size
 
     def log_since(self, mark: int) -> str:
         """What the agent logged after ``mark``: the part of the shared log one test caused."""
+        assert self.log is not None, "an agent in this process has no stderr log of its own"
         with self.log.open("rb") as handle:
             handle.seek(mark)
             return handle.read().decode("utf-8", "replace")
@@ -171,3 +189,14 @@ async def shared_agent_process(env: dict[str, str] | None = None) -> AsyncIterat
     router = SessionRouter()
     async with spawn_agent(router, env=env) as (conn, process, log):  # it routes as a RecordingClient
         yield SharedAgent(conn, router, process, log)
+
+
+@contextlib.asynccontextmanager
+async def shared_agent_inprocess(settings: Any = None, **overrides: Any) -> AsyncIterator[SharedAgent]:
+    """One agent in this process (:func:`progress_agent` with ``settings`` or ``overrides``) that
+    a module's tests share as they would :func:`shared_agent_process`, for tests where the agent's
+    process proves nothing (its MCP decisions and cards are the same in process): each test's
+    sessions still go to its own client. It has no stderr log (:meth:`SharedAgent.log_since`)."""
+    router = SessionRouter()
+    async with served_inprocess(router, progress_agent(settings, **overrides)) as conn:
+        yield SharedAgent(conn, router, None, None)

@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "cli_in_process",
     "in_process_driver_class",
+    "in_process_link_class",
     "use_in_process_agents",
 ]
 
@@ -43,7 +44,7 @@ def cli_in_process() -> Iterator[Any]:
 
 
 class _InProcessAgent:
-    """What :class:`InProcessDriver` shows where an :class:`AgentDriver` has its process: the
+    """What :class:`InProcessLink` shows where an :class:`AgentLink` has its process: the
     agent "runs" until the driver closes it (``returncode`` None until then)."""
 
     def __init__(self) -> None:
@@ -63,10 +64,10 @@ class _InProcessAgent:
         self._ended.set()
 
 
-def in_process_driver_class() -> Any:
-    """An :class:`~acp_adapter.client.driver.AgentDriver` whose agent is this project's
+def in_process_link_class() -> Any:
+    """An :class:`~acp_adapter.client.agent_link.AgentLink` whose agent is this project's
     ProgressAgent in this process, over the SDK's in-memory transports, with the settings the
-    driver's environment gives it (the same ``ACP_PROGRESS_*`` a spawned agent would read).
+    link's environment gives it (the same ``ACP_PROGRESS_*`` a spawned agent would read).
 
     For front-end tests where the agent is only "an agent to talk to" (a chat platform's fake,
     its retries and refusals are what is tested): it saves each test the ~1 s of CPU an agent
@@ -78,17 +79,17 @@ def in_process_driver_class() -> Any:
     from acp import connect_to_agent
 
     from acp_adapter.agent.routes import agent_connection
-    from acp_adapter.client.driver import AgentDriver, _DriverClient
+    from acp_adapter.client.agent_link import AgentLink
     from acp_adapter.config import Settings
     from acp_adapter.server import ProgressAgent
     from run_agent import AIAgent
 
-    class InProcessDriver(AgentDriver):
+    class InProcessLink(AgentLink):
         _in_process: Any = None  # the ProgressAgent
         _agent_conn: Any = None
         _listening: Any = None
 
-        async def _spawn(self) -> None:
+        async def _spawn(self, client: Any, gate: Any) -> None:
             import os
 
             from acp._transport import memory_transport_pair
@@ -99,14 +100,12 @@ def in_process_driver_class() -> Any:
             self._agent_conn = agent_connection(self._in_process, agent_end)
             self._listening = asyncio.ensure_future(self._agent_conn.listen())
             self._agent.process = _InProcessAgent()  # type: ignore[assignment]
-            # as the driver connects: its client side takes questions (an unstable ACP method)
-            self._conn = connect_to_agent(_DriverClient(self), client_end, use_unstable_protocol=True)  # type: ignore[arg-type]
+            # as the link connects: its client side takes questions (an unstable ACP method)
+            self._conn = connect_to_agent(client, client_end, use_unstable_protocol=True)
 
         async def close(self, grace: float = 2.0) -> None:
-            if self._closed:
-                return
             shown = self._agent.process
-            self._agent.process = None  # nothing to signal: the parent closes the turns and the connection
+            self._agent.process = None  # nothing to signal: the parent closes the connection
             try:
                 await super().close(grace)
                 if self._in_process is not None:
@@ -120,21 +119,36 @@ def in_process_driver_class() -> Any:
                 if isinstance(shown, _InProcessAgent):
                     shown.end()
 
+    return InProcessLink
+
+
+def in_process_driver_class() -> Any:
+    """An :class:`~acp_adapter.client.driver.AgentDriver` whose link is :func:`in_process_link_class`'s:
+    for a front-end module that builds its own driver (``chat``), patched where it is looked up."""
+    from acp_adapter.client.driver import AgentDriver
+
+    link_class = in_process_link_class()
+
+    class InProcessDriver(AgentDriver):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.link.__class__ = link_class  # a subclass adding no state of its own: same layout
+
     return InProcessDriver
 
 
 def use_in_process_agents(monkeypatch: Any) -> None:
     """Make every BridgeRunner built from now on that runs this project's agent drive it in
-    this process (see :func:`in_process_driver_class`) instead of spawning it."""
+    this process (see :func:`in_process_link_class`) instead of spawning it."""
     from acp_adapter.frontends.bridges.runner import BridgeRunner
 
-    in_process = in_process_driver_class()
+    in_process = in_process_link_class()
     make_process_driver = BridgeRunner._make_driver
 
     def make_driver(self: Any) -> Any:
         driver = make_process_driver(self)  # the runner's own arguments, whatever they become
         if not self.instance.agent:  # this project's agent (a bridge's own test agent still spawns)
-            driver.__class__ = in_process  # a subclass adding no state of its own: same layout
+            driver.link.__class__ = in_process  # a subclass adding no state of its own: same layout
         return driver
 
     monkeypatch.setattr(BridgeRunner, "_make_driver", make_driver)

@@ -1,16 +1,20 @@
 """Front-ends hand MCP servers to the agent they drive: ``--mcp-config FILE``
 (the common ``{"mcpServers": …}`` form) and the settings file's ``[mcp_servers.NAME]`` tables,
 sent in ``session/new`` by ``watch``, ``chat``, ``run``, ``bridge run`` and ``agui`` — through
-the relay too. Real processes: the front-end, the agent it spawns and the kit MCP server that
-agent starts (its marker file proves the server ran) for ``watch``; the other front-ends name
-one HTTP kit server shared by the module (a tool call answered by it proves the front-end
-passed it: the agent has no other way to know it), which saves each of them starting an MCP
-SDK process of its own."""
+the relay too. What is tested is which servers a front-end passes, which its own process proves
+nothing about, so the command lines run in this process (:func:`_cli_here`); the MCP servers are
+real processes: the kit over stdio that ``watch``'s agent starts (its marker file proves the
+server ran), and for the other front-ends one HTTP kit server shared by the module (a tool call
+answered by it proves the front-end passed it: the agent has no other way to know it). ``watch``
+spawns its agent (through the relay too); ``chat`` and the console bridge drive theirs in this
+process. Real front-end processes remain where the process is the point: a bad file's exit
+status, and the ``agui`` endpoint a browser would talk to."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -26,7 +30,7 @@ from acp_adapter.config import Settings
 from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_settings_file
 from tests.bridges.test_bridge_telegram_process import acp_progress
 from tests.helpers.acp_agent import ROOT, agent_env
-from tests.helpers.shared_servers import cli_in_process
+from tests.helpers.shared_servers import cli_in_process, in_process_driver_class, use_in_process_agents
 from tests.mcp.test_mcp_http import http_kit
 
 SECRET = "kit-env-secret-9Hq2Lm4Np6Rt8Vx0"
@@ -141,7 +145,6 @@ def test_settings_file_servers_parse_and_leave_the_settings_alone(tmp_path: Path
     assert SECRET not in shown and shown.count("[hidden]") == 2
 
 
-@pytest.mark.e2e
 def test_a_file_named_on_the_command_line_wins_over_the_settings_file(tmp_path: Path) -> None:
     write_settings(tmp_path / "c", SETTINGS_WITH_SERVERS)
     environ = {"ACP_PROGRESS_CONFIG_DIR": str(tmp_path / "c")}
@@ -225,23 +228,17 @@ def test_a_bad_mcp_config_stops_every_front_end_before_it_starts(
 
 
 @pytest.mark.e2e
-def test_watch_passes_mcp_config_servers_and_shows_their_progress(tmp_path: Path) -> None:
+def test_watch_passes_mcp_config_servers_and_shows_their_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], in_process_cli: Any
+) -> None:
     marker = tmp_path / "started"
     servers = servers_file(tmp_path, marker)
     ask = 'call slow_count {"steps": 3, "delay": 0.05}'
-    done = cli(
-        "watch",
-        "--json",
-        "--yes",
-        "--mcp-config",
-        str(servers),
-        ask,
-        env=env_for(tmp_path / "c"),
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
+    args = ["watch", "--json", "--yes", "--mcp-config", str(servers), ask]
+    status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, args)
+    assert status == 0, err
     assert marker.exists()  # the agent started the server the front-end named
-    updates = json_updates(done.stdout)
+    updates = json_updates(out)
     start = next(
         u for u in updates if u.get("sessionUpdate") == "tool_call" and "slow_count" in json.dumps(u)
     )
@@ -254,46 +251,83 @@ def test_watch_passes_mcp_config_servers_and_shows_their_progress(tmp_path: Path
     assert {k: progress[-1][k] for k in ("value", "total")} == {"value": 3, "total": 3}
     assert progress[-1]["message"] == "step 3 of 3"
     assert card[-1]["status"] == "completed" and "counted 3 sheep" in json.dumps(card[-1])
-    assert SECRET not in done.stdout + done.stderr
+    assert SECRET not in out + err
 
 
 @pytest.mark.e2e
-def test_servers_reach_the_agent_behind_the_relay(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+def test_servers_reach_the_agent_behind_the_relay(
+    tmp_path: Path,
+    web_kit: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    in_process_cli: Any,
+) -> None:
     servers = web_servers_file(tmp_path, web_kit)
     agent = f"{sys.executable} -m acp_adapter.cli relay -- {sys.executable} -m acp_adapter"
     ask = 'call peek {"text": "through the relay"}'
-    done = cli(
-        "watch",
-        "--json",
-        "--agent",
-        agent,
-        "--mcp-config",
-        str(servers),
-        ask,
-        env=env_for(tmp_path / "c"),
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "peek: through the relay" in done.stdout and SECRET not in done.stdout + done.stderr
+    args = ["watch", "--json", "--agent", agent, "--mcp-config", str(servers), ask]
+    status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, args)
+    assert status == 0, err
+    assert "peek: through the relay" in out and SECRET not in out + err
+
+
+def _cli_here(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    main: Any,
+    args: list[str],
+    stdin: str | None = None,
+) -> tuple[int, str, str]:
+    """``acp-progress ARGS`` as a user runs it in ``tmp_path`` with the settings file in
+    ``tmp_path/c`` (and ``stdin`` as its input), in this process: what is tested is which servers
+    the front-end passes, which its own process proves nothing about. An agent it spawns is still
+    a process, its stderr captured with the front-end's. Its exit status, stdout and stderr."""
+    for name, value in env_for(tmp_path / "c").items():
+        if os.environ.get(name) != value:
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    given = tmp_path / "stdin"
+    given.write_text(stdin or "")
+    sigint = signal.getsignal(signal.SIGINT)
+    capfd.readouterr()
+    with given.open() as handle, monkeypatch.context() as scoped:
+        if stdin is not None:
+            scoped.setattr(sys, "stdin", handle)
+        try:
+            status = main(args)
+        finally:
+            signal.signal(signal.SIGINT, sigint)  # as the command line set it up for its own process
+    shown = capfd.readouterr()
+    return status, shown.out, shown.err
 
 
 @pytest.mark.e2e
-def test_run_takes_the_settings_file_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+def test_run_takes_the_settings_file_servers(
+    tmp_path: Path,
+    web_kit: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    in_process_cli: Any,
+) -> None:
     write_settings(
         tmp_path / "c",
         f"[mcp_servers.kit]\nurl = {json.dumps(web_kit['url'])}\ntrusted = true\n"
         f"headers = {{ Authorization = {json.dumps(web_kit['headers']['Authorization'])} }}\n",
     )
-    done = cli(
-        "run", 'call peek {"text": "from the settings file"}', env=env_for(tmp_path / "c"), cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
-    assert "peek: from the settings file" in done.stdout and SECRET not in done.stdout + done.stderr
+    ask = 'call peek {"text": "from the settings file"}'
+    status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, ["run", ask])
+    assert status == 0, err
+    assert "peek: from the settings file" in out and SECRET not in out + err
 
 
 @pytest.mark.e2e
 def test_an_untrusted_settings_file_servers_lying_tool_is_asked_about(
-    tmp_path: Path, web_kit: dict[str, Any]
+    tmp_path: Path,
+    web_kit: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    in_process_cli: Any,
 ) -> None:
     """Without ``trusted = true`` the server's ``readOnlyHint`` is not believed: ``run`` on a pipe
     has nobody to ask, so the tool that claims to only read (and writes a file) never runs."""
@@ -304,32 +338,29 @@ def test_an_untrusted_settings_file_servers_lying_tool_is_asked_about(
         f"headers = {{ Authorization = {json.dumps(web_kit['headers']['Authorization'])} }}\n",
     )
     ask = f'call sneaky {{"path": "{target}"}}'
-    done = cli("run", ask, env=env_for(tmp_path / "c"), cwd=tmp_path)
+    _status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, ["run", ask])
     assert not target.exists(), "the untrusted server's tool ran unasked"
-    assert "denied" in (done.stdout + done.stderr).lower()
+    assert "denied" in (out + err).lower()
 
 
 @pytest.mark.e2e
-def test_console_bridge_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+def test_console_bridge_passes_the_servers(
+    tmp_path: Path,
+    web_kit: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    in_process_cli: Any,
+) -> None:
     servers = web_servers_file(tmp_path, web_kit)
-    env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
-    assert (
-        cli(
-            "bridge", "create", "con", "--platform", "console", "--cwd", str(tmp_path), env=env, cwd=tmp_path
-        ).returncode
-        == 0
-    )
-    done = subprocess.run(
-        [*acp_progress(), "bridge", "run", "con", "--mcp-config", str(servers)],
-        input='call peek {"text": "from a chat"}\n',
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "peek: from a chat" in done.stdout
+    monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(tmp_path / "state"))
+    use_in_process_agents(monkeypatch)  # the servers reach the agent only through session/new
+    create = ["bridge", "create", "con", "--platform", "console", "--cwd", str(tmp_path)]
+    assert _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, create)[0] == 0
+    stdin = 'call peek {"text": "from a chat"}\n'
+    run = ["bridge", "run", "con", "--mcp-config", str(servers)]
+    status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, run, stdin)
+    assert status == 0, err
+    assert "peek: from a chat" in out
 
 
 def _free_port() -> int:
@@ -393,19 +424,22 @@ def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any
 
 
 @pytest.mark.e2e
-def test_chat_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
+def test_chat_passes_the_servers(
+    tmp_path: Path,
+    web_kit: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    in_process_cli: Any,
+) -> None:
     servers = web_servers_file(tmp_path, web_kit)
-    done = subprocess.run(
-        [*acp_progress(), "chat", "--mcp-config", str(servers), "--cwd", str(tmp_path)],
-        input='call peek {"text": "from chat"}\n',
-        env=env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state")),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "peek: from chat" in done.stdout
+    monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(tmp_path / "state"))
+    # the agent chat drives, in this process too: the servers reach it only through session/new
+    monkeypatch.setattr("acp_adapter.frontends.watch.chat.AgentDriver", in_process_driver_class())
+    args = ["chat", "--mcp-config", str(servers), "--cwd", str(tmp_path)]
+    stdin = 'call peek {"text": "from chat"}\n'
+    status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, args, stdin)
+    assert status == 0, err
+    assert "peek: from chat" in out
 
 
 def test_config_shows_an_sse_server_as_sse_with_its_headers_hidden(

@@ -137,11 +137,14 @@ async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_
 async def test_an_idle_session_is_freed_with_its_servers_and_says_so_when_it_comes_back(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()
-    async with served_inprocess(client, progress_agent(session_idle_timeout=1.0)) as conn:
+    agent = progress_agent(session_idle_timeout=1.0)
+    ahead = [0.0]  # how far the session table's clock runs ahead of the real one
+    agent.sessions._clock = lambda: time.monotonic() + ahead[0]
+    async with served_inprocess(client, agent) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "x"}')
         (pid,) = [int(x) for x in marker.read_text().split()]
-        await anyio.sleep(1.3)
+        ahead[0] = 1.3  # 1.3 s pass for the session table, none for the test
         await conn.new_session(cwd=str(tmp_path), mcp_servers=[])  # its sweep frees the idle session
         assert await gone(pid)
         await prompt_text(conn, sid, "hello")

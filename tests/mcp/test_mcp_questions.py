@@ -1,24 +1,22 @@
 """Questions from MCP tools reach a person: a real MCP server (tests/mcp_servers/tasks.py, built with
-the ``mcp`` SDK, and server-everything) asks during a call (``elicitation/create``), the agent over
-stdio asks the editor (the SDK's client side, which answers, declines or cancels) and the answer
-goes back to the server; the card shows "waiting for your answer" meanwhile. An editor that offers
-no questions gets none: the server hears a decline with a reason. The server's schema is hostile
-until bounded and cleaned (properties checked with Hypothesis)."""
+the ``mcp`` SDK, and server-everything) asks during a call (``elicitation/create``), the agent asks
+the editor (the SDK's client side, which answers, declines or cancels) and the answer goes back to
+the server; the card shows "waiting for your answer" meanwhile. An editor that offers no questions
+gets none: the server hears a decline with a reason. The server's schema is hostile until bounded
+and cleaned (properties checked with Hypothesis). The MCP servers are real processes; the agent
+runs in this process (its process proves nothing about questions)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-import sys
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process
 from acp.schema import (
     AcceptElicitationResponse,
     CancelElicitationResponse,
@@ -34,7 +32,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_adapter.mcp.elicitation import MAX_SCHEMA_BYTES, WAITING, UnfitQuestion, form_schema, safe_url
-from tests.helpers.acp_agent import ROOT, TEMP_ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 from tests.mcp.test_mcp_everything import everything
 from tests.mcp.test_mcp_tasks import tasks_server
@@ -74,28 +73,16 @@ FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationF
 
 @contextlib.asynccontextmanager
 async def editor(client: AskingClient, capabilities: ClientCapabilities) -> AsyncIterator[Any]:
-    """The agent over stdio with an SDK client side that takes ``elicitation/create`` (an unstable
-    ACP method in this SDK: the client side opts in)."""
-    log = Path(tempfile.mkstemp(prefix="acp-agent-", suffix=".log", dir=TEMP_ROOT)[1])
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    with log.open("wb") as stderr:
-        async with spawn_agent_process(
-            client,
-            sys.executable,
-            "-m",
-            "acp_adapter",
-            env=env,
-            cwd=str(ROOT),
-            transport_kwargs={"stderr": stderr},
-            use_unstable_protocol=True,
-        ) as (conn, _process):
-            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
-            yield conn
+    """The agent, in this process (its process proves nothing here), with an SDK client side that
+    takes ``elicitation/create`` (an unstable ACP method in this SDK: the client side opts in)."""
+    agent = progress_agent()
+    async with served_inprocess(client, agent, capabilities, use_unstable_protocol=True) as conn:
+        yield conn
 
 
 @pytest.fixture(scope="module")
 async def asking() -> AsyncIterator[tuple[Any, AskingClient]]:
-    """One agent process whose editor takes form questions (each test sets the client's reply)."""
+    """One agent whose editor takes form questions (each test sets the client's reply)."""
     client = AskingClient()
     async with editor(client, FORMS) as conn:
         yield conn, client

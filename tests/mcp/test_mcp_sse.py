@@ -1,8 +1,9 @@
 """MCP servers over SSE (the older HTTP transport many hosted servers still speak): advertised as
 ``mcpCapabilities.sse``, connected, their tools run with cards, progress and cancel, end to end
 through the agent; and a server the agent cannot use is refused in ``session/new``, never
-ignored. Real processes: the agent over stdio and the ``mcp`` SDK's server (MCPServer, formerly
-FastMCP) with its SSE transport on loopback."""
+ignored. Real processes where a server runs: the agent over stdio and the ``mcp`` SDK's server
+(MCPServer, formerly FastMCP) with its SSE transport on loopback; a refusal in ``session/new`` starts
+no server, so the agent answers it in this process."""
 
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from acp.schema import AcpMcpServer, ClientCapabilities, HttpHeader, McpServerSt
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.helpers.http_servers import http_server
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = pytest.mark.anyio
 
 TOKEN = "Bearer sse-token-5e4d3c2b1a0f9e8d"
 
 
+@pytest.mark.e2e
 async def test_an_sse_server_runs_tools_with_cards_progress_and_cancel(tmp_path):
     cancelled = tmp_path / "cancelled"
     client = RecordingClient()
@@ -90,8 +93,7 @@ def _stdio(name: str) -> McpServerStdio:
     ],
 )
 async def test_a_server_the_agent_cannot_use_is_refused_in_session_new(servers, said, tmp_path):
-    client = RecordingClient()
-    async with spawn_agent(client, env=agent_env()) as (conn, _p, _log):
+    async with served_inprocess(RecordingClient(), progress_agent()) as conn:
         with pytest.raises(RequestError) as refused:
             await conn.new_session(cwd=str(tmp_path), mcp_servers=servers)
         assert refused.value.code == -32602 and said in str(refused.value.data), refused.value.data

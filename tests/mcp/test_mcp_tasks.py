@@ -1,19 +1,22 @@
-"""MCP tasks end to end: the agent over stdio calls the tools an MCP server runs as tasks as tasks
+"""MCP tasks end to end: the agent calls the tools an MCP server runs as tasks as tasks
 (tests/mcp_servers/tasks.py, built with the ``mcp`` SDK, and server-everything's task tool): the
 card shows the task's status as it changes, its progress, its result from ``tasks/result``; a
 failed task fails the card; a forgotten one says so; ``session/cancel`` sends ``tasks/cancel`` and
-the card ends within 2 s. One agent process serves the module's tests that need no store of their
-own; the tests where the agent dies mid-task (or the editor hangs up) and a new one loads the
-session use their own processes and an HTTP server that outlives them."""
+the card ends within 2 s. The MCP servers are real processes. One agent in this process serves
+the module's tests that need no store of their own (its process proves nothing there); the tests
+where the agent dies mid-task (or the editor hangs up) use an agent process of their own and an
+HTTP server that outlives it; the agent that loads the session after runs in this process, on the
+same store."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +26,27 @@ from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio, ToolCallProgr
 from acp_adapter.agent.session_tasks import FORGOTTEN, SessionTaskLog, stored_records
 from acp_adapter.mcp.config import MCP_TASKS
 from acp_adapter.mcp.task_calls import TaskRecord
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import (
+    ROOT,
+    RecordingClient,
+    agent_env,
+    fast_settings,
+    final_status,
+    prompt_text,
+    spawn_agent,
+)
 from tests.helpers.http_servers import http_server
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
 from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
 from tests.mcp.test_mcp_everything import everything
 from tests.store.test_durable_sessions import Backend
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    async with shared_agent_process(env=FAST) as shared:
+    async with shared_agent_inprocess() as shared:
         yield shared
 
 
@@ -207,10 +216,27 @@ def _pickup_card(client: RecordingClient, sid: str) -> list[Any]:
     return cards[-1]
 
 
+def _recorded(open_store: Callable[[], Any], sid: str) -> bool:
+    """Whether the session's task record is in the store yet (it is written off the loop)."""
+    store = open_store()
+    try:
+        return bool(stored_records(store, sid))
+    finally:
+        store.close()
+
+
+def _state_store(tmp_path: Path) -> Callable[[], Any]:
+    """Opens the SQLite store in ``tmp_path/state`` (the agents' ``ACP_PROGRESS_STATE_DIR``)."""
+    from acp_adapter.store import open_store
+
+    return lambda: open_store(tmp_path / "state", retention_days=0)
+
+
 async def _start_and_kill(
-    env: dict[str, str], ws: Path, server: Any, ask: str, how: str
+    env: dict[str, str], ws: Path, server: Any, ask: str, how: str, open_store: Callable[[], Any]
 ) -> tuple[str, RecordingClient]:
-    """A session whose turn runs a task; the agent is killed (or the editor hangs up) mid-task."""
+    """A session whose turn runs a task; once its record is in the store (``open_store`` opens
+    it), the agent is killed (or the editor hangs up) mid-task."""
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, proc, _log):
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[server])).session_id
@@ -221,7 +247,7 @@ async def _start_and_kill(
             return bool(cards) and any("step 3 of" in line for line in status_lines(cards[-1]))
 
         await until(stepping)
-        await asyncio.sleep(0.3)  # the task's record reaches the store (written off the loop)
+        await until(lambda: _recorded(open_store, sid))
         if how == "kill":
             proc.send_signal(signal.SIGKILL)
             await asyncio.wait_for(proc.wait(), 10)
@@ -232,6 +258,21 @@ async def _start_and_kill(
     return sid, client
 
 
+def _held_steps(gate: Path) -> str:
+    """A task of 40 steps held at its third until ``gate`` exists: it still runs whenever the next
+    agent loads the session, however slow the machine, and ends soon after the test opens it."""
+    args = {"steps": 40, "delay": 0.02, "hold_at": 3, "gate": str(gate)}
+    return f"call steps {json.dumps(args)}"
+
+
+async def _picked_up_and_released(client: RecordingClient, sid: str, gate: Path) -> None:
+    """Wait for the task's card to be shown again with its current status, then let the task go on
+    and wait for its card to end."""
+    await until(lambda: _has_pickup(client, sid) and bool(status_lines(_pickup_card(client, sid))))
+    gate.touch()
+    await until(lambda: _pickup_ended(client, sid))
+
+
 async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_result(
     tmp_path: Path, backend: Backend
 ) -> None:
@@ -240,8 +281,8 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
     env = backend.env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     with http_tasks_server() as url:
         server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
-        ask = 'call steps {"steps": 40, "delay": 0.1}'
-        sid, _ = await _start_and_kill(env, ws, server, ask, "kill")
+        gate = tmp_path / "gate"
+        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "kill", backend.open)
         store = backend.open()
         try:
             (left,) = stored_records(store, sid)
@@ -250,11 +291,9 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
         assert left.server == "jobs" and left.tool == "steps"
 
         client = RecordingClient()
-        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await until(
-                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
-            )
+            await _picked_up_and_released(client, sid, gate)
             card = _pickup_card(client, sid)
             assert card[0].status == "in_progress" and "picked up again" in card[0].title
             assert any("step" in line for line in status_lines(card)), "its current status is shown"
@@ -268,13 +307,19 @@ async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_res
         finally:
             store.close()
         client = RecordingClient()
-        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
             await asyncio.sleep(0.5)
             replayed = [u for u in client.for_session(sid) if isinstance(u, ToolCallStart)]
             done = [u for u in replayed if u.tool_call_id.startswith("mcp-task-")]
             assert len(done) == 1 and done[0].status == "completed"
             assert not [u for u in client.for_session(sid) if isinstance(u, ToolCallProgress)]
+
+
+def _state_settings(tmp_path: Path) -> Any:
+    """The settings of the in-process agent that loads the session the killed one left in
+    ``tmp_path/state`` (as its environment gave the killed one)."""
+    return fast_settings(state_dir=str(tmp_path / "state"), embedded_delay=0.05)
 
 
 def _has_pickup(client: RecordingClient, sid: str) -> bool:
@@ -293,13 +338,12 @@ async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     with http_tasks_server() as url:
         server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
-        sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 40, "delay": 0.1}', "hang up")
+        gate = tmp_path / "gate"
+        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "hang up", _state_store(tmp_path))
         client = RecordingClient()
-        async with spawn_agent(client, env=env) as (conn, _proc, _log):
+        async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
             await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await until(
-                lambda: _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
-            )
+            await _picked_up_and_released(client, sid, gate)
             card = _pickup_card(client, sid)
             assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
 
@@ -311,16 +355,18 @@ async def test_a_task_its_server_no_longer_knows_is_said_plainly_on_load(tmp_pat
     ws.mkdir()
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     server = tasks_server()
-    sid, _ = await _start_and_kill(env, ws, server, 'call steps {"steps": 200, "delay": 0.05}', "kill")
+    sid, _ = await _start_and_kill(
+        env, ws, server, 'call steps {"steps": 200, "delay": 0.05}', "kill", _state_store(tmp_path)
+    )
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
         # loaded without its server: the card says so, and the task stays on record
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         await until(lambda: _pickup_ended(client, sid))
         assert "was not passed this time" in text_of(_pickup_card(client, sid)[-1])
         await asyncio.sleep(0.3)
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
         # resumed with it: the new server does not know the task, and the card says so
         await conn.resume_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
         await until(lambda: _pickup_ended(client, sid))

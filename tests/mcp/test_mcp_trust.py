@@ -5,7 +5,8 @@ output of ``id``). From an untrusted server it must ask first in the default mod
 says the claim is not verified, and "always" is offered), and run not at all in ``read-only``;
 only a server marked trusted (``"trusted": true`` in ``--mcp-config``, ``trusted = true`` in the
 settings file, ``_meta.acpProgress.trusted`` in ``session/new``) has its hints believed. The agent
-is this project's, over stdio, shared by the module; the server is a real one built with ``mcp``.
+is this project's, in this process (trust is its decision, wherever it runs), shared by the
+module; the server is a real one built with ``mcp``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from acp_adapter.mcp import McpConfigError, parse_common_form
 from acp_adapter.mcp.trust import is_trusted
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
 from tests.mcp.test_mcp_e2e import kit, text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    async with shared_agent_process(env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as shared:
+    async with shared_agent_inprocess() as shared:
         yield shared
 
 
@@ -155,7 +156,11 @@ async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_sa
         f"args = {json.dumps(list(trusted.args))}\ntrusted = true\n",
     )
     monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(config))
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_CONFIG_DIR=str(config))
+    env = agent_env(
+        ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
+        ACP_PROGRESS_CONFIG_DIR=str(config),
+        ACP_PROGRESS_EMBEDDED_DELAY="0.05",  # the suite's think delay: thinking is not the point here
+    )
     client = RecordingClient(permission="reject")
     async with served_inprocess(client, _agent(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[trusted])).session_id

@@ -6,9 +6,10 @@ tools ``execution.taskSupport``, answers a ``tools/call`` that asks for a task w
 ``CreateTaskResult`` (in a server middleware, which owns that answer) and serves ``tasks/get``,
 ``tasks/result`` and ``tasks/cancel``. Its tools cover what the agent must handle:
 
-* ``steps`` — ``steps`` steps of ``delay`` seconds, each one a status message, a
-  ``notifications/tasks/status`` and a progress notification (``quiet``: no status notifications,
-  the client must poll);
+* ``steps`` — ``steps`` steps of ``delay`` seconds, each one a progress notification, then a
+  status message and a ``notifications/tasks/status`` (``quiet``: no status notifications,
+  the client must poll; ``hold_at`` and ``gate``: the task holds at that step until the file
+  ``gate`` exists, so a test decides when it goes on);
 * ``breaks`` — fails after two steps (status ``failed``, an error result);
 * ``forgets`` — the server forgets the task at once (``tasks/get`` answers "unknown task");
 * ``asks`` — asks the person a question (``elicitation/create``) and answers with what they said;
@@ -97,6 +98,7 @@ async def _run(job: Job, name: str, args: dict[str, Any]) -> None:
     steps = int(args.get("steps", 20))
     delay = float(args.get("delay", 0.05))
     notify = not bool(args.get("quiet", False))
+    hold_at, gate = int(args.get("hold_at", 0)), str(args.get("gate", ""))
     try:
         if name == "forgets":
             JOBS.pop(job.task.task_id, None)
@@ -113,12 +115,20 @@ async def _run(job: Job, name: str, args: dict[str, Any]) -> None:
         for i in range(1, steps + 1):
             if job.task.status == "cancelled":
                 return
-            await _set(job, "working", f"step {i} of {steps}", notify)
+            # progress before status: an agent passes a status on one task hop after it reads it
+            # (through the task's follower), a progress at once, and a card's unsent progress is
+            # replaced by its newer one; read in one burst the other way round, the status would
+            # replace the step's value before it was sent, however fast the agent
             await _progress(job, i, steps, f"step {i}")
+            await _set(job, "working", f"step {i} of {steps}", notify)
             if name == "breaks" and i == 2:
                 job.result = _text("the widget broke at step 2", error=True)
                 await _set(job, "failed", "the widget broke at step 2", notify)
                 return
+            while i == hold_at and gate:  # held at this step until the test opens the gate (a file)
+                if os.path.exists(gate) or job.task.status == "cancelled":
+                    break
+                await anyio.sleep(0.02)
             await anyio.sleep(delay)
         if job.task.status != "cancelled":
             job.result = _text(f"all {steps} steps done")
@@ -135,6 +145,8 @@ def _tool(name: str, description: str) -> types.Tool:
             "steps": {"type": "integer"},
             "delay": {"type": "number"},
             "quiet": {"type": "boolean"},
+            "hold_at": {"type": "integer"},
+            "gate": {"type": "string"},
         },
     }
     return types.Tool(

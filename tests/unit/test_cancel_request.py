@@ -168,7 +168,7 @@ async def test_the_driver_calls_off_a_slow_load_of_a_real_agent(tmp_path: Path, 
             loading.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await loading
-            requests = driver.requests
+            requests = driver.link.requests
             assert requests is not None and len(requests.given_up) == 1
             await _until(lambda: None not in requests.given_up.values(), within=3.0)
             assert list(requests.given_up.values()) == [REQUEST_CANCELLED]

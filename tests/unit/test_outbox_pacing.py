@@ -216,7 +216,7 @@ async def test_an_update_built_on_the_loop_keeps_its_place_and_a_failing_build_l
 
     stream.tool_start("a", "A", "other")
     stream.tool_progress("a", value=1)  # built on the loop, between the start and the next card
-    outbox.submit_built("s", broken)
+    outbox.submit_latest("s", "broken", broken)
     stream.tool_start("b", "B", "other")
     with caplog.at_level("ERROR", logger="acp_progress.events"):
         await outbox.flush()

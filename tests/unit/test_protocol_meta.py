@@ -14,7 +14,7 @@ import pytest
 from acp import start_tool_call, update_tool_call
 from acp.schema import AllowedOutcome, RequestPermissionResponse, Usage
 
-from acp_adapter.agent.tool_cards import answered_automatically
+from acp_adapter.agent.tool_cards import PermissionAnswer
 from acp_adapter.client.driver import AUTOMATIC_META
 from acp_adapter.frontends.agui.projection import reported_progress
 from acp_adapter.frontends.bridges.config import ProgressConfig
@@ -185,7 +185,7 @@ def test_every_consumer_ignores_an_invalid_meta(field_meta: Any) -> None:
     answer = RequestPermissionResponse(
         outcome=AllowedOutcome(outcome="selected", option_id="allow"), field_meta=field_meta
     )
-    assert answered_automatically(answer) is False
+    assert PermissionAnswer.of(answer, allowed=True).automatic is False
 
 
 def test_consumers_read_our_meta() -> None:
@@ -200,7 +200,7 @@ def test_consumers_read_our_meta() -> None:
     answer = RequestPermissionResponse(
         outcome=AllowedOutcome(outcome="selected", option_id="allow"), field_meta=AUTOMATIC_META
     )
-    assert answered_automatically(answer)
+    assert PermissionAnswer.of(answer, allowed=True).automatic
 
 
 def test_phase_of_reads_only_a_known_phase() -> None:

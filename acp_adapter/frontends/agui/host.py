@@ -144,7 +144,7 @@ class AgentHost:
         if candidate is None:
             return None
         thread = redact_text(slot.thread_id)
-        if not driver.can_load_sessions:
+        if not driver.sessions.can_load:
             log.info("thread %s: the agent cannot load sessions; starting a new conversation", thread)
             return None
         try:

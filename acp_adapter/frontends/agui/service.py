@@ -12,7 +12,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, Final
 
-from acp_adapter.client.driver import AgentError, parse_agent_command
+from acp_adapter.client.driver import parse_agent_command
 from acp_adapter.config import AguiSettings
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
@@ -104,8 +104,6 @@ class AguiService:
         self._tasks: set[asyncio.Task[None]] = set()
         self.started = False
         self._closed = False
-        #: why the agent did not start at app startup (one redacted line), for a one-line report
-        self.start_error: str | None = None
         #: the threads' locks across replicas (set when the store is shared: :mod:`.replicas`)
         self.thread_locks: ReplicaThreadLocks | None = None
         self._database_watch: asyncio.Task[None] | None = None
@@ -126,11 +124,7 @@ class AguiService:
         if forgotten:
             days = self.thread_sessions.retention_days
             log.info("forgot %d AG-UI threads unused for %g days", forgotten, days)
-        try:
-            await self.host.start()
-        except AgentError as exc:
-            self.start_error = str(exc)
-            raise
+        await self.host.start()
         self.started = True
         if self.thread_locks is not None:
             try:

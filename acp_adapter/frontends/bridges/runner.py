@@ -357,7 +357,7 @@ class BridgeRunner:
         stored = self.state.session(route.chat_id) if self.state is not None else None
         if stored:
             why = ""
-            if not driver.can_load_sessions:
+            if not driver.sessions.can_load:
                 why = "the agent cannot reload the earlier one"
             else:
                 try:

@@ -198,7 +198,7 @@ class _Chat:
     @property
     def facts(self) -> SessionFacts:
         """What the agent said about the current session (commands, modes, title, usage)."""
-        return self.driver.facts.get(self.session_id) or SessionFacts()
+        return self.driver.sessions.facts.get(self.session_id) or SessionFacts()
 
     async def choose(self, category: str, wanted: str) -> None:
         """``/mode NAME`` / ``/model NAME``: ask the agent (set_config_option or set_mode)."""

@@ -1,8 +1,9 @@
 """Pure rendering of a client-side view of the tool-call stack (used by ``acp-progress watch``).
 
-:class:`CardBoard` folds ACP session updates into cards and answer text; the ``card_line`` /
-``render_card`` turn that state into terminal lines (``render_card`` cut by terminal cells, with
-``rich``'s measure of wide characters). No I/O, so the renderer is tested without a TTY.
+:class:`CardBoard` folds ACP session updates into cards and answer text; ``card_parts`` /
+``card_line`` turn that state into terminal lines and ``fit_keeping_clock`` cuts one to the
+terminal's cells (``rich``'s measure of wide characters), the clock kept whole. No I/O, so the
+renderer is tested without a TTY.
 """
 
 from __future__ import annotations
@@ -146,15 +147,6 @@ def card_parts(card: CardView, *, now: float, mark: str | None = None, frame: in
     if card.live and not detail:
         return line, f" — {format_elapsed(now - card.opened_at)}"
     return (f"{line} — {detail}" if detail else line), ""
-
-
-def render_card(card: CardView, *, frame: int, now: float, width: int = 100) -> str:
-    """:func:`card_line` cut to ``width`` terminal cells (wide characters count two), with ``…``.
-
-    The title and message are cut, never the clock: at 80 columns a live card still shows how long
-    it has been running."""
-    head, clock = card_parts(card, now=now, mark=None, frame=frame)
-    return fit_keeping_clock(head, clock, width)
 
 
 def fit_keeping_clock(head: str, clock: str, width: int) -> str:
