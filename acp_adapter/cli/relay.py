@@ -10,6 +10,7 @@ from acp_adapter.cli._flags import SUMMARY_FLAGS, add_model_flags, positive_seco
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
+    from acp_adapter.frontends.relay import RelayOptions
 
 
 def add_parser(sub: Any) -> None:
@@ -43,9 +44,21 @@ def prepare() -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import anyio
 
+    from acp_adapter.frontends.relay import run_relay
+
+    chosen = relay_options(args, settings)
+    if isinstance(chosen, int):
+        return chosen
+    argv, options = chosen
+    return anyio.run(run_relay, argv, options, backend="asyncio")
+
+
+def relay_options(args: argparse.Namespace, settings: Settings) -> tuple[list[str], RelayOptions] | int:
+    """The agent's argv and the relay's options from the command line, or the exit code of a
+    usage error (said on stderr)."""
     from acp_adapter.client.driver import AgentStartError, parse_agent_command
     from acp_adapter.config import ConfigError
-    from acp_adapter.frontends.relay import RelayOptions, run_relay
+    from acp_adapter.frontends.relay import RelayOptions
     from acp_adapter.protocol import StreamLimits
     from acp_adapter.summary import SummaryFactory
 
@@ -72,4 +85,4 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         summary=summaries,
         limits=StreamLimits.from_settings(settings.streams),
     )
-    return anyio.run(run_relay, argv, options, backend="asyncio")
+    return argv, options

@@ -362,6 +362,17 @@ async def run_relay(argv: Sequence[str], options: RelayOptions) -> int:
 
     fds = protect_stdio()
     editor_reader, editor_writer = await open_protocol_streams(fds)
+    return await relay_streams(editor_reader, editor_writer, argv, options)
+
+
+async def relay_streams(
+    editor_reader: asyncio.StreamReader,
+    editor_writer: asyncio.StreamWriter,
+    argv: Sequence[str],
+    options: RelayOptions,
+) -> int:
+    """The relay between an editor on these streams and ``argv`` as the real agent (what
+    :func:`run_relay` runs on stdio; a test may hand it a socket instead). Returns the exit code."""
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,

@@ -8,7 +8,6 @@ scripted agent that sends every kind of update (tests/agents/everything_agent.py
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import pyte
@@ -21,20 +20,19 @@ from acp_adapter.client.session_state import MAX_COMMANDS, SessionFacts
 from acp_adapter.frontends.watch.chat_commands import ChatCompleter, help_lines, status_line
 from tests.frontends.test_watch_screen import ENV, Screen
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.pty_child import PtyChild
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'}"
 
 
 def _chat_pipe(tmp_path, lines: str, agent: str = AGENT) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "chat", "--summary", "off", "--agent", agent],
-        input=lines,
+    # the command line in this process (what it prints is the point); the scripted agent spawned
+    done = run_cli_inside(
+        ["chat", "--summary", "off", "--agent", agent],
         cwd=tmp_path,
         env={**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")},
-        capture_output=True,
-        text=True,
-        timeout=30,
+        stdin=lines,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -1,11 +1,13 @@
-"""``chat`` and ``watch`` as real processes on pipes:
+"""``chat`` and ``watch`` on pipes:
 three prompts in one session with the history carried over, ``--json`` parsed line by line,
 ``watch -`` from stdin, honest failed turns, whole lines on a pipe, ``sessions`` and
 ``--continue``/``--session`` against this project's agent with its own state directory.
 
-Steps that only set up or read back the state directory (store two sessions first, list what is
-stored afterwards) run this project's agent in the test process (:mod:`tests.helpers.shared_agent`): it
-writes and reads the same store, and a CLI run there proved nothing about the front-end."""
+What is tested is what the command prints and the status it ends with, so the command line runs in
+the test process with its streams on files and this project's agent served inside it
+(:func:`tests.helpers.cli_inside.run_cli_inside`): two processes per run proved nothing here. Steps
+that only set up or read back the state directory (store two sessions first, list what is stored
+afterwards) talk to an in-process agent directly (:mod:`tests.helpers.shared_agent`)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, inprocess_agent, prompt_text
+from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.shared_agent import listed_sessions, seed_sessions
 
 
@@ -29,15 +32,7 @@ def _run(
         **os.environ,
         **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(state), **env),
     }
-    return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=full_env,
-        timeout=60,
-    )
+    return run_cli_inside(args, cwd=cwd, env=full_env, stdin=stdin)
 
 
 @pytest.fixture
@@ -51,7 +46,6 @@ def _json_lines(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]  # every line is one JSON object
 
 
-@pytest.mark.e2e
 def test_chat_on_a_pipe_is_one_session_with_the_history_carried_over(dirs) -> None:
     work, state = dirs
     proc = _run(["chat", "--json"], work, state, stdin="what is 2+2\n\nwhat is 3*7\nwhat is 10-4\n")
@@ -106,7 +100,6 @@ async def test_an_unreachable_model_server_fails_the_turn_with_an_error_not_end_
     assert final_status(card) == "failed"
 
 
-@pytest.mark.e2e
 def test_watch_dash_reads_the_prompt_from_stdin(dirs) -> None:
     work, state = dirs
     proc = _run(["watch", "--json", "-"], work, state, stdin="what is 6*7\n")
@@ -123,7 +116,7 @@ def test_watch_dash_reads_the_prompt_from_stdin(dirs) -> None:
     assert empty.returncode == 2 and "empty" in empty.stderr
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e  # a process of its own: the command the tool runs
 def test_watch_json_records_the_permission_request_and_its_answer(dirs) -> None:
     work, state = dirs
     (work / "victim.txt").write_text("x")
@@ -139,7 +132,7 @@ def test_watch_json_records_the_permission_request_and_its_answer(dirs) -> None:
     assert not (work / "victim.txt").exists()
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e  # a process of its own: the command the tool runs
 def test_pipe_lines_stay_whole_and_allowed_follows_its_card(dirs) -> None:
     work, state = dirs
     proc = _run(
@@ -158,7 +151,6 @@ def test_pipe_lines_stay_whole_and_allowed_follows_its_card(dirs) -> None:
             assert mark not in line or line.lstrip().startswith(mark) or line.startswith("   …"), line
 
 
-@pytest.mark.e2e
 def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None:
     work, state = dirs
     seed_sessions(state, work, ["what is 2+2", "what is 5*5"])
@@ -182,7 +174,6 @@ def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None
     assert {o["sessionId"] for o in objs if "update" in o} == {newest}
 
 
-@pytest.mark.e2e
 def test_viewing_a_session_does_not_make_it_the_one_continue_picks(dirs) -> None:
     """``chat --session OLD`` with nothing typed (only its replay read) does not store OLD as used
     now, so the next ``--continue`` goes on in the session last worked in."""
@@ -202,7 +193,7 @@ def test_viewing_a_session_does_not_make_it_the_one_continue_picks(dirs) -> None
     assert listed_sessions(state, work) == [older, newer]  # a prompt in it is using it
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e  # a process of its own: the --agent that exits at once
 def test_session_errors_are_one_line(dirs) -> None:
     work, state = dirs
     unknown = _run(["watch", "--session", "sess_nope", "hi"], work, state)
@@ -213,7 +204,6 @@ def test_session_errors_are_one_line(dirs) -> None:
     assert cannot.returncode == 2 and cannot.stderr.count("\n") == 1, cannot.stderr
 
 
-@pytest.mark.e2e
 def test_watch_session_loads_that_session_not_the_newest_and_goes_on_in_it(dirs) -> None:
     work, state = dirs
     picked, newer = seed_sessions(state, work, ["what is 2+2", "what is 5*5"])

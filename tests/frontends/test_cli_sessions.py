@@ -1,5 +1,6 @@
 """``acp-progress sessions``: a header and a workspace column, every page to the end, and
-``sessions delete ID``. Real processes throughout."""
+``sessions delete ID``. The command line runs in the test process (what it prints is the point:
+:func:`tests.helpers.cli_inside.run_cli_inside`); the agent it is compared with is spawned."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from acp_adapter.store import SessionRecord, SqliteStore
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_inside import run_cli_inside
 
 
 def cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -25,14 +27,7 @@ def cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "ACP_PROGRESS_STATE_DIR": str(state),
         "ACP_PROGRESS_SESSION_RETENTION_DAYS": "0",
     }
-    return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "sessions", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_cli_inside(["sessions", *args], cwd=os.getcwd(), env=env)
 
 
 def seed(state: Path, count: int, cwd: str = "/work/project") -> list[str]:
@@ -47,7 +42,6 @@ def seed(state: Path, count: int, cwd: str = "/work/project") -> list[str]:
     return ids
 
 
-@pytest.mark.e2e
 def test_sessions_has_a_header_and_a_workspace_column(tmp_path: Path) -> None:
     seed(tmp_path / "st", 2, cwd="/work/alpha")
     done = cli(tmp_path / "st")
@@ -58,7 +52,6 @@ def test_sessions_has_a_header_and_a_workspace_column(tmp_path: Path) -> None:
     assert len(lines) == 3
 
 
-@pytest.mark.e2e
 def test_sessions_pages_to_the_end(tmp_path: Path) -> None:
     """Every page to the end, not a silent stop after 100 pages of 50 (5,000 sessions)."""
     ids = seed(tmp_path / "st", 5_120)
@@ -68,7 +61,6 @@ def test_sessions_pages_to_the_end(tmp_path: Path) -> None:
     assert len(listed) == 5_120 and set(listed) == set(ids)
 
 
-@pytest.mark.e2e
 def test_sessions_delete_removes_for_good_and_an_absent_id_is_no_error(tmp_path: Path) -> None:
     ids = seed(tmp_path / "st", 3)
     done = cli(tmp_path / "st", "delete", ids[0], ids[2])
@@ -97,7 +89,7 @@ def test_audit_json_gives_iso_8601_times() -> None:
     assert row["at"] == "2025-12-03T08:00:00Z"
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e  # the agent it compares with is spawned (--agent)
 def test_the_store_read_lists_what_the_agent_lists(tmp_path: Path) -> None:
     """``sessions`` reads this project's store in-process (so it starts fast); the
     rows must be exactly what the spawned agent's ``session/list`` gives, in both forms."""

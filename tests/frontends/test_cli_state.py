@@ -1,12 +1,12 @@
 """An unusable state directory is one warning line for every command, and ``config`` shows where
-sessions really go."""
+sessions really go. What a command prints is the point, so each command line runs in the test
+process (:func:`tests.helpers.cli_inside.run_cli_inside`, ``watch``'s agent inside it too)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from acp_adapter.cli import _state
 from acp_adapter.config import Settings
 from acp_adapter.store import DATABASE_NAME, default_state_dir
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_inside import run_cli_inside
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -28,17 +29,9 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0",
         **env,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_cli_inside(args, cwd=os.getcwd(), env=full)
 
 
-@pytest.mark.e2e
 def test_watch_with_an_unusable_state_dir_says_so_in_one_line() -> None:
     """One warning line on stderr, not a word-less rc 0 (the store error in --agent-log only)."""
     done = cli("watch", "--no-animation", "hi", ACP_PROGRESS_STATE_DIR="/proc/nope")
@@ -49,14 +42,12 @@ def test_watch_with_an_unusable_state_dir_says_so_in_one_line() -> None:
     assert "sessions are kept in memory only" in lines[0]
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("command", [["sessions"], ["run", "hi"]])
 def test_every_command_warns(command: list[str]) -> None:
     done = cli(*command, ACP_PROGRESS_STATE_DIR="/proc/nope")
     assert f"acp-progress {command[0]}: warning: the state directory /proc/nope" in done.stderr
 
 
-@pytest.mark.e2e
 def test_a_state_dir_others_may_write_is_named_with_its_fix(tmp_path: Path) -> None:
     shared = tmp_path / "state"
     shared.mkdir()
@@ -77,7 +68,6 @@ def test_a_usable_state_dir_is_created_private_and_quiet(tmp_path: Path) -> None
     assert list(where.iterdir()) == []  # the write probe leaves nothing behind
 
 
-@pytest.mark.e2e
 def test_config_shows_the_resolved_state_directory_and_database(tmp_path: Path) -> None:
     where = tmp_path / "st"
     done = cli("config", ACP_PROGRESS_STATE_DIR=str(where))

@@ -8,8 +8,10 @@ and exit 1; ``--json`` ends the turn with one ``{"error": …}`` object.
 Two layers decide this. The agent turns each failure kind into the JSON-RPC error (code, message,
 ``data.details``) and the think card's status; that is checked for every kind with the agent in
 this process. The front-ends only pass that error on — :class:`PromptRefused` takes the message
-and details as they are, whatever the kind — so each front-end keeps one real-process run (a
-different kind each) proving the whole path: exit code, the printed line, the ``--json`` object.
+and details as they are, whatever the kind — so each front-end keeps one run of its whole command line
+(a different kind each) proving the whole path: exit code, the printed line, the ``--json`` object.
+Those runs are in this process with the agent inside (:func:`tests.helpers.cli_inside.run_cli_inside`):
+what the command prints and its exit status are the point, not its processes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import pytest
 from acp import RequestError
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, inprocess_agent, prompt_text
+from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.fake_openai import FakeOpenAI, Reply, error_reply, text_chunks, text_reply
 
 KEY = "sk-test-frontend-0123456789abcdef"
@@ -67,15 +69,7 @@ def _env(server: FakeOpenAI, tmp_path: Path) -> dict[str, str]:
 def _run(
     args: list[str], server: FakeOpenAI, tmp_path: Path, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, **_env(server, tmp_path)},
-        timeout=60,
-    )
+    return run_cli_inside(args, cwd=tmp_path, env={**os.environ, **_env(server, tmp_path)}, stdin=stdin)
 
 
 # ------------------------------------------------------------------ every kind, at the agent
@@ -125,7 +119,6 @@ async def test_each_failure_is_one_json_rpc_error_the_front_ends_show_as_it_is(
 # ------------------------------------------------------------------ each front-end, end to end
 
 
-@pytest.mark.e2e
 def test_watch_prints_the_reason_and_exits_1(server: FakeOpenAI, tmp_path: Path) -> None:
     reply, reason = FAILURES["stream-cut"]  # the kind with an answer shown before the failure
     server.script(reply)
@@ -138,7 +131,6 @@ def test_watch_prints_the_reason_and_exits_1(server: FakeOpenAI, tmp_path: Path)
     assert "Traceback" not in proc.stderr and KEY not in proc.stdout + proc.stderr, proc.stderr
 
 
-@pytest.mark.e2e
 def test_watch_json_ends_the_turn_with_one_error_object(server: FakeOpenAI, tmp_path: Path) -> None:
     reply, reason = FAILURES["http-401"]  # a kind with no answer: the thinking card itself fails
     server.script(reply)
@@ -155,7 +147,6 @@ def test_watch_json_ends_the_turn_with_one_error_object(server: FakeOpenAI, tmp_
     assert KEY not in proc.stdout + proc.stderr
 
 
-@pytest.mark.e2e
 def test_chat_on_a_pipe_reports_the_failure_goes_on_and_exits_1(server: FakeOpenAI, tmp_path: Path) -> None:
     reply, reason = FAILURES["http-500"]
     server.script(reply, text_reply("recovered fine"))

@@ -30,7 +30,8 @@ from acp_adapter.frontends.plain.printer import TerminalPrinter
 from acp_adapter.models import Message, TextDelta, ToolSpec
 from acp_adapter.tooling.calls import ToolCall
 from run_agent import AIAgent
-from tests.helpers.acp_agent import ROOT, RecordingClient, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 PROMPT = "run `rm victim.txt`"
 ENV = {
@@ -177,12 +178,15 @@ class AutomaticDenyClient(RecordingClient):
         )
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_acp_card_says_denied_automatically_when_the_client_policy_answered(tmp_path):
+    from acp_adapter.config import Settings
+
     ws = _workspace(tmp_path)
     client = AutomaticDenyClient()
-    async with spawn_agent(client) as (conn, _process, _log):
+    # the card the agent sends is the point, not its process: served in this process
+    agent = progress_agent(Settings.from_env(agent_env()))
+    async with served_inprocess(client, agent) as conn:
         session = await conn.new_session(cwd=str(ws), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, PROMPT)
     assert response.stop_reason == "end_turn"

@@ -1,4 +1,7 @@
-"""``acp-progress relay`` between a real editor-side SDK client and real agent processes."""
+"""``acp-progress relay`` between a real editor-side SDK client and real agent processes. What the
+relay forwards and injects is tested with the relay's code in this process on a socket
+(:func:`tests.helpers.relay_inside.relay_inside`, the wrapped agent spawned as the relay spawns it);
+its crash handling, its stderr, its exit and the editor hanging up use a relay process."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from acp.schema import (
 
 from acp_adapter.config import Settings
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.relay_inside import relay_inside
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +71,7 @@ def order_of(client: RecordingClient) -> list[str]:
 @pytest.mark.e2e
 async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its_first_update(tmp_path):
     client = RecordingClient()
-    async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "silent", "2")) as (conn, _p, _log):
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "silent", "2")) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sent = time.monotonic()
         response = await prompt_text(conn, session.session_id, "think hard")
@@ -87,7 +91,7 @@ async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its
 @pytest.mark.e2e
 async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
     client = RecordingClient()
-    async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "stream")) as (conn, _p, _log):
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "stream")) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "go")
         await asyncio.sleep(0.5)  # nothing may arrive after the response either
@@ -99,7 +103,7 @@ async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
 @pytest.mark.e2e
 async def test_each_silent_gap_within_a_turn_gets_its_own_card(tmp_path):
     client = RecordingClient()
-    async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "gaps", "0.8")) as (conn, _p, _log):
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "gaps", "0.8")) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "go")
     cards = injected(client)
@@ -131,7 +135,7 @@ async def test_client_methods_of_the_wrapped_agent_reach_the_editor_and_back(tmp
     from acp.schema import Implementation
 
     client = FsClient()
-    async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "fs")) as (conn, _p, _log):
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "fs")) as (conn, _relay):
         init = await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True)),
@@ -156,7 +160,7 @@ async def test_cancel_mid_silence_closes_the_injected_card_and_is_forwarded(tmp_
     client = RecordingClient(
         on_update=lambda r: opened.set() if isinstance(r.update, ToolCallStart) else None
     )
-    async with spawn_agent(client, argv=relay_argv(*SCRIPTED, "silent", "30")) as (conn, _p, _log):
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "silent", "30")) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         task = asyncio.ensure_future(prompt_text(conn, session.session_id, "wait"))
         await asyncio.wait_for(opened.wait(), 5)
@@ -237,7 +241,7 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
     relayed = RecordingClient(permission="allow")
     # think-after well above the agent's 0.1 s heartbeat: a loaded machine must not make a gap
     argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="2")
-    async with spawn_agent(relayed, env=env, argv=argv) as (conn, _p, _log):
+    async with relay_inside(relayed, env=env, argv=argv) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         relayed_response = await prompt_text(conn, session.session_id, prompt)
     assert relayed_response.stop_reason == direct_response.stop_reason == "end_turn"
@@ -252,7 +256,7 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
 async def test_no_think_forwards_only(tmp_path):
     client = RecordingClient()
     argv = relay_argv(*SCRIPTED, "silent", "0.8", extra=("--no-think",))
-    async with spawn_agent(client, argv=argv) as (conn, _p, _log):
+    async with relay_inside(client, argv=argv) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "go")
     assert injected(client) == {}

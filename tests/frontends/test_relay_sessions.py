@@ -1,6 +1,8 @@
-"""The relay with real processes: session/load and session/list pass through (a load's replay never
-gets a spinner), it never doubles an agent's own spinner, its errors say what happened, and its
-summary heartbeats carry the real elapsed time."""
+"""The relay with real agent processes: session/load and session/list pass through (a load's replay
+never gets a spinner), it never doubles an agent's own spinner, its errors say what happened, and its
+summary heartbeats carry the real elapsed time. The relay's code runs in this process on a socket
+(:func:`tests.helpers.relay_inside.relay_inside`) where what it forwards is the point; a dead
+agent's error comes through a relay process, as an editor sees it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from acp.schema import ToolCallProgress, ToolCallStart
 
 from acp_adapter.client.driver import AgentDriver, AgentStartError
 from tests.frontends.test_relay import injected, relay_argv
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.relay_inside import relay_inside
 from tests.helpers.shared_agent import agent_on
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +32,7 @@ def agents_own(client: RecordingClient, session_id: str | None = None) -> dict[s
 @pytest.mark.e2e
 async def test_an_agent_that_opened_a_think_card_gets_none_injected_in_that_session(tmp_path):
     client = RecordingClient()
-    async with spawn_agent(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _p, _l):
+    async with relay_inside(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _relay):
         thinking = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, thinking, "think hard")  # its card stays quiet 0.6 s > think-after
         await prompt_text(conn, thinking, "quiet now")  # silent, in a session that has shown its own
@@ -50,7 +53,7 @@ def injected_in(client: RecordingClient, session_id: str) -> dict[str, list]:
 async def test_an_agent_that_says_it_shows_its_own_think_cards_gets_none(tmp_path):
     client = RecordingClient()
     argv = relay_argv(*THINKING, "--meta", "0.5", think_after="0.1")
-    async with spawn_agent(client, argv=argv) as (conn, _p, _l):
+    async with relay_inside(client, argv=argv) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         response = await prompt_text(conn, session, "quiet")
     assert response.stop_reason == "end_turn"
@@ -65,7 +68,7 @@ async def test_this_projects_agent_through_the_relay_shows_one_card_per_thinking
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.6", ACP_PROGRESS_HEARTBEAT_INTERVAL="5")
     client = RecordingClient(permission="allow")
     argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.1")
-    async with spawn_agent(client, env=env, argv=argv) as (conn, _p, _l):
+    async with relay_inside(client, env=env, argv=argv) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         response = await prompt_text(conn, session, "search for TODO")
     assert response.stop_reason == "end_turn"
@@ -102,7 +105,7 @@ async def test_this_projects_agent_says_it_shows_its_own_think_cards(tmp_path):
 @pytest.mark.e2e
 async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_path):
     client = RecordingClient()
-    async with spawn_agent(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _p, _l):
+    async with relay_inside(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         listed = await conn.list_sessions(cwd=str(tmp_path))
         before = len(client.updates)
@@ -120,7 +123,7 @@ async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_
 async def test_a_session_stored_by_this_projects_agent_reloads_through_a_new_relay(tmp_path):
     """The relay passes session/list and session/load through to this project's agent, and its
     replay gets no spinner. The session is stored by the agent alone (in this process: what it
-    writes is the same whoever its client is); the relay and the agent it wraps are processes."""
+    writes is the same whoever its client is); the agent the relay wraps is a process."""
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.01")
     async with agent_on(tmp_path / "state", embedded_delay=0.05) as (conn, first):
@@ -128,7 +131,7 @@ async def test_a_session_stored_by_this_projects_agent_reloads_through_a_new_rel
         await prompt_text(conn, session, "hello")
     assert first.answer()
     second = RecordingClient()
-    async with spawn_agent(second, env=env, argv=argv) as (conn, _p, _l):
+    async with relay_inside(second, env=env, argv=argv) as (conn, _relay):
         listed = await conn.list_sessions(cwd=str(tmp_path))
         await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])
         replayed = len(second.updates)
@@ -165,7 +168,7 @@ async def test_the_relays_summary_heartbeats_carry_the_real_elapsed_time(tmp_pat
         *SCRIPTED, "silent", "1.2", think_after="0.3", heartbeat="0.2", extra=("--summary", "embedded")
     )
     env = agent_env(ACP_PROGRESS_SUMMARY_INTERVAL="0.1")
-    async with spawn_agent(client, env=env, argv=argv) as (conn, _p, _l):
+    async with relay_inside(client, env=env, argv=argv) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, session, "go")
     (card,) = injected(client).values()

@@ -12,6 +12,7 @@ import pytest
 
 from acp_adapter.cli import main
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.cli_inside import agent_inside
 
 pytestmark = pytest.mark.e2e
 
@@ -67,14 +68,16 @@ def test_a_model_error_exits_non_zero(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
     monkeypatch.setenv("ACP_PROGRESS_OPENAI_MAX_RETRIES", "0")
-    code = main(["watch", "--model", "openai", "--cwd", str(tmp_path), "hello"])
+    with agent_inside():  # what watch prints and its exit status are the point, not the agent's process
+        code = main(["watch", "--model", "openai", "--cwd", str(tmp_path), "hello"])
     out = capsys.readouterr().out
     assert "❌ 💭 Thinking..." in out
     assert code == 1
 
 
 def test_a_good_turn_exits_zero(fast_agent_env: None, capsys: pytest.CaptureFixture[str], tmp_path) -> None:
-    assert main(["watch", "--cwd", str(tmp_path), "what is 2^10"]) == 0
+    with agent_inside():  # what watch prints and its exit status are the point, not the agent's process
+        assert main(["watch", "--cwd", str(tmp_path), "what is 2^10"]) == 0
     out = capsys.readouterr().out
     assert "2^10 = 1024" in out and "— stop reason: end_turn" in out
 

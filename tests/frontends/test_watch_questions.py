@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from acp.schema import ElicitationFormSessionMode, ElicitationSchema
 
 from acp_adapter.client.questions import BadAnswer, QuestionRequest, field_value, form_fields
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
+from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.pty_child import PtyChild
 
 ENV = {
@@ -51,7 +52,7 @@ def test_watch_asks_the_tool_s_question_on_the_terminal_and_the_answer_reaches_t
     argv = [
         sys.executable,
         "-m",
-        "acp_adapter.cli",
+        CLI_AGENT_INSIDE,  # the command line on its terminal, its agent inside it: the screen is the point
         "watch",
         "--yes",
         "--mcp-config",
@@ -74,23 +75,10 @@ def test_watch_asks_the_tool_s_question_on_the_terminal_and_the_answer_reaches_t
 
 @pytest.mark.e2e
 def test_without_a_terminal_watch_declines_and_says_so(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "acp_adapter.cli",
-            "watch",
-            "--yes",
-            "--mcp-config",
-            str(_config(tmp_path)),
-            ASK,
-        ],
-        cwd=tmp_path,
-        env=ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
+    # the command line in this process, its agent inside (what it prints is the point); the MCP
+    # server is spawned as the agent starts it
+    done = run_cli_inside(
+        ["watch", "--yes", "--mcp-config", str(_config(tmp_path)), ASK], cwd=tmp_path, env=ENV
     )
     assert done.returncode == 0, done.stderr[-800:]
     assert "❓ declined (no terminal to ask): [jobs] Favourite colour?" in done.stdout

@@ -1,25 +1,24 @@
 """``watch --continue`` / ``--session`` and ``chat --session`` show a loaded session's earlier turns as
 the live view showed them: the thought folded to its last line (``--verbose``: every line), the
-plan as its final checklist, then the cards and the answer. Real processes on a pipe: this project's
-agent on the OpenAI back-end (a scripted server streams the reasoning and the ``update_plan`` calls),
-which stores the turn and replays it on ``session/load``; and in-process, a foreign agent's replay
-of every plan step, drawn once per turn."""
+plan as its final checklist, then the cards and the answer. The command line on a pipe, run in the
+test process with this project's agent inside (what it prints is the point, not its processes:
+:func:`tests.helpers.cli_inside.run_cli_inside`), on the OpenAI back-end (a scripted server streams
+the reasoning and the ``update_plan`` calls), which stores the turn and replays it on
+``session/load``; and a foreign agent's replay of every plan step, drawn once per turn."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 from acp.helpers import plan_entry, text_block, update_agent_message, update_agent_thought, update_plan
 from acp.helpers import update_user_message as user_message
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from acp_adapter.frontends.watch.replay import replay_lines, show_replay
+from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.fake_openai import (
     FakeOpenAI,
     Reply,
@@ -61,15 +60,7 @@ def _first_reply() -> Reply:
 
 def _run(server: FakeOpenAI, work: Path, *args: str, stdin: str = "") -> str:
     env = {**os.environ, **openai_env(server, ACP_PROGRESS_STATE_DIR=str(work / ".state"))}
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", *args],
-        input=stdin,
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_cli_inside(args, cwd=work, env=env, stdin=stdin)
     assert done.returncode == 0, (done.stdout, done.stderr)
     return done.stdout
 
@@ -92,7 +83,6 @@ def _one_turn(server: FakeOpenAI, work: Path) -> str:
     return "\n".join(live)
 
 
-@pytest.mark.e2e
 def test_watch_continue_replays_the_thought_folded_and_the_plan_as_its_final_checklist(tmp_path) -> None:
     with FakeOpenAI(api_key=KEY, fallback=text_reply("Again.")) as server:
         _one_turn(server, tmp_path)
@@ -108,7 +98,6 @@ def test_watch_continue_replays_the_thought_folded_and_the_plan_as_its_final_che
     assert replay.index(THOUGHT) < start < card < replay.index("It holds x."), replay
 
 
-@pytest.mark.e2e
 def test_watch_session_verbose_replays_every_line_of_the_thought(tmp_path) -> None:
     with FakeOpenAI(api_key=KEY, fallback=text_reply("Again.")) as server:
         _one_turn(server, tmp_path)
@@ -119,7 +108,6 @@ def test_watch_session_verbose_replays_every_line_of_the_thought(tmp_path) -> No
     assert replay[1:3] == ["💭 The file is small.", THOUGHT], replay
 
 
-@pytest.mark.e2e
 def test_chat_session_replays_the_thought_and_the_plan(tmp_path) -> None:
     with FakeOpenAI(api_key=KEY, fallback=text_reply("Again.")) as server:
         _one_turn(server, tmp_path)

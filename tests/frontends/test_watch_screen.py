@@ -12,6 +12,7 @@ import pyte
 import pytest
 
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 from tests.helpers.pty_child import PtyChild
 
 pytestmark = pytest.mark.e2e
@@ -54,10 +55,16 @@ class Screen(PtyChild):
 
 @pytest.fixture
 def screens():
+    """Opens the command line on a pty. Its agent runs inside that process
+    (:mod:`tests.helpers.cli_agent_inside`) unless ``agent_process``: what the screen shows is the
+    point, and a second process per test proves nothing there — but where Ctrl-C is pressed, the
+    agent's own process (out of the terminal's process group, its turn cancelled over the pipe)
+    is part of what is tested."""
     opened: list[Screen] = []
 
-    def open_screen(args: list[str], cwd: str) -> Screen:
-        screen = Screen([sys.executable, "-m", "acp_adapter.cli", *args], cwd)
+    def open_screen(args: list[str], cwd: str, *, agent_process: bool = False) -> Screen:
+        command = "acp_adapter.cli" if agent_process else CLI_AGENT_INSIDE
+        screen = Screen([sys.executable, "-m", command, *args], cwd)
         opened.append(screen)
         return screen
 
@@ -71,7 +78,7 @@ def test_a_tool_with_a_total_shows_a_progress_bar_with_percentage(screens, tmp_p
     args = (
         [command, "wait 2 seconds"] if command == "run" else [command, "--summary", "off", "wait 2 seconds"]
     )
-    term = screens(args, str(tmp_path))
+    term = screens(args, str(tmp_path), agent_process=command == "run")  # run: no agent, as it is
     shown = term.pump(20, until="50%")
     bar_line = next((line for line in shown.splitlines() if "50%" in line), "")
     assert "█" * 10 + "░" * 10 in bar_line, shown
@@ -125,7 +132,7 @@ def _until_prompt(term: Screen, within: float = 15) -> None:
 
 
 def test_ctrl_c_at_the_chat_prompt_exits_130(screens, tmp_path) -> None:
-    term = screens(["chat", "--summary", "off"], str(tmp_path))
+    term = screens(["chat", "--summary", "off"], str(tmp_path), agent_process=True)
     term.pump(20, until="Ctrl-D quits")
     term.pump(5, until="\n›")
     term.type(b"\x03")
@@ -178,7 +185,7 @@ def test_chat_new_opens_a_new_session_and_quit_exits_0(screens, tmp_path) -> Non
 
 
 def test_ctrl_c_during_a_chat_turn_cancels_it_and_the_next_prompt_works(screens, tmp_path) -> None:
-    term = screens(["chat", "--summary", "off"], str(tmp_path))
+    term = screens(["chat", "--summary", "off"], str(tmp_path), agent_process=True)
     term.pump(20, until="Ctrl-D quits")
     term.pump(5, until="\n›")
     term.type(b"wait 10 seconds\r")

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 from tests.helpers.pty_child import PtyChild
 
 pytestmark = pytest.mark.e2e
@@ -42,14 +43,18 @@ class Terminal(PtyChild):
         return self.output[start:]
 
 
-@pytest.fixture
-def watch_terminal(tmp_path):
+@pytest.fixture(params=["acp_adapter.cli"], ids=["agent-process"])
+def watch_terminal(request, tmp_path):
+    """``watch PROMPT`` on a pty; ``acp_adapter.cli`` spawns its agent, and a test that only looks
+    at the screen asks for :data:`~tests.helpers.cli_agent_inside.CLI_AGENT_INSIDE` (the agent
+    inside the command line's process: its own process proves nothing there)."""
     (tmp_path / "victim.txt").write_text("precious\n")
-    term = Terminal([sys.executable, "-m", "acp_adapter.cli", "watch", PROMPT], str(tmp_path))
+    term = Terminal([sys.executable, "-m", request.param, "watch", PROMPT], str(tmp_path))
     yield term, tmp_path
     term.close()
 
 
+@pytest.mark.parametrize("watch_terminal", [CLI_AGENT_INSIDE], ids=["agent-inside"], indirect=True)
 def test_the_question_pauses_the_animation_stays_visible_and_echoes_keys(watch_terminal):
     term, ws = watch_terminal
     before = term.read_for(30, until=QUESTION.encode())

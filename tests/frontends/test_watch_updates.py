@@ -7,7 +7,6 @@ escapes in a plan, a thought or a diff are shown, never obeyed."""
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
 
 import pytest
@@ -25,29 +24,17 @@ from acp_adapter.frontends._updates import DIFF_LINES, Diff
 from acp_adapter.frontends.watch.view import LiveView, PlainView
 from tests.frontends.test_watch_screen import ENV, Screen
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_inside import run_cli_inside
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'}"
 
 
 def _watch_pipe(tmp_path, *extra: str) -> str:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "acp_adapter.cli",
-            "watch",
-            "--summary",
-            "off",
-            "--agent",
-            AGENT,
-            *extra,
-            "fix it",
-        ],
+    # the command line in this process (what it prints is the point); the scripted agent spawned
+    done = run_cli_inside(
+        ["watch", "--summary", "off", "--agent", AGENT, *extra, "fix it"],
         cwd=tmp_path,
         env={**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")},
-        capture_output=True,
-        text=True,
-        timeout=30,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -122,6 +122,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # the OpenAI client's request headers ask ``platform.processor()``, which runs ``uname -p`` the
+    # first time: asked here, before any test is guarded, so a model client in the test process is
+    # not a test starting a process (an xdist worker had asked already; ``-n 0`` had not, and the
+    # refusal, raised in the client's own thread, left the turn waiting for ever)
+    import platform
+
+    platform.processor()
     for item in items:
         if E2E_FOLDER in Path(str(item.path)).resolve().parents:
             item.add_marker(pytest.mark.e2e)
