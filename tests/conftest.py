@@ -65,7 +65,28 @@ def pytest_configure(config: pytest.Config) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     from bytecode import compile_package  # scripts/bytecode.py: what the start-up benchmarks do
 
-    compile_package(ROOT / "tests" / "agents")
+    # the helpers too: this conftest imports most of them before collection begins (below)
+    compile_package(ROOT / "tests" / "agents", ROOT / "tests" / "helpers")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """Let collection write the bytecode of what it imports: the test modules (assertion-rewritten)
+    and their helpers.
+
+    Where ``PYTHONDONTWRITEBYTECODE`` is set, pytest cannot cache a rewritten test module, so every
+    run, in every xdist worker, parsed, rewrote and compiled the whole test tree again — about half
+    of a worker's collection. Pytest reads a cached rewritten module even under that variable (it
+    checks the source's size and mtime), so writing it once here makes every later run read it;
+    two workers writing the same file are safe (each writes a temporary file and renames it).
+    Only collection writes: a test importing a module of its own (from a temporary directory)
+    leaves no ``__pycache__`` behind."""
+    writes_nothing = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = writes_nothing
 
 
 @pytest.fixture(scope="module")
