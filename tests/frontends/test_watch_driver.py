@@ -12,7 +12,7 @@ import pytest
 
 from acp_adapter.cli import main
 from tests.helpers.acp_agent import ROOT, agent_env
-from tests.helpers.cli_inside import agent_inside
+from tests.helpers.cli_agent_inside import agent_inside
 
 pytestmark = pytest.mark.e2e
 

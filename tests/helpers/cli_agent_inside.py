@@ -1,6 +1,7 @@
-"""``python -m tests.helpers.cli_agent_inside ARGS``: the command line ``acp-progress ARGS`` as a
-real process (its terminal or pipes, its exit status, its signals) whose front-end drives this
-project's agent inside that same process instead of spawning ``python -m acp_adapter``.
+"""``python -m tests.helpers.cli_agent_inside ARGS`` (or the file run as a script): the command
+line ``acp-progress ARGS`` as a real process (its terminal or pipes, its exit status, its signals)
+whose front-end drives this project's agent inside that same process instead of spawning
+``python -m acp_adapter``.
 
 For front-end tests whose point is what ``watch``, ``chat`` or ``sessions`` show and how they exit,
 where the agent is only "an agent to talk to": the agent's own process (its start, its process
@@ -15,12 +16,15 @@ tools' process group) must run ``python -m acp_adapter.cli`` instead."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
-__all__ = ["CLI_AGENT_INSIDE", "choose_driver", "main"]
+__all__ = ["CLI_AGENT_INSIDE", "agent_inside", "main"]
 
 #: the module to run with ``python -m`` in place of ``acp_adapter.cli``
 CLI_AGENT_INSIDE = "tests.helpers.cli_agent_inside"
@@ -72,42 +76,55 @@ def _agent_side_agent(make: Any) -> Any:
     return agent
 
 
-def choose_driver() -> Any:
-    """A stand-in for ``AgentDriver``: the in-process driver for this project's agent (no
-    ``--agent``), the spawning driver for any other command. What the in-process agent logs stays
-    off the front-end's stderr, as a spawned agent's does (:class:`_NotTheAgents`)."""
+def _in_process_link() -> Any:
+    """The in-process link class, built with the agent side marked (see :data:`AGENT_SIDE`)."""
     from acp_adapter import server
     from acp_adapter.agent import routes
-    from acp_adapter.client.driver import AgentDriver
-    from tests.helpers.shared_servers import in_process_driver_class
+    from tests.helpers.shared_servers import in_process_link_class
 
     saved = routes.agent_connection, server.ProgressAgent
     routes.agent_connection = _agent_side_connection(saved[0])  # taken by the class built now
     server.ProgressAgent = _agent_side_agent(saved[1])  # type: ignore[misc]
     try:
-        in_process = in_process_driver_class()
+        return in_process_link_class()
     finally:
         routes.agent_connection, server.ProgressAgent = saved  # type: ignore[misc]
 
-    def driver(command: Any = None, **options: Any) -> Any:
-        if command is None:
-            return in_process(None, **options)
-        return AgentDriver(command, **options)
 
-    return driver
+@contextlib.contextmanager
+def agent_inside() -> Iterator[None]:
+    """Every ``AgentDriver`` built meanwhile for this project's agent (no command of its own:
+    ``watch``, ``chat``, ``sessions``, the bridges) drives it in this process; an ``--agent``
+    naming another command still spawns it. What the in-process agent logs stays off the
+    front-end's stderr, as a spawned agent's does (:class:`_NotTheAgents`)."""
+    from acp_adapter.client.driver import AgentDriver
+
+    link_class = _in_process_link()
+    original = AgentDriver.__init__
+
+    def init(self: Any, command: Any = None, **options: Any) -> None:
+        original(self, command, **options)
+        if not command:
+            self.link.__class__ = link_class  # a subclass adding no state of its own: same layout
+
+    AgentDriver.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        AgentDriver.__init__ = original  # type: ignore[method-assign]
 
 
 def main() -> int:
-    """Run the command line with the front-ends' driver replaced (see the module's doc)."""
+    """Run the command line with this project's agent inside (see the module's doc)."""
     from acp_adapter.cli import main as cli_main
-    from acp_adapter.client import driver as driver_module
-    from acp_adapter.frontends.watch import chat, watcher
 
-    driver = choose_driver()  # built from the real AgentDriver, before it is replaced
-    for home in (watcher, chat, driver_module):  # ``sessions`` imports it when it runs
-        home.AgentDriver = driver  # type: ignore[attr-defined]
-    return cli_main()
+    with agent_inside():
+        return cli_main()
 
 
 if __name__ == "__main__":
+    # run as a script (``python tests/helpers/cli_agent_inside.py ARGS``): the checkout, not this
+    # script's folder, is where the imports are found
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    sys.argv[0] = "acp-progress"
     sys.exit(main())

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.acp_agent import TEMP_ROOT
+from tests.helpers.cli_agent_inside import agent_inside
 
-__all__ = ["agent_inside", "run_cli_inside"]
+__all__ = ["run_cli_inside"]
 
 
 @contextlib.contextmanager
@@ -42,27 +43,6 @@ def _environment(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> Iterato
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
-
-
-@contextlib.contextmanager
-def agent_inside() -> Iterator[None]:
-    """The front-ends drive this project's agent in this process (another ``--agent`` still
-    spawns): ``watch`` and ``chat`` take their driver from their modules, ``sessions`` imports it
-    from the driver's module when it runs."""
-    from acp_adapter.client import driver as driver_module
-    from acp_adapter.frontends.watch import chat, watcher
-    from tests.helpers.cli_agent_inside import choose_driver
-
-    homes = (watcher, chat, driver_module)
-    saved = [home.AgentDriver for home in homes]
-    driver = choose_driver()  # built from the real AgentDriver, before it is replaced
-    for home in homes:
-        home.AgentDriver = driver  # type: ignore[attr-defined]
-    try:
-        yield
-    finally:
-        for home, original in zip(homes, saved, strict=True):
-            home.AgentDriver = original  # type: ignore[attr-defined]
 
 
 def run_cli_inside(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import platform
 import select
 import socket
 import sys
@@ -31,6 +32,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+
+# The OpenAI client's first request reads ``platform.platform()``, whose processor field runs
+# ``uname -p`` — a process — once per interpreter. Asked here, while the tests that talk to this
+# fake are collected, so none of them starts that process itself (otherwise whichever ran first in
+# a test process would start it, and the quick run's process guard would fail that test).
+platform.processor()
 
 __all__ = [
     "FakeOpenAI",

@@ -29,7 +29,7 @@ from acp_adapter.store import (
     StoreSchemaError,
     open_store,
 )
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 
@@ -196,8 +196,8 @@ async def test_an_agent_refuses_an_allowed_command_while_another_process_holds_t
     ws.mkdir()
     _fresh_store(state)
     client = RecordingClient()
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    async with spawn_agent(client, env=env) as (conn, _proc, _log):
+    # the holder is the other process (the point); the agent is served in this one
+    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         with _held(state / DATABASE_NAME):
             result = await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text, spawn_agent
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text
 from tests.helpers.agui_process import AguiProcess
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 CLAIM = "agh" + "_claim_" + "PjKYw3Zr9-Qm2Lx_7Tn4Vb8Hc1Gd5Fs6"
 AWS_SECRET = "r8Vq" + "Xk2mP9sL4tN7wQ1zB5cD8fG3hJ6kM0nR2yT5"
@@ -91,8 +92,10 @@ def cli(workspace: Path, *args: str) -> str:
         **os.environ,
         **agent_env(ACP_PROGRESS_EMBEDDED_CHUNK_DELAY="0.001", ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
     }
+    # the front-end's own process (what it prints is the point) with this project's agent inside it
+    frontend = ROOT / "tests" / "helpers" / "cli_agent_inside.py"
     proc = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", *args],
+        [sys.executable, str(frontend), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -116,9 +119,11 @@ def test_run_prints_no_secret(workspace: Path) -> None:
 @pytest.mark.e2e
 @pytest.mark.anyio
 async def test_acp_chunks_and_tool_content_carry_no_secret(workspace: Path) -> None:
+    """(The agent is served in process: what it sends is the point, not its process; ``cat``, the
+    command it runs, is a process of its own.)"""
     client = RecordingClient(permission="allow")
-    env = agent_env(ACP_PROGRESS_EMBEDDED_CHUNK_DELAY="0.001", ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    async with spawn_agent(client, env=env) as (conn, _process, _log):
+    agent = progress_agent(embedded_chunk_delay=0.001)  # 0.05 s a step, as the front-ends' agents
+    async with served_inprocess(client, agent) as conn:
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await prompt_text(conn, session.session_id, PROMPT)
     chunks = [r.update for r in client.updates if r.update.session_update == "agent_message_chunk"]

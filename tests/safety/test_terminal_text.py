@@ -33,7 +33,7 @@ from acp_adapter.safety.terminal_text import (
     terminal_safe,
     visible_text,
 )
-from tests.helpers.acp_agent import agent_env
+from tests.helpers.acp_agent import ROOT, agent_env
 
 EVIL = "A\x1b]0;PWNED-TITLE\x07 B\x1b]52;c;ZXZpbA==\x07 C\x1b[2J D\u009b31m E\u202etxt.exe F\x7f"
 #: what must never reach a terminal byte for byte
@@ -218,13 +218,16 @@ def _assert_safe(out: bytes, must_show: str = "␛]0;PWNED-TITLE") -> None:
 
 
 CLI = [sys.executable, "-m", "acp_adapter.cli"]
+# the front-end's own process (what its terminal shows is the point) serving this project's agent
+# inside it: the agent's process is not what these tests are about
+FRONTEND = [sys.executable, str(ROOT / "tests" / "helpers" / "cli_agent_inside.py")]
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("animated", [True, False])
 def test_watch_shows_the_escape_file(tmp_path: Path, animated: bool) -> None:
     ws = _workspace(tmp_path)
-    argv = [*CLI, "watch", "--cwd", str(ws), "read evil.txt"]
+    argv = [*FRONTEND, "watch", "--cwd", str(ws), "read evil.txt"]
     if animated:
         out = on_a_pty(argv, _env(tmp_path), ws)
     else:
@@ -236,7 +239,7 @@ def test_watch_shows_the_escape_file(tmp_path: Path, animated: bool) -> None:
 def test_watch_json_is_ascii_escaped_for_what_a_terminal_obeys(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     done = subprocess.run(
-        [*CLI, "watch", "--json", "--cwd", str(ws), "read evil.txt"],
+        [*FRONTEND, "watch", "--json", "--cwd", str(ws), "read evil.txt"],
         env=_env(tmp_path),
         cwd=ws,
         capture_output=True,
@@ -253,14 +256,14 @@ def test_watch_json_is_ascii_escaped_for_what_a_terminal_obeys(tmp_path: Path) -
 @pytest.mark.e2e
 def test_run_shows_the_escape_file(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
-    _assert_safe(on_a_pty([*CLI, "run", "--cwd", str(ws), "read evil.txt"], _env(tmp_path), ws))
+    _assert_safe(on_a_pty([*FRONTEND, "run", "--cwd", str(ws), "read evil.txt"], _env(tmp_path), ws))
 
 
 @pytest.mark.e2e
 def test_chat_shows_the_escape_file_and_a_hidden_link_target(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     out = on_a_pty(
-        [*CLI, "chat", "--cwd", str(ws)],
+        [*FRONTEND, "chat", "--cwd", str(ws)],
         _env(tmp_path),
         ws,
         feed=b"read evil.txt\r",
@@ -280,7 +283,7 @@ def test_sessions_and_a_console_bridge_show_a_hostile_title(tmp_path: Path) -> N
         capture_output=True,
     )
     bridge = subprocess.run(
-        [*CLI, "bridge", "run", "con"],
+        [*FRONTEND, "bridge", "run", "con"],
         input=(EVIL + " read evil.txt\n").encode(),
         env=env,
         cwd=ws,
@@ -289,7 +292,7 @@ def test_sessions_and_a_console_bridge_show_a_hostile_title(tmp_path: Path) -> N
     )
     _assert_safe(bridge.stdout + bridge.stderr)
     listed = subprocess.run(
-        [*CLI, "sessions", "--cwd", str(ws)], env=env, cwd=ws, capture_output=True, timeout=60
+        [*FRONTEND, "sessions", "--cwd", str(ws)], env=env, cwd=ws, capture_output=True, timeout=60
     )
     assert listed.returncode == 0, listed.stderr
     _assert_safe(listed.stdout + listed.stderr, must_show="A␛]0;PWNED-TITLE")  # the member's first message

@@ -42,6 +42,7 @@ from tests.helpers.acp_agent import (
     spawn_agent,
 )
 from tests.helpers.shared_agent import served_inprocess
+from tests.helpers.shared_servers import cli_in_process
 
 SECRET = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 
@@ -263,25 +264,30 @@ COUNT_AUDIT = (
 )
 
 
-def _cli(env: dict[str, str], *args: str) -> Any:
-    import subprocess
-    import sys
+def _cli(*args: str) -> tuple[int, str, str]:
+    """``acp-progress ARGS`` in this process (what it prints is the point, not its process), with
+    the environment the test set; its exit code, stdout and stderr."""
+    import contextlib
+    import io
 
-    code = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=60
-    )
+    out, err = io.StringIO(), io.StringIO()
+    with cli_in_process() as main, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.e2e
 @pytest.mark.anyio
-async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path: Path) -> None:
+async def test_permission_decisions_are_audited_before_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(``e2e``: the allowed command runs as a process, the point of "audited before it runs".)"""
     import json
 
     import anyio
 
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(state))  # for the audit command below
     client = RecordingClient(permission="allow")
     agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
     async with served_inprocess(client, agent) as conn:  # its initialize names the surface: pytest
@@ -295,17 +301,17 @@ async def test_permission_decisions_are_audited_before_the_command_runs(tmp_path
         client.permission = "reject"
         await prompt_text(conn, sid, "run `echo denied`")
 
-    out = await anyio.to_thread.run_sync(lambda: _cli(env, "audit", "--json"))
-    assert out.returncode == 0, out.stderr
-    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    code, stdout, stderr = await anyio.to_thread.run_sync(lambda: _cli("audit", "--json"))
+    assert code == 0, stderr
+    rows = [json.loads(line) for line in stdout.splitlines()]
     # a client that names neither who nor where: "client", on the surface its initialize named
     assert [(r["allowed"], r["decidedBy"], r["surface"]) for r in rows] == [
         (False, "client", "pytest"),
         (True, "client", "pytest"),
     ]
     assert "echo denied" in rows[0]["title"] and rows[0]["sessionId"] == sid
-    text = await anyio.to_thread.run_sync(lambda: _cli(env, "audit"))
-    assert "denied" in text.stdout and "allowed" in text.stdout
+    text = (await anyio.to_thread.run_sync(lambda: _cli("audit")))[1]
+    assert "denied" in text and "allowed" in text
 
 
 async def _delete_session(conn: Any, session_id: str) -> Any:

@@ -46,7 +46,8 @@ def _everything_said(client: RecordingClient, sid: str) -> str:
 
 @pytest.mark.anyio
 async def test_a_hard_linked_file_is_read_only_after_asking(workspace: Path, tmp_path: Path) -> None:
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    # 0.05 s a step, not the suite's 0.3 s: nothing here is timed against the model
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     client = RecordingClient(permission="reject")
     async with served_inprocess(client, _agent(env)) as conn:
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
