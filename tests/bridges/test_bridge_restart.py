@@ -63,6 +63,7 @@ def test_telegram_sigkill_mid_turn_then_restart(cfg: Path, capsys: pytest.Captur
     from tests.helpers.fake_telegram import FakeTelegram
 
     fake = FakeTelegram(TOKEN).start()
+    fake.max_poll_seconds = 0.5  # "it took the update" waits for the poll after next: not 5 s
     args = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--cwd", str(ROOT)]
     assert main([*args, "--delivery-progress", "all"]) == 0
     e = env(cfg, TELEGRAM_BOT_TOKEN=TOKEN, ACP_PROGRESS_TELEGRAM_API_URL=fake.api_url)

@@ -198,6 +198,9 @@ class FakeTelegram:
         self._limits: dict[str, list[int]] = {}
         self._faults: dict[str, list[str]] = {}
         self.hang_seconds = 3.0
+        #: longest an empty ``getUpdates`` long poll is held (Telegram holds it up to the client's
+        #: ``timeout``; a test waiting for the poll after next sets this short)
+        self.max_poll_seconds = 5.0
         self.chat_types: dict[int, str] = {}
         self.names: dict[int, str] = {}
         self.allowed_updates: list[str] | None = None
@@ -530,7 +533,7 @@ class FakeTelegram:
 
     def _m_getUpdates(self, p: dict[str, Any]) -> Any:
         offset = int(p.get("offset") or 0)
-        timeout = min(float(p.get("timeout") or 0), 5.0)
+        timeout = min(float(p.get("timeout") or 0), self.max_poll_seconds)
         deadline = time.monotonic() + timeout
         with self._cond:
             if "allowed_updates" in p:  # Telegram remembers the last list it was given
