@@ -56,18 +56,6 @@ def test_a_loopback_endpoint_needs_its_own_token_printed_with_the_page_url(tmp_p
         again.stop()
 
 
-@pytest.mark.e2e
-def test_no_token_is_explicit_and_said_at_start(tmp_path: Path) -> None:
-    process = AguiProcess(tmp_path, "--summary", "off")  # the helper passes --no-token
-    try:
-        process.wait_healthy()
-        assert httpx.get(process.url + "/threads").status_code == 200
-        process.wait_for("serving AG-UI")
-        assert f"the web page is at {process.url}/ - WITHOUT a token (--no-token)" in process.text()
-    finally:
-        process.stop()
-
-
 def test_a_token_file_others_could_read_or_plant_is_refused(tmp_path: Path) -> None:
     token, made = endpoint_token(tmp_path)
     assert made and len(token) >= 32 and endpoint_token(tmp_path) == (token, False)
