@@ -1,8 +1,8 @@
 """The bridges show an agent's plan, its diffs and — only when asked — its thoughts: the plan is one
 message edited in place as entries change (accumulate) or a new message per change (separate); an
 edit is ``✅ Edit notes.py — +2 −3 notes.py``; ``--delivery-thoughts`` (kept in the instance file)
-posts the thoughts. ``bridge run`` of the console platform in a real process, against the scripted
-agent that sends every kind of update."""
+posts the thoughts. ``bridge run`` of the console platform (in this process: what it prints is the
+point, not its process), against the scripted agent that sends every kind of update."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from acp_adapter.frontends.bridges.config import ProgressConfig
 from acp_adapter.frontends.bridges.events import PlanUpdate, ThoughtText
 from acp_adapter.frontends.bridges.projection import TurnProjection
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.console_bridge import run_console_bridge
 
 RUN_CLI = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'} --pause 0.1"
@@ -33,19 +34,12 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _run(cfg: Path, name: str) -> str:
-    env = {**os.environ, **agent_env(), "ACP_PROGRESS_CONFIG_DIR": str(cfg), "ACP_PROGRESS_SUMMARY": "off"}
-    proc = subprocess.run(
-        [sys.executable, "-c", RUN_CLI, "bridge", "run", name],
-        input="fix it\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+def _run(name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """``bridge run NAME`` in this process (the scripted agent is still its own process)."""
+    env = {**agent_env(), "ACP_PROGRESS_SUMMARY": "off"}
+    done = run_console_bridge(name, "fix it\n", monkeypatch, capsys, env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def _plan_messages(out: str) -> list[tuple[str, str]]:
@@ -55,7 +49,7 @@ def _plan_messages(out: str) -> list[tuple[str, str]]:
 
 @pytest.mark.e2e
 def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
-    cfg: Path, capsys: pytest.CaptureFixture[str]
+    cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert (
         main(
@@ -63,7 +57,7 @@ def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
         )
         == 0
     )
-    out = _run(cfg, "b")
+    out = _run("b", monkeypatch, capsys)
     plans = _plan_messages(out)
     assert plans[0][1] == "" and len({mid for mid, _ in plans}) == 1, out  # posted once…
     assert len(plans) >= 2 and all(verb == " edited" for _, verb in plans[1:])  # …then edited
@@ -74,7 +68,9 @@ def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
 
 
 @pytest.mark.e2e
-def test_delivery_thoughts_and_separate_grouping(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_delivery_thoughts_and_separate_grouping(
+    cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert main(["bridge", "create", "s", "--platform", "console", "--agent", AGENT]) == 0
     changes = [
         "--delivery-progress",
@@ -91,7 +87,7 @@ def test_delivery_thoughts_and_separate_grouping(cfg: Path, capsys: pytest.Captu
     assert json.loads((cfg / "bridges.json").read_text())["instances"]["s"]["delivery_defaults"]["progress"][
         "thoughts"
     ]
-    out = _run(cfg, "s")
+    out = _run("s", monkeypatch, capsys)
     assert "💭 Reading notes.py first. The greeting has a typo. I will fix it, then run the tests." in out
     plans = _plan_messages(out)
     assert len(plans) >= 3 and len({mid for mid, _ in plans}) == len(plans), out  # a message per change
