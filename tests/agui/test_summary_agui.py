@@ -3,8 +3,8 @@
 End to end: ``create_app(AguiOptions(summary=...))`` on uvicorn over loopback, driving this project's
 agent (served in this process; embedded model, slowed down so a run spans several summary ticks);
 every event read back is validated as its ag-ui-protocol model and the stream's order rules are
-checked. The observer itself
-is also driven on a :class:`~acp_adapter.summary.ManualClock`, without HTTP or real waits.
+checked. The observer itself is also driven on a :class:`~acp_adapter.summary.ManualClock`, without
+HTTP or real waits.
 """
 
 from __future__ import annotations
