@@ -1,6 +1,7 @@
-"""The AG-UI endpoint's lifecycle, with a real ``acp-progress agui`` process: a thread outlives a
-restart of the server, a failed model call ends the run with ``RUN_ERROR`` and its reason, and the
-startup is honest (one line per failure, nothing announced before it serves, Ctrl-C at once)."""
+"""The AG-UI endpoint's lifecycle, with a real ``acp-progress agui`` process where its process is
+the point: a thread outlives a restart of the server, the startup is honest (one line per failure,
+nothing announced before it serves, Ctrl-C at once). A failed model call ends the run with
+``RUN_ERROR`` and its reason (the endpoint and its agent in this process)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from acp_adapter.store import open_store
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
 from tests.helpers.shared_servers import cli_in_process
 
@@ -95,19 +97,28 @@ def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(tmp_path:
     assert "the agent cannot load sessions; starting a new conversation" in second.text()
 
 
-@pytest.mark.e2e
-def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(tmp_path: Path) -> None:
+@pytest.mark.e2e  # the openai client asks ``uname -p`` (a process) for its platform header
+def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint and this project's agent in this process: the run's last event is the point."""
+    from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from tests.agui.test_agui_app import Served, run, run_input
+
+    use_in_process_agui_agents(monkeypatch)
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         refused_port = closed.getsockname()[1]
-    env = {
-        "ACP_PROGRESS_MODEL": "openai",
-        "OPENAI_BASE_URL": f"http://127.0.0.1:{refused_port}/v1",
-        "ACP_PROGRESS_OPENAI_MAX_RETRIES": "0",
-    }
-    served = AguiProcess(tmp_path, env=env).wait_healthy()
+    env = agent_env(
+        ACP_PROGRESS_EMBEDDED_DELAY="0.05",
+        ACP_PROGRESS_MODEL="openai",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{refused_port}/v1",
+        ACP_PROGRESS_OPENAI_MAX_RETRIES="0",
+    )
+    served = Served(create_app(AguiOptions(cwd=str(tmp_path), agent_env=env))).start()
     try:
-        events = served.run("t-fail", "r-fail", "hello")
+        events = run(served.url, run_input("t-fail", "hello"))
     finally:
         served.stop()
     assert not of_type(events, "RUN_FINISHED")
