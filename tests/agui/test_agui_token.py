@@ -3,7 +3,8 @@
 Any local user, and any web page its person opens, can reach a loopback port: without a token
 they could read ``/threads`` and run prompts. ``acp-progress agui`` makes a token at its first
 start, keeps it in the state directory (mode 0600) and prints it once, inside the web page's URL;
-``--no-token`` is the explicit way to serve without one.
+``--no-token`` is the explicit way to serve without one (its start line is checked on the web page
+tests' ``--no-token`` endpoint, in ``test_agui_page.py``).
 """
 
 from __future__ import annotations
