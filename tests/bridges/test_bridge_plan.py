@@ -1,16 +1,14 @@
 """The bridges show an agent's plan, its diffs and — only when asked — its thoughts: the plan is one
 message edited in place as entries change (accumulate) or a new message per change (separate); an
 edit is ``✅ Edit notes.py — +2 −3 notes.py``; ``--delivery-thoughts`` (kept in the instance file)
-posts the thoughts. ``bridge run`` of the console platform (in this process: what it prints is the
-point, not its process), against the scripted agent that sends every kind of update."""
+posts the thoughts. ``bridge run`` of the console platform, and the Telegram platform against the
+strict fake Bot API (both in this process: what they post is the point, not their process), against
+the scripted agent that sends every kind of update."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -109,41 +107,25 @@ def test_an_unchanged_plan_makes_no_edit_and_a_thought_needs_the_option() -> Non
     assert "1234567890abcdefghij" not in thought.text  # redacted like every line a chat gets
 
 
-@pytest.mark.e2e
-def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
+@pytest.mark.e2e  # the scripted agent is a process of its own; the bridge runs in this process
+@pytest.mark.anyio
+async def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
     """The same through the Telegram platform, against the strict fake Bot API."""
     pytest.importorskip("telegram")
-    from tests.bridges.test_bridge_telegram_process import CHAT, TOKEN, acp_progress
-    from tests.helpers.fake_telegram import FakeTelegram
+    from acp_adapter.frontends.bridges.config import BridgeStore
+    from acp_adapter.frontends.bridges.delivery import COALESCE_WINDOW
+    from tests.bridges.test_bridge_telegram_process import CHAT, TOKEN
+    from tests.helpers.fake_telegram import FakeTelegram, telegram_bridge, until
 
     fake = FakeTelegram(TOKEN).start()
     args = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--agent", AGENT]
     assert main([*args, "--delivery-progress", "all"]) == 0
-    env = {
-        **os.environ,
-        **agent_env(),
-        "ACP_PROGRESS_CONFIG_DIR": str(cfg),
-        "TELEGRAM_BOT_TOKEN": TOKEN,
-        "ACP_PROGRESS_TELEGRAM_API_URL": fake.api_url,
-        "ACP_PROGRESS_SUMMARY": "off",
-    }
-    proc = subprocess.Popen(
-        [*acp_progress(), "bridge", "run", "tg"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
     try:
-        fake.wait_until(lambda: bool(fake.calls_of("getUpdates")), within=30)
-        fake.user_says(CHAT, "fix it")
-        fake.wait_until(lambda: any("3 tests pass" in t for t in fake.chat_view(CHAT)), within=30)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=10)
+        # what ``bridge run tg`` runs: the stored instance, the default edit window
+        async with telegram_bridge(fake, BridgeStore().get("tg"), token=TOKEN, window=COALESCE_WINDOW):
+            fake.user_says(CHAT, "fix it")
+            await until(lambda: any("3 tests pass" in t for t in fake.chat_view(CHAT)), what="the answer")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
         fake.stop()
     plans = [m for m in fake.bot_messages(CHAT) if m.text.startswith("plan ")]
     assert len(plans) == 1, fake.chat_view(CHAT)  # one message…
