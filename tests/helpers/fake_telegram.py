@@ -135,7 +135,7 @@ CHAT_ACTIONS = frozenset(
     ]
 )
 JSON_FIELDS = frozenset({"reply_markup", "reaction", "allowed_updates", "entities", "link_preview_options"})
-BOT = {"id": 999000, "is_bot": True, "first_name": "Bridge", "username": "bridge_test_bot"}
+BOT: dict[str, Any] = {"id": 999000, "is_bot": True, "first_name": "Bridge", "username": "bridge_test_bot"}
 
 
 def utf16_units(text: str) -> int:
@@ -215,7 +215,7 @@ class FakeTelegram:
     def api_url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> FakeTelegram:
         fake = self
