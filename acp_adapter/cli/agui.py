@@ -335,7 +335,9 @@ def _run(
     if settings.state and settings.store.url:  # replicas on one PostgreSQL store: one run per thread
         from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
 
-        app.state.agui.thread_locks = ReplicaThreadLocks(settings.store.url, thread_store, args.thread_scope)
+        app.state.agui.thread_locks = ReplicaThreadLocks(
+            settings.store.url, thread_store, args.thread_scope, health_interval=endpoint.health_interval
+        )
         if not args.instance:
             log.warning(
                 "the session store is shared (PostgreSQL): give every replica of this endpoint the same "

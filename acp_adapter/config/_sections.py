@@ -239,6 +239,14 @@ class AguiSettings(_Section):
         ge=16,
         le=1_000_000,
     )
+    health_interval: float = setting(
+        5.0,
+        env="ACP_PROGRESS_AGUI_HEALTH_INTERVAL",
+        help="seconds between two checks that a replica's PostgreSQL database answers "
+        '(the "database" of /health)',
+        gt=0,
+        le=3600,
+    )
     tool_progress: bool = setting(
         False,
         env="ACP_PROGRESS_AGUI_TOOL_PROGRESS",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,49 +36,57 @@ def _stored_turns(server: AguiProcess, thread_id: str) -> tuple[list[str], list[
     return users, answers
 
 
-def test_each_finished_run_is_in_the_history_read_at_once_after_it(tmp_path: Path) -> None:
-    server = AguiProcess(tmp_path, "--summary", "off").wait_healthy()
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProcess, Path]]:
+    """One endpoint on a SQLite state directory for the tests below (each on a thread of its own)."""
+    workspace = tmp_path_factory.mktemp("history-race")
+    state = workspace / "state"
+    server = AguiProcess(workspace, "--summary", "off", env={"ACP_PROGRESS_STATE_DIR": str(state)})
     try:
-        for i in range(6):
-            events = server.run("t", f"r{i}", f"what is {i}+1")
-            assert events[-1]["type"] == "RUN_FINISHED", events[-1]
-            users, answers = _stored_turns(server, "t")
-            assert users[-1] == f"what is {i}+1" and f"{i}+1 = {i + 1}" in answers[-1], (i, users, answers)
+        yield server.wait_healthy(), state
     finally:
         server.stop()
 
 
-def test_a_stopped_run_is_in_the_history_read_at_once_after_the_stop(tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    server = AguiProcess(tmp_path, "--summary", "off", env={"ACP_PROGRESS_STATE_DIR": str(state)})
-    server.wait_healthy()
+def test_each_finished_run_is_in_the_history_read_at_once_after_it(
+    sqlite_server: tuple[AguiProcess, Path],
+) -> None:
+    server, _state = sqlite_server
+    for i in range(6):
+        events = server.run("t-finished", f"r{i}", f"what is {i}+1")
+        assert events[-1]["type"] == "RUN_FINISHED", events[-1]
+        users, answers = _stored_turns(server, "t-finished")
+        assert users[-1] == f"what is {i}+1" and f"{i}+1 = {i + 1}" in answers[-1], (i, users, answers)
+
+
+def test_a_stopped_run_is_in_the_history_read_at_once_after_the_stop(
+    sqlite_server: tuple[AguiProcess, Path],
+) -> None:
+    server, state = sqlite_server
+    server.run("t-stopped", "r0", "what is 1+1")
+    body = {
+        "threadId": "t-stopped",
+        "runId": "r1",
+        "messages": [{"id": "m-r1", "role": "user", "content": "wait 5 seconds"}],
+    }
+    holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
+    release = threading.Timer(1.0, lambda: holder.execute("COMMIT"))
     try:
-        server.run("t", "r0", "what is 1+1")
-        body = {
-            "threadId": "t",
-            "runId": "r1",
-            "messages": [{"id": "m-r1", "role": "user", "content": "wait 5 seconds"}],
-        }
-        holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
-        release = threading.Timer(1.0, lambda: holder.execute("COMMIT"))
-        try:
-            with httpx.stream("POST", server.url + "/", json=body, timeout=20) as response:
-                for event in sse_events(response.iter_lines()):
-                    if event["type"] == "TOOL_CALL_START" and event.get("toolCallName") == "wait":
-                        # another process writes to the database for a moment (less than the busy
-                        # timeout: the agent's writes wait, none is dropped; WAL readers go on)
-                        holder.execute("BEGIN IMMEDIATE")
-                        release.start()
-                        break  # the page's Stop: the stream is closed mid-run
-            users, answers = _stored_turns(server, "t")
-        finally:
-            if release.ident is not None:
-                release.join()
-            holder.close()  # (a transaction still open is rolled back)
-        assert users == ["what is 1+1", "wait 5 seconds"], users
-        assert answers[-1].endswith("(cancelled)"), answers
+        with httpx.stream("POST", server.url + "/", json=body, timeout=20) as response:
+            for event in sse_events(response.iter_lines()):
+                if event["type"] == "TOOL_CALL_START" and event.get("toolCallName") == "wait":
+                    # another process writes to the database for a moment (less than the busy
+                    # timeout: the agent's writes wait, none is dropped; WAL readers go on)
+                    holder.execute("BEGIN IMMEDIATE")
+                    release.start()
+                    break  # the page's Stop: the stream is closed mid-run
+        users, answers = _stored_turns(server, "t-stopped")
     finally:
-        server.stop()
+        if release.ident is not None:
+            release.join()
+        holder.close()  # (a transaction still open is rolled back)
+    assert users == ["what is 1+1", "wait 5 seconds"], users
+    assert answers[-1].endswith("(cancelled)"), answers
 
 
 def test_a_run_whose_store_was_slow_is_in_the_history_read_at_once_after_run_finished(

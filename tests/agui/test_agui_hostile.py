@@ -291,7 +291,9 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(
     assert code == 2 and "at least 16 characters" in err and "short" not in err[err.index("characters") :]
 
 
-def test_allowed_hosts_with_a_port_admit_that_port_only_and_without_one_any_port(workspace: Path) -> None:
+@pytest.fixture(scope="module")
+def limited(workspace: Path) -> Iterator[Endpoint]:
+    """Extra Host names admitted and a 4 KiB body limit: one endpoint for the two tests of them."""
     endpoint = Endpoint(
         workspace,
         "--agent",
@@ -302,21 +304,27 @@ def test_allowed_hosts_with_a_port_admit_that_port_only_and_without_one_any_port
         "pinned.example:8443",
         "--allowed-host",
         "*.wild.example",
+        "--max-body-bytes",
+        "4096",
     )
     try:
-        health = endpoint.url + "/health"
-        admitted = ("proxy.example", "proxy.example:1", "pinned.example:8443", "a.wild.example:9")
-        for host in admitted:
-            assert httpx.get(health, headers={"Host": host}, timeout=5).status_code == 200, host
-        for host in (
-            "pinned.example",
-            "pinned.example:8444",
-            f"pinned.example:{endpoint.port}",
-            "wild.example",
-        ):
-            assert httpx.get(health, headers={"Host": host}, timeout=5).status_code == 403, host
+        yield endpoint
     finally:
         endpoint.stop()
+
+
+def test_allowed_hosts_with_a_port_admit_that_port_only_and_without_one_any_port(limited: Endpoint) -> None:
+    health = limited.url + "/health"
+    admitted = ("proxy.example", "proxy.example:1", "pinned.example:8443", "a.wild.example:9")
+    for host in admitted:
+        assert httpx.get(health, headers={"Host": host}, timeout=5).status_code == 200, host
+    for host in (
+        "pinned.example",
+        "pinned.example:8444",
+        f"pinned.example:{limited.port}",
+        "wild.example",
+    ):
+        assert httpx.get(health, headers={"Host": host}, timeout=5).status_code == 403, host
 
 
 @pytest.fixture(scope="module")
@@ -425,21 +433,17 @@ def test_runs_over_the_cap_get_503_with_retry_after(served: Endpoint) -> None:
         assert response.status_code == 200
 
 
-def test_a_body_over_the_limit_is_a_413(workspace: Path) -> None:
-    endpoint = Endpoint(workspace, "--agent", PROGRESS_AGENT, "--max-body-bytes", "4096")
-    try:
-        big = body("x" * 5000)
-        assert httpx.post(endpoint.url + "/", json=big, timeout=5).status_code == 413
+def test_a_body_over_the_limit_is_a_413(limited: Endpoint) -> None:
+    big = body("x" * 5000)
+    assert httpx.post(limited.url + "/", json=big, timeout=5).status_code == 413
 
-        def chunked() -> Iterator[bytes]:
-            yield json.dumps(big).encode()  # no Content-Length: counted as it arrives
+    def chunked() -> Iterator[bytes]:
+        yield json.dumps(big).encode()  # no Content-Length: counted as it arrives
 
-        refused = httpx.post(
-            endpoint.url + "/", content=chunked(), headers={"Content-Type": "application/json"}, timeout=5
-        )
-        assert refused.status_code == 413
-    finally:
-        endpoint.stop()
+    refused = httpx.post(
+        limited.url + "/", content=chunked(), headers={"Content-Type": "application/json"}, timeout=5
+    )
+    assert refused.status_code == 413
 
 
 # ---------------------------------------------------------------- ids, logs

@@ -1,13 +1,12 @@
-"""The AG-UI endpoint's lifecycle, with a real ``acp-progress agui`` process: a thread outlives a
-restart of the server, a failed model call ends the run with ``RUN_ERROR`` and its reason, and the
-startup is honest (one line per failure, nothing announced before it serves, Ctrl-C at once)."""
+"""The AG-UI endpoint's lifecycle, with a real ``acp-progress agui`` process where its process is
+the point: a thread outlives a restart of the server, the startup is honest (one line per failure,
+nothing announced before it serves, Ctrl-C at once). A failed model call ends the run with
+``RUN_ERROR`` and its reason (the endpoint and its agent in this process)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -17,8 +16,10 @@ import httpx
 import pytest
 
 from acp_adapter.store import open_store
-from tests.helpers.acp_agent import ROOT
+from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
+from tests.helpers.shared_servers import cli_in_process
 
 PROGRESS_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'progress_agent.py'}"
 
@@ -96,19 +97,28 @@ def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(tmp_path:
     assert "the agent cannot load sessions; starting a new conversation" in second.text()
 
 
-@pytest.mark.e2e
-def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(tmp_path: Path) -> None:
+@pytest.mark.e2e  # the openai client asks ``uname -p`` (a process) for its platform header
+def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint and this project's agent in this process: the run's last event is the point."""
+    from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from tests.agui.test_agui_app import Served, run, run_input
+
+    use_in_process_agui_agents(monkeypatch)
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         refused_port = closed.getsockname()[1]
-    env = {
-        "ACP_PROGRESS_MODEL": "openai",
-        "OPENAI_BASE_URL": f"http://127.0.0.1:{refused_port}/v1",
-        "ACP_PROGRESS_OPENAI_MAX_RETRIES": "0",
-    }
-    served = AguiProcess(tmp_path, env=env).wait_healthy()
+    env = agent_env(
+        ACP_PROGRESS_EMBEDDED_DELAY="0.05",
+        ACP_PROGRESS_MODEL="openai",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{refused_port}/v1",
+        ACP_PROGRESS_OPENAI_MAX_RETRIES="0",
+    )
+    served = Served(create_app(AguiOptions(cwd=str(tmp_path), agent_env=env))).start()
     try:
-        events = served.run("t-fail", "r-fail", "hello")
+        events = run(served.url, run_input("t-fail", "hello"))
     finally:
         served.stop()
     assert not of_type(events, "RUN_FINISHED")
@@ -117,52 +127,53 @@ def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(tmp_path
     assert "connection refused" in error["message"] and error["code"] == "AGENT_ERROR"
 
 
-def _stderr_lines(process: subprocess.CompletedProcess[str]) -> list[str]:
-    return [line for line in process.stderr.splitlines() if line.strip()]
+def _agui(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """``acp-progress agui ARGS`` in this process, for command lines that end before anything
+    serves (the exit status and stderr are what a user sees; its process proves nothing more)."""
+    capsys.readouterr()
+    with cli_in_process() as main:
+        code = main(["agui", "--cwd", str(tmp_path), "--no-token", *args])
+    return code, capsys.readouterr().err
 
 
-def _agui(tmp_path: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    from tests.helpers.acp_agent import agent_env
-    from tests.helpers.agui_process import CLI
-
-    env = {**os.environ, **agent_env()}
-    return subprocess.run(
-        [*CLI, "agui", "--cwd", str(tmp_path), "--no-token", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=timeout,
-    )
+def _stderr_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
 
 
-@pytest.mark.e2e
-def test_a_missing_agent_is_one_line_and_nothing_is_announced(tmp_path: Path) -> None:
+@pytest.mark.e2e  # it tries to spawn the agent (there is none to start)
+def test_a_missing_agent_is_one_line_and_nothing_is_announced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from tests.helpers.agui_process import free_port
 
-    done = _agui(tmp_path, "--agent", "no-such-agent-xyz", "--port", str(free_port()))
-    assert done.returncode == 1
-    lines = _stderr_lines(done)
+    for name, value in agent_env().items():
+        monkeypatch.setenv(name, value)
+    code, stderr = _agui(tmp_path, capsys, "--agent", "no-such-agent-xyz", "--port", str(free_port()))
+    assert code == 1
+    lines = _stderr_lines(stderr)
     failures = [line for line in lines if "no-such-agent-xyz" in line]
     assert failures == ["acp-progress agui: cannot start the agent 'no-such-agent-xyz': command not found"]
     assert not any("serving" in line or "startup failed" in line.lower() for line in lines), lines
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in stderr
 
 
-@pytest.mark.e2e
-def test_a_port_in_use_is_one_line_before_anything_starts(tmp_path: Path) -> None:
+def test_a_port_in_use_is_one_line_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in agent_env().items():
+        monkeypatch.setenv(name, value)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
         started = time.monotonic()
-        done = _agui(tmp_path, "--port", str(port))
+        code, stderr = _agui(tmp_path, capsys, "--port", str(port))  # no process: none may start
         took = time.monotonic() - started
-    assert done.returncode == 1
-    assert _stderr_lines(done) == [
+    assert code == 1
+    assert _stderr_lines(stderr) == [
         f"acp-progress agui: cannot listen on 127.0.0.1:{port}: Address already in use"
     ]
-    assert "starting the agent" not in done.stderr and took < 20  # no agent was started first
+    assert "starting the agent" not in stderr and took < 20  # no agent was started first
 
 
 def _running_with(marker: str) -> list[int]:

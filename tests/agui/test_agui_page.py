@@ -34,7 +34,6 @@ playwright_api = pytest.importorskip(
 )
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'agui_everything_agent.py'}"
-TOKEN = "page-test-token-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
@@ -250,31 +249,51 @@ def test_accessibility_basics(page: Any, server: AguiProcess) -> None:
     assert page.evaluate(spin) == "none"
 
 
-def test_the_token_is_asked_once_and_kept_in_the_tab(browser: Any, tmp_path: Path) -> None:
-    process = AguiProcess(tmp_path, "--agent", AGENT, "--summary", "off", "--token", TOKEN)
+@pytest.fixture(scope="module")
+def tokened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProcess, str]]:
+    """An endpoint with its own token (made at its first start, printed once inside the page's
+    URL), and that URL."""
+    workspace = tmp_path_factory.mktemp("agui-page-token")
+    process = AguiProcess(
+        workspace,
+        "--own-token",
+        "--agent",
+        AGENT,
+        "--summary",
+        "off",
+        env={"ACP_PROGRESS_STATE_DIR": str(workspace / "state")},
+    )
     try:
         process.wait_healthy()
-        assert httpx.get(process.url + "/").status_code == 200  # the page itself needs no token
-        assert httpx.get(process.url + "/threads").status_code == 401
-        assert httpx.post(process.url + "/", json={}).status_code == 401
-        context = browser.new_context()
-        page = context.new_page()
-        page.goto(process.url + "/")
-        page.wait_for_selector("#token-form:not([hidden])")
-        page.fill("#token", TOKEN)
-        page.press("#token", "Enter")
-        page.wait_for_selector("#connection:has-text('Connected')")
-        assert page.evaluate("sessionStorage.getItem('acp-progress.token')") == TOKEN
-        assert page.evaluate("localStorage.length") == 0
-        send(page, "hi")
-        idle(page)
-        assert page.locator(".msg.assistant").last.text_content() == "echo: hi"
-        page.reload()
-        page.wait_for_selector("#connection:has-text('Connected')")  # not asked again in this tab
-        assert page.locator("#token-form").is_hidden()
-        context.close()
+        process.wait_for("open the web page at ")
+        url = re.search(r"open the web page at (http://\S+)", process.text()).group(1)  # type: ignore[union-attr]
+        yield process, url
     finally:
         process.stop()
+
+
+def test_the_token_is_asked_once_and_kept_in_the_tab(browser: Any, tokened: tuple[AguiProcess, str]) -> None:
+    process, url = tokened
+    token = url.split("#token=", 1)[1]
+    assert httpx.get(process.url + "/").status_code == 200  # the page itself needs no token
+    assert httpx.get(process.url + "/threads").status_code == 401
+    assert httpx.post(process.url + "/", json={}).status_code == 401
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(process.url + "/")
+    page.wait_for_selector("#token-form:not([hidden])")
+    page.fill("#token", token)
+    page.press("#token", "Enter")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    assert page.evaluate("sessionStorage.getItem('acp-progress.token')") == token
+    assert page.evaluate("localStorage.length") == 0
+    send(page, "hi")
+    idle(page)
+    assert page.locator(".msg.assistant").last.text_content() == "echo: hi"
+    page.reload()
+    page.wait_for_selector("#connection:has-text('Connected')")  # not asked again in this tab
+    assert page.locator("#token-form").is_hidden()
+    context.close()
 
 
 def test_markup_from_the_agent_is_shown_as_text_never_run(page: Any, server: AguiProcess) -> None:
@@ -392,36 +411,28 @@ def test_a_disguised_command_shows_whole_and_visible_on_the_page(page: Any, serv
 
 
 def test_the_printed_url_opens_the_page_with_its_token_and_a_wrong_one_is_said(
-    browser: Any, tmp_path: Path
+    browser: Any, tokened: tuple[AguiProcess, str]
 ) -> None:
-    state = tmp_path / "state"
-    process = AguiProcess(
-        tmp_path,
-        "--own-token",
-        "--agent",
-        AGENT,
-        "--summary",
-        "off",
-        env={"ACP_PROGRESS_STATE_DIR": str(state)},
-    )
-    try:
-        process.wait_healthy()
-        process.wait_for("open the web page at ")
-        url = re.search(r"open the web page at (http://\S+)", process.text()).group(1)  # type: ignore[union-attr]
-        context = browser.new_context()
-        page = context.new_page()
-        page.goto(url)
-        page.wait_for_selector("#connection:has-text('Connected')")
-        assert "#" not in page.url and page.locator("#token-form").is_hidden()  # taken out of the address
-        send(page, "hi")
-        idle(page)
-        assert page.locator(".msg.assistant").last.text_content() == "echo: hi"
-        context.close()
-        context = browser.new_context()
-        page = context.new_page()
-        page.goto(process.url + "/#token=not-the-token-0123456789")
-        page.wait_for_selector("#connection:has-text('The token was not accepted')")
-        assert page.locator("#token-form").is_visible()
-        context.close()
-    finally:
-        process.stop()
+    process, url = tokened
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#connection:has-text('Connected')")
+    assert "#" not in page.url and page.locator("#token-form").is_hidden()  # taken out of the address
+    send(page, "hi")
+    idle(page)
+    assert page.locator(".msg.assistant").last.text_content() == "echo: hi"
+    context.close()
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(process.url + "/#token=not-the-token-0123456789")
+    page.wait_for_selector("#connection:has-text('The token was not accepted')")
+    assert page.locator("#token-form").is_visible()
+    context.close()
+
+
+def test_no_token_is_explicit_and_said_at_start(server: AguiProcess) -> None:
+    """``--no-token`` (the page tests' endpoint): nothing asks for a token, and the start line says so."""
+    assert httpx.get(server.url + "/threads").status_code == 200
+    server.wait_for("serving AG-UI")
+    assert f"the web page is at {server.url}/ - WITHOUT a token (--no-token)" in server.text()

@@ -22,13 +22,20 @@ pytestmark = pytest.mark.e2e
 
 pytest.importorskip("psycopg")
 
+HEALTH_CHECK_SECONDS = 0.25
+
 
 def _replica(workspace: Path, url: str) -> AguiProcess:
     return AguiProcess(
         workspace,
         "--instance",
         "shared",
-        env={"ACP_PROGRESS_DATABASE_URL": url, "ACP_PROGRESS_EMBEDDED_DELAY": "0.05"},
+        env={
+            "ACP_PROGRESS_DATABASE_URL": url,
+            "ACP_PROGRESS_EMBEDDED_DELAY": "0.05",
+            # /health's database check: a short interval, so the outage test waits less than 5 s per change
+            "ACP_PROGRESS_AGUI_HEALTH_INTERVAL": str(HEALTH_CHECK_SECONDS),
+        },
     )
 
 
@@ -142,7 +149,7 @@ def test_a_thread_continues_across_replicas_in_both_directions(
     # the model history each replica went on with held every turn, whichever replica ran it
     assert _users(stored) == ["what is 2+2", "what is 3+3", "what is 4+4"]
     assert httpx.get(a.url + "/health").json()["database"] == "reachable"
-    pg_server.stop("fast")  # /health says so within its 5 s check interval, and again when it is back
+    pg_server.stop("fast")  # /health says so at its next check, and again when it is back
     try:
         _wait_health(a, "unreachable")
     finally:
@@ -155,6 +162,34 @@ def _wait_health(replica: AguiProcess, state: str, within: float = 15.0) -> None
     while (seen := httpx.get(replica.url + "/health").json().get("database")) != state:
         assert time.monotonic() < deadline, f"/health says the database is {seen}, not {state}"
         time.sleep(0.2)
+
+
+@pytest.mark.anyio
+async def test_the_database_is_checked_at_the_interval_the_settings_give(pg_url: str) -> None:
+    """``health_interval`` paces the checks behind ``/health`` (the default waits 5 s between two)."""
+    import anyio
+
+    from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
+    from acp_adapter.store.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    locks = ReplicaThreadLocks(pg_url, store, "s", health_interval=0.01)
+    checks: list[bool] = []
+    plain_check = locks.check
+
+    def counted_check() -> bool:
+        checks.append(plain_check())
+        return checks[-1]
+
+    locks.check = counted_check  # type: ignore[method-assign]
+    try:
+        with anyio.move_on_after(1.5):  # the default interval checks once in that time
+            await locks.watch()
+        assert len(checks) >= 3 and all(checks), checks
+        assert locks.database_ok is True
+    finally:
+        locks.close()
+        store.close()
 
 
 def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(

@@ -3,7 +3,8 @@
 Any local user, and any web page its person opens, can reach a loopback port: without a token
 they could read ``/threads`` and run prompts. ``acp-progress agui`` makes a token at its first
 start, keeps it in the state directory (mode 0600) and prints it once, inside the web page's URL;
-``--no-token`` is the explicit way to serve without one.
+``--no-token`` is the explicit way to serve without one (its start line is checked on the web page
+tests' ``--no-token`` endpoint, in ``test_agui_page.py``).
 """
 
 from __future__ import annotations
@@ -54,18 +55,6 @@ def test_a_loopback_endpoint_needs_its_own_token_printed_with_the_page_url(tmp_p
         assert _page_url(again).endswith(f"#token={token}")  # kept across restarts
     finally:
         again.stop()
-
-
-@pytest.mark.e2e
-def test_no_token_is_explicit_and_said_at_start(tmp_path: Path) -> None:
-    process = AguiProcess(tmp_path, "--summary", "off")  # the helper passes --no-token
-    try:
-        process.wait_healthy()
-        assert httpx.get(process.url + "/threads").status_code == 200
-        process.wait_for("serving AG-UI")
-        assert f"the web page is at {process.url}/ - WITHOUT a token (--no-token)" in process.text()
-    finally:
-        process.stop()
 
 
 def test_a_token_file_others_could_read_or_plant_is_refused(tmp_path: Path) -> None:

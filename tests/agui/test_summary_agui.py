@@ -1,9 +1,10 @@
 """Progress summaries on the AG-UI endpoint: PROGRESS_SUMMARY activity snapshots, one per run.
 
-End to end: ``create_app(AguiOptions(summary=...))`` on uvicorn over loopback, driving this project's agent
-(embedded model, slowed down so a run spans several summary ticks); every event read back is
-validated as its ag-ui-protocol model and the stream's order rules are checked. The observer itself
-is also driven on a :class:`~acp_adapter.summary.ManualClock`, without HTTP or real waits.
+End to end: ``create_app(AguiOptions(summary=...))`` on uvicorn over loopback, driving this project's
+agent (served in this process; embedded model, slowed down so a run spans several summary ticks);
+every event read back is validated as its ag-ui-protocol model and the stream's order rules are
+checked. The observer itself is also driven on a :class:`~acp_adapter.summary.ManualClock`, without
+HTTP or real waits.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from tests.agui.test_agui_app import (
 )
 from tests.helpers.acp_agent import agent_env
 from tests.helpers.agui_checks import parse_wire
+from tests.helpers.agui_inprocess import use_in_process_agui_agents
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -93,23 +95,25 @@ def apps(workspace: Path) -> Iterator[dict[str, Served]]:
         "off": Settings(summary="off", summary_interval=0.05),
         "library": None,
     }
-    served = {
-        name: Served(
-            create_app(AguiOptions(cwd=workspace, agent_env=env, summary=summary, run_observers=[rec])), rec
-        )
-        for name, summary in specs.items()
-        for rec in [Recorder()]
-    }
-    with ThreadPoolExecutor(len(served)) as pool:
-        list(pool.map(Served.start, served.values()))
-    try:
-        yield served
-    finally:
+    with pytest.MonkeyPatch.context() as patch:
+        use_in_process_agui_agents(patch)  # the agent's process proves nothing about summaries
+        served = {
+            name: Served(
+                create_app(AguiOptions(cwd=workspace, agent_env=env, summary=summary, run_observers=[rec])),
+                rec,
+            )
+            for name, summary in specs.items()
+            for rec in [Recorder()]
+        }
         with ThreadPoolExecutor(len(served)) as pool:
-            list(pool.map(Served.stop, served.values()))
+            list(pool.map(Served.start, served.values()))
+        try:
+            yield served
+        finally:
+            with ThreadPoolExecutor(len(served)) as pool:
+                list(pool.map(Served.stop, served.values()))
 
 
-@pytest.mark.e2e
 def test_a_run_publishes_progress_summaries_replaced_in_place(apps: dict[str, Served]) -> None:
     body = run_input("t-sum", "search for TODO")
     events = run(apps["on"].url, body)  # every event parsed as its model, order rules checked
@@ -127,7 +131,6 @@ def test_a_run_publishes_progress_summaries_replaced_in_place(apps: dict[str, Se
     assert check_summaries(run(apps["on"].url, again), again["runId"])[0]["content"]["revision"] == 1
 
 
-@pytest.mark.e2e
 def test_summaries_off_publish_nothing_and_a_run_can_opt_either_way(apps: dict[str, Served]) -> None:
     assert not summaries(run(apps["off"].url, run_input("t-off", "search for TODO")))
     assert not summaries(run(apps["library"].url, run_input("t-lib", "search for TODO")))
@@ -145,12 +148,10 @@ def test_summaries_off_publish_nothing_and_a_run_can_opt_either_way(apps: dict[s
     assert [e for e in of_type(events, "ACTIVITY_SNAPSHOT") if e["activityType"] == "TOOL_PROGRESS"]
 
 
-@pytest.mark.e2e
 def test_a_bad_switch_is_a_422(apps: dict[str, Served]) -> None:
     assert_bad_switch_is_a_422(apps["on"].url, "t-bad", "hello", "emitProgressSummary")
 
 
-@pytest.mark.e2e
 def test_a_secret_in_the_prompt_never_reaches_a_summary(apps: dict[str, Served]) -> None:
     body = run_input("t-secret", f"search for {SECRET}")
     events = run(apps["on"].url, body)

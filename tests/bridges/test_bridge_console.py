@@ -1,4 +1,5 @@
-"""The console platform and the runner on the real client driver: this project's agent and another one."""
+"""The console platform and the runner on the real client driver: this project's agent (in this
+process) and another one (a process of its own)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,9 @@ from acp_adapter.frontends.bridges.platforms.console import run_console
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.shared_servers import use_in_process_agents
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = pytest.mark.anyio
 
 ECHO_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
 
@@ -54,6 +56,13 @@ class WatchedOutput(io.StringIO):
             await asyncio.sleep(0.02)
 
 
+@pytest.fixture(autouse=True)
+def _agents_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This project's agent is served in this process (the driver's side is the production code);
+    another agent (``--agent``) still runs as a process of its own."""
+    use_in_process_agents(monkeypatch)
+
+
 def runner_for(instance: Any, **kw: Any) -> BridgeRunner:
     return BridgeRunner(instance, BridgeOptions(agent_env=agent_env(), window=0.2, **kw))
 
@@ -78,6 +87,7 @@ async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: P
     assert metrics.delivered == metrics.enqueued and metrics.delivery_dropped_by_reason == {}
 
 
+@pytest.mark.e2e  # the echo agent is a process of its own
 async def test_another_agent_title_fallback_transcript_boundary_and_no_secret() -> None:
     instance = new_instance("e", "console", agent=ECHO_AGENT, progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()
@@ -93,6 +103,7 @@ async def test_another_agent_title_fallback_transcript_boundary_and_no_secret() 
     assert ECHO_SECRET not in text and ECHO_SECRET[:12] not in text
 
 
+@pytest.mark.e2e  # an allowed command runs as a process
 @pytest.mark.parametrize(("answer", "allowed"), [("y", True), ("n", False)])
 async def test_console_permission_prompt(answer: str, allowed: bool) -> None:
     instance = new_instance("p", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
@@ -124,6 +135,7 @@ async def test_permission_unanswered_is_denied_after_the_timeout() -> None:
     await task
 
 
+@pytest.mark.e2e  # the agent that exits is a process
 async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
     instance = new_instance("x", "console", agent=f"{sys.executable} -c 'import sys; sys.exit(3)'")
     inp, out = ScriptedInput(), WatchedOutput()
@@ -133,6 +145,7 @@ async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
     assert "❌ the agent" in out.getvalue() and "exited with code 3" in out.getvalue()
 
 
+@pytest.mark.e2e  # the MCP server is a process
 async def test_a_tool_s_question_is_asked_in_the_console_chat_and_answered_there(tmp_path: Path) -> None:
     """An MCP server asks during a call: the console bridge asks in the chat, the person's line
     goes back to the server through the agent."""

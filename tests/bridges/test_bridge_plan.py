@@ -1,16 +1,14 @@
 """The bridges show an agent's plan, its diffs and — only when asked — its thoughts: the plan is one
 message edited in place as entries change (accumulate) or a new message per change (separate); an
 edit is ``✅ Edit notes.py — +2 −3 notes.py``; ``--delivery-thoughts`` (kept in the instance file)
-posts the thoughts. ``bridge run`` of the console platform in a real process, against the scripted
-agent that sends every kind of update."""
+posts the thoughts. ``bridge run`` of the console platform, and the Telegram platform against the
+strict fake Bot API (both in this process: what they post is the point, not their process), against
+the scripted agent that sends every kind of update."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from acp_adapter.frontends.bridges.config import ProgressConfig
 from acp_adapter.frontends.bridges.events import PlanUpdate, ThoughtText
 from acp_adapter.frontends.bridges.projection import TurnProjection
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.console_bridge import run_console_bridge
 
 RUN_CLI = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'} --pause 0.1"
@@ -33,19 +32,12 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def _run(cfg: Path, name: str) -> str:
-    env = {**os.environ, **agent_env(), "ACP_PROGRESS_CONFIG_DIR": str(cfg), "ACP_PROGRESS_SUMMARY": "off"}
-    proc = subprocess.run(
-        [sys.executable, "-c", RUN_CLI, "bridge", "run", name],
-        input="fix it\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+def _run(name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """``bridge run NAME`` in this process (the scripted agent is still its own process)."""
+    env = {**agent_env(), "ACP_PROGRESS_SUMMARY": "off"}
+    done = run_console_bridge(name, "fix it\n", monkeypatch, capsys, env)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def _plan_messages(out: str) -> list[tuple[str, str]]:
@@ -55,7 +47,7 @@ def _plan_messages(out: str) -> list[tuple[str, str]]:
 
 @pytest.mark.e2e
 def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
-    cfg: Path, capsys: pytest.CaptureFixture[str]
+    cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert (
         main(
@@ -63,7 +55,7 @@ def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
         )
         == 0
     )
-    out = _run(cfg, "b")
+    out = _run("b", monkeypatch, capsys)
     plans = _plan_messages(out)
     assert plans[0][1] == "" and len({mid for mid, _ in plans}) == 1, out  # posted once…
     assert len(plans) >= 2 and all(verb == " edited" for _, verb in plans[1:])  # …then edited
@@ -74,7 +66,9 @@ def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
 
 
 @pytest.mark.e2e
-def test_delivery_thoughts_and_separate_grouping(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_delivery_thoughts_and_separate_grouping(
+    cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert main(["bridge", "create", "s", "--platform", "console", "--agent", AGENT]) == 0
     changes = [
         "--delivery-progress",
@@ -91,7 +85,7 @@ def test_delivery_thoughts_and_separate_grouping(cfg: Path, capsys: pytest.Captu
     assert json.loads((cfg / "bridges.json").read_text())["instances"]["s"]["delivery_defaults"]["progress"][
         "thoughts"
     ]
-    out = _run(cfg, "s")
+    out = _run("s", monkeypatch, capsys)
     assert "💭 Reading notes.py first. The greeting has a typo. I will fix it, then run the tests." in out
     plans = _plan_messages(out)
     assert len(plans) >= 3 and len({mid for mid, _ in plans}) == len(plans), out  # a message per change
@@ -113,41 +107,25 @@ def test_an_unchanged_plan_makes_no_edit_and_a_thought_needs_the_option() -> Non
     assert "1234567890abcdefghij" not in thought.text  # redacted like every line a chat gets
 
 
-@pytest.mark.e2e
-def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
+@pytest.mark.e2e  # the scripted agent is a process of its own; the bridge runs in this process
+@pytest.mark.anyio
+async def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
     """The same through the Telegram platform, against the strict fake Bot API."""
     pytest.importorskip("telegram")
-    from tests.bridges.test_bridge_telegram_process import CHAT, TOKEN, acp_progress
-    from tests.helpers.fake_telegram import FakeTelegram
+    from acp_adapter.frontends.bridges.config import BridgeStore
+    from acp_adapter.frontends.bridges.delivery import COALESCE_WINDOW
+    from tests.bridges.test_bridge_telegram_process import CHAT, TOKEN
+    from tests.helpers.fake_telegram import FakeTelegram, telegram_bridge, until
 
     fake = FakeTelegram(TOKEN).start()
     args = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--agent", AGENT]
     assert main([*args, "--delivery-progress", "all"]) == 0
-    env = {
-        **os.environ,
-        **agent_env(),
-        "ACP_PROGRESS_CONFIG_DIR": str(cfg),
-        "TELEGRAM_BOT_TOKEN": TOKEN,
-        "ACP_PROGRESS_TELEGRAM_API_URL": fake.api_url,
-        "ACP_PROGRESS_SUMMARY": "off",
-    }
-    proc = subprocess.Popen(
-        [*acp_progress(), "bridge", "run", "tg"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
     try:
-        fake.wait_until(lambda: bool(fake.calls_of("getUpdates")), within=30)
-        fake.user_says(CHAT, "fix it")
-        fake.wait_until(lambda: any("3 tests pass" in t for t in fake.chat_view(CHAT)), within=30)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=10)
+        # what ``bridge run tg`` runs: the stored instance, the default edit window
+        async with telegram_bridge(fake, BridgeStore().get("tg"), token=TOKEN, window=COALESCE_WINDOW):
+            fake.user_says(CHAT, "fix it")
+            await until(lambda: any("3 tests pass" in t for t in fake.chat_view(CHAT)), what="the answer")
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
         fake.stop()
     plans = [m for m in fake.bot_messages(CHAT) if m.text.startswith("plan ")]
     assert len(plans) == 1, fake.chat_view(CHAT)  # one message…

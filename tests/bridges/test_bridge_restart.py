@@ -4,7 +4,8 @@ Telegram against the strict fake Bot API (it keeps its state, pending updates in
 the bridge restart): a turn running when the bridge is SIGKILLed is reported interrupted and
 never re-sent; a prompt accepted behind it runs after the restart; nothing is processed twice;
 the chat goes on in its stored session. The console bridge carries its session across a
-restart too, and ``bridge show`` lists the chats' sessions.
+restart too (two runs in this process: the store carries the session), and ``bridge show`` lists
+the chats' sessions.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.store import SqliteStore
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.console_bridge import run_console_bridge
+from tests.helpers.shared_servers import use_in_process_agents
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
 CHAT = 4242
@@ -63,6 +66,7 @@ def test_telegram_sigkill_mid_turn_then_restart(cfg: Path, capsys: pytest.Captur
     from tests.helpers.fake_telegram import FakeTelegram
 
     fake = FakeTelegram(TOKEN).start()
+    fake.max_poll_seconds = 0.5  # "it took the update" waits for the poll after next: not 5 s
     args = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--cwd", str(ROOT)]
     assert main([*args, "--delivery-progress", "all"]) == 0
     e = env(cfg, TELEGRAM_BOT_TOKEN=TOKEN, ACP_PROGRESS_TELEGRAM_API_URL=fake.api_url)
@@ -117,21 +121,18 @@ def test_telegram_sigkill_mid_turn_then_restart(cfg: Path, capsys: pytest.Captur
     assert "Traceback" not in err, err
 
 
-@pytest.mark.e2e
 def test_console_bridge_restart_goes_on_in_the_same_session(
-    cfg: Path, capsys: pytest.CaptureFixture[str]
+    cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Two runs of the bridge one after the other on one state directory, in this process with
+    this project's agent in process too: what carries the session is the store, not a process."""
+    use_in_process_agents(monkeypatch)
     assert main(["bridge", "create", "con", "--platform", "console", "--cwd", str(ROOT)]) == 0
-    run = [*acp_progress(), "bridge", "run", "con"]
-    one = subprocess.run(
-        run, input="search for TODO\n", env=env(cfg), cwd=ROOT, capture_output=True, text=True, timeout=30
-    )
+    one = run_console_bridge("con", "search for TODO\n", monkeypatch, capsys, env(cfg))
     assert one.returncode == 0, one.stderr
     session = show("con", capsys)["chats"][0]
     assert session["chat"] == "console"
-    two = subprocess.run(
-        run, input="read README.md\n", env=env(cfg), cwd=ROOT, capture_output=True, text=True, timeout=30
-    )
+    two = run_console_bridge("con", "read README.md\n", monkeypatch, capsys, env(cfg))
     assert two.returncode == 0, two.stderr
     assert "new conversation" not in two.stdout, two.stdout
     assert show("con", capsys)["chats"][0]["session_id"] == session["session_id"]
@@ -148,9 +149,9 @@ def test_console_bridge_restart_goes_on_in_the_same_session(
     assert "search for TODO" not in two.stdout and "I searched" not in two.stdout, two.stdout
 
 
-@pytest.mark.e2e
+@pytest.mark.e2e  # the agent under test (it cannot load sessions) is a process of its own
 def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversation(
-    cfg: Path, capsys: pytest.CaptureFixture[str]
+    cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The agent answers ``loadSession: false``: after a restart the chat cannot go on in its
     stored session, so the bridge opens a new one and says so in the chat, once."""
@@ -165,16 +166,11 @@ def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversa
     assert (
         main(["bridge", "create", "nl", "--platform", "console", "--cwd", str(ROOT), "--agent", agent]) == 0
     )
-    run = [*acp_progress(), "bridge", "run", "nl"]
-    one = subprocess.run(
-        run, input="hello\n", env=env(cfg), cwd=ROOT, capture_output=True, text=True, timeout=30
-    )
+    one = run_console_bridge("nl", "hello\n", monkeypatch, capsys, env(cfg))
     assert one.returncode == 0, one.stderr
     assert "echo: hello" in one.stdout and "new conversation" not in one.stdout, one.stdout
     first = show("nl", capsys)["chats"][0]["session_id"]
-    two = subprocess.run(
-        run, input="again\n", env=env(cfg), cwd=ROOT, capture_output=True, text=True, timeout=30
-    )
+    two = run_console_bridge("nl", "again\n", monkeypatch, capsys, env(cfg))
     assert two.returncode == 0, two.stderr
     notice = NEW_CONVERSATION.format(why="the agent cannot reload the earlier one")
     assert two.stdout.count(notice) == 1, two.stdout

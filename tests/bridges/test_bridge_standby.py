@@ -35,6 +35,23 @@ def _wait_for(path: Path, needle: str, within: float) -> float:
     return time.monotonic()
 
 
+def _leads(url: str, bridge: str) -> bool:
+    """Whether some process holds bridge ``bridge``'s leader lock (PostgreSQL's lock table)."""
+    import psycopg
+
+    from acp_adapter.store.locks import lock_key
+
+    key = lock_key(f"bridge:{bridge}") & 0xFFFFFFFFFFFFFFFF  # a bigint key: classid high, objid low
+    with psycopg.connect(url) as db:
+        row = db.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+            " WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()"
+            " AND l.classid::bigint = %s AND l.objid::bigint = %s AND l.objsubid = 1",
+            (key >> 32, key & 0xFFFFFFFF),
+        ).fetchone()
+    return bool(row and row[0])
+
+
 def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
 ) -> None:
@@ -46,6 +63,7 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
     monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("ACP_PROGRESS_DATABASE_URL", pg_url)
     fake = FakeTelegram(TOKEN).start()
+    fake.max_poll_seconds = 0.5  # "it took the update" waits for the poll after next: not 5 s
     create = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--cwd", str(ROOT)]
     assert main(create) == 0
     env = {
@@ -62,9 +80,14 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
         for log in logs:
             with log.open("wb") as err:
                 procs.append(subprocess.Popen(run, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err))
-            if log is logs[0]:
-                fake.wait_until(lambda: bool(fake.calls_of("getUpdates")), within=30)
+            if log is logs[0]:  # the standby starts once the first process leads, beside its start
+                deadline = time.monotonic() + 30
+                while not _leads(pg_url, "tg"):
+                    assert procs[0].poll() is None, logs[0].read_text(errors="replace")
+                    assert time.monotonic() < deadline, logs[0].read_text(errors="replace")
+                    time.sleep(0.05)
         leader, standby = procs
+        fake.wait_until(lambda: bool(fake.calls_of("getUpdates")), within=30)
         _wait_for(logs[1], "standby", within=30)
         fake.user_says(CHAT, "search for TODO")
         fake.wait_until(lambda: any("I searched" in t for t in fake.chat_view(CHAT)), within=30)

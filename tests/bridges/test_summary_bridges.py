@@ -43,6 +43,7 @@ from acp_adapter.summary import ManualClock, SummaryFactory, SummaryRequest
 from tests.bridges.test_bridge_console import ScriptedInput, WatchedOutput
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.bridge_fakes import FakeClock, RecordingSink
+from tests.helpers.shared_servers import use_in_process_agents
 
 pytestmark = pytest.mark.anyio
 
@@ -194,7 +195,7 @@ async def test_close_mid_turn_removes_the_placeholder() -> None:
 
 
 def drain(q: RouteQueue) -> list[object]:
-    out = []
+    out: list[object] = []
     while (item := q.get_nowait()) is not None:
         out.append(item)
     return out
@@ -401,8 +402,8 @@ def writer_factory(*answers: str, max_length: int = 180) -> SummaryFactory:
     return SummaryFactory(Writer(*answers), interval=0, max_length=max_length)
 
 
-@pytest.mark.e2e
-async def test_console_end_to_end_with_this_projects_agent() -> None:
+async def test_console_end_to_end_with_this_projects_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_in_process_agents(monkeypatch)  # its process proves nothing about the placeholder
     instance = new_instance("c", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
     runner = BridgeRunner(
         instance,
@@ -431,9 +432,9 @@ async def test_console_end_to_end_with_this_projects_agent() -> None:
     assert runner.metrics().delivered == runner.metrics().enqueued
 
 
-@pytest.mark.e2e
-async def test_telegram_end_to_end_placeholder_limit_and_order() -> None:
+async def test_telegram_end_to_end_placeholder_limit_and_order(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("telegram")
+    use_in_process_agents(monkeypatch)  # its process proves nothing about the placeholder
     from acp_adapter.frontends.bridges.platforms.telegram import run_telegram
     from tests.bridges.test_bridge_telegram import CHAT, TOKEN
     from tests.bridges.test_bridge_telegram import until as wait_until

@@ -135,7 +135,7 @@ CHAT_ACTIONS = frozenset(
     ]
 )
 JSON_FIELDS = frozenset({"reply_markup", "reaction", "allowed_updates", "entities", "link_preview_options"})
-BOT = {"id": 999000, "is_bot": True, "first_name": "Bridge", "username": "bridge_test_bot"}
+BOT: dict[str, Any] = {"id": 999000, "is_bot": True, "first_name": "Bridge", "username": "bridge_test_bot"}
 
 
 def utf16_units(text: str) -> int:
@@ -198,6 +198,9 @@ class FakeTelegram:
         self._limits: dict[str, list[int]] = {}
         self._faults: dict[str, list[str]] = {}
         self.hang_seconds = 3.0
+        #: longest an empty ``getUpdates`` long poll is held (Telegram holds it up to the client's
+        #: ``timeout``; a test waiting for the poll after next sets this short)
+        self.max_poll_seconds = 5.0
         self.chat_types: dict[int, str] = {}
         self.names: dict[int, str] = {}
         self.allowed_updates: list[str] | None = None
@@ -212,7 +215,7 @@ class FakeTelegram:
     def api_url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> FakeTelegram:
         fake = self
@@ -533,7 +536,7 @@ class FakeTelegram:
 
     def _m_getUpdates(self, p: dict[str, Any]) -> Any:
         offset = int(p.get("offset") or 0)
-        timeout = min(float(p.get("timeout") or 0), 5.0)
+        timeout = min(float(p.get("timeout") or 0), self.max_poll_seconds)
         deadline = time.monotonic() + timeout
         with self._cond:
             if "allowed_updates" in p:  # Telegram remembers the last list it was given

@@ -35,7 +35,8 @@ from acp_adapter.store.locks import AdvisoryLocks
 log = logging.getLogger("acp_progress.agui.replicas")
 
 LAST_RUN = "agui:lastrun"
-#: seconds between two checks that the database answers (``/health``)
+#: seconds between two checks that the database answers (``/health``), unless the endpoint's
+#: settings say otherwise (``ACP_PROGRESS_AGUI_HEALTH_INTERVAL``)
 HEALTH_INTERVAL = 5.0
 
 
@@ -43,8 +44,10 @@ class ReplicaThreadLocks:
     """The cross-replica half of "one run per thread": a lock per running thread, and which
     replica ran each thread last."""
 
-    def __init__(self, url: str, store: Any, scope: str) -> None:
+    def __init__(self, url: str, store: Any, scope: str, health_interval: float = HEALTH_INTERVAL) -> None:
         self.locks = AdvisoryLocks(url)
+        #: seconds between two checks that the database answers (:meth:`watch`)
+        self.health_interval = health_interval
         self.store = store
         self.scope = scope
         self.namespace = f"{LAST_RUN}:{scope}"
@@ -107,14 +110,14 @@ class ReplicaThreadLocks:
         return ok
 
     async def watch(self) -> None:
-        """Check the database every :data:`HEALTH_INTERVAL` seconds, for ``/health`` (a task)."""
+        """Check the database every :attr:`health_interval` seconds, for ``/health`` (a task)."""
         while True:
             try:
                 await asyncio.to_thread(self.check)
             except Exception as exc:
                 self.database_ok = False
                 log.warning("cannot check the session database: %s", redact_text(str(exc)))
-            await asyncio.sleep(HEALTH_INTERVAL)
+            await asyncio.sleep(self.health_interval)
 
     def close(self) -> None:
         """Close the lock connection (PostgreSQL releases every lock it held)."""
