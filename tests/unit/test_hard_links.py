@@ -94,7 +94,7 @@ async def test_an_editor_is_not_asked_for_a_hard_linked_file_nobody_allowed(work
     from tests.e2e.test_e2e_edits import EDITOR, EditorClient, spawn
 
     client = EditorClient(permission="reject")
-    async with spawn(client, EDITOR) as conn:
+    async with spawn(client, EDITOR) as (conn, _process, _log):
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "read linked.txt")
     (asked,) = client.permission_requests
