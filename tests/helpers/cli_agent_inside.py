@@ -8,7 +8,7 @@ where the agent is only "an agent to talk to": the agent's own process (its star
 group, its stdio framing) proves nothing there, and each one costs over a second of CPU to start
 (the interpreter and the ACP SDK imported again). The front-end's code is the production code;
 only the default agent's pipe and process are gone (see
-:func:`tests.helpers.shared_servers.in_process_driver_class`). An ``--agent`` naming another
+:func:`tests.helpers.shared_servers.in_process_link_class`). An ``--agent`` naming another
 command (a scripted or foreign agent) is still spawned as given.
 
 A test about the agent's process (Ctrl-C reaching or not reaching it, its crash, its exit, its

@@ -1,6 +1,6 @@
 """``acp-progress ARGS`` run inside the test process, with its stdin, stdout and stderr on files,
 and this project's agent served in the same process (see
-:func:`tests.helpers.shared_servers.in_process_driver_class`).
+:func:`tests.helpers.shared_servers.in_process_link_class`).
 
 For front-end tests on pipes whose point is what ``watch`` and ``chat`` print and the status they
 end with (JSON lines, replays, failed turns, whole lines): a command line and an agent process add

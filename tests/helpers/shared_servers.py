@@ -16,7 +16,6 @@ from typing import Any
 
 __all__ = [
     "cli_in_process",
-    "in_process_driver_class",
     "in_process_link_class",
     "use_in_process_agents",
 ]
@@ -120,21 +119,6 @@ def in_process_link_class() -> Any:
                     shown.end()
 
     return InProcessLink
-
-
-def in_process_driver_class() -> Any:
-    """An :class:`~acp_adapter.client.driver.AgentDriver` whose link is :func:`in_process_link_class`'s:
-    for a front-end module that builds its own driver (``chat``), patched where it is looked up."""
-    from acp_adapter.client.driver import AgentDriver
-
-    link_class = in_process_link_class()
-
-    class InProcessDriver(AgentDriver):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.link.__class__ = link_class  # a subclass adding no state of its own: same layout
-
-    return InProcessDriver
 
 
 def use_in_process_agents(monkeypatch: Any) -> None:

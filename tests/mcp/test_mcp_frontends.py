@@ -30,7 +30,8 @@ from acp_adapter.config import Settings
 from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_settings_file
 from tests.bridges.test_bridge_telegram_process import acp_progress
 from tests.helpers.acp_agent import ROOT, agent_env
-from tests.helpers.shared_servers import cli_in_process, in_process_driver_class, use_in_process_agents
+from tests.helpers.cli_agent_inside import agent_inside
+from tests.helpers.shared_servers import cli_in_process, use_in_process_agents
 from tests.mcp.test_mcp_http import http_kit
 
 SECRET = "kit-env-secret-9Hq2Lm4Np6Rt8Vx0"
@@ -434,10 +435,10 @@ def test_chat_passes_the_servers(
     servers = web_servers_file(tmp_path, web_kit)
     monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(tmp_path / "state"))
     # the agent chat drives, in this process too: the servers reach it only through session/new
-    monkeypatch.setattr("acp_adapter.frontends.watch.chat.AgentDriver", in_process_driver_class())
     args = ["chat", "--mcp-config", str(servers), "--cwd", str(tmp_path)]
     stdin = 'call peek {"text": "from chat"}\n'
-    status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, args, stdin)
+    with agent_inside():
+        status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, args, stdin)
     assert status == 0, err
     assert "peek: from chat" in out
 
