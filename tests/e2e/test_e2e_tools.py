@@ -1,8 +1,10 @@
-"""Real tools as ACP tool cards, end to end over stdio: titles, kinds, progress, failures,
-permission, and secrets that never reach the client.
+"""Real tools as ACP tool cards, end to end: titles, kinds, progress, failures, permission, and
+secrets that never reach the client. The tools are real (files read, commands run in processes of
+their own, hence ``e2e``); the cards are decided by the agent whoever its client is.
 
-The tests share one agent process (:mod:`tests.helpers.shared_agent`): each opens its own session, and the
-session's updates reach the test's own client; none needs a process of its own."""
+The tests share one agent served in this process (:mod:`tests.helpers.shared_agent`, the fast
+settings with the embedded model's spawned-agent delay): each opens its own session, and the
+session's updates reach the test's own client; none needs an agent process of its own."""
 
 from __future__ import annotations
 
@@ -14,14 +16,14 @@ import pytest
 from acp.schema import AgentThoughtChunk, ToolCallProgress, ToolCallStart
 
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
-    async with shared_agent_process() as shared:
+    async with shared_agent_inprocess(embedded_delay=0.3) as shared:
         yield shared
 
 
