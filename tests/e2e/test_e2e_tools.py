@@ -141,12 +141,13 @@ async def test_cancel_during_a_long_tool_closes_its_card_and_drops_later_progres
     client.on_update = on_update
     conn = agent.conn
     session = await agent.new_session(client, tmp_path)
-    task = asyncio.create_task(prompt_text(conn, session.session_id, "wait 20 seconds"))
+    # 12 steps of 0.5 s: the turn is still in its tool long after the cancel
+    task = asyncio.create_task(prompt_text(conn, session.session_id, "wait 6 seconds"))
     await asyncio.wait_for(progressed.wait(), 10)
     await conn.cancel(session_id=session.session_id)
     response = await asyncio.wait_for(task, 5)
     count = len(client.updates)
-    await asyncio.sleep(1.2)  # the tool would have reported more steps by now
+    await asyncio.sleep(0.6)  # more than a step: the tool would have reported another by now
     assert len(client.updates) == count
     assert response.stop_reason == "cancelled"
     (card,) = _tool_cards(client, session.session_id).values()
