@@ -1,8 +1,10 @@
-"""Real tools as ACP tool cards, end to end over stdio: titles, kinds, progress, failures,
-permission, and secrets that never reach the client.
+"""Real tools as ACP tool cards, end to end: titles, kinds, progress, failures, permission, and
+secrets that never reach the client. The tools are real (files read, commands run in processes of
+their own, hence ``e2e``); the cards are decided by the agent whoever its client is.
 
-The tests share one agent process (:mod:`tests.helpers.shared_agent`): each opens its own session, and the
-session's updates reach the test's own client; none needs a process of its own."""
+The tests share one agent served in this process (:mod:`tests.helpers.shared_agent`, the fast
+settings with the embedded model's spawned-agent delay): each opens its own session, and the
+session's updates reach the test's own client; none needs an agent process of its own."""
 
 from __future__ import annotations
 
@@ -14,14 +16,14 @@ import pytest
 from acp.schema import AgentThoughtChunk, ToolCallProgress, ToolCallStart
 
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
-    async with shared_agent_process() as shared:
+    async with shared_agent_inprocess(embedded_delay=0.3) as shared:
         yield shared
 
 
@@ -139,12 +141,13 @@ async def test_cancel_during_a_long_tool_closes_its_card_and_drops_later_progres
     client.on_update = on_update
     conn = agent.conn
     session = await agent.new_session(client, tmp_path)
-    task = asyncio.create_task(prompt_text(conn, session.session_id, "wait 20 seconds"))
+    # 12 steps of 0.5 s: the turn is still in its tool long after the cancel
+    task = asyncio.create_task(prompt_text(conn, session.session_id, "wait 6 seconds"))
     await asyncio.wait_for(progressed.wait(), 10)
     await conn.cancel(session_id=session.session_id)
     response = await asyncio.wait_for(task, 5)
     count = len(client.updates)
-    await asyncio.sleep(1.2)  # the tool would have reported more steps by now
+    await asyncio.sleep(0.6)  # more than a step: the tool would have reported another by now
     assert len(client.updates) == count
     assert response.stop_reason == "cancelled"
     (card,) = _tool_cards(client, session.session_id).values()

@@ -11,6 +11,7 @@ runs: ``PYTHONPATH`` is not passed.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import shutil
@@ -51,13 +52,11 @@ NOT_SOURCE = shutil.ignore_patterns(
 )
 
 
-@pytest.fixture(scope="session")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+def _build(tmp_path_factory: pytest.TempPathFactory, out: Path) -> None:
     """Built from a copy of the checkout: setuptools writes its ``*.egg-info`` and ``build/`` into
     the tree it builds, so two test workers building the checkout itself would trip over each other."""
     source = tmp_path_factory.mktemp("source") / "acp-progress"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
-    out = tmp_path_factory.mktemp("dist")
     done = subprocess.run(
         [sys.executable, "-m", "build", "--outdir", str(out), str(source)],
         capture_output=True,
@@ -65,6 +64,30 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
+    """Built once per test run. Under xdist every worker's base temporary directory sits in one
+    directory made fresh for this run, so the first worker builds there under a file lock and the
+    others take its wheel (a build is seconds of CPU; nothing built by an earlier run is reused).
+    Without xdist, the session's own temporary directory holds the build."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp("dist")
+        _build(tmp_path_factory, out)
+    else:
+        run_dir = tmp_path_factory.getbasetemp().parent
+        out = run_dir / "shared-dist"
+        with (run_dir / "shared-dist.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not (out / "built").exists():
+                    shutil.rmtree(out, ignore_errors=True)  # a worker that failed half-way
+                    out.mkdir()
+                    _build(tmp_path_factory, out)
+                    (out / "built").touch()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
     return Dist(wheel, sdist)

@@ -2,8 +2,9 @@
 and watch's status line, plus the pure pieces they are built of. What the agent puts on its think
 card (the summary on its heartbeats, none unless turned on, none after a cancel) is decided by the
 agent whoever its client is: those serve cases run it in this process
-(:mod:`tests.helpers.shared_agent`). The relay and watch keep their real processes over real pipes
-(the relay wraps another agent's process; watch starts the agent)."""
+(:mod:`tests.helpers.shared_agent`). The relay runs in this process
+(:mod:`tests.helpers.relay_inside`) around the real process of the agent it wraps; watch keeps its
+real agent process over real pipes (watch starts the agent)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 from acp.schema import AgentThoughtChunk, ToolCallProgress
 
 from acp_adapter.tools import build_thinking_progress, build_thinking_start
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.relay_inside import relay_inside
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 pytestmark = pytest.mark.anyio
@@ -284,7 +286,7 @@ async def test_the_relays_injected_card_shows_the_summary(tmp_path) -> None:
         "silent",
         "1.2",
     ]
-    async with spawn_agent(client, argv=argv) as (conn, _p, _log):
+    async with relay_inside(client, argv=argv, env=agent_env()) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "fix the failing test")
         count = len(client.updates)
@@ -302,7 +304,8 @@ async def test_the_relays_injected_card_shows_the_summary(tmp_path) -> None:
 async def test_the_relay_has_no_summary_by_default(tmp_path) -> None:
     client = RecordingClient()
     argv = ["-m", "acp_adapter.cli", "relay", "--think-after", "0.2", "--heartbeat-interval", "0.05"]
-    async with spawn_agent(client, argv=[*argv, "--", *SCRIPTED, "silent", "0.6"]) as (conn, _p, _log):
+    relayed = [*argv, "--", *SCRIPTED, "silent", "0.6"]
+    async with relay_inside(client, argv=relayed, env=agent_env()) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "fix the failing test")
     assert all(_summary_meta(r.update) is None for r in client.updates)

@@ -187,6 +187,9 @@ def _setup_terminal(tmp_path: Path, module: str) -> PtyChild:
         "TERM": "xterm-256color",
         "COLUMNS": "100",
         "LINES": "24",
+        # this terminal does not answer cursor-position requests (a terminal does): without it,
+        # prompt_toolkit waits a second for each answer before it shows a question
+        "PROMPT_TOOLKIT_NO_CPR": "1",
     }
     return PtyChild([sys.executable, "-m", module, "--setup"], str(tmp_path), env)
 
