@@ -3,6 +3,9 @@
 Reading stdin in an executor thread the loop waits for would make Ctrl-C and SIGTERM do nothing
 until stdin gives a line or ends, and a turn running then would keep its ``⏳ Working on long
 task`` line open for ever (no ❌), with a WARNING about an abandoned prompt.
+
+The bridge's process and its signals are the point; its agent runs inside that process
+(:mod:`tests.helpers.cli_agent_inside`): a second process per test proves nothing here.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from acp_adapter.cli import main
-from tests.bridges.test_bridge_telegram_process import acp_progress
+from tests.bridges.test_bridge_telegram_process import AGENT_INSIDE
 from tests.helpers.acp_agent import ROOT, agent_env
 
 pytestmark = pytest.mark.e2e
@@ -43,7 +46,7 @@ class Bridge:
             "ACP_PROGRESS_SUMMARY": "off",
         }
         self.proc = subprocess.Popen(
-            [*acp_progress(), "bridge", "run", "con"],
+            [*AGENT_INSIDE, "bridge", "run", "con"],
             env=env,
             cwd=ROOT,
             stdin=subprocess.PIPE,

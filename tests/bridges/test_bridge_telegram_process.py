@@ -5,6 +5,10 @@ SIGINT and SIGTERM must stop the bridge within 5 s whatever it waits on (here: a
 progress line ended ``❌ … — the bridge stopped`` and the question edited to say nobody answered.
 A rejected token must never reach stderr, even with python-telegram-bot logging at DEBUG.
 The bridge commands refuse ``--agent`` secrets and ``bridge show`` redacts.
+
+The bridge's process, its signals and its stderr are the point; its agent is only "an agent to talk
+to", so it runs inside the bridge's process (:mod:`tests.helpers.cli_agent_inside`) except where the
+installed ``acp-progress`` command is run as a user runs it (the rejected token).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ pytest.importorskip("telegram")
 from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.platforms.telegram import STOPPED_VERDICT
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 from tests.helpers.fake_telegram import FakeTelegram
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
@@ -35,6 +40,10 @@ CHAT = 4242
 def acp_progress() -> list[str]:
     found = shutil.which("acp-progress", path=str(Path(sys.executable).parent))
     return [found] if found else [sys.executable, "-m", "acp_adapter"]
+
+
+#: ``acp-progress`` as a process of its own, driving this project's agent inside that process
+AGENT_INSIDE = [sys.executable, "-m", CLI_AGENT_INSIDE]
 
 
 @pytest.fixture
@@ -50,7 +59,9 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def start(cfg: Path, fake: FakeTelegram, token: str = TOKEN, **env: str) -> subprocess.Popen[str]:
+def start(
+    cfg: Path, fake: FakeTelegram, token: str = TOKEN, *, command: list[str] = AGENT_INSIDE, **env: str
+) -> subprocess.Popen[str]:
     full = {
         **os.environ,
         **agent_env(),
@@ -61,7 +72,7 @@ def start(cfg: Path, fake: FakeTelegram, token: str = TOKEN, **env: str) -> subp
         **env,
     }
     return subprocess.Popen(
-        [*acp_progress(), "bridge", "run", "tg"],
+        [*command, "bridge", "run", "tg"],
         env=full,
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -119,7 +130,7 @@ def test_a_rejected_token_never_reaches_stderr_even_at_debug(cfg: Path, fake: Fa
     `987654321:AAH…` was rejected by the server.``"""
     create()
     wrong = "987654321:AAHzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"
-    proc = start(cfg, fake, token=wrong, ACP_PROGRESS_LOG_LEVEL="DEBUG")
+    proc = start(cfg, fake, token=wrong, command=acp_progress(), ACP_PROGRESS_LOG_LEVEL="DEBUG")
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2, err
     assert "rejected the bot token in TELEGRAM_BOT_TOKEN" in err

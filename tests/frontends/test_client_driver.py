@@ -1,4 +1,7 @@
-"""The client driver against real agent processes: this project's agent and a scripted foreign one."""
+"""The client driver against real agent processes (scripted foreign ones: their crashes, garbage,
+stalls, refusals and process groups are the point), and against this project's agent served in
+this process where the driver's turns and sessions are the point (its process proves nothing
+there: :func:`tests.helpers.cli_agent_inside.agent_inside`)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from acp_adapter.client.driver import (
     permission_response,
 )
 from tests.helpers.acp_agent import ROOT, agent_env, prompt_text
+from tests.helpers.cli_agent_inside import agent_inside
+from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.shared_agent import agent_on
 
 pytestmark = pytest.mark.anyio
@@ -37,10 +42,11 @@ def answer_of(updates: list[object]) -> str:
     return "".join(u.content.text for u in updates if isinstance(u, AgentMessageChunk))  # type: ignore[attr-defined]
 
 
-@pytest.mark.e2e
 async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("# TODO: one\n")
-    async with AgentDriver(env=agent_env(), permission_policy=allow_all) as driver:
+    with agent_inside():
+        driver = AgentDriver(env=agent_env(), permission_policy=allow_all)
+    async with driver:
         assert driver.initialize_response is not None
         assert driver.initialize_response.agent_info.name == "acp-progress"
         session_id = await driver.new_session(str(tmp_path))
@@ -237,7 +243,6 @@ def test_an_unwritable_agent_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.e2e
 async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_callback(
     tmp_path: Path,
 ) -> None:
@@ -246,7 +251,9 @@ async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_ca
     async with agent_on(tmp_path / "state") as (conn, _client):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
-    async with AgentDriver(env=env) as driver:
+    with agent_inside():
+        driver = AgentDriver(env=env)
+    async with driver:
         assert driver.sessions.can_load and driver.sessions.can_list
         listed = await driver.list_sessions(str(tmp_path))
         assert [s.session_id for s in listed] == [sid] and listed[0].title == "what is 1+1"
@@ -319,17 +326,12 @@ async def test_initialize_and_session_new_errors_carry_their_details() -> None:
 
 @pytest.mark.e2e
 def test_watch_prints_the_details_of_a_session_new_error(tmp_path: Path) -> None:
+    """``watch`` runs in this process (what it prints is the point); the refusing agent is spawned."""
     import os
-    import subprocess
 
     agent = f"{sys.executable} {REFUSING} new-error"
-    proc = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "watch", "--agent", agent, "hello"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **agent_env()},
-        cwd=str(tmp_path),
-        timeout=60,
+    proc = run_cli_inside(
+        ["watch", "--agent", agent, "hello"], cwd=tmp_path, env={**os.environ, **agent_env()}
     )
     assert proc.returncode != 0
     assert "the workspace /nowhere does not exist" in proc.stderr, proc.stderr

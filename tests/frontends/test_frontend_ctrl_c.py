@@ -128,9 +128,21 @@ def test_importing_the_command_line_leaves_the_sigint_handler_alone(argv0: str) 
         "print(signal.getsignal(signal.SIGINT) is before is signal.default_int_handler)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe, argv0], capture_output=True, text=True, env=agent_env(), timeout=60
+        [sys.executable, "-c", probe, argv0],
+        capture_output=True,
+        text=True,
+        env=agent_env(),
+        timeout=60,
+        preexec_fn=_sigint_as_a_shell_leaves_it,
     )
     assert done.stdout == "True\n", done.stdout + done.stderr
+
+
+def _sigint_as_a_shell_leaves_it() -> None:
+    """The child starts with SIGINT at its default, as a shell starts a command: a test runner's
+    worker that ignores SIGINT would pass SIG_IGN on, and Python then keeps it instead of
+    installing its own handler (the one this test expects to find left in place)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_a_ctrl_c_during_a_commands_import_exits_130(monkeypatch, capsys) -> None:
