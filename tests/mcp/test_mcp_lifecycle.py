@@ -147,7 +147,9 @@ async def _close_session(conn, session_id: str):
 async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()
-    async with served_inprocess(client, progress_agent(mcp={"call_timeout": 0.5})) as conn:
+    # the hung call keeps the kit from exiting on its closed input: it is terminated after the grace
+    agent = progress_agent(mcp={"call_timeout": 0.5, "stop_grace": 0.2})
+    async with served_inprocess(client, agent) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         response = await prompt_text(conn, sid, "call hang {}")
         assert response.stop_reason == "end_turn"
