@@ -23,7 +23,7 @@ from tests.mcp.test_mcp_e2e import SECRET, kit, progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_STOP_GRACE="0.2")
 
 
 @pytest.fixture(scope="module")
