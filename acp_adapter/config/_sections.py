@@ -363,6 +363,14 @@ class McpSettings(_Section):
         ge=0,
         le=86_400,
     )
+    stop_grace: float = setting(
+        2.0,
+        env="ACP_PROGRESS_MCP_STOP_GRACE",
+        help="seconds a stdio MCP server gets to exit after its input is closed before its "
+        "process group is terminated (a server with a timer pending may never exit by itself)",
+        ge=0,
+        le=60,
+    )
 
     @classmethod
     def from_env(

@@ -39,6 +39,8 @@ log = logging.getLogger("acp_progress.mcp")
 
 #: Seconds a server gets to start, initialize and list its tools.
 START_TIMEOUT = 10.0
+#: the SDK's wait for a stdio server to exit once its input is closed
+STOP_GRACE = 2.0
 #: At most this many pages of ``tools/list`` are read (a server paging forever is cut).
 MAX_LIST_PAGES = 50
 #: At most this many tools are read from one server (the names module keeps 1,000 of them).
@@ -77,12 +79,15 @@ class McpServer:
         *,
         start_timeout: float = START_TIMEOUT,
         max_message: int = MAX_MESSAGE,
+        stop_grace: float = STOP_GRACE,
         on_list_changed: Callable[[McpServer], None] | None = None,
     ) -> None:
         self.spec = spec
         self.name = spec.name
         self.cwd = cwd
         self.start_timeout = start_timeout
+        #: seconds a stdio server may take to exit once its input is closed, then it is terminated
+        self.stop_grace = stop_grace
         self.state = "starting"
         self.error: str | None = None
         self.tools: list[types.Tool] = []
@@ -170,6 +175,7 @@ class McpServer:
                 errlog=errlog,
                 limit=self.guard.limit,
                 on_cut=self.guard.trip,
+                stop_grace=self.stop_grace,
             )
         if isinstance(self.spec, SseMcpServer):
             from acp_adapter.mcp.sse import bounded_sse_client

@@ -155,7 +155,11 @@ class McpManager:
 
     def _server(self, spec: Any) -> McpServer:
         return McpServer(
-            spec, self.cwd, start_timeout=self.start_timeout, max_message=self.limits.max_message_bytes
+            spec,
+            self.cwd,
+            start_timeout=self.start_timeout,
+            max_message=self.limits.max_message_bytes,
+            stop_grace=self.limits.stop_grace,
         )
 
     @property

@@ -21,6 +21,7 @@ import anyio.lowlevel
 from mcp.client import stdio as sdk
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.os.win32.utilities import ServerProcess, close_process_job
 from mcp.shared.message import SessionMessage
 
 from acp_adapter.mcp.limits import MAX_MESSAGE
@@ -34,9 +35,11 @@ async def bounded_stdio_client(
     errlog: TextIO,
     limit: int = MAX_MESSAGE,
     on_cut: Callable[[], None] | None = None,
+    stop_grace: float = sdk.PROCESS_TERMINATION_TIMEOUT,
 ) -> AsyncGenerator[TransportStreams, None]:
     """Like ``mcp.client.stdio.stdio_client``, with lines bounded to ``limit`` bytes; ``on_cut``
-    is told when a line was cut off."""
+    is told when a line was cut off. ``stop_grace`` is how long the server may take to exit once
+    its stdin is closed before its process group is terminated."""
     bound = limit
     command = await sdk._get_executable_command(server.command)
     process = await sdk._create_platform_compatible_process(
@@ -111,7 +114,7 @@ async def bounded_stdio_client(
             await writer_done.wait()
         if flush_scope.cancelled_caught:
             await anyio.lowlevel.cancel_shielded_checkpoint()
-        await sdk._stop_server_process(process)
+        await _stop_server_process(process, stop_grace)
         await sdk._aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
         await anyio.lowlevel.checkpoint()
 
@@ -126,3 +129,17 @@ async def bounded_stdio_client(
                 await shutdown()
             tg.cancel_scope.cancel()
     await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
+async def _stop_server_process(process: ServerProcess, grace: float) -> None:
+    """The SDK's shutdown sequence (close stdin, wait, terminate the group, reap), with the wait
+    before the terminate ``grace`` seconds instead of the SDK's fixed one."""
+    assert process.stdin and process.stdout, "server process is spawned with pipes"
+    await sdk._close_pipe(process.stdin)
+    if not await sdk._wait_for_process_exit(process, grace):
+        await sdk._terminate_process_tree(process)
+        if not await sdk._wait_for_process_exit(process, sdk._KILL_REAP_TIMEOUT):
+            log.warning("MCP server process %d is still alive after the kill; abandoning it", process.pid)
+    close_process_job(process)
+    await sdk._close_pipe(process.stdout)
+    sdk._close_subprocess_transport(process)

@@ -63,7 +63,9 @@ def everything() -> McpServerStdio:
     )
 
 
-FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+#: server-everything keeps running on a closed stdin while a timer of its own is pending (a task's
+#: time to live, an operation it was told to stop): the agent terminates it after a short grace
+FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_STOP_GRACE="0.2")
 #: in the agent's env, never the server's (a stdio server inherits only PATH, HOME …)
 CANARY = "agent-canary-7f6e5d"
 

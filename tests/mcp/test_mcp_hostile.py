@@ -23,7 +23,7 @@ from tests.mcp.test_mcp_e2e import SECRET, kit, progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_STOP_GRACE="0.2")
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +159,7 @@ async def test_session_cancel_sends_mcp_notifications_cancelled_to_the_server(
         await conn.cancel(session_id=sid)
     assert answers[0].stop_reason == "cancelled"
     for _ in range(100):  # the server's handler was cancelled by notifications/cancelled
-        if cancelled.exists():
+        if cancelled.exists() and cancelled.read_text():  # created is not yet written
             break
         await anyio.sleep(0.05)
     assert cancelled.read_text() == "cancelled\n"

@@ -67,7 +67,9 @@ async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path)
     client = RecordingClient()
     with http_kit() as port:
         web = HttpMcpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", headers=[], type="http")
-        async with served_inprocess(client, progress_agent(mcp={"start_timeout": 2})) as conn:
+        # it never exits on its closed input either: its group is terminated after the stop grace
+        agent = progress_agent(mcp={"start_timeout": 2, "stop_grace": 0.2})
+        async with served_inprocess(client, agent) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, web])).session_id
             response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
             assert response.stop_reason == "end_turn"
@@ -75,6 +77,28 @@ async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path)
             assert final_status(tool_cards(client, sid)[-1]) == "completed"
             pid = int(marker.read_text())
             assert await gone(pid)
+
+
+async def test_a_stdio_server_that_ignores_its_closed_input_is_terminated_after_the_stop_grace(tmp_path):
+    """Closing its stdin is the polite stop; a server with a timer pending may never exit on it,
+    so its process group is terminated once the stop grace (``[mcp] stop_grace``) is over."""
+    from acp_adapter.mcp.connection import McpServer
+
+    marker = tmp_path / "started"
+    mute = McpServerStdio(name="mute", command=sys.executable, args=["-c", MUTE_SERVER, str(marker)], env=[])
+    server = McpServer(mute, str(tmp_path), start_timeout=30, stop_grace=0.2)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run)
+        for _ in range(600):
+            if marker.exists() and marker.read_text():
+                break
+            await anyio.sleep(0.02)
+        pid = int(marker.read_text())
+        started = time.monotonic()
+        await server.stop(within=10)
+        took = time.monotonic() - started
+    assert not alive(pid)
+    assert took < 1.5, f"the stop waited {took:.2f} s, not the 0.2 s grace it was given"
 
 
 async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_ones(tmp_path):
@@ -123,7 +147,9 @@ async def _close_session(conn, session_id: str):
 async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path):
     marker = tmp_path / "started"
     client = RecordingClient()
-    async with served_inprocess(client, progress_agent(mcp={"call_timeout": 0.5})) as conn:
+    # the hung call keeps the kit from exiting on its closed input: it is terminated after the grace
+    agent = progress_agent(mcp={"call_timeout": 0.5, "stop_grace": 0.2})
+    async with served_inprocess(client, agent) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         response = await prompt_text(conn, sid, "call hang {}")
         assert response.stop_reason == "end_turn"

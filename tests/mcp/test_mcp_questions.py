@@ -75,7 +75,7 @@ FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationF
 async def editor(client: AskingClient, capabilities: ClientCapabilities) -> AsyncIterator[Any]:
     """The agent, in this process (its process proves nothing here), with an SDK client side that
     takes ``elicitation/create`` (an unstable ACP method in this SDK: the client side opts in)."""
-    agent = progress_agent()
+    agent = progress_agent(mcp={"stop_grace": 0.2})  # server-everything outlives its closed stdin
     async with served_inprocess(client, agent, capabilities, use_unstable_protocol=True) as conn:
         yield conn
 

@@ -46,7 +46,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    async with shared_agent_inprocess() as shared:
+    # server-everything outlives its closed stdin while a task's time to live runs: a short grace
+    async with shared_agent_inprocess(mcp={"stop_grace": 0.2}) as shared:
         yield shared
 
 
