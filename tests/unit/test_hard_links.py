@@ -91,7 +91,7 @@ def test_with_nobody_to_ask_a_hard_linked_file_is_not_read(workspace: Path) -> N
 async def test_an_editor_is_not_asked_for_a_hard_linked_file_nobody_allowed(workspace: Path) -> None:
     """With an editor that serves ``fs/read_text_file``, the same question comes first, and a
     refused read never reaches the editor (a real agent process)."""
-    from tests.e2e.test_e2e_edits import EDITOR, EditorClient, spawn
+    from tests.helpers.editor_client import EDITOR, EditorClient, spawn
 
     client = EditorClient(permission="reject")
     async with spawn(client, EDITOR) as (conn, _process, _log):
