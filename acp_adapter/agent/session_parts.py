@@ -44,9 +44,13 @@ class SessionParts:
     made_outbox: Callable[[], UpdateOutbox | None]
 
     def let_go(self, session_id: str) -> None:
-        """A live session closed, deleted or given up mid-load: no longer live, not recorded, and
-        its outbox observers (a summary's) dropped."""
+        """A live session closed, deleted or given up mid-load: no longer live, and forgotten."""
         self.sessions.close(session_id)
+        self.forget(session_id)
+
+    def forget(self, session_id: str) -> None:
+        """A session no longer live (closed, or freed for idleness by the live sessions
+        themselves): not recorded any more, and its outbox observers (a summary's) dropped."""
         self.recorder.forget(session_id)
         outbox = self.made_outbox()
         if outbox is not None:

@@ -125,11 +125,8 @@ class SessionRoster:
         """A session freed for idleness: the recorder lets go of it, its MCP servers stop; with
         state off (the in-memory store) it is gone altogether, so memory stays bounded."""
         parts = self._parts
-        parts.recorder.forget(session_id)
+        parts.forget(session_id)
         parts.mcp.stop_soon(session_id)
-        outbox = parts.made_outbox()
-        if outbox is not None:
-            outbox.forget_observers(session_id)
         if isinstance(parts.store, MemoryStore):
             store = parts.store
             parts.writer.submit(lambda: store.delete(session_id))
