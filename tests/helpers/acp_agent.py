@@ -173,8 +173,9 @@ async def prompt_text(conn: Any, session_id: str, text: str) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def inprocess_agent(client: RecordingClient, agent: Any) -> AsyncIterator[Any]:
-    """Connect ``agent`` (a ProgressAgent) and ``client`` over the SDK's in-memory transports."""
+async def sdk_served(agent: Any, client: Any) -> AsyncIterator[Any]:
+    """``agent`` (any ACP agent) served by the SDK's own agent side (as ``acp.run_agent`` does) to
+    ``client`` over the SDK's in-memory transports, initialised."""
     from acp._transport import memory_transport_pair
     from acp.core import AgentSideConnection, ClientSideConnection
 
@@ -187,6 +188,16 @@ async def inprocess_agent(client: RecordingClient, agent: Any) -> AsyncIterator[
     finally:
         await client_conn.close()
         await agent_conn.close()
+
+
+@contextlib.asynccontextmanager
+async def inprocess_agent(client: RecordingClient, agent: Any) -> AsyncIterator[Any]:
+    """Connect ``agent`` (a ProgressAgent) and ``client`` (:func:`sdk_served`); the agent is shut
+    down after."""
+    try:
+        async with sdk_served(agent, client) as conn:
+            yield conn
+    finally:
         agent.shutdown()
 
 

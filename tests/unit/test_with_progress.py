@@ -11,9 +11,7 @@ own updates and every other method passed through unchanged and in order.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +25,7 @@ from acp_adapter import with_progress
 from acp_adapter.clock import ManualClock
 from acp_adapter.protocol.meta import META_KEY
 from tests.agents.slow_agent import SECRET, SlowAgent
-from tests.helpers.acp_agent import ROOT
+from tests.helpers.acp_agent import ROOT, sdk_served
 
 sys.path.insert(0, str(ROOT / "tests" / "agents" / "sdk_examples"))
 
@@ -91,20 +89,6 @@ class Recorder:
         ]
 
 
-@contextlib.asynccontextmanager
-async def served(agent: Any, client: Any) -> AsyncIterator[ClientSideConnection]:
-    """``agent`` served by the SDK's own agent side (as ``acp.run_agent`` does) to ``client``."""
-    agent_end, client_end = memory_transport_pair()
-    agent_conn = AgentSideConnection(agent, agent_end)
-    client_conn = ClientSideConnection(client, client_end)
-    try:
-        await client_conn.initialize(protocol_version=PROTOCOL_VERSION)
-        yield client_conn
-    finally:
-        await client_conn.close()
-        await agent_conn.close()
-
-
 def wrapped_on(clock: ManualClock, agent: Any, **options: Any) -> Any:
     options = {"think_after": 0.5, "heartbeat": 1.0, **options}
     return with_progress(agent, clock=clock, summary=None, **options)
@@ -124,7 +108,7 @@ def ask(conn: ClientSideConnection, session_id: str, text: str = "think hard") -
 async def test_an_agent_silent_for_five_seconds_gets_a_card_that_beats_and_closes_before_its_first_update():
     clock, gate = ManualClock(), asyncio.Event()
     client = Recorder()
-    async with served(wrapped_on(clock, SlowAgent(gate=gate)), client) as conn:
+    async with sdk_served(wrapped_on(clock, SlowAgent(gate=gate)), client) as conn:
         session = await new_session(conn)
         answer = ask(conn, session)
         await clock.advance(0.499)
@@ -149,7 +133,7 @@ async def test_an_agent_that_streams_at_once_passes_through_unchanged_with_no_ca
     """The SDK's own echo example: its chunks carry ``_meta`` and a ``source`` extra of its own."""
     bare, wrapped = Recorder(), Recorder()
     for agent, client in ((EchoAgent(), bare), (with_progress(EchoAgent(), summary=None), wrapped)):
-        async with served(agent, client) as conn:
+        async with sdk_served(agent, client) as conn:
             session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
             response = await conn.prompt(
                 session_id=session.session_id, prompt=[text_block("one"), text_block("two")]
@@ -166,7 +150,7 @@ async def test_an_agent_that_streams_at_once_passes_through_unchanged_with_no_ca
 async def test_every_other_method_of_the_sdk_example_agent_answers_as_it_does_bare():
     async def drive(agent: Any) -> list[Any]:
         client = Recorder()
-        async with served(agent, client) as conn:
+        async with sdk_served(agent, client) as conn:
             out: list[Any] = [await conn.authenticate(method_id="token")]
             session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
             out.append(session)
@@ -184,7 +168,7 @@ async def test_every_other_method_of_the_sdk_example_agent_answers_as_it_does_ba
 async def test_a_method_the_agent_does_not_have_is_still_not_found():
     """The SDK's router finds handlers with getattr: the wrapper must not invent any."""
     for agent in (SlowAgent(), with_progress(SlowAgent(), summary=None)):
-        async with served(agent, Recorder()) as conn:
+        async with sdk_served(agent, Recorder()) as conn:
             with pytest.raises(RequestError) as caught:
                 await conn.load_session(cwd=str(ROOT), session_id="slow-1", mcp_servers=[])
             assert caught.value.code == -32601
@@ -197,7 +181,7 @@ async def test_cancel_mid_wait_fails_the_card_the_agent_hears_it_and_nothing_fol
     clock = ManualClock()
     agent = SlowAgent(gate=asyncio.Event())
     client = Recorder()
-    async with served(wrapped_on(clock, agent), client) as conn:
+    async with sdk_served(wrapped_on(clock, agent), client) as conn:
         session = await new_session(conn)
         answer = ask(conn, session)
         await clock.advance(0.6)
@@ -214,7 +198,7 @@ async def test_cancel_mid_wait_fails_the_card_the_agent_hears_it_and_nothing_fol
 async def test_an_agent_that_raises_fails_the_card_with_a_redacted_reason_before_the_error_answer():
     clock, gate = ManualClock(), asyncio.Event()
     client = Recorder()
-    async with served(wrapped_on(clock, SlowAgent(script="raise", gate=gate)), client) as conn:
+    async with sdk_served(wrapped_on(clock, SlowAgent(script="raise", gate=gate)), client) as conn:
         session = await new_session(conn)
         answer = ask(conn, session)
         await clock.advance(0.6)
@@ -258,7 +242,7 @@ async def test_a_hang_up_mid_wait_ends_the_turn_and_leaves_no_timer():
 async def test_an_agent_that_opens_a_tool_card_at_once_gets_no_think_card_while_it_runs():
     clock, gate = ManualClock(), asyncio.Event()
     client = Recorder()
-    async with served(wrapped_on(clock, SlowAgent(script="tool", gate=gate)), client) as conn:
+    async with sdk_served(wrapped_on(clock, SlowAgent(script="tool", gate=gate)), client) as conn:
         answer = ask(conn, await new_session(conn))
         await clock.advance(5)  # its own card spins for five silent seconds
         assert client.shown() == ["execute:start"]
@@ -271,7 +255,7 @@ async def test_an_agent_that_opens_a_tool_card_at_once_gets_no_think_card_while_
 async def test_an_agent_that_shows_its_own_thinking_gets_no_second_spinner(script, own):
     clock, gate = ManualClock(), asyncio.Event()
     client = Recorder()
-    async with served(wrapped_on(clock, SlowAgent(script=script, gate=gate)), client) as conn:
+    async with sdk_served(wrapped_on(clock, SlowAgent(script=script, gate=gate)), client) as conn:
         session = await new_session(conn)
         answer = ask(conn, session)
         await clock.advance(5)
@@ -293,7 +277,7 @@ async def test_an_agent_that_says_it_shows_its_own_think_cards_gets_none():
 
     clock, gate = ManualClock(), asyncio.Event()
     client = Recorder()
-    async with served(wrapped_on(clock, OwnSpinner(gate=gate)), client) as conn:
+    async with sdk_served(wrapped_on(clock, OwnSpinner(gate=gate)), client) as conn:
         answer = ask(conn, await new_session(conn))
         await clock.advance(5)
         gate.set()
@@ -307,7 +291,7 @@ async def test_an_agent_that_says_it_shows_its_own_think_cards_gets_none():
 async def test_two_concurrent_sessions_each_get_their_own_card():
     clock, gate = ManualClock(), asyncio.Event()
     client = Recorder()
-    async with served(wrapped_on(clock, SlowAgent(gate=gate)), client) as conn:
+    async with sdk_served(wrapped_on(clock, SlowAgent(gate=gate)), client) as conn:
         first, second = await new_session(conn), await new_session(conn)
         answers = [ask(conn, first), ask(conn, second)]
         await clock.advance(0.6)
@@ -343,7 +327,7 @@ async def test_our_cards_never_interleave_with_the_agents_updates_under_a_busy_t
     no agent update arrives while one is open, and the agent's own updates keep their order."""
     client = Recorder()
     wrapped = with_progress(Chatty(), think_after=0.001, heartbeat=0.0005, summary=None)
-    async with served(wrapped, client) as conn:
+    async with sdk_served(wrapped, client) as conn:
         session = await new_session(conn)
         await conn.prompt(session_id=session, prompt=[text_block("go")])
         after = len(client.seen)
@@ -383,7 +367,7 @@ async def test_with_summaries_on_the_cards_heartbeats_carry_the_sentence_redacte
     client = Recorder()
     summaries = SummaryFactory(sentence, interval=0.05)
     wrapped = with_progress(SlowAgent(0.8), think_after=0.05, heartbeat=0.1, summary=summaries)
-    async with served(wrapped, client) as conn:
+    async with sdk_served(wrapped, client) as conn:
         await conn.prompt(session_id=await new_session(conn), prompt=[text_block("deploy it")])
     summarised = [
         u
@@ -433,7 +417,7 @@ async def test_no_card_while_the_agent_waits_for_the_person_and_the_legacy_call_
     agent = Asking(gate=gate)
     agent.answers = []
     client = Person()
-    async with served(wrapped_on(clock, agent), client) as conn:
+    async with sdk_served(wrapped_on(clock, agent), client) as conn:
         answer = ask(conn, await new_session(conn))
         await clock.advance(5)  # the person takes their time: that is not the model thinking
         assert client.shown() == []
