@@ -16,6 +16,7 @@ from typing import Any
 
 __all__ = [
     "cli_in_process",
+    "drive_own_agent_in_process",
     "in_process_link_class",
     "use_in_process_agents",
 ]
@@ -121,18 +122,25 @@ def in_process_link_class() -> Any:
     return InProcessLink
 
 
-def use_in_process_agents(monkeypatch: Any) -> None:
-    """Make every BridgeRunner built from now on that runs this project's agent drive it in
-    this process (see :func:`in_process_link_class`) instead of spawning it."""
-    from acp_adapter.frontends.bridges.runner import BridgeRunner
-
+def drive_own_agent_in_process(monkeypatch: Any, owner: Any, is_own_agent: Any) -> None:
+    """Make every driver ``owner._make_driver`` builds from now on drive this project's agent in
+    this process (see :func:`in_process_link_class`) when ``is_own_agent(owner_instance)`` says it
+    runs that agent; any other agent still spawns."""
     in_process = in_process_link_class()
-    make_process_driver = BridgeRunner._make_driver
+    make_process_driver = owner._make_driver
 
     def make_driver(self: Any) -> Any:
-        driver = make_process_driver(self)  # the runner's own arguments, whatever they become
-        if not self.instance.agent:  # this project's agent (a bridge's own test agent still spawns)
+        driver = make_process_driver(self)  # the owner's own arguments, whatever they become
+        if is_own_agent(self):
             driver.link.__class__ = in_process  # a subclass adding no state of its own: same layout
         return driver
 
-    monkeypatch.setattr(BridgeRunner, "_make_driver", make_driver)
+    monkeypatch.setattr(owner, "_make_driver", make_driver)
+
+
+def use_in_process_agents(monkeypatch: Any) -> None:
+    """Every BridgeRunner built from now on that runs this project's agent drives it in this
+    process (a bridge's own test agent still spawns)."""
+    from acp_adapter.frontends.bridges.runner import BridgeRunner
+
+    drive_own_agent_in_process(monkeypatch, BridgeRunner, lambda runner: not runner.instance.agent)
