@@ -58,9 +58,7 @@ class SessionOpening:
         self, cwd: str, mcp_servers: Any = None, additional_directories: list[str] | None = None
     ) -> NewSessionResponse:
         parts = self._parts
-        await check_cwd(cwd)
-        refuse_unusable(mcp_servers)
-        roots = await check_roots(additional_directories)
+        roots = await _checked_request(cwd, mcp_servers, additional_directories)
         await parts.mcp.load_sdk(bool(mcp_servers))
         session = parts.sessions.create(cwd, parts.outbox())
         config = parts.options.defaults()
@@ -82,9 +80,7 @@ class SessionOpening:
         """Replay a stored conversation as ``session/update`` notifications, then answer; later
         prompts go on with its model history, mode and model. Every card arrives in its final state."""
         parts = self._parts
-        await check_cwd(cwd)
-        refuse_unusable(mcp_servers)
-        roots = await check_roots(additional_directories)
+        roots = await _checked_request(cwd, mcp_servers, additional_directories)
         stored, config = await self._stored_for(session_id, cwd)
         if stored is None:  # only the store has what a replay needs
             raise RequestError.invalid_params(
@@ -125,9 +121,7 @@ class SessionOpening:
         """Go on with a session without a replay (the client still shows it), with its stored
         history, mode and model and the MCP servers the client passes now."""
         parts = self._parts
-        await check_cwd(cwd)
-        refuse_unusable(mcp_servers)
-        roots = await check_roots(additional_directories)
+        roots = await _checked_request(cwd, mcp_servers, additional_directories)
         live = parts.sessions.find(session_id)
         stored, config = await self._stored_for(session_id, cwd)
         if live is not None and live.policy is not None and stored is None:
@@ -155,9 +149,7 @@ class SessionOpening:
         may go on elsewhere) with the MCP servers passed now. A source whose prompt is running is
         refused, as ``session/load`` refuses it: half a turn is no conversation to go on from."""
         parts = self._parts
-        await check_cwd(cwd)
-        refuse_unusable(mcp_servers)
-        roots = await check_roots(additional_directories)
+        roots = await _checked_request(cwd, mcp_servers, additional_directories)
         live = parts.sessions.find(session_id)
         if live is not None and live.cancel is not None:
             raise RequestError.invalid_request({"sessionId": session_id, "details": BUSY})
@@ -277,6 +269,17 @@ async def check_cwd(cwd: str) -> None:
         raise RequestError.invalid_params({"cwd": cwd, "details": "cwd must be an absolute path"})
     if not await anyio.Path(cwd).is_dir():
         raise RequestError.invalid_params({"cwd": cwd, "details": "cwd is not an existing directory"})
+
+
+async def _checked_request(
+    cwd: str, mcp_servers: Any, additional_directories: list[str] | None
+) -> tuple[str, ...]:
+    """What every request that makes a session live is checked for before anything is done: its
+    workspace, its MCP servers (a type the agent cannot use is refused) and its additional
+    directories, which it returns resolved."""
+    await check_cwd(cwd)
+    refuse_unusable(mcp_servers)
+    return await check_roots(additional_directories)
 
 
 async def check_roots(directories: list[str] | None) -> tuple[str, ...]:
