@@ -622,3 +622,45 @@ async def test_a_huge_prompt_is_kept_once_and_capped(tmp_path: Path) -> None:
     # the second turn stored the history again: the cut prompt kept its own note, not a new one
     first = next(m for m in stored.history if m.get("role") == "user")
     assert first["content"] == user[0]["content"]["text"]
+
+
+@pytest.mark.anyio
+async def test_a_slow_store_delays_an_answer_by_at_most_the_flush_timeout_and_the_turn_still_lands(
+    tmp_path: Path,
+) -> None:
+    """Another process holds the database's write lock for longer than ``[store] flush_timeout``:
+    the answer comes once that wait is over (not when the lock goes), and the turn is written
+    when the lock goes."""
+    import sqlite3
+    import threading
+    import time
+
+    ws = _workspace(tmp_path)
+    state = tmp_path / "state"
+    settings = fast_settings(state_dir=str(state), embedded_delay=0.0, store={"flush_timeout": 0.1})
+    agent = ProgressAgent(turn_runner=AIAgent, settings=settings)
+    async with inprocess_agent(RecordingClient(), agent) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+        holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")  # held for less than the busy timeout: the write waits
+        release = threading.Timer(1.5, lambda: holder.execute("COMMIT"))
+        release.start()
+        try:
+            started = time.monotonic()
+            assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+            took = time.monotonic() - started
+        finally:
+            release.join()
+            holder.close()
+        assert took < 1.2, f"the answer waited {took:.2f} s for the locked store, not the 0.1 s set"
+    from acp_adapter.store import open_store
+
+    store = open_store(state, retention_days=0)  # the agent's shutdown wrote what was queued
+    try:
+        stored = store.load(sid)
+    finally:
+        store.close()
+    assert stored is not None
+    asked = [m["content"] for m in stored.history if m["role"] == "user"]
+    assert asked == ["what is 1+1", "what is 2+2"]
