@@ -54,11 +54,12 @@ from typing import Any, Final
 
 from acp_adapter.config import TelegramSettings
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.frontends.bridges.answers import flush_outbox
 from acp_adapter.frontends.bridges.config import BridgeInstance
-from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.platforms import stop_on_signals
 from acp_adapter.frontends.bridges.retry import DeliveryDropped, RetryPolicy
-from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person
+from acp_adapter.frontends.bridges.routes import Person
+from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import flatten
@@ -160,10 +161,10 @@ class TelegramBridge:
         self._sinks: dict[int, TelegramSink] = {}
         self._inbox: dict[int, str] = {}  # update_id -> durable inbox key, until on_message takes it
         self._recovered: list[asyncio.Task[None]] = []
-        runner.ask_permission = self.questions.ask_permission
+        runner.questions.ask_permission = self.questions.ask_permission
         #: per chat, the agent's question waiting for a line (and who may answer it)
         self._lines: dict[int, tuple[asyncio.Future[str | None], Any]] = {}
-        runner.ask_line = self.ask_line
+        runner.questions.ask_line = self.ask_line
         # Only "message" updates are prompts: not edited_message, channel_post or edited_channel_post.
         application.add_handler(
             MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT, self.on_message, block=False)

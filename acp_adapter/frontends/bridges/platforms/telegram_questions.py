@@ -23,10 +23,11 @@ from telegram.error import TelegramError
 from telegram.ext import Application, ContextTypes
 
 from acp_adapter.client.driver import PermissionRequest
+from acp_adapter.frontends.bridges.chat_questions import Verdict
 from acp_adapter.frontends.bridges.platforms.telegram_api import call_api
 from acp_adapter.frontends.bridges.platforms.telegram_people import display_name
 from acp_adapter.frontends.bridges.retry import DeliveryDropped, RetryPolicy
-from acp_adapter.frontends.bridges.runner import Person, Verdict
+from acp_adapter.frontends.bridges.routes import Person
 from acp_adapter.frontends.bridges.sink import split_to_fit, utf16_len
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.terminal_text import visible_text
