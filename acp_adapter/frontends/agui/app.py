@@ -67,7 +67,8 @@ from acp_adapter.frontends.agui.interrupts import ResumeError
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
 from acp_adapter.frontends.agui.page import install_page
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
-from acp_adapter.frontends.agui.service import AguiService, TooManyRuns
+from acp_adapter.frontends.agui.run_starter import TooManyRuns
+from acp_adapter.frontends.agui.service import AguiService
 from acp_adapter.frontends.agui.thread_store import ConversationUnavailable
 from acp_adapter.frontends.agui.threads import ThreadBusy
 from acp_adapter.frontends.agui.visible import visible_event
