@@ -74,9 +74,14 @@ class ChatTurns:
         text: str,
         user_message: MessageId,
         inbox: str | None,
-        summaries: tuple[SummaryFactory | None, Clock | None],
+        summaries: SummaryFactory | None,
+        summary_clock: Clock | None,
     ) -> None:
-        """One turn; the chat always learns it ended (answered, cancelled, failed or a bug below)."""
+        """One turn; the chat always learns it ended (answered, cancelled, failed or a bug below).
+
+        ``inbox``: the message's durable inbox key, marked running once the prompt goes to the
+        agent. ``summaries`` makes the turn's progress summary (None: none), paced by ``summary_clock``.
+        """
         route.queue.put(TurnStart(user_message))
         summary: ProgressSummary | None = None
         driver: AgentDriver | None = None
@@ -86,7 +91,7 @@ class ChatTurns:
             self._routes.follow_generation(self._agent.generation)
             if not route.session_id:
                 await self._open_session(driver, route)
-            summary = self._start_summary(route, text, *summaries)
+            summary = self._start_summary(route, text, summaries, summary_clock)
             if inbox is not None and self._state is not None:
                 self._state.running(inbox)  # from here on a crash means "interrupted", never a re-send
             stop = await self._prompt(driver, route, text, summary)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,9 +75,6 @@ class RouteTable:
         self._chat_of_session: dict[str, Any] = {}
         #: the agent generation whose sessions the routes hold (an older one's are gone)
         self._generation = 0
-
-    def __iter__(self) -> Iterator[Route]:
-        return iter(list(self._routes.values()))
 
     def get(self, chat_id: Any) -> Route | None:
         return self._routes.get(chat_id)

@@ -152,7 +152,7 @@ class BridgeRunner:
                 return
             route.sender = sender
             task = asyncio.create_task(
-                self.turns.run(route, text, user_message, inbox, (self.summary, self.options.summary_clock)),
+                self.turns.run(route, text, user_message, inbox, self.summary, self.options.summary_clock),
                 name=f"bridge-turn-{chat_id}",
             )
             route.turn = task
