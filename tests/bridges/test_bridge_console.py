@@ -149,7 +149,7 @@ async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
 async def test_a_tool_s_question_is_asked_in_the_console_chat_and_answered_there(tmp_path: Path) -> None:
     """An MCP server asks during a call: the console bridge asks in the chat, the person's line
     goes back to the server through the agent."""
-    from tests.mcp.test_mcp_tasks import tasks_server
+    from tests.helpers.mcp_kit import tasks_server
 
     instance = new_instance("q", "console", cwd=str(tmp_path), progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()

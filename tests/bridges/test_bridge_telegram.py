@@ -311,7 +311,7 @@ async def test_a_tool_s_question_is_asked_in_the_chat_and_only_the_turn_s_sender
 ) -> None:
     """An MCP server asks during a call: the question reaches the chat, a line from someone else
     is refused, the sender's line goes back to the server."""
-    from tests.mcp.test_mcp_tasks import tasks_server
+    from tests.helpers.mcp_kit import tasks_server
 
     instance = tg()
     async with bridge(fake, instance, mcp_servers=[tasks_server()]):

@@ -31,8 +31,8 @@ from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_setti
 from tests.bridges.test_bridge_telegram_process import acp_progress
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.cli_agent_inside import agent_inside
+from tests.helpers.mcp_kit import http_kit
 from tests.helpers.shared_servers import cli_in_process, use_in_process_agents
-from tests.mcp.test_mcp_http import http_kit
 
 SECRET = "kit-env-secret-9Hq2Lm4Np6Rt8Vx0"
 

@@ -21,9 +21,9 @@ import pytest
 from acp.schema import HttpMcpServer, McpServerStdio
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.mcp_kit import SECRET, alive, http_kit, kit
 from tests.helpers.shared_agent import progress_agent, served_inprocess
-from tests.mcp.test_mcp_e2e import SECRET, alive, kit, text_of, tool_cards
-from tests.mcp.test_mcp_http import http_kit
+from tests.helpers.tool_cards import text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

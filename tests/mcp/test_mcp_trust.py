@@ -19,8 +19,9 @@ import pytest
 from acp_adapter.mcp import McpConfigError, parse_common_form
 from acp_adapter.mcp.trust import is_trusted
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.mcp_kit import kit
 from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
-from tests.mcp.test_mcp_e2e import kit, text_of, tool_cards
+from tests.helpers.tool_cards import text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
 

@@ -70,7 +70,9 @@ def test_no_test_module_or_conftest_imports_a_test_module_or_a_conftest() -> Non
         f"{path.relative_to(ROOT)}: imports {module}"
         for path in sorted(TESTS.rglob("*.py"))
         if "node_modules" not in path.parts
-        for module in _offending(path.read_text(encoding="utf-8"), ".".join(path.relative_to(ROOT).parent.parts))
+        for module in _offending(
+            path.read_text(encoding="utf-8"), ".".join(path.relative_to(ROOT).parent.parts)
+        )
     ]
     assert not offences, (
         "move what test modules share into tests/helpers (plain helpers) or the narrowest "
