@@ -16,9 +16,9 @@ from acp_adapter.frontends.bridges.events import ProgressEvent
 from acp_adapter.frontends.bridges.projection import TurnProjection
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.mcp_kit import SECRET, alive, kit
+from tests.helpers.session_requests import delete_session as _delete_session
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
-from tests.store.test_durable_sessions import _delete_session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

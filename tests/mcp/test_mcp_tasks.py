@@ -36,8 +36,8 @@ from tests.helpers.acp_agent import (
 from tests.helpers.http_servers import http_server
 from tests.helpers.mcp_kit import everything, tasks_server
 from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
+from tests.helpers.store_backend import Backend
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
-from tests.store.test_durable_sessions import Backend
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
