@@ -9,9 +9,9 @@ import pytest
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
 from tests.helpers.mcp_kit import kit
+from tests.helpers.openai_agent import KEY, openai_agent
 from tests.helpers.shared_agent import served_inprocess
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
-from tests.unit.test_openai_backend import KEY, openai_agent
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
