@@ -146,8 +146,8 @@ async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_sa
     import sys
 
     from tests.helpers.choosing_client import agent_from_env as _agent
+    from tests.helpers.settings_file import write_settings
     from tests.helpers.shared_agent import served_inprocess
-    from tests.mcp.test_mcp_frontends import write_settings
 
     config = tmp_path / "config"
     trusted = kit(trusted=False)
