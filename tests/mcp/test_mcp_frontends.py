@@ -28,8 +28,8 @@ import pytest
 from acp_adapter.cli._config_report import describe_server
 from acp_adapter.config import Settings
 from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_settings_file
-from tests.bridges.test_bridge_telegram_process import acp_progress
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.acp_progress_command import acp_progress
 from tests.helpers.cli_agent_inside import agent_inside
 from tests.helpers.mcp_kit import http_kit
 from tests.helpers.settings_file import write_settings
