@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.agui.test_agui_page import idle, send
+from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
 from tests.helpers.mcp_kit import mcp_config
 
