@@ -46,8 +46,8 @@ def _offending(source: str, package: str) -> list[str]:
     "source",
     [
         # (split, so that a grep for such imports finds none in this file)
-        "from tests.mcp" ".test_mcp_e2e import kit",
-        "import tests.unit" ".test_events",
+        "from tests.mcp." + "test_mcp_e2e import kit",
+        "import tests.unit." + "test_events",
         "from tests.unit import test_events",
         "from .test_events import Sink",
         "from ..mcp.test_mcp_e2e import kit",
