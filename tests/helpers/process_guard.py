@@ -43,7 +43,8 @@ RECORD_ENV = "ACP_PROGRESS_E2E_RECORD"
 # ``platform.uname().processor`` runs ``uname -p`` in a subprocess the first time it is asked, and
 # caches the answer for the life of the process. The OpenAI client asks for it (its platform
 # headers) on its first request, so whichever in-process test makes the first request would be
-# failed by the guard only when run alone (in a full run an earlier e2e test has filled the cache). Filled here, before any guard.
+# failed by the guard only when run alone (in a full run an earlier e2e test has filled the
+# cache). Filled here, before any guard.
 platform.uname().processor  # noqa: B018 (fills the cache; the value is not needed)
 E2E_FOLDER = Path(__file__).resolve().parents[1] / "e2e"
 
