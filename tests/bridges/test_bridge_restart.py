@@ -23,17 +23,12 @@ from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.store import SqliteStore
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.acp_progress_command import acp_progress
 from tests.helpers.console_bridge import run_console_bridge
 from tests.helpers.shared_servers import use_in_process_agents
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
 CHAT = 4242
-
-
-def acp_progress() -> list[str]:
-    from tests.bridges.test_bridge_telegram_process import acp_progress as found
-
-    return found()
 
 
 @pytest.fixture

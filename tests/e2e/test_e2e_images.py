@@ -13,9 +13,10 @@ from acp.schema import ContentToolCallContent, ImageContentBlock
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, spawn_agent
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.helpers.mcp_kit import kit
+from tests.helpers.openai_agent import KEY, openai_agent, openai_env
 from tests.helpers.shared_agent import served_inprocess
-from tests.mcp.test_mcp_e2e import kit, tool_cards
-from tests.unit.test_openai_backend import KEY, openai_agent, openai_env
+from tests.helpers.tool_cards import tool_cards
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,8 @@ from acp.schema import AgentMessageChunk, AgentPlanUpdate, ToolCallStart
 from acp_adapter.config import Settings
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.helpers.openai_agent import KEY, openai_agent, openai_env
 from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_process
-from tests.unit.test_openai_backend import KEY, openai_agent, openai_env
 
 pytestmark = pytest.mark.anyio
 

@@ -35,40 +35,17 @@ from acp_adapter.store import DATABASE_NAME
 from run_agent import AIAgent
 from tests.helpers.acp_agent import (
     RecordingClient,
-    agent_env,
     fast_settings,
     inprocess_agent,
     prompt_text,
     spawn_agent,
 )
+from tests.helpers.session_requests import delete_session as _delete_session
 from tests.helpers.shared_agent import served_inprocess
 from tests.helpers.shared_servers import cli_in_process
+from tests.helpers.store_backend import Backend
 
 SECRET = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
-
-
-class Backend:
-    """Where a test's agents keep their sessions: the SQLite file in ``tmp_path/state`` or a
-    fresh PostgreSQL database (the same assertions hold for both)."""
-
-    def __init__(self, kind: str, tmp_path: Path, url: str | None) -> None:
-        self.kind = kind
-        self.state = tmp_path / "state"
-        self.url = url
-
-    def env(self, **more: str) -> dict[str, str]:
-        extra = {"ACP_PROGRESS_DATABASE_URL": self.url} if self.url else {}
-        return agent_env(ACP_PROGRESS_STATE_DIR=str(self.state), **extra, **more)
-
-    def settings(self, **more: Any) -> Any:
-        if self.url:
-            more["store"] = {"url": self.url}
-        return fast_settings(state_dir=str(self.state), **more)
-
-    def open(self) -> Any:
-        from acp_adapter.store import open_store
-
-        return open_store(self.state, retention_days=0, url=self.url)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -312,22 +289,6 @@ async def test_permission_decisions_are_audited_before_the_command_runs(
     assert "echo denied" in rows[0]["title"] and rows[0]["sessionId"] == sid
     text = (await anyio.to_thread.run_sync(lambda: _cli("audit")))[1]
     assert "denied" in text and "allowed" in text
-
-
-async def _delete_session(conn: Any, session_id: str) -> Any:
-    """``session/delete`` from the SDK's client side: 0.12's ClientSideConnection has no
-    ``delete_session`` method, so the request goes through its connection with the SDK's own
-    request/response models and serialisation (no hand-built JSON)."""
-    from acp.meta import AGENT_METHODS
-    from acp.schema import DeleteSessionRequest, DeleteSessionResponse
-    from acp.utils import request_model_from_dict
-
-    return await request_model_from_dict(
-        conn._conn,
-        AGENT_METHODS["session_delete"],
-        DeleteSessionRequest(session_id=session_id),
-        DeleteSessionResponse,
-    )
 
 
 @pytest.mark.e2e

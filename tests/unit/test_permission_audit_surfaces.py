@@ -22,8 +22,8 @@ import anyio
 import pytest
 
 from acp_adapter.cli import main
-from tests.bridges.test_bridge_console_stop import Bridge
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, fast_settings, final_status, prompt_text
+from tests.helpers.console_bridge_process import Bridge
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.helpers.shared_servers import cli_in_process
 

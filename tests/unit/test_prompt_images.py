@@ -21,7 +21,7 @@ from acp_adapter.agent.attachments import MAX_IMAGES, sort_images
 from acp_adapter.text import IMAGE_TYPES, prompt_to_text
 from tests.helpers.acp_agent import RecordingClient, spawn_agent
 from tests.helpers.fake_openai import FakeOpenAI, text_reply
-from tests.unit.test_openai_backend import KEY, openai_env
+from tests.helpers.openai_agent import KEY, openai_env
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
 HOSTILE_TYPES = ("image/png;base64,AAAA", "text/html", "image/svg+xml", "image/png; x=1", "image/", "")
