@@ -263,16 +263,17 @@ def test_serve_answers_a_running_prompt_after_the_client_closes_its_input(tmp_pa
 @pytest.mark.e2e
 def test_watch_says_a_turn_that_failed_and_ended_end_turn_failed(tmp_path):
     """The example fails its think card and answers ``end_turn``: watch's last line says the turn
-    failed (never ``stop reason: end_turn``), and the exit code (1) agrees with it."""
-    done = subprocess.run(
+    failed (never ``stop reason: end_turn``), and the exit code (1) agrees with it. What watch
+    prints and returns is the point: it runs in this process (the example agent is spawned)."""
+    from tests.helpers.cli_inside import run_cli_inside
+
+    done = run_cli_inside(
         [
-            *(sys.executable, "-m", "acp_adapter.cli", "watch", "--no-animation", "--cwd", str(tmp_path)),
+            *("watch", "--no-animation", "--cwd", str(tmp_path)),
             *("--agent", f"{sys.executable} {ROOT / EXAMPLE[0]}", "please fail"),
         ],
         env={**agent_env(), "ACP_PROGRESS_SUMMARY": "off"},
-        capture_output=True,
-        text=True,
-        timeout=60,
+        cwd=tmp_path,
     )
     lines = done.stdout.splitlines()
     assert done.returncode == 1, done.stderr
