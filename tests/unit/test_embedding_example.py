@@ -2,25 +2,22 @@
 heartbeats at the configured interval (30 s by default), not at every poll of its loop.
 
 The heartbeats are the example agent's own decision from its environment: it is built as its
-process would build it (the module run afresh with that environment; it reads its settings on
-import) and served by the SDK's agent side in this process."""
+process would build it (:mod:`tests.helpers.example_agent`) and served by the SDK's agent side in
+this process."""
 
 from __future__ import annotations
 
 import os
-import runpy
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp.schema import ToolCallProgress
 
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text, sdk_served
-
-EXAMPLE = str(ROOT / "examples" / "embed_own_agent.py")
+from tests.helpers.example_agent import example_agent
 
 
 def _readme_command() -> list[str]:
@@ -61,22 +58,11 @@ def test_the_readme_command_runs_the_example_from_another_directory(tmp_path: Pa
     assert "Still thinking" not in done.stdout
 
 
-def _example_agent(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> Any:
-    """The example's agent as its process started with ``env`` builds it: none of this process's
-    own ``ACP_PROGRESS_*`` settings, and the module run afresh (not as ``__main__``: not served on
-    stdio), so it reads its settings from ``env``."""
-    for key in [k for k in os.environ if k.startswith("ACP_PROGRESS_")]:
-        monkeypatch.delenv(key)
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    return runpy.run_path(EXAMPLE)["EchoAgent"]()
-
-
 async def _heartbeats(monkeypatch: pytest.MonkeyPatch, **env: str) -> int:
     client = RecordingClient()
     base = {k: v for k, v in agent_env().items() if k != "ACP_PROGRESS_HEARTBEAT_INTERVAL"}
     with monkeypatch.context() as patched:
-        agent = _example_agent(patched, {**base, **env})
+        agent = example_agent(patched, {**base, **env})
     async with sdk_served(agent, client) as conn:
         session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello there")
