@@ -2,8 +2,8 @@
 ``BrokenPipeError`` traceback, no ``Exception ignored`` at exit, a quiet exit.
 
 Each command runs as a real process whose stdout is a pipe with its read end already closed, so
-its first write fails: the most hostile timing ``head`` can give, every time. The commands that
-talk to this project's agent (``watch``, ``sessions``) run it inside their process
+its first write fails: the most hostile timing ``head`` can give, every time. A command that
+talks to this project's agent (``watch``) runs it inside its process
 (:mod:`tests.helpers.cli_agent_inside`): the agent's own process writes nothing to that stdout."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ COMMANDS = [
 def test_a_closed_stdout_ends_a_command_quietly(state: Path, command: list[str]) -> None:
     from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 
-    talks_to_the_agent = command[0] in ("watch", "sessions") and "--help" not in command
+    talks_to_the_agent = command[0] == "watch" and "--help" not in command
     cli = [sys.executable, "-m", CLI_AGENT_INSIDE] if talks_to_the_agent else CLI
     done = _with_closed_stdout([*cli, *command], _env(state), ROOT)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr[-3000:]
