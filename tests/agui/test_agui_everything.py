@@ -9,8 +9,10 @@ the thought is reasoning. Node >= 18 is required: the test fails, never skips, w
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import httpx
 import pytest
 
 from tests.agents.agui_everything_agent import LONG_COMMAND, TITLE
-from tests.helpers.acp_agent import ROOT
+from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
 from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 
@@ -152,24 +154,37 @@ def test_a_paused_thread_takes_a_plain_run_and_refuses_a_stale_resume(server: Ag
     assert response.status_code == 409 and "no pending interrupt" in response.json()["detail"]
 
 
-def test_an_unanswered_question_gets_the_static_answer_after_the_bounded_wait(tmp_path: Path) -> None:
-    process = AguiProcess(
-        tmp_path,
-        "--agent",
-        AGENT,
-        "--summary",
-        "off",
-        "--permission-interrupts",
-        "--permission-timeout",
-        "0.5",
+def test_an_unanswered_question_gets_the_static_answer_after_the_bounded_wait(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The endpoint as ``acp-progress agui --permission-interrupts --permission-timeout 0.5`` builds
+    it, served in this process (the bounded wait is the point, not the endpoint's process; the agent
+    is its own process)."""
+    from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from tests.helpers.agui_http import Served, run, run_input
+
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    options = AguiOptions(
+        agent_command=AGENT,
+        cwd=str(tmp_path),
+        agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
+        permission_interrupts=True,
+        permission_timeout=0.5,
     )
+    served = Served(create_app(options)).start()
     try:
-        process.wait_healthy()
-        first = process.run("wait-1", "r1", "permission")  # asked (the endpoint default), nobody answers
+        # asked (the endpoint default), nobody answers
+        first = run(served.url, run_input("wait-1", "permission", run_id="r1"), timeout=20)
         (interrupt,) = first[-1]["outcome"]["interrupts"]
-        process.wait_for("no answer within 0.5 s; the static policy answers")
+        deadline = time.monotonic() + 30
+        while "no answer within 0.5 s; the static policy answers" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.02)
         stale = body("wait-1", "r2", None, resume=[{"interruptId": interrupt["id"], "status": "cancelled"}])
-        assert post(process.url, stale).status_code == 409
-        assert text_of(process.run("wait-1", "r3", "hello")) == "echo: hello"
+        assert post(served.url, stale).status_code == 409
+        assert (
+            text_of(run(served.url, run_input("wait-1", "hello", run_id="r3"), timeout=20)) == "echo: hello"
+        )
     finally:
-        process.stop()
+        served.stop()
