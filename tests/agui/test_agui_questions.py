@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -303,26 +304,43 @@ def test_a_run_without_interrupts_has_the_question_declined_saying_why(server: A
     assert "the person chose decline" in text and "does not take interrupts" in text
 
 
-@pytest.mark.e2e
-def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(tmp_path: Path) -> None:
-    process = AguiProcess(
-        tmp_path,
-        "--summary",
-        "off",
-        "--yes",
-        "--permission-timeout",
-        "1",  # the wait is bounded, whatever its length: the shortest whole second
-        "--mcp-config",
-        str(mcp_config(tmp_path)),
+@pytest.mark.e2e  # the MCP server is a process of its own
+def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The endpoint as ``acp-progress agui --yes --permission-timeout 1 --mcp-config …`` builds it
+    and this project's agent, both in this process: the bounded wait is the point, not their
+    processes."""
+    import time
+
+    from acp_adapter.client.driver import allow_all
+    from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from acp_adapter.mcp.config import frontend_servers
+    from tests.helpers.acp_agent import agent_env
+    from tests.helpers.agui_http import Served
+    from tests.helpers.agui_inprocess import use_in_process_agui_agents
+
+    use_in_process_agui_agents(monkeypatch)
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    options = AguiOptions(
+        cwd=str(tmp_path),
+        permission_policy=allow_all,
+        agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
+        permission_timeout=1,  # the wait is bounded, whatever its length: the shortest whole second
+        mcp_servers=frontend_servers(str(mcp_config(tmp_path))),
     )
+    served = Served(create_app(options)).start()
     try:
-        process.wait_healthy(60)
-        until_question(process.url, "q-wait", start(process.url, "q-wait", "call asks {}"))
-        process.wait_for("nobody answered within 1 s; declined", 30)  # nobody answers
-        later = start(process.url, "q-wait", "hello", asks=False)
+        until_question(served.url, "q-wait", start(served.url, "q-wait", "call asks {}"))
+        deadline = time.monotonic() + 30
+        while "nobody answered within 1 s; declined" not in caplog.text:  # nobody answers
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.02)
+        later = start(served.url, "q-wait", "hello", asks=False)
         assert later[-1]["type"] == "RUN_FINISHED"
     finally:
-        process.stop()
+        served.stop()
 
 
 def test_the_agent_takes_a_decline_s_reason_cleaned_and_bounded() -> None:
