@@ -31,7 +31,7 @@ def endpoint_in_process(
     """The endpoint ``acp-progress agui --no-token --cwd WORKSPACE`` builds, served over HTTP in
     this process (a :class:`tests.helpers.agui_http.Served`, started): ``options`` are the
     :class:`~acp_adapter.frontends.agui.endpoint.AguiOptions` its flags give, its threads are
-    remembered in the agent's state directory (``WORKSPACE/state``) as the command's are, and the
+    remembered in the agent's state directory (beside the workspace) as the command's are, and the
     agent gets the environment an :class:`~tests.helpers.agui_process.AguiProcess` gives its agent
     (with ``env``). For tests where the page, a client or the stream is the point, not the
     endpoint's process."""
@@ -41,7 +41,7 @@ def endpoint_in_process(
     from tests.helpers.acp_agent import agent_env
     from tests.helpers.agui_http import Served
 
-    state = workspace / "state"
+    state = workspace.with_name(f"{workspace.name}-state")  # not in the workspace the agent lists
     agent = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(state), **(env or {}))
     store = open_store(state, retention_days=0)
     try:
