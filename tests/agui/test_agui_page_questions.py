@@ -3,9 +3,10 @@ Playwright, as in ``test_agui_page.py``).
 
 The endpoint ``acp-progress agui`` builds, served in this process, drives this project's agent (in
 this process too) with a real MCP server (``tests/mcp_servers/tasks.py``) whose ``orders`` tool
-asks a form of every kind, its first field's title hostile. The page shows the tool's permission question, then the form; the person
-fills it and presses Send, and the tool's answer, built from what was typed, shows. Decline
-reaches the tool too. Screenshots go to ``tmp_path``, never into the repository.
+asks a form of every kind, its first field's title hostile. The page shows the tool's permission
+question, then the form; the person fills it and presses Send, and the tool's answer, built from
+what was typed, shows. Decline reaches the tool too. Screenshots go to ``tmp_path``, never into the
+repository.
 """
 
 from __future__ import annotations
