@@ -34,6 +34,7 @@ from tests.agents.progress_agent import SECRET
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.agui_http import Recorder, Served, assert_bad_switch_is_a_422, run, run_input
 from tests.helpers.agui_http import validated_sse_events as sse_events
+from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.agui_process import of_type, text_of
 
 PROGRESS_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "progress_agent.py")]
@@ -94,7 +95,10 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def servers(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[dict[str, Served]]:
-    """Every app the tests need, started together (each spawns its agent; that is the slow part)."""
+    """Every app the tests need, started together (each spawns its agent; that is the slow part).
+    ``real`` drives this project's agent in this process (what it streams is the point, not its
+    process); the scripted agents, which crash and hang on purpose, are processes of their own."""
+    use_in_process_agui_agents(monkeypatch_module)
     # the endpoint's settings, as the settings model reads them (create_app reads no environment)
     global_on = AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "1"}, config_file=False)
     scripted = {"agent_command": PROGRESS_AGENT, "cwd": workspace}

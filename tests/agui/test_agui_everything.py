@@ -9,8 +9,10 @@ the thought is reasoning. Node >= 18 is required: the test fails, never skips, w
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,10 @@ import pytest
 
 from tests.agents.agui_everything_agent import LONG_COMMAND, TITLE
 from tests.helpers.acp_agent import ROOT
-from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
+from tests.helpers.agui_http import Served, run_input
+from tests.helpers.agui_http import run as stream
+from tests.helpers.agui_inprocess import endpoint_in_process
+from tests.helpers.agui_process import of_type, sse_events, text_of
 from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 
 pytestmark = pytest.mark.e2e
@@ -35,15 +40,13 @@ def node() -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``acp-progress agui --agent AGENT --redact none --summary off --tool-progress`` served in this
+    process (what the client reads is the point, not the endpoint's process; the agent and the
+    client are processes of their own)."""
     workspace = tmp_path_factory.mktemp("agui-everything")
-    process = AguiProcess(
-        workspace, "--agent", AGENT, "--redact", "none", "--summary", "off", "--tool-progress"
-    )
-    try:
-        yield process.wait_healthy()
-    finally:
-        process.stop()
+    with endpoint_in_process(workspace, agent_command=AGENT, policy="none", tool_progress=True) as served:
+        yield served
 
 
 def run_client(node: str, url: str, thread: str, prompt: str, *resume: str) -> dict[str, Any]:
@@ -60,7 +63,7 @@ def run_client(node: str, url: str, thread: str, prompt: str, *resume: str) -> d
     return report
 
 
-def test_the_real_client_applies_plan_state_diff_usage_and_reasoning(node: str, server: AguiProcess) -> None:
+def test_the_real_client_applies_plan_state_diff_usage_and_reasoning(node: str, server: Served) -> None:
     report = run_client(node, server.url, "everything-1", "everything 10")
     (run,) = report["runs"]
     types = run["types"]
@@ -87,8 +90,8 @@ def test_the_real_client_applies_plan_state_diff_usage_and_reasoning(node: str, 
     assert threads["everything-1"]["title"] == TITLE  # the agent's session title names the thread
 
 
-def test_progress_reaches_the_total_before_the_result(server: AguiProcess) -> None:
-    events = server.run("everything-2", "r1", "everything 0")
+def test_progress_reaches_the_total_before_the_result(server: Served) -> None:
+    events = stream(server.url, run_input("everything-2", "everything 0", run_id="r1"))
     progress = [e["content"]["progress"] for e in of_type(events, "ACTIVITY_SNAPSHOT")]
     assert [p["value"] for p in progress] == [1, 2, 3, 4, 5] and progress[-1]["total"] == 5
 
@@ -96,9 +99,7 @@ def test_progress_reaches_the_total_before_the_result(server: AguiProcess) -> No
 # ---------------------------------------------------------------- permission questions as interrupts
 
 
-def test_a_permission_question_pauses_the_run_and_the_resume_answers_it(
-    node: str, server: AguiProcess
-) -> None:
+def test_a_permission_question_pauses_the_run_and_the_resume_answers_it(node: str, server: Served) -> None:
     report = run_client(node, server.url, "perm-1", "permission", json.dumps({"optionId": "allow"}))
     first, second = report["runs"]
     assert first["outcome"]["type"] == "interrupt" and first["types"][-1] == "RUN_FINISHED"
@@ -111,15 +112,15 @@ def test_a_permission_question_pauses_the_run_and_the_resume_answers_it(
     assert report["text"].endswith("permission=allow")
 
 
-def test_a_cancelled_resume_gets_the_static_answer(node: str, server: AguiProcess) -> None:
+def test_a_cancelled_resume_gets_the_static_answer(node: str, server: Served) -> None:
     report = run_client(node, server.url, "perm-2", "permission")
     assert [r["outcome"]["type"] for r in report["runs"]] == ["interrupt", "success"]
     assert report["text"].endswith("permission=reject")
     assert report["runs"][1]["resultStatuses"] == ["failed"]  # the denied tool's result says so
 
 
-def test_a_client_that_does_not_ask_gets_the_static_answer_in_the_same_run(server: AguiProcess) -> None:
-    events = server.run("perm-3", "r1", "permission")
+def test_a_client_that_does_not_ask_gets_the_static_answer_in_the_same_run(server: Served) -> None:
+    events = stream(server.url, run_input("perm-3", "permission", run_id="r1"))
     assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["outcome"]["type"] == "success"
     assert text_of(events).endswith("permission=reject")
 
@@ -133,7 +134,7 @@ def body(thread: str, run: str, prompt: str | None, **extra: Any) -> dict[str, A
     return {"threadId": thread, "runId": run, "messages": messages, **extra}
 
 
-def test_a_paused_thread_takes_a_plain_run_and_refuses_a_stale_resume(server: AguiProcess) -> None:
+def test_a_paused_thread_takes_a_plain_run_and_refuses_a_stale_resume(server: Served) -> None:
     asking = body("perm-4", "r1", "permission", forwardedProps={"permissionInterrupts": True})
     first = list(sse_events(post(server.url, asking).iter_lines()))
     (interrupt,) = first[-1]["outcome"]["interrupts"]
@@ -143,33 +144,31 @@ def test_a_paused_thread_takes_a_plain_run_and_refuses_a_stale_resume(server: Ag
         "perm-4", "r2", None, resume=[{"interruptId": interrupt["id"], "status": "resolved", "payload": {}}]
     )
     assert post(server.url, bad).status_code == 422
-    events = server.run(
-        "perm-4", "r3", "hello"
-    )  # a client that does not resume: static answer, then this run
+    # a client that does not resume: static answer, then this run
+    events = stream(server.url, run_input("perm-4", "hello", run_id="r3"))
     assert text_of(events) == "echo: hello"
     stale = body("perm-4", "r4", None, resume=[{"interruptId": interrupt["id"], "status": "cancelled"}])
     response = post(server.url, stale)
     assert response.status_code == 409 and "no pending interrupt" in response.json()["detail"]
 
 
-def test_an_unanswered_question_gets_the_static_answer_after_the_bounded_wait(tmp_path: Path) -> None:
-    process = AguiProcess(
-        tmp_path,
-        "--agent",
-        AGENT,
-        "--summary",
-        "off",
-        "--permission-interrupts",
-        "--permission-timeout",
-        "0.5",
-    )
-    try:
-        process.wait_healthy()
-        first = process.run("wait-1", "r1", "permission")  # asked (the endpoint default), nobody answers
+def test_an_unanswered_question_gets_the_static_answer_after_the_bounded_wait(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``acp-progress agui --agent AGENT --summary off --permission-interrupts --permission-timeout
+    0.5`` served in this process (the bounded wait is the point, not the endpoint's process; the
+    agent is a process of its own)."""
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    options = {"agent_command": AGENT, "permission_interrupts": True, "permission_timeout": 0.5}
+    with endpoint_in_process(tmp_path, **options) as served:
+        # asked (the endpoint default), nobody answers
+        first = stream(served.url, run_input("wait-1", "permission", run_id="r1"), timeout=20)
         (interrupt,) = first[-1]["outcome"]["interrupts"]
-        process.wait_for("no answer within 0.5 s; the static policy answers")
+        deadline = time.monotonic() + 30
+        while "no answer within 0.5 s; the static policy answers" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.02)
         stale = body("wait-1", "r2", None, resume=[{"interruptId": interrupt["id"], "status": "cancelled"}])
-        assert post(process.url, stale).status_code == 409
-        assert text_of(process.run("wait-1", "r3", "hello")) == "echo: hello"
-    finally:
-        process.stop()
+        assert post(served.url, stale).status_code == 409
+        answered = stream(served.url, run_input("wait-1", "hello", run_id="r3"), timeout=20)
+        assert text_of(answered) == "echo: hello"

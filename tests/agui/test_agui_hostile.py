@@ -293,7 +293,8 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(
 
 @pytest.fixture(scope="module")
 def limited(workspace: Path) -> Iterator[Endpoint]:
-    """Extra Host names admitted and a 4 KiB body limit: one endpoint for the two tests of them."""
+    """Extra Host names admitted, a 4 KiB body limit and a token: one endpoint for the tests of
+    them (none of the three is in the way of the others' requests)."""
     endpoint = Endpoint(
         workspace,
         "--agent",
@@ -306,6 +307,7 @@ def limited(workspace: Path) -> Iterator[Endpoint]:
         "*.wild.example",
         "--max-body-bytes",
         "4096",
+        env={"ACP_PROGRESS_AGUI_TOKEN": TOKEN},
     )
     try:
         yield endpoint
@@ -328,12 +330,10 @@ def test_allowed_hosts_with_a_port_admit_that_port_only_and_without_one_any_port
 
 
 @pytest.fixture(scope="module")
-def tokened(workspace: Path) -> Iterator[Endpoint]:
-    endpoint = Endpoint(workspace, "--agent", PROGRESS_AGENT, env={"ACP_PROGRESS_AGUI_TOKEN": TOKEN})
-    try:
-        yield endpoint
-    finally:
-        endpoint.stop()
+def tokened(limited: Endpoint) -> Endpoint:
+    """The endpoint with a token (``limited``'s: its admitted hosts and body limit change no
+    answer here)."""
+    return limited
 
 
 def test_the_token_is_required_on_every_route_but_a_quiet_health(tokened: Endpoint) -> None:
@@ -435,13 +435,14 @@ def test_runs_over_the_cap_get_503_with_retry_after(served: Endpoint) -> None:
 
 def test_a_body_over_the_limit_is_a_413(limited: Endpoint) -> None:
     big = body("x" * 5000)
-    assert httpx.post(limited.url + "/", json=big, timeout=5).status_code == 413
+    good = {"Authorization": f"Bearer {TOKEN}"}  # the token admits it: the size alone refuses it
+    assert httpx.post(limited.url + "/", json=big, headers=good, timeout=5).status_code == 413
 
     def chunked() -> Iterator[bytes]:
         yield json.dumps(big).encode()  # no Content-Length: counted as it arrives
 
     refused = httpx.post(
-        limited.url + "/", content=chunked(), headers={"Content-Type": "application/json"}, timeout=5
+        limited.url + "/", content=chunked(), headers={"Content-Type": "application/json", **good}, timeout=5
     )
     assert refused.status_code == 413
 

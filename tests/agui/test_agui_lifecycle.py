@@ -5,6 +5,7 @@ nothing announced before it serves, Ctrl-C at once). A failed model call ends th
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import sys
@@ -78,23 +79,25 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
         store.close()
 
 
-@pytest.mark.e2e
-def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    env = {"ACP_PROGRESS_STATE_DIR": str(state)}
-    first = AguiProcess(tmp_path, "--agent", PROGRESS_AGENT, env=env).wait_healthy()
-    try:
-        assert text_of(first.run("thread-T", "run-1", "hi")) == "echo: hi"
-    finally:
-        first.stop()
-    # the same endpoint again (same address, port, token, workspace): the same threads
-    second = AguiProcess(tmp_path, "--agent", PROGRESS_AGENT, env=env, port=first.port).wait_healthy()
-    try:
-        run2 = second.run("thread-T", "run-2", "again")
-    finally:
-        second.stop()
+@pytest.mark.e2e  # the agent is a process of its own
+def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The endpoint served in this process, twice on one state directory (a restart; that the
+    command names the same endpoint again is the restart test's): the second cannot have its agent
+    load the thread's session."""
+    from tests.helpers.agui_http import run, run_input
+    from tests.helpers.agui_inprocess import endpoint_in_process
+
+    with endpoint_in_process(tmp_path, agent_command=PROGRESS_AGENT) as first:
+        assert text_of(run(first.url, run_input("thread-T", "hi", run_id="run-1"))) == "echo: hi"
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    # the same endpoint again (same state directory, same thread map): the same threads
+    with endpoint_in_process(tmp_path, agent_command=PROGRESS_AGENT) as second:
+        run2 = run(second.url, run_input("thread-T", "again", run_id="run-2"))
     assert text_of(run2) == "echo: again" and of_type(run2, "RUN_FINISHED")
-    assert "the agent cannot load sessions; starting a new conversation" in second.text()
+    assert "the agent cannot load sessions; starting a new conversation" in caplog.text
 
 
 @pytest.mark.e2e  # the openai client asks ``uname -p`` (a process) for its platform header

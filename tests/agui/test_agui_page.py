@@ -6,7 +6,9 @@ Python with ``executable_path`` — Playwright never downloads a browser here. T
 page talks to a real ``acp-progress agui`` process driving ``tests/agents/agui_everything_agent.py``:
 a prompt streams its answer while a progress bar moves to 100 %, the plan checklist and the diff
 show, a permission question is answered with its buttons, a run is stopped, and after a reload
-the thread is listed. Screenshots go to ``tmp_path``, never into the repository.
+the thread is listed. The conversation restored after a reload comes from this project's agent
+behind the endpoint ``acp-progress agui`` builds, both served in this process (what the page
+restores is the point there). Screenshots go to ``tmp_path``, never into the repository.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import pytest
 from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
 from tests.agents.agui_everything_agent import LONG_COMMAND
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.agui_http import Served
+from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_agui_agents
 from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
 from tests.helpers.disguised_command import SHOWN_COMMAND
@@ -144,18 +148,19 @@ def test_after_a_reload_the_thread_is_listed(page: Any, server: AguiProcess) -> 
 
 
 @pytest.fixture(scope="module")
-def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
-    """This project's agent (its built-in model): it records each session in the store."""
+def own_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """This project's agent (its built-in model): it records each session in the store. The
+    endpoint (``acp-progress agui --summary off``) and the agent are served in this process: what
+    the page restores is the point, not their processes."""
     workspace = tmp_path_factory.mktemp("agui-page-own")
     (workspace / "notes.txt").write_text("pears\n")
-    process = AguiProcess(workspace, "--summary", "off")
-    try:
-        yield process.wait_healthy()
-    finally:
-        process.stop()
+    with pytest.MonkeyPatch.context() as patched:
+        use_in_process_agui_agents(patched)
+        with endpoint_in_process(workspace) as served:
+            yield served
 
 
-def stored(server: AguiProcess, thread_id: str, needle: str) -> dict[str, Any]:
+def stored(server: Served, thread_id: str, needle: str) -> dict[str, Any]:
     """The thread's stored conversation, read once right after the run ended: it holds ``needle``
     (the endpoint has the agent flush its store before it reads; no waiting for the write here)."""
     body = httpx.get(f"{server.url}/threads/{thread_id}").json()
@@ -163,7 +168,7 @@ def stored(server: AguiProcess, thread_id: str, needle: str) -> dict[str, Any]:
     return body
 
 
-def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own_server: AguiProcess) -> None:
+def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own_server: Served) -> None:
     page.goto(own_server.url + "/")
     page.click("#new-thread")
     send(page, "list the files here")
@@ -204,7 +209,7 @@ def test_after_a_reload_the_thread_shows_its_earlier_conversation(page: Any, own
     assert page.problems == []
 
 
-def test_a_restored_conversation_is_text_never_markup(page: Any, own_server: AguiProcess) -> None:
+def test_a_restored_conversation_is_text_never_markup(page: Any, own_server: Served) -> None:
     page.goto(own_server.url + "/")
     page.click("#new-thread")
     hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script> list the files'

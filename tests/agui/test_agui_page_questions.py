@@ -1,11 +1,12 @@
 """A tool's question on the web page, in a real headless browser (Debian's chromium through
 Playwright, as in ``test_agui_page.py``).
 
-A real ``acp-progress agui`` process drives this project's agent with a real MCP server
-(``tests/mcp_servers/tasks.py``) whose ``orders`` tool asks a form of every kind, its first
-field's title hostile. The page shows the tool's permission question, then the form; the person
-fills it and presses Send, and the tool's answer, built from what was typed, shows. Decline
-reaches the tool too. Screenshots go to ``tmp_path``, never into the repository.
+The endpoint ``acp-progress agui`` builds, served in this process, drives this project's agent (in
+this process too) with a real MCP server (``tests/mcp_servers/tasks.py``) whose ``orders`` tool
+asks a form of every kind, its first field's title hostile. The page shows the tool's permission
+question, then the form; the person fills it and presses Send, and the tool's answer, built from
+what was typed, shows. Decline reaches the tool too. Screenshots go to ``tmp_path``, never into the
+repository.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 
 import pytest
 
+from acp_adapter.mcp.config import frontend_servers
+from tests.helpers.agui_http import Served
+from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_agui_agents
 from tests.helpers.agui_page import idle, send
-from tests.helpers.agui_process import AguiProcess
 from tests.helpers.mcp_kit import mcp_config
 
 pytestmark = pytest.mark.e2e
@@ -28,22 +31,18 @@ playwright_api = pytest.importorskip(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``acp-progress agui --redact none --summary off --mcp-config …`` and this project's agent,
+    served in this process (what the page shows and sends is the point, not their processes; the
+    browser and the MCP server are processes of their own)."""
     workspace = tmp_path_factory.mktemp("agui-page-questions")
-    process = AguiProcess(
-        workspace,
-        "--redact",
-        "none",
-        "--summary",
-        "off",
-        "--mcp-config",
-        str(mcp_config(workspace)),
-        env={"ACP_PROGRESS_SUMMARY_INTERVAL": "0"},
-    )
-    try:
-        yield process.wait_healthy(60)
-    finally:
-        process.stop()
+    servers = frontend_servers(str(mcp_config(workspace)))
+    with pytest.MonkeyPatch.context() as patched:
+        use_in_process_agui_agents(patched)
+        with endpoint_in_process(
+            workspace, env={"ACP_PROGRESS_SUMMARY_INTERVAL": "0"}, policy="none", mcp_servers=servers
+        ) as served:
+            yield served
 
 
 def ask(page: Any, prompt: str) -> Any:
@@ -54,7 +53,7 @@ def ask(page: Any, prompt: str) -> Any:
 
 
 def test_the_person_fills_the_form_and_the_tool_gets_the_answer(
-    page: Any, server: AguiProcess, tmp_path: Path
+    page: Any, server: Served, tmp_path: Path
 ) -> None:
     page.goto(server.url + "/")
     page.wait_for_selector("#connection:has-text('Connected')")
@@ -77,7 +76,7 @@ def test_the_person_fills_the_form_and_the_tool_gets_the_answer(
 
 
 def test_a_form_missing_a_required_field_is_not_sent_and_decline_reaches_the_tool(
-    page: Any, server: AguiProcess
+    page: Any, server: Served
 ) -> None:
     page.goto(server.url + "/")
     page.wait_for_selector("#connection:has-text('Connected')")
@@ -91,7 +90,7 @@ def test_a_form_missing_a_required_field_is_not_sent_and_decline_reaches_the_too
 
 
 def test_a_page_reloaded_while_asked_shows_the_form_again_and_its_answer_goes_through(
-    page: Any, server: AguiProcess
+    page: Any, server: Served
 ) -> None:
     page.goto(server.url + "/")
     page.wait_for_selector("#connection:has-text('Connected')")

@@ -3,8 +3,9 @@ the person's answer (accept, decline, cancel) resumes it and reaches the tool; a
 answers is declined with its reason.
 
 In process: the interrupt a question becomes (hostile strings included), the answers a resume may
-give, the broker's timeout. End to end: a real ``acp-progress agui`` process driving this project's
-agent, with a real MCP server (``tests/mcp_servers/tasks.py``, built with the ``mcp`` SDK) whose
+give, the broker's timeout. End to end: the endpoint ``acp-progress agui`` builds, served over HTTP
+in this process, driving this project's agent (in this process too: their processes prove nothing
+here), with a real MCP server (``tests/mcp_servers/tasks.py``, built with the ``mcp`` SDK) whose
 ``asks`` and ``orders`` tools ask during the call.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,14 +32,21 @@ from acp.schema import (
 from ag_ui.core import ResumeEntry
 from pydantic import AnyUrl
 
+from acp_adapter.client.driver import allow_all
 from acp_adapter.client.questions import QuestionRequest
+from acp_adapter.frontends.agui.app import create_app
+from acp_adapter.frontends.agui.endpoint import AguiOptions
 from acp_adapter.frontends.agui.interrupts import PendingInterrupt, PermissionBroker, ResumeError
 from acp_adapter.frontends.agui.questions import (
     NO_INTERRUPTS,
     PendingQuestion,
     QuestionBroker,
 )
-from tests.helpers.agui_process import AguiProcess, sse_events
+from acp_adapter.mcp.config import frontend_servers
+from tests.helpers.acp_agent import agent_env
+from tests.helpers.agui_http import Served
+from tests.helpers.agui_inprocess import use_in_process_agui_agents
+from tests.helpers.agui_process import sse_events
 from tests.helpers.mcp_kit import mcp_config
 
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -207,24 +217,30 @@ async def test_a_question_left_by_a_plain_run_is_declined_saying_so() -> None:
 # ---------------------------------------------------------------------- end to end
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
-    workspace = tmp_path_factory.mktemp("agui-questions")
-    process = AguiProcess(
-        workspace,
-        "--redact",
-        "none",
-        "--summary",
-        "off",
-        "--tool-progress",
-        "--yes",
-        "--mcp-config",
-        str(mcp_config(workspace)),
+def endpoint_options(workspace: Path, **options: Any) -> AguiOptions:
+    """What ``acp-progress agui --yes --summary off --mcp-config …`` serves with (the other flags
+    are ``options``), on this project's agent."""
+    return AguiOptions(
+        cwd=str(workspace),
+        permission_policy=allow_all,
+        agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
+        mcp_servers=frontend_servers(str(mcp_config(workspace))),
+        **options,
     )
-    try:
-        yield process.wait_healthy(60)
-    finally:
-        process.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``--redact none --tool-progress`` besides: the endpoint and this project's agent served in
+    this process (what the questions do is the point, not their processes)."""
+    workspace = tmp_path_factory.mktemp("agui-questions")
+    with pytest.MonkeyPatch.context() as patched:
+        use_in_process_agui_agents(patched)
+        served = Served(create_app(endpoint_options(workspace, policy="none", tool_progress=True))).start()
+        try:
+            yield served
+        finally:
+            served.stop()
 
 
 def post(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -259,7 +275,7 @@ def until_question(url: str, thread: str, events: list[dict[str, Any]]) -> tuple
 
 
 @pytest.mark.e2e
-def test_the_page_s_answer_reaches_the_tool(server: AguiProcess) -> None:
+def test_the_page_s_answer_reaches_the_tool(server: Served) -> None:
     events = start(server.url, "q-accept", "call orders {}")
     interrupt, seen = until_question(server.url, "q-accept", events)
     assert "waiting for your answer" in json.dumps(seen)
@@ -275,7 +291,7 @@ def test_the_page_s_answer_reaches_the_tool(server: AguiProcess) -> None:
 
 
 @pytest.mark.e2e
-def test_a_decline_and_a_cancel_reach_the_tool(server: AguiProcess) -> None:
+def test_a_decline_and_a_cancel_reach_the_tool(server: Served) -> None:
     for action in ("decline", "cancel"):
         thread = f"q-{action}"
         interrupt, _ = until_question(server.url, thread, start(server.url, thread, "call asks {}"))
@@ -285,7 +301,7 @@ def test_a_decline_and_a_cancel_reach_the_tool(server: AguiProcess) -> None:
 
 
 @pytest.mark.e2e
-def test_an_answer_that_does_not_fit_is_refused_and_the_question_stays(server: AguiProcess) -> None:
+def test_an_answer_that_does_not_fit_is_refused_and_the_question_stays(server: Served) -> None:
     interrupt, _ = until_question(server.url, "q-bad", start(server.url, "q-bad", "call orders {}"))
     entry = {"interruptId": interrupt["id"], "status": "resolved", "payload": {"action": "accept"}}
     body = {"threadId": "q-bad", "runId": "r8", "messages": [], "resume": [entry]}
@@ -296,33 +312,33 @@ def test_an_answer_that_does_not_fit_is_refused_and_the_question_stays(server: A
 
 
 @pytest.mark.e2e
-def test_a_run_without_interrupts_has_the_question_declined_saying_why(server: AguiProcess) -> None:
+def test_a_run_without_interrupts_has_the_question_declined_saying_why(server: Served) -> None:
     events = start(server.url, "q-plain", "call asks {}", asks=False)
     assert events[-1]["outcome"]["type"] == "success"
     text = json.dumps(events)
     assert "the person chose decline" in text and "does not take interrupts" in text
 
 
-@pytest.mark.e2e
-def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(tmp_path: Path) -> None:
-    process = AguiProcess(
-        tmp_path,
-        "--summary",
-        "off",
-        "--yes",
-        "--permission-timeout",
-        "1",  # the wait is bounded, whatever its length: the shortest whole second
-        "--mcp-config",
-        str(mcp_config(tmp_path)),
-    )
+@pytest.mark.e2e  # the MCP server is a process of its own
+def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--permission-timeout 1`` besides: the endpoint and this project's agent served in this
+    process (the bounded wait is the point, not their processes)."""
+    use_in_process_agui_agents(monkeypatch)
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    # the wait is bounded, whatever its length: the shortest whole second
+    served = Served(create_app(endpoint_options(tmp_path, permission_timeout=1))).start()
     try:
-        process.wait_healthy(60)
-        until_question(process.url, "q-wait", start(process.url, "q-wait", "call asks {}"))
-        process.wait_for("nobody answered within 1 s; declined", 30)  # nobody answers
-        later = start(process.url, "q-wait", "hello", asks=False)
+        until_question(served.url, "q-wait", start(served.url, "q-wait", "call asks {}"))
+        deadline = time.monotonic() + 30
+        while "nobody answered within 1 s; declined" not in caplog.text:  # nobody answers
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.02)
+        later = start(served.url, "q-wait", "hello", asks=False)
         assert later[-1]["type"] == "RUN_FINISHED"
     finally:
-        process.stop()
+        served.stop()
 
 
 def test_the_agent_takes_a_decline_s_reason_cleaned_and_bounded() -> None:

@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 
 from acp_adapter.safety.web_text import web_visible, web_visible_value
 from tests.helpers.acp_agent import ROOT
-from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
+from tests.helpers.agui_http import Served
+from tests.helpers.agui_inprocess import endpoint_in_process
+from tests.helpers.agui_process import of_type, sse_events, text_of
 from tests.helpers.disguised_command import SHOWN_COMMAND
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'agui_everything_agent.py'}"
@@ -78,15 +80,14 @@ def test_every_string_of_a_value_is_cleaned_keys_too() -> None:
 
 
 @pytest.fixture(scope="module")
-def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
-    process = AguiProcess(tmp_path_factory.mktemp("agui-visible"), "--agent", AGENT, "--summary", "off")
-    try:
-        yield process.wait_healthy()
-    finally:
-        process.stop()
+def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``acp-progress agui --agent AGENT --summary off`` served in this process (what it emits is
+    the point, not its process; the agent is a process of its own)."""
+    with endpoint_in_process(tmp_path_factory.mktemp("agui-visible"), agent_command=AGENT) as served:
+        yield served
 
 
-def _stream(endpoint: AguiProcess, body: dict[str, Any]) -> str:
+def _stream(endpoint: Served, body: dict[str, Any]) -> str:
     with httpx.stream("POST", endpoint.url + "/", json=body, timeout=30) as response:
         assert response.status_code == 200, response.read()
         return "".join(response.iter_text())
@@ -101,7 +102,7 @@ def _clean_wire(raw: str) -> None:
 
 
 @pytest.mark.e2e
-def test_a_disguised_command_is_shown_whole_and_visible_in_the_question(endpoint: AguiProcess) -> None:
+def test_a_disguised_command_is_shown_whole_and_visible_in_the_question(endpoint: Served) -> None:
     body = {
         "threadId": "disguised-q",
         "runId": "r1",
@@ -130,7 +131,7 @@ def test_a_disguised_command_is_shown_whole_and_visible_in_the_question(endpoint
 
 
 @pytest.mark.e2e
-def test_answers_and_cards_carry_no_terminal_escape(endpoint: AguiProcess) -> None:
+def test_answers_and_cards_carry_no_terminal_escape(endpoint: Served) -> None:
     body = {
         "threadId": "disguised-a",
         "runId": "r1",

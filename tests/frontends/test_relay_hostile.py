@@ -20,6 +20,11 @@ pytestmark = pytest.mark.e2e
 
 RAW_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "raw_agent.py")]
 DEEP = b"[" * 973 + b"]" * 973
+#: A relay that refuses the editor's bytes this long without growing by SETTLED_GROWTH_MB has
+#: stopped moving (backpressure on both sides); one that grows slower would not reach the test's
+#: 40 MB bound in its 8 s either.
+SETTLED = 1.5
+SETTLED_GROWTH_MB = 1.0
 
 
 def _relay(
@@ -172,7 +177,11 @@ def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
     """Memory stays bounded whatever the peer does (every input is bounded). An editor that stops
     reading while the agent floods it (400,000 notifications, ~100 MB) and while it keeps sending
     requests whose answers it never reads: the relay stops reading the agent, the agent blocks, the
-    relay stops reading the editor — nothing piles up in the relay."""
+    relay stops reading the editor — nothing piles up in the relay.
+
+    The watch ends once nothing moves any more (the relay has refused the editor's bytes for
+    ``SETTLED`` seconds and its memory did not grow meanwhile) or after 8 s: a relay that keeps
+    reading, or keeps growing, runs the whole 8 s and is measured at its peak."""
     argv = [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *RAW_AGENT]
     proc = subprocess.Popen(
         argv,
@@ -193,6 +202,7 @@ def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
     sent = 0
     peak = 0.0
     deadline = time.monotonic() + 8
+    refused_since: tuple[float, float] | None = None  # (when, rss) the relay last began refusing
     pending = memoryview(batch)
     try:
         while time.monotonic() < deadline:
@@ -202,8 +212,14 @@ def test_an_editor_that_never_reads_cannot_grow_the_relay(tmp_path):
                 written = os.write(proc.stdin.fileno(), pending)
             except BlockingIOError:
                 time.sleep(0.05)  # the relay stopped reading: what backpressure looks like
-                peak = max(peak, rss_mb(proc.pid))
+                rss = rss_mb(proc.pid)
+                peak = max(peak, rss)
+                if refused_since is None or rss - refused_since[1] >= SETTLED_GROWTH_MB:
+                    refused_since = (time.monotonic(), rss)
+                elif time.monotonic() - refused_since[0] >= SETTLED:
+                    break  # still refusing, no growth: a fixed point, nothing more can pile up
                 continue
+            refused_since = None
             sent += written
             pending = pending[written:]
         peak = max(peak, rss_mb(proc.pid))

@@ -7,6 +7,9 @@ production code. Another agent (``agent_command``) still runs as a process of it
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from tests.helpers.shared_servers import drive_own_agent_in_process
@@ -19,3 +22,34 @@ def use_in_process_agui_agents(monkeypatch: Any) -> None:
     from acp_adapter.frontends.agui.host import AgentHost
 
     drive_own_agent_in_process(monkeypatch, AgentHost, lambda host: host.argv == default_agent_command())
+
+
+@contextlib.contextmanager
+def endpoint_in_process(
+    workspace: Path, *, env: dict[str, str] | None = None, **options: Any
+) -> Iterator[Any]:
+    """The endpoint ``acp-progress agui --no-token --cwd WORKSPACE`` builds, served over HTTP in
+    this process (a :class:`tests.helpers.agui_http.Served`, started): ``options`` are the
+    :class:`~acp_adapter.frontends.agui.endpoint.AguiOptions` its flags give, its threads are
+    remembered in the agent's state directory (beside the workspace) as the command's are, and the
+    agent gets the environment an :class:`~tests.helpers.agui_process.AguiProcess` gives its agent
+    (with ``env``). For tests where the page, a client or the stream is the point, not the
+    endpoint's process."""
+    from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from acp_adapter.store import open_store
+    from tests.helpers.acp_agent import agent_env
+    from tests.helpers.agui_http import Served
+
+    state = workspace.with_name(f"{workspace.name}-state")  # not in the workspace the agent lists
+    agent = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(state), **(env or {}))
+    store = open_store(state, retention_days=0)
+    try:
+        app = create_app(AguiOptions(cwd=str(workspace), agent_env=agent, thread_store=store, **options))
+        served = Served(app).start()
+        try:
+            yield served
+        finally:
+            served.stop()
+    finally:
+        store.close()

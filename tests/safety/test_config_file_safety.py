@@ -2,7 +2,10 @@
 regular files only, bounded nesting, no control characters, a relative state directory refused, and
 every mistake reported at once.
 
-The attacks that need a whole process are run through the real ``acp-progress config`` process.
+The attacks that need a whole process (a FIFO that would block the reader for ever, a device that
+would be read without end) are run through the real ``acp-progress config`` process; the files
+that are only reported on go through ``acp-progress config`` run in this process, in the
+environment a spawned command gets (its start proves nothing there).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pytest
 
 from acp_adapter.config import ConfigError, Settings
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.shared_servers import cli_in_process
 
 
 def write(directory: Path, text: str, mode: int = 0o600) -> Path:
@@ -46,14 +50,33 @@ def config_cli(config_dir: Path, *args: str, timeout: float = 20) -> subprocess.
     )
 
 
-@pytest.mark.e2e
-def test_a_config_in_a_world_writable_directory_cannot_send_the_key_elsewhere(tmp_path: Path) -> None:
+def config_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], config_dir: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """:func:`config_cli` run by ``acp_adapter.cli.main`` in this process, in the same environment
+    (none of this process's own settings)."""
+    with monkeypatch.context() as patched, cli_in_process() as main:
+        for name in list(os.environ):
+            if name.startswith(("ACP_PROGRESS_", "OPENAI_")):
+                patched.delenv(name)
+        patched.setenv("HOME", str(config_dir))
+        patched.setenv("ACP_PROGRESS_CONFIG_DIR", str(config_dir))
+        patched.setenv("XDG_STATE_HOME", str(config_dir / "state"))
+        capsys.readouterr()
+        code = main(["config", *args])
+        shown = capsys.readouterr()
+    return subprocess.CompletedProcess(["acp-progress", "config", *args], code, shown.out, shown.err)
+
+
+def test_a_config_in_a_world_writable_directory_cannot_send_the_key_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The attack: someone else's (or a shared) world-writable directory holds a config.toml that
     points ``[openai] base_url`` at their server; the victim's OPENAI_API_KEY would go there."""
     shared = tmp_path / "shared"
     path = write(shared, '[openai]\nbase_url = "http://evil.example/v1"\n')
     shared.chmod(0o777)
-    done = config_cli(shared, "--json")
+    done = config_in_process(monkeypatch, capsys, shared, "--json")
     assert done.returncode == 2, done.stdout
     assert "evil.example" not in done.stdout
     assert f"the settings file {path} is in {shared}, which other users may write" in done.stderr
@@ -111,11 +134,12 @@ def test_a_settings_file_over_one_mib_is_refused(tmp_path: Path) -> None:
         Settings.load({"ACP_PROGRESS_CONFIG_DIR": str(path.parent)})
 
 
-@pytest.mark.e2e
-def test_deeply_nested_arrays_are_a_clear_error_not_a_recursion_error(tmp_path: Path) -> None:
+def test_deeply_nested_arrays_are_a_clear_error_not_a_recursion_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     depth = 100_000
     path = write(tmp_path / "c", "allowed = " + "[" * depth + "]" * depth + "\n")
-    done = config_cli(path.parent)
+    done = config_in_process(monkeypatch, capsys, path.parent)
     assert done.returncode == 2
     assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr
     shallow = write(tmp_path / "d", "[agui]\nallowed_hosts = [[[[[[[[[[]]]]]]]]]]\n")
@@ -145,13 +169,14 @@ def test_a_relative_state_dir_is_refused(tmp_path: Path) -> None:
     assert Settings.load({"ACP_PROGRESS_STATE_DIR": "~/s"}).state_dir == "~/s"
 
 
-@pytest.mark.e2e
-def test_three_mistakes_are_all_reported_at_once(tmp_path: Path) -> None:
+def test_three_mistakes_are_all_reported_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(
         tmp_path / "c",
         'heartbeat_interval = "fast"\nbogus = 1\n[openai]\ntimeout = -1\nmodle = "x"\n[nope]\na = 1\n',
     )
-    done = config_cli(path.parent)
+    done = config_in_process(monkeypatch, capsys, path.parent)
     assert done.returncode == 2
     for problem in (
         "\n  heartbeat_interval: expected a number",
@@ -166,9 +191,10 @@ def test_three_mistakes_are_all_reported_at_once(tmp_path: Path) -> None:
     assert len(done.stderr.splitlines()) == 6  # one line each
 
 
-@pytest.mark.e2e
-def test_config_json_still_works_with_a_good_file(tmp_path: Path) -> None:
+def test_config_json_still_works_with_a_good_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     write(tmp_path / "c", "heartbeat_interval = 5\n")
-    done = config_cli(tmp_path / "c", "--json")
+    done = config_in_process(monkeypatch, capsys, tmp_path / "c", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["settings"]["heartbeat_interval"]["value"] == 5

@@ -16,6 +16,7 @@ token. No secret, nor a fragment of one, may reach any surface; the file must vi
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text
-from tests.helpers.agui_process import AguiProcess
+from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 CLAIM = "agh" + "_claim_" + "PjKYw3Zr9-Qm2Lx_7Tn4Vb8Hc1Gd5Fs6"
@@ -135,17 +136,33 @@ async def test_acp_chunks_and_tool_content_carry_no_secret(workspace: Path) -> N
 
 
 @pytest.mark.e2e
-def test_agui_deltas_and_tool_events_carry_no_secret(workspace: Path) -> None:
-    endpoint = AguiProcess(workspace, "--yes").wait_healthy()
+def test_agui_deltas_and_tool_events_carry_no_secret(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """(The endpoint, as ``acp-progress agui --yes`` builds it, and this project's agent are served
+    in this process: what the stream and the log carry is the point, not their processes; ``cat``,
+    the command the agent runs, is a process of its own.)"""
+    from acp_adapter.client.driver import allow_all
+    from acp_adapter.config import Settings
+    from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from tests.helpers.agui_http import Served, run, run_input
+
+    use_in_process_agui_agents(monkeypatch)
+    caplog.set_level(logging.INFO)  # the level the endpoint's process logs at (agent_env)
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+    settings = Settings.load({**os.environ, **env}, flags={})
+    options = AguiOptions(cwd=str(workspace), permission_policy=allow_all, agent_env=env, summary=settings)
+    served = Served(create_app(options)).start()
     try:
-        events = endpoint.run("t-creds", "r-creds", PROMPT, timeout=60)
+        events = run(served.url, run_input("t-creds", PROMPT, run_id="r-creds"), timeout=60)
     finally:
-        endpoint.stop()
+        served.stop()
     deltas = [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
     assert len(deltas) > 10
     assert_no_secret("AG-UI", json.dumps(events))
     assert_no_secret("AG-UI deltas", "".join(deltas) + "[REDACTED]")
-    assert_no_secret("agui log", endpoint.text(), shown=False)
+    assert_no_secret("agui log", caplog.text, shown=False)
 
 
 def test_the_workspace_really_holds_the_secrets() -> None:

@@ -34,6 +34,7 @@ from acp_adapter.safety.terminal_text import (
     visible_text,
 )
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.shared_servers import cli_in_process
 
 EVIL = "A\x1b]0;PWNED-TITLE\x07 B\x1b]52;c;ZXZpbA==\x07 C\x1b[2J D\u009b31m E\u202etxt.exe F\x7f"
 #: what must never reach a terminal byte for byte
@@ -273,15 +274,15 @@ def test_chat_shows_the_escape_file_and_a_hidden_link_target(tmp_path: Path) -> 
 
 
 @pytest.mark.e2e
-def test_sessions_and_a_console_bridge_show_a_hostile_title(tmp_path: Path) -> None:
+def test_sessions_and_a_console_bridge_show_a_hostile_title(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = _workspace(tmp_path)
     env = _env(tmp_path)
-    subprocess.run(
-        [*CLI, "bridge", "create", "con", "--platform", "console", "--cwd", str(ws)],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    with monkeypatch.context() as patched, cli_in_process() as main:  # it only writes the config
+        for name in ("ACP_PROGRESS_CONFIG_DIR", "ACP_PROGRESS_STATE_DIR"):
+            patched.setenv(name, env[name])
+        assert main(["bridge", "create", "con", "--platform", "console", "--cwd", str(ws)]) == 0
     bridge = subprocess.run(
         [*FRONTEND, "bridge", "run", "con"],
         input=(EVIL + " read evil.txt\n").encode(),
