@@ -143,12 +143,15 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
     passed as command-line arguments. ``is_secret_key`` is the one key classifier.
 
     Each family of tools passes its secret its own way, so each has a scan of its own; a scan
-    whose literal is absent from ``low`` returns at once."""
+    whose literal is absent from ``low`` is not even called (the stream redactor calls this
+    thousands of times per megabyte)."""
     spans: list[tuple[int, int]] = []
     _user_flag_passwords(text, spans)
     _client_passwords(text, low, spans)
-    _set_command_values(text, low, is_secret_key, spans)
-    _password_stdin_values(text, low, spans)
+    if "set" in low or "config" in low:
+        _set_command_values(text, low, is_secret_key, spans)
+    if _STDIN_FLAG in low:
+        _password_stdin_values(text, low, spans)
     _password_families(text, low, spans)
     return spans
 
@@ -188,8 +191,6 @@ def _set_command_values(
     text: str, low: str, is_secret_key: Callable[[str], bool], spans: list[tuple[int, int]]
 ) -> None:
     """``config set KEY VALUE`` / ``set KEY VALUE`` forms whose key the classifier calls secret."""
-    if "set" not in low and "config" not in low:
-        return
     for m in (m for form in _SET_FORMS for m in form.finditer(low)):
         key = text[m.start("key") : m.end("key")]
         tail = _KEY_TAIL.search(key)
@@ -200,8 +201,6 @@ def _set_command_values(
 
 def _password_stdin_values(text: str, low: str, spans: list[tuple[int, int]]) -> None:
     """``echo SECRET | docker login --password-stdin`` and ``... --password-stdin <<< SECRET``."""
-    if _STDIN_FLAG not in low:
-        return
     pos = 0
     # the next ``<<<`` at or after the cursor, found once and reused: searching every hit's
     # 2 KiB line window with the regex would examine the same characters ~100 times over
@@ -260,8 +259,10 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
     openssl ``pass:``, netrc and ``.pgpass`` lines, ``sudo -S`` fed on stdin."""
     _login_passwords(text, low, spans)
     _pass_word_forms(text, low, spans)
-    _pgpass_lines(text, low, spans)
-    _sudo_stdin_passwords(text, low, spans)
+    if ":" in low:
+        _pgpass_lines(text, spans)
+    if "sudo" in low:
+        _sudo_stdin_passwords(text, low, spans)
 
 
 def _login_passwords(text: str, low: str, spans: list[tuple[int, int]]) -> None:
@@ -301,11 +302,9 @@ def _pass_word_forms(text: str, low: str, spans: list[tuple[int, int]]) -> None:
             _htpasswd(text, end, _line_window(low, end), spans)
 
 
-def _pgpass_lines(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+def _pgpass_lines(text: str, spans: list[tuple[int, int]]) -> None:
     """A ``.pgpass`` line is a whole line, found from its port field followed by two more fields
     (a log's ``12:34:56`` is not: nothing is tried at a newline without such a port after it)."""
-    if ":" not in low:
-        return
     seen_line = -2
     for port in _PGPASS_PORT.finditer(text):
         line_start = text.rfind("\n", max(0, port.start() - _LINE_SPAN), port.start())
@@ -325,8 +324,6 @@ def _pgpass_lines(text: str, low: str, spans: list[tuple[int, int]]) -> None:
 
 def _sudo_stdin_passwords(text: str, low: str, spans: list[tuple[int, int]]) -> None:
     """``echo SECRET | sudo -S ...`` and ``sudo -S ... <<< SECRET``: the password sudo reads."""
-    if "sudo" not in low:
-        return
     pos = 0
     next_here = low.find("<<<")
     for m in _SUDO_S.finditer(text):
