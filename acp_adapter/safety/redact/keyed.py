@@ -392,19 +392,15 @@ def _matched_end(match: re.Match[str] | None) -> int:
 
 
 def _redact_keyed(text: str) -> str:
-    """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.
-
-    Every needle hit, left to right, pays for this loop: so it measures the identifier around the
-    hit and drops prose and harmless keys inline, before :func:`_secret_after_key` looks for a
-    value.  A cursor skips hits inside a key or value already handled (one step per key, not per hit).
-    """
+    """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.  Every needle
+    hit pays for this loop, so it drops prose and harmless keys inline before a value is looked
+    for; a cursor skips hits inside a key or value already handled (one step per key, not per hit)."""
     low = _ascii_lower(text)
     hits = _needle_hits(low)
     if not hits:
         return text
     n = len(text)
     rev = ""
-    key_run = _KEY_RUN.match
     spans: list[tuple[int, int]] = []
     oauth: _OAuthContext | None = None
     cursor = 0
@@ -415,10 +411,10 @@ def _redact_keyed(text: str) -> str:
         ks = h  # the identifier around the needle: [ks, ke)
         if h and low[h - 1] in _KEY_CHARS:
             rev = rev or low[::-1]
-            ks = h - (_matched_end(key_run(rev, n - h)) - (n - h))
+            ks = h - (_matched_end(_KEY_RUN.match(rev, n - h)) - (n - h))
         ke = h + _NEEDLE_LENS[code & _NEEDLE_MASK]
         if ke < n and low[ke] in _KEY_CHARS:
-            ke = _matched_end(key_run(low, ke))
+            ke = _matched_end(_KEY_RUN.match(low, ke))
         cursor = ke
         if ke >= n - 1 or ke - ks > _MAX_KEY + 2 or low[ke] not in _AFTER_KEY:
             continue  # too long to be a key, no room for a value, or no separator next
@@ -435,7 +431,12 @@ def _redact_keyed(text: str) -> str:
             oauth = oauth or _OAuthContext(low)
             if oauth.near(ks):
                 kind = _PLAIN  # ``"code"`` of an OAuth token request: an authorization code
-        region = _secret_after_key(text, low, ks, ke, name_start, kind)
+        if low[ke] == "=" or low[ke] == ":":  # the commonest shape, one call away
+            region = _unquoted_assignment(text, low, ks, ke, name_start, kind)
+        else:
+            region = _secret_after_key(text, low, ks, ke, name_start, kind)
+        if region is _UNDECIDED:
+            region = _general_assignment(text, low, ks, ke, name_start, kind)
         if region is not None:
             spans.append((region[0], region[1]))
             cursor = max(cursor, region[2])
@@ -443,27 +444,24 @@ def _redact_keyed(text: str) -> str:
 
 
 def _secret_after_key(text: str, low: str, ks: int, ke: int, name_start: int, kind: int) -> _Region | None:
-    """The value to hide after the key ``low[name_start:ke]`` (identifier from ``ks``), if any.
+    """The value to hide after the key ``low[name_start:ke]`` (identifier from ``ks``) when a blank,
+    a quote or a backslash follows it (``=`` and ``:`` take :func:`_unquoted_assignment`).
 
-    The common shapes (``key=value``, ``key: value``, ``"key": "value"``) and a blank after
-    the key each take a short step chosen by the character after the key; whatever those
-    leave undecided goes through the general parse (:func:`_general_assignment`).
+    Each shape takes a short step chosen by the character after the key; whatever that leaves
+    undecided (:data:`_UNDECIDED`) goes through the general parse (:func:`_general_assignment`).
     """
     nxt = low[ke]
-    before = low[ks - 1] if ks else " "
-    if nxt == "=" or nxt == ":":
-        region = _unquoted_assignment(text, low, ks, ke, name_start, kind)
-    elif nxt == " " or nxt == "\t":
-        region = _blank_after_key(text, low, ks, ke, name_start, kind)
-    elif nxt == before and (nxt == '"' or nxt == "'") and not (ks > 1 and low[ks - 2] == "\\"):
-        region = _quoted_word_key(text, low, ks, ke, kind)
-    elif kind == _NOT_SECRET and nxt == "\\":
+    if nxt == " " or nxt == "\t":
+        return _blank_after_key(text, low, ks, ke, name_start, kind)
+    if (
+        nxt == (low[ks - 1] if ks else " ")
+        and (nxt == '"' or nxt == "'")
+        and not (ks > 1 and low[ks - 2] == "\\")
+    ):
+        return _quoted_word_key(text, low, ks, ke, kind)
+    if kind == _NOT_SECRET and nxt == "\\":
         return None
-    else:
-        region = _UNDECIDED
-    if region is not _UNDECIDED:
-        return region
-    return _general_assignment(text, low, ks, ke, name_start, kind)
+    return _UNDECIDED
 
 
 def _unquoted_assignment(text: str, low: str, ks: int, ke: int, name_start: int, kind: int) -> _Region | None:
