@@ -439,7 +439,7 @@ def _redact_keyed(text: str) -> str:
             region = _general_assignment(text, low, ks, ke, name_start, kind)
         if region is not None:
             spans.append((region[0], region[1]))
-            cursor = max(cursor, region[2])
+            cursor = region[2]  # past the value, which always starts after the key
     return _replace_spans(text, spans) if spans else text
 
 
