@@ -47,7 +47,7 @@ class Sink(BaseSink):
     def measure(self, text: str) -> int:
         return utf16_len(text)
 
-    async def post(self, text: str) -> int:
+    async def post(self, text: str, *, silent: bool = False, exactly_once: bool = False) -> int:
         self.posts += 1
         self.messages[len(self.messages) + 1] = text
         return len(self.messages)

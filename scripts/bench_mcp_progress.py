@@ -31,15 +31,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from acp import PROTOCOL_VERSION, text_block  # noqa: E402
-from acp.schema import AllowedOutcome, EnvVariable, McpServerStdio, RequestPermissionResponse  # noqa: E402
+from acp import text_block  # noqa: E402
+from acp.schema import EnvVariable, McpServerStdio  # noqa: E402
+from inmemory_agent import allow_once, serve_in_memory  # noqa: E402
 
 import acp_adapter.server as server_module  # noqa: E402
-from acp_adapter.config import Settings  # noqa: E402
 from acp_adapter.mcp.trust import trusted_meta  # noqa: E402
-from acp_adapter.models.embedded import EmbeddedModel  # noqa: E402
 from acp_adapter.protocol.meta import META_KEY  # noqa: E402
-from acp_adapter.store import MemoryStore  # noqa: E402
 from acp_adapter.tooling.builtin import BUILTIN_TOOLS  # noqa: E402
 from acp_adapter.tooling.toolbox import Tool, ToolContext, ToolReturn  # noqa: E402
 
@@ -81,8 +79,7 @@ class Client:
         elif message in SENT:
             self.local.append(now - SENT.pop(message))
 
-    async def request_permission(self, options: list[Any], **kwargs: Any) -> RequestPermissionResponse:
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="allow_once"))
+    request_permission = staticmethod(allow_once)
 
 
 async def raw_sdk(kit: McpServerStdio, rounds: int, steps: int) -> list[float]:
@@ -117,24 +114,14 @@ async def main() -> None:
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
-    from acp._transport import memory_transport_pair
-    from acp.core import AgentSideConnection, ClientSideConnection
-
     from acp_adapter.agent import session_mcp
-    from run_agent import AIAgent
 
     # the built-in tool of this benchmark joins the session's toolbox, which a session with MCP
     # servers builds in session_mcp (one without, in the server)
     server_module.BUILTIN_TOOLS = (*BUILTIN_TOOLS, LOCAL)  # type: ignore[attr-defined]
     session_mcp.BUILTIN_TOOLS = (*BUILTIN_TOOLS, LOCAL)  # type: ignore[misc]
-    settings = Settings.from_env()
-    model = EmbeddedModel(think_delay=0.0, chunk_delay=0.0)
-    agent = server_module.ProgressAgent(settings, turn_runner=AIAgent, model=model, store=MemoryStore())
     client = Client()
-    agent_end, client_end = memory_transport_pair()
-    AgentSideConnection(agent, agent_end)  # type: ignore[arg-type]
-    conn = ClientSideConnection(client, client_end)  # type: ignore[arg-type]
-    await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    agent, conn = await serve_in_memory(client)
     kit = McpServerStdio(
         name="kit",
         command=sys.executable,

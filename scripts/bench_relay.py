@@ -22,34 +22,21 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block  # noqa: E402
-from acp.schema import ClientCapabilities, Implementation, ToolCallProgress  # noqa: E402
+from acp.schema import ClientCapabilities, Implementation  # noqa: E402
 from paired_rounds import round_ratios  # noqa: E402
+from stamps import Stamps  # noqa: E402
 
 AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "scripted_agent.py")]
 RELAY = [sys.executable, "-m", "acp_adapter.cli", "relay", "--no-heartbeat", "--"]
 
 
-class Counter:
-    def __init__(self) -> None:
-        self.count = 0
-        self.latencies: list[float] = []
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.count += 1
-        if isinstance(update, ToolCallProgress) and isinstance(update.raw_output, dict):
-            stamp = update.raw_output.get("t")
-            if isinstance(stamp, float):
-                self.latencies.append(time.monotonic() - stamp)
-
-
-async def one_run(argv: list[str], mode: list[str]) -> tuple[float, Counter]:
-    client = Counter()
+async def one_run(argv: list[str], mode: list[str]) -> tuple[float, Stamps]:
+    client = Stamps()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     async with spawn_agent_process(client, argv[0], *argv[1:], *mode, env=env, cwd=str(ROOT)) as (conn, _p):
         await conn.initialize(

@@ -29,33 +29,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-from acp.schema import ToolCallProgress
 from bench_spinner_latency import BARE_AGENT, Side, compare, describe, measure_interleaved
 from paired_rounds import round_ratios
+from stamps import Stamps
 
 ROOT = Path(__file__).resolve().parent.parent
 WRAPPED = [sys.executable, str(ROOT / "tests" / "agents" / "wrapped_agent.py")]
-
-
-class Stamps:
-    """The client: counts updates and the latency of the stamped ones."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.latencies: list[float] = []
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.count += 1
-        if isinstance(update, ToolCallProgress) and isinstance(update.raw_output, dict):
-            stamp = update.raw_output.get("t")
-            if isinstance(stamp, float):
-                self.latencies.append(time.monotonic() - stamp)
-
-    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
 
 
 class Served:

@@ -9,6 +9,7 @@ rich's own ``Console(record=True)`` as SVG. The web page is driven by Playwright
     python scripts/doc_pictures.py                 # write every picture into docs/images/
     python scripts/doc_pictures.py --only watch    # one of them
     python scripts/doc_pictures.py --out DIR       # somewhere else (the test writes to a temp dir)
+    python scripts/doc_pictures.py --agent-inside  # a terminal command's agent inside its process
 """
 
 from __future__ import annotations
@@ -148,6 +149,13 @@ def record_svg(lines: Sequence[Any], title: str) -> str:
     return console.export_svg(title=title)
 
 
+def _command(argv: list[str]) -> list[str]:
+    """``argv`` as run: an ``acp-progress`` command line runs the module ``--agent-inside`` chose."""
+    if argv[: len(ACP)] == ACP:
+        return [sys.executable, "-m", readme_examples.FRONT_END["module"], *argv[len(ACP) :]]
+    return argv
+
+
 def capture(spec: Screen, cwd: Path, env: dict[str, str], hide: str = "") -> list[Any]:
     import pyte
 
@@ -163,7 +171,7 @@ def capture(spec: Screen, cwd: Path, env: dict[str, str], hide: str = "") -> lis
     def shown() -> str:
         return "\n".join(line.rstrip() for line in screen.display)
 
-    child = Child(spec.argv, str(cwd), {**env, **spec.env, "TERM": "xterm-256color"})
+    child = Child(_command(spec.argv), str(cwd), {**env, **spec.env, "TERM": "xterm-256color"})
     try:
         for waiting_for, keys in spec.keys:
             child.read_while(TIMEOUT, lambda w=waiting_for: re.search(w, shown(), re.M) is not None)
@@ -190,7 +198,7 @@ def terminal_picture(name: str, out: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="acp-pictures-") as tmp:
         cwd, env = _workspace(Path(tmp))
         for argv in spec.setup:
-            subprocess.run(argv, cwd=cwd, env=env, check=True, capture_output=True, timeout=TIMEOUT)
+            subprocess.run(_command(argv), cwd=cwd, env=env, check=True, capture_output=True, timeout=TIMEOUT)
         lines = capture(spec, cwd, env, hide=str(cwd.parent))
     target = out / f"{name}.svg"
     target.write_text(record_svg(lines, spec.title), encoding="utf-8")
@@ -211,7 +219,7 @@ def page_pictures(out: Path) -> list[Path]:
         cwd, env = _workspace(Path(tmp))
         port = _free_port()
         server = subprocess.Popen(
-            [*ACP, "agui", "--port", str(port), "--tool-progress", "--redact", "counts"],
+            _command([*ACP, "agui", "--port", str(port), "--tool-progress", "--redact", "counts"]),
             cwd=cwd,
             env={**env, "ACP_PROGRESS_EMBEDDED_DELAY": "0.5"},
             stdout=subprocess.PIPE,
@@ -266,7 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=IMAGES, help="where to write (default docs/images)")
     parser.add_argument("--only", action="append", choices=[*SCREENS, "page"], help="just these (repeatable)")
+    parser.add_argument(
+        "--agent-inside",
+        action="store_true",
+        help="the terminal commands' agent runs inside the command's process (the same pictures, fewer "
+        "processes; agui still starts its own)",
+    )
     args = parser.parse_args(argv)
+    if args.agent_inside:
+        readme_examples.FRONT_END["module"] = readme_examples.AGENT_INSIDE_MODULE
     args.out.mkdir(parents=True, exist_ok=True)
     chosen = args.only or [*SCREENS, "page"]
     makers: dict[str, Callable[[], list[Path]]] = {

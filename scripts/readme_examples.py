@@ -246,8 +246,14 @@ def base_env(home: Path) -> dict[str, str]:
     return env
 
 
+#: the module each command line runs (``--agent-inside`` swaps in the test suite's twin of it)
+FRONT_END = {"module": "acp_adapter.cli"}
+#: ``acp_adapter.cli`` whose front-end drives this project's agent inside its own process
+AGENT_INSIDE_MODULE = "tests.helpers.cli_agent_inside"
+
+
 def cli(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "acp_adapter.cli", *args]
+    return [sys.executable, "-m", FRONT_END["module"], *args]
 
 
 def run_pipe(
@@ -474,7 +480,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="compare every block with a fresh run (default)")
     mode.add_argument("--update", action="store_true", help="rewrite the blocks that drifted from fresh runs")
     parser.add_argument("--only", action="append", metavar="NAME", help="just these examples (repeatable)")
+    parser.add_argument(
+        "--agent-inside",
+        action="store_true",
+        help="each command's agent runs inside the command's process instead of one of its own: what "
+        "the command prints is the same, two interpreter starts fewer (the test suite's check)",
+    )
     args = parser.parse_args(argv)
+    if args.agent_inside:
+        FRONT_END["module"] = AGENT_INSIDE_MODULE
 
     docs = documents()
     try:

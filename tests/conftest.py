@@ -20,6 +20,9 @@ from tests.helpers.process_guard import (  # noqa: F401 (the process guard's hoo
     pytest_sessionfinish,
 )
 
+#: ``pytester``: the process guard's own tests run guarded tests in a pytest process of their own
+pytest_plugins = ("pytester",)
+
 
 def _private_dir(name: str) -> str:
     path = TEMP_ROOT / name

@@ -8,7 +8,9 @@ Observers (bridges, AG-UI, summaries) see exactly the updates handed to the conn
 Tool progress never waits for a slow client (every input is bounded: a peer that stops reading
 cannot grow memory, and a card shows its latest progress, not a backlog): while a progress
 update of a card still waits to be sent, a newer one for the same card *replaces* it in its place
-(:meth:`UpdateOutbox.submit_latest`: latest wins, position kept). Updates of different cards are
+(:meth:`UpdateOutbox.submit_latest`: latest wins, position kept — or, with a ``fold``, the newer
+update is folded into the queued one, so a card's latest value and its latest status line both
+survive). Updates of different cards are
 never merged, and starts, terminal updates, text and permission requests are never dropped or
 reordered. So a tool that reports 20,000 values to a client reading 1,000 a second runs at its own
 speed, and the client ends with the last value and the terminal update.
@@ -59,6 +61,9 @@ log = logging.getLogger("acp_progress.events")
 AnyUpdate: TypeAlias = SessionUpdate | UsageUpdate
 """Every ``session/update`` payload this package sends: the SDK's ``SessionUpdate`` union, plus
 ``UsageUpdate`` (which that union does not list)."""
+
+UpdateBuild: TypeAlias = Callable[[], AnyUpdate]
+"""Makes a queued update on the event loop, just before it is sent (:meth:`UpdateOutbox.submit_latest`)."""
 
 
 V = TypeVar("V")
@@ -172,11 +177,19 @@ class UpdateOutbox:
         self._items.append(_Item(session_id, update))
         self._schedule_wake(first=len(self._items) == 1)
 
-    def submit_latest(self, session_id: str, key: object, build: Callable[[], AnyUpdate]) -> None:
+    def submit_latest(
+        self,
+        session_id: str,
+        key: object,
+        build: UpdateBuild,
+        fold: Callable[[UpdateBuild, UpdateBuild], UpdateBuild] | None = None,
+    ) -> None:
         """Queue an update that ``build`` makes on the event loop, for a state that only its newest
         value matters of (a tool card's progress): if an update with ``key`` still waits in the
         queue, ``build`` replaces it there (latest wins, position kept); otherwise it is queued at
-        the end. Never blocks.
+        the end. Never blocks. ``fold(queued, build)``, when given, says what replaces the queued
+        build instead (a state of several parts, each of which only its newest value matters of);
+        it runs under the queue's lock, so it must be quick and must not raise.
 
         For the busiest producer (a tool reporting progress from its worker thread): the facts
         are queued as they are and the validated schema object is made on the loop right before
@@ -187,7 +200,8 @@ class UpdateOutbox:
         with self._latest_lock:
             queued = self._latest.get(key)
             if queued is not None:
-                queued.build = build
+                assert queued.build is not None  # every replaceable update is built on the loop
+                queued.build = build if fold is None else fold(queued.build, build)
                 self.replaced += 1
             else:
                 item = _Item(session_id, None, build, key)

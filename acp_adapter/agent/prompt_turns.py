@@ -60,9 +60,6 @@ class TurnLoop(Protocol):
 #: never imports the top-level script, so it does not depend on it.
 TurnRunner = Callable[..., TurnLoop]
 
-#: Longest a prompt's answer waits for its turn to reach the session store.
-STORE_FLUSH_TIMEOUT = 2.0
-
 SYSTEM_PROMPT = (
     "You are a helpful coding agent working in the user's workspace. Use the tools to read, list, "
     "search and run commands when the user asks about their files; answer concisely."
@@ -285,13 +282,14 @@ class PromptTurns:
             session.id, history_to_json(session.history), stop_reason, failed=failed
         )
         # the turn is on disk before its answer, so an agent killed right after still has it;
-        # bounded, so a stuck disk delays an answer by at most STORE_FLUSH_TIMEOUT. Not for a
+        # bounded, so a stuck disk delays an answer by at most ``[store] flush_timeout``. Not for a
         # cancelled turn: the person is waiting for the stop (cancel -> answer within a few ms),
         # and the write is queued already — should the process die before it lands, the turn
         # loads as interrupted. Whatever reads the store next (load, list, delete) flushes first.
         if stop_reason != "cancelled":
+            within = self._parts.settings().store.flush_timeout
             await await_through_cancel(
-                asyncio.ensure_future(self._parts.writer.flush_async(STORE_FLUSH_TIMEOUT)),
+                asyncio.ensure_future(self._parts.writer.flush_async(within)),
                 give_up=lambda: self._abandoned,
             )
         self._parts.sessions.touch(session.id)  # idle time counts from the end of the last prompt

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 from acp import update_agent_message_text, update_agent_thought_text
 from acp.schema import AgentMessageChunk, AgentThoughtChunk
 
-from acp_adapter.agent.outbox import AnyUpdate, UpdateOutbox
+from acp_adapter.agent.outbox import AnyUpdate, UpdateBuild, UpdateOutbox
 
 if TYPE_CHECKING:
     from acp_adapter.safety.redact.stream import StreamRedactor
@@ -66,11 +66,17 @@ class TurnOutput:
         self._message_ids.clear()
         self._outbox.submit(self._session_id, update)
 
-    def submit_progress(self, card_id: str, build: Callable[[], AnyUpdate]) -> None:
-        """Submit a card's progress, held text first; it replaces the card's progress still queued
+    def submit_progress(
+        self,
+        card_id: str,
+        build: UpdateBuild,
+        fold: Callable[[UpdateBuild, UpdateBuild], UpdateBuild] | None = None,
+    ) -> None:
+        """Submit a card's progress, held text first; it replaces (or, with ``fold``, is folded
+        into) the card's progress still queued
         (:meth:`~acp_adapter.agent.outbox.UpdateOutbox.submit_latest`)."""
         self.release()
-        self._outbox.submit_latest(self._session_id, (self._session_id, card_id, "progress"), build)
+        self._outbox.submit_latest(self._session_id, (self._session_id, card_id, "progress"), build, fold)
 
     def text(self, channel: TextChannel, text: str) -> None:
         """Stream a channel's text: the other channel's held text is released (its message ends)

@@ -3,7 +3,11 @@
 A tool card opens only once per id and takes over from the think card still open (no orphan
 spinner); once it has reached its terminal phase, nothing more of it is sent. Progress is the hot
 path (a busy tool reports thousands of values a second): it is built on the event loop and
-replaces this card's progress still queued, so a slow client never makes the tool wait.
+replaces this card's progress still queued, so a slow client never makes the tool wait. A card
+shows two kinds of report side by side — its numbers (the bar) and a status line (a report with a
+message and no numbers: an MCP task's status, a tool's "now doing X") — so the one queued slot of a
+card keeps the latest of each (:class:`CardProgress`): a status line arriving before the numbers
+went out does not take the bar with it, and numbers without a message do not erase the status line.
 
 What a tool reports is checked before it is accepted: a value that JSON cannot carry is left out
 with a warning, once per kind of mistake and session, and the rest of the report still goes out.
@@ -14,13 +18,13 @@ its one lock and only while the turn is open (the report check runs before the l
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
 
 from acp.schema import ToolCallProgress, ToolCallStart, ToolKind
 
+from acp_adapter.agent.outbox import UpdateBuild
 from acp_adapter.agent.turn_cards import CardLedger
 from acp_adapter.agent.turn_output import TurnOutput
 from acp_adapter.agent.turn_think import ThinkCards
@@ -67,6 +71,60 @@ class ProgressReportCheck:
         if problem not in self._warned and len(self._warned) < 64:
             self._warned.add(problem)
             log.warning("tool progress: %s", problem)
+
+
+class CardProgress:
+    """A card's progress waiting in the outbox, as facts; called, it builds the update (on the
+    event loop, just before it is sent).
+
+    ``value``/``total``/``message`` are the latest numbers and the message that came with them;
+    ``status`` is the latest status line that arrived after them (None: none since). The update
+    carries the numbers and, as its text, the status line, else the numbers' own message: the
+    latest of each kind, however many reports it stands for."""
+
+    __slots__ = ("message", "status", "tool_call_id", "total", "value")
+
+    def __init__(
+        self,
+        tool_call_id: str,
+        value: float | None,
+        total: float | None,
+        message: str | None,
+        status: str | None = None,
+    ) -> None:
+        self.tool_call_id = tool_call_id
+        self.value = value
+        self.total = total
+        self.message = message
+        self.status = status
+
+    @classmethod
+    def of(cls, tool_call_id: str, report: ProgressReport) -> CardProgress:
+        """A checked report: numbers (and their message), or a status line (a message alone)."""
+        value, total, message = report
+        if value is None and total is None:
+            return cls(tool_call_id, None, None, None, message)
+        return cls(tool_call_id, value, total, message)
+
+    def __call__(self) -> ToolCallProgress:
+        message = self.status if self.status is not None else self.message
+        return build_tool_progress(self.tool_call_id, value=self.value, total=self.total, message=message)
+
+    def then(self, newer: CardProgress) -> CardProgress:
+        """What the slot holds once ``newer`` arrives while this one still waits: the latest
+        numbers and the latest text, each from whichever report brought it last."""
+        if newer.value is None and newer.total is None:  # a status line: the numbers stay
+            return CardProgress(self.tool_call_id, self.value, self.total, self.message, newer.status)
+        if newer.message is None and self.status is not None:  # numbers alone: the status line stays
+            return CardProgress(newer.tool_call_id, newer.value, newer.total, None, self.status)
+        return newer
+
+
+def fold_progress(queued: UpdateBuild, newer: UpdateBuild) -> UpdateBuild:
+    """The outbox's fold for a card's queued progress (:meth:`CardProgress.then`)."""
+    if isinstance(queued, CardProgress) and isinstance(newer, CardProgress):
+        return queued.then(newer)
+    return newer
 
 
 class ToolCards:
@@ -116,11 +174,7 @@ class ToolCards:
         """Queue a checked report, replacing this card's progress still waiting to be sent."""
         if self._cards.tool(tool_call_id) is None:
             return False
-        value, total, message = report
-        self._output.submit_progress(
-            tool_call_id,
-            functools.partial(build_tool_progress, tool_call_id, value=value, total=total, message=message),
-        )
+        self._output.submit_progress(tool_call_id, CardProgress.of(tool_call_id, report), fold_progress)
         return True
 
     def finish(

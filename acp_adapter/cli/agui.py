@@ -24,6 +24,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from acp_adapter.cli._flags import SUMMARY_FLAGS, add_mcp_config_flag, add_model_flags, mcp_servers_of
+from acp_adapter.errors import AcpProgressError
 
 if TYPE_CHECKING:
     from acp_adapter.config import Settings
@@ -79,45 +80,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     agui.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     agui.add_argument("--port", type=_port, default=8000, help="port to listen on (default 8000)")
-    agui.add_argument(
-        "--agent",
-        help="command line of the ACP agent to drive (default: this project's agent, python -m acp_adapter)",
-    )
-    agui.add_argument(
-        "--tool-progress",
-        action="store_true",
-        default=None,
-        help="publish TOOL_PROGRESS activity snapshots for every run (default off, or "
-        "ACP_PROGRESS_AGUI_TOOL_PROGRESS=1); a run overrides it with forwardedProps.emitToolProgress",
-    )
-    agui.add_argument(
-        "--redact",
-        default="default",
-        metavar="default|counts|none|module:function",
-        help="which tool progress/result values reach the client (default: every progress value "
-        "is [redacted]; counts: value and total published, messages withheld; none: all); the "
-        "canonical redactor runs after any policy",
-    )
-    agui.add_argument("--cwd", default=os.getcwd(), help="the agent's workspace (default: current directory)")
-    agui.add_argument(
-        "--yes", action="store_true", help="allow the agent's permission requests (default: deny them)"
-    )
-    agui.add_argument(
-        "--permission-interrupts",
-        action="store_true",
-        help="ask every run's client about the agent's permission requests and its tools' questions "
-        "(an AG-UI interrupt it answers with a resume) instead of only runs that set "
-        "forwardedProps.permissionInterrupts",
-    )
-    agui.add_argument(
-        "--permission-timeout",
-        type=_seconds,
-        default=120.0,
-        metavar="SECONDS",
-        help="how long a run paused on a permission question waits for its resume before the "
-        "static answer (deny, or allow with --yes) is given, and on a tool's question before it is "
-        "declined (default 120)",
-    )
+    _add_agent_flags(agui)
+    _add_permission_flags(agui)
     agui.add_argument(
         "--agent-log", metavar="FILE", help="write the agent's stderr to FILE (default: discarded)"
     )
@@ -141,6 +105,53 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     # PROGRESS_SUMMARY activity; a run opts out with forwardedProps.emitProgressSummary: false.
     add_model_flags(agui, only=SUMMARY_FLAGS)
     return agui
+
+
+def _add_agent_flags(agui: argparse.ArgumentParser) -> None:
+    """Which agent runs, in which workspace, and what of its tool progress reaches a client."""
+    agui.add_argument(
+        "--agent",
+        help="command line of the ACP agent to drive (default: this project's agent, python -m acp_adapter)",
+    )
+    agui.add_argument(
+        "--tool-progress",
+        action="store_true",
+        default=None,
+        help="publish TOOL_PROGRESS activity snapshots for every run (default off, or "
+        "ACP_PROGRESS_AGUI_TOOL_PROGRESS=1); a run overrides it with forwardedProps.emitToolProgress",
+    )
+    agui.add_argument(
+        "--redact",
+        default="default",
+        metavar="default|counts|none|module:function",
+        help="which tool progress/result values reach the client (default: every progress value "
+        "is [redacted]; counts: value and total published, messages withheld; none: all); the "
+        "canonical redactor runs after any policy",
+    )
+    agui.add_argument("--cwd", default=os.getcwd(), help="the agent's workspace (default: current directory)")
+
+
+def _add_permission_flags(agui: argparse.ArgumentParser) -> None:
+    """Who answers the agent's permission requests and its tools' questions, and how long they wait."""
+    agui.add_argument(
+        "--yes", action="store_true", help="allow the agent's permission requests (default: deny them)"
+    )
+    agui.add_argument(
+        "--permission-interrupts",
+        action="store_true",
+        help="ask every run's client about the agent's permission requests and its tools' questions "
+        "(an AG-UI interrupt it answers with a resume) instead of only runs that set "
+        "forwardedProps.permissionInterrupts",
+    )
+    agui.add_argument(
+        "--permission-timeout",
+        type=_seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="how long a run paused on a permission question waits for its resume before the "
+        "static answer (deny, or allow with --yes) is given, and on a tool's question before it is "
+        "declined (default 120)",
+    )
 
 
 def _add_admission_flags(agui: argparse.ArgumentParser) -> None:
@@ -215,63 +226,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 130
 
 
+class _Refused(AcpProgressError):
+    """The endpoint cannot serve as asked; the message is the one line the command prints (exit 2)."""
+
+
 def _prepare(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        import fastapi  # noqa: F401 - the agui extra, checked before anything starts
-        import uvicorn  # noqa: F401
+        _require_extra()
+        endpoint = _endpoint_settings(args, settings)
+        token = _token(args, settings, endpoint)
+    except _Refused as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    from acp_adapter.frontends.agui.admission import Admission
 
-        from acp_adapter.config import ConfigError
-        from acp_adapter.frontends.agui.admission import Admission
-        from acp_adapter.frontends.agui.app import create_app  # noqa: F401 - imports ag-ui-protocol
-    except ImportError as exc:
-        print(
-            f"acp-progress agui: needs the agui extra ({exc.name} is missing): "
-            "pip install 'acp-progress[agui]'",
-            file=sys.stderr,
-        )
-        return 2
-    if not os.path.isdir(args.cwd):
-        print(f"acp-progress agui: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
-        return 2
-    try:
-        endpoint = settings.agui.with_flags(
-            {name: (flag, getattr(args, name, None)) for name, flag in LIMIT_FLAGS.items()}
-        )
-    except ConfigError as exc:
-        print(exc.report("acp-progress agui"), file=sys.stderr)
-        return 2
-    token = endpoint.token.get_secret_value() if endpoint.token is not None else None
-    if token is not None and len(token.strip()) < MIN_TOKEN_LENGTH:
-        print(f"acp-progress agui: the token must be at least {MIN_TOKEN_LENGTH} characters", file=sys.stderr)
-        return 2
-    if args.no_token and token is not None:
-        print(
-            "acp-progress agui: --no-token and a token (--token, ACP_PROGRESS_AGUI_TOKEN) contradict",
-            file=sys.stderr,
-        )
-        return 2
-    if token is None and not _is_loopback(args.host):
-        print(
-            f"acp-progress agui: refusing to serve on {args.host}, which is not loopback, without a "
-            "token: set ACP_PROGRESS_AGUI_TOKEN (or --token) and send Authorization: Bearer <token>",
-            file=sys.stderr,
-        )
-        return 2
-    args.own_token = False
-    if token is None and not args.no_token:
-        from acp_adapter.frontends.agui.token_file import endpoint_token
-
-        try:
-            token, _made = endpoint_token(_token_dir(settings))
-        except OSError as exc:
-            print(f"acp-progress agui: cannot use the endpoint's token file: {exc}", file=sys.stderr)
-            return 2
-        args.own_token = True
     args.token = token.strip() if token is not None else None
     admission = Admission(
         allowed_hosts=endpoint.allowed_hosts,
         allowed_origins=endpoint.allowed_origins,
-        token=token.strip() if token is not None else None,
+        token=args.token,
         bind_host=args.host,
     )
     mcp_servers = mcp_servers_of(args, "agui")
@@ -290,75 +263,79 @@ def _prepare(args: argparse.Namespace, settings: Settings) -> int:
         thread_store.close()
 
 
+def _require_extra() -> None:
+    """The agui extra, checked before anything starts."""
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from acp_adapter.frontends.agui.admission import Admission  # noqa: F401
+        from acp_adapter.frontends.agui.app import create_app  # noqa: F401 - imports ag-ui-protocol
+    except ImportError as exc:
+        raise _Refused(
+            f"acp-progress agui: needs the agui extra ({exc.name} is missing): "
+            "pip install 'acp-progress[agui]'"
+        ) from None
+
+
+def _endpoint_settings(args: argparse.Namespace, settings: Settings) -> Any:
+    """The AguiSettings with this command's flags on top (the workspace checked first)."""
+    from acp_adapter.config import ConfigError
+
+    if not os.path.isdir(args.cwd):
+        raise _Refused(f"acp-progress agui: --cwd {args.cwd!r} is not a directory")
+    try:
+        return settings.agui.with_flags(
+            {name: (flag, getattr(args, name, None)) for name, flag in LIMIT_FLAGS.items()}
+        )
+    except ConfigError as exc:
+        raise _Refused(exc.report("acp-progress agui")) from None
+
+
+def _token(args: argparse.Namespace, settings: Settings, endpoint: Any) -> str | None:
+    """The bearer token every request carries, as given: the one given, else the endpoint's own
+    (which sets ``args.own_token``), or None with ``--no-token`` on loopback; a weak or
+    contradicting one is refused."""
+    token = endpoint.token.get_secret_value() if endpoint.token is not None else None
+    if token is not None and len(token.strip()) < MIN_TOKEN_LENGTH:
+        raise _Refused(f"acp-progress agui: the token must be at least {MIN_TOKEN_LENGTH} characters")
+    if args.no_token and token is not None:
+        raise _Refused(
+            "acp-progress agui: --no-token and a token (--token, ACP_PROGRESS_AGUI_TOKEN) contradict"
+        )
+    if token is None and not _is_loopback(args.host):
+        raise _Refused(
+            f"acp-progress agui: refusing to serve on {args.host}, which is not loopback, without a "
+            "token: set ACP_PROGRESS_AGUI_TOKEN (or --token) and send Authorization: Bearer <token>"
+        )
+    args.own_token = False
+    if token is None and not args.no_token:
+        from acp_adapter.frontends.agui.token_file import endpoint_token
+
+        try:
+            token, _made = endpoint_token(_token_dir(settings))
+        except OSError as exc:
+            raise _Refused(f"acp-progress agui: cannot use the endpoint's token file: {exc}") from None
+        args.own_token = True
+    return token
+
+
 def _run(
     args: argparse.Namespace, settings: Settings, endpoint: Any, admission: Any, thread_store: Any
 ) -> int:
     import uvicorn
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    from acp_adapter.client.driver import AgentStartError, allow_all, deny_all
-    from acp_adapter.config import ConfigError
-    from acp_adapter.frontends.agui.app import create_app
-    from acp_adapter.frontends.agui.connections import connection_cap, guarded_protocol
-    from acp_adapter.frontends.agui.endpoint import AguiOptions
-    from acp_adapter.frontends.agui.limits import EndpointLimits
-    from acp_adapter.frontends.agui.options import ToolProgressOptionError
-    from acp_adapter.frontends.agui.policy import PolicyError
     from acp_adapter.frontends.agui.stopping import StoppingServer
 
-    if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
     try:
-        app = create_app(
-            AguiOptions(
-                agent_command=args.agent,
-                policy=args.redact,
-                tool_progress=endpoint.tool_progress,  # --tool-progress, else the settings
-                cwd=args.cwd,
-                permission_policy=allow_all if args.yes else deny_all,
-                init_timeout=args.init_timeout,
-                agent_log=args.agent_log,
-                summary=settings,
-                admission=admission,
-                limits=EndpointLimits.from_settings(endpoint),
-                thread_store=thread_store,
-                thread_retention_days=settings.session_retention_days,
-                mcp_servers=args.mcp_servers,
-                thread_scope=args.thread_scope,
-                permission_interrupts=args.permission_interrupts,
-                permission_timeout=args.permission_timeout,
-            )
-        )
-    except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
-        print(f"acp-progress agui: {exc}", file=sys.stderr)
+        app = _app(args, settings, endpoint, admission, thread_store)
+    except _Refused as exc:
+        print(exc, file=sys.stderr)
         return 2
     if settings.state and settings.store.url:  # replicas on one PostgreSQL store: one run per thread
-        from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
-
-        app.state.agui.thread_locks = ReplicaThreadLocks(
-            settings.store.url, thread_store, args.thread_scope, health_interval=endpoint.health_interval
-        )
-        if not args.instance:
-            log.warning(
-                "the session store is shared (PostgreSQL): give every replica of this endpoint the same "
-                "--instance NAME, or each serves only its own threads"
-            )
-    if not _is_loopback(args.host):
-        log.warning(
-            "serving on %s: anyone who reaches it and holds the token drives the agent; "
-            "use TLS in front of it (a reverse proxy) when it crosses a network",
-            args.host,
-        )
-    if _unspecified(args.host) and not endpoint.allowed_hosts:
-        log.warning(
-            "serving on %s: only requests for the loopback names are admitted until you name the "
-            "host clients use with --allowed-host",
-            args.host,
-        )
-    max_connections, backlog = connection_cap(endpoint.max_connections)
-    protocol = guarded_protocol(
-        AutoHTTPProtocol, max_connections=max_connections, header_timeout=endpoint.body_timeout
-    )
+        _share_threads(app.state.agui, args, settings.store.url, endpoint, thread_store)
+    _warn_exposure(args, endpoint)
+    protocol, backlog = _http_protocol(endpoint)
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -379,6 +356,90 @@ def _run(
         return 1
     with listener:
         return asyncio.run(_serve(StoppingServer(config, app.state.agui), app.state.agui, listener, args))
+
+
+def _app(
+    args: argparse.Namespace, settings: Settings, endpoint: Any, admission: Any, thread_store: Any
+) -> Any:
+    """The endpoint's app from the flags; options it cannot serve with are refused."""
+    from acp_adapter.client.driver import AgentStartError, allow_all, deny_all
+    from acp_adapter.config import ConfigError
+    from acp_adapter.frontends.agui.app import create_app
+    from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from acp_adapter.frontends.agui.limits import EndpointLimits
+    from acp_adapter.frontends.agui.options import ToolProgressOptionError
+    from acp_adapter.frontends.agui.policy import PolicyError
+
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `uvicorn module:app` does: --redact mymod:fn finds ./mymod.py
+    try:
+        return create_app(
+            AguiOptions(
+                agent_command=args.agent,
+                policy=args.redact,
+                tool_progress=endpoint.tool_progress,  # --tool-progress, else the settings
+                cwd=args.cwd,
+                permission_policy=allow_all if args.yes else deny_all,
+                init_timeout=args.init_timeout,
+                agent_log=args.agent_log,
+                summary=settings,
+                admission=admission,
+                limits=EndpointLimits.from_settings(endpoint),
+                thread_store=thread_store,
+                thread_retention_days=settings.session_retention_days,
+                mcp_servers=args.mcp_servers,
+                thread_scope=args.thread_scope,
+                permission_interrupts=args.permission_interrupts,
+                permission_timeout=args.permission_timeout,
+            )
+        )
+    except (AgentStartError, PolicyError, ToolProgressOptionError, ConfigError, ValueError) as exc:
+        raise _Refused(f"acp-progress agui: {exc}") from None
+
+
+def _share_threads(
+    service: Any, args: argparse.Namespace, url: str, endpoint: Any, thread_store: Any
+) -> None:
+    """Replicas on one PostgreSQL store serve one run per thread between them."""
+    from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
+
+    service.thread_locks = ReplicaThreadLocks(
+        url, thread_store, args.thread_scope, health_interval=endpoint.health_interval
+    )
+    if not args.instance:
+        log.warning(
+            "the session store is shared (PostgreSQL): give every replica of this endpoint the same "
+            "--instance NAME, or each serves only its own threads"
+        )
+
+
+def _warn_exposure(args: argparse.Namespace, endpoint: Any) -> None:
+    """Say so when the endpoint is reachable beyond this machine, or admits only loopback names."""
+    if not _is_loopback(args.host):
+        log.warning(
+            "serving on %s: anyone who reaches it and holds the token drives the agent; "
+            "use TLS in front of it (a reverse proxy) when it crosses a network",
+            args.host,
+        )
+    if _unspecified(args.host) and not endpoint.allowed_hosts:
+        log.warning(
+            "serving on %s: only requests for the loopback names are admitted until you name the "
+            "host clients use with --allowed-host",
+            args.host,
+        )
+
+
+def _http_protocol(endpoint: Any) -> tuple[type, int]:
+    """uvicorn's HTTP protocol under the connection cap and header timeout, and the listen backlog."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    from acp_adapter.frontends.agui.connections import connection_cap, guarded_protocol
+
+    max_connections, backlog = connection_cap(endpoint.max_connections)
+    protocol = guarded_protocol(
+        AutoHTTPProtocol, max_connections=max_connections, header_timeout=endpoint.body_timeout
+    )
+    return protocol, backlog
 
 
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
@@ -407,6 +468,25 @@ async def _serve(server: Any, service: Any, listener: socket.socket, args: argpa
     here, not in the app's lifespan, so a broken ``--agent`` is one line and is never followed by
     an announcement or a lifespan traceback.
     """
+    failed = await _start_agent(server, service)
+    if failed is not None:
+        return failed
+    print(f"acp-progress agui: {_serving_line(args)}", file=sys.stderr, flush=True)
+    try:
+        await server.serve(sockets=[listener])
+    except SystemExit as exc:  # uvicorn exits this way when startup failed
+        await service.close()
+        return exc.code if isinstance(exc.code, int) and exc.code else 1
+    finally:
+        await service.close()  # a no-op after the lifespan closed it
+    stopped_by = getattr(server, "stop_signal", None)
+    return 128 + stopped_by if stopped_by else 0
+
+
+async def _start_agent(server: Any, service: Any) -> int | None:
+    """Start the agent with SIGINT/SIGTERM cancelling the start; None once it runs, else the exit
+    status (1: it did not start, 130: a signal came first). Then, until uvicorn takes over, a
+    signal asks ``server`` to stop."""
     from acp_adapter.client.driver import AgentError
 
     loop = asyncio.get_running_loop()
@@ -441,16 +521,7 @@ async def _serve(server: Any, service: Any, listener: socket.socket, args: argpa
     if signalled:  # arrived after the start finished, before the handlers above were replaced
         await service.close()
         return 130
-    print(f"acp-progress agui: {_serving_line(args)}", file=sys.stderr, flush=True)
-    try:
-        await server.serve(sockets=[listener])
-    except SystemExit as exc:  # uvicorn exits this way when startup failed
-        await service.close()
-        return exc.code if isinstance(exc.code, int) and exc.code else 1
-    finally:
-        await service.close()  # a no-op after the lifespan closed it
-    stopped_by = getattr(server, "stop_signal", None)
-    return 128 + stopped_by if stopped_by else 0
+    return None
 
 
 def _token_dir(settings: Any) -> Any:

@@ -11,6 +11,7 @@ import asyncio
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
@@ -220,66 +221,85 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     environment's and the settings file's with this command's flags on top (``bridge run``'s
     summary flags), loaded and validated by :func:`acp_adapter.cli.main`."""
     store = BridgeStore()
+    actions: dict[str, Callable[[BridgeStore, argparse.Namespace, Settings], int]] = {
+        "create": _create,
+        "update": _update,
+        "list": _list,
+        "show": _show,
+        "delete": _delete,
+    }
     try:
-        action = args.bridge_command
-        if action == "create":
-            if args.platform == "telegram" and not args.chat_ids:
-                raise BridgeConfigError(
-                    "a telegram bridge needs --chat-id ID (repeatable): the chats allowed to prompt the "
-                    "agent; a chat's id is in the warning the bridge logs when someone there writes to it"
-                )
-            base = new_instance(
-                args.name,
-                args.platform,
-                chat_ids=args.chat_ids,
-                agent=args.agent,
-                cwd=args.cwd,
-                summary=args.instance_summary,
-                user_ids=args.user_ids,
-                approvers=args.approvers,
-            )
-            changes = _progress_changes(args)
-            instance = merge_update(base, progress=changes) if changes else base
-            store.create(instance)
-            _forget_state(instance.name, settings)
-            print(json.dumps(_describe(instance, settings), indent=2, ensure_ascii=False))
-            return 0
-        if action == "update":
-            instance = merge_update(
-                store.get(args.name),
-                progress=_progress_changes(args),
-                chat_ids=args.chat_ids,
-                agent=args.agent,
-                cwd=args.cwd,
-                summary=args.instance_summary,
-                user_ids=args.user_ids,
-                approvers=args.approvers,
-            )
-            store.replace(instance)
-            print(json.dumps(_describe(instance, settings), indent=2, ensure_ascii=False))
-            return 0
-        if action == "list":
-            for inst in store.load().values():
-                p = resolve_progress(inst)
-                print(
-                    redact_text(
-                        f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
-                        f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}\t"
-                        f"summary={resolve_summary_mode(inst, settings)}"
-                    )
-                )
-            return 0
-        if action == "show":
-            print(json.dumps(_describe(store.get(args.name), settings), indent=2, ensure_ascii=False))
-            return 0
-        if action == "delete":
-            store.delete(args.name)
-            _forget_state(args.name, settings)
-            return 0
+        action = actions.get(args.bridge_command)
+        if action is not None:
+            return action(store, args, settings)
         return _run(store.get(args.name), args, settings)
     except BridgeConfigError as exc:
         print(f"acp-progress bridge: {exc}", file=sys.stderr)
         return 2
+
+
+def _create(store: BridgeStore, args: argparse.Namespace, settings: Settings) -> int:
+    if args.platform == "telegram" and not args.chat_ids:
+        raise BridgeConfigError(
+            "a telegram bridge needs --chat-id ID (repeatable): the chats allowed to prompt the "
+            "agent; a chat's id is in the warning the bridge logs when someone there writes to it"
+        )
+    base = new_instance(
+        args.name,
+        args.platform,
+        chat_ids=args.chat_ids,
+        agent=args.agent,
+        cwd=args.cwd,
+        summary=args.instance_summary,
+        user_ids=args.user_ids,
+        approvers=args.approvers,
+    )
+    changes = _progress_changes(args)
+    instance = merge_update(base, progress=changes) if changes else base
+    store.create(instance)
+    _forget_state(instance.name, settings)  # a new bridge of an old name starts with no chats
+    print(json.dumps(_describe(instance, settings), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _update(store: BridgeStore, args: argparse.Namespace, settings: Settings) -> int:
+    instance = merge_update(
+        store.get(args.name),
+        progress=_progress_changes(args),
+        chat_ids=args.chat_ids,
+        agent=args.agent,
+        cwd=args.cwd,
+        summary=args.instance_summary,
+        user_ids=args.user_ids,
+        approvers=args.approvers,
+    )
+    store.replace(instance)
+    print(json.dumps(_describe(instance, settings), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _list(store: BridgeStore, args: argparse.Namespace, settings: Settings) -> int:
+    for inst in store.load().values():
+        p = resolve_progress(inst)
+        print(
+            redact_text(
+                f"{inst.name}\t{inst.platform}\tchats={len(inst.routing.chat_ids)}\t"
+                f"progress={p.tool_progress}/{p.grouping}\tcwd={inst.cwd}\t"
+                f"summary={resolve_summary_mode(inst, settings)}"
+            )
+        )
+    return 0
+
+
+def _show(store: BridgeStore, args: argparse.Namespace, settings: Settings) -> int:
+    print(json.dumps(_describe(store.get(args.name), settings), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _delete(store: BridgeStore, args: argparse.Namespace, settings: Settings) -> int:
+    store.delete(args.name)
+    _forget_state(args.name, settings)
+    return 0
 
 
 def _wait_to_lead(name: str, settings: Settings) -> Any:
@@ -329,23 +349,11 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
     options = BridgeOptions(stderr_log=args.agent_log, summary=summary, state=state, mcp_servers=mcp_servers)
     runner = BridgeRunner(instance, options)
     runner.on_ready = lambda text: print(redact_text(text), file=sys.stderr, flush=True)
-    ran = False
+    refused: int | None = None
     try:
-        if instance.platform == "console":
-            from acp_adapter.frontends.bridges.platforms.console import run_console
-
-            ran = True
-            asyncio.run(run_console(instance, sys.stdin, sys.stdout, runner=runner))
-        else:
-            from acp_adapter.frontends.bridges.platforms.telegram import TelegramSetupError
-
-            try:
-                ran = True
-                asyncio.run(_run_telegram(instance, runner, settings, leader))
-            except TelegramSetupError as exc:
-                ran = runner.started  # a token rejected at startup ran nothing: no metrics line
-                print(f"acp-progress bridge: {exc}", file=sys.stderr)
-                return 2
+        refused = _drive(instance, runner, settings, leader)
+        if refused is not None:
+            return refused
     except KeyboardInterrupt:
         runner.stop_signal = runner.stop_signal or signal.SIGINT
     except AgentError as exc:
@@ -356,16 +364,37 @@ def _run(instance: BridgeInstance, args: argparse.Namespace, settings: Settings)
             leader.release()
         if state is not None:
             state.store.close()  # type: ignore[attr-defined]
-        if ran:
-            metrics = runner.metrics().as_dict()
-            stats = runner.delivery_stats()
-            record = {**metrics, "posts": stats.posts, "edits": stats.edits, "failures": stats.failures}
-            atomic_write_text(last_run_path(instance.name), json.dumps(record, indent=2) + "\n")
-            print(
-                redact_text(f"bridge {instance.name}: delivery metrics {json.dumps(record)}"), file=sys.stderr
-            )
+        if refused is None or runner.started:  # a token rejected at startup ran nothing: no metrics
+            _record_run(instance.name, runner)
     if leader is not None and leader.lost:
         return 1  # its supervisor restarts it: as the standby, or the leader again
     # stopped by Ctrl-C / SIGTERM: 130 / 143, as watch, chat, run and agui; the console's input
     # ending is the run's ordinary end: 0
     return 128 + int(runner.stop_signal) if runner.stop_signal else 0
+
+
+def _drive(instance: BridgeInstance, runner: Any, settings: Settings, leader: Any) -> int | None:
+    """Run the instance's platform until it stops; 2 when Telegram refused the set-up (a bad
+    token, no allowed chat: said in one line), None after a run."""
+    if instance.platform == "console":
+        from acp_adapter.frontends.bridges.platforms.console import run_console
+
+        asyncio.run(run_console(instance, sys.stdin, sys.stdout, runner=runner))
+        return None
+    from acp_adapter.frontends.bridges.platforms.telegram import TelegramSetupError
+
+    try:
+        asyncio.run(_run_telegram(instance, runner, settings, leader))
+    except TelegramSetupError as exc:
+        print(f"acp-progress bridge: {exc}", file=sys.stderr)
+        return 2
+    return None
+
+
+def _record_run(name: str, runner: Any) -> None:
+    """The run's delivery metrics: kept for ``bridge show`` (``last_run``) and printed."""
+    metrics = runner.metrics().as_dict()
+    stats = runner.delivery_stats()
+    record = {**metrics, "posts": stats.posts, "edits": stats.edits, "failures": stats.failures}
+    atomic_write_text(last_run_path(name), json.dumps(record, indent=2) + "\n")
+    print(redact_text(f"bridge {name}: delivery metrics {json.dumps(record)}"), file=sys.stderr)

@@ -20,13 +20,16 @@ from collections.abc import Mapping, Sequence
 from typing import IO
 
 from acp_adapter.client.agent_errors import AgentLogError, AgentStartError
-from acp_adapter.client.procgroup import end_process_group
+from acp_adapter.client.procgroup import end_process_group, exit_status_within
 from acp_adapter.protocol import CHUNK_BYTES
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.secret_env import agent_environment
 
 #: Lines of the agent's stderr kept for error messages.
 STDERR_TAIL_LINES = 12
+#: Longest wait for the agent's last stderr lines once it has exited: with its group ended they
+#: arrive at once; a process outside the group still holding the pipe must not hold a close.
+STDERR_DRAIN_S = 0.25
 
 
 def default_agent_command() -> list[str]:
@@ -117,12 +120,11 @@ class AgentProcess:
         after its last stderr lines have arrived for the message that quotes them."""
         if self.process is None:
             return None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.process.wait(), wait)
+        code = await exit_status_within(self.process, wait)
         if self._stderr_task is not None:  # let the last stderr lines arrive for the message
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 0.5)
-        return self.process.returncode
+        return code
 
     def stderr_hint(self) -> str:
         """``; its stderr ends: …`` (its last three lines, redacted) for an error message, or ""."""
@@ -148,6 +150,18 @@ class AgentProcess:
             await end_process_group(self.process, grace)
         if self._stderr_task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(self._stderr_task, 1.0)
+                await asyncio.wait_for(self._stderr_task, STDERR_DRAIN_S)
+        if self.process is not None:
+            _close_pipes(self.process)
         if self._log_file is not None:
             self._log_file.close()
+
+
+def _close_pipes(process: asyncio.subprocess.Process) -> None:
+    """Close our ends of the agent's pipes now, on the running loop. A process outside its group
+    may still hold the other ends; left open, the transport would be closed by the garbage
+    collector, perhaps after the loop is gone. (asyncio's ``Process`` has no public close.)"""
+    transport = getattr(process, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()

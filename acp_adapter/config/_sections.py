@@ -393,6 +393,14 @@ class StoreSettings(_Section):
         help="postgresql://USER:PASSWORD@HOST:PORT/DB: keep the session store in PostgreSQL, shared by "
         "every process and machine (unset: the SQLite file in the state directory)",
     )
+    flush_timeout: float = setting(
+        2.0,
+        env="ACP_PROGRESS_STORE_FLUSH_TIMEOUT",
+        help="seconds a prompt's answer waits for its turn to reach the session store (a slow database "
+        "delays answers by at most this; the write still lands after); 0 answers without waiting",
+        ge=0,
+        le=300,
+    )
 
     @field_validator("url", mode="before")
     @classmethod

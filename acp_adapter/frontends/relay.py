@@ -53,7 +53,7 @@ from acp.meta import AGENT_METHODS, CLIENT_METHODS
 from acp.schema import CancelNotification, PromptRequest, SessionNotification
 from pydantic import ValidationError
 
-from acp_adapter.client.procgroup import end_process_group
+from acp_adapter.client.procgroup import end_process_group, exit_status_within
 from acp_adapter.clock import Clock, LoopClock
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.foreign_watch import (
@@ -431,7 +431,7 @@ async def _why_it_ended(
     # the agent closed its stdout: it died or quit while the editor is still here
     failure = _failure_of(from_agent, "reading the wrapped agent")
     if failure is None:
-        returncode = await _wait_exit(process, 2.0)
+        returncode = await exit_status_within(process, 2.0)
         code = f" with code {returncode}" if returncode is not None else ""
         failure = f"the wrapped agent exited{code}"
     return failure

@@ -26,9 +26,9 @@ from acp_adapter.frontends.agui.policy import none_policy
 from acp_adapter.frontends.agui.projection import RunProjection
 from acp_adapter.frontends.agui.run import RunEmitter
 from acp_adapter.tools import build_tool_complete, build_tool_progress, build_tool_start
-from tests.agui.test_agui_app import Served
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.agui_checks import check_order, wire
+from tests.helpers.agui_http import Served
 
 PROGRESS_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "progress_agent.py")]
 

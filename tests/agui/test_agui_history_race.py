@@ -1,7 +1,7 @@
 """``GET /threads/{id}`` right after a run ended shows that run's turn (the page reloaded at once).
 
 The agent writes a turn through its store's writer thread and waits for it — bounded by
-``STORE_FLUSH_TIMEOUT`` — before it answers the prompt; a cancelled turn (the page's Stop: the
+``[store] flush_timeout`` — before it answers the prompt; a cancelled turn (the page's Stop: the
 client disconnects) is answered without that wait. So a history read at once after
 ``RUN_FINISHED`` missed the turn whenever the store took longer than the bound (here: another
 connection holds the events table of a real PostgreSQL for a while), and a read at once after a
@@ -93,13 +93,14 @@ def test_a_run_whose_store_was_slow_is_in_the_history_read_at_once_after_run_fin
     tmp_path: Path, pg_url: str
 ) -> None:
     psycopg = pytest.importorskip("psycopg")
-    server = AguiProcess(tmp_path, "--summary", "off", env={"ACP_PROGRESS_DATABASE_URL": pg_url})
+    # the agent waits 0.2 s for its writes before it answers (the default 2 s is not the point here)
+    env = {"ACP_PROGRESS_DATABASE_URL": pg_url, "ACP_PROGRESS_STORE_FLUSH_TIMEOUT": "0.2"}
+    server = AguiProcess(tmp_path, "--summary", "off", env=env)
     server.wait_healthy()
     try:
         server.run("t", "r0", "what is 1+1")
         # another connection holds the events table for longer than the agent waits for its writes
-        # (STORE_FLUSH_TIMEOUT, 2 s) before it answers, and a moment beyond RUN_FINISHED; plain
-        # reads go on meanwhile
+        # before it answers, and a moment beyond RUN_FINISHED; plain reads go on meanwhile
         holder: Any = psycopg.connect(pg_url, autocommit=False)
         holder.execute("LOCK TABLE acp_progress.events IN EXCLUSIVE MODE")
         release = threading.Timer(1.0, holder.commit)

@@ -104,7 +104,7 @@ def test_a_failed_model_call_ends_the_run_with_run_error_and_its_reason(
     """The endpoint and this project's agent in this process: the run's last event is the point."""
     from acp_adapter.frontends.agui.app import create_app
     from acp_adapter.frontends.agui.endpoint import AguiOptions
-    from tests.agui.test_agui_app import Served, run, run_input
+    from tests.helpers.agui_http import Served, run, run_input
 
     use_in_process_agui_agents(monkeypatch)
     with socket.socket() as closed:

@@ -23,9 +23,10 @@ import pytest
 
 from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
 from tests.agents.agui_everything_agent import LONG_COMMAND
-from tests.agui.test_agui_visible import SHOWN_COMMAND
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
+from tests.helpers.disguised_command import SHOWN_COMMAND
 
 pytestmark = pytest.mark.e2e
 
@@ -46,16 +47,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
         yield process.wait_healthy()
     finally:
         process.stop()
-
-
-def send(page: Any, text: str) -> None:
-    page.fill("#prompt", text)
-    page.press("#prompt", "Enter")
-
-
-def idle(page: Any, within: float = 15_000) -> None:
-    """The run ended: Send is enabled again."""
-    page.wait_for_selector("#send:not([disabled])", timeout=within)
 
 
 def test_the_page_is_served_with_a_strict_policy_and_no_inline_code(server: AguiProcess) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.agui.test_agui_page import idle, send
-from tests.agui.test_agui_questions import mcp_config
+from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
+from tests.helpers.mcp_kit import mcp_config
 
 pytestmark = pytest.mark.e2e
 

@@ -37,7 +37,7 @@ from acp_adapter.frontends.agui.questions import (
     QuestionBroker,
 )
 from tests.helpers.agui_process import AguiProcess, sse_events
-from tests.mcp.test_mcp_tasks import tasks_server
+from tests.helpers.mcp_kit import mcp_config
 
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 HOSTILE = "Name\x1b]0;pwned\x07\x1b[31m\u202etxt.exe\u200b"
@@ -205,15 +205,6 @@ async def test_a_question_left_by_a_plain_run_is_declined_saying_so() -> None:
 
 
 # ---------------------------------------------------------------------- end to end
-
-
-def mcp_config(path: Path) -> Path:
-    spec = tasks_server()
-    env = {e.name: e.value for e in spec.env}
-    config = {"mcpServers": {spec.name: {"command": spec.command, "args": spec.args, "env": env}}}
-    target = path / "mcp.json"
-    target.write_text(json.dumps(config))
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -19,15 +19,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_adapter.safety.web_text import web_visible, web_visible_value
-from tests.agents.agui_everything_agent import DISGUISED_COMMAND
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events, text_of
+from tests.helpers.disguised_command import SHOWN_COMMAND
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'agui_everything_agent.py'}"
-SHOWN_COMMAND = DISGUISED_COMMAND.replace("\u202e", "<U+202E>").replace("\x1b]0;owned\x07", "")
-SHOWN_COMMAND = SHOWN_COMMAND.replace("\u200b", "<U+200B>").replace("\U000e0041", "<U+E0041>")
-
-
 #: What must never come out: bidi controls, zero-width characters, tag characters, separators.
 _HIDDEN = {
     *range(0x202A, 0x202F),

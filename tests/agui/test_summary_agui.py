@@ -38,18 +38,11 @@ from acp_adapter.frontends.agui.summaries import (
 )
 from acp_adapter.summary import ManualClock, SummaryEvent, SummaryFactory, SummaryRequest
 from tests.agents.progress_agent import SECRET
-from tests.agui.test_agui_app import (
-    Recorder,
-    Served,
-    assert_bad_switch_is_a_422,
-    of_type,
-    run,
-    run_input,
-    text_of,
-)
 from tests.helpers.acp_agent import agent_env
 from tests.helpers.agui_checks import parse_wire
+from tests.helpers.agui_http import Recorder, Served, assert_bad_switch_is_a_422, run, run_input
 from tests.helpers.agui_inprocess import use_in_process_agui_agents
+from tests.helpers.agui_process import of_type, text_of
 
 pytestmark = pytest.mark.timeout(120)
 

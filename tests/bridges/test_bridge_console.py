@@ -4,10 +4,7 @@ process) and another one (a process of its own)."""
 from __future__ import annotations
 
 import asyncio
-import io
-import queue
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,41 +16,12 @@ from acp_adapter.frontends.bridges.platforms.console import run_console
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.console_bridge import ScriptedInput, WatchedOutput
 from tests.helpers.shared_servers import use_in_process_agents
 
 pytestmark = pytest.mark.anyio
 
 ECHO_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
-
-
-class ScriptedInput:
-    """stdin stand-in: ``readline`` blocks until the test feeds a line (or ends the input)."""
-
-    def __init__(self) -> None:
-        self._lines: queue.Queue[str] = queue.Queue()
-
-    def feed(self, line: str) -> None:
-        self._lines.put(line + "\n")
-
-    def end(self) -> None:
-        self._lines.put("")
-
-    def readline(self) -> str:
-        return self._lines.get(timeout=60)
-
-
-class WatchedOutput(io.StringIO):
-    """stdout stand-in the test can wait on."""
-
-    def __init__(self) -> None:
-        super().__init__()
-
-    async def wait_for(self, text: str, within: float = 30.0) -> None:
-        deadline = time.monotonic() + within
-        while text not in self.getvalue():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared in:\n{self.getvalue()}")
-            await asyncio.sleep(0.02)
 
 
 @pytest.fixture(autouse=True)
@@ -149,7 +117,7 @@ async def test_an_agent_that_cannot_start_is_a_chat_error_not_a_crash() -> None:
 async def test_a_tool_s_question_is_asked_in_the_console_chat_and_answered_there(tmp_path: Path) -> None:
     """An MCP server asks during a call: the console bridge asks in the chat, the person's line
     goes back to the server through the agent."""
-    from tests.mcp.test_mcp_tasks import tasks_server
+    from tests.helpers.mcp_kit import tasks_server
 
     instance = new_instance("q", "console", cwd=str(tmp_path), progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from acp import text_block, update_agent_message
 
+from acp_adapter.frontends.bridges.bubbles import collapse_lines, render_line
 from acp_adapter.frontends.bridges.config import ProgressConfig
-from acp_adapter.frontends.bridges.delivery import RouteDelivery, collapse_lines, render_line
+from acp_adapter.frontends.bridges.delivery import RouteDelivery
 from acp_adapter.frontends.bridges.events import (
     AnswerText,
     ProgressEvent,

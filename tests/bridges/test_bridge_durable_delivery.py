@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from acp_adapter.cli import main
+from acp_adapter.frontends.bridges.answers import flush_outbox
 from acp_adapter.frontends.bridges.config import ProgressConfig
-from acp_adapter.frontends.bridges.delivery import RouteDelivery, flush_outbox
+from acp_adapter.frontends.bridges.delivery import RouteDelivery
 from acp_adapter.frontends.bridges.events import (
     AnswerText,
     ProgressEvent,

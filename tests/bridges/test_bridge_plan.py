@@ -114,8 +114,8 @@ async def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
     pytest.importorskip("telegram")
     from acp_adapter.frontends.bridges.config import BridgeStore
     from acp_adapter.frontends.bridges.delivery import COALESCE_WINDOW
-    from tests.bridges.test_bridge_telegram_process import CHAT, TOKEN
     from tests.helpers.fake_telegram import FakeTelegram, telegram_bridge, until
+    from tests.helpers.telegram_chat import CHAT, TOKEN
 
     fake = FakeTelegram(TOKEN).start()
     args = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--agent", AGENT]

@@ -23,17 +23,12 @@ from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.store import SqliteStore
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.acp_progress_command import acp_progress
 from tests.helpers.console_bridge import run_console_bridge
 from tests.helpers.shared_servers import use_in_process_agents
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
 CHAT = 4242
-
-
-def acp_progress() -> list[str]:
-    from tests.bridges.test_bridge_telegram_process import acp_progress as found
-
-    return found()
 
 
 @pytest.fixture
@@ -158,7 +153,7 @@ def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversa
     import shlex
     import sys
 
-    from acp_adapter.frontends.bridges.runner import NEW_CONVERSATION
+    from acp_adapter.frontends.bridges.chat_turn import NEW_CONVERSATION
 
     agent = (
         f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'agents' / 'progress_agent.py'))}"
@@ -208,7 +203,7 @@ def test_a_closed_stdout_pipe_is_quiet(cfg: Path) -> None:
 
 def test_a_prompt_answered_with_an_error_shows_the_reason_short() -> None:
     from acp_adapter.client.driver import AgentError
-    from acp_adapter.frontends.bridges.runner import _short_reason
+    from acp_adapter.frontends.bridges.chat_turn import _short_reason
 
     exc = AgentError("the agent answered the prompt with an error: The model request failed:\n HTTP 500")
     assert _short_reason(exc) == "The model request failed: HTTP 500"

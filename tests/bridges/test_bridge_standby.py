@@ -56,7 +56,7 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
 ) -> None:
     pytest.importorskip("telegram")
-    from tests.bridges.test_bridge_telegram_process import acp_progress
+    from tests.helpers.acp_progress_command import acp_progress
     from tests.helpers.fake_telegram import FakeTelegram
 
     monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path / "config"))

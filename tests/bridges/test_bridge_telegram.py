@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import logging
 import sys
@@ -17,7 +16,7 @@ pytest.importorskip("telegram")
 from telegram import Bot, ReactionTypeEmoji
 from telegram.error import BadRequest
 
-from acp_adapter.frontends.bridges.config import BridgeInstance, new_instance
+from acp_adapter.frontends.bridges.config import new_instance
 from acp_adapter.frontends.bridges.platforms.telegram import (
     REFUSAL,
     TELEGRAM_REACTIONS,
@@ -31,13 +30,12 @@ from acp_adapter.safety.logging import RedactingFormatter
 from acp_adapter.summary.clock import ManualClock
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
 from tests.helpers.acp_agent import ROOT
-from tests.helpers.fake_telegram import VALID_REACTIONS, FakeTelegram, telegram_bridge, until
+from tests.helpers.fake_telegram import VALID_REACTIONS, FakeTelegram, until
 from tests.helpers.shared_servers import use_in_process_agents
+from tests.helpers.telegram_chat import CHAT, TOKEN, bridge, tg
 
 pytestmark = pytest.mark.anyio
 
-TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
-CHAT = 4242
 STRANGER = 777
 
 
@@ -47,23 +45,6 @@ def in_process_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     crash, its signals, its pipe) — tests/bridges/test_bridge_telegram_process.py and
     test_bridge_restart.py are. The front-end side of the agent connection is the real driver."""
     use_in_process_agents(monkeypatch)
-
-
-@pytest.fixture
-def fake() -> Any:
-    server = FakeTelegram(TOKEN).start()
-    yield server
-    server.stop()
-
-
-def bridge(
-    fake: FakeTelegram, instance: BridgeInstance, policy: RetryPolicy | None = None, **runner_kw: Any
-) -> contextlib.AbstractAsyncContextManager[BridgeRunner]:
-    return telegram_bridge(fake, instance, token=TOKEN, window=0.3, policy=policy, **runner_kw)
-
-
-def tg(**progress: Any) -> BridgeInstance:
-    return new_instance("tg", "telegram", chat_ids=[CHAT], cwd=str(ROOT), progress=progress or None)
 
 
 async def test_search_shows_progress_edited_in_place_then_the_answer(fake: FakeTelegram) -> None:
@@ -311,7 +292,7 @@ async def test_a_tool_s_question_is_asked_in_the_chat_and_only_the_turn_s_sender
 ) -> None:
     """An MCP server asks during a call: the question reaches the chat, a line from someone else
     is refused, the sender's line goes back to the server."""
-    from tests.mcp.test_mcp_tasks import tasks_server
+    from tests.helpers.mcp_kit import tasks_server
 
     instance = tg()
     async with bridge(fake, instance, mcp_servers=[tasks_server()]):

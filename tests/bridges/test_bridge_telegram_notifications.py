@@ -17,10 +17,8 @@ pytest.importorskip("telegram")
 from acp_adapter.config import Settings
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.summary import SummaryFactory
-from tests.bridges.test_bridge_telegram import CHAT, bridge, fake, tg, until
-from tests.helpers.fake_telegram import Call, FakeTelegram
-
-__all__ = ["fake"]  # the fixture, shared with test_bridge_telegram
+from tests.helpers.fake_telegram import Call, FakeTelegram, until
+from tests.helpers.telegram_chat import CHAT, bridge, tg
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

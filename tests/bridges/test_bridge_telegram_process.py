@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,20 +28,9 @@ pytest.importorskip("telegram")
 from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.platforms.telegram import STOPPED_VERDICT
 from tests.helpers.acp_agent import ROOT, agent_env
-from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
+from tests.helpers.acp_progress_command import AGENT_INSIDE, acp_progress
 from tests.helpers.fake_telegram import FakeTelegram
-
-TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"
-CHAT = 4242
-
-
-def acp_progress() -> list[str]:
-    found = shutil.which("acp-progress", path=str(Path(sys.executable).parent))
-    return [found] if found else [sys.executable, "-m", "acp_adapter"]
-
-
-#: ``acp-progress`` as a process of its own, driving this project's agent inside that process
-AGENT_INSIDE = [sys.executable, "-m", CLI_AGENT_INSIDE]
+from tests.helpers.telegram_chat import CHAT, TOKEN
 
 
 @pytest.fixture

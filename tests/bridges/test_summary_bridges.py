@@ -40,9 +40,9 @@ from acp_adapter.frontends.bridges.platforms.console import run_console
 from acp_adapter.frontends.bridges.queue import RouteQueue
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.summary import ManualClock, SummaryFactory, SummaryRequest
-from tests.bridges.test_bridge_console import ScriptedInput, WatchedOutput
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.bridge_fakes import FakeClock, RecordingSink
+from tests.helpers.console_bridge import ScriptedInput, WatchedOutput
 from tests.helpers.shared_servers import use_in_process_agents
 
 pytestmark = pytest.mark.anyio
@@ -436,9 +436,9 @@ async def test_telegram_end_to_end_placeholder_limit_and_order(monkeypatch: pyte
     pytest.importorskip("telegram")
     use_in_process_agents(monkeypatch)  # its process proves nothing about the placeholder
     from acp_adapter.frontends.bridges.platforms.telegram import run_telegram
-    from tests.bridges.test_bridge_telegram import CHAT, TOKEN
-    from tests.bridges.test_bridge_telegram import until as wait_until
     from tests.helpers.fake_telegram import FakeTelegram
+    from tests.helpers.fake_telegram import until as wait_until
+    from tests.helpers.telegram_chat import CHAT, TOKEN
 
     fake = FakeTelegram(TOKEN).start()
     try:

@@ -553,3 +553,22 @@ def test_config_into_a_closed_pipe_is_quiet(tmp_path):
     proc.stdout.close()  # the reader is gone before a byte is written, as with `| head -0`
     assert proc.wait(timeout=30) == 0
     assert proc.stderr.read() == b""
+
+
+def test_the_store_flush_timeout_is_a_bounded_setting_shown_by_config(tmp_path, cli: Cli):
+    import json
+
+    (tmp_path / "config.toml").write_text("[store]\nflush_timeout = 0.5\n", encoding="utf-8")
+    shown = cli("config", "--json", env=_config_env(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    row = json.loads(shown.stdout)["settings"]["store.flush_timeout"]
+    assert (
+        row["value"] == 0.5 and row["source"] == "file" and row["env"] == "ACP_PROGRESS_STORE_FLUSH_TIMEOUT"
+    )
+    overridden = cli("config", "--json", env=_config_env(tmp_path, ACP_PROGRESS_STORE_FLUSH_TIMEOUT="0"))
+    row = json.loads(overridden.stdout)["settings"]["store.flush_timeout"]
+    assert row["value"] == 0 and row["source"] == "env"
+    for bad, said in (("-1", "must be >= 0"), ("301", "must be <= 300"), ("soon", "expected a number")):
+        serve = cli("serve", env=_config_env(tmp_path, ACP_PROGRESS_STORE_FLUSH_TIMEOUT=bad))
+        assert serve.returncode == 2, (bad, serve.stderr)
+        assert f"ACP_PROGRESS_STORE_FLUSH_TIMEOUT: {said}" in serve.stderr, serve.stderr

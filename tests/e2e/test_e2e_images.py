@@ -1,7 +1,8 @@
 """Images end to end: the OpenAI back-end advertises them and passes them to the model as image
-parts, the embedded model acknowledges them (real agent processes, the SDK's client side), and an
-MCP tool's image result is image content on its card (the MCP server a real process; the agent,
-whose card it is whoever its client is, in this process)."""
+parts, the embedded model acknowledges them, and an MCP tool's image result is image content on its
+card (the MCP server a real process). What the agent advertises, sends the model and puts on its
+cards is its own decision whoever its client is: it runs in this process (with the settings a
+spawned agent would read from the same environment), driven by the SDK's client side."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import pytest
 from acp import text_block
 from acp.schema import ContentToolCallContent, ImageContentBlock
 
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.helpers.mcp_kit import kit
+from tests.helpers.openai_agent import KEY, openai_agent, openai_env
 from tests.helpers.shared_agent import served_inprocess
-from tests.mcp.test_mcp_e2e import kit, tool_cards
-from tests.unit.test_openai_backend import KEY, openai_agent, openai_env
+from tests.helpers.tool_cards import tool_cards
 
 pytestmark = pytest.mark.anyio
 
@@ -23,10 +25,14 @@ PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
 
 
 async def test_the_openai_backend_advertises_images_and_the_model_gets_them(tmp_path):
+    from acp_adapter.config import Settings
+    from tests.helpers.shared_agent import progress_agent
+
     with FakeOpenAI(api_key=KEY) as server:
         server.script(text_reply("A black square."))
         client = RecordingClient()
-        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+        agent = progress_agent(Settings.from_env(openai_env(server)))  # the settings a spawned one reads
+        async with served_inprocess(client, agent) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             init = await conn.initialize(protocol_version=1)
             image = ImageContentBlock(type="image", data=PNG, mime_type="image/png")
@@ -40,8 +46,12 @@ async def test_the_openai_backend_advertises_images_and_the_model_gets_them(tmp_
 
 
 async def test_the_embedded_model_acknowledges_an_image_and_does_not_advertise_images(tmp_path):
+    from acp_adapter.config import Settings
+    from tests.helpers.shared_agent import progress_agent
+
     client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, _p, _log):
+    agent = progress_agent(Settings.from_env(agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")))
+    async with served_inprocess(client, agent) as conn:
         init = await conn.initialize(protocol_version=1)
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         image = ImageContentBlock(type="image", data=PNG, mime_type="image/png")

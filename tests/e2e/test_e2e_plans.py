@@ -1,9 +1,10 @@
 """Plans end to end over stdio: the embedded model's steps as ACP ``plan`` updates moved along by
 the tool calls, the OpenAI back-end's plan tool as ``plan`` updates (never a card), and the last
 plan of a turn replayed by ``session/load``. The embedded model's tests share one agent process
-(each its own session and client, :mod:`tests.helpers.shared_agent`); the OpenAI plan tool's needs
-its own, as it points it at its own scripted server. What the model reads back for a bad plan is
-the agent's answer whoever its client is: that test runs the agent in this process."""
+(each its own session and client, :mod:`tests.helpers.shared_agent`). What the OpenAI plan tool
+becomes, what a load replays and what the model reads back for a bad plan are the agent's answers
+whoever its client is: those tests run the agent, pointed at their own scripted server, in this
+process."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import pytest
 from acp.schema import AgentMessageChunk, AgentPlanUpdate, ToolCallStart
 
 from acp_adapter.config import Settings
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.helpers.openai_agent import KEY, openai_agent, openai_env
 from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_process
-from tests.unit.test_openai_backend import KEY, openai_agent, openai_env
 
 pytestmark = pytest.mark.anyio
 
@@ -92,7 +93,8 @@ async def test_the_openai_plan_tool_is_a_plan_not_a_card_and_a_load_replays_the_
             text_reply("It holds x."),
         )
         client = RecordingClient()
-        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+        writer = progress_agent(Settings.from_env(openai_env(server)))  # the settings a spawned one reads
+        async with served_inprocess(client, writer) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             response = await prompt_text(conn, sid, "read a.txt and summarise it")
             assert response.stop_reason == "end_turn"
@@ -114,7 +116,7 @@ async def test_the_openai_plan_tool_is_a_plan_not_a_card_and_a_load_replays_the_
             assert "update_plan" in names
 
             replayed = RecordingClient()
-        # the next agent reads the store (in this process: it reads what any process would)
+        # the next agent reads the store (what any process would read)
         reader = progress_agent(Settings.from_env(openai_env(server)))
         async with served_inprocess(replayed, reader) as conn2:
             await conn2.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])

@@ -18,10 +18,10 @@ from prompt_toolkit.document import Document
 
 from acp_adapter.client.session_state import MAX_COMMANDS, SessionFacts
 from acp_adapter.frontends.watch.chat_commands import ChatCompleter, help_lines, status_line
-from tests.frontends.test_watch_screen import ENV, Screen
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.pty_child import PtyChild
+from tests.helpers.pty_screen import ENV, Screen
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'}"
 

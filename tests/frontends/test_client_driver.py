@@ -6,6 +6,8 @@ there: :func:`tests.helpers.cli_agent_inside.agent_inside`)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -173,11 +175,40 @@ async def test_close_kills_the_whole_process_group(tmp_path: Path) -> None:
         "p = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; sleep 300']); "
         f"open({str(marker)!r}, 'w').write(str(p.pid)); time.sleep(300)"
     )
+    started = time.monotonic()
     with pytest.raises(AgentStartError):
         async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0):
             pass
+    # 1 s for initialize, 1 s for the agent to exit on its closed stdin, then SIGTERM ends the
+    # agent at once: the close does not wait out the rest of the grace for the child still holding
+    # the agent's stdout and stderr, it kills it
+    took = time.monotonic() - started
     pid = int(marker.read_text())
     assert await asyncio.to_thread(_dies_within, pid, 3.0)
+    assert took < 3.0, f"the close took {took - 1:.2f} s after the initialize time-out"
+
+
+@pytest.mark.e2e
+async def test_a_process_outside_the_group_holding_stderr_does_not_hold_the_close(tmp_path: Path) -> None:
+    """An agent that exits on its closed stdin has started a process in a session of its own (out
+    of reach of the group's signals) that keeps the agent's stderr open: the close returns once
+    the agent has exited, instead of waiting for an end of stderr that never comes."""
+    marker = tmp_path / "holder.pid"
+    script = (
+        "import subprocess, sys; "
+        "p = subprocess.Popen(['sleep', '300'], start_new_session=True); "
+        f"open({str(marker)!r}, 'w').write(str(p.pid)); sys.stdin.buffer.read()"
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(AgentStartError):
+            async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0):
+                pass
+        took = time.monotonic() - started
+    finally:
+        if marker.exists():
+            os.kill(int(marker.read_text()), signal.SIGKILL)
+    assert took < 2.0, f"the close took {took - 1:.2f} s after the initialize time-out"
 
 
 def _dies_within(pid: int, seconds: float) -> bool:

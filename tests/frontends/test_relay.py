@@ -25,33 +25,12 @@ from acp.schema import (
 
 from acp_adapter.config import Settings
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from tests.helpers.relay_inside import relay_inside
+from tests.helpers.relay_inside import injected, relay_argv, relay_inside
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 pytestmark = pytest.mark.anyio
 
 SCRIPTED = [sys.executable, str(ROOT / "tests" / "agents" / "scripted_agent.py")]
-
-
-def relay_argv(
-    *agent: str, think_after: str = "0.3", heartbeat: str = "0.1", extra: tuple[str, ...] = ()
-) -> list[str]:
-    return [
-        "-m",
-        "acp_adapter.cli",
-        "relay",
-        "--think-after",
-        think_after,
-        "--heartbeat-interval",
-        heartbeat,
-        *extra,
-        "--",
-        *agent,
-    ]
-
-
-def injected(client: RecordingClient) -> dict[str, list[Any]]:
-    return {cid: ups for cid, ups in client.think_cards().items() if cid.startswith("relay-think-")}
 
 
 def order_of(client: RecordingClient) -> list[str]:

@@ -7,103 +7,14 @@ real-time end-to-end runs through ``acp-progress relay`` and real agent processe
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from acp_adapter.clock import ManualClock
-from acp_adapter.frontends.relay import Relay, RelayOptions
+from tests.helpers.relay_clock import answer, prompt, relay_on_a_manual_clock
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class Sink:
-    """A StreamWriter stand-in that keeps what was written, one JSON message a line."""
-
-    data: bytearray = field(default_factory=bytearray)
-
-    def write(self, chunk: bytes) -> None:
-        self.data.extend(chunk)
-
-    async def drain(self) -> None:
-        return None
-
-    def is_closing(self) -> bool:
-        return False
-
-    def messages(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in bytes(self.data).splitlines() if line.strip()]
-
-
-@dataclass
-class Wire:
-    relay: Relay
-    clock: ManualClock
-    editor_in: asyncio.StreamReader
-    agent_in: asyncio.StreamReader
-    to_editor: Sink
-    to_agent: Sink
-
-    async def from_editor(self, message: dict[str, Any]) -> None:
-        self.editor_in.feed_data(json.dumps(message).encode() + b"\n")
-        await self.clock.settle()
-
-    async def from_agent(self, message: dict[str, Any]) -> None:
-        self.agent_in.feed_data(json.dumps(message).encode() + b"\n")
-        await self.clock.settle()
-
-    def shown(self) -> list[str]:
-        """The editor's stream, compact: 'think:start', 'card:in_progress', 'msg', 'answer' …"""
-        out = []
-        for message in self.to_editor.messages():
-            update = (message.get("params") or {}).get("update") or {}
-            kind = update.get("sessionUpdate")
-            if kind == "tool_call":
-                out.append(f"{update['kind']}:start")
-            elif kind == "tool_call_update":
-                out.append(f"card:{update['status']}")
-            elif kind == "agent_message_chunk":
-                out.append("msg")
-            elif "result" in message or "error" in message:
-                out.append("answer")
-        return out
-
-
-@asynccontextmanager
-async def relay_on_a_manual_clock(**options: Any) -> AsyncIterator[Wire]:
-    clock = ManualClock()
-    editor_in, agent_in = asyncio.StreamReader(), asyncio.StreamReader()
-    to_editor, to_agent = Sink(), Sink()
-    relay = Relay(
-        editor_in,
-        to_editor,  # type: ignore[arg-type]
-        agent_in,
-        to_agent,  # type: ignore[arg-type]
-        RelayOptions(**options),
-        clock=clock,
-    )
-    tasks = [asyncio.ensure_future(relay.editor_to_agent()), asyncio.ensure_future(relay.agent_to_editor())]
-    try:
-        yield Wire(relay, clock, editor_in, agent_in, to_editor, to_agent)
-    finally:
-        editor_in.feed_eof()
-        agent_in.feed_eof()
-        await asyncio.wait_for(asyncio.gather(*tasks), 5)
-
-
-def prompt(request_id: int, session_id: str = "s1") -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": request_id,
-        "method": "session/prompt",
-        "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "think hard"}]},
-    }
 
 
 def chunk(text: str, session_id: str = "s1") -> dict[str, Any]:
@@ -115,10 +26,6 @@ def chunk(text: str, session_id: str = "s1") -> dict[str, Any]:
             "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}},
         },
     }
-
-
-def answer(request_id: int, stop_reason: str = "end_turn") -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "result": {"stopReason": stop_reason}}
 
 
 async def test_the_card_opens_at_think_after_beats_every_interval_and_closes_before_the_first_update():

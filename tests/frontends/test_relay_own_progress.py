@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.frontends.test_relay_clock import answer, prompt, relay_on_a_manual_clock
+from tests.helpers.relay_clock import answer, prompt, relay_on_a_manual_clock
 
 pytestmark = pytest.mark.anyio
 

@@ -14,9 +14,8 @@ from acp import PROTOCOL_VERSION
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from acp_adapter.client.driver import AgentDriver, AgentStartError
-from tests.frontends.test_relay import injected, relay_argv
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.relay_inside import relay_inside
+from tests.helpers.relay_inside import injected, relay_argv, relay_inside
 from tests.helpers.shared_agent import agent_on
 
 pytestmark = pytest.mark.anyio

@@ -28,7 +28,7 @@ from tests.helpers.fake_openai import (
     tool_call_chunks,
     tool_reply,
 )
-from tests.unit.test_openai_backend import KEY, openai_env
+from tests.helpers.openai_agent import KEY, openai_env
 
 PLAN = [
     {"content": "Read a.txt", "status": "in_progress", "priority": "high"},

@@ -22,9 +22,9 @@ from rich.console import Console
 
 from acp_adapter.frontends._updates import DIFF_LINES, Diff
 from acp_adapter.frontends.watch.view import LiveView, PlainView
-from tests.frontends.test_watch_screen import ENV, Screen
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.cli_inside import run_cli_inside
+from tests.helpers.pty_screen import ENV, Screen
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'}"
 

@@ -22,7 +22,7 @@ from acp import PROTOCOL_VERSION
 from acp.core import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation
 
-__all__ = ["relay_inside"]
+__all__ = ["injected", "relay_argv", "relay_inside"]
 
 #: what ``relay_argv`` puts before the command line's own words
 _MODULE_PREFIX = ["-m", "acp_adapter.cli"]
@@ -90,3 +90,26 @@ async def relay_inside(
                 await conn.close()
                 relay_writer.close()
                 editor_writer.close()
+
+
+def relay_argv(
+    *agent: str, think_after: str = "0.3", heartbeat: str = "0.1", extra: tuple[str, ...] = ()
+) -> list[str]:
+    """The argv of ``python`` running ``acp-progress relay`` with these timings around ``agent``."""
+    return [
+        "-m",
+        "acp_adapter.cli",
+        "relay",
+        "--think-after",
+        think_after,
+        "--heartbeat-interval",
+        heartbeat,
+        *extra,
+        "--",
+        *agent,
+    ]
+
+
+def injected(client: Any) -> dict[str, list[Any]]:
+    """The think cards the relay injected (its own ids), of a recording client."""
+    return {cid: ups for cid, ups in client.think_cards().items() if cid.startswith("relay-think-")}

@@ -4,26 +4,23 @@ serves the module's tests (each has its own session and MCP servers)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import anyio
 import pytest
-from acp.schema import EnvVariable, McpServerStdio, ToolCallStart
+from acp.schema import EnvVariable, McpServerStdio
 
 from acp_adapter.frontends.bridges.config import ProgressConfig
 from acp_adapter.frontends.bridges.events import ProgressEvent
 from acp_adapter.frontends.bridges.projection import TurnProjection
-from acp_adapter.mcp.trust import trusted_meta
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.mcp_kit import SECRET, alive, kit
+from tests.helpers.session_requests import delete_session as _delete_session
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
-from tests.store.test_durable_sessions import _delete_session
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-SECRET = "kit-secret-value-Zq8r7T6y5U4i3O2p"
 
 
 @pytest.fixture(scope="module")
@@ -36,65 +33,6 @@ async def agent() -> AsyncIterator[SharedAgent]:
 def client() -> RecordingClient:
     """This test's own client: the shared agent routes the test's sessions to it."""
     return RecordingClient()
-
-
-def kit(
-    name: str = "kit",
-    *args: str,
-    marker: Path | None = None,
-    cancelled: Path | None = None,
-    garbage: int = 0,
-    trusted: bool = True,
-) -> McpServerStdio:
-    """The kit server, marked trusted unless asked (its ``peek`` then runs unasked, as its
-    ``readOnlyHint`` says; what an untrusted kit does is the point of the tests that pass False)."""
-    env = [EnvVariable(name="PYTHONPATH", value=str(ROOT)), EnvVariable(name="KIT_SECRET", value=SECRET)]
-    if marker is not None:
-        env.append(EnvVariable(name="MCP_KIT_MARKER", value=str(marker)))
-    if cancelled is not None:
-        env.append(EnvVariable(name="MCP_KIT_CANCELLED", value=str(cancelled)))
-    if garbage:
-        env.append(EnvVariable(name="MCP_KIT_GARBAGE", value=str(garbage)))
-    return McpServerStdio(
-        name=name,
-        command=sys.executable,
-        args=["-m", "tests.mcp_servers.kit", *args],
-        env=env,
-        field_meta=trusted_meta(trusted),
-    )
-
-
-def tool_cards(client: RecordingClient, session_id: str) -> list[list[object]]:
-    return [
-        ups
-        for ups in client.cards(session_id).values()
-        if isinstance(ups[0], ToolCallStart) and ups[0].kind != "think"
-    ]
-
-
-def progress_of(card: list[object]) -> list[dict[str, object]]:
-    out = []
-    for u in card:
-        meta = (getattr(u, "field_meta", None) or {}).get("acpProgress", {})
-        if meta.get("phase") == "progress" and "progress" in meta:
-            out.append(meta["progress"])
-    return out
-
-
-def text_of(update: object) -> str:
-    return " ".join(getattr(c.content, "text", "") for c in (getattr(update, "content", None) or []))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purposes
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 async def test_stdio_server_starts_its_tools_run_with_progress_and_it_stops_with_the_session(

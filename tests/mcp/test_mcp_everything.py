@@ -7,61 +7,22 @@ there when missing; node_modules is never committed."""
 
 from __future__ import annotations
 
-import fcntl
-import shutil
-import subprocess
 import time
 from collections.abc import AsyncIterator
 
 import anyio
 import pytest
-from acp.schema import EnvVariable, McpServerStdio
 
 from acp_adapter.frontends.agui.policy import none_policy
 from acp_adapter.frontends.agui.projection import RunProjection
-from acp_adapter.mcp.trust import trusted_meta
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.agui_checks import wire
+from tests.helpers.mcp_kit import EVERYTHING_TOKEN as TOKEN
+from tests.helpers.mcp_kit import everything
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
-from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
-
-EVERYTHING_DIR = ROOT / "tests/mcp_everything"
-ENTRY = EVERYTHING_DIR / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-TOKEN = "evr-token-1a2b3c4d5e6f7a8b9c0d"
-
-
-def node_with_everything() -> str:
-    """node, with server-everything installed from tests/mcp_everything's lock file when missing
-    (test workers may get here together: one installs under the lock, the others wait)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.fail("node and npm are required for this test (install Node.js >= 18 with npm)")
-    with open(EVERYTHING_DIR / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not ENTRY.is_file():
-            done = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--no-save"],
-                cwd=EVERYTHING_DIR,
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            assert done.returncode == 0, f"npm install failed:\n{done.stdout}\n{done.stderr}"
-    return node
-
-
-def everything() -> McpServerStdio:
-    """server-everything, marked trusted: its read-only tools (``echo``) run unasked."""
-    return McpServerStdio(
-        name="everything",
-        command=node_with_everything(),
-        args=[str(ENTRY), "stdio"],
-        env=[EnvVariable(name="EVERYTHING_API_TOKEN", value=TOKEN)],
-        field_meta=trusted_meta(True),
-    )
-
 
 #: server-everything keeps running on a closed stdin while a timer of its own is pending (a task's
 #: time to live, an operation it was told to stop): the agent terminates it after a short grace

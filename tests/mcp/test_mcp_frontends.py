@@ -28,11 +28,12 @@ import pytest
 from acp_adapter.cli._config_report import describe_server
 from acp_adapter.config import Settings
 from acp_adapter.mcp import McpConfigError, frontend_servers, servers_from_settings_file
-from tests.bridges.test_bridge_telegram_process import acp_progress
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.acp_progress_command import acp_progress
 from tests.helpers.cli_agent_inside import agent_inside
+from tests.helpers.mcp_kit import http_kit
+from tests.helpers.settings_file import write_settings
 from tests.helpers.shared_servers import cli_in_process, use_in_process_agents
-from tests.mcp.test_mcp_http import http_kit
 
 SECRET = "kit-env-secret-9Hq2Lm4Np6Rt8Vx0"
 
@@ -110,14 +111,6 @@ def json_updates(stdout: str) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------------ parsing and the settings file
-
-
-def write_settings(config_dir: Path, text: str) -> Path:
-    config_dir.mkdir(mode=0o700, exist_ok=True)
-    path = config_dir / "config.toml"
-    path.write_text(text)
-    path.chmod(0o600)
-    return path
 
 
 SETTINGS_WITH_SERVERS = f"""

@@ -18,8 +18,9 @@ import pytest
 from acp.schema import McpServerStdio
 
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.mcp_kit import SECRET, kit
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
-from tests.mcp.test_mcp_e2e import SECRET, kit, progress_of, text_of, tool_cards
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -5,18 +5,17 @@ each with a session of its own."""
 
 from __future__ import annotations
 
-import contextlib
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ClientCapabilities, HttpHeader, HttpMcpServer
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.http_servers import http_server
+from tests.helpers.mcp_kit import http_kit
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
-from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -27,13 +26,6 @@ TOKEN = "Bearer hdr-token-9f8e7d6c5b4a3f2e1d0c"
 async def agent() -> AsyncIterator[SharedAgent]:
     async with shared_agent_process(env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as shared:
         yield shared
-
-
-@contextlib.contextmanager
-def http_kit() -> Iterator[int]:
-    """The SDK's test kit over streamable HTTP in its own process; yields its port."""
-    with http_server("tests.mcp_servers.kit", "http") as port:
-        yield port
 
 
 async def test_http_server_tools_run_with_progress_and_the_header_stays_secret(tmp_path, agent: SharedAgent):

@@ -21,9 +21,10 @@ import pytest
 from acp.schema import HttpMcpServer, McpServerStdio
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.mcp_kit import SECRET, alive, http_kit, kit
+from tests.helpers.session_requests import close_session as _close_session
 from tests.helpers.shared_agent import progress_agent, served_inprocess
-from tests.mcp.test_mcp_e2e import SECRET, alive, kit, text_of, tool_cards
-from tests.mcp.test_mcp_http import http_kit
+from tests.helpers.tool_cards import text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -128,20 +129,6 @@ async def test_load_reconnects_to_the_servers_passed_now_and_names_the_missing_o
     stored = b"".join(p.read_bytes() for p in Path(state).rglob("*") if p.is_file())
     assert b"kit" in stored and SECRET.encode() not in stored
     assert os.fsencode(sys.executable) not in stored or b"tests.mcp_servers.kit" not in stored
-
-
-async def _close_session(conn, session_id: str):
-    """``session/close`` through the SDK's client connection and models (no hand-built JSON)."""
-    from acp.meta import AGENT_METHODS
-    from acp.schema import CloseSessionRequest, CloseSessionResponse
-    from acp.utils import request_model_from_dict
-
-    return await request_model_from_dict(
-        conn._conn,
-        AGENT_METHODS["session_close"],
-        CloseSessionRequest(session_id=session_id),
-        CloseSessionResponse,
-    )
 
 
 async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_card(tmp_path):

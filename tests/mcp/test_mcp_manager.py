@@ -7,7 +7,7 @@ import pytest
 
 from acp_adapter.mcp.clean import ServerCrashed
 from acp_adapter.mcp.manager import McpManager
-from tests.mcp.test_mcp_e2e import alive, kit
+from tests.helpers.mcp_kit import alive, kit
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -8,9 +8,10 @@ import pytest
 
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.helpers.mcp_kit import kit
+from tests.helpers.openai_agent import KEY, openai_agent
 from tests.helpers.shared_agent import served_inprocess
-from tests.mcp.test_mcp_e2e import kit, progress_of, text_of, tool_cards
-from tests.unit.test_openai_backend import KEY, openai_agent
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -33,10 +33,9 @@ from hypothesis import strategies as st
 
 from acp_adapter.mcp.elicitation import MAX_SCHEMA_BYTES, WAITING, UnfitQuestion, form_schema, safe_url
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
+from tests.helpers.mcp_kit import everything, tasks_server
 from tests.helpers.shared_agent import progress_agent, served_inprocess
-from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
-from tests.mcp.test_mcp_everything import everything
-from tests.mcp.test_mcp_tasks import tasks_server
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
 

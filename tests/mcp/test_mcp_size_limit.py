@@ -17,7 +17,7 @@ from acp.schema import HttpMcpServer, SseMcpServer
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.helpers.http_servers import http_server
 from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
-from tests.mcp.test_mcp_e2e import text_of, tool_cards
+from tests.helpers.tool_cards import text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 

@@ -15,7 +15,7 @@ from acp.schema import AcpMcpServer, ClientCapabilities, HttpHeader, McpServerSt
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.helpers.http_servers import http_server
 from tests.helpers.shared_agent import progress_agent, served_inprocess
-from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
 

@@ -14,20 +14,18 @@ import asyncio
 import contextlib
 import json
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp.schema import EnvVariable, HttpMcpServer, McpServerStdio, ToolCallProgress, ToolCallStart
+from acp.schema import HttpMcpServer, ToolCallProgress, ToolCallStart
 
 from acp_adapter.agent.session_tasks import FORGOTTEN, SessionTaskLog, stored_records
 from acp_adapter.mcp.config import MCP_TASKS
 from acp_adapter.mcp.task_calls import TaskRecord
 from tests.helpers.acp_agent import (
-    ROOT,
     RecordingClient,
     agent_env,
     fast_settings,
@@ -36,10 +34,10 @@ from tests.helpers.acp_agent import (
     spawn_agent,
 )
 from tests.helpers.http_servers import http_server
+from tests.helpers.mcp_kit import everything, tasks_server
 from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
-from tests.mcp.test_mcp_e2e import progress_of, text_of, tool_cards
-from tests.mcp.test_mcp_everything import everything
-from tests.store.test_durable_sessions import Backend
+from tests.helpers.store_backend import Backend
+from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
@@ -60,16 +58,6 @@ def client() -> RecordingClient:
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
     return Backend(request.param, tmp_path, url)
-
-
-def tasks_server(name: str = "jobs", *, poll_ms: int = 200, cancelled: Path | None = None) -> McpServerStdio:
-    env = [
-        EnvVariable(name="PYTHONPATH", value=str(ROOT)),
-        EnvVariable(name="MCP_TASKS_POLL_MS", value=str(poll_ms)),
-    ]
-    if cancelled is not None:
-        env.append(EnvVariable(name="MCP_TASKS_CANCELLED", value=str(cancelled)))
-    return McpServerStdio(name=name, command=sys.executable, args=["-m", "tests.mcp_servers.tasks"], env=env)
 
 
 def status_lines(card: list[Any]) -> list[str]:

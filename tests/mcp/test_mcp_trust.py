@@ -19,8 +19,9 @@ import pytest
 from acp_adapter.mcp import McpConfigError, parse_common_form
 from acp_adapter.mcp.trust import is_trusted
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.mcp_kit import kit
 from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
-from tests.mcp.test_mcp_e2e import kit, text_of, tool_cards
+from tests.helpers.tool_cards import text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
 
@@ -88,7 +89,7 @@ async def test_a_trusted_servers_read_only_tool_runs_unasked_in_every_mode(
 async def test_the_always_answer_is_offered_for_an_untrusted_servers_tool(
     tmp_path: Path, agent: SharedAgent
 ) -> None:
-    from tests.unit.test_session_modes import ChoosingClient
+    from tests.helpers.choosing_client import ChoosingClient
 
     client = ChoosingClient(choices=["allow_always"])
     session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
@@ -144,9 +145,9 @@ async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_sa
     import json
     import sys
 
+    from tests.helpers.choosing_client import agent_from_env as _agent
+    from tests.helpers.settings_file import write_settings
     from tests.helpers.shared_agent import served_inprocess
-    from tests.mcp.test_mcp_frontends import write_settings
-    from tests.unit.test_session_modes import _agent
 
     config = tmp_path / "config"
     trusted = kit(trusted=False)

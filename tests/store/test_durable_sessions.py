@@ -35,40 +35,17 @@ from acp_adapter.store import DATABASE_NAME
 from run_agent import AIAgent
 from tests.helpers.acp_agent import (
     RecordingClient,
-    agent_env,
     fast_settings,
     inprocess_agent,
     prompt_text,
     spawn_agent,
 )
+from tests.helpers.session_requests import delete_session as _delete_session
 from tests.helpers.shared_agent import served_inprocess
 from tests.helpers.shared_servers import cli_in_process
+from tests.helpers.store_backend import Backend
 
 SECRET = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
-
-
-class Backend:
-    """Where a test's agents keep their sessions: the SQLite file in ``tmp_path/state`` or a
-    fresh PostgreSQL database (the same assertions hold for both)."""
-
-    def __init__(self, kind: str, tmp_path: Path, url: str | None) -> None:
-        self.kind = kind
-        self.state = tmp_path / "state"
-        self.url = url
-
-    def env(self, **more: str) -> dict[str, str]:
-        extra = {"ACP_PROGRESS_DATABASE_URL": self.url} if self.url else {}
-        return agent_env(ACP_PROGRESS_STATE_DIR=str(self.state), **extra, **more)
-
-    def settings(self, **more: Any) -> Any:
-        if self.url:
-            more["store"] = {"url": self.url}
-        return fast_settings(state_dir=str(self.state), **more)
-
-    def open(self) -> Any:
-        from acp_adapter.store import open_store
-
-        return open_store(self.state, retention_days=0, url=self.url)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -312,22 +289,6 @@ async def test_permission_decisions_are_audited_before_the_command_runs(
     assert "echo denied" in rows[0]["title"] and rows[0]["sessionId"] == sid
     text = (await anyio.to_thread.run_sync(lambda: _cli("audit")))[1]
     assert "denied" in text and "allowed" in text
-
-
-async def _delete_session(conn: Any, session_id: str) -> Any:
-    """``session/delete`` from the SDK's client side: 0.12's ClientSideConnection has no
-    ``delete_session`` method, so the request goes through its connection with the SDK's own
-    request/response models and serialisation (no hand-built JSON)."""
-    from acp.meta import AGENT_METHODS
-    from acp.schema import DeleteSessionRequest, DeleteSessionResponse
-    from acp.utils import request_model_from_dict
-
-    return await request_model_from_dict(
-        conn._conn,
-        AGENT_METHODS["session_delete"],
-        DeleteSessionRequest(session_id=session_id),
-        DeleteSessionResponse,
-    )
 
 
 @pytest.mark.e2e
@@ -622,3 +583,45 @@ async def test_a_huge_prompt_is_kept_once_and_capped(tmp_path: Path) -> None:
     # the second turn stored the history again: the cut prompt kept its own note, not a new one
     first = next(m for m in stored.history if m.get("role") == "user")
     assert first["content"] == user[0]["content"]["text"]
+
+
+@pytest.mark.anyio
+async def test_a_slow_store_delays_an_answer_by_at_most_the_flush_timeout_and_the_turn_still_lands(
+    tmp_path: Path,
+) -> None:
+    """Another process holds the database's write lock for longer than ``[store] flush_timeout``:
+    the answer comes once that wait is over (not when the lock goes), and the turn is written
+    when the lock goes."""
+    import sqlite3
+    import threading
+    import time
+
+    ws = _workspace(tmp_path)
+    state = tmp_path / "state"
+    settings = fast_settings(state_dir=str(state), embedded_delay=0.0, store={"flush_timeout": 0.1})
+    agent = ProgressAgent(turn_runner=AIAgent, settings=settings)
+    async with inprocess_agent(RecordingClient(), agent) as conn:
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+        holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN IMMEDIATE")  # held for less than the busy timeout: the write waits
+        release = threading.Timer(1.5, lambda: holder.execute("COMMIT"))
+        release.start()
+        try:
+            started = time.monotonic()
+            assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+            took = time.monotonic() - started
+        finally:
+            release.join()
+            holder.close()
+        assert took < 1.2, f"the answer waited {took:.2f} s for the locked store, not the 0.1 s set"
+    from acp_adapter.store import open_store
+
+    store = open_store(state, retention_days=0)  # the agent's shutdown wrote what was queued
+    try:
+        stored = store.load(sid)
+    finally:
+        store.close()
+    assert stored is not None
+    asked = [m["content"] for m in stored.history if m["role"] == "user"]
+    assert asked == ["what is 1+1", "what is 2+2"]

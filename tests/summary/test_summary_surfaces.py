@@ -3,13 +3,15 @@ and watch's status line, plus the pure pieces they are built of. What the agent 
 card (the summary on its heartbeats, none unless turned on, none after a cancel) is decided by the
 agent whoever its client is: those serve cases run it in this process
 (:mod:`tests.helpers.shared_agent`). The relay runs in this process
-(:mod:`tests.helpers.relay_inside`) around the real process of the agent it wraps; watch keeps its
-real agent process over real pipes (watch starts the agent)."""
+(:mod:`tests.helpers.relay_inside`) around the real process of the agent it wraps; watch, the
+front-end, runs in this process with the agent served inside it
+(:func:`tests.helpers.cli_inside.run_cli_inside`): what watch prints is the point, not its process."""
 
 from __future__ import annotations
 
 import asyncio
 import io
+import os
 import sys
 from typing import Any
 
@@ -314,17 +316,14 @@ async def test_the_relay_has_no_summary_by_default(tmp_path) -> None:
 # ---------------------------------------------------------------- watch
 
 
-@pytest.mark.e2e
-def test_watch_on_a_pipe_prints_the_summary_line(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
-) -> None:
-    from acp_adapter.cli import main
+def test_watch_on_a_pipe_prints_the_summary_line(tmp_path) -> None:
+    from tests.helpers.cli_inside import run_cli_inside
 
-    for key, value in agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.6").items():
-        monkeypatch.setenv(key, value)
-    code = main(["watch", "--summary-interval", "0.05", "--cwd", str(tmp_path), "fix the failing test"])
-    out = capsys.readouterr().out
-    assert code == 0
+    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.6")}
+    args = ["watch", "--summary-interval", "0.05", "--cwd", str(tmp_path), "fix the failing test"]
+    done = run_cli_inside(args, cwd=tmp_path, env=env)
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
     lines = out.splitlines()
     summaries = [line for line in lines if line.startswith("   … summary: ")]
     assert summaries[0] == "   … summary: Thinking about the request to fix the failing test."
@@ -333,13 +332,12 @@ def test_watch_on_a_pipe_prints_the_summary_line(
     assert lines.index(summaries[-1]) < lines.index("— stop reason: end_turn")
 
 
-@pytest.mark.e2e
-def test_watch_summary_off(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
-) -> None:
-    from acp_adapter.cli import main
+def test_watch_summary_off(tmp_path) -> None:
+    from tests.helpers.cli_inside import run_cli_inside
 
-    for key, value in agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.2").items():
-        monkeypatch.setenv(key, value)
-    assert main(["watch", "--summary", "off", "--cwd", str(tmp_path), "hello"]) == 0
-    assert "summary:" not in capsys.readouterr().out
+    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.2")}
+    done = run_cli_inside(
+        ["watch", "--summary", "off", "--cwd", str(tmp_path), "hello"], cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "summary:" not in done.stdout

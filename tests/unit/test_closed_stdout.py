@@ -2,7 +2,9 @@
 ``BrokenPipeError`` traceback, no ``Exception ignored`` at exit, a quiet exit.
 
 Each command runs as a real process whose stdout is a pipe with its read end already closed, so
-its first write fails: the most hostile timing ``head`` can give, every time."""
+its first write fails: the most hostile timing ``head`` can give, every time. A command that
+talks to this project's agent (``watch``) runs it inside its process
+(:mod:`tests.helpers.cli_agent_inside`): the agent's own process writes nothing to that stdout."""
 
 from __future__ import annotations
 
@@ -68,12 +70,12 @@ def state(tmp_path_factory: pytest.TempPathFactory) -> Path:
             )
     finally:
         store.close()
-    subprocess.run(
-        [*CLI, "bridge", "create", "demo", "--platform", "console", "--cwd", str(tmp_path)],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    from tests.helpers.cli_inside import run_cli_inside
+
+    made = run_cli_inside(
+        ["bridge", "create", "demo", "--platform", "console", "--cwd", str(tmp_path)], cwd=tmp_path, env=env
+    )  # set-up only: its process is not what the module is about
+    assert made.returncode == 0, made.stderr
     return tmp_path
 
 
@@ -97,7 +99,11 @@ COMMANDS = [
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_a_closed_stdout_ends_a_command_quietly(state: Path, command: list[str]) -> None:
-    done = _with_closed_stdout([*CLI, *command], _env(state), ROOT)
+    from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
+
+    talks_to_the_agent = command[0] == "watch" and "--help" not in command
+    cli = [sys.executable, "-m", CLI_AGENT_INSIDE] if talks_to_the_agent else CLI
+    done = _with_closed_stdout([*cli, *command], _env(state), ROOT)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr[-3000:]
     assert "Exception ignored" not in done.stderr, done.stderr[-3000:]
     assert done.returncode in (0, 130), (done.returncode, done.stderr[-3000:])

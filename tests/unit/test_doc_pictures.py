@@ -48,11 +48,15 @@ def script_console():  # a console only to resolve styles
     return Console()
 
 
+ONLY_WATCH_AND_PAGE = ("--only", "watch", "--only", "page")
+
+
 @pytest.mark.e2e
 @pytest.mark.timeout(240)
 def test_the_script_makes_a_terminal_picture_and_the_web_page_pictures(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--only", "watch", "--only", "page"],
+        # watch's agent inside watch's process: the picture is what watch drew, not the agent's process
+        [sys.executable, str(SCRIPT), "--out", str(tmp_path), "--agent-inside", *ONLY_WATCH_AND_PAGE],
         cwd=ROOT,
         capture_output=True,
         text=True,

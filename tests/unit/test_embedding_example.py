@@ -1,5 +1,9 @@
 """examples/embed_own_agent.py as a person runs it: the README command from another directory, and
-heartbeats at the configured interval (30 s by default), not at every poll of its loop."""
+heartbeats at the configured interval (30 s by default), not at every poll of its loop.
+
+The heartbeats are the example agent's own decision from its environment: it is built as its
+process would build it (:mod:`tests.helpers.example_agent`) and served by the SDK's agent side in
+this process."""
 
 from __future__ import annotations
 
@@ -12,11 +16,8 @@ from pathlib import Path
 import pytest
 from acp.schema import ToolCallProgress
 
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text, spawn_agent
-
-pytestmark = pytest.mark.e2e
-
-EXAMPLE = str(ROOT / "examples" / "embed_own_agent.py")
+from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_text, sdk_served
+from tests.helpers.example_agent import example_agent
 
 
 def _readme_command() -> list[str]:
@@ -29,6 +30,7 @@ def _readme_command() -> list[str]:
     return [line for line in block.splitlines() if line.strip()]
 
 
+@pytest.mark.e2e
 def test_the_readme_command_runs_the_example_from_another_directory(tmp_path: Path) -> None:
     in_clone, from_anywhere = _readme_command()
     assert "acp-progress watch" in from_anywhere
@@ -56,13 +58,15 @@ def test_the_readme_command_runs_the_example_from_another_directory(tmp_path: Pa
     assert "Still thinking" not in done.stdout
 
 
-async def _heartbeats(**env: str) -> int:
+async def _heartbeats(monkeypatch: pytest.MonkeyPatch, **env: str) -> int:
     client = RecordingClient()
     base = {k: v for k, v in agent_env().items() if k != "ACP_PROGRESS_HEARTBEAT_INTERVAL"}
-    async with spawn_agent(client, env={**base, **env}, argv=[EXAMPLE]) as (conn, _proc, log):
+    with monkeypatch.context() as patched:
+        agent = example_agent(patched, {**base, **env})
+    async with sdk_served(agent, client) as conn:
         session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello there")
-    assert response.stop_reason == "end_turn", log.read_text()
+    assert response.stop_reason == "end_turn"
     return sum(
         1
         for r in client.updates
@@ -71,10 +75,13 @@ async def _heartbeats(**env: str) -> int:
 
 
 @pytest.mark.anyio
-async def test_the_example_heartbeats_at_the_configured_interval_not_every_poll() -> None:
+async def test_the_example_heartbeats_at_the_configured_interval_not_every_poll(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # default: 30 s, so a 0.3 s think has none (it had one every 0.1 s poll: 50 lines in 5 s)
-    assert await _heartbeats() == 0
+    assert await _heartbeats(monkeypatch) == 0
     # a short interval from the environment: about think time / interval of them
-    assert 1 <= await _heartbeats(ACP_PROGRESS_HEARTBEAT_INTERVAL="0.12") <= 2
+    assert 1 <= await _heartbeats(monkeypatch, ACP_PROGRESS_HEARTBEAT_INTERVAL="0.12") <= 2
     # disabled: none, whatever the interval
-    assert await _heartbeats(ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05", ACP_PROGRESS_HEARTBEAT_DISABLED="1") == 0
+    disabled = {"ACP_PROGRESS_HEARTBEAT_INTERVAL": "0.05", "ACP_PROGRESS_HEARTBEAT_DISABLED": "1"}
+    assert await _heartbeats(monkeypatch, **disabled) == 0

@@ -11,20 +11,9 @@ import pytest
 from acp.schema import AgentMessageChunk, ToolCallProgress, ToolCallStart
 
 from acp_adapter.events import SessionStream, UpdateOutbox, make_agent_progress_cb
+from tests.helpers.update_sink import Sink
 
 pytestmark = pytest.mark.anyio
-
-
-class Sink:
-    def __init__(self, fail_on: int | None = None) -> None:
-        self.sent: list[tuple[str, Any]] = []
-        self.fail_on = fail_on
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        if self.fail_on is not None and len(self.sent) == self.fail_on:
-            self.sent.append((session_id, "FAILED"))
-            raise ConnectionError("client went away")
-        self.sent.append((session_id, update))
 
 
 def statuses(sink: Sink) -> list[tuple[str, str | None]]:

@@ -18,8 +18,9 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.tooling.builtin import default_toolbox
 from acp_adapter.tooling.calls import ToolCall
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.choosing_client import ChoosingClient
+from tests.helpers.choosing_client import agent_from_env as _agent
 from tests.helpers.shared_agent import served_inprocess
-from tests.unit.test_session_modes import ChoosingClient, _agent
 
 SECRET = "TOP-SECRET-outside-the-workspace"
 

@@ -3,12 +3,13 @@ line with a count on the person's terminal, never a traceback per notification (
 of twenty lines for each: 2,000 of them were 40,000 lines), and the turn's answer still arrives.
 
 The counting itself with a fake clock; then a real misbehaving agent process (the scripted test
-agent's ``invalid`` mode) driven by ``watch`` and ``chat``."""
+agent's ``invalid`` mode) driven by ``watch`` and ``chat``. What is checked is what the front-end
+prints, so the command line runs in this process (:func:`tests.helpers.cli_inside.run_cli_inside`,
+the production code from ``main`` on); the foreign agent it drives is spawned as given."""
 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,9 +17,9 @@ import pytest
 
 from acp_adapter.client.agent_notifications import MAX_KINDS, NotificationCheck
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.cli_inside import run_cli_inside
 
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'scripted_agent.py'} invalid 2000"
-CLI = [sys.executable, "-m", "acp_adapter.cli"]
 
 
 class Clock:
@@ -96,13 +97,10 @@ def _assert_summed_up(stderr: str) -> None:
 
 @pytest.mark.e2e
 def test_watch_sums_up_a_foreign_agents_2000_invalid_updates(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [*CLI, "watch", "--agent", AGENT, "hi"],
+    done = run_cli_inside(
+        ["watch", "--agent", AGENT, "hi"],
         env={**agent_env(), "ACP_PROGRESS_STATE_DIR": str(tmp_path / "state")},
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "after the invalid updates" in done.stdout  # the answer still arrives
@@ -112,19 +110,12 @@ def test_watch_sums_up_a_foreign_agents_2000_invalid_updates(tmp_path: Path) -> 
 @pytest.mark.e2e
 @pytest.mark.parametrize("front_end", ["chat", "watch-json"])
 def test_chat_and_json_sum_up_too(tmp_path: Path, front_end: str) -> None:
-    argv = (
-        [*CLI, "chat", "--agent", AGENT]
-        if front_end == "chat"
-        else [*CLI, "watch", "--json", "--agent", AGENT, "hi"]
-    )
-    done = subprocess.run(
-        argv,
-        input="hi\n" if front_end == "chat" else None,
+    args = ["chat", "--agent", AGENT] if front_end == "chat" else ["watch", "--json", "--agent", AGENT, "hi"]
+    done = run_cli_inside(
+        args,
+        stdin="hi\n" if front_end == "chat" else "",
         env={**agent_env(), "ACP_PROGRESS_STATE_DIR": str(tmp_path / "state")},
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "after the invalid updates" in done.stdout

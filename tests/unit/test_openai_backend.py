@@ -39,7 +39,7 @@ from acp_adapter.models.openai_compat import RAW_ARGUMENTS_KEY, OpenAICompatMode
 from acp_adapter.models.openai_errors import retry_after
 from acp_adapter.tooling.builtin import default_toolbox
 from acp_adapter.tooling.calls import ToolCall
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text, spawn_agent
 from tests.helpers.fake_openai import (
     FakeOpenAI,
     Reply,
@@ -50,9 +50,9 @@ from tests.helpers.fake_openai import (
     tool_reply,
     usage_chunk,
 )
+from tests.helpers.openai_agent import KEY, openai_agent, openai_env
 from tests.helpers.shared_agent import served_inprocess
 
-KEY = "sk-test-SECRETKEY1234567890abcdef"
 CANCEL_BOUND = 0.2  # seconds: the spec
 SEARCH = ToolSpec(
     "search",
@@ -784,29 +784,6 @@ def test_a_server_that_closes_without_responding_is_retried_and_named():
 # ---------------------------------------------------------------- over ACP, end to end
 # The agent runs in this process (the SDK's in-memory transports) where its process adds nothing;
 # a real stdio agent where its log or a new process is the point.
-
-
-def openai_env(server: FakeOpenAI, **extra: str) -> dict[str, str]:
-    return agent_env(
-        ACP_PROGRESS_MODEL="openai",
-        OPENAI_BASE_URL=server.base_url,
-        OPENAI_API_KEY=KEY,
-        ACP_PROGRESS_OPENAI_MODEL="test-model",
-        ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
-        **extra,
-    )
-
-
-def openai_agent(server: FakeOpenAI, **extra: str) -> Any:
-    """This project's agent in this process with the settings ``openai_env`` gives a spawned one
-    (the settings come from the same variables; only the process and its pipe are left out)."""
-    import os
-
-    from acp_adapter.server import ProgressAgent
-    from run_agent import AIAgent
-
-    settings = Settings.load({**os.environ, **openai_env(server, **extra)}, flags={})
-    return ProgressAgent(settings, turn_runner=AIAgent)
 
 
 def texts(update: Any) -> str:

@@ -251,3 +251,63 @@ async def test_a_slow_reader_of_a_real_pipe_gets_fresh_values_then_the_last_valu
 class _NullAgent:
     def on_connect(self, conn: Any) -> None:
         pass
+
+
+def _task_status(message: str) -> str:
+    """The status line an MCP task's card gets (what the MCP tools pass as a message-only report)."""
+    import mcp_types as types
+
+    from acp_adapter.mcp.tasks import status_line
+
+    now = "2026-01-01T00:00:00Z"
+    task = types.Task(
+        task_id="t1", status="working", status_message=message, created_at=now, last_updated_at=now, ttl=None
+    )
+    return status_line(task)
+
+
+PHASE = _task_status("phase 2 of 3")
+
+
+@pytest.mark.parametrize(
+    ("reports", "shown"),
+    [
+        # an MCP task: a progress notification, then a status change before it went out
+        ([(3, 10, None), (None, None, PHASE)], (3, 10, PHASE)),
+        ([(3, 10, "reading a.txt"), (None, None, PHASE)], (3, 10, PHASE)),
+        # the status first, then numbers without a message of their own: the status line stays
+        ([(None, None, PHASE), (4, 10, None)], (4, 10, PHASE)),
+        ([(2, 10, None), (None, None, PHASE), (4, 10, None)], (4, 10, PHASE)),
+        # newer text of either kind replaces the older text
+        ([(None, None, PHASE), (5, 10, "reading b.txt")], (5, 10, "reading b.txt")),
+        ([(None, None, "task working"), (None, None, PHASE)], (None, None, PHASE)),
+        # numbers alone after numbers: the newest numbers, no stale message
+        ([(1, 10, "reading a.txt"), (2, 10, None)], (2, 10, None)),
+    ],
+)
+async def test_a_held_status_line_and_held_numbers_of_one_card_each_keep_their_latest(
+    reports: list[tuple[Any, Any, Any]], shown: tuple[Any, Any, Any]
+) -> None:
+    """A card shows its numbers (the bar) and a status line side by side; the one queued progress
+    update of the card stands for every report held meanwhile, and keeps the latest of each kind."""
+    from acp_adapter.protocol.cards import CardAccumulator
+
+    probe = FakeBacklog()
+    client, outbox, stream = open_card(probe, "a")
+    await until(lambda: len(client.got) == 1, "the start")
+    for value, total, message in reports:
+        stream.tool_progress("a", value=value, total=total, message=message)
+    await held_for_a_while(probe)
+    assert len(client.got) == 1 and outbox.replaced == len(reports) - 1
+    probe.unread = 0
+    await until(lambda: len(client.got) == 2, "the card's one progress update")
+    value, total, message = shown
+    progress = client.got[1].field_meta["acpProgress"]["progress"]
+    assert (progress.get("value"), progress.get("total"), progress.get("message")) == shown
+    cards = CardAccumulator()
+    for update in client.got:
+        cards.apply(update, 0.0)
+    card = cards.cards["a"]
+    assert card.progress == ((float(value), float(total)) if value is not None else None)
+    assert card.detail == (message if message is not None else f"Progress: {value}/{total}")
+    await outbox.aclose()

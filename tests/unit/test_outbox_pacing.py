@@ -15,7 +15,7 @@ import pytest
 
 from acp_adapter.agent import outbox as outbox_module
 from acp_adapter.events import SessionStream, UpdateOutbox
-from tests.unit.test_events import Sink
+from tests.helpers.update_sink import Sink
 
 pytestmark = pytest.mark.anyio
 

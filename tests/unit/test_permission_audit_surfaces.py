@@ -12,8 +12,6 @@ import io
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -22,12 +20,12 @@ import anyio
 import pytest
 
 from acp_adapter.cli import main
-from tests.bridges.test_bridge_console_stop import Bridge
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, fast_settings, final_status, prompt_text
+from tests.helpers.console_bridge_process import Bridge
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.helpers.shared_servers import cli_in_process
 
-pytestmark = pytest.mark.e2e  # the bridge, watch and the commands the agent runs are processes
+pytestmark = pytest.mark.e2e  # the bridge and the commands the agent runs are processes
 
 
 def _audit(state: Path) -> list[dict[str, object]]:
@@ -42,16 +40,14 @@ def _audit(state: Path) -> list[dict[str, object]]:
 
 
 def _watch_yes(tmp_path: Path, prompt: str) -> Path:
-    """``watch --yes PROMPT`` in ``tmp_path`` with its own state directory (returned)."""
+    """``watch --yes PROMPT`` in ``tmp_path`` with its own state directory (returned), run in this
+    process with its agent inside (:func:`run_cli_inside`): what it audits is the point, not its
+    process."""
+    from tests.helpers.cli_inside import run_cli_inside
+
     state = tmp_path / "state"
     env = {**agent_env(), "ACP_PROGRESS_STATE_DIR": str(state)}
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "watch", "--yes", "--cwd", str(tmp_path), prompt],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    done = run_cli_inside(["watch", "--yes", "--cwd", str(tmp_path), prompt], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     return state
 

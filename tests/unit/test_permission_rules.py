@@ -21,8 +21,10 @@ from acp_adapter.agent.permissions import SessionPolicy, permission_options, rul
 from acp_adapter.agent.session_config import SessionConfig
 from acp_adapter.tooling.calls import ToolCall
 from tests.helpers.acp_agent import agent_env, final_status, prompt_text
+from tests.helpers.choosing_client import ChoosingClient
+from tests.helpers.choosing_client import agent_from_env as _agent
+from tests.helpers.choosing_client import card_of as _card_of
 from tests.helpers.shared_agent import served_inprocess
-from tests.unit.test_session_modes import ChoosingClient, _agent, _card_of
 
 
 def _script(path: Path, marker: Path) -> Path:

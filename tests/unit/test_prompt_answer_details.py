@@ -16,8 +16,8 @@ from openai.types import CompletionUsage
 from acp_adapter.models.openai_compat import reported_cost
 from tests.helpers.acp_agent import RecordingClient, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
+from tests.helpers.openai_agent import KEY, openai_agent
 from tests.helpers.shared_agent import progress_agent, served_inprocess
-from tests.unit.test_openai_backend import KEY, openai_agent
 
 
 def _runs(updates: list[Any]) -> list[list[Any]]:

@@ -3,8 +3,8 @@
 The attacks: a "type" that rewrites the URL (``image/png;base64,AAAA``: the model would see the
 sender's bytes, not the image), types the back-end does not take (``text/html``,
 ``image/svg+xml``) and data that is not base64. Each is left out with a sentence to the person,
-and the turn goes on with the text and the good images (a real agent process, the fake
-OpenAI-compatible server recording what it was sent).
+and the turn goes on with the text and the good images (the agent in this process with the
+settings a spawned one reads, the fake OpenAI-compatible server recording what it was sent).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from acp_adapter.agent.attachments import MAX_IMAGES, sort_images
 from acp_adapter.text import IMAGE_TYPES, prompt_to_text
-from tests.helpers.acp_agent import RecordingClient, spawn_agent
+from tests.helpers.acp_agent import RecordingClient
 from tests.helpers.fake_openai import FakeOpenAI, text_reply
-from tests.unit.test_openai_backend import KEY, openai_env
+from tests.helpers.openai_agent import KEY, openai_env
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
 HOSTILE_TYPES = ("image/png;base64,AAAA", "text/html", "image/svg+xml", "image/png; x=1", "image/", "")
@@ -53,13 +53,16 @@ def test_whatever_the_type_and_data_the_data_url_has_one_shape(mime: str, data: 
         assert url.count(",") == 1 and url.count(";") == 1
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_bad_image_type_is_told_and_the_turn_goes_on_with_the_good_image(tmp_path) -> None:
+    from acp_adapter.config import Settings
+    from tests.helpers.shared_agent import progress_agent, served_inprocess
+
     with FakeOpenAI(api_key=KEY) as server:
         server.script(text_reply("One picture."))
         client = RecordingClient()
-        async with spawn_agent(client, env=openai_env(server)) as (conn, _p, _log):
+        agent = progress_agent(Settings.from_env(openai_env(server)))  # the settings a spawned one reads
+        async with served_inprocess(client, agent) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             prompt = [
                 text_block("what are these?"),

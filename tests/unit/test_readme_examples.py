@@ -3,6 +3,8 @@
 
 The first test runs every documented command for real and fails on drift: a change that alters
 what a command prints must regenerate the pages (``python scripts/readme_examples.py --update``).
+Each command line is its own process (its pipe or terminal is what is shown); the agent it talks to
+runs inside it (``--agent-inside``): what the command prints is compared, not the agent's process.
 The others hold the comparison to its promises without running anything.
 """
 
@@ -33,7 +35,11 @@ def _script() -> ModuleType:
 @pytest.mark.timeout(240)
 def test_every_readme_example_is_what_its_command_prints() -> None:
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--check"], cwd=ROOT, capture_output=True, text=True, timeout=200
+        [sys.executable, str(SCRIPT), "--check", "--agent-inside"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=200,
     )
     assert done.returncode == 0, done.stdout + done.stderr
 

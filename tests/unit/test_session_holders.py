@@ -21,9 +21,9 @@ from acp_adapter.store.session_holds import SESSION_HOLDERS, held_elsewhere
 from acp_adapter.store.sqlite import SqliteStore
 from acp_adapter.store.writer import BackgroundWriter
 from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
+from tests.helpers.session_requests import close_session as _close_session
+from tests.helpers.session_requests import delete_session as _delete_session
 from tests.helpers.shared_agent import agent_on
-from tests.mcp.test_mcp_lifecycle import _close_session
-from tests.store.test_durable_sessions import _delete_session
 
 
 @pytest.fixture

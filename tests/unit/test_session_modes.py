@@ -22,43 +22,25 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import (
-    AllowedOutcome,
     AvailableCommandsUpdate,
     ConfigOptionUpdate,
     CurrentModeUpdate,
-    PermissionOption,
-    RequestPermissionResponse,
     SessionInfoUpdate,
     ToolCallStart,
     UserMessageChunk,
 )
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.shared_agent import progress_agent, served_inprocess
-
-
-@dataclass
-class ChoosingClient(RecordingClient):
-    """Answers each permission request with the next option id of ``choices`` (then allow_once),
-    and keeps the options it was offered."""
-
-    choices: list[str] = field(default_factory=list)
-    offered: list[list[str]] = field(default_factory=list)
-
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[PermissionOption], **kwargs: Any
-    ) -> RequestPermissionResponse:
-        self.permission_requests.append(tool_call)
-        self.offered.append([o.option_id for o in options])
-        wanted = self.choices.pop(0) if self.choices else "allow_once"
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=wanted))
+from tests.helpers.choosing_client import ChoosingClient
+from tests.helpers.choosing_client import agent_from_env as _agent
+from tests.helpers.choosing_client import card_of as _card_of
+from tests.helpers.shared_agent import served_inprocess
 
 
 def _audit(state: Path) -> list[dict[str, Any]]:
@@ -73,22 +55,8 @@ def _audit(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()][::-1]  # oldest first
 
 
-def _agent(env: dict[str, str]) -> Any:
-    """This project's agent configured by ``env``, as a process started with it would be."""
-    from acp_adapter.config import Settings
-
-    return progress_agent(Settings.from_env(env))
-
-
 def _a_tool_card(update: Any) -> bool:
     return isinstance(update, ToolCallStart) and update.kind != "think"
-
-
-def _card_of(client: RecordingClient, session_id: str, command: str) -> list[Any]:
-    for updates in client.cards(session_id).values():
-        if (updates[0].raw_input or {}).get("command") == command:
-            return updates
-    raise AssertionError(f"no card for {command!r}")
 
 
 def _card_text(updates: list[Any]) -> str:

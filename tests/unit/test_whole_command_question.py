@@ -13,8 +13,8 @@ from acp.schema import ToolCallUpdate
 
 from acp_adapter.cli import main
 from acp_adapter.client.permissions import PermissionRequest
-from tests.bridges.test_bridge_console_stop import Bridge
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.console_bridge_process import Bridge
 
 
 def _request(title: str, command: str | None) -> PermissionRequest:

@@ -1,14 +1,20 @@
 """``with_progress`` as a third-party author uses it: ``acp.run_agent(with_progress(agent))`` in the
 agent's own process (``tests/agents/wrapped_agent.py``), driven over stdio by the SDK's client side —
-the ACP SDK's example agent, a slow SDK agent, and a pydantic-acp agent whose pydantic-ai model
-thinks before it streams (in process too, bare against wrapped).
+a slow SDK agent's heartbeats, and a hang-up mid-think. What the wrapper does with the ACP SDK's
+example agent, an agent that raises, a cancel and a pydantic-acp agent whose pydantic-ai model thinks
+before it streams is its own decision whatever the transport: those serve the agent
+``wrapped_agent.py`` builds, wrapped as it wraps it and with the environment its process gets, by
+the SDK's agent side in this process (:func:`served_wrapped`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -44,10 +50,29 @@ def argv(kind: str, *args: str, bare: bool = False, think_after: str = "0.1") ->
     return [WRAPPED, *(["--bare"] if bare else []), "--think-after", think_after, kind, *args]
 
 
-@pytest.mark.e2e
-async def test_the_sdk_example_echo_agent_over_stdio_streams_with_no_card(tmp_path):
+@contextlib.asynccontextmanager
+async def served_wrapped(
+    client: RecordingClient, monkeypatch: pytest.MonkeyPatch, kind: str, *args: str
+) -> AsyncIterator[Any]:
+    """What ``wrapped_agent.py KIND ARGS`` serves (``--think-after 0.1``, as :func:`argv`), with the
+    environment :func:`spawn_agent` gives its process (the test agent settings, no other
+    ``ACP_PROGRESS_*``), served to ``client`` in this process; initialised."""
+    from acp_adapter import with_progress
+    from tests.agents.wrapped_agent import make_agent
+    from tests.helpers.acp_agent import agent_env, sdk_served
+
+    env = agent_env()
+    for key in [k for k in os.environ if k.startswith("ACP_PROGRESS_")]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    async with sdk_served(with_progress(make_agent(kind, list(args)), think_after=0.1), client) as conn:
+        yield conn
+
+
+async def test_the_sdk_example_echo_agent_streams_with_no_card(tmp_path, monkeypatch):
     client = RecordingClient()
-    async with spawn_agent(client, argv=argv("echo")) as (conn, _p, _log):
+    async with served_wrapped(client, monkeypatch, "echo") as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello there")
         await asyncio.sleep(0.3)  # past think_after: nothing arrives after the answer
@@ -77,10 +102,9 @@ async def test_a_slow_sdk_agent_over_stdio_gets_a_card_with_heartbeats_closed_be
     ]
 
 
-@pytest.mark.e2e
-async def test_an_agent_that_raises_over_stdio_fails_the_card_and_the_editor_gets_the_error(tmp_path):
+async def test_an_agent_that_raises_fails_the_card_and_the_editor_gets_the_error(tmp_path, monkeypatch):
     client = RecordingClient()
-    async with spawn_agent(client, argv=argv("slow-raise", "0.4")) as (conn, _p, _log):
+    async with served_wrapped(client, monkeypatch, "slow-raise", "0.4") as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         with pytest.raises(RequestError):
             await prompt_text(conn, session.session_id, "think hard")
@@ -90,11 +114,10 @@ async def test_an_agent_that_raises_over_stdio_fails_the_card_and_the_editor_get
     assert order_of(client)[-1] == "card:failed", "nothing after the error answer"
 
 
-@pytest.mark.e2e
-async def test_cancel_over_stdio_fails_the_card_and_the_agent_answers_cancelled(tmp_path):
+async def test_cancel_fails_the_card_and_the_agent_answers_cancelled(tmp_path, monkeypatch):
     card_shown = asyncio.Event()
     client = RecordingClient(on_update=lambda received: card_shown.set())
-    async with spawn_agent(client, argv=argv("slow", "30")) as (conn, _p, _log):
+    async with served_wrapped(client, monkeypatch, "slow", "30") as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         answer = asyncio.ensure_future(prompt_text(conn, session.session_id, "think hard"))
         await asyncio.wait_for(card_shown.wait(), 10)  # the first update is our card's start
@@ -111,11 +134,10 @@ async def test_cancel_over_stdio_fails_the_card_and_the_agent_answers_cancelled(
 # ---------------------------------------------------------------------- pydantic-acp
 
 
-@pytest.mark.e2e
-async def test_a_pydantic_acp_agent_over_stdio_gets_a_card_closed_before_its_streamed_answer(tmp_path):
+async def test_a_pydantic_acp_agent_gets_a_card_closed_before_its_streamed_answer(tmp_path, monkeypatch):
     pytest.importorskip("pydantic_acp", reason="the pydantic-acp extra is not installed")
     client = RecordingClient()
-    async with spawn_agent(client, argv=argv("pydantic", "0.8")) as (conn, _p, _log):
+    async with served_wrapped(client, monkeypatch, "pydantic", "0.8") as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello")
     assert response.stop_reason == "end_turn"

@@ -50,7 +50,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from ag_ui.encoder import EventEncoder
@@ -61,13 +61,14 @@ from starlette.types import Receive, Scope, Send
 
 from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
-from acp_adapter.frontends.agui.admission import bearer_ok, install_admission
+from acp_adapter.frontends.agui.admission import Admission, bearer_ok, install_admission
 from acp_adapter.frontends.agui.endpoint import AguiOptions
 from acp_adapter.frontends.agui.interrupts import ResumeError
 from acp_adapter.frontends.agui.limits import RETRY_AFTER, EndpointLimits
 from acp_adapter.frontends.agui.page import install_page
 from acp_adapter.frontends.agui.request import BadRunInput, parse_run_request
-from acp_adapter.frontends.agui.service import AguiService, TooManyRuns
+from acp_adapter.frontends.agui.run_starter import TooManyRuns
+from acp_adapter.frontends.agui.service import AguiService
 from acp_adapter.frontends.agui.thread_store import ConversationUnavailable
 from acp_adapter.frontends.agui.threads import ThreadBusy
 from acp_adapter.frontends.agui.visible import visible_event
@@ -192,6 +193,25 @@ def create_app(options: AguiOptions | None = None) -> FastAPI:
     admission = options.admission
     limits = options.limits
     service = AguiService(options)
+    app = FastAPI(
+        title="acp-progress AG-UI endpoint",
+        lifespan=_lifespan(service),
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.agui = service
+    app.state.admission = admission
+    app.state.limits = limits
+    install_admission(app, admission)
+
+    install_page(app)
+    _install_routes(app, service, admission, limits)
+    return app
+
+
+def _lifespan(service: AguiService) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """The agent starts with the app (a no-op when the command started it) and stops with it."""
     argv, workspace = service.argv, service.workspace
 
     @contextlib.asynccontextmanager
@@ -203,19 +223,11 @@ def create_app(options: AguiOptions | None = None) -> FastAPI:
         finally:
             await service.close()
 
-    app = FastAPI(
-        title="acp-progress AG-UI endpoint",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
-    app.state.agui = service
-    app.state.admission = admission
-    app.state.limits = limits
-    install_admission(app, admission)
+    return lifespan
 
-    install_page(app)
+
+def _install_routes(app: FastAPI, service: AguiService, admission: Admission, limits: EndpointLimits) -> None:
+    """``GET /threads``, ``GET /threads/{id}``, ``GET /health`` and ``POST /`` (a run)."""
 
     @app.get("/threads")
     async def threads() -> dict[str, Any]:
@@ -242,5 +254,3 @@ def create_app(options: AguiOptions | None = None) -> FastAPI:
     @app.post("/", response_model=None)
     async def run(request: Request) -> Response:
         return await _start_run(request, service, limits)
-
-    return app

@@ -71,46 +71,74 @@ def connection_cap(max_connections: int) -> tuple[int, int]:
     return cap, backlog
 
 
+class _ConnectionGate:
+    """The open connections of one server, at most ``max_connections``; refusals are counted and
+    logged sparingly (a flood must not become a flood of log lines)."""
+
+    def __init__(self, max_connections: int) -> None:
+        self.max_connections = max_connections
+        self._open: set[asyncio.Protocol] = set()
+        self._refused = 0
+
+    def admit(self, connection: asyncio.Protocol) -> bool:
+        if len(self._open) < self.max_connections:
+            self._open.add(connection)
+            return True
+        self._refused += 1
+        if self._refused in (1, 10, 100, 1000) or self._refused % 10000 == 0:
+            log.warning(
+                "%d connections open, the most allowed: refusing more (%d refused so far)",
+                self.max_connections,
+                self._refused,
+            )
+        return False
+
+    def leave(self, connection: asyncio.Protocol) -> None:
+        self._open.discard(connection)
+
+
+def _close_without_head(connection: asyncio.Protocol) -> None:
+    """The header timeout fired: close a connection that has not sent a complete request head
+    (``408`` when it never had a response), but never one whose request is being answered."""
+    cycle = getattr(connection, "cycle", None)
+    if cycle is not None and not getattr(cycle, "response_complete", False):
+        return  # a request is being answered: the app's own limits apply
+    transport = getattr(connection, "transport", None)
+    if transport is None or transport.is_closing():
+        return
+    if cycle is None:  # no response yet on this connection: tell the client why
+        transport.write(_TIMEOUT)
+    transport.close()
+
+
 def guarded_protocol(base: type[asyncio.Protocol], *, max_connections: int, header_timeout: float) -> type:
     """A subclass of uvicorn's protocol class ``base`` enforcing the cap and the header timeout."""
-    open_connections: set[asyncio.Protocol] = set()
-    refused = {"count": 0}
+    gate = _ConnectionGate(max_connections)
 
     class Guarded(base):  # type: ignore[valid-type,misc]
         _refused = False
         _timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: Any) -> None:
-            if len(open_connections) >= max_connections:
+            if not gate.admit(self):
                 self._refused = True
-                refused["count"] += 1
-                if refused["count"] in (1, 10, 100, 1000) or refused["count"] % 10000 == 0:
-                    log.warning(
-                        "%d connections open, the most allowed: refusing more (%d refused so far)",
-                        max_connections,
-                        refused["count"],
-                    )
                 transport.write(_BUSY)
                 transport.close()
                 return
-            open_connections.add(self)
             super().connection_made(transport)
             self._arm()
 
         def data_received(self, data: bytes) -> None:
-            if self._refused:
-                return
-            super().data_received(data)
+            if not self._refused:
+                super().data_received(data)
 
         def eof_received(self) -> Any:
-            if self._refused:
-                return None
-            return super().eof_received()
+            return None if self._refused else super().eof_received()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._refused:
                 return
-            open_connections.discard(self)
+            gate.leave(self)
             self._disarm()
             super().connection_lost(exc)
 
@@ -129,15 +157,7 @@ def guarded_protocol(base: type[asyncio.Protocol], *, max_connections: int, head
 
         def _header_timeout(self) -> None:
             self._timer = None
-            cycle = getattr(self, "cycle", None)
-            if cycle is not None and not getattr(cycle, "response_complete", False):
-                return  # a request is being answered: the app's own limits apply
-            transport = getattr(self, "transport", None)
-            if transport is None or transport.is_closing():
-                return
-            if cycle is None:  # no response yet on this connection: tell the client why
-                transport.write(_TIMEOUT)
-            transport.close()
+            _close_without_head(self)
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
     return Guarded

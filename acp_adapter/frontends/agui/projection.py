@@ -58,11 +58,6 @@ from ag_ui.core import (
     ActivitySnapshotEvent,
     BaseEvent,
     Interrupt,
-    ReasoningEndEvent,
-    ReasoningMessageContentEvent,
-    ReasoningMessageEndEvent,
-    ReasoningMessageStartEvent,
-    ReasoningStartEvent,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -71,9 +66,6 @@ from ag_ui.core import (
     RunStartedEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
     ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
@@ -82,6 +74,7 @@ from ag_ui.core import (
 from ag_ui.core.events import TokenUsage
 
 from acp_adapter.frontends.agui.content import tool_content_text
+from acp_adapter.frontends.agui.message_streams import MessageStreams
 from acp_adapter.frontends.agui.policy import (
     POLICY_REDACTED,
     TOOL_PROGRESS,
@@ -94,7 +87,6 @@ from acp_adapter.frontends.agui.shared_state import PlanState, plan_items
 from acp_adapter.protocol.cards import CardAccumulator
 from acp_adapter.protocol.meta import META_KEY, meta_of
 from acp_adapter.safety.redact import redact_text, redact_value
-from acp_adapter.safety.redact.stream import StreamRedactor
 from acp_adapter.tooling.presentation import card_emoji
 from acp_adapter.tools import one_line
 
@@ -182,11 +174,8 @@ class RunProjection:
         self._ids = 0
         self._started = False
         self.closed = False
-        self._text_id: str | None = None
-        self._text_redactor = StreamRedactor()
-        self._last_text_id: str | None = None
-        self._reasoning_id: str | None = None
-        self._reasoning_redactor = StreamRedactor()
+        #: the open answer text and reasoning (:mod:`.message_streams`)
+        self._streams = MessageStreams(self._new_id)
         #: the cards' facts (which are think cards), shared with every front-end; no clock here
         self._cards = CardAccumulator(reports=False)
         #: real tool calls published with TOOL_CALL_START and still without a result
@@ -224,7 +213,7 @@ class RunProjection:
         """
         if self.closed:
             return []
-        events = self.start() + self._close_open()
+        events = self.start() + self._streams.close()
         self.closed = True
         outcome = RunFinishedCancelledOutcome() if cancelled else RunFinishedSuccessOutcome()
         result: dict[str, Any] = {}
@@ -248,7 +237,7 @@ class RunProjection:
         on a question (:mod:`.interrupts`); :meth:`reopen` continues the same turn in the next run."""
         if self.closed:
             return []
-        events = self.start() + self._close_open()
+        events = self.start() + self._streams.close()
         self.closed = True
         outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
         events.append(RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, outcome=outcome))
@@ -260,13 +249,13 @@ class RunProjection:
         self.run_id = run_id
         self._started = False
         self.closed = False
-        self._last_text_id = None
+        self._streams.new_run()
 
     def error(self, message: str, *, code: str | None = None) -> list[BaseEvent]:
         """Close what is open, then ``RUN_ERROR`` with a short redacted message."""
         if self.closed:
             return []
-        events = self.start() + self._close_open()
+        events = self.start() + self._streams.close()
         self.closed = True
         events.append(RunErrorEvent(message=one_line(message) or "run failed", code=code))
         return events
@@ -283,9 +272,9 @@ class RunProjection:
             return []
         events = self.start()
         if isinstance(update, AgentMessageChunk):
-            events += self._text(_block_text(update.content))
+            events += self._streams.text(_block_text(update.content))
         elif isinstance(update, AgentThoughtChunk):
-            events += self._reasoning(_block_text(update.content))
+            events += self._streams.reasoning(_block_text(update.content))
         elif isinstance(update, ToolCallStart):
             events += self._tool_start(update)
         elif isinstance(update, ToolCallProgress):
@@ -328,60 +317,6 @@ class RunProjection:
             ),
         ]
 
-    # ------------------------------------------------------------------ text and reasoning
-
-    def _text(self, chunk: str) -> list[BaseEvent]:
-        if not chunk:
-            return []
-        events = self._close_reasoning()
-        if self._text_id is None:
-            self._text_id = self._new_id("text")
-            self._last_text_id = self._text_id
-            events.append(TextMessageStartEvent(message_id=self._text_id, role="assistant"))
-        delta = self._text_redactor.feed(chunk)
-        if delta:
-            events.append(TextMessageContentEvent(message_id=self._text_id, delta=delta))
-        return events
-
-    def _close_text(self) -> list[BaseEvent]:
-        if self._text_id is None:
-            return []
-        events: list[BaseEvent] = []
-        rest = self._text_redactor.flush()
-        if rest:
-            events.append(TextMessageContentEvent(message_id=self._text_id, delta=rest))
-        events.append(TextMessageEndEvent(message_id=self._text_id))
-        self._text_id = None
-        return events
-
-    def _reasoning(self, chunk: str) -> list[BaseEvent]:
-        if not chunk:
-            return []
-        events = self._close_text()
-        if self._reasoning_id is None:
-            self._reasoning_id = self._new_id("reasoning")
-            events.append(ReasoningStartEvent(message_id=self._reasoning_id))
-            events.append(ReasoningMessageStartEvent(message_id=self._reasoning_id, role="reasoning"))
-        delta = self._reasoning_redactor.feed(chunk)
-        if delta:
-            events.append(ReasoningMessageContentEvent(message_id=self._reasoning_id, delta=delta))
-        return events
-
-    def _close_reasoning(self) -> list[BaseEvent]:
-        if self._reasoning_id is None:
-            return []
-        events: list[BaseEvent] = []
-        rest = self._reasoning_redactor.flush()
-        if rest:
-            events.append(ReasoningMessageContentEvent(message_id=self._reasoning_id, delta=rest))
-        events.append(ReasoningMessageEndEvent(message_id=self._reasoning_id))
-        events.append(ReasoningEndEvent(message_id=self._reasoning_id))
-        self._reasoning_id = None
-        return events
-
-    def _close_open(self) -> list[BaseEvent]:
-        return self._close_text() + self._close_reasoning()
-
     # ------------------------------------------------------------------ tool calls
 
     def _tool_start(self, update: ToolCallStart) -> list[BaseEvent]:
@@ -391,14 +326,14 @@ class RunProjection:
         if call_id in self.live_tools or call_id in self._finished_tools:
             log.debug("duplicate tool_call %s ignored", call_id)
             return []
-        events = self._close_open()
+        events = self._streams.close()
         self.live_tools.add(call_id)
         safe_id = redact_text(call_id)
         events.append(
             ToolCallStartEvent(
                 tool_call_id=safe_id,
                 tool_call_name=_tool_name(update),
-                parent_message_id=self._last_text_id,
+                parent_message_id=self._streams.last_text_id,
                 metadata={META_KEY: card_presentation(self._cards.get(call_id))},
             )
         )

@@ -1,7 +1,11 @@
 """The AG-UI endpoint without HTTP: configuration, the agent host, the threads, the runs in flight.
 
 :mod:`.app` is the thin FastAPI layer over this; keeping the run logic here means it has no
-framework types in it and a host embedding the endpoint differently can reuse it.
+framework types in it and a host embedding the endpoint differently can reuse it. The service
+resolves the options and owns the lifecycle; it hands the work to the parts it holds, each given
+what it uses: :class:`~.run_starter.RunStarter` (admitting runs), :class:`~.thread_reader.ThreadReader`
+(the listing and a thread's history) and :class:`~.replica_claims.ReplicaClaims` (a thread's lock
+across replicas).
 """
 
 from __future__ import annotations
@@ -10,44 +14,26 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine
-from typing import Any, Final
+from typing import Any
 
 from acp_adapter.client.driver import parse_agent_command
 from acp_adapter.config import AguiSettings
-from acp_adapter.errors import AcpProgressError
 from acp_adapter.frontends.agui.active import ActiveRun
 from acp_adapter.frontends.agui.endpoint import AGENT_SUMMARY_ENV, AguiOptions
-from acp_adapter.frontends.agui.history import bounded, history_messages
 from acp_adapter.frontends.agui.host import AgentHost
-from acp_adapter.frontends.agui.interrupts import (
-    PermissionBroker,
-    ResumeError,
-    resume_entry,
-)
-from acp_adapter.frontends.agui.observers import ObserverSet, RunContext
+from acp_adapter.frontends.agui.interrupts import PermissionBroker
 from acp_adapter.frontends.agui.policy import load_policy
-from acp_adapter.frontends.agui.projection import RunProjection
 from acp_adapter.frontends.agui.questions import QuestionBroker
-from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks, ReplicaUnavailable, claim_thread
+from acp_adapter.frontends.agui.replica_claims import ReplicaClaims
+from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
 from acp_adapter.frontends.agui.request import RunRequest
-from acp_adapter.frontends.agui.run import RunEmitter
+from acp_adapter.frontends.agui.run_starter import RUN_TASK_PREFIX, RunSettings, RunStarter
 from acp_adapter.frontends.agui.summaries import summary_observers, summary_setup
+from acp_adapter.frontends.agui.thread_reader import ThreadReader
 from acp_adapter.frontends.agui.thread_store import ThreadSessions
-from acp_adapter.frontends.agui.threads import ThreadBusy, ThreadRegistry, ThreadSlot
-from acp_adapter.safety.redact import redact_text, redact_value
+from acp_adapter.frontends.agui.threads import ThreadRegistry
 
 log = logging.getLogger("acp_progress.agui.service")
-
-#: Seconds a history read waits for its thread's cancelled run to end (then it reads what is stored).
-HISTORY_WAIT_S: Final = 5.0
-
-
-class TooManyRuns(AcpProgressError):
-    """As many runs as the endpoint allows are in flight (a 503 with ``Retry-After``)."""
-
-
-#: the name of a run's driving task (what :meth:`AguiService.end_runs` counts)
-RUN_TASK_PREFIX = "agui-run"
 
 
 class AguiService:
@@ -68,8 +54,6 @@ class AguiService:
         self.workspace = options.workspace()
         #: how runs get progress summaries (None: never, not even on request)
         self.summary = summary_setup(options.summary)
-        agent_env = dict(options.agent_env)
-        agent_env.setdefault(AGENT_SUMMARY_ENV, "off")
         #: the endpoint's default for runs' permission interrupts (forwardedProps may override)
         self.permission_interrupts = options.permission_interrupts
         #: asks a run's client (an interrupt) when the run wants it, else ``permission_policy``
@@ -80,16 +64,30 @@ class AguiService:
         self.thread_sessions = ThreadSessions(
             options.thread_store, retention_days=options.thread_retention_days, scope=options.thread_scope
         )
-        self.max_runs = options.limits.max_runs
-        self.max_queued_events = options.limits.max_queued_events
-        #: runs admitted and not yet ended (counted from admission, before the thread is claimed)
-        self.runs_in_flight = 0
-        self.run_observers = list(options.run_observers)
-        if self.summary is not None:
-            # first, so the summary stops before slower observers' on_end hooks are awaited
-            self.run_observers.insert(0, summary_observers(self.summary))
-        self.cancel_grace = options.cancel_grace
-        self.host = AgentHost(
+        self.host = self._agent_host()
+        self.threads = ThreadRegistry()
+        self.claims = ReplicaClaims(self.threads, self.thread_sessions)
+        self.runs = RunStarter(
+            self._run_settings(),
+            self.host,
+            self.threads,
+            self.thread_sessions,
+            self.permissions,
+            self.claims,
+            self.spawn,
+        )
+        self.reader = ThreadReader(self.threads, self.thread_sessions, self.host, self.policy)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.started = False
+        self._closed = False
+
+    def _agent_host(self) -> AgentHost:
+        """The one agent, asked not to write its own summary unless ``agent_env`` says otherwise
+        (the endpoint's summaries are its runs', not the agent's think cards')."""
+        options = self.options
+        agent_env = dict(options.agent_env)
+        agent_env.setdefault(AGENT_SUMMARY_ENV, "off")
+        return AgentHost(
             self.argv,
             cwd=self.workspace,
             env=agent_env,
@@ -100,18 +98,35 @@ class AguiService:
             threads=self.thread_sessions,
             mcp_servers=options.mcp_servers,
         )
-        self.threads = ThreadRegistry()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.started = False
-        self._closed = False
-        #: the threads' locks across replicas (set when the store is shared: :mod:`.replicas`)
-        self.thread_locks: ReplicaThreadLocks | None = None
-        self._database_watch: asyncio.Task[None] | None = None
+
+    def _run_settings(self) -> RunSettings:
+        observers = list(self.options.run_observers)
+        if self.summary is not None:
+            # first, so the summary stops before slower observers' on_end hooks are awaited
+            observers.insert(0, summary_observers(self.summary))
+        limits = self.options.limits
+        return RunSettings(
+            policy=self.policy,
+            observers=tuple(observers),
+            summaries=self.summary is not None,
+            max_runs=limits.max_runs,
+            max_queued_events=limits.max_queued_events,
+            cancel_grace=self.options.cancel_grace,
+        )
 
     @property
     def progress_summary(self) -> bool:
         """The endpoint's default for runs' progress summaries (a run's forwardedProps may override)."""
         return self.summary is not None and self.summary.default
+
+    @property
+    def thread_locks(self) -> ReplicaThreadLocks | None:
+        """The threads' locks across replicas (set when the store is shared: :mod:`.replicas`)."""
+        return self.claims.locks
+
+    @thread_locks.setter
+    def thread_locks(self, locks: ReplicaThreadLocks | None) -> None:
+        self.claims.locks = locks
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -126,15 +141,7 @@ class AguiService:
             log.info("forgot %d AG-UI threads unused for %g days", forgotten, days)
         await self.host.start()
         self.started = True
-        if self.thread_locks is not None:
-            try:
-                await asyncio.to_thread(self.thread_locks.prune, self.thread_sessions.retention_days)
-            except Exception as exc:  # housekeeping: the next start prunes
-                log.warning("could not forget old AG-UI thread runs: %s", redact_text(str(exc)))
-        if self.thread_locks is not None:  # not a run: end_runs leaves it be
-            self._database_watch = asyncio.get_running_loop().create_task(
-                self.thread_locks.watch(), name="agui-database-health"
-            )
+        await self.claims.start()
 
     async def end_runs(self) -> int:
         """End the runs still in flight — each client gets ``RUN_ERROR`` ("the server is stopping")
@@ -155,10 +162,7 @@ class AguiService:
         await self.end_runs()
         await self.host.close()
         await self.thread_sessions.aclose()
-        if self.thread_locks is not None:  # PostgreSQL releases whatever it still held
-            if self._database_watch is not None:
-                self._database_watch.cancel()
-            await asyncio.to_thread(self.thread_locks.close)
+        await self.claims.close()
         if self.summary is not None:
             await self.summary.aclose()
         self.started = False
@@ -169,184 +173,21 @@ class AguiService:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    # ------------------------------------------------------------------ runs
+    # ------------------------------------------------------------------ runs and threads
 
     @property
     def runs_full(self) -> bool:
-        return self.runs_in_flight >= self.max_runs
+        return self.runs.runs_full
 
     async def open_run(self, request: RunRequest) -> ActiveRun:
-        """Claim the thread, queue RUN_STARTED, start driving — or continue the thread's paused turn.
-
-        Raises :class:`TooManyRuns` when ``max_runs`` are in flight (counted from here, so runs
-        waiting for their thread count too), :class:`~.threads.ThreadBusy`, and
-        :class:`~.interrupts.ResumeError` for a ``resume`` that answers nothing pending.
-        """
-        paused = self._paused_run(request.input.thread_id)
-        if request.input.resume:
-            if paused is None:
-                raise ResumeError(
-                    f"thread {request.input.thread_id!r} has no pending interrupt to resume "
-                    "(it was answered, or expired and the static policy answered it)"
-                )
-            return self._resume(paused, request)
-        if paused is not None:
-            paused.decline()  # a client that does not resume: the static policy answers
-        if self.runs_full:
-            raise TooManyRuns(f"{self.max_runs} runs are in progress, the most this endpoint serves at once")
-        self.runs_in_flight += 1
-        try:
-            active = await self._open_run(request)
-        except BaseException:
-            self.runs_in_flight -= 1
-            raise
-        return active
-
-    def _paused_run(self, thread_id: str) -> ActiveRun | None:
-        slot = self.threads.get(thread_id)
-        active = slot.active if slot is not None else None
-        return active if isinstance(active, ActiveRun) and active.paused is not None else None
-
-    def _resume(self, active: ActiveRun, request: RunRequest) -> ActiveRun:
-        """The paused turn goes on as this run: same projection, a new emitter, the chosen answer."""
-        pending = active.paused
-        assert pending is not None and request.input.resume
-        answer = pending.choice(resume_entry(request.input.resume, pending))
-        projection = active.context.emitter.projection
-        projection.reopen(request.input.run_id)
-        emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
-        active.resume(emitter, request.input, answer)
-        log.info(
-            "run %s on thread %s resumes interrupt %s (%s)",
-            redact_text(request.input.run_id),
-            redact_text(request.input.thread_id),
-            pending.id,
-            "answered" if answer is not None else "cancelled: the static policy answers",
-        )
-        return active
-
-    def _run_ended(self, task: asyncio.Task[None]) -> None:
-        self.runs_in_flight -= 1
-
-    async def _open_run(self, request: RunRequest) -> ActiveRun:
-        run_input = request.input
-        self.thread_sessions.note_title(run_input.thread_id, request.prompt)
-        projection = RunProjection(
-            run_input.thread_id,
-            run_input.run_id,
-            emit_tool_progress=request.tool_progress,
-            policy=self.policy,
-        )
-        emitter = RunEmitter(projection, asyncio.get_running_loop(), max_queued=self.max_queued_events)
-        context = RunContext(
-            thread_id=run_input.thread_id,
-            run_id=run_input.run_id,
-            prompt=request.prompt,
-            input=run_input,
-            emitter=emitter,
-            tool_progress=request.tool_progress,
-            progress_summary=request.progress_summary and self.summary is not None,
-        )
-        active = ActiveRun(
-            context,
-            host=self.host,
-            threads=self.threads,
-            spawn=self.spawn,
-            broker=self.permissions,
-            asks_permission=request.asks_permission,
-        )
-        slot = await self.threads.claim(run_input.thread_id, active, wait_abandoned=self.cancel_grace)
-        if self.thread_locks is not None:
-            await self._claim_across_replicas(slot, active)
-        active.observers = ObserverSet.build(self.run_observers, context)
-        emitter.start()
-        if self.thread_locks is not None:
-            active.release_elsewhere = lambda: self._release_across_replicas(slot.thread_id)
-        task = self.spawn(active.drive(slot), RUN_TASK_PREFIX)
-        task.add_done_callback(self._run_ended)
-        log.info(
-            "run %s on thread %s started (tool progress %s, progress summary %s)",
-            redact_text(run_input.run_id),
-            redact_text(run_input.thread_id),
-            "on" if request.tool_progress else "off",
-            "on" if context.progress_summary else "off",
-        )
-        return active
-
-    async def _claim_across_replicas(self, slot: ThreadSlot, active: ActiveRun) -> None:
-        """The thread's lock across replicas (:mod:`.replicas`), after the in-process claim: a
-        409 when another replica runs the thread; a stale copy of its session is dropped."""
-        assert self.thread_locks is not None
-        try:
-            stale = await claim_thread(self.thread_locks, slot.thread_id)
-        except ReplicaUnavailable as exc:
-            self.threads.release(slot, active)
-            raise ThreadBusy(f"thread {slot.thread_id!r} cannot run now ({exc}); try again") from None
-        except BaseException:
-            self.threads.release(slot, active)
-            raise
-        if stale is None:
-            self.threads.release(slot, active)
-            raise ThreadBusy(
-                f"thread {slot.thread_id!r} already has a run in progress at another replica; a thread "
-                "serves one run at a time: wait for its RUN_FINISHED"
-            )
-        if stale:  # another replica ran it since: load the session from the store again
-            slot.session_id, slot.generation = None, -1
-
-    async def _release_across_replicas(self, thread_id: str) -> None:
-        """Off the loop; the thread map is written before the lock goes. Shielded: a run ended by
-        the server stopping still lets go of its thread (the connection would, a moment later)."""
-        locks = self.thread_locks
-        if locks is not None:
-            release = asyncio.to_thread(locks.release, thread_id, self.thread_sessions.writer.flush)
-            await asyncio.shield(release)
+        """A new run on its thread, or the thread's paused turn resumed (:meth:`.RunStarter.open_run`)."""
+        return await self.runs.open_run(request)
 
     async def thread_list(self) -> list[dict[str, Any]]:
-        """This endpoint's threads (the stored ones, most recent first), each with whether a run
-        holds it now (``running``) or waits on a question (``paused``, with the ``interrupt``)."""
-        rows = await self.thread_sessions.listing()
-        for row in rows:
-            slot = self.threads.get(row["threadId"])
-            active = slot.active if slot is not None else None
-            row["running"] = active is not None
-            paused = active.paused if isinstance(active, ActiveRun) else None
-            row["paused"] = paused is not None
-            if paused is not None:  # a page reloaded while asked can ask again
-                row["interrupt"] = paused.interrupt().model_dump(
-                    mode="json", by_alias=True, exclude_none=True
-                )
-        return rows
+        return await self.reader.listing()
 
     async def thread_history(self, thread_id: str) -> dict[str, Any] | None:
-        """``thread_id``'s earlier conversation as AG-UI messages, bounded (:mod:`.history`), or
-        ``None`` when this endpoint has no such thread.
-
-        Read once what this endpoint's agent answered is on disk: a run of the thread being
-        cancelled (its client left — the page's Stop) ends first, then the agent finishes its
-        queued store writes (:meth:`~.host.AgentHost.flush_store`). Why here and not before
-        ``RUN_FINISHED``: the agent already waits for a turn's write before it answers, but only
-        so long (a slow store must not hold every answer) and not for a cancelled turn (a stop
-        answers at once); a history read is rare, so it is the one that waits. Both bounded."""
-        slot = self.threads.get(thread_id)
-        active = slot.active if slot is not None else None
-        if active is not None and active.abandoned:
-            await active.wait_done(HISTORY_WAIT_S)
-        await self.host.flush_store()
-        updates = await self.thread_sessions.conversation(thread_id)
-        if updates is None:
-            return None
-        messages, state = history_messages(updates, self.policy)
-        kept, omitted = bounded(messages)
-        answer: dict[str, Any] = {
-            "threadId": redact_text(thread_id),
-            "messages": kept,
-            "truncated": omitted > 0,
-            "omitted": omitted,
-        }
-        if state is not None:
-            answer["state"] = redact_value(state)
-        return answer
+        return await self.reader.history(thread_id)
 
     def health(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -355,7 +196,5 @@ class AguiService:
             "threads": len(self.threads),
             "activeRuns": self.threads.active_runs,
         }
-        if self.thread_locks is not None:
-            ok = self.thread_locks.database_ok
-            out["database"] = "unknown" if ok is None else "reachable" if ok else "unreachable"
+        self.claims.health(out)
         return out

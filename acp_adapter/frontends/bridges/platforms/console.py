@@ -23,12 +23,13 @@ from typing import Any, Final, TextIO
 
 from acp_adapter.client.driver import PermissionRequest
 from acp_adapter.frontends._person import terminal_user
+from acp_adapter.frontends.bridges.answers import flush_outbox
+from acp_adapter.frontends.bridges.chat_questions import Verdict
 from acp_adapter.frontends.bridges.config import BridgeInstance
-from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.events import CHAT_REACTIONS, ReactionKind
 from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.platforms import stop_on_signals
-from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Verdict
+from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner
 from acp_adapter.frontends.bridges.sink import BaseSink, MessageId
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.safety.redact import redact_text
@@ -238,8 +239,8 @@ async def run_console(
     sink = ConsoleSink(out)
     stop = stop or asyncio.Event()
     chat = _ConsoleChat(sink, stop)
-    runner.ask_permission = chat.ask
-    runner.ask_line = chat.ask_line
+    runner.questions.ask_permission = chat.ask
+    runner.questions.ask_line = chat.ask_line
     turns: list[asyncio.Task[None]] = []
     with stop_on_signals(stop, runner):
         stopping = asyncio.create_task(stop.wait(), name="console-stop")

@@ -54,11 +54,12 @@ from typing import Any, Final
 
 from acp_adapter.config import TelegramSettings
 from acp_adapter.errors import AcpProgressError
+from acp_adapter.frontends.bridges.answers import flush_outbox
 from acp_adapter.frontends.bridges.config import BridgeInstance
-from acp_adapter.frontends.bridges.delivery import flush_outbox
 from acp_adapter.frontends.bridges.platforms import stop_on_signals
 from acp_adapter.frontends.bridges.retry import DeliveryDropped, RetryPolicy
-from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner, Person
+from acp_adapter.frontends.bridges.routes import Person
+from acp_adapter.frontends.bridges.runner import STOPPED, BridgeRunner
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.text import flatten
@@ -160,10 +161,10 @@ class TelegramBridge:
         self._sinks: dict[int, TelegramSink] = {}
         self._inbox: dict[int, str] = {}  # update_id -> durable inbox key, until on_message takes it
         self._recovered: list[asyncio.Task[None]] = []
-        runner.ask_permission = self.questions.ask_permission
+        runner.questions.ask_permission = self.questions.ask_permission
         #: per chat, the agent's question waiting for a line (and who may answer it)
         self._lines: dict[int, tuple[asyncio.Future[str | None], Any]] = {}
-        runner.ask_line = self.ask_line
+        runner.questions.ask_line = self.ask_line
         # Only "message" updates are prompts: not edited_message, channel_post or edited_channel_post.
         application.add_handler(
             MessageHandler(filters.UpdateType.MESSAGE & filters.TEXT, self.on_message, block=False)
@@ -354,6 +355,27 @@ class TelegramBridge:
             await asyncio.wait_for(self.questions.stop_questions(), max(0.1, deadline - loop.time()))
         await self.runner.shutdown(STOPPED, grace=max(0.1, deadline - loop.time()))
 
+    async def serve(self, stop: asyncio.Event, poll_timeout: float, grace: float) -> None:
+        """Inside ``async with app``: poll until ``stop`` is set (or polling fails), then stop the
+        bridge there, so every last edit happens before the HTTP client shuts down."""
+        app, name = self.app, self.instance.name
+        me = await app.bot.get_me()
+        log.info("bridge %s: polling as @%s", name, me.username)
+        await app.start()
+        self.runner.ready(f"bridge {name}: ready — polling Telegram as @{me.username} (Ctrl-C stops)")
+        await self.recover()
+        polling = asyncio.create_task(self.poll(poll_timeout), name="telegram-poll")
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait([polling, stopping], return_when=asyncio.FIRST_COMPLETED)
+        log.info("bridge %s: stopping", name)
+        polling.cancel()
+        stopping.cancel()
+        await self.stop(grace)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(app.stop(), 1.0)
+        if polling.done() and not polling.cancelled() and polling.exception() is not None:
+            raise polling.exception()  # type: ignore[misc]
+
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         log.warning("telegram handler failed: %s", redact_text(str(context.error)))
 
@@ -378,6 +400,20 @@ def build_application(
     )
 
 
+def _bot_token(instance: BridgeInstance, token: str | None) -> str:
+    """The bot token (given, else from the environment); a bridge without one, or without an
+    allowed chat, cannot serve anybody and says how to fix it."""
+    token = token or os.environ.get(TOKEN_ENV, "")
+    if not token:
+        raise TelegramSetupError(f"set {TOKEN_ENV} to the bot token BotFather gave you")
+    if not instance.routing.chat_ids:
+        raise TelegramSetupError(
+            f"bridge {instance.name} has no allowed chats: "
+            f"acp-progress bridge update {instance.name} --chat-id ID"
+        )
+    return token
+
+
 async def run_telegram(
     instance: BridgeInstance,
     *,
@@ -394,14 +430,7 @@ async def run_telegram(
     ``policy``: the platform calls' retry policy (default: from ``settings``; tests pass one on a
     manual clock)."""
     settings = settings or TelegramSettings()
-    token = token or os.environ.get(TOKEN_ENV, "")
-    if not token:
-        raise TelegramSetupError(f"set {TOKEN_ENV} to the bot token BotFather gave you")
-    if not instance.routing.chat_ids:
-        raise TelegramSetupError(
-            f"bridge {instance.name} has no allowed chats: "
-            f"acp-progress bridge update {instance.name} --chat-id ID"
-        )
+    token = _bot_token(instance, token)
     api = api_url or settings.api_url  # ACP_PROGRESS_TELEGRAM_API_URL or [telegram] api_url
     quiet_http_logs()
     stop = stop or asyncio.Event()
@@ -411,26 +440,7 @@ async def run_telegram(
                 app = build_application(token, api, settings, poll_timeout)
                 bridge = TelegramBridge(instance, runner, app, settings, policy=policy)
                 async with app:
-                    me = await app.bot.get_me()
-                    log.info("bridge %s: polling as @%s", instance.name, me.username)
-                    await app.start()
-                    runner.ready(
-                        f"bridge {instance.name}: ready — polling Telegram as @{me.username} (Ctrl-C stops)"
-                    )
-                    await bridge.recover()
-                    polling = asyncio.create_task(bridge.poll(poll_timeout), name="telegram-poll")
-                    stopping = asyncio.create_task(stop.wait())
-                    await asyncio.wait([polling, stopping], return_when=asyncio.FIRST_COMPLETED)
-                    log.info("bridge %s: stopping", instance.name)
-                    polling.cancel()
-                    stopping.cancel()
-                    # Every last edit happens here, inside `async with app`: before the HTTP client
-                    # shuts down.
-                    await bridge.stop(settings.stop_grace)
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(app.stop(), 1.0)
-                    if polling.done() and not polling.cancelled() and polling.exception() is not None:
-                        raise polling.exception()  # type: ignore[misc]
+                    await bridge.serve(stop, poll_timeout, settings.stop_grace)
         except InvalidToken:
             raise TelegramSetupError(
                 f"Telegram rejected the bot token in {TOKEN_ENV}: check it (or get a new one) with @BotFather"

@@ -23,10 +23,11 @@ from telegram.error import TelegramError
 from telegram.ext import Application, ContextTypes
 
 from acp_adapter.client.driver import PermissionRequest
+from acp_adapter.frontends.bridges.chat_questions import Verdict
 from acp_adapter.frontends.bridges.platforms.telegram_api import call_api
 from acp_adapter.frontends.bridges.platforms.telegram_people import display_name
 from acp_adapter.frontends.bridges.retry import DeliveryDropped, RetryPolicy
-from acp_adapter.frontends.bridges.runner import Person, Verdict
+from acp_adapter.frontends.bridges.routes import Person
 from acp_adapter.frontends.bridges.sink import split_to_fit, utf16_len
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.terminal_text import visible_text
@@ -89,20 +90,7 @@ class TelegramQuestions:
         """
         if self.policy.stopping.is_set():
             return None
-        deciders = set(self.approvers)
-        if requester is not None:
-            deciders.add(requester.id)
-        who = requester.name if requester is not None else "an approver"
-        if requester is not None and self.approvers - {requester.id}:
-            who += " or an approver"
-        q = _Question(
-            nonce=secrets.token_urlsafe(12),
-            chat_id=int(chat_id),
-            text=await self._question_text(int(chat_id), request),
-            deciders=frozenset(deciders),
-            who=who,
-            future=asyncio.get_running_loop().create_future(),
-        )
+        q = await self._new_question(int(chat_id), request, requester)
         keyboard = InlineKeyboardMarkup(
             [
                 [
@@ -121,19 +109,43 @@ class TelegramQuestions:
                 q.closed = False
                 await self._close(q, STOPPED_VERDICT)
                 return None
-            try:
-                allowed, by = await asyncio.wait_for(asyncio.shield(q.future), patience)
-            except TimeoutError:
-                if q.closed:  # the bridge stopped meanwhile
-                    return None
-                await self._close(q, f"⌛ denied: nobody answered within {patience:g}s")
-                return False
-            if by == "":  # resolved by stop_questions, which edits the question itself
-                return None
-            await self._close(q, f"✅ allowed once by {by}" if allowed else f"❌ denied by {by}")
-            return Verdict(allowed, q.decided_by)
+            return await self._verdict(q, patience)
         finally:
             self._questions.pop(q.nonce, None)
+
+    async def _new_question(
+        self, chat_id: int, request: PermissionRequest, requester: Person | None
+    ) -> _Question:
+        """The question and who may decide it: the requester and the approvers (named in the text
+        a stranger's tap is answered with)."""
+        deciders = set(self.approvers)
+        if requester is not None:
+            deciders.add(requester.id)
+        who = requester.name if requester is not None else "an approver"
+        if requester is not None and self.approvers - {requester.id}:
+            who += " or an approver"
+        return _Question(
+            nonce=secrets.token_urlsafe(12),
+            chat_id=chat_id,
+            text=await self._question_text(chat_id, request),
+            deciders=frozenset(deciders),
+            who=who,
+            future=asyncio.get_running_loop().create_future(),
+        )
+
+    async def _verdict(self, q: _Question, patience: float) -> Verdict | bool | None:
+        """Wait for a decider's tap; the question message then says how it was decided."""
+        try:
+            allowed, by = await asyncio.wait_for(asyncio.shield(q.future), patience)
+        except TimeoutError:
+            if q.closed:  # the bridge stopped meanwhile
+                return None
+            await self._close(q, f"⌛ denied: nobody answered within {patience:g}s")
+            return False
+        if by == "":  # resolved by stop_questions, which edits the question itself
+            return None
+        await self._close(q, f"✅ allowed once by {by}" if allowed else f"❌ denied by {by}")
+        return Verdict(allowed, q.decided_by)
 
     async def _question_text(self, chat_id: int, request: PermissionRequest) -> str:
         """``🔐 Allow <title>?`` and, when the title does not hold it, the whole command under it:
