@@ -23,7 +23,8 @@ from acp_adapter.agent.turn_outcome import iso_now
 from acp_adapter.mcp.config import MCP_SERVERS, MCP_TASKS
 from acp_adapter.protocol.meta import STORE_FLUSH_METHOD
 from acp_adapter.store import MemoryStore, StoreError
-from acp_adapter.store.recorder import OPEN_TURNS, SESSION_HOLDERS, this_host
+from acp_adapter.store.recorder import OPEN_TURNS
+from acp_adapter.store.session_holds import SESSION_HOLDERS, this_host
 
 __all__ = ["CLOSE_WAIT_S", "EXT_FLUSH_S", "LIST_FLUSH_S", "SessionRoster"]
 

@@ -373,33 +373,16 @@ async def relay_streams(
 ) -> int:
     """The relay between an editor on these streams and ``argv`` as the real agent (what
     :func:`run_relay` runs on stdio; a test may hand it a socket instead). Returns the exit code."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,  # through our stderr, shown not obeyed (_forward_stderr)
-            limit=CHUNK_BYTES,  # the line reader enforces the line limit; this only sizes the pipe buffer
-            start_new_session=True,  # its own process group: the relay can end everything it started
-        )
-    except OSError as exc:
-        log.error("cannot start the agent %r: %s", argv[0], exc.strerror or exc)
-        return 127 if isinstance(exc, FileNotFoundError) else 126
+    process = await _start_agent(argv)
+    if isinstance(process, int):
+        return process
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stderr_pump = asyncio.ensure_future(_forward_stderr(process.stderr))
     relay = Relay(editor_reader, editor_writer, process.stdout, process.stdin, options)
     from_editor = asyncio.ensure_future(relay.editor_to_agent())
     from_agent = asyncio.ensure_future(relay.agent_to_editor())
     done, _ = await asyncio.wait({from_editor, from_agent}, return_when=asyncio.FIRST_COMPLETED)
-    failure: str | None = None
-    if from_agent in done:  # the agent closed its stdout: it died or quit while the editor is still here
-        failure = _failure_of(from_agent, "reading the wrapped agent")
-        if failure is None:
-            returncode = await exit_status_within(process, 2.0)
-            code = f" with code {returncode}" if returncode is not None else ""
-            failure = f"the wrapped agent exited{code}"
-    else:
-        failure = _failure_of(from_editor, "reading the editor")
+    failure = await _why_it_ended(from_editor, from_agent, from_agent in done, process)
     if failure is None:  # the editor hung up (EOF): deliver the answers in flight, then go
         await _finish_after_hang_up(relay, process, from_agent, options.hangup_grace)
     else:
@@ -417,6 +400,41 @@ async def relay_streams(
     with contextlib.suppress(Exception):
         await editor_writer.drain()
     return 0 if failure is None else 1
+
+
+async def _start_agent(argv: Sequence[str]) -> asyncio.subprocess.Process | int:
+    """The real agent's process, or the exit code a shell gives a command it cannot start."""
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,  # through our stderr, shown not obeyed (_forward_stderr)
+            limit=CHUNK_BYTES,  # the line reader enforces the line limit; this only sizes the pipe buffer
+            start_new_session=True,  # its own process group: the relay can end everything it started
+        )
+    except OSError as exc:
+        log.error("cannot start the agent %r: %s", argv[0], exc.strerror or exc)
+        return 127 if isinstance(exc, FileNotFoundError) else 126
+
+
+async def _why_it_ended(
+    from_editor: asyncio.Future[None],
+    from_agent: asyncio.Future[None],
+    agent_ended: bool,
+    process: asyncio.subprocess.Process,
+) -> str | None:
+    """What ended the relay, as the log and the editor are told it; None when the editor hung up
+    (the one ordinary end)."""
+    if not agent_ended:
+        return _failure_of(from_editor, "reading the editor")
+    # the agent closed its stdout: it died or quit while the editor is still here
+    failure = _failure_of(from_agent, "reading the wrapped agent")
+    if failure is None:
+        returncode = await exit_status_within(process, 2.0)
+        code = f" with code {returncode}" if returncode is not None else ""
+        failure = f"the wrapped agent exited{code}"
+    return failure
 
 
 async def _forward_stderr(stream: asyncio.StreamReader) -> None:

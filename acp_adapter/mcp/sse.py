@@ -13,7 +13,6 @@ its own request only. Nothing here writes MCP JSON by hand.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
@@ -23,6 +22,7 @@ import anyio
 import httpx2
 import mcp_types as types
 from anyio.abc import TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
 from mcp.shared._httpx_utils import request_within_origin, sse_within_origin
 from mcp.shared.message import SessionMessage
@@ -55,60 +55,84 @@ async def bounded_sse_client(
         sse_within_origin(client, url, max_event_size=guard.limit + SDK_EVENT_SLACK) as events,
     ):
         events.response.raise_for_status()
-
-        async def reader(task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED) -> None:
-            try:
-                async with read_writer:
-                    async for sse in events:
-                        if sse.event == "endpoint":
-                            endpoint = urljoin(url, sse.data)
-                            if not _same_origin(url, endpoint):
-                                raise EndpointRefused("the server named a message endpoint on another origin")
-                            task_status.started(endpoint)
-                        elif sse.event == "message" and sse.data:
-                            try:
-                                message = types.jsonrpc_message_adapter.validate_json(sse.data, by_name=False)
-                            except ValueError as exc:
-                                await read_writer.send(exc)  # the session logs it and goes on
-                                continue
-                            await read_writer.send(SessionMessage(message))
-            except ResponseTooLarge:
-                pass  # counted by the guard; the connection ends, the call in flight says why
-            except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                log.warning("an MCP server's event stream ended: %s", type(exc).__name__)
-
-        async def send(endpoint: str, session_message: SessionMessage) -> None:
-            message = session_message.message
-            try:
-                response = await request_within_origin(
-                    client,
-                    "POST",
-                    endpoint,
-                    json=message.model_dump(by_alias=True, mode="json", exclude_unset=True),
-                )
-                response.raise_for_status()
-            except (httpx2.HTTPError, httpx2.StreamError) as exc:
-                log.warning("sending a message to an MCP server failed: %s", type(exc).__name__)
-                if isinstance(message, types.JSONRPCRequest):  # this request fails, not the writer
-                    error = types.ErrorData(
-                        code=types.INTERNAL_ERROR, message=f"sending the request failed: {exc}"
-                    )
-                    reply = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
-                    with (
-                        anyio.move_on_after(5),
-                        contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError),
-                    ):
-                        await read_writer.send(SessionMessage(reply))
-
-        async def writer(endpoint: str) -> None:
-            async with write_reader:
-                async for session_message in write_reader:
-                    await send(endpoint, session_message)
-
+        channel = _SseChannel(url, client, read_writer)
         async with read_writer, read_stream, write_stream, write_reader, anyio.create_task_group() as tg:
-            endpoint = await tg.start(reader)
-            tg.start_soon(functools.partial(writer, endpoint))
+            endpoint = await tg.start(channel.read_events, events)
+            tg.start_soon(channel.write_messages, endpoint, write_reader)
             try:
                 yield read_stream, write_stream
             finally:
                 tg.cancel_scope.cancel()
+
+
+class _SseChannel:
+    """Both directions of one SSE connection: the server's events to the session, the session's
+    messages POSTed to the endpoint the server named. Why an object: both directions hand messages
+    to the session's read stream (a POST that fails answers its own request there)."""
+
+    def __init__(
+        self,
+        url: str,
+        client: httpx2.AsyncClient,
+        read_writer: MemoryObjectSendStream[SessionMessage | Exception],
+    ) -> None:
+        self._url = url
+        self._client = client
+        self._read_writer = read_writer
+
+    async def read_events(
+        self, events: httpx2.EventSource, task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The server's events: the first names the message endpoint (on the server's own origin,
+        or the connection is refused), each ``message`` after it goes to the session."""
+        try:
+            async with self._read_writer:
+                async for sse in events:
+                    if sse.event == "endpoint":
+                        endpoint = urljoin(self._url, sse.data)
+                        if not _same_origin(self._url, endpoint):
+                            raise EndpointRefused("the server named a message endpoint on another origin")
+                        task_status.started(endpoint)
+                    elif sse.event == "message" and sse.data:
+                        try:
+                            message = types.jsonrpc_message_adapter.validate_json(sse.data, by_name=False)
+                        except ValueError as exc:
+                            await self._read_writer.send(exc)  # the session logs it and goes on
+                            continue
+                        await self._read_writer.send(SessionMessage(message))
+        except ResponseTooLarge:
+            pass  # counted by the guard; the connection ends, the call in flight says why
+        except (httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            log.warning("an MCP server's event stream ended: %s", type(exc).__name__)
+
+    async def write_messages(
+        self, endpoint: str, write_reader: MemoryObjectReceiveStream[SessionMessage]
+    ) -> None:
+        async with write_reader:
+            async for session_message in write_reader:
+                await self._send(endpoint, session_message)
+
+    async def _send(self, endpoint: str, session_message: SessionMessage) -> None:
+        """POST one message; a request whose POST fails is answered with an error, so its call
+        fails and the writer goes on."""
+        message = session_message.message
+        try:
+            response = await request_within_origin(
+                self._client,
+                "POST",
+                endpoint,
+                json=message.model_dump(by_alias=True, mode="json", exclude_unset=True),
+            )
+            response.raise_for_status()
+        except (httpx2.HTTPError, httpx2.StreamError) as exc:
+            log.warning("sending a message to an MCP server failed: %s", type(exc).__name__)
+            if isinstance(message, types.JSONRPCRequest):  # this request fails, not the writer
+                error = types.ErrorData(
+                    code=types.INTERNAL_ERROR, message=f"sending the request failed: {exc}"
+                )
+                reply = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+                with (
+                    anyio.move_on_after(5),
+                    contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError),
+                ):
+                    await self._read_writer.send(SessionMessage(reply))

@@ -40,7 +40,6 @@ async def bounded_stdio_client(
     """Like ``mcp.client.stdio.stdio_client``, with lines bounded to ``limit`` bytes; ``on_cut``
     is told when a line was cut off. ``stop_grace`` is how long the server may take to exit once
     its stdin is closed before its process group is terminated."""
-    bound = limit
     command = await sdk._get_executable_command(server.command)
     process = await sdk._create_platform_compatible_process(
         command=command,
@@ -50,85 +49,113 @@ async def bounded_stdio_client(
         cwd=server.cwd,
     )
     # no awaits until the task group is entered, or a cancellation would leak the process
-    read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
-    shutting_down = False
-    writer_done = anyio.Event()
-
-    async def stdout_reader() -> None:
-        assert process.stdout is not None
-        buffer = bytearray()
+    pipes = _ServerPipes(process, server, limit, on_cut)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pipes.read_stdout)
+        tg.start_soon(pipes.write_stdin)
         try:
-            async with read_stream_writer:
+            yield pipes.read_stream, pipes.write_stream
+        finally:
+            with anyio.CancelScope(shield=True):  # the server must stop even under cancellation
+                await pipes.shutdown(stop_grace)
+            tg.cancel_scope.cancel()
+    await anyio.lowlevel.cancel_shielded_checkpoint()
+
+
+class _ServerPipes:
+    """The session's streams joined to a server process's stdout and stdin, and their shutdown.
+
+    Why an object: the reader, the writer and the shutdown share the four stream ends, the process
+    and whether the connection is shutting down (a read failing then is expected, not worth a
+    warning)."""
+
+    def __init__(
+        self,
+        process: ServerProcess,
+        server: StdioServerParameters,
+        limit: int,
+        on_cut: Callable[[], None] | None,
+    ) -> None:
+        self._process = process
+        self._server = server
+        self._limit = limit
+        self._on_cut = on_cut
+        self._read_writer, self.read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        self.write_stream, self._write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+        self._shutting_down = False
+        self._writer_done = anyio.Event()
+
+    async def read_stdout(self) -> None:
+        """The server's stdout, line by line, to the session; the rest of it drained at the end."""
+        try:
+            async with self._read_writer:
                 try:
-                    async for chunk in process.stdout:
-                        buffer += chunk
-                        start = 0
-                        while (end := buffer.find(b"\n", start)) >= 0:
-                            line = bytes(buffer[start:end]).decode(
-                                server.encoding, server.encoding_error_handler
-                            )
-                            start = end + 1
-                            try:
-                                await read_stream_writer.send(sdk._parse_line(line))
-                            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                                return
-                        del buffer[:start]
-                        if len(buffer) > bound:
-                            if on_cut is not None:
-                                on_cut()
-                            else:
-                                log.warning("an MCP server wrote a line longer than %d bytes", bound)
-                            buffer.clear()
-                            # closed now (the drain below runs until shutdown): the session sees
-                            # the connection end and a call in flight fails
-                            await read_stream_writer.aclose()
-                            return
+                    await self._forward_lines()
                 finally:
-                    await sdk._drain_stdout(process)
+                    await sdk._drain_stdout(self._process)
         except anyio.ClosedResourceError:
             pass
         except (anyio.BrokenResourceError, ConnectionError, UnicodeDecodeError):
-            if not shutting_down:
+            if not self._shutting_down:
                 log.warning("reading from an MCP server's stdout failed")
 
-    async def stdin_writer() -> None:
-        assert process.stdin is not None
+    async def _forward_lines(self) -> None:
+        """Parse each complete line into a message for the session; a line past the limit ends the
+        connection instead of growing the buffer."""
+        assert self._process.stdout is not None
+        encoding, errors = self._server.encoding, self._server.encoding_error_handler
+        buffer = bytearray()
+        async for chunk in self._process.stdout:
+            buffer += chunk
+            start = 0
+            while (end := buffer.find(b"\n", start)) >= 0:
+                line = bytes(buffer[start:end]).decode(encoding, errors)
+                start = end + 1
+                try:
+                    await self._read_writer.send(sdk._parse_line(line))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+            del buffer[:start]
+            if len(buffer) > self._limit:
+                if self._on_cut is not None:
+                    self._on_cut()
+                else:
+                    log.warning("an MCP server wrote a line longer than %d bytes", self._limit)
+                buffer.clear()
+                # closed now (the drain after this runs until shutdown): the session sees the
+                # connection end and a call in flight fails
+                await self._read_writer.aclose()
+                return
+
+    async def write_stdin(self) -> None:
+        """The session's messages to the server's stdin, one line each."""
+        assert self._process.stdin is not None
         try:
-            async with write_stream_reader:
-                async for session_message in write_stream_reader:
+            async with self._write_reader:
+                async for session_message in self._write_reader:
                     json = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                     data = (json + "\n").encode(
-                        encoding=server.encoding, errors=server.encoding_error_handler
+                        encoding=self._server.encoding, errors=self._server.encoding_error_handler
                     )
-                    await process.stdin.send(data)
+                    await self._process.stdin.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            await read_stream_writer.aclose()
+            await self._read_writer.aclose()
         finally:
-            writer_done.set()
+            self._writer_done.set()
 
-    async def shutdown() -> None:
-        read_stream.close()
-        write_stream.close()
+    async def shutdown(self, stop_grace: float) -> None:
+        """The SDK's sequence: close the session's ends, let the writer flush (bounded), stop the
+        server process, close every stream."""
+        self._shutting_down = True
+        self.read_stream.close()
+        self.write_stream.close()
         with anyio.move_on_after(sdk._WRITER_FLUSH_TIMEOUT) as flush_scope:
-            await writer_done.wait()
+            await self._writer_done.wait()
         if flush_scope.cancelled_caught:
             await anyio.lowlevel.cancel_shielded_checkpoint()
-        await _stop_server_process(process, stop_grace)
-        await sdk._aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
+        await _stop_server_process(self._process, stop_grace)
+        await sdk._aclose_all(self.read_stream, self.write_stream, self._read_writer, self._write_reader)
         await anyio.lowlevel.checkpoint()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stdout_reader)
-        tg.start_soon(stdin_writer)
-        try:
-            yield read_stream, write_stream
-        finally:
-            shutting_down = True
-            with anyio.CancelScope(shield=True):  # the server must stop even under cancellation
-                await shutdown()
-            tg.cancel_scope.cancel()
-    await anyio.lowlevel.cancel_shielded_checkpoint()
 
 
 async def _stop_server_process(process: ServerProcess, grace: float) -> None:

@@ -107,17 +107,28 @@ async def call_as_task(
     task = answer.task
     if not fit_task_id(task.task_id):
         server.tasks.forget_progress(token)
-        with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
-            try:
-                await server.tasks.cancel(task.task_id, within=CANCEL_WAIT)
-            except Exception as exc:
-                log.info("MCP server %s: tasks/cancel failed: %s", server.name, reason_of(exc))
+        await _cancel_task(server, task.task_id)
         raise TaskFailed(
             "the server named its task with an id this agent does not keep (too long or not text)"
         )
     record = TaskRecord(task.task_id, server.name, tool, title, time.time())
     if task_log is not None:
         task_log.started(record)
+    return await _recorded_result(server, task, token, on_status, cancel_reason, task_log)
+
+
+async def _recorded_result(
+    server: McpServer,
+    task: types.Task,
+    token: str,
+    on_status: StatusFn,
+    cancel_reason: Callable[[], str],
+    task_log: TaskLog | None,
+) -> types.CallToolResult:
+    """Follow a recorded task to its result. Its record is struck out once the task ended (a
+    result, a failure, a cancel of the prompt, which cancels the task where the server can) and
+    kept when the agent only stopped waiting (shutting down, the editor hung up): someone still
+    waits for that task."""
     ended = False
     try:
         result = await finish(server, task, on_status)
@@ -130,16 +141,21 @@ async def call_as_task(
         if not outlives_cancel(cancel_reason()):
             ended = True
             if can_cancel(server.session.server_capabilities if server.session else None):
-                with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
-                    try:
-                        await server.tasks.cancel(task.task_id, within=CANCEL_WAIT)
-                    except Exception as exc:
-                        log.info("MCP server %s: tasks/cancel failed: %s", server.name, reason_of(exc))
+                await _cancel_task(server, task.task_id)
         raise
     finally:
         server.tasks.forget_progress(token)
         if ended and task_log is not None:
             task_log.ended(task.task_id)
+
+
+async def _cancel_task(server: McpServer, task_id: str) -> None:
+    """``tasks/cancel``, shielded and bounded: the card ends within its time whatever the server does."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(CANCEL_WAIT):
+        try:
+            await server.tasks.cancel(task_id, within=CANCEL_WAIT)
+        except Exception as exc:
+            log.info("MCP server %s: tasks/cancel failed: %s", server.name, reason_of(exc))
 
 
 async def finish(server: McpServer, task: types.Task, on_status: StatusFn) -> types.CallToolResult:

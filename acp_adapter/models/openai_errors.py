@@ -216,10 +216,43 @@ def status_failure(exc: APIStatusError, *, key: str, model: str, url: str) -> Mo
     """A ModelError for an HTTP error status; ``key`` is the API key (for the hint and to scrub the
     server's message), ``model`` the configured model, ``url`` the display base URL."""
     status = exc.status_code
-    body = exc.body
-    headers = exc.response.headers
-    message = flatten(scrub(server_message(body), key), 160)
-    code = _error_code(body)
+    message = flatten(scrub(server_message(exc.body), key), 160)
+    code = _error_code(exc.body)
+    if status == 429 or status >= 500 or status in _RETRYABLE_STATUS:
+        return _not_now_failure(status, message, code, exc.response.headers)
+    return _refused_failure(status, message, code, key=key, model=model, url=url)
+
+
+def _not_now_failure(status: int, message: str, code: str, headers: Any) -> ModelError:
+    """The statuses that say "not now" (rate limited, a server error, asked to retry): retryable,
+    after the server's ``Retry-After``; an exhausted quota is the exception, no retry helps it."""
+    if status == 429:
+        if code == "insufficient_quota":
+            return failure("Quota exceeded (HTTP 429)", detail=message, status=status)
+        return failure(
+            "Rate limited (HTTP 429)",
+            retryable=True,
+            status=status,
+            label="429",
+            retry_after=retry_after(headers),
+        )
+    head = (
+        f"Server error (HTTP {status})"
+        if status >= 500
+        else f"The model server asked to retry (HTTP {status})"
+    )
+    return failure(
+        head,
+        detail=message,
+        retryable=True,
+        status=status,
+        label=str(status),
+        retry_after=retry_after(headers),
+    )
+
+
+def _refused_failure(status: int, message: str, code: str, *, key: str, model: str, url: str) -> ModelError:
+    """The statuses that refuse the request as it is: each says which setting to check."""
     if status == 401:
         hint = "OPENAI_API_KEY is empty" if not key else "check OPENAI_API_KEY"
         return failure(f"Authentication failed (HTTP 401): {hint}", status=status)
@@ -235,34 +268,6 @@ def status_failure(exc: APIStatusError, *, key: str, model: str, url: str) -> Mo
         return failure(
             f"Not found (HTTP 404): check OPENAI_BASE_URL ({url}) and the model '{model}'",
             status=status,
-        )
-    if status == 429:
-        if code == "insufficient_quota":
-            return failure("Quota exceeded (HTTP 429)", detail=message, status=status)
-        return failure(
-            "Rate limited (HTTP 429)",
-            retryable=True,
-            status=status,
-            label="429",
-            retry_after=retry_after(headers),
-        )
-    if status >= 500:
-        return failure(
-            f"Server error (HTTP {status})",
-            detail=message,
-            retryable=True,
-            status=status,
-            label=str(status),
-            retry_after=retry_after(headers),
-        )
-    if status in _RETRYABLE_STATUS:
-        return failure(
-            f"The model server asked to retry (HTTP {status})",
-            detail=message,
-            retryable=True,
-            status=status,
-            label=str(status),
-            retry_after=retry_after(headers),
         )
     if status == 413:
         return failure(

@@ -109,22 +109,31 @@ class CardAccumulator:
     def fold(self, update: ToolCallStart | ToolCallProgress, now: float) -> Applied:
         """Fold one tool card update in."""
         if isinstance(update, ToolCallStart):
-            meta = meta_of(update) if self._reports else None
-            card = Card(
-                update.tool_call_id,
-                update.title,
-                update.kind or "other",
-                update.status or "pending",
-                content_text(update.content),
-                now,
-                tool_id=meta.tool_id if meta is not None else None,
-                emoji=meta.emoji if meta is not None else None,
-                raw_input=update.raw_input,
-            )
-            if not card.live:
-                card.closed_at = now
-            self.cards[update.tool_call_id] = card
-            return Applied(card, started=True)
+            return self._start(update, now)
+        return self._progress(update, now)
+
+    def _start(self, update: ToolCallStart, now: float) -> Applied:
+        """A card opens (a second start for the same id replaces its card)."""
+        meta = meta_of(update) if self._reports else None
+        card = Card(
+            update.tool_call_id,
+            update.title,
+            update.kind or "other",
+            update.status or "pending",
+            content_text(update.content),
+            now,
+            tool_id=meta.tool_id if meta is not None else None,
+            emoji=meta.emoji if meta is not None else None,
+            raw_input=update.raw_input,
+        )
+        if not card.live:
+            card.closed_at = now
+        self.cards[update.tool_call_id] = card
+        return Applied(card, started=True)
+
+    def _progress(self, update: ToolCallProgress, now: float) -> Applied:
+        """A card changes; an update for a card never started opens one (a client joining mid-turn
+        sees it), and one for a card already closed is marked late."""
         known = self.cards.get(update.tool_call_id)
         started = known is None
         if known is None:

@@ -65,6 +65,33 @@ def _as_generator(generator: SummaryGenerator | ExecuteFunction) -> SummaryGener
     return ExecuteGenerator(cast(ExecuteFunction, generator))
 
 
+def _check_limits(interval: float, max_length: int, timeout: float) -> None:
+    """Refuse, at once and saying which, the numbers a summary cannot run by (a NaN cadence, a
+    zero timeout): they come from settings and library callers, and would fail only mid-turn."""
+    if not (isinstance(interval, int | float) and math.isfinite(interval) and interval >= 0):
+        raise ValueError(f"summary interval: expected 0 (event-driven) or seconds > 0, got {interval!r}")
+    if not (isinstance(max_length, int) and max_length >= 1):
+        raise ValueError(f"summary max_length: expected a whole number >= 1, got {max_length!r}")
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"summary timeout: expected seconds > 0, got {timeout!r}")
+
+
+def _prompt_of(
+    builder: PromptBuilder | None,
+    max_length: int,
+    guidance: str | None,
+    template: PromptTemplate | None,
+    variables: Mapping[str, Any] | None,
+) -> PromptBuilder:
+    """The turn's prompt builder: the one given, or one made of guidance, template and variables;
+    never both, where which one wins would be a guess."""
+    if builder is None:
+        return PromptBuilder(max_length=max_length, guidance=guidance, template=template, variables=variables)
+    if guidance or template is not None or variables:
+        raise ValueError("pass either prompt_builder or guidance/template/variables, not both")
+    return builder
+
+
 class ProgressSummary:
     """A replaceable one-sentence status for one turn, written by ``generator``.
 
@@ -94,14 +121,8 @@ class ProgressSummary:
         prompt_builder: PromptBuilder | None = None,
         streak: FailureStreak | None = None,
     ) -> None:
-        if not (isinstance(interval, int | float) and math.isfinite(interval) and interval >= 0):
-            raise ValueError(f"summary interval: expected 0 (event-driven) or seconds > 0, got {interval!r}")
-        if not (isinstance(max_length, int) and max_length >= 1):
-            raise ValueError(f"summary max_length: expected a whole number >= 1, got {max_length!r}")
-        if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
-            raise ValueError(f"summary timeout: expected seconds > 0, got {timeout!r}")
-        if prompt_builder is not None and (guidance or template is not None or variables):
-            raise ValueError("pass either prompt_builder or guidance/template/variables, not both")
+        _check_limits(interval, max_length, timeout)
+        self._prompt = _prompt_of(prompt_builder, max_length, guidance, template, variables)
         self.generator = _as_generator(generator)
         self.interval = float(interval)
         self.max_length = max_length
@@ -110,9 +131,6 @@ class ProgressSummary:
         self.messages = messages
         self.stats = SummaryStats()
         self.streak = streak if streak is not None else FailureStreak()
-        self._prompt = prompt_builder or PromptBuilder(
-            max_length=max_length, guidance=guidance, template=template, variables=variables
-        )
         self._tracker = SnapshotTracker(user_text)
         self._output = SummaryOutput(
             id=id,

@@ -552,7 +552,7 @@ async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: P
 async def test_a_huge_prompt_is_kept_once_and_capped(tmp_path: Path) -> None:
     """Each stored text is at most 1 MiB: one 15 MB AG-UI run would otherwise store 75 MB (the
     prompt in the conversation, the history, the open-turn marker and the answer that quoted it)."""
-    from acp_adapter.store.recorder import STORED_TEXT_CAP
+    from acp_adapter.store.turn_entries import STORED_TEXT_CAP
 
     ws = _workspace(tmp_path)
     state = tmp_path / "state"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from acp_adapter.store import open_store
 from acp_adapter.store.base import SessionRecord, drop_count
 from acp_adapter.store.memory import MemoryStore
-from acp_adapter.store.recorder import trimmed_note
+from acp_adapter.store.stored_entries import trimmed_note
 from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
 
 CAP = 64 * 1024

@@ -31,7 +31,7 @@ from acp_adapter.protocol.meta import (
     phase_of,
     read_meta,
 )
-from acp_adapter.store.recorder import _is_progress, _is_think_card
+from acp_adapter.store.turn_entries import is_progress, is_think_card
 from acp_adapter.tools import (
     build_thinking_complete,
     build_thinking_failed,
@@ -181,7 +181,7 @@ def test_every_consumer_ignores_an_invalid_meta(field_meta: Any) -> None:
     assert events
     # relay, store, agent
     assert shows_own_think_cards({"_meta": field_meta}) is False
-    assert not _is_think_card(start) and not _is_progress(progress)
+    assert not is_think_card(start) and not is_progress(progress)
     answer = RequestPermissionResponse(
         outcome=AllowedOutcome(outcome="selected", option_id="allow"), field_meta=field_meta
     )
@@ -195,7 +195,7 @@ def test_consumers_read_our_meta() -> None:
     board.apply(progress, 1.0)
     assert board.cards["c"].progress == (2.0, 4.0)
     assert reported_progress(progress) == {"value": 2, "total": 4, "message": "half"}
-    assert _is_progress(progress) and _is_think_card(build_thinking_start("t"))
+    assert is_progress(progress) and is_think_card(build_thinking_start("t"))
     assert shows_own_think_cards({"_meta": {META_KEY: {"thinkCards": True}}})
     answer = RequestPermissionResponse(
         outcome=AllowedOutcome(outcome="selected", option_id="allow"), field_meta=AUTOMATIC_META

@@ -16,7 +16,8 @@ import pytest
 from acp import RequestError
 
 from acp_adapter.store import MemoryStore, SessionGone, SessionRecord
-from acp_adapter.store.recorder import SESSION_HOLDERS, ConversationRecorder, held_elsewhere
+from acp_adapter.store.recorder import ConversationRecorder
+from acp_adapter.store.session_holds import SESSION_HOLDERS, held_elsewhere
 from acp_adapter.store.sqlite import SqliteStore
 from acp_adapter.store.writer import BackgroundWriter
 from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent

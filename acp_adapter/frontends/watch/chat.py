@@ -20,8 +20,9 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from acp.schema import RequestPermissionResponse
 from rich.console import Console
@@ -60,6 +61,9 @@ from acp_adapter.frontends.watch.watcher import (
 )
 from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.summary import SummaryFactory
+
+if TYPE_CHECKING:  # prompt_toolkit is imported when a terminal chat starts, not before
+    from prompt_toolkit import PromptSession
 
 log = logging.getLogger("acp_progress.chat")
 
@@ -116,6 +120,33 @@ def chat_history(settings: Settings) -> Any:
 
 class _CtrlC(AcpProgressError):
     """Ctrl-C pressed at the prompt (the prompt's result, so the chat exits 130)."""
+
+
+def _prompt_session(settings: Settings, facts: Callable[[], SessionFacts]) -> PromptSession[str]:
+    """The terminal's prompt: its history, Tab completion of the session's commands, a status
+    toolbar, and Ctrl-C as an ordinary result rather than a KeyboardInterrupt."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+    keys = KeyBindings()
+
+    @keys.add("c-c")
+    def _ctrl_c(event: KeyPressEvent) -> None:
+        # prompt_toolkit's own binding raises KeyboardInterrupt inside the prompt's task, and
+        # asyncio re-raises a BaseException out of the task step: a 30-line "Task exception
+        # was never retrieved" traceback. An ordinary exception is just the prompt's result.
+        event.app.exit(exception=_CtrlC())
+
+    def toolbar() -> str | None:
+        return status_line(facts()) or None
+
+    return PromptSession(
+        key_bindings=keys,
+        history=chat_history(settings),
+        completer=ChatCompleter(facts),
+        complete_while_typing=False,  # Tab completes; typing a prompt opens no menu
+        bottom_toolbar=toolbar,
+    )
 
 
 class _Chat:
@@ -272,48 +303,12 @@ class _Chat:
                 return 130
 
     async def terminal_loop(self) -> int:
-        from prompt_toolkit import PromptSession
-        from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-
-        keys = KeyBindings()
-
-        @keys.add("c-c")
-        def _ctrl_c(event: KeyPressEvent) -> None:
-            # prompt_toolkit's own binding raises KeyboardInterrupt inside the prompt's task, and
-            # asyncio re-raises a BaseException out of the task step: a 30-line "Task exception
-            # was never retrieved" traceback. An ordinary exception is just the prompt's result.
-            event.app.exit(exception=_CtrlC())
-
-        def toolbar() -> str | None:
-            return status_line(self.facts) or None
-
-        session: PromptSession[str] = PromptSession(
-            key_bindings=keys,
-            history=chat_history(self.settings),
-            completer=ChatCompleter(lambda: self.facts),
-            complete_while_typing=False,  # Tab completes; typing a prompt opens no menu
-            bottom_toolbar=toolbar,
-        )
+        session = _prompt_session(self.settings, lambda: self.facts)
         self.note(f"chat with {agent_label(self.driver)} in {self.cwd} — {HELP}")
         while True:
-            # Ctrl-C at the prompt is a key (the terminal is raw): KeyboardInterrupt; a SIGINT that
-            # lands just before or after the raw mode (or from kill) is counted: both exit 130
-            seen = self.presses.count
-            asked = asyncio.ensure_future(session.prompt_async(PROMPT, handle_sigint=False))
-            press = asyncio.ensure_future(self.presses.wait_beyond(seen))
-            await asyncio.wait({asked, press}, return_when=asyncio.FIRST_COMPLETED)
-            press.cancel()
-            if not asked.done():
-                asked.cancel()
-                with contextlib.suppress(BaseException):
-                    await asked
-                return 130
-            try:
-                text = asked.result()
-            except (KeyboardInterrupt, _CtrlC):
-                return 130
-            except EOFError:
-                return 0
+            text = await self._read_prompt(session)
+            if isinstance(text, int):
+                return text
             command = text.strip()
             if not command:
                 continue
@@ -325,6 +320,27 @@ class _Chat:
                     continue
             if not await self.turn(text):
                 return 130
+
+    async def _read_prompt(self, session: PromptSession[str]) -> str | int:
+        """One line typed at the prompt, or the exit status: 130 for Ctrl-C, 0 for Ctrl-D."""
+        # Ctrl-C at the prompt is a key (the terminal is raw): KeyboardInterrupt; a SIGINT that
+        # lands just before or after the raw mode (or from kill) is counted: both exit 130
+        seen = self.presses.count
+        asked = asyncio.ensure_future(session.prompt_async(PROMPT, handle_sigint=False))
+        press = asyncio.ensure_future(self.presses.wait_beyond(seen))
+        await asyncio.wait({asked, press}, return_when=asyncio.FIRST_COMPLETED)
+        press.cancel()
+        if not asked.done():
+            asked.cancel()
+            with contextlib.suppress(BaseException):
+                await asked
+            return 130
+        try:
+            return asked.result()
+        except (KeyboardInterrupt, _CtrlC):
+            return 130
+        except EOFError:
+            return 0
 
     async def run(self) -> int:
         try:

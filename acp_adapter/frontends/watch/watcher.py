@@ -347,10 +347,10 @@ async def read_prompt_stdin() -> str:
 
 
 async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd: str) -> int:
-    from acp_adapter.frontends.watch.sessions import open_session
-
+    """``watch``: one prompt and its turn, drawn on ``out``; the exit status (0 answered, 1 failed,
+    2 a usage error, 130 interrupted). Whatever ends it, the terminal is restored, the summary
+    stopped and the agent closed."""
     json_lines = JsonLines(out) if args.json else None
-    animate = out.isatty() and not args.no_animation and json_lines is None
     try:
         summaries = SummaryFactory.from_settings(
             settings, default_mode="off" if json_lines is not None else "embedded"
@@ -360,56 +360,23 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         return 2
     presses = interrupts
     presses.attach()
-    seen = 0  # a press before the loop ran counts too: it came after the command started
-    question_interrupt = asyncio.Event()  # Ctrl-C: also answers a pending permission question no
     client = WatchClient(
         out,
-        animate=animate,
+        animate=out.isatty() and not args.no_animation and json_lines is None,
         auto_allow=args.yes,
-        interrupt=question_interrupt,
+        interrupt=asyncio.Event(),  # Ctrl-C: also answers a pending permission question no
         json_lines=json_lines,
         verbose=getattr(args, "verbose", False),
     )
     try:
-        driver = AgentDriver(
-            args.agent,
-            env=agent_env(settings),
-            permission_policy=client.ask_permission,
-            question_policy=client.ask_question,
-            init_timeout=args.init_timeout,
-            stderr_log=args.agent_log,
-            client_name="acp-progress-watch",
-            client_capabilities=RENDERS_CARD_TERMINALS,
-            mcp_servers=getattr(args, "mcp_servers", ()),
-        )
+        driver = _watch_driver(args, settings, client)
     except AgentError as exc:
         print(f"acp-progress watch: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, AgentLogError) else 1
     # `| head` exits: the turn is cancelled as for Ctrl-C, the agent and its tools stop
     reader = asyncio.ensure_future(when_reader_gone(fileno_of(out), presses.press))
     try:
-        if args.prompt == ["-"]:
-            text = await _race(read_prompt_stdin(), presses, seen)
-            if text is None:
-                return 130
-            if not text.strip():
-                print("acp-progress watch: the prompt read from stdin is empty", file=sys.stderr)
-                return 2
-        else:
-            text = " ".join(args.prompt)
-        if not await start_driver(driver, presses, seen):
-            return 130
-        session_id = await open_session(driver, args, cwd, out, json_lines, animate)
-        if session_id is None:
-            return 1
-        if presses.count > seen:
-            await driver.close(grace=INTERRUPT_GRACE)
-            return 130
-        end = await run_turn(driver, session_id, text, client, presses, summaries)
-        if end.cancelled:
-            await driver.close(grace=INTERRUPT_GRACE)
-            return 130
-        return 1 if end.failed else 0
+        return await _prompt_once(args, cwd, out, driver, client, presses, summaries)
     except AgentLogError as exc:  # --agent-log names a file that cannot be written: a usage error
         print(f"acp-progress watch: {exc}", file=sys.stderr)
         return 2
@@ -428,6 +395,67 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         reader.cancel()
         await driver.close()
         presses.detach()
+
+
+def _watch_driver(args: argparse.Namespace, settings: Settings, client: WatchClient) -> AgentDriver:
+    """The driver of the agent ``watch`` runs, asking ``client`` for permissions and answers."""
+    return AgentDriver(
+        args.agent,
+        env=agent_env(settings),
+        permission_policy=client.ask_permission,
+        question_policy=client.ask_question,
+        init_timeout=args.init_timeout,
+        stderr_log=args.agent_log,
+        client_name="acp-progress-watch",
+        client_capabilities=RENDERS_CARD_TERMINALS,
+        mcp_servers=getattr(args, "mcp_servers", ()),
+    )
+
+
+async def _prompt_once(
+    args: argparse.Namespace,
+    cwd: str,
+    out: TextIO,
+    driver: AgentDriver,
+    client: WatchClient,
+    presses: Interrupts,
+    summaries: SummaryFactory | None,
+) -> int:
+    """Read the prompt, start the agent, open its session and run the one turn; the exit status.
+    Ctrl-C at any step stops there (130)."""
+    from acp_adapter.frontends.watch.sessions import open_session
+
+    seen = 0  # a press before the loop ran counts too: it came after the command started
+    text = await _prompt_text(args, presses, seen)
+    if isinstance(text, int):
+        return text
+    if not await start_driver(driver, presses, seen):
+        return 130
+    session_id = await open_session(driver, args, cwd, out, client.json, client.animate)
+    if session_id is None:
+        return 1
+    if presses.count > seen:
+        await driver.close(grace=INTERRUPT_GRACE)
+        return 130
+    end = await run_turn(driver, session_id, text, client, presses, summaries)
+    if end.cancelled:
+        await driver.close(grace=INTERRUPT_GRACE)
+        return 130
+    return 1 if end.failed else 0
+
+
+async def _prompt_text(args: argparse.Namespace, presses: Interrupts, seen: int) -> str | int:
+    """The prompt: the words given, or all of stdin for ``-``; instead an exit status when Ctrl-C
+    came first (130) or stdin held nothing (2)."""
+    if args.prompt != ["-"]:
+        return " ".join(args.prompt)
+    text = await _race(read_prompt_stdin(), presses, seen)
+    if text is None:
+        return 130
+    if not text.strip():
+        print("acp-progress watch: the prompt read from stdin is empty", file=sys.stderr)
+        return 2
+    return text
 
 
 def fileno_of(out: TextIO) -> int:

@@ -140,8 +140,24 @@ def _is_reference(value: str) -> bool:
 
 def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], bool]) -> list[tuple[int, int]]:
     """Spans of ``text`` (``low`` is its length-preserving lower-case copy) holding credentials
-    passed as command-line arguments. ``is_secret_key`` is the one key classifier."""
+    passed as command-line arguments. ``is_secret_key`` is the one key classifier.
+
+    Each family of tools passes its secret its own way, so each has a scan of its own; a scan
+    whose literal is absent from ``low`` is not even called (the stream redactor calls this
+    thousands of times per megabyte)."""
     spans: list[tuple[int, int]] = []
+    _user_flag_passwords(text, spans)
+    _client_passwords(text, low, spans)
+    if "set" in low or "config" in low:
+        _set_command_values(text, low, is_secret_key, spans)
+    if _STDIN_FLAG in low:
+        _password_stdin_values(text, low, spans)
+    _password_families(text, low, spans)
+    return spans
+
+
+def _user_flag_passwords(text: str, spans: list[tuple[int, int]]) -> None:
+    """``curl -u user:password`` / ``--user=user:password``: the part after the last colon."""
     for m in (m for flag in _USER_FLAGS for m in flag.finditer(text)):
         user_pw = m.group(0)
         colon = user_pw.rfind(":", 0, len(user_pw) - len(m.group("pw")))
@@ -150,6 +166,11 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
         if (user.isdigit() and pw.isdigit()) or _is_reference(pw) or not pw:
             continue
         spans.append((m.start("pw"), m.start("pw") + len(pw)))
+
+
+def _client_passwords(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+    """``mysql -pSECRET`` (glued, or spaced when it looks like a password) and ``sshpass -p SECRET``,
+    on the rest of the line after the tool's name."""
     cursor = 0
     for m in _hits_in_order(low, _MYSQL):
         if m.start() < cursor:
@@ -157,50 +178,54 @@ def redact_command_lines(text: str, low: str, is_secret_key: Callable[[str], boo
         line_end = _line_window(low, m.end())
         pattern = _SSHPASS_P if m.group(0) == "sshpass" else _GLUED_P
         for p in pattern.finditer(text, m.end(), line_end):
-            start, end = _unquoted(p, "pw")
-            if not _is_reference(text[start:end]):
-                spans.append((start, end))
+            _keep_unquoted(text, p, "pw", spans)
         if pattern is _GLUED_P:
             for p in _SPACED_P.finditer(text, m.end(), line_end):
                 value = p.group("pw")
                 if _looks_like_password(value) and not _is_reference(value):
                     spans.append(p.span("pw"))
         cursor = line_end
-    if "set" in low or "config" in low:
-        for m in (m for form in _SET_FORMS for m in form.finditer(low)):
-            key = text[m.start("key") : m.end("key")]
-            tail = _KEY_TAIL.search(key)
-            if tail is None or not is_secret_key(tail.group(0).lstrip("_.-")):
-                continue
-            start, end = _unquoted(m, "val")
-            if not _is_reference(text[start:end]):
-                spans.append((start, end))
-    if _STDIN_FLAG in low:
-        pos = 0
-        # the next ``<<<`` at or after the cursor, found once and reused: searching every hit's
-        # 2 KiB line window with the regex would examine the same characters ~100 times over
-        next_here = low.find("<<<")
-        while (hit := low.find(_STDIN_FLAG, pos)) != -1:
-            line_start = max(low.rfind("\n", max(0, hit - _LINE_SPAN), hit) + 1, pos, hit - _LINE_SPAN)
-            for e in _ECHO.finditer(text, line_start, hit):
-                start, end = _unquoted(e, "val")
-                if not _is_reference(text[start:end]):
-                    spans.append((start, end))
-            after = hit + len(_STDIN_FLAG)
-            line_end = low.find("\n", after, after + _LINE_SPAN)
-            window_end = line_end if line_end != -1 else after + _LINE_SPAN
-            if next_here != -1 and next_here < after:
-                next_here = low.find("<<<", after)
-            here = None
-            if next_here != -1 and next_here < window_end:
-                here = _HERE_STRING.search(text, max(after, next_here - 8), window_end)
+
+
+def _set_command_values(
+    text: str, low: str, is_secret_key: Callable[[str], bool], spans: list[tuple[int, int]]
+) -> None:
+    """``config set KEY VALUE`` / ``set KEY VALUE`` forms whose key the classifier calls secret."""
+    for m in (m for form in _SET_FORMS for m in form.finditer(low)):
+        key = text[m.start("key") : m.end("key")]
+        tail = _KEY_TAIL.search(key)
+        if tail is None or not is_secret_key(tail.group(0).lstrip("_.-")):
+            continue
+        _keep_unquoted(text, m, "val", spans)
+
+
+def _password_stdin_values(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+    """``echo SECRET | docker login --password-stdin`` and ``... --password-stdin <<< SECRET``."""
+    pos = 0
+    # the next ``<<<`` at or after the cursor, found once and reused: searching every hit's
+    # 2 KiB line window with the regex would examine the same characters ~100 times over
+    next_here = low.find("<<<")
+    while (hit := low.find(_STDIN_FLAG, pos)) != -1:
+        line_start = max(low.rfind("\n", max(0, hit - _LINE_SPAN), hit) + 1, pos, hit - _LINE_SPAN)
+        for e in _ECHO.finditer(text, line_start, hit):
+            _keep_unquoted(text, e, "val", spans)
+        after = hit + len(_STDIN_FLAG)
+        line_end = low.find("\n", after, after + _LINE_SPAN)
+        window_end = line_end if line_end != -1 else after + _LINE_SPAN
+        if next_here != -1 and next_here < after:
+            next_here = low.find("<<<", after)
+        if next_here != -1 and next_here < window_end:
+            here = _HERE_STRING.search(text, max(after, next_here - 8), window_end)
             if here is not None:
-                start, end = _unquoted(here, "val")
-                if not _is_reference(text[start:end]):
-                    spans.append((start, end))
-            pos = after
-    _password_families(text, low, spans)
-    return spans
+                _keep_unquoted(text, here, "val", spans)
+        pos = after
+
+
+def _keep_unquoted(text: str, m: re.Match[str], group: str, spans: list[tuple[int, int]]) -> None:
+    """Keep the value in ``m``'s ``group`` (without its quotes) unless it names where a secret lives."""
+    start, end = _unquoted(m, group)
+    if not _is_reference(text[start:end]):
+        spans.append((start, end))
 
 
 _SCAN_DIRECTLY: Final = 4096
@@ -232,6 +257,16 @@ def _keep(text: str, m: re.Match[str], spans: list[tuple[int, int]]) -> None:
 def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> None:
     """Password forms given on a command line or in a file: logins' ``-p``, ``redis-cli -a``, ``htpasswd -b``,
     openssl ``pass:``, netrc and ``.pgpass`` lines, ``sudo -S`` fed on stdin."""
+    _login_passwords(text, low, spans)
+    _pass_word_forms(text, low, spans)
+    if ":" in low:
+        _pgpass_lines(text, spans)
+    if "sudo" in low:
+        _sudo_stdin_passwords(text, low, spans)
+
+
+def _login_passwords(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+    """A login tool's ``-p PASSWORD`` (``redis-cli``'s ``-a``) on the rest of its line."""
     cursor = 0
     for m in _hits_in_order(low, _LOGINS):
         if m.start() < cursor:
@@ -246,10 +281,13 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
         for p in _LOGIN_P.finditer(text, m.end(), cursor):
             if p.group("flag") == want:
                 _keep(text, p, spans)
-    # openssl's ``pass:``, ``htpasswd`` and netrc's ``password`` share one scan for ``pass`` (a text
-    # full of prose "password" pays for one pass over it, not three)
-    # each family resumes after its own last match, as its own scan would (a hit inside a value it
-    # already took is not tried again: ``pass:pass:…`` stays linear)
+
+
+def _pass_word_forms(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+    """openssl's ``pass:``, ``htpasswd`` and netrc's ``password`` share one scan for ``pass`` (a text
+    full of prose "password" pays for one pass over it, not three). Each family resumes after its
+    own last match, as its own scan would (a hit inside a value it already took is not tried again:
+    ``pass:pass:…`` stays linear)."""
     netrc_from = openssl_from = 0
     for hit in _PASS_WORDS.finditer(low):
         start, end = hit.span()
@@ -262,44 +300,45 @@ def _password_families(text: str, low: str, spans: list[tuple[int, int]]) -> Non
                 openssl_from = found.end()
         elif low.startswith("ht", start - 2) and _HTPASSWD.match(low, start - 2) is not None:
             _htpasswd(text, end, _line_window(low, end), spans)
-    if ":" in low:
-        # a ``.pgpass`` line is a whole line, found from its port field followed by two more fields
-        # (a log's ``12:34:56`` is not: nothing is tried at a newline without such a port after it)
-        seen_line = -2
-        for port in _PGPASS_PORT.finditer(text):
-            line_start = text.rfind("\n", max(0, port.start() - _LINE_SPAN), port.start())
-            if line_start == seen_line:
-                continue
-            seen_line = line_start
-            if line_start < 0:
-                first = _PGPASS_LINE.match("\n" + text[:_LINE_SPAN])
-                if first is not None and not _HEX_GROUPS.fullmatch(first.group(0).strip()):
-                    start, end = first.span("pw")
-                    spans.append((start - 1, end - 1))
-                continue
-            line = _PGPASS_LINE.match(text, line_start)
-            if line is not None and not _HEX_GROUPS.fullmatch(line.group(0).strip()):
-                _keep(text, line, spans)
-    if "sudo" in low:
-        pos = 0
-        next_here = low.find("<<<")
-        for m in _SUDO_S.finditer(text):
-            back = max(0, m.start() - _LINE_SPAN, pos)
-            line_start = max(low.rfind("\n", back, m.start()) + 1, back)
-            for e in _ECHO.finditer(text, line_start, m.start()):
-                start, end = _unquoted(e, "val")
-                if not _is_reference(text[start:end]):
-                    spans.append((start, end))
-            pos = m.end()
-            line_end = _line_window(low, m.end())
-            if next_here != -1 and next_here < m.end():
-                next_here = low.find("<<<", m.end())
-            if next_here != -1 and next_here < line_end:
-                here = _HERE_STRING.search(text, next_here, line_end)
-                if here is not None:
-                    start, end = _unquoted(here, "val")
-                    if not _is_reference(text[start:end]):
-                        spans.append((start, end))
+
+
+def _pgpass_lines(text: str, spans: list[tuple[int, int]]) -> None:
+    """A ``.pgpass`` line is a whole line, found from its port field followed by two more fields
+    (a log's ``12:34:56`` is not: nothing is tried at a newline without such a port after it)."""
+    seen_line = -2
+    for port in _PGPASS_PORT.finditer(text):
+        line_start = text.rfind("\n", max(0, port.start() - _LINE_SPAN), port.start())
+        if line_start == seen_line:
+            continue
+        seen_line = line_start
+        if line_start < 0:
+            first = _PGPASS_LINE.match("\n" + text[:_LINE_SPAN])
+            if first is not None and not _HEX_GROUPS.fullmatch(first.group(0).strip()):
+                start, end = first.span("pw")
+                spans.append((start - 1, end - 1))
+            continue
+        line = _PGPASS_LINE.match(text, line_start)
+        if line is not None and not _HEX_GROUPS.fullmatch(line.group(0).strip()):
+            _keep(text, line, spans)
+
+
+def _sudo_stdin_passwords(text: str, low: str, spans: list[tuple[int, int]]) -> None:
+    """``echo SECRET | sudo -S ...`` and ``sudo -S ... <<< SECRET``: the password sudo reads."""
+    pos = 0
+    next_here = low.find("<<<")
+    for m in _SUDO_S.finditer(text):
+        back = max(0, m.start() - _LINE_SPAN, pos)
+        line_start = max(low.rfind("\n", back, m.start()) + 1, back)
+        for e in _ECHO.finditer(text, line_start, m.start()):
+            _keep_unquoted(text, e, "val", spans)
+        pos = m.end()
+        line_end = _line_window(low, m.end())
+        if next_here != -1 and next_here < m.end():
+            next_here = low.find("<<<", m.end())
+        if next_here != -1 and next_here < line_end:
+            here = _HERE_STRING.search(text, next_here, line_end)
+            if here is not None:
+                _keep_unquoted(text, here, "val", spans)
 
 
 def _netrc(text: str, low: str, start: int, spans: list[tuple[int, int]]) -> int:

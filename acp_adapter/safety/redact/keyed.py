@@ -243,47 +243,68 @@ def _separator_end(low: str, after: int, quoted: bool, flag: bool) -> tuple[int,
     return k, False
 
 
+# A value's place: (secret start, secret end, position the scan resumes at).
+_Region = tuple[int, int, int]
+# "Not decided here": the step that returns it leaves the value to the more general parse after it.
+_UNDECIDED: Final[_Region] = (-1, -1, -1)
+
+
 def _value_region(
     text: str, i: int, kind: int, after_blank_sep: bool, enclosing_quote: str = ""
-) -> tuple[int, int, int] | None:
+) -> _Region | None:
     """Find the value starting at ``i``: (secret start, secret end, scan resume position).
 
     Returns None when there is nothing to hide (empty value, code such as ``get_token()``,
-    a literal like ``null``, the next ``--flag``).
+    a literal like ``null``, the next ``--flag``).  Quoted values, header values and bare
+    words end in different places, so each has a step of its own.
     """
-    n = len(text)
-    if i >= n or text[i] in _NO_VALUE:
+    if i >= len(text) or text[i] in _NO_VALUE:
         return None
-    c = text[i]
-    if c in _QUOTE_STARTS:
+    if text[i] in _QUOTE_STARTS:
         m = _VAL_QUOTED.match(text, i)
         if m is not None:
-            name = m.lastgroup or ""
-            start, end = m.span(name)
-            resume = m.end()
-            if end - start >= _QUOTED_LIMIT:
-                # The bounded match stopped short of the closing quote: carry on in
-                # bounded steps rather than leave the tail of a long value readable.
-                continuation, closer = _QUOTED_CONTINUATION[name]
-                end = _extend(text, end, continuation)
-                resume = end + len(closer) if text.startswith(closer, end) else end
-            if end <= start:
-                return None
-            if kind == _AUTH_HEADER:
-                start = _skip_scheme(text, start, end)
-            return start, end, resume
+            return _quoted_region(text, m, kind)
     if kind != _PLAIN:
-        pattern = _VAL_LINE[enclosing_quote]
-        line = pattern.match(text, i)
-        if line is None:
-            return None
-        resume = _extend(text, line.end(), pattern)
-        end = i + len(text[i:resume].rstrip())
-        if end <= i:
-            return None
-        start = _skip_scheme(text, i, end) if kind == _AUTH_HEADER else i
-        return start, end, resume
-    if c == "$":
+        return _header_region(text, i, kind, enclosing_quote)
+    return _bare_region(text, i, after_blank_sep, enclosing_quote)
+
+
+def _quoted_region(text: str, m: re.Match[str], kind: int) -> _Region | None:
+    """The inside of a quoted value matched by ``m``; the quotes themselves stay visible."""
+    name = m.lastgroup or ""
+    start, end = m.span(name)
+    resume = m.end()
+    if end - start >= _QUOTED_LIMIT:
+        # The bounded match stopped short of the closing quote: carry on in
+        # bounded steps rather than leave the tail of a long value readable.
+        continuation, closer = _QUOTED_CONTINUATION[name]
+        end = _extend(text, end, continuation)
+        resume = end + len(closer) if text.startswith(closer, end) else end
+    if end <= start:
+        return None
+    if kind == _AUTH_HEADER:
+        start = _skip_scheme(text, start, end)
+    return start, end, resume
+
+
+def _header_region(text: str, i: int, kind: int, enclosing_quote: str) -> _Region | None:
+    """A header's value: the rest of the line (or of the enclosing quote), trailing blanks
+    left out, with an auth scheme in front of the credential kept visible."""
+    pattern = _VAL_LINE[enclosing_quote]
+    line = pattern.match(text, i)
+    if line is None:
+        return None
+    resume = _extend(text, line.end(), pattern)
+    end = i + len(text[i:resume].rstrip())
+    if end <= i:
+        return None
+    start = _skip_scheme(text, i, end) if kind == _AUTH_HEADER else i
+    return start, end, resume
+
+
+def _bare_region(text: str, i: int, after_blank_sep: bool, enclosing_quote: str) -> _Region | None:
+    """An unquoted value: a template unit, or a word that is neither code nor a harmless literal."""
+    if text[i] == "$":
         m = _VAL_TEMPLATE.match(text, i)
         if m is not None:
             return i, m.end(), m.end()
@@ -293,12 +314,12 @@ def _value_region(
     end = m.end()
     if end - i == _BARE_LIMIT:  # an over-long run: extend in bounded steps, never leak a tail
         end = _extend(text, end, _VAL_BARE)
-    nxt = text[end] if end < n else ""
+    nxt = text[end] if end < len(text) else ""
     if nxt == "(" or nxt == "[":
         return None  # ``token = get_token()`` / ``key = cfg["api_key"]``: code, not a value
     if _CODE_REFERENCE.fullmatch(text, i, end) is not None:
         return None
-    if after_blank_sep and c == "-":
+    if after_blank_sep and text[i] == "-":
         return None  # ``--token --verbose``: the next flag, not a value
     if end - i <= 9:
         word = text[i:end].lower()
@@ -306,7 +327,7 @@ def _value_region(
             return None
         if word in _AUTH_SCHEMES and (nxt == " " or nxt == "\t"):
             # ``auth: Bearer abc``: the credential is the *next* word; treat it like a header.
-            return _value_region(text, i, _AUTH_HEADER, after_blank_sep, enclosing_quote)
+            return _header_region(text, i, _AUTH_HEADER, enclosing_quote)
     return i, end, end
 
 
@@ -371,32 +392,15 @@ def _matched_end(match: re.Match[str] | None) -> int:
 
 
 def _redact_keyed(text: str) -> str:
-    """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.
-
-    Needle hits are visited left to right.  For each, the identifier around it is
-    measured, cheap character tests and the cached classifier discard the many hits that
-    are prose or harmless keys, and only then are the separator and the value parsed.  A
-    cursor skips hits inside an identifier or a value already handled, so a run such as
-    ``tokentoken...`` or ``password=token=...`` costs one step per key, not per hit.
-    Everything here is plain character tests and anchored, bounded regex steps, and the
-    common shapes (``key=value``, ``key: value``, ``"key": "value"``) take an inlined
-    path: dense adversarial input costs a small constant per needle hit.
-    """
+    """Hide values of ``key=value``, ``key: value``, JSON, header and query forms.  Every needle
+    hit pays for this loop, so it drops prose and harmless keys inline before a value is looked
+    for; a cursor skips hits inside a key or value already handled (one step per key, not per hit)."""
     low = _ascii_lower(text)
     hits = _needle_hits(low)
     if not hits:
         return text
     n = len(text)
     rev = ""
-    key_run = _KEY_RUN.match
-    bare_match = _VAL_BARE.match
-    kind_of = _kind_cached
-    key_chars = _KEY_CHARS
-    key_first = _KEY_FIRST
-    boundary = _KEY_BOUNDARY
-    no_value = _NO_VALUE
-    plain_start = _PLAIN_VALUE_START
-    needle_lens = _NEEDLE_LENS
     spans: list[tuple[int, int]] = []
     oauth: _OAuthContext | None = None
     cursor = 0
@@ -404,115 +408,135 @@ def _redact_keyed(text: str) -> str:
         h = code >> _NEEDLE_SHIFT
         if h < cursor:
             continue
-        # The identifier around the needle: [ks, ke).
-        ks = h
-        if h and low[h - 1] in key_chars:
-            if not rev:
-                rev = low[::-1]
-            ks = h - (_matched_end(key_run(rev, n - h)) - (n - h))
-        ke = h + needle_lens[code & _NEEDLE_MASK]
-        if ke < n and low[ke] in key_chars:
-            ke = _matched_end(key_run(low, ke))
+        ks = h  # the identifier around the needle: [ks, ke)
+        if h and low[h - 1] in _KEY_CHARS:
+            rev = rev or low[::-1]
+            ks = h - (_matched_end(_KEY_RUN.match(rev, n - h)) - (n - h))
+        ke = h + _NEEDLE_LENS[code & _NEEDLE_MASK]
+        if ke < n and low[ke] in _KEY_CHARS:
+            ke = _matched_end(_KEY_RUN.match(low, ke))
         cursor = ke
-        if ke >= n - 1 or ke - ks > _MAX_KEY + 2:
-            continue  # too long to be a key, or no room for a separator and a value
-        nxt = low[ke]
-        if nxt not in _AFTER_KEY:
-            continue
+        if ke >= n - 1 or ke - ks > _MAX_KEY + 2 or low[ke] not in _AFTER_KEY:
+            continue  # too long to be a key, no room for a value, or no separator next
         name_start = ks
         while name_start < h and low[name_start] == "-":
             name_start += 1  # ``--token``: the dashes belong to the flag, not to the key
-        flag = name_start > ks
         before = low[ks - 1] if ks else " "
-        if (
-            name_start - ks > 2
-            or low[name_start] not in key_first
-            or (before in boundary and not (flag and before == "-"))
-        ):
+        if name_start - ks > 2 or low[name_start] not in _KEY_FIRST:
             continue
-        kind = kind_of(text[name_start:ke])
+        if before in _KEY_BOUNDARY and not (before == "-" and name_start > ks):
+            continue  # the identifier continues a path, a hostname, an email or an escaped name
+        kind = _kind_cached(text[name_start:ke])
         if kind == _NOT_SECRET and ke - name_start == 4 and low.startswith("code", name_start):
-            if oauth is None:
-                oauth = _OAuthContext(low)
+            oauth = oauth or _OAuthContext(low)
             if oauth.near(ks):
                 kind = _PLAIN  # ``"code"`` of an OAuth token request: an authorization code
-        found: tuple[int, int, bool] | None = None
-        # Fast path: an unquoted ``key=value`` / ``key: value`` with a plain value.
-        if nxt == "=" or nxt == ":":
-            if kind == _NOT_SECRET:
-                if nxt == "=" and (token_end := _credential_after_key(text, low, name_start, ke)):
-                    spans.append((ke + 1, token_end))
-                    cursor = token_end
-                    continue
-                if not (nxt == "=" and before in "?&#;" and not flag and low[ks:ke] in _QUERY_KEYS):
-                    continue
-                kind = _PLAIN
-            c2 = low[ke + 1]
-            if c2 in plain_start:
-                if nxt == ":":
-                    continue  # unquoted ``key:x``: ``file.py:42``, ``host:port``, not an assignment
-                if kind == _PLAIN:
-                    # ``key=v`` (not ``==``/``=>``) with a value starting with a plain character.
-                    m = bare_match(text, ke + 1)
-                    end = m.end() if m is not None else ke
-                    if (
-                        ke < end < ke + 1 + _BARE_LIMIT
-                        and (end - ke > 10 or text[ke + 1 : end].lower() not in _PLAIN_SPECIAL)
-                        and (
-                            text[ke + 1] not in _CODE_ROOT_START
-                            or _CODE_REFERENCE.fullmatch(text, ke + 1, end) is None
-                        )
-                    ):
-                        after_value = text[end] if end < n else ""
-                        if after_value != "(" and after_value != "[":
-                            spans.append((ke + 1, end))
-                            cursor = end
-                        continue
-            elif c2 in no_value and c2 != " " and c2 != "\t":
-                continue
-        elif nxt == " " or nxt == "\t":
-            if kind == _NOT_SECRET:
-                continue
-            j = ke + 1
-            while j < n and j - ke <= _SEP_SPACES and (low[j] == " " or low[j] == "\t"):
-                j += 1
-            if j < n and low[j] != "=" and low[j] != ":" and not flag:
-                # No separator after the blanks: only a bare ``Bearer <credential>`` is left.
-                bearer = _bearer_span(text, low, name_start)
-                if bearer is not None:
-                    spans.append(bearer)
-                    cursor = bearer[1]
-                continue
-        elif nxt == before and (nxt == '"' or nxt == "'") and not (ks > 1 and low[ks - 2] == "\\"):
-            # ``"key": value`` / ``'key' => value``: a quoted one-word key.
-            if kind == _NOT_SECRET or (ks > 1 and low[ks - 2] in boundary):
-                continue
-            sep = _separator_end(low, ke + 1, True, False)
-            if sep is not None:
-                found = (sep[0], kind, sep[1])
-        elif kind == _NOT_SECRET and nxt == "\\":
-            continue
-        if found is None:
-            found = _slow_assignment(text, low, ks, ke, name_start, flag, kind)
-        if found is None:
-            if nxt == " " or nxt == "\t":
-                bearer = _bearer_span(text, low, name_start)
-                if bearer is not None:
-                    spans.append(bearer)
-                    cursor = bearer[1]
-            continue
-        value_at, kind, blank_sep = found
-        enclosing = before if before == '"' or before == "'" else ""
-        region = _value_region(text, value_at, kind, blank_sep, enclosing)
-        if region is None:
-            continue
-        start, end, resume = region
-        spans.append((start, end))
-        if resume > cursor:
-            cursor = resume
-    if not spans:
-        return text
-    return _replace_spans(text, spans)
+        if low[ke] == "=" or low[ke] == ":":  # the commonest shape, one call away
+            region = _unquoted_assignment(text, low, ks, ke, name_start, kind)
+        else:
+            region = _secret_after_key(text, low, ks, ke, name_start, kind)
+        if region is _UNDECIDED:
+            region = _general_assignment(text, low, ks, ke, name_start, kind)
+        if region is not None:
+            spans.append((region[0], region[1]))
+            cursor = region[2]  # past the value, which always starts after the key
+    return _replace_spans(text, spans) if spans else text
+
+
+def _secret_after_key(text: str, low: str, ks: int, ke: int, name_start: int, kind: int) -> _Region | None:
+    """The value to hide after the key ``low[name_start:ke]`` (identifier from ``ks``) when a blank,
+    a quote or a backslash follows it (``=`` and ``:`` take :func:`_unquoted_assignment`).
+
+    Each shape takes a short step chosen by the character after the key; whatever that leaves
+    undecided (:data:`_UNDECIDED`) goes through the general parse (:func:`_general_assignment`).
+    """
+    nxt = low[ke]
+    if nxt == " " or nxt == "\t":
+        return _blank_after_key(text, low, ks, ke, name_start, kind)
+    if (
+        nxt == (low[ks - 1] if ks else " ")
+        and (nxt == '"' or nxt == "'")
+        and not (ks > 1 and low[ks - 2] == "\\")
+    ):
+        return _quoted_word_key(text, low, ks, ke, kind)
+    if kind == _NOT_SECRET and nxt == "\\":
+        return None
+    return _UNDECIDED
+
+
+def _unquoted_assignment(text: str, low: str, ks: int, ke: int, name_start: int, kind: int) -> _Region | None:
+    """``key=value`` / ``key: value`` with an unquoted key: the fast path for the commonest form.
+
+    A harmless key still hides a generated credential (``MAILGUN_KEY=key-3f…``) and the value of
+    a query parameter that carries secrets (``?sig=…``); an unquoted ``key:x`` is ``file.py:42``
+    or ``host:port``, not an assignment.
+    """
+    nxt = low[ke]
+    if kind == _NOT_SECRET:
+        if nxt == "=" and (token_end := _credential_after_key(text, low, name_start, ke)):
+            return ke + 1, token_end, token_end
+        before = low[ks - 1] if ks else " "
+        if not (nxt == "=" and before in "?&#;" and name_start == ks and low[ks:ke] in _QUERY_KEYS):
+            return None
+        kind = _PLAIN
+    c2 = low[ke + 1]
+    if c2 in _PLAIN_VALUE_START:
+        if nxt == ":":
+            return None
+        if kind == _PLAIN:
+            # the bare word, unless a call after it makes it code; an over-long word, a special
+            # word or a code reference is left to the general value parse
+            m = _VAL_BARE.match(text, ke + 1)
+            end = m.end() if m is not None else ke
+            if (
+                ke < end < ke + 1 + _BARE_LIMIT
+                and (end - ke > 10 or text[ke + 1 : end].lower() not in _PLAIN_SPECIAL)
+                and (
+                    text[ke + 1] not in _CODE_ROOT_START
+                    or _CODE_REFERENCE.fullmatch(text, ke + 1, end) is None
+                )
+            ):
+                after_value = text[end] if end < len(text) else ""
+                return None if after_value == "(" or after_value == "[" else (ke + 1, end, end)
+    elif c2 in _NO_VALUE and c2 != " " and c2 != "\t":
+        return None
+    return _UNDECIDED
+
+
+def _blank_after_key(text: str, low: str, ks: int, ke: int, name_start: int, kind: int) -> _Region | None:
+    """Blanks after a secret key: a separator after them is left to the general parse, as is a
+    ``--flag value``; with neither, only a bare ``Bearer <credential>`` is left to hide."""
+    if kind == _NOT_SECRET:
+        return None
+    n = len(low)
+    j = ke + 1
+    while j < n and j - ke <= _SEP_SPACES and (low[j] == " " or low[j] == "\t"):
+        j += 1
+    if j < n and low[j] != "=" and low[j] != ":" and name_start == ks:
+        return _bearer_region(text, low, name_start)
+    return _UNDECIDED
+
+
+def _quoted_word_key(text: str, low: str, ks: int, ke: int, kind: int) -> _Region | None:
+    """``"key": value`` / ``'key' => value``: a quoted one-word key and its separator."""
+    if kind == _NOT_SECRET or (ks > 1 and low[ks - 2] in _KEY_BOUNDARY):
+        return None
+    sep = _separator_end(low, ke + 1, True, False)
+    if sep is None:
+        return _UNDECIDED
+    return _value_region(text, sep[0], kind, sep[1], low[ke])
+
+
+def _general_assignment(text: str, low: str, ks: int, ke: int, name_start: int, kind: int) -> _Region | None:
+    """The value of any assignment the short steps left undecided (:func:`_slow_assignment`);
+    with no assignment, a key followed by a blank may still be a bare ``Bearer <credential>``."""
+    found = _slow_assignment(text, low, ks, ke, name_start, name_start > ks, kind)
+    if found is None:
+        return _bearer_region(text, low, name_start) if low[ke] in " \t" else None
+    value_at, kind, blank_sep = found
+    before = low[ks - 1] if ks else " "
+    enclosing = before if before == '"' or before == "'" else ""
+    return _value_region(text, value_at, kind, blank_sep, enclosing)
 
 
 # A value that looks like a credential rather than a name: a run of 16+ letters and digits mixed
@@ -535,14 +559,15 @@ def _credential_after_key(text: str, low: str, name_start: int, ke: int) -> int:
     return 0 if end < len(text) and text[end] in "([/:@" else end
 
 
-def _bearer_span(text: str, low: str, at: int) -> tuple[int, int] | None:
+def _bearer_region(text: str, low: str, at: int) -> _Region | None:
     """The credential of a free-standing ``Bearer <credential>`` starting at ``at``."""
     if not low.startswith("bearer", at):
         return None
     m = _BEARER.match(low, at)
     if m is None:
         return None
-    return m.start(1), _extend(text, m.end(), _BEARER_MORE)
+    end = _extend(text, m.end(), _BEARER_MORE)
+    return m.start(1), end, end
 
 
 def _slow_assignment(
