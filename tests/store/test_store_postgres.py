@@ -38,6 +38,21 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _cli_here(
+    *args: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """``acp-progress ARGS`` in this process with ``env`` set, for a command line that stops before
+    anything starts (its message is the point; its process is proved by :func:`_cli` once): its
+    exit status, stdout and stderr."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    with cli_in_process() as main:
+        code = main(list(args))
+    shown = capsys.readouterr()
+    return code, shown.out, shown.err
+
+
 def test_the_url_never_shows_its_password() -> None:
     url = DatabaseUrl.parse("postgresql://acp:s3cr%40t-pw@db.example:6543/sessions?sslmode=require")
     assert (url.host, url.port, url.database, url.user, url.password) == (
@@ -99,25 +114,39 @@ def test_config_hides_a_password_given_as_a_url_parameter(
 
 
 @pytest.mark.e2e
-def test_unreachable_at_start_is_one_clear_line_and_exit_2() -> None:
+def test_unreachable_at_start_is_one_clear_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``serve`` as the process an editor starts (its exit status and stderr); ``sessions`` and
+    ``audit`` take the same path in this process."""
     from tests.helpers.pg_server import free_port
 
     port = free_port()  # nothing listens there
     url = f"postgresql://acp:NeverShowMe42@127.0.0.1:{port}/acp"
-    for command in (["sessions"], ["audit"], ["serve"]):
-        done = _cli(*command, env={"ACP_PROGRESS_DATABASE_URL": url})
-        assert done.returncode == 2, done
-        assert f"127.0.0.1:{port}" in done.stderr and "cannot reach the session database" in done.stderr
-        assert "Traceback" not in done.stderr and "NeverShowMe42" not in done.stderr + done.stdout
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = _cli("serve", env={"ACP_PROGRESS_DATABASE_URL": url})
+    said = [(["serve"], done.returncode, done.stdout, done.stderr)]
+    for command in (["sessions"], ["audit"]):
+        code, out, err = _cli_here(
+            *command, env={"ACP_PROGRESS_DATABASE_URL": url}, monkeypatch=monkeypatch, capsys=capsys
+        )
+        said.append((command, code, out, err))
+    for command, code, out, err in said:
+        assert code == 2, (command, out, err)
+        assert f"127.0.0.1:{port}" in err and "cannot reach the session database" in err
+        assert "Traceback" not in err and "NeverShowMe42" not in err + out
+        assert len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.e2e
-def test_a_wrong_password_is_named_without_the_password(pg_server: Any) -> None:
+def test_a_wrong_password_is_named_without_the_password(
+    pg_server: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = pg_server.url(password="WrongPassword77")
-    done = _cli("sessions", env={"ACP_PROGRESS_DATABASE_URL": url})
-    assert done.returncode == 2 and "password authentication failed" in done.stderr
-    assert "WrongPassword77" not in done.stderr and "Traceback" not in done.stderr
+    code, _out, err = _cli_here(
+        "sessions", env={"ACP_PROGRESS_DATABASE_URL": url}, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 2 and "password authentication failed" in err
+    assert "WrongPassword77" not in err and "Traceback" not in err
 
 
 @pytest.mark.e2e
@@ -302,11 +331,13 @@ def test_two_stores_on_two_processes_see_each_other(pg_url: str, tmp_path: Path)
     reader.close()
 
 
-@pytest.mark.e2e
-def test_a_malformed_url_is_refused_at_start_without_echoing_it() -> None:
-    done = _cli("sessions", env={"ACP_PROGRESS_DATABASE_URL": "mysql://acp:Hunter2Secret@db/acp"})
-    assert done.returncode == 2 and "postgresql://" in done.stderr
-    assert "Hunter2Secret" not in done.stderr + done.stdout and "Traceback" not in done.stderr
+def test_a_malformed_url_is_refused_at_start_without_echoing_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {"ACP_PROGRESS_DATABASE_URL": "mysql://acp:Hunter2Secret@db/acp"}
+    code, out, err = _cli_here("sessions", env=env, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 2 and "postgresql://" in err
+    assert "Hunter2Secret" not in err + out and "Traceback" not in err
 
 
 @pytest.mark.e2e
