@@ -1,14 +1,16 @@
 """Private state, checked: the session store uses a state directory, database,
 ``-wal``, ``-shm`` and ``-journal`` only when they are the user's own and private; it creates them
 0600 (directories 0700, parents too) whatever the umask; a relative directory is refused;
-``secure_delete`` is on. Unit tests on the store, then a real agent process given a directory
-another user prepared.
+``secure_delete`` is on. Unit tests on the store, then an agent given a directory another user
+prepared (in this process: what it writes and logs is the same in a process of its own), and a
+command line given another user's settings file.
 
 The tests run as root: "another user" is made with ``os.chown`` to a uid nobody has.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import subprocess
@@ -27,8 +29,9 @@ from acp_adapter.store import (
     SqliteStore,
     open_store,
 )
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 KEY = "sk-test-victim-0123456789abcdef"
 
@@ -131,10 +134,13 @@ def test_an_unsafe_state_dir_leaves_the_audit_refusing(tmp_path: Path) -> None:
 
 @pytest.mark.e2e
 @pytest.mark.anyio
-async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_path: Path) -> None:
+async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The attack: a 0777 state directory holding a 0666 database, both another user's. Nothing is
     written there (ignoring the failed chmod would write the conversation into it), the log names
-    the path and the fix, and an allowed command is refused on its card."""
+    the path and the fix, and an allowed command is refused on its card (``e2e``: the command
+    would run as a process)."""
     _needs_root()
     state, ws = tmp_path / "state", tmp_path / "ws"
     ws.mkdir()
@@ -145,20 +151,22 @@ async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_
     for path in (state, state / DATABASE_NAME):
         os.chown(path, OTHER_UID, OTHER_UID)
     client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, log):
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")).stop_reason == "end_turn"
     assert sorted(p.name for p in state.iterdir()) == [DATABASE_NAME]
     assert (state / DATABASE_NAME).read_bytes() == b""
-    assert f"the state directory {state} is owned by uid {OTHER_UID}" in log.read_text()
+    assert f"the state directory {state} is owned by uid {OTHER_UID}" in caplog.text
     (card,) = [ups for ups in client.cards(sid).values() if "touch" in repr(ups[0].title)]
     assert final_status(card) == "failed" and f"owned by uid {OTHER_UID}" in repr(card[-1].content)
     assert not (ws / "ran").exists()
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
-async def test_an_agent_never_writes_into_a_planted_wal(tmp_path: Path) -> None:
+async def test_an_agent_never_writes_into_a_planted_wal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The attack: a 0666 ``-wal`` and ``-shm`` planted beside the user's own database, so another
     user could read the conversation while the agent writes it. They stay empty."""
     state, ws = tmp_path / "state", tmp_path / "ws"
@@ -168,13 +176,13 @@ async def test_an_agent_never_writes_into_a_planted_wal(tmp_path: Path) -> None:
         planted = state / f"{DATABASE_NAME}{suffix}"
         planted.write_bytes(b"")
         planted.chmod(0o666)
-    client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, log):
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    async with served_inprocess(RecordingClient(), progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
     for suffix in ("-wal", "-shm"):
         assert (state / f"{DATABASE_NAME}{suffix}").read_bytes() == b""
-    assert f"{DATABASE_NAME}-wal may be written by other users" in log.read_text()
+    assert f"{DATABASE_NAME}-wal may be written by other users" in caplog.text
 
 
 def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
