@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from acp_adapter.store import (
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply
 from tests.helpers.shared_agent import progress_agent, served_inprocess
+from tests.helpers.shared_servers import cli_in_process
 
 KEY = "sk-test-victim-0123456789abcdef"
 
@@ -185,7 +185,13 @@ async def test_an_agent_never_writes_into_a_planted_wal(
     assert f"{DATABASE_NAME}-wal may be written by other users" in caplog.text
 
 
-def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _run_with_config(
+    config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """``acp-progress run hi`` in ``tmp_path`` with the settings file of ``config_dir`` and the
+    victim's key in the environment, in this process (``run`` drives its agent in its own process
+    anyway: which settings file it obeys is the point, not the process): its exit status and
+    stderr."""
     env = agent_env(
         ACP_PROGRESS_CONFIG_DIR=str(config_dir),
         ACP_PROGRESS_MODEL="openai",
@@ -196,20 +202,25 @@ def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subproc
         ACP_PROGRESS_SUMMARY="off",
         ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
     )
-    env.pop("OPENAI_BASE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "run", "hi"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}, **env},
-        timeout=60,
-        check=False,
-    )
+    with monkeypatch.context() as scoped:
+        for name in [name for name in os.environ if name.startswith("OPENAI")]:
+            scoped.delenv(name)
+        for name, value in env.items():
+            scoped.setenv(name, value)
+        scoped.chdir(tmp_path)
+        sigint = signal.getsignal(signal.SIGINT)
+        capsys.readouterr()
+        try:
+            with cli_in_process() as main:
+                code = main(["run", "hi"])
+        finally:
+            signal.signal(signal.SIGINT, sigint)  # as the command line set it up for its own process
+        return code, capsys.readouterr().err
 
 
-@pytest.mark.e2e
-def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_path: Path) -> None:
+def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The attack: a ``config.toml`` in someone else's world-writable directory sets ``[openai]
     base_url`` to their server, where the victim's OPENAI_API_KEY must not go. The same file in a
     private directory shows the test can fail: there, the key does go to the configured server."""
@@ -221,8 +232,8 @@ def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_pa
         private.mkdir(mode=0o700)
         (private / "config.toml").write_text(setting)
         (private / "config.toml").chmod(0o600)
-        done = _run_with_config(private, server.base_url, tmp_path)
-        assert done.returncode == 0, done.stderr
+        code, stderr = _run_with_config(private, tmp_path, monkeypatch, capsys)
+        assert code == 0, stderr
         assert len(server.requests) == 1  # the control: a private file is obeyed
 
         server.requests.clear()
@@ -232,7 +243,7 @@ def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_pa
         (shared / "config.toml").chmod(0o644)
         shared.chmod(0o777)
         os.chown(shared, OTHER_UID, OTHER_UID)
-        done = _run_with_config(shared, server.base_url, tmp_path)
-        assert done.returncode != 0
+        code, stderr = _run_with_config(shared, tmp_path, monkeypatch, capsys)
+        assert code != 0
         assert server.requests == []
-        assert f"the settings file {shared / 'config.toml'} is in {shared}" in done.stderr
+        assert f"the settings file {shared / 'config.toml'} is in {shared}" in stderr
