@@ -343,31 +343,33 @@ def test_a_malformed_url_is_refused_at_start_without_echoing_it(
 @pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
-    pg_server: Any, pg_url: str, tmp_path: Path
+    pg_server: Any, pg_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A real agent process: PostgreSQL restarts between (and under) its turns; every prompt is
-    answered, the log says the writes waited for the database, and every turn is stored."""
-    from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
+    """This project's agent (in this process: its store and its log are the point, not its
+    process; the restarts run in a thread, so it goes on serving meanwhile): PostgreSQL restarts
+    between (and under) its turns; every prompt is answered, the log says the writes waited for
+    the database, and every turn is stored."""
+    import anyio
 
-    env = agent_env(
-        ACP_PROGRESS_DATABASE_URL=pg_url,
-        ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
-        ACP_PROGRESS_EMBEDDED_DELAY="0.05",
-    )
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, log_path):
+    from tests.helpers.acp_agent import RecordingClient, fast_settings, prompt_text
+    from tests.helpers.shared_agent import progress_agent, served_inprocess
+
+    settings = fast_settings(state_dir=str(tmp_path / "state"), store={"url": pg_url}, embedded_delay=0.05)
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    async with served_inprocess(RecordingClient(), progress_agent(settings)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
-        pg_server.stop("fast")
+        await anyio.to_thread.run_sync(pg_server.stop, "fast")
         try:
             # the turn runs while the database is down: its writes wait (the answer is bounded
             # by the agent's store flush timeout, not by the outage)
             assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
         finally:
-            pg_server.start()
+            await anyio.to_thread.run_sync(pg_server.start)
         assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
         listed = await conn.list_sessions(cwd=str(tmp_path))
         assert [s.session_id for s in listed.sessions] == [sid]
-    log = log_path.read_text(errors="replace")
+    log = caplog.text
     assert "kept and retried" in log and "is back" in log, log
     assert (DatabaseUrl.parse(pg_url).password or "") not in log
     from acp_adapter.store.postgres import PostgresStore
