@@ -132,15 +132,14 @@ def test_an_unsafe_state_dir_leaves_the_audit_refusing(tmp_path: Path) -> None:
         store.record_permission(PermissionDecision(0.0, "s", "c", "Running x", True, "auto", "acp"))
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The attack: a 0777 state directory holding a 0666 database, both another user's. Nothing is
     written there (ignoring the failed chmod would write the conversation into it), the log names
-    the path and the fix, and an allowed command is refused on its card (``e2e``: the command
-    would run as a process)."""
+    the path and the fix, and an allowed command is refused on its card (before it runs: no
+    process starts)."""
     _needs_root()
     state, ws = tmp_path / "state", tmp_path / "ws"
     ws.mkdir()
