@@ -377,9 +377,10 @@ def _free_port() -> int:
 #: ``acp-progress ARGS`` as a process of its own whose AG-UI endpoint drives this project's agent
 #: inside that process: the endpoint a browser talks to is real, the agent behind it proves nothing
 #: about which servers the endpoint passes (they reach it only through session/new)
+#: (the patch lasts as long as the process: plain ``setattr`` does what a monkeypatch would)
 AGUI_AGENT_INSIDE = (
-    "import sys, pytest; from tests.helpers.agui_inprocess import use_in_process_agui_agents; "
-    "from acp_adapter.cli import main; use_in_process_agui_agents(pytest.MonkeyPatch()); "
+    "import sys, types; from tests.helpers.agui_inprocess import use_in_process_agui_agents; "
+    "from acp_adapter.cli import main; use_in_process_agui_agents(types.SimpleNamespace(setattr=setattr)); "
     "sys.argv[0] = 'acp-progress'; sys.exit(main())"
 )
 
