@@ -2,9 +2,9 @@
 
 Two "machines" are two state directories that share nothing but the database URL: what
 ``watch`` does on one, ``sessions``, ``watch --continue`` and ``audit`` see on the other, and
-neither writes a SQLite file. Each command line is a process of its own; ``watch`` drives its
-agent inside that process (:mod:`tests.helpers.cli_agent_inside`): a second process per ``watch``
-would prove nothing more about the shared store.
+neither writes a SQLite file. Each command line is a process of its own; ``watch`` and
+``sessions`` drive their agent inside that process (:mod:`tests.helpers.cli_agent_inside`): a
+second process per command would prove nothing more about the shared store.
 """
 
 from __future__ import annotations
@@ -35,8 +35,10 @@ def _run(
         **os.environ,
         **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(state), **extra, **env),
     }
+    # audit reads the store and drives no agent: the plain command line, without the agent's imports
+    module = "acp_adapter.cli" if args[0] == "audit" else CLI_AGENT_INSIDE
     return subprocess.run(
-        [sys.executable, "-m", CLI_AGENT_INSIDE, *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         cwd=cwd,
