@@ -124,11 +124,19 @@ async def test_error_crash_and_restart_once_per_turn(tmp_path, agent: SharedAgen
     assert len(marker.read_text().split()) == 2
 
 
+@pytest.fixture(scope="module")
+async def kit_session(agent: SharedAgent, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One session with a plain kit server, shared by the tests that need nothing of it but its
+    tools (one may grow them): each routes the session to its own client and checks its own turns."""
+    cwd = tmp_path_factory.mktemp("kit")
+    return (await agent.new_session(RecordingClient(), cwd, [kit()])).session_id
+
+
 async def test_tools_list_changed_refreshes_the_offered_tools_between_turns(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    kit_session: str, agent: SharedAgent, client: RecordingClient
 ):
-    conn = agent.conn
-    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
+    conn, sid = agent.conn, kit_session
+    agent.router.clients[sid] = client
     await prompt_text(conn, sid, "call grown {}")
     assert tool_cards(client, sid) == []  # not offered yet: the model does not call it
     await prompt_text(conn, sid, "call grow {}")
@@ -139,10 +147,10 @@ async def test_tools_list_changed_refreshes_the_offered_tools_between_turns(
 
 
 async def test_invalid_presentation_descriptors_are_dropped(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    kit_session: str, agent: SharedAgent, client: RecordingClient
 ):
-    conn = agent.conn
-    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
+    conn, sid = agent.conn, kit_session
+    agent.router.clients[sid] = client
     key = "sk-proj-Hq3ZkT9vW2xY7bN4mP8rL5sD1fG6jK0c"
     await prompt_text(conn, sid, f'call peek_key {{"api_key": "{key}", "note": "n1"}}')
     await prompt_text(conn, sid, 'call peek_escape {"note": "n2"}')

@@ -5,10 +5,11 @@ the relay too. What is tested is which servers a front-end passes, which its own
 nothing about, so the command lines run in this process (:func:`_cli_here`); the MCP servers are
 real processes: the kit over stdio that ``watch``'s agent starts (its marker file proves the
 server ran), and for the other front-ends one HTTP kit server shared by the module (a tool call
-answered by it proves the front-end passed it: the agent has no other way to know it). ``watch``
-spawns its agent (through the relay too); ``chat`` and the console bridge drive theirs in this
-process. Real front-end processes remain where the process is the point: a bad file's exit
-status, and the ``agui`` endpoint a browser would talk to."""
+answered by it proves the front-end passed it: the agent has no other way to know it). ``watch``,
+``chat`` and the console bridge drive their agent in this process; through the relay, ``watch``
+spawns the relay and the relay its agent. Real front-end processes remain where the process is the
+point: a bad file's exit status, and the ``agui`` endpoint a browser would talk to (its agent
+inside it)."""
 
 from __future__ import annotations
 
@@ -229,7 +230,10 @@ def test_watch_passes_mcp_config_servers_and_shows_their_progress(
     servers = servers_file(tmp_path, marker)
     ask = 'call slow_count {"steps": 3, "delay": 0.05}'
     args = ["watch", "--json", "--yes", "--mcp-config", str(servers), ask]
-    status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, args)
+    # the agent watch drives, in this process too: the servers reach it only through session/new
+    # (the kit it starts is still a process: its marker file proves the server ran)
+    with agent_inside():
+        status, out, err = _cli_here(tmp_path, monkeypatch, capfd, in_process_cli, args)
     assert status == 0, err
     assert marker.exists()  # the agent started the server the front-end named
     updates = json_updates(out)
@@ -363,6 +367,17 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: ``acp-progress ARGS`` as a process of its own whose AG-UI endpoint drives this project's agent
+#: inside that process: the endpoint a browser talks to is real, the agent behind it proves nothing
+#: about which servers the endpoint passes (they reach it only through session/new)
+#: (the patch lasts as long as the process: plain ``setattr`` does what a monkeypatch would)
+AGUI_AGENT_INSIDE = (
+    "import sys, types; from tests.helpers.agui_inprocess import use_in_process_agui_agents; "
+    "from acp_adapter.cli import main; use_in_process_agui_agents(types.SimpleNamespace(setattr=setattr)); "
+    "sys.argv[0] = 'acp-progress'; sys.exit(main())"
+)
+
+
 @pytest.mark.e2e
 def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any]) -> None:
     servers = web_servers_file(tmp_path, web_kit)
@@ -370,7 +385,9 @@ def test_agui_endpoint_passes_the_servers(tmp_path: Path, web_kit: dict[str, Any
     env = env_for(tmp_path / "c", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     proc = subprocess.Popen(
         [
-            *acp_progress(),
+            sys.executable,
+            "-c",
+            AGUI_AGENT_INSIDE,
             "agui",
             "--no-token",
             "--port",

@@ -201,7 +201,10 @@ async def test_the_agent_exits_in_time_and_leaves_no_server_while_a_call_hangs(t
             hanging.set()
 
     client.on_update = watch
-    async with spawn_agent(client, env=FAST) as (conn, process, _log):
+    # the hung call keeps the kit from exiting on its closed input: it is terminated after the
+    # stop grace, which need not be the default 2 s for the exit to be timed
+    env = {**FAST, "ACP_PROGRESS_MCP_STOP_GRACE": "0.2"}
+    async with spawn_agent(client, env=env) as (conn, process, _log):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[kit(marker=marker)])).session_id
         async with anyio.create_task_group() as tg:
 

@@ -87,13 +87,32 @@ async def asking() -> AsyncIterator[tuple[Any, AskingClient]]:
         yield conn, client
 
 
+@pytest.fixture(scope="module")
+async def jobs(asking: tuple[Any, AskingClient], tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One session of that agent with the task server, shared by the tests that ask through its
+    ``asks`` tool: each looks at the questions and the card of its own turn."""
+    conn, _client = asking
+    cwd = tmp_path_factory.mktemp("jobs")
+    return (await conn.new_session(cwd=str(cwd), mcp_servers=[tasks_server()])).session_id
+
+
+@pytest.fixture(scope="module")
+async def everything_session(
+    asking: tuple[Any, AskingClient], tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """One session of that agent with server-everything, shared by the tests of its questions."""
+    conn, _client = asking
+    cwd = tmp_path_factory.mktemp("everything")
+    return (await conn.new_session(cwd=str(cwd), mcp_servers=[everything()])).session_id
+
+
 @pytest.mark.e2e
 async def test_a_tool_s_question_reaches_the_editor_and_the_answer_goes_back(
-    tmp_path: Path, asking: tuple[Any, AskingClient]
+    jobs: str, asking: tuple[Any, AskingClient]
 ) -> None:
     conn, client = asking
     client.reply, before = "accept", len(client.asked)
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+    sid = jobs
     ask = json.dumps({"question": "Which colour?\x1b[2J\x1b]0;pwned\x07"})
     assert (await prompt_text(conn, sid, f"call asks {ask}")).stop_reason == "end_turn"
     ((message, mode),) = client.asked[before:]
@@ -109,11 +128,11 @@ async def test_a_tool_s_question_reaches_the_editor_and_the_answer_goes_back(
 @pytest.mark.e2e
 @pytest.mark.parametrize("reply", ["decline", "cancel"])
 async def test_a_decline_or_a_cancel_goes_back_to_the_server(
-    tmp_path: Path, asking: tuple[Any, AskingClient], reply: str
+    jobs: str, asking: tuple[Any, AskingClient], reply: str
 ) -> None:
     conn, client = asking
     client.reply = reply
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+    sid = jobs
     await prompt_text(conn, sid, "call asks {}")
     card = tool_cards(client, sid)[-1]
     assert final_status(card) == "completed" and f"the person chose {reply}" in text_of(card[-1])
@@ -121,11 +140,11 @@ async def test_a_decline_or_a_cancel_goes_back_to_the_server(
 
 @pytest.mark.e2e
 async def test_server_everything_s_question_reaches_the_editor(
-    tmp_path: Path, asking: tuple[Any, AskingClient]
+    everything_session: str, asking: tuple[Any, AskingClient]
 ) -> None:
     conn, client = asking
     client.reply, before = "decline", len(client.asked)
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    sid = everything_session
     await prompt_text(conn, sid, "call trigger-elicitation-request {}")
     assert len(client.asked) == before + 1
     message, mode = client.asked[-1]
@@ -212,14 +231,14 @@ def test_any_schema_is_either_refused_or_cleaned(raw: dict[str, Any]) -> None:
 
 @pytest.mark.e2e
 async def test_a_task_that_needs_input_asks_the_editor_and_goes_on_with_the_answer(
-    tmp_path: Path, asking: tuple[Any, AskingClient]
+    everything_session: str, asking: tuple[Any, AskingClient]
 ) -> None:
     """server-everything's research task turns ``input_required`` on an ambiguous topic: the card
     says it waits for the person, the question reaches the editor, the report uses the answer."""
     conn, client = asking
     client.reply, client.content = "accept", {"interpretation": "snake"}
     before = len(client.asked)
-    sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    sid = everything_session
     ask = 'call simulate-research-query {"topic": "python", "ambiguous": true}'
     assert (await prompt_text(conn, sid, ask)).stop_reason == "end_turn"
     assert len(client.asked) == before + 1

@@ -3,10 +3,11 @@
 card shows the task's status as it changes, its progress, its result from ``tasks/result``; a
 failed task fails the card; a forgotten one says so; ``session/cancel`` sends ``tasks/cancel`` and
 the card ends within 2 s. The MCP servers are real processes. One agent in this process serves
-the module's tests that need no store of their own (its process proves nothing there); the tests
-where the agent dies mid-task (or the editor hangs up) use an agent process of their own and an
-HTTP server that outlives it; the agent that loads the session after runs in this process, on the
-same store."""
+the module's tests that need no store of their own (its process proves nothing there), and the
+one-turn tests that need nothing of the task server but its tools share one session with it; the
+tests where the agent dies mid-task (or the editor hangs up) use an agent process of their own and
+the module's HTTP task server, which outlives it; the agent that loads the session after runs in
+this process, on the same store."""
 
 from __future__ import annotations
 
@@ -54,6 +55,29 @@ def client() -> RecordingClient:
     return RecordingClient()
 
 
+@pytest.fixture(scope="module")
+async def jobs_session(agent: SharedAgent, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One session with the task server (stdio, default poll interval) that the module's
+    one-turn tests share, each with its own client (:func:`on_jobs`): every task is its own, and
+    what a test asserts is its own turn's card, so one server start serves them all."""
+    first = RecordingClient()
+    return (await agent.new_session(first, tmp_path_factory.mktemp("jobs"), [tasks_server()])).session_id
+
+
+def on_jobs(agent: SharedAgent, sid: str, client: RecordingClient) -> str:
+    """The shared task session's updates go to ``client`` from now on (this test's turns)."""
+    agent.router.clients[sid] = client
+    return sid
+
+
+@pytest.fixture(scope="module")
+def tasks_url() -> Iterator[str]:
+    """The task server over streamable HTTP, shared by the module's tests where a task outlives
+    its agent (each runs tasks of its own, held at a gate of its own)."""
+    with http_tasks_server() as url:
+        yield url
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
@@ -83,9 +107,9 @@ async def until(check: Any, within: float = 20.0) -> None:
 
 
 async def test_a_task_s_status_steps_and_progress_show_on_its_card_and_its_result_ends_it(
-    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+    jobs_session: str, agent: SharedAgent, client: RecordingClient
 ) -> None:
-    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    sid = on_jobs(agent, jobs_session, client)
     response = await prompt_text(agent.conn, sid, 'call steps {"steps": 20, "delay": 0.02}')
     assert response.stop_reason == "end_turn"
     card = tool_cards(client, sid)[-1]
@@ -116,9 +140,9 @@ async def test_a_task_on_a_server_that_sends_no_status_is_polled_at_its_interval
 
 
 async def test_a_failed_task_fails_its_card_with_the_reason(
-    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+    jobs_session: str, agent: SharedAgent, client: RecordingClient
 ) -> None:
-    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    sid = on_jobs(agent, jobs_session, client)
     await prompt_text(agent.conn, sid, 'call breaks {"steps": 5, "delay": 0.02}')
     card = tool_cards(client, sid)[-1]
     assert final_status(card) == "failed"
@@ -126,9 +150,9 @@ async def test_a_failed_task_fails_its_card_with_the_reason(
 
 
 async def test_a_task_the_server_forgets_fails_saying_so(
-    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+    jobs_session: str, agent: SharedAgent, client: RecordingClient
 ) -> None:
-    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    sid = on_jobs(agent, jobs_session, client)
     response = await prompt_text(agent.conn, sid, "call forgets {}")
     assert response.stop_reason == "end_turn"
     card = tool_cards(client, sid)[-1]
@@ -137,9 +161,9 @@ async def test_a_task_the_server_forgets_fails_saying_so(
 
 
 async def test_a_task_id_too_long_or_not_text_is_refused_and_kept_nowhere(
-    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+    jobs_session: str, agent: SharedAgent, client: RecordingClient
 ) -> None:
-    sid = (await agent.new_session(client, tmp_path, [tasks_server()])).session_id
+    sid = on_jobs(agent, jobs_session, client)
     assert (await prompt_text(agent.conn, sid, "call badid {}")).stop_reason == "end_turn"
     card = tool_cards(client, sid)[-1]
     assert final_status(card) == "failed" and "does not keep" in text_of(card[-1])
@@ -263,46 +287,45 @@ async def _picked_up_and_released(client: RecordingClient, sid: str, gate: Path)
 
 
 async def test_a_task_outlives_a_killed_agent_and_the_next_load_delivers_its_result(
-    tmp_path: Path, backend: Backend
+    tmp_path: Path, backend: Backend, tasks_url: str
 ) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
     env = backend.env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    with http_tasks_server() as url:
-        server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
-        gate = tmp_path / "gate"
-        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "kill", backend.open)
-        store = backend.open()
-        try:
-            (left,) = stored_records(store, sid)
-        finally:
-            store.close()
-        assert left.server == "jobs" and left.tool == "steps"
+    server = HttpMcpServer(name="jobs", url=tasks_url, headers=[], type="http")
+    gate = tmp_path / "gate"
+    sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "kill", backend.open)
+    store = backend.open()
+    try:
+        (left,) = stored_records(store, sid)
+    finally:
+        store.close()
+    assert left.server == "jobs" and left.tool == "steps"
 
-        client = RecordingClient()
-        async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
-            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await _picked_up_and_released(client, sid, gate)
-            card = _pickup_card(client, sid)
-            assert card[0].status == "in_progress" and "picked up again" in card[0].title
-            assert any("step" in line for line in status_lines(card)), "its current status is shown"
-            assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
-            # the conversation goes on, and the next load replays the finished card: nothing left to pick up
-            assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
+    client = RecordingClient()
+    async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+        await _picked_up_and_released(client, sid, gate)
+        card = _pickup_card(client, sid)
+        assert card[0].status == "in_progress" and "picked up again" in card[0].title
+        assert any("step" in line for line in status_lines(card)), "its current status is shown"
+        assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
+        # the conversation goes on, and the next load replays the finished card: nothing left to pick up
+        assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
 
-        store = backend.open()
-        try:
-            assert stored_records(store, sid) == []
-        finally:
-            store.close()
-        client = RecordingClient()
-        async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
-            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await asyncio.sleep(0.5)
-            replayed = [u for u in client.for_session(sid) if isinstance(u, ToolCallStart)]
-            done = [u for u in replayed if u.tool_call_id.startswith("mcp-task-")]
-            assert len(done) == 1 and done[0].status == "completed"
-            assert not [u for u in client.for_session(sid) if isinstance(u, ToolCallProgress)]
+    store = backend.open()
+    try:
+        assert stored_records(store, sid) == []
+    finally:
+        store.close()
+    client = RecordingClient()
+    async with served_inprocess(client, progress_agent(backend.settings(embedded_delay=0.05))) as conn:
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+        await asyncio.sleep(0.5)
+        replayed = [u for u in client.for_session(sid) if isinstance(u, ToolCallStart)]
+        done = [u for u in replayed if u.tool_call_id.startswith("mcp-task-")]
+        assert len(done) == 1 and done[0].status == "completed"
+        assert not [u for u in client.for_session(sid) if isinstance(u, ToolCallProgress)]
 
 
 def _state_settings(tmp_path: Path) -> Any:
@@ -319,22 +342,21 @@ def _pickup_ended(client: RecordingClient, sid: str) -> bool:
     return _has_pickup(client, sid) and final_status(_pickup_card(client, sid)) != "in_progress"
 
 
-async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path) -> None:
+async def test_a_task_outlives_an_editor_that_hung_up(tmp_path: Path, tasks_url: str) -> None:
     """The editor closes the connection mid-task: the turn ends, the task is not cancelled, and the
     next load of the session delivers its result."""
     ws = tmp_path / "ws"
     ws.mkdir()
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
-    with http_tasks_server() as url:
-        server = HttpMcpServer(name="jobs", url=url, headers=[], type="http")
-        gate = tmp_path / "gate"
-        sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "hang up", _state_store(tmp_path))
-        client = RecordingClient()
-        async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
-            await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
-            await _picked_up_and_released(client, sid, gate)
-            card = _pickup_card(client, sid)
-            assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
+    server = HttpMcpServer(name="jobs", url=tasks_url, headers=[], type="http")
+    gate = tmp_path / "gate"
+    sid, _ = await _start_and_kill(env, ws, server, _held_steps(gate), "hang up", _state_store(tmp_path))
+    client = RecordingClient()
+    async with served_inprocess(client, progress_agent(_state_settings(tmp_path))) as conn:
+        await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[server])
+        await _picked_up_and_released(client, sid, gate)
+        card = _pickup_card(client, sid)
+        assert final_status(card) == "completed" and "all 40 steps done" in text_of(card[-1])
 
 
 async def test_a_task_its_server_no_longer_knows_is_said_plainly_on_load(tmp_path: Path) -> None:

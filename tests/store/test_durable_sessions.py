@@ -164,7 +164,7 @@ async def test_a_killed_agent_s_conversation_is_listed_loaded_and_secret_free_on
 ) -> None:
     ws = _workspace(tmp_path)
     state = backend.state
-    env = backend.env()
+    env = backend.env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")  # thinking is not the point here
     async with spawn_agent(RecordingClient(), env=env) as (conn, proc, _log):
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         first = await prompt_text(conn, sid, "read secrets.txt")
@@ -207,7 +207,7 @@ async def test_two_agent_processes_on_one_store(tmp_path: Path, backend: Backend
     listed and loaded by the other. One agent is a spawned process, the other runs in this one:
     two processes, each with its own connection to the store."""
     ws = _workspace(tmp_path)
-    env = backend.env()
+    env = backend.env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")  # thinking is not the point here
     one, two = RecordingClient(), RecordingClient()
     here = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
     async with spawn_agent(one, env=env) as (a, _pa, _la), served_inprocess(two, here) as b:
@@ -410,7 +410,7 @@ async def test_a_turn_killed_mid_way_is_loaded_closed_as_interrupted(
     from acp_adapter.store.recorder import INTERRUPTED_NOTE
 
     ws = _workspace(tmp_path)
-    env = backend.env()
+    env = backend.env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")  # thinking is not the point here
     client = RecordingClient()
     async with spawn_agent(client, env=env) as (conn, proc, _log):
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id

@@ -2,7 +2,9 @@
 
 Two "machines" are two state directories that share nothing but the database URL: what
 ``watch`` does on one, ``sessions``, ``watch --continue`` and ``audit`` see on the other, and
-neither writes a SQLite file.
+neither writes a SQLite file. Each command line is a process of its own; ``watch`` and
+``sessions`` drive their agent inside that process (:mod:`tests.helpers.cli_agent_inside`): a
+second process per command would prove nothing more about the shared store.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from acp_adapter.store.postgres_url import DatabaseUrl
 from tests.helpers.acp_agent import agent_env
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 
 pytestmark = pytest.mark.e2e
 
@@ -32,8 +35,10 @@ def _run(
         **os.environ,
         **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(state), **extra, **env),
     }
+    # audit reads the store and drives no agent: the plain command line, without the agent's imports
+    module = "acp_adapter.cli" if args[0] == "audit" else CLI_AGENT_INSIDE
     return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -5,6 +5,7 @@ takes their place, the log says so."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from acp_adapter.store import open_store
 from acp_adapter.store.base import SessionRecord, drop_count
 from acp_adapter.store.memory import MemoryStore
 from acp_adapter.store.stored_entries import trimmed_note
-from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, prompt_text
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 CAP = 64 * 1024
 
@@ -70,17 +72,20 @@ def test_a_store_drops_the_oldest_events_and_puts_the_note_first(
         store.close()
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
-async def test_a_session_over_its_cap_loads_with_its_newest_turns_and_a_note(tmp_path: Path) -> None:
-    """A real agent with a 64 KiB cap and five 20 KB prompts: the database keeps the newest turns, a
-    load replays the note first, then them; the log names the session and what was dropped."""
+async def test_a_session_over_its_cap_loads_with_its_newest_turns_and_a_note(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """This project's agent (in this process: what it stores and logs is the point, not its
+    process) with a 64 KiB cap and five 20 KB prompts: the database keeps the newest turns, a load
+    replays the note first, then them; the log names the session and what was dropped."""
     ws = tmp_path / "ws"
     ws.mkdir()
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_MAX_SESSION_BYTES=str(CAP))
+    caplog.set_level(logging.INFO, logger="acp_progress")
     client = RecordingClient()
-    async with spawn_agent(client, env=env) as (conn, _process, log_path):
+    agent = progress_agent(state_dir=str(state), max_session_bytes=CAP)
+    async with served_inprocess(client, agent) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         for turn in range(5):
             reply = await prompt_text(conn, sid, f"turn-{turn} " + "word " * 4000)
@@ -88,7 +93,7 @@ async def test_a_session_over_its_cap_loads_with_its_newest_turns_and_a_note(tmp
         client.updates.clear()
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         replayed = [u.update for u in client.updates]
-        log = log_path.read_text()
+        log = caplog.text
     texts = [u.content.text for u in replayed if getattr(u, "session_update", "").endswith("message_chunk")]
     assert texts[0] == trimmed_note(CAP), texts[:2]
     prompts = [t.split()[0] for t in texts if t.startswith("turn-")]

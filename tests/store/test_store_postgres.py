@@ -38,6 +38,21 @@ def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _cli_here(
+    *args: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    """``acp-progress ARGS`` in this process with ``env`` set, for a command line that stops before
+    anything starts (its message is the point; its process is proved by :func:`_cli` once): its
+    exit status, stdout and stderr."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    with cli_in_process() as main:
+        code = main(list(args))
+    shown = capsys.readouterr()
+    return code, shown.out, shown.err
+
+
 def test_the_url_never_shows_its_password() -> None:
     url = DatabaseUrl.parse("postgresql://acp:s3cr%40t-pw@db.example:6543/sessions?sslmode=require")
     assert (url.host, url.port, url.database, url.user, url.password) == (
@@ -99,25 +114,39 @@ def test_config_hides_a_password_given_as_a_url_parameter(
 
 
 @pytest.mark.e2e
-def test_unreachable_at_start_is_one_clear_line_and_exit_2() -> None:
+def test_unreachable_at_start_is_one_clear_line_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``serve`` as the process an editor starts (its exit status and stderr); ``sessions`` and
+    ``audit`` take the same path in this process."""
     from tests.helpers.pg_server import free_port
 
     port = free_port()  # nothing listens there
     url = f"postgresql://acp:NeverShowMe42@127.0.0.1:{port}/acp"
-    for command in (["sessions"], ["audit"], ["serve"]):
-        done = _cli(*command, env={"ACP_PROGRESS_DATABASE_URL": url})
-        assert done.returncode == 2, done
-        assert f"127.0.0.1:{port}" in done.stderr and "cannot reach the session database" in done.stderr
-        assert "Traceback" not in done.stderr and "NeverShowMe42" not in done.stderr + done.stdout
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    done = _cli("serve", env={"ACP_PROGRESS_DATABASE_URL": url})
+    said = [(["serve"], done.returncode, done.stdout, done.stderr)]
+    for command in (["sessions"], ["audit"]):
+        code, out, err = _cli_here(
+            *command, env={"ACP_PROGRESS_DATABASE_URL": url}, monkeypatch=monkeypatch, capsys=capsys
+        )
+        said.append((command, code, out, err))
+    for command, code, out, err in said:
+        assert code == 2, (command, out, err)
+        assert f"127.0.0.1:{port}" in err and "cannot reach the session database" in err
+        assert "Traceback" not in err and "NeverShowMe42" not in err + out
+        assert len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.e2e
-def test_a_wrong_password_is_named_without_the_password(pg_server: Any) -> None:
+def test_a_wrong_password_is_named_without_the_password(
+    pg_server: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = pg_server.url(password="WrongPassword77")
-    done = _cli("sessions", env={"ACP_PROGRESS_DATABASE_URL": url})
-    assert done.returncode == 2 and "password authentication failed" in done.stderr
-    assert "WrongPassword77" not in done.stderr and "Traceback" not in done.stderr
+    code, _out, err = _cli_here(
+        "sessions", env={"ACP_PROGRESS_DATABASE_URL": url}, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 2 and "password authentication failed" in err
+    assert "WrongPassword77" not in err and "Traceback" not in err
 
 
 @pytest.mark.e2e
@@ -302,41 +331,45 @@ def test_two_stores_on_two_processes_see_each_other(pg_url: str, tmp_path: Path)
     reader.close()
 
 
-@pytest.mark.e2e
-def test_a_malformed_url_is_refused_at_start_without_echoing_it() -> None:
-    done = _cli("sessions", env={"ACP_PROGRESS_DATABASE_URL": "mysql://acp:Hunter2Secret@db/acp"})
-    assert done.returncode == 2 and "postgresql://" in done.stderr
-    assert "Hunter2Secret" not in done.stderr + done.stdout and "Traceback" not in done.stderr
+def test_a_malformed_url_is_refused_at_start_without_echoing_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {"ACP_PROGRESS_DATABASE_URL": "mysql://acp:Hunter2Secret@db/acp"}
+    code, out, err = _cli_here("sessions", env=env, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 2 and "postgresql://" in err
+    assert "Hunter2Secret" not in err + out and "Traceback" not in err
 
 
 @pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
-    pg_server: Any, pg_url: str, tmp_path: Path
+    pg_server: Any, pg_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A real agent process: PostgreSQL restarts between (and under) its turns; every prompt is
-    answered, the log says the writes waited for the database, and every turn is stored."""
-    from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
+    """This project's agent (in this process: its store and its log are the point, not its
+    process; the restarts run in a thread, so it goes on serving meanwhile): PostgreSQL restarts
+    between (and under) its turns; every prompt is answered, the log says the writes waited for
+    the database, and every turn is stored."""
+    import anyio
 
-    env = agent_env(
-        ACP_PROGRESS_DATABASE_URL=pg_url,
-        ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
-        ACP_PROGRESS_EMBEDDED_DELAY="0.05",
-    )
-    async with spawn_agent(RecordingClient(), env=env) as (conn, _proc, log_path):
+    from tests.helpers.acp_agent import RecordingClient, fast_settings, prompt_text
+    from tests.helpers.shared_agent import progress_agent, served_inprocess
+
+    settings = fast_settings(state_dir=str(tmp_path / "state"), store={"url": pg_url}, embedded_delay=0.05)
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    async with served_inprocess(RecordingClient(), progress_agent(settings)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
-        pg_server.stop("fast")
+        await anyio.to_thread.run_sync(pg_server.stop, "fast")
         try:
             # the turn runs while the database is down: its writes wait (the answer is bounded
             # by the agent's store flush timeout, not by the outage)
             assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
         finally:
-            pg_server.start()
+            await anyio.to_thread.run_sync(pg_server.start)
         assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
         listed = await conn.list_sessions(cwd=str(tmp_path))
         assert [s.session_id for s in listed.sessions] == [sid]
-    log = log_path.read_text(errors="replace")
+    log = caplog.text
     assert "kept and retried" in log and "is back" in log, log
     assert (DatabaseUrl.parse(pg_url).password or "") not in log
     from acp_adapter.store.postgres import PostgresStore

@@ -1,18 +1,19 @@
 """Private state, checked: the session store uses a state directory, database,
 ``-wal``, ``-shm`` and ``-journal`` only when they are the user's own and private; it creates them
 0600 (directories 0700, parents too) whatever the umask; a relative directory is refused;
-``secure_delete`` is on. Unit tests on the store, then a real agent process given a directory
-another user prepared.
+``secure_delete`` is on. Unit tests on the store, then an agent given a directory another user
+prepared (in this process: what it writes and logs is the same in a process of its own), and a
+command line given another user's settings file.
 
 The tests run as root: "another user" is made with ``os.chown`` to a uid nobody has.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,8 +28,10 @@ from acp_adapter.store import (
     SqliteStore,
     open_store,
 )
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply
+from tests.helpers.shared_agent import progress_agent, served_inprocess
+from tests.helpers.shared_servers import cli_in_process
 
 KEY = "sk-test-victim-0123456789abcdef"
 
@@ -129,12 +132,14 @@ def test_an_unsafe_state_dir_leaves_the_audit_refusing(tmp_path: Path) -> None:
         store.record_permission(PermissionDecision(0.0, "s", "c", "Running x", True, "auto", "acp"))
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
-async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_path: Path) -> None:
+async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The attack: a 0777 state directory holding a 0666 database, both another user's. Nothing is
     written there (ignoring the failed chmod would write the conversation into it), the log names
-    the path and the fix, and an allowed command is refused on its card."""
+    the path and the fix, and an allowed command is refused on its card (before it runs: no
+    process starts)."""
     _needs_root()
     state, ws = tmp_path / "state", tmp_path / "ws"
     ws.mkdir()
@@ -145,20 +150,22 @@ async def test_an_agent_never_writes_into_a_state_dir_another_user_prepared(tmp_
     for path in (state, state / DATABASE_NAME):
         os.chown(path, OTHER_UID, OTHER_UID)
     client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, log):
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")).stop_reason == "end_turn"
     assert sorted(p.name for p in state.iterdir()) == [DATABASE_NAME]
     assert (state / DATABASE_NAME).read_bytes() == b""
-    assert f"the state directory {state} is owned by uid {OTHER_UID}" in log.read_text()
+    assert f"the state directory {state} is owned by uid {OTHER_UID}" in caplog.text
     (card,) = [ups for ups in client.cards(sid).values() if "touch" in repr(ups[0].title)]
     assert final_status(card) == "failed" and f"owned by uid {OTHER_UID}" in repr(card[-1].content)
     assert not (ws / "ran").exists()
 
 
-@pytest.mark.e2e
 @pytest.mark.anyio
-async def test_an_agent_never_writes_into_a_planted_wal(tmp_path: Path) -> None:
+async def test_an_agent_never_writes_into_a_planted_wal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The attack: a 0666 ``-wal`` and ``-shm`` planted beside the user's own database, so another
     user could read the conversation while the agent writes it. They stay empty."""
     state, ws = tmp_path / "state", tmp_path / "ws"
@@ -168,16 +175,22 @@ async def test_an_agent_never_writes_into_a_planted_wal(tmp_path: Path) -> None:
         planted = state / f"{DATABASE_NAME}{suffix}"
         planted.write_bytes(b"")
         planted.chmod(0o666)
-    client = RecordingClient()
-    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_STATE_DIR=str(state))) as (conn, _p, log):
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    async with served_inprocess(RecordingClient(), progress_agent(state_dir=str(state))) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
     for suffix in ("-wal", "-shm"):
         assert (state / f"{DATABASE_NAME}{suffix}").read_bytes() == b""
-    assert f"{DATABASE_NAME}-wal may be written by other users" in log.read_text()
+    assert f"{DATABASE_NAME}-wal may be written by other users" in caplog.text
 
 
-def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _run_with_config(
+    config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    """``acp-progress run hi`` in ``tmp_path`` with the settings file of ``config_dir`` and the
+    victim's key in the environment, in this process (``run`` drives its agent in its own process
+    anyway: which settings file it obeys is the point, not the process): its exit status and
+    stderr."""
     env = agent_env(
         ACP_PROGRESS_CONFIG_DIR=str(config_dir),
         ACP_PROGRESS_MODEL="openai",
@@ -188,20 +201,25 @@ def _run_with_config(config_dir: Path, base_url: str, tmp_path: Path) -> subproc
         ACP_PROGRESS_SUMMARY="off",
         ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
     )
-    env.pop("OPENAI_BASE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "run", "hi"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("OPENAI")}, **env},
-        timeout=60,
-        check=False,
-    )
+    with monkeypatch.context() as scoped:
+        for name in [name for name in os.environ if name.startswith("OPENAI")]:
+            scoped.delenv(name)
+        for name, value in env.items():
+            scoped.setenv(name, value)
+        scoped.chdir(tmp_path)
+        sigint = signal.getsignal(signal.SIGINT)
+        capsys.readouterr()
+        try:
+            with cli_in_process() as main:
+                code = main(["run", "hi"])
+        finally:
+            signal.signal(signal.SIGINT, sigint)  # as the command line set it up for its own process
+        return code, capsys.readouterr().err
 
 
-@pytest.mark.e2e
-def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_path: Path) -> None:
+def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The attack: a ``config.toml`` in someone else's world-writable directory sets ``[openai]
     base_url`` to their server, where the victim's OPENAI_API_KEY must not go. The same file in a
     private directory shows the test can fail: there, the key does go to the configured server."""
@@ -213,8 +231,8 @@ def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_pa
         private.mkdir(mode=0o700)
         (private / "config.toml").write_text(setting)
         (private / "config.toml").chmod(0o600)
-        done = _run_with_config(private, server.base_url, tmp_path)
-        assert done.returncode == 0, done.stderr
+        code, stderr = _run_with_config(private, tmp_path, monkeypatch, capsys)
+        assert code == 0, stderr
         assert len(server.requests) == 1  # the control: a private file is obeyed
 
         server.requests.clear()
@@ -224,7 +242,7 @@ def test_a_config_in_another_user_s_world_writable_dir_never_gets_the_key(tmp_pa
         (shared / "config.toml").chmod(0o644)
         shared.chmod(0o777)
         os.chown(shared, OTHER_UID, OTHER_UID)
-        done = _run_with_config(shared, server.base_url, tmp_path)
-        assert done.returncode != 0
+        code, stderr = _run_with_config(shared, tmp_path, monkeypatch, capsys)
+        assert code != 0
         assert server.requests == []
-        assert f"the settings file {shared / 'config.toml'} is in {shared}" in done.stderr
+        assert f"the settings file {shared / 'config.toml'} is in {shared}" in stderr
