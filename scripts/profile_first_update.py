@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Every Python call on the path from ``session/prompt`` to the think card, counted in process.
+
+The agent (``ProgressAgent`` with ``run_agent.AIAgent``, as ``serve`` builds it, on the connection
+``agent_connection`` makes) and an SDK client share one event loop over the SDK's in-memory
+transports. After a few warm-up prompts, the profiler (``sys.setprofile``) is switched on just
+before the client sends a prompt and off when the think card's ``tool_call`` reaches the client,
+so what it counts is the client's request, the agent's whole path to its first update and the
+client's receipt of it: the work that stands between a person's prompt and the spinner. It counts
+the event loop's thread only (the agent loop's worker thread starts after the card is out).
+
+It prints the number of Python calls (median of ``--prompts`` profiled prompts; C calls apart),
+the calls per package, and with ``--calls`` every function called on the path, in the order of its
+first call, with how often. Point ``PYTHONPATH`` at a checkout to profile that checkout, e.g. an
+older one to compare::
+
+    PYTHONPATH=/path/to/old python scripts/profile_first_update.py --calls
+
+The count is exact for one run of the code, not a time: ``scripts/bench_spinner_latency.py`` gives
+the time, against a bare SDK agent measured in the same run.
+
+Usage: python scripts/profile_first_update.py [--prompts 5] [--warm 5] [--calls]
+       [--transport memory|stdio] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class CallCounter:
+    """A ``sys.setprofile`` hook: Python calls by function, in the order of their first call."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.c_calls = 0
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            code = frame.f_code
+            module = frame.f_globals.get("__name__", "?")
+            self.calls[f"{module}:{code.co_qualname}"] += 1
+        elif event == "c_call":
+            self.c_calls += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.calls.values())
+
+
+def package_of(function: str) -> str:
+    """The top-level package of a ``module:qualname`` (``acp_adapter``, ``acp``, ``pydantic`` …)."""
+    return function.split(":", 1)[0].split(".", 1)[0]
+
+
+class ThinkCardWatch:
+    """The client: stops the profiler when the current prompt's think card arrives."""
+
+    def __init__(self) -> None:
+        self.counter: CallCounter | None = None
+        self.profiled: list[CallCounter] = []
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if self.counter is None:
+            return
+        is_card = getattr(update, "session_update", None) == "tool_call"
+        if is_card and getattr(update, "kind", None) == "think":
+            sys.setprofile(None)
+            self.profiled.append(self.counter)
+            self.counter = None
+
+    async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+async def connect(agent: Any, watch: Any, transport: str) -> tuple[Any, Any]:
+    """The agent's connection (not listening yet) and the client's, over the SDK's in-memory
+    transports (``memory``) or over a socket pair with the agent on the package's JSON-RPC
+    stream, as ``serve`` has it on its stdio (``stdio``: JSON lines both ways)."""
+    from acp.core import ClientSideConnection
+
+    from acp_adapter.server import agent_connection
+
+    if transport == "memory":
+        from acp._transport import memory_transport_pair
+
+        agent_end, client_end = memory_transport_pair()
+        return agent_connection(agent, agent_end), ClientSideConnection(watch, client_end)
+    from acp_adapter.protocol import JsonRpcStream, StreamLimits
+
+    agent_socket, client_socket = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
+    client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
+    stream = JsonRpcStream(agent_reader, agent_writer, StreamLimits.from_settings(agent.settings.streams))
+    return agent_connection(agent, stream), ClientSideConnection(watch, client_writer, client_reader)
+
+
+async def profile(prompts: int, warm: int, transport: str) -> list[CallCounter]:
+    """Prompt an in-process agent ``warm`` times, then ``prompts`` times under the profiler."""
+    from acp import PROTOCOL_VERSION, text_block
+
+    from acp_adapter.config import Settings
+    from acp_adapter.server import ProgressAgent
+    from run_agent import AIAgent
+
+    agent = ProgressAgent(Settings.from_env(), turn_runner=AIAgent)
+    watch = ThinkCardWatch()
+    conn, client = await connect(agent, watch, transport)
+    listening = asyncio.ensure_future(conn.listen())
+    try:
+        await client.initialize(protocol_version=PROTOCOL_VERSION)
+        session = await client.new_session(cwd=str(ROOT), mcp_servers=[])
+        for index in range(warm + prompts):
+            if index >= warm:
+                watch.counter = CallCounter()
+                sys.setprofile(watch.counter)
+            await client.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+            sys.setprofile(None)
+            if index >= warm and watch.counter is not None:
+                raise RuntimeError("the prompt was answered without a think card")
+    finally:
+        sys.setprofile(None)
+        await client.close()
+        await conn.close()
+        listening.cancel()
+        agent.shutdown()
+    return watch.profiled
+
+
+def report(profiled: list[CallCounter], show_calls: bool) -> dict[str, Any]:
+    totals = [counter.total for counter in profiled]
+    typical = min(profiled, key=lambda counter: abs(counter.total - statistics.median(totals)))
+    by_package: Counter[str] = Counter()
+    for function, count in typical.calls.items():
+        by_package[package_of(function)] += count
+    print(f"Python calls from session/prompt to the think card: median {statistics.median(totals):g}")
+    print(f"  per profiled prompt: {', '.join(map(str, totals))}")
+    print(f"  C calls (the typical prompt): {typical.c_calls}")
+    print("  by package (the typical prompt):")
+    for package, count in by_package.most_common():
+        print(f"    {count:5d}  {package}")
+    if show_calls:
+        print("  every function, in the order of its first call (calls × function):")
+        for function, count in typical.calls.items():
+            print(f"    {count:3d} × {function}")
+    return {
+        "median_calls": statistics.median(totals),
+        "calls": totals,
+        "c_calls": typical.c_calls,
+        "by_package": dict(by_package),
+        "functions": dict(typical.calls),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=5, help="prompts profiled (the median is reported)")
+    parser.add_argument("--warm", type=int, default=5, help="prompts sent first, not profiled")
+    parser.add_argument("--calls", action="store_true", help="list every function called on the path")
+    parser.add_argument(
+        "--transport",
+        choices=("memory", "stdio"),
+        default="memory",
+        help="the SDK's in-memory transports, or JSON lines over a socket pair as serve reads its stdio",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as one JSON object to FILE")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="acp-profile-state-") as state:
+        # as bench_spinner_latency.py runs the agent: a 20 ms model, no heartbeats, and never the
+        # user's state or configuration
+        os.environ.update(
+            {
+                "ACP_PROGRESS_EMBEDDED_DELAY": "0.02",
+                "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0",
+                "ACP_PROGRESS_HEARTBEAT_DISABLED": "1",
+                "ACP_PROGRESS_STATE_DIR": str(Path(state) / "sessions"),
+                "XDG_STATE_HOME": str(Path(state) / "xdg-state"),
+                "ACP_PROGRESS_CONFIG_DIR": str(Path(state) / "config"),
+            }
+        )
+        if str(ROOT) not in sys.path:
+            sys.path.append(str(ROOT))  # run_agent.py; a PYTHONPATH checkout comes first
+        figures = report(asyncio.run(profile(args.prompts, args.warm, args.transport)), args.calls)
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
