@@ -19,7 +19,11 @@ older one to compare::
 The count is exact for one run of the code, not a time: ``scripts/bench_spinner_latency.py`` gives
 the time, against a bare SDK agent measured in the same run.
 
-Usage: python scripts/profile_first_update.py [--prompts 5] [--warm 5] [--calls]
+``--timed N`` adds the CPU time the event loop's thread spends on the path (the median of N
+more prompts, without the profiler): less noisy than a wall-clock time on a busy machine, and
+still no substitute for it.
+
+Usage: python scripts/profile_first_update.py [--prompts 5] [--warm 5] [--calls] [--timed 0]
        [--transport memory|stdio] [--json FILE]
 """
 
@@ -33,6 +37,7 @@ import socket
 import statistics
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from types import FrameType
@@ -67,20 +72,30 @@ def package_of(function: str) -> str:
 
 
 class ThinkCardWatch:
-    """The client: stops the profiler when the current prompt's think card arrives."""
+    """The client: stops the profiler (or the clock) when the current prompt's think card arrives."""
 
     def __init__(self) -> None:
         self.counter: CallCounter | None = None
         self.profiled: list[CallCounter] = []
+        #: the thread's CPU time (ns) when the timed prompt was sent, and each timed path's
+        self.since: int | None = None
+        self.cpu_ns: list[int] = []
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        if self.counter is None:
-            return
         is_card = getattr(update, "session_update", None) == "tool_call"
-        if is_card and getattr(update, "kind", None) == "think":
+        if not is_card or getattr(update, "kind", None) != "think":
+            return
+        if self.since is not None:
+            self.cpu_ns.append(time.thread_time_ns() - self.since)
+            self.since = None
+        if self.counter is not None:
             sys.setprofile(None)
             self.profiled.append(self.counter)
             self.counter = None
+
+    @property
+    def waiting(self) -> bool:
+        return self.counter is not None or self.since is not None
 
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
@@ -108,8 +123,9 @@ async def connect(agent: Any, watch: Any, transport: str) -> tuple[Any, Any]:
     return agent_connection(agent, stream), ClientSideConnection(watch, client_writer, client_reader)
 
 
-async def profile(prompts: int, warm: int, transport: str) -> list[CallCounter]:
-    """Prompt an in-process agent ``warm`` times, then ``prompts`` times under the profiler."""
+async def profile(prompts: int, warm: int, transport: str, timed: int) -> ThinkCardWatch:
+    """Prompt an in-process agent ``warm`` times, then ``prompts`` times under the profiler, then
+    ``timed`` times on the thread's CPU clock (no profiler)."""
     from acp import PROTOCOL_VERSION, text_block
 
     from acp_adapter.config import Settings
@@ -123,13 +139,15 @@ async def profile(prompts: int, warm: int, transport: str) -> list[CallCounter]:
     try:
         await client.initialize(protocol_version=PROTOCOL_VERSION)
         session = await client.new_session(cwd=str(ROOT), mcp_servers=[])
-        for index in range(warm + prompts):
-            if index >= warm:
+        for index in range(warm + prompts + timed):
+            if index >= warm + prompts:
+                watch.since = time.thread_time_ns()
+            elif index >= warm:
                 watch.counter = CallCounter()
                 sys.setprofile(watch.counter)
             await client.prompt(session_id=session.session_id, prompt=[text_block("hi")])
             sys.setprofile(None)
-            if index >= warm and watch.counter is not None:
+            if watch.waiting:
                 raise RuntimeError("the prompt was answered without a think card")
     finally:
         sys.setprofile(None)
@@ -137,10 +155,11 @@ async def profile(prompts: int, warm: int, transport: str) -> list[CallCounter]:
         await conn.close()
         listening.cancel()
         agent.shutdown()
-    return watch.profiled
+    return watch
 
 
-def report(profiled: list[CallCounter], show_calls: bool) -> dict[str, Any]:
+def report(watch: ThinkCardWatch, show_calls: bool) -> dict[str, Any]:
+    profiled = watch.profiled
     totals = [counter.total for counter in profiled]
     typical = min(profiled, key=lambda counter: abs(counter.total - statistics.median(totals)))
     by_package: Counter[str] = Counter()
@@ -152,12 +171,21 @@ def report(profiled: list[CallCounter], show_calls: bool) -> dict[str, Any]:
     print("  by package (the typical prompt):")
     for package, count in by_package.most_common():
         print(f"    {count:5d}  {package}")
+    cpu_us = statistics.median(watch.cpu_ns) / 1000 if watch.cpu_ns else None
+    cpu_low_us = sorted(watch.cpu_ns)[len(watch.cpu_ns) // 10] / 1000 if watch.cpu_ns else None
+    if cpu_us is not None:
+        print(
+            f"  CPU time of the path (no profiler, {len(watch.cpu_ns)} prompts):"
+            f" median {cpu_us:.1f} µs, 10th percentile {cpu_low_us:.1f} µs"
+        )
     if show_calls:
         print("  every function, in the order of its first call (calls × function):")
         for function, count in typical.calls.items():
             print(f"    {count:3d} × {function}")
     return {
         "median_calls": statistics.median(totals),
+        "cpu_median_us": cpu_us,
+        "cpu_p10_us": cpu_low_us,
         "calls": totals,
         "c_calls": typical.c_calls,
         "by_package": dict(by_package),
@@ -169,6 +197,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=5, help="prompts profiled (the median is reported)")
     parser.add_argument("--warm", type=int, default=5, help="prompts sent first, not profiled")
+    parser.add_argument(
+        "--timed", type=int, default=0, help="prompts then timed on the thread's CPU clock (median)"
+    )
     parser.add_argument("--calls", action="store_true", help="list every function called on the path")
     parser.add_argument(
         "--transport",
@@ -193,7 +224,8 @@ def main() -> int:
         )
         if str(ROOT) not in sys.path:
             sys.path.append(str(ROOT))  # run_agent.py; a PYTHONPATH checkout comes first
-        figures = report(asyncio.run(profile(args.prompts, args.warm, args.transport)), args.calls)
+        watch = asyncio.run(profile(args.prompts, args.warm, args.transport, args.timed))
+        figures = report(watch, args.calls)
     if args.json:
         Path(args.json).write_text(json.dumps(figures))
     return 0

@@ -64,7 +64,8 @@ class TurnOutput:
 
     def submit(self, update: AnyUpdate) -> None:
         """Submit a card/usage update; text held back goes out first and the messages end."""
-        self.release()
+        if self._held:  # none before the turn's first text (its first card)
+            self.release()
         self._message_ids.clear()
         self._outbox.submit(self._session_id, update)
 

@@ -13,7 +13,7 @@ its one lock and only while the turn is open.
 from __future__ import annotations
 
 import itertools
-import uuid
+import os
 
 from acp.schema import ToolCallProgress
 
@@ -49,7 +49,7 @@ class ThinkCards:
             self._cards.get(early).early = False
             return early
         self.close_all()
-        card_id = f"think-{uuid.uuid4().hex[:12]}-{next(self._seq)}"
+        card_id = f"think-{os.urandom(6).hex()}-{next(self._seq)}"  # 12 random hex digits
         self._cards.open(card_id, "think", name)
         self._by_name[name] = card_id
         self._output.submit(build_thinking_start(card_id))

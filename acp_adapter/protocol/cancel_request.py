@@ -117,6 +117,10 @@ class CancellableRequests:
         self.handler = handler
         self.gentle = dict(gentle or {})
         self._running: dict[RequestId, _Running] = {}
+        #: makes a request's cancel scope: ``anyio.CancelScope`` looks the running backend up on
+        #: every call, so after the first request the backend's own scope class is called directly
+        #: (every prompt pays for it before its spinner goes out)
+        self._new_scope: Callable[[], anyio.CancelScope] = anyio.CancelScope
 
     @property
     def running(self) -> int:
@@ -130,7 +134,9 @@ class CancellableRequests:
         request_id = None if is_notification else _INCOMING.get()
         if request_id is None or request_id in self._running:
             return await self.handler(method, params, is_notification)
-        running = _Running(anyio.CancelScope(), method, params)
+        scope = self._new_scope()
+        self._new_scope = type(scope)
+        running = _Running(scope, method, params)
         self._running[request_id] = running
         try:
             with running.scope:
