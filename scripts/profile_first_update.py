@@ -2,12 +2,15 @@
 """Every Python call on the path from ``session/prompt`` to the think card, counted in process.
 
 The agent (``ProgressAgent`` with ``run_agent.AIAgent``, as ``serve`` builds it, on the connection
-``agent_connection`` makes) and an SDK client share one event loop over the SDK's in-memory
-transports. After a few warm-up prompts, the profiler (``sys.setprofile``) is switched on just
-before the client sends a prompt and off when the think card's ``tool_call`` reaches the client,
-so what it counts is the client's request, the agent's whole path to its first update and the
-client's receipt of it: the work that stands between a person's prompt and the spinner. It counts
-the event loop's thread only (the agent loop's worker thread starts after the card is out).
+``agent_connection`` makes) and an SDK client share one event loop, over the SDK's in-memory
+transports or (``--transport stdio``) JSON lines on a socket pair with the agent reading them as
+``serve`` reads its stdio. After a few warm-up prompts, the profiler (``sys.setprofile``) is
+switched on just before the client sends a prompt and off once the agent's transport has sent the
+think card's ``tool_call``, so what it counts is the client's request and the agent's whole path to
+its first update: the work that stands between a person's prompt and the spinner (in a real editor
+the two sides are processes of their own, so what the agent does after the card is sent does not
+delay it). It counts the event loop's thread only (the agent loop's worker thread starts after the
+card is out).
 
 It prints the number of Python calls (median of ``--prompts`` profiled prompts; C calls apart),
 the calls per package, and with ``--calls`` every function called on the path, in the order of its
@@ -71,56 +74,83 @@ def package_of(function: str) -> str:
     return function.split(":", 1)[0].split(".", 1)[0]
 
 
-class ThinkCardWatch:
-    """The client: stops the profiler (or the clock) when the current prompt's think card arrives."""
+def is_think_card(message: dict[str, Any]) -> bool:
+    """Whether a JSON-RPC message is a ``session/update`` opening a think card."""
+    update = (message.get("params") or {}).get("update") or {}
+    return message.get("method") == "session/update" and update.get("kind") == "think"
 
-    def __init__(self) -> None:
+
+class ThinkCardWatch:
+    """The agent's transport, watched: stops the profiler (or the clock) once the current prompt's
+    think card has been sent."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
         self.counter: CallCounter | None = None
         self.profiled: list[CallCounter] = []
         #: the thread's CPU time (ns) when the timed prompt was sent, and each timed path's
         self.since: int | None = None
         self.cpu_ns: list[int] = []
 
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        is_card = getattr(update, "session_update", None) == "tool_call"
-        if not is_card or getattr(update, "kind", None) != "think":
-            return
-        if self.since is not None:
-            self.cpu_ns.append(time.thread_time_ns() - self.since)
-            self.since = None
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.inner.send(message)
+        if is_think_card(message):
+            self.card_sent()
+
+    async def receive(self) -> dict[str, Any] | None:
+        message: dict[str, Any] | None = await self.inner.receive()
+        return message
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def card_sent(self) -> None:
         if self.counter is not None:
             sys.setprofile(None)
             self.profiled.append(self.counter)
             self.counter = None
+        if self.since is not None:
+            self.cpu_ns.append(time.thread_time_ns() - self.since)
+            self.since = None
 
     @property
     def waiting(self) -> bool:
         return self.counter is not None or self.since is not None
 
+
+class Client:
+    """The SDK client's side: takes the updates (the agent's transport tells when the card went)."""
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        return None
+
     async def request_permission(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
 
-async def connect(agent: Any, watch: Any, transport: str) -> tuple[Any, Any]:
-    """The agent's connection (not listening yet) and the client's, over the SDK's in-memory
-    transports (``memory``) or over a socket pair with the agent on the package's JSON-RPC
-    stream, as ``serve`` has it on its stdio (``stdio``: JSON lines both ways)."""
+async def connect(agent: Any, transport: str) -> tuple[ThinkCardWatch, Any, Any]:
+    """The agent's watched transport, its connection (not listening yet) and the client's, over the
+    SDK's in-memory transports (``memory``) or over a socket pair with the agent on the package's
+    JSON-RPC stream, as ``serve`` has it on its stdio (``stdio``: JSON lines both ways)."""
     from acp.core import ClientSideConnection
 
     from acp_adapter.server import agent_connection
 
+    client: Any = Client()
     if transport == "memory":
         from acp._transport import memory_transport_pair
 
         agent_end, client_end = memory_transport_pair()
-        return agent_connection(agent, agent_end), ClientSideConnection(watch, client_end)
+        watch = ThinkCardWatch(agent_end)
+        return watch, agent_connection(agent, watch), ClientSideConnection(client, client_end)
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
 
     agent_socket, client_socket = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_socket)
     client_reader, client_writer = await asyncio.open_connection(sock=client_socket)
     stream = JsonRpcStream(agent_reader, agent_writer, StreamLimits.from_settings(agent.settings.streams))
-    return agent_connection(agent, stream), ClientSideConnection(watch, client_writer, client_reader)
+    watch = ThinkCardWatch(stream)
+    return watch, agent_connection(agent, watch), ClientSideConnection(client, client_writer, client_reader)
 
 
 async def profile(prompts: int, warm: int, transport: str, timed: int) -> ThinkCardWatch:
@@ -133,8 +163,7 @@ async def profile(prompts: int, warm: int, transport: str, timed: int) -> ThinkC
     from run_agent import AIAgent
 
     agent = ProgressAgent(Settings.from_env(), turn_runner=AIAgent)
-    watch = ThinkCardWatch()
-    conn, client = await connect(agent, watch, transport)
+    watch, conn, client = await connect(agent, transport)
     listening = asyncio.ensure_future(conn.listen())
     try:
         await client.initialize(protocol_version=PROTOCOL_VERSION)

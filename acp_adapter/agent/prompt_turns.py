@@ -208,7 +208,7 @@ class PromptTurns:
         adopts this card, so the person never waits for the hop to a worker thread."""
         session.stream.think_open_early()
         await await_through_cancel(
-            asyncio.ensure_future(session.stream.flush()),
+            session.stream.outbox.barrier(),
             lambda: cancel.cancel(CONNECTION_CLOSED),
             lambda: self._abandoned,
         )
@@ -270,9 +270,7 @@ class PromptTurns:
             if self._turn_of.get(session.id) is turn:
                 del self._turn_of[session.id]
             turn.end(stop_reason, failed=failed)  # type: ignore[arg-type]
-        await await_through_cancel(
-            asyncio.ensure_future(self._parts.outbox().flush()), give_up=lambda: self._abandoned
-        )
+        await await_through_cancel(self._parts.outbox().barrier(), give_up=lambda: self._abandoned)
         session.finish_turn(run.result.messages if run.result is not None else [])
         if run.recording is not None:
             self._parts.outbox().observers(session.id).discard(run.recording)
