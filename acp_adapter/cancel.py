@@ -38,22 +38,27 @@ class CancelToken:
     """One-shot, thread-safe cancellation flag with abort hooks."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
         self._lock = threading.Lock()
+        self._cancelled = False
+        #: what a waiting thread sleeps on, made by the first :meth:`wait`: every prompt makes a
+        #: token before its spinner goes out, and most turns never wait on theirs
+        self._event: threading.Event | None = None
         self._hooks: list[Callable[[], None]] = []
         self.reason = ""
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Set the flag and run the abort hooks once; later calls do nothing."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return
             self.reason = reason
-            self._event.set()
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
             hooks, self._hooks = self._hooks, []
         for hook in hooks:
             try:
@@ -63,10 +68,16 @@ class CancelToken:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Sleep up to ``timeout`` seconds; return True as soon as the token is cancelled."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def raise_if_cancelled(self) -> None:
-        if self._event.is_set():
+        if self._cancelled:
             raise TurnCancelled(self.reason)
 
     def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
@@ -76,7 +87,7 @@ class CancelToken:
         reference to its response alive for the rest of the turn.
         """
         with self._lock:
-            if not self._event.is_set():
+            if not self._cancelled:
                 self._hooks.append(hook)
 
                 def remove() -> None:

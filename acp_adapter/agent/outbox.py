@@ -246,10 +246,17 @@ class UpdateOutbox:
 
     async def flush(self) -> None:
         """Return once everything submitted before this call has been written (or has failed)."""
+        await self.barrier()
+
+    def barrier(self) -> asyncio.Future[None]:
+        """A future done once everything submitted before this call has been written (or has
+        failed): :meth:`flush` for a caller that awaits a future, not a coroutine (the prompt,
+        through its cancellation), with no task to make on the way to its first card. Call it on
+        the loop's thread."""
         future: asyncio.Future[None] = self._loop.create_future()
         self._items.append(_Barrier(future))
         self._wake()
-        await future
+        return future
 
     def _schedule_wake(self, first: bool) -> None:
         if self._wake_scheduled or self._draining:

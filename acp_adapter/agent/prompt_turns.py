@@ -161,16 +161,15 @@ class PromptTurns:
         """Start the turn and run its loop, then end it whatever happened: a turn that could not
         even be built still closes its cards, flushes and answers."""
         run = _TurnRun()
-        recording = self._parts.recorder.observer(session.id)
         try:
-            await self._start_and_run(run, session, cancel, prompt, loop, recording)
+            await self._start_and_run(run, session, cancel, prompt, loop)
         except Exception as exc:  # building the turn failed: still finalise it below
             run.error = exc
         if run.error is not None:
             log.error("agent turn crashed: %s", type(run.error).__name__, exc_info=run.error)
         stop_reason = _stop_reason(cancel, run)
         failure = turn_failure(stop_reason, run.error, run.result)
-        await self._finish(session, run, stop_reason, failure is not None, recording)
+        await self._finish(session, run, stop_reason, failure is not None)
         if failure is not None:
             raise failure  # every card is closed and flushed: the error is the prompt's honest answer
         return _prompt_response(stop_reason, run.result)
@@ -184,7 +183,6 @@ class PromptTurns:
         cancel: CancelToken,
         prompt: list[Any],
         loop: asyncio.AbstractEventLoop,
-        recording: UpdateObserver,
     ) -> None:
         """Show the spinner, wait for the session's MCP servers, record the prompt, then run the
         agent loop on a worker thread until it ends (``run`` holds what the ending needs)."""
@@ -196,7 +194,7 @@ class PromptTurns:
         # recorded once the spinner is out: the first card never waits for the session store
         if session.mcp is not None:  # waits for servers still starting: cancel stops the wait
             await self._wait_for_servers(session, cancel, loop)
-        self._record_prompt(session, prompt, text, recording)
+        run.recording = self._record_prompt(session, prompt, text)
         agent = self._build_agent(session, turn)
         history = list(session.history)
         images = _accepted_images(session, prompt)
@@ -210,7 +208,7 @@ class PromptTurns:
         adopts this card, so the person never waits for the hop to a worker thread."""
         session.stream.think_open_early()
         await await_through_cancel(
-            asyncio.ensure_future(session.stream.flush()),
+            session.stream.outbox.barrier(),
             lambda: cancel.cancel(CONNECTION_CLOSED),
             lambda: self._abandoned,
         )
@@ -230,16 +228,17 @@ class PromptTurns:
         finally:
             remove()
 
-    def _record_prompt(
-        self, session: Session, prompt: list[Any], text: str, recording: UpdateObserver
-    ) -> None:
-        """The prompt joins the stored conversation, and the turn's updates follow it there."""
+    def _record_prompt(self, session: Session, prompt: list[Any], text: str) -> UpdateObserver:
+        """The prompt joins the stored conversation, and the turn's updates follow it there (through
+        the observer returned)."""
         title = self._parts.recorder.begin_turn(session.id, session.cwd, prompt, text)
+        recording = self._parts.recorder.observer(session.id)
         self._parts.outbox().observers(session.id).add(recording)
         if title is not None:  # the first prompt names the session, for session/list and the client
             session.stream.send(
                 SessionInfoUpdate(session_update="session_info_update", title=title, updated_at=iso_now())
             )
+        return recording
 
     def _start_worker(
         self,
@@ -263,9 +262,7 @@ class PromptTurns:
         worker.add_done_callback(self._workers.discard)
         return worker
 
-    async def _finish(
-        self, session: Session, run: _TurnRun, stop_reason: str, failed: bool, recording: UpdateObserver
-    ) -> None:
+    async def _finish(self, session: Session, run: _TurnRun, stop_reason: str, failed: bool) -> None:
         """End the turn before its answer: the summary stops, every open card closes and reaches
         the client, the conversation is stored."""
         turn = run.turn
@@ -273,11 +270,10 @@ class PromptTurns:
             if self._turn_of.get(session.id) is turn:
                 del self._turn_of[session.id]
             turn.end(stop_reason, failed=failed)  # type: ignore[arg-type]
-        await await_through_cancel(
-            asyncio.ensure_future(self._parts.outbox().flush()), give_up=lambda: self._abandoned
-        )
+        await await_through_cancel(self._parts.outbox().barrier(), give_up=lambda: self._abandoned)
         session.finish_turn(run.result.messages if run.result is not None else [])
-        self._parts.outbox().observers(session.id).discard(recording)
+        if run.recording is not None:
+            self._parts.outbox().observers(session.id).discard(run.recording)
         self._parts.recorder.end_turn(
             session.id, history_to_json(session.history), stop_reason, failed=failed
         )
@@ -347,6 +343,8 @@ class _TurnRun:
     cancelled while it waited."""
 
     turn: ProgressTurn | None = None
+    #: the recorder's observer of the turn's updates, once the prompt is recorded
+    recording: UpdateObserver | None = None
     result: TurnResult | None = None
     error: BaseException | None = None
     interrupted: bool = False

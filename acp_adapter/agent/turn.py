@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
+import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -160,8 +162,9 @@ class ProgressTurn:
         self.message: Callable[[str], bool] = self.stream.send_message_text
         #: ``plan_callback(steps)`` — the model's plan as ACP ``plan`` updates
         self.plan: Callable[[Sequence[PlanStep]], bool] = plan_callback(self.stream)
-        #: the toolbox observer: one card per tool call, progress, permission questions
-        self.tool_observer = AcpToolObserver(
+        #: the toolbox observer's maker (see :attr:`tool_observer`)
+        self._make_tool_observer = functools.partial(
+            AcpToolObserver,
             self.stream,
             conn=conn,
             loop=self.loop,
@@ -172,12 +175,29 @@ class ProgressTurn:
             client_capabilities=client_capabilities,
             policy=policy,
         )
+        self._tool_observer: AcpToolObserver | None = None
+        self._observer_lock = threading.Lock()
         self._summaries = summary
         self._user_text = user_text
         #: this turn's progress summary while it runs (None without a ``summary`` factory)
         self.summary: ProgressSummary | None = None
 
     # ------------------------------------------------------------ callbacks
+
+    @property
+    def tool_observer(self) -> AcpToolObserver:
+        """The toolbox observer: one card per tool call, progress, permission questions.
+
+        Made on first use, not with the turn: the server builds the turn before the spinner goes
+        out, and nothing of the observer (the editor's files and terminals …) is needed before
+        the agent loop's first tool call. Made once, whichever thread asks first."""
+        observer = self._tool_observer
+        if observer is None:
+            with self._observer_lock:
+                observer = self._tool_observer
+                if observer is None:
+                    observer = self._tool_observer = self._make_tool_observer()
+        return observer
 
     def usage(self, used: int, size: int) -> bool:
         """Send an ACP ``usage_update`` (context used / size, in tokens)."""

@@ -51,18 +51,21 @@ class TurnOutput:
     def __init__(self, session_id: str, outbox: UpdateOutbox) -> None:
         self._session_id = session_id
         self._outbox = outbox
-        self._held: dict[TextChannel, StreamRedactor] = {}  # a turn's own, made by begin
+        #: a turn's own, made with its first text (a turn's first card has none to release)
+        self._held: dict[TextChannel, StreamRedactor] = {}
         #: the message each text channel is streaming (its ``messageId``)
         self._message_ids: dict[TextChannel, str] = {}
 
     def begin(self) -> None:
-        """Fresh redactors for a new turn: nothing held back from the last one carries over."""
-        self._held = _new_text_redactors()
+        """A new turn: nothing held back from the last one carries over (its first text makes
+        fresh redactors)."""
+        self._held = {}
         self._message_ids.clear()
 
     def submit(self, update: AnyUpdate) -> None:
         """Submit a card/usage update; text held back goes out first and the messages end."""
-        self.release()
+        if self._held:  # none before the turn's first text (its first card)
+            self.release()
         self._message_ids.clear()
         self._outbox.submit(self._session_id, update)
 
@@ -81,6 +84,8 @@ class TurnOutput:
     def text(self, channel: TextChannel, text: str) -> None:
         """Stream a channel's text: the other channel's held text is released (its message ends)
         and only what is safe to show so far goes out, as a chunk of this channel's message."""
+        if not self._held:
+            self._held = _new_text_redactors()
         self.release(keep=channel)
         if safe := self._held[channel].feed(text):
             self._outbox.submit(self._session_id, self._chunk(channel, safe))

@@ -13,7 +13,7 @@ its one lock and only while the turn is open.
 from __future__ import annotations
 
 import itertools
-import uuid
+import os
 
 from acp.schema import ToolCallProgress
 
@@ -44,21 +44,24 @@ class ThinkCards:
 
     def start(self, name: str) -> str:
         """Open a think card with a fresh id, or adopt the early card of the same ``name``."""
-        early = self._by_name.get(name)
-        if early is not None and self._cards.get(early).early:
-            self._cards.get(early).early = False
-            return early
-        self.close_all()
-        card_id = f"think-{uuid.uuid4().hex[:12]}-{next(self._seq)}"
-        self._cards.open(card_id, "think", name)
-        self._by_name[name] = card_id
-        self._output.submit(build_thinking_start(card_id))
-        return card_id
+        return self._start(name, early=False)
 
     def open_early(self, name: str) -> str:
         """:meth:`start`, marked for the agent's own start to adopt."""
-        card_id = self.start(name)
-        self._cards.get(card_id).early = True
+        return self._start(name, early=True)
+
+    def _start(self, name: str, *, early: bool) -> str:
+        """The card of :meth:`start` (an early card of ``name`` is taken over), marked ``early``."""
+        open_id = self._by_name.get(name)
+        if open_id is not None and self._cards.get(open_id).early:
+            self._cards.get(open_id).early = early
+            return open_id
+        if self._by_name:
+            self.close_all()
+        card_id = f"think-{os.urandom(6).hex()}-{next(self._seq)}"  # 12 random hex digits
+        self._cards.open(card_id, "think", name).early = early
+        self._by_name[name] = card_id
+        self._output.submit(build_thinking_start(card_id))
         return card_id
 
     def heartbeat(self, name: str, elapsed: float | None, status: str | None) -> bool:

@@ -29,7 +29,7 @@ import collections
 import contextvars
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,9 +84,10 @@ class IncomingRequestIds:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.inner.send(message)
+        # what goes out is the inner transport's business alone: its own methods, with no hop of
+        # ours in front of every update the agent sends
+        self.send: Callable[[dict[str, Any]], Awaitable[None]] = inner.send
+        self.close: Callable[[], Awaitable[None]] = inner.close
 
     async def receive(self) -> dict[str, Any] | None:
         message: dict[str, Any] | None = await self.inner.receive()
@@ -94,9 +95,6 @@ class IncomingRequestIds:
         # after this returns, and a new task copies the context it was started from
         _INCOMING.set(_request_id(message) if message is not None and "method" in message else None)
         return message
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 @dataclass
@@ -119,6 +117,10 @@ class CancellableRequests:
         self.handler = handler
         self.gentle = dict(gentle or {})
         self._running: dict[RequestId, _Running] = {}
+        #: makes a request's cancel scope: ``anyio.CancelScope`` looks the running backend up on
+        #: every call, so after the first request the backend's own scope class is called directly
+        #: (every prompt pays for it before its spinner goes out)
+        self._new_scope: Callable[[], anyio.CancelScope] = anyio.CancelScope
 
     @property
     def running(self) -> int:
@@ -132,7 +134,9 @@ class CancellableRequests:
         request_id = None if is_notification else _INCOMING.get()
         if request_id is None or request_id in self._running:
             return await self.handler(method, params, is_notification)
-        running = _Running(anyio.CancelScope(), method, params)
+        scope = self._new_scope()
+        self._new_scope = type(scope)
+        running = _Running(scope, method, params)
         self._running[request_id] = running
         try:
             with running.scope:

@@ -18,7 +18,7 @@ once, without echoing its input, and the check stops at the :data:`MAX_PROBLEMS`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from acp import RequestError
@@ -142,9 +142,12 @@ class McpServerTypeCheck:
     def __init__(self, handler: Any) -> None:
         self.handler = handler
 
-    async def __call__(self, method: str, params: Any, is_notification: bool) -> Any:
+    def __call__(self, method: str, params: Any, is_notification: bool) -> Awaitable[Any]:
+        """The inner handler's answer (awaited by the caller), or the refusal raised at once: no
+        coroutine of its own, so the requests it lets through (every prompt) pay no extra hop."""
         if not is_notification and method in MCP_SERVER_METHODS:
             problems = mcp_server_problems(params)
             if problems:
                 raise RequestError.invalid_params({"mcpServers": "; ".join(problems)})
-        return await self.handler(method, params, is_notification)
+        awaitable: Awaitable[Any] = self.handler(method, params, is_notification)
+        return awaitable

@@ -112,6 +112,12 @@ def _finite_float(text: str) -> float:
     return value
 
 
+#: the strict parser and writer, made once: ``json.loads``/``json.dumps`` with options build a new
+#: decoder (and its scanner) or encoder for every line, on the path of every message and update
+_STRICT_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
+_STRICT_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def loads_strict(data: bytes) -> Any:
     """Parse one line of strict JSON: UTF-8 only, no NaN/Infinity, no number that overflows.
 
@@ -120,13 +126,15 @@ def loads_strict(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotStrictJson(f"not UTF-8: {exc.reason} at byte {exc.start}") from None
-    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    if text.startswith("\ufeff"):  # as json.loads refuses it
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _STRICT_DECODER.decode(text)
 
 
 def dumps_line(message: Any) -> bytes:
     """One strict JSON line: no NaN/Infinity (``ValueError``), ASCII only (so a lone surrogate is an
     escape and encoding cannot fail), compact, newline-terminated."""
-    return (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
+    return (_STRICT_ENCODER.encode(message) + "\n").encode("ascii")
 
 
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)

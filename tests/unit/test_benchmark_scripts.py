@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -177,3 +178,22 @@ def test_task_status_benchmark_measures_status_changes_against_progress_on_the_s
     assert figures["ratio"] == pytest.approx(
         figures["status_median_ms"] / figures["progress_median_ms"], rel=0.01, abs=0.01
     )
+
+
+@pytest.mark.e2e
+@pytest.mark.benchmark
+@pytest.mark.parametrize("transport", ["memory", "stdio"])
+def test_first_update_profile_counts_the_calls_from_prompt_to_think_card(
+    tmp_path: Path, transport: str
+) -> None:
+    args = ("--prompts", "2", "--warm", "1", "--transport", transport)
+    figures = figures_of("profile_first_update.py", tmp_path, *args)
+    assert len(figures["calls"]) == 2 and all(count > 0 for count in figures["calls"])
+    # the path runs through the agent's prompt and ends with the think card's start built and sent
+    functions = figures["functions"]
+    assert "acp_adapter.server:ProgressAgent.prompt" in functions
+    assert "acp_adapter.tools:build_thinking_start" in functions
+    # the rest of the turn (the agent loop on its worker thread) is not on the path
+    assert not any(name.startswith("run_agent:") for name in functions)
+    assert sum(figures["by_package"].values()) == sum(functions.values())
+    assert figures["median_calls"] == statistics.median(figures["calls"])
