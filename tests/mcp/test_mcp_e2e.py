@@ -16,7 +16,7 @@ from acp_adapter.frontends.bridges.events import ProgressEvent
 from acp_adapter.frontends.bridges.projection import TurnProjection
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.mcp_kit import SECRET, alive, kit
-from tests.helpers.session_requests import delete_session as _delete_session
+from tests.helpers.session_requests import delete_session
 from tests.helpers.shared_agent import SharedAgent, shared_agent_process
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
@@ -74,7 +74,7 @@ async def test_stdio_server_starts_its_tools_run_with_progress_and_it_stops_with
     assert [(p.phase, p.label, p.preview) for p in lines][-1] == ("completed", "Counting", "goats")
     pids = [int(x) for x in marker.read_text().split()]
     assert len(pids) == 1 and alive(pids[0])
-    await _delete_session(conn, sid)
+    await delete_session(conn, sid)
     for _ in range(100):
         if not alive(pids[0]):
             break

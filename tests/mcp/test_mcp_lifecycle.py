@@ -22,7 +22,7 @@ from acp.schema import HttpMcpServer, McpServerStdio
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
 from tests.helpers.mcp_kit import SECRET, alive, http_kit, kit
-from tests.helpers.session_requests import close_session as _close_session
+from tests.helpers.session_requests import close_session
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.helpers.tool_cards import text_of, tool_cards
 
@@ -143,7 +143,7 @@ async def test_session_close_stops_its_servers_and_a_per_call_timeout_fails_the_
         card = tool_cards(client, sid)[-1]
         assert final_status(card) == "failed" and "timed out" in text_of(card[-1]).lower()
         (pid,) = [int(x) for x in marker.read_text().split()]
-        await _close_session(conn, sid)
+        await close_session(conn, sid)
         assert await gone(pid)
 
 

@@ -145,7 +145,7 @@ async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_sa
     import json
     import sys
 
-    from tests.helpers.choosing_client import agent_from_env as _agent
+    from tests.helpers.choosing_client import agent_from_env
     from tests.helpers.settings_file import write_settings
     from tests.helpers.shared_agent import served_inprocess
 
@@ -163,7 +163,7 @@ async def test_an_editors_server_is_trusted_when_the_settings_file_trusts_the_sa
         ACP_PROGRESS_EMBEDDED_DELAY="0.05",  # the suite's think delay: thinking is not the point here
     )
     client = RecordingClient(permission="reject")
-    async with served_inprocess(client, _agent(env)) as conn:
+    async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[trusted])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "editor"}')
         assert client.permission_requests == []

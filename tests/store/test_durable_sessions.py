@@ -40,7 +40,7 @@ from tests.helpers.acp_agent import (
     prompt_text,
     spawn_agent,
 )
-from tests.helpers.session_requests import delete_session as _delete_session
+from tests.helpers.session_requests import delete_session
 from tests.helpers.shared_agent import served_inprocess
 from tests.helpers.shared_servers import cli_in_process
 from tests.helpers.store_backend import Backend
@@ -307,14 +307,14 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(
         gone = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         await prompt_text(conn, keep, "what is 1+1")
         await prompt_text(conn, gone, "what is 2+2")
-        assert await _delete_session(conn, gone) is not None
+        assert await delete_session(conn, gone) is not None
         assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [keep]
         with pytest.raises(RequestError) as err:  # gone from memory too: no prompt, no load
             await prompt_text(conn, gone, "still there?")
         assert err.value.code == -32602 and gone in str(err.value.data)
         # deleting is idempotent (the protocol's SHOULD): a deleted or never-made id answers {}
-        assert await _delete_session(conn, gone) is not None
-        assert await _delete_session(conn, "sess_never") is not None
+        assert await delete_session(conn, gone) is not None
+        assert await delete_session(conn, "sess_never") is not None
 
     agent = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
     async with served_inprocess(RecordingClient(), agent) as conn:  # and from the disk
@@ -322,7 +322,7 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(
         with pytest.raises(RequestError) as err:
             await conn.load_session(cwd=str(ws), session_id=gone, mcp_servers=[])
         assert gone in str(err.value.data)
-        await _delete_session(conn, keep)  # a stored session this process never opened
+        await delete_session(conn, keep)  # a stored session this process never opened
         assert (await conn.list_sessions()).sessions == []
 
 

@@ -18,8 +18,7 @@ from acp_adapter.cancel import CancelToken
 from acp_adapter.tooling.builtin import default_toolbox
 from acp_adapter.tooling.calls import ToolCall
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.choosing_client import ChoosingClient
-from tests.helpers.choosing_client import agent_from_env as _agent
+from tests.helpers.choosing_client import ChoosingClient, agent_from_env
 from tests.helpers.shared_agent import served_inprocess
 
 SECRET = "TOP-SECRET-outside-the-workspace"
@@ -50,7 +49,7 @@ async def test_a_hard_linked_file_is_read_only_after_asking(workspace: Path, tmp
     # 0.05 s a step, not the suite's 0.3 s: nothing here is timed against the model
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     client = RecordingClient(permission="reject")
-    async with served_inprocess(client, _agent(env)) as conn:
+    async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "read plain.txt")  # one name, one file: not asked
         assert client.permission_requests == []
@@ -66,7 +65,7 @@ async def test_a_hard_linked_file_is_read_only_after_asking(workspace: Path, tmp
         assert SECRET not in _everything_said(client, sid), "the search read the hard link unasked"
 
     allowing = ChoosingClient(choices=["allow_always"])
-    async with served_inprocess(allowing, _agent(env)) as conn:
+    async with served_inprocess(allowing, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "read linked.txt")
         assert allowing.offered[0][1] == "allow_always"

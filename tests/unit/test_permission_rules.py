@@ -21,9 +21,7 @@ from acp_adapter.agent.permissions import SessionPolicy, permission_options, rul
 from acp_adapter.agent.session_config import SessionConfig
 from acp_adapter.tooling.calls import ToolCall
 from tests.helpers.acp_agent import agent_env, final_status, prompt_text
-from tests.helpers.choosing_client import ChoosingClient
-from tests.helpers.choosing_client import agent_from_env as _agent
-from tests.helpers.choosing_client import card_of as _card_of
+from tests.helpers.choosing_client import ChoosingClient, agent_from_env, card_of
 from tests.helpers.shared_agent import served_inprocess
 
 
@@ -141,13 +139,13 @@ async def test_always_allow_ls_does_not_run_a_workspace_ls_unasked(
     work, marker = layout["work"], layout["marker"]
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
     client = ChoosingClient(choices=["allow_always", "reject_once", "reject_once", "reject_once"])
-    async with served_inprocess(client, _agent(env)) as conn:
+    async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "run `ls -d .`")
         assert len(client.permission_requests) == 1
         await prompt_text(conn, sid, "run `ls -a`")  # the same program: not asked
         assert len(client.permission_requests) == 1
-        assert final_status(_card_of(client, sid, "ls -a")) == "completed"
+        assert final_status(card_of(client, sid, "ls -a")) == "completed"
         for attack in ("./ls", "bin/ls -la", f"{work}/ls"):
             before = len(client.permission_requests)
             await prompt_text(conn, sid, f"run `{attack}`")

@@ -21,8 +21,7 @@ from acp_adapter.store.session_holds import SESSION_HOLDERS, held_elsewhere
 from acp_adapter.store.sqlite import SqliteStore
 from acp_adapter.store.writer import BackgroundWriter
 from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
-from tests.helpers.session_requests import close_session as _close_session
-from tests.helpers.session_requests import delete_session as _delete_session
+from tests.helpers.session_requests import close_session, delete_session
 from tests.helpers.shared_agent import agent_on
 
 
@@ -122,14 +121,14 @@ async def test_a_delete_of_a_session_held_by_a_running_process_is_refused_naming
             )
             store.close()
             with pytest.raises(RequestError) as refused:
-                await _delete_session(conn, sid)
+                await delete_session(conn, sid)
             assert f"open in another acp-progress process {sleeper.pid}" in str(refused.value.data)
             listed = await conn.list_sessions(cwd=str(tmp_path))
             assert [s.session_id for s in listed.sessions] == [sid], "nothing was deleted"
         finally:
             sleeper.kill()
             sleeper.wait()
-        await _delete_session(conn, sid)  # its holder is gone: the delete goes through
+        await delete_session(conn, sid)  # its holder is gone: the delete goes through
         assert (await conn.list_sessions(cwd=str(tmp_path))).sessions == []
 
 
@@ -145,10 +144,10 @@ async def test_two_agent_processes_one_holds_the_other_cannot_delete_until_it_le
         assert (await prompt_text(holder, sid, "what is 1+1")).stop_reason == "end_turn"
         async with spawn_agent(RecordingClient(), env=env) as (other, _proc, _log2):
             with pytest.raises(RequestError) as refused:
-                await _delete_session(other, sid)
+                await delete_session(other, sid)
             assert f"process {holder_proc.pid}" in str(refused.value.data)
         assert (await prompt_text(holder, sid, "what is 2+2")).stop_reason == "end_turn"
-        await _close_session(holder, sid)  # let go: now it may be deleted
+        await close_session(holder, sid)  # let go: now it may be deleted
         async with spawn_agent(RecordingClient(), env=env) as (other, _proc, _log2):
-            await _delete_session(other, sid)
+            await delete_session(other, sid)
             assert (await other.list_sessions(cwd=str(tmp_path))).sessions == []

@@ -37,9 +37,7 @@ from acp.schema import (
 )
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.choosing_client import ChoosingClient
-from tests.helpers.choosing_client import agent_from_env as _agent
-from tests.helpers.choosing_client import card_of as _card_of
+from tests.helpers.choosing_client import ChoosingClient, agent_from_env, card_of
 from tests.helpers.shared_agent import served_inprocess
 
 
@@ -70,7 +68,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
 ) -> None:
     state = tmp_path / "state"
     client = ChoosingClient()
-    async with served_inprocess(client, _agent(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
+    async with served_inprocess(client, agent_from_env(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
         new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = new.session_id
         mode, model = new.config_options
@@ -93,7 +91,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
 
         assert (await prompt_text(conn, sid, "run echo refused")).stop_reason == "end_turn"
         assert client.permission_requests == [], "read-only asked the client"
-        card = _card_of(client, sid, "echo refused")
+        card = card_of(client, sid, "echo refused")
         assert final_status(card) == "failed" and "read-only mode" in _card_text(card)
 
         with pytest.raises(Exception) as err:  # an unknown value is a clear error, nothing changes
@@ -108,7 +106,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
 async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_automatic(tmp_path: Path) -> None:
     state = tmp_path / "state"
     client = ChoosingClient(choices=["reject_once"])
-    async with served_inprocess(client, _agent(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
+    async with served_inprocess(client, agent_from_env(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await conn.set_session_mode(session_id=sid, mode_id="auto")  # the older method
         assert any(
@@ -116,11 +114,11 @@ async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_autom
         )
         await prompt_text(conn, sid, "run echo automatic-run")
         assert client.permission_requests == []
-        card = _card_of(client, sid, "echo automatic-run")
+        card = card_of(client, sid, "echo automatic-run")
         assert final_status(card) == "completed" and "automatic-run" in _card_text(card)
 
     async with served_inprocess(
-        ChoosingClient(), _agent(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))
+        ChoosingClient(), agent_from_env(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))
     ) as conn:
         loaded = await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         assert loaded.modes.current_mode_id == "auto"  # stored with the session
@@ -137,18 +135,18 @@ async def test_always_answers_are_per_program_stored_with_the_session_and_audite
     state = tmp_path / "state"
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
     client = ChoosingClient(choices=["allow_always", "reject_always", "allow_once"])
-    async with served_inprocess(client, _agent(env)) as conn:
+    async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, sid, "run echo first")  # asked: allow always (echo)
         assert client.offered[0] == ["allow_once", "allow_always", "reject_once", "reject_always"]
         assert client.permission_requests[0].kind == "execute"
         await prompt_text(conn, sid, "run echo second")  # not asked
         assert len(client.permission_requests) == 1
-        assert final_status(_card_of(client, sid, "echo second")) == "completed"
+        assert final_status(card_of(client, sid, "echo second")) == "completed"
         await prompt_text(conn, sid, "run ls -la")  # another command: asked, rejected always
         await prompt_text(conn, sid, "run ls")  # refused without asking
         assert len(client.permission_requests) == 2
-        card = _card_of(client, sid, "ls")
+        card = card_of(client, sid, "ls")
         assert final_status(card) == "failed" and "always reject" in _card_text(card)
         # a compound command is never covered by "always allow echo", nor offered it
         await prompt_text(conn, sid, "run `echo a; echo b`")
@@ -156,11 +154,11 @@ async def test_always_answers_are_per_program_stored_with_the_session_and_audite
         assert "allow_always" not in client.offered[2]
 
     again = ChoosingClient()
-    async with served_inprocess(again, _agent(env)) as conn:  # a new agent: still remembered
+    async with served_inprocess(again, agent_from_env(env)) as conn:  # a new agent: still remembered
         await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         await prompt_text(conn, sid, "run echo third")
         assert again.permission_requests == []
-        assert final_status(_card_of(again, sid, "echo third")) == "completed"
+        assert final_status(card_of(again, sid, "echo third")) == "completed"
     rows = [(r["allowed"], r["decidedBy"], r["rule"]) for r in _audit(state)]
     echo = f"always allow execute:program:{os.path.realpath(shutil.which('echo') or 'echo')}"
     assert rows == [
@@ -178,7 +176,7 @@ async def test_help_and_title_are_answered_by_the_agent_and_the_title_is_stored(
     state = tmp_path / "state"
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
     client = RecordingClient()
-    async with served_inprocess(client, _agent(env)) as conn:
+    async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "/help")).stop_reason == "end_turn"
         text = client.answer(sid)
@@ -189,7 +187,7 @@ async def test_help_and_title_are_answered_by_the_agent_and_the_title_is_stored(
         assert [i.title for i in infos] == ["Release checklist"]
         await prompt_text(conn, sid, "what is 2+2")  # a later prompt does not rename it
         assert [s.title for s in (await conn.list_sessions()).sessions] == ["Release checklist"]
-    async with served_inprocess(RecordingClient(), _agent(env)) as conn:
+    async with served_inprocess(RecordingClient(), agent_from_env(env)) as conn:
         assert [s.title for s in (await conn.list_sessions()).sessions] == ["Release checklist"]
 
 
@@ -200,7 +198,7 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
     state = tmp_path / "state"
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
     first = RecordingClient()
-    async with served_inprocess(first, _agent(env)) as conn:
+    async with served_inprocess(first, agent_from_env(env)) as conn:
         init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
         caps = init.agent_capabilities.session_capabilities
         assert caps.close is not None and caps.resume is not None
@@ -219,7 +217,7 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
         assert [s.session_id for s in (await conn.list_sessions()).sessions] == [sid]
 
     client = RecordingClient()
-    async with served_inprocess(client, _agent(env)) as conn:
+    async with served_inprocess(client, agent_from_env(env)) as conn:
         resumed = await conn.resume_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         assert resumed.modes.current_mode_id == "ask"
         assert client.for_session(sid) == [], "resume replayed the conversation"
@@ -227,7 +225,7 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
         assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"
         assert "6" in client.answer(sid)
     replay = RecordingClient()
-    async with served_inprocess(replay, _agent(env)) as conn:  # the same conversation, gone on
+    async with served_inprocess(replay, agent_from_env(env)) as conn:  # the same conversation, gone on
         await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         users = [u.content.text for u in replay.for_session(sid) if isinstance(u, UserMessageChunk)]
         assert users == ["what is 2+2", "wait 20 seconds", "what is 3+3"]
@@ -298,7 +296,7 @@ async def test_the_model_selector_switches_the_session_to_the_configured_openai_
             ACP_PROGRESS_OPENAI_MODEL="fake-model",
         )
         client = RecordingClient()
-        async with served_inprocess(client, _agent(env)) as conn:
+        async with served_inprocess(client, agent_from_env(env)) as conn:
             new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
             sid = new.session_id
             model = new.config_options[1]
