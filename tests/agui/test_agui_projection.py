@@ -332,7 +332,11 @@ def test_abandoned_run_writes_nothing_more() -> None:
 
 
 def _stress_once(attempt: int) -> None:
-    emitter = RunEmitter(RunProjection("t", f"r{attempt}", emit_tool_progress=True, policy=none_policy))
+    # nothing drains until the end, so the outbox holds every event of the run: above the default
+    # bound, queued snapshots would coalesce (the backpressure tests' subject) and the count of
+    # snapshots against accepted updates would depend on how late the finishing thread ran
+    projection = RunProjection("t", f"r{attempt}", emit_tool_progress=True, policy=none_policy)
+    emitter = RunEmitter(projection, max_queued=10_000)
     emitter.start()
     ids = [f"call-{i}" for i in range(4)]
     for call_id in ids:
