@@ -238,22 +238,26 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 2
 
 
+def _instance_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``create`` and ``update`` take from the command line for an instance, beyond its
+    progress settings (an option not given is None: a new instance's default, an update's "keep")."""
+    return {
+        "chat_ids": args.chat_ids,
+        "agent": args.agent,
+        "cwd": args.cwd,
+        "summary": args.instance_summary,
+        "user_ids": args.user_ids,
+        "approvers": args.approvers,
+    }
+
+
 def _create(store: BridgeStore, args: argparse.Namespace, settings: Settings) -> int:
     if args.platform == "telegram" and not args.chat_ids:
         raise BridgeConfigError(
             "a telegram bridge needs --chat-id ID (repeatable): the chats allowed to prompt the "
             "agent; a chat's id is in the warning the bridge logs when someone there writes to it"
         )
-    base = new_instance(
-        args.name,
-        args.platform,
-        chat_ids=args.chat_ids,
-        agent=args.agent,
-        cwd=args.cwd,
-        summary=args.instance_summary,
-        user_ids=args.user_ids,
-        approvers=args.approvers,
-    )
+    base = new_instance(args.name, args.platform, **_instance_fields(args))
     changes = _progress_changes(args)
     instance = merge_update(base, progress=changes) if changes else base
     store.create(instance)
@@ -263,16 +267,7 @@ def _create(store: BridgeStore, args: argparse.Namespace, settings: Settings) ->
 
 
 def _update(store: BridgeStore, args: argparse.Namespace, settings: Settings) -> int:
-    instance = merge_update(
-        store.get(args.name),
-        progress=_progress_changes(args),
-        chat_ids=args.chat_ids,
-        agent=args.agent,
-        cwd=args.cwd,
-        summary=args.instance_summary,
-        user_ids=args.user_ids,
-        approvers=args.approvers,
-    )
+    instance = merge_update(store.get(args.name), progress=_progress_changes(args), **_instance_fields(args))
     store.replace(instance)
     print(json.dumps(_describe(instance, settings), indent=2, ensure_ascii=False))
     return 0

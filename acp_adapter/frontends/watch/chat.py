@@ -48,16 +48,15 @@ from acp_adapter.frontends.watch.chat_commands import (
     status_line,
 )
 from acp_adapter.frontends.watch.json_lines import JsonLines
-from acp_adapter.frontends.watch.render import RENDERS_CARD_TERMINALS
 from acp_adapter.frontends.watch.stdin_lines import StdinLines
 from acp_adapter.frontends.watch.watcher import (
     INTERRUPT_GRACE,
     WatchClient,
-    agent_env,
     check_cwd,
     fileno_of,
     run_turn,
     start_driver,
+    terminal_driver,
 )
 from acp_adapter.safety.terminal_text import terminal_safe
 from acp_adapter.summary import SummaryFactory
@@ -166,16 +165,12 @@ class _Chat:
         self.failed_turns = 0
         self.session_id = ""
         self.summaries: SummaryFactory | None = None
-        self.driver = AgentDriver(  # raises AgentStartError for an unparsable --agent (see run_chat)
-            args.agent,
-            env=agent_env(settings),
+        self.driver = terminal_driver(  # raises AgentStartError for an unparsable --agent (see run_chat)
+            args,
+            settings,
+            client_name="acp-progress-chat",
             permission_policy=self._ask_permission,
             question_policy=self._ask_question,
-            init_timeout=args.init_timeout,
-            stderr_log=args.agent_log,
-            client_name="acp-progress-chat",
-            client_capabilities=RENDERS_CARD_TERMINALS,
-            mcp_servers=getattr(args, "mcp_servers", ()),
         )
         self.client: WatchClient | None = None
 

@@ -42,7 +42,8 @@ from acp_adapter.client.driver import (
     Turn,
     permission_response,
 )
-from acp_adapter.client.questions import QuestionRequest, QuestionResponse, decline
+from acp_adapter.client.permissions import PermissionPolicy
+from acp_adapter.client.questions import QuestionPolicy, QuestionRequest, QuestionResponse, decline
 from acp_adapter.config import ConfigError, Settings
 from acp_adapter.frontends._person import terminal_user
 from acp_adapter.frontends.interrupt import Interrupts, interrupts
@@ -369,7 +370,13 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         verbose=getattr(args, "verbose", False),
     )
     try:
-        driver = _watch_driver(args, settings, client)
+        driver = terminal_driver(
+            args,
+            settings,
+            client_name="acp-progress-watch",
+            permission_policy=client.ask_permission,
+            question_policy=client.ask_question,
+        )
     except AgentError as exc:
         print(f"acp-progress watch: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, AgentLogError) else 1
@@ -397,16 +404,25 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         presses.detach()
 
 
-def _watch_driver(args: argparse.Namespace, settings: Settings, client: WatchClient) -> AgentDriver:
-    """The driver of the agent ``watch`` runs, asking ``client`` for permissions and answers."""
+def terminal_driver(
+    args: argparse.Namespace,
+    settings: Settings,
+    *,
+    client_name: str,
+    permission_policy: PermissionPolicy,
+    question_policy: QuestionPolicy,
+) -> AgentDriver:
+    """The driver of the agent a terminal front-end (``watch``, ``chat``) runs from its command
+    line: it renders card terminals, and asks the person through the given policies. Raises
+    AgentStartError for an unparsable ``--agent``."""
     return AgentDriver(
         args.agent,
         env=agent_env(settings),
-        permission_policy=client.ask_permission,
-        question_policy=client.ask_question,
+        permission_policy=permission_policy,
+        question_policy=question_policy,
         init_timeout=args.init_timeout,
         stderr_log=args.agent_log,
-        client_name="acp-progress-watch",
+        client_name=client_name,
         client_capabilities=RENDERS_CARD_TERMINALS,
         mcp_servers=getattr(args, "mcp_servers", ()),
     )
