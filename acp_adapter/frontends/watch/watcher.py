@@ -347,6 +347,18 @@ async def read_prompt_stdin() -> str:
     return await StdinLines(sys.stdin.fileno()).read_all()
 
 
+def _watch_client(args: argparse.Namespace, out: TextIO, json_lines: JsonLines | None) -> WatchClient:
+    """What ``watch`` shows on ``out`` and asks the person, as its command line says."""
+    return WatchClient(
+        out,
+        animate=out.isatty() and not args.no_animation and json_lines is None,
+        auto_allow=args.yes,
+        interrupt=asyncio.Event(),  # Ctrl-C: also answers a pending permission question no
+        json_lines=json_lines,
+        verbose=getattr(args, "verbose", False),
+    )
+
+
 async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd: str) -> int:
     """``watch``: one prompt and its turn, drawn on ``out``; the exit status (0 answered, 1 failed,
     2 a usage error, 130 interrupted). Whatever ends it, the terminal is restored, the summary
@@ -361,21 +373,10 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
         return 2
     presses = interrupts
     presses.attach()
-    client = WatchClient(
-        out,
-        animate=out.isatty() and not args.no_animation and json_lines is None,
-        auto_allow=args.yes,
-        interrupt=asyncio.Event(),  # Ctrl-C: also answers a pending permission question no
-        json_lines=json_lines,
-        verbose=getattr(args, "verbose", False),
-    )
+    client = _watch_client(args, out, json_lines)
     try:
         driver = terminal_driver(
-            args,
-            settings,
-            client_name="acp-progress-watch",
-            permission_policy=client.ask_permission,
-            question_policy=client.ask_question,
+            args, settings, "acp-progress-watch", client.ask_permission, client.ask_question
         )
     except AgentError as exc:
         print(f"acp-progress watch: {exc}", file=sys.stderr)
@@ -407,7 +408,6 @@ async def _watch(args: argparse.Namespace, settings: Settings, out: TextIO, cwd:
 def terminal_driver(
     args: argparse.Namespace,
     settings: Settings,
-    *,
     client_name: str,
     permission_policy: PermissionPolicy,
     question_policy: QuestionPolicy,
