@@ -21,7 +21,6 @@ from acp import tool_terminal_ref, update_tool_call
 
 from acp_adapter.agent.turn_state import SessionStream
 from acp_adapter.safety.redact import redact_text
-from acp_adapter.safety.redact.stream import StreamRedactor
 
 __all__ = ["MAX_SHOWN_BYTES", "CardTerminalStream", "renders_card_terminals"]
 
@@ -50,6 +49,9 @@ class CardTerminalStream:
         self._stream = stream
         self._card_id = card_id
         self.terminal_id = card_id
+        # imported with the first card terminal: start-up compiles no redaction pattern
+        from acp_adapter.safety.redact.stream import StreamRedactor
+
         self._redactor = StreamRedactor()
         self._shown = 0
         self._cut = False

@@ -109,3 +109,30 @@ def test_serve_prepares_its_imports_before_the_collector_resumes() -> None:
     assert "LOADED True True True" in done.stdout and "AFTER CTRL-C True" in done.stdout, (
         done.stdout + done.stderr
     )
+
+
+#: what ``serve`` leaves for later: the MCP SDK (until a session has a server), the summary package,
+#: the terminal printer and the redactor's compiled patterns (until the first redaction)
+DEFERRED = (
+    "mcp",
+    "acp_adapter.summary",
+    "acp_adapter.frontends.plain.printer",
+    "acp_adapter.safety.redact.engine",
+    "acp_adapter.safety.redact.passes",
+)
+
+
+@pytest.mark.e2e
+def test_serve_prepares_its_imports_without_what_its_first_answer_does_not_need() -> None:
+    """A cold start pays only for what initialize and session/new need: serve's prepared imports
+    (the server, the agent loop) load none of the deferred modules."""
+    probe = (
+        "import sys\n"
+        "from acp_adapter.cli import serve\n"
+        "serve.prepare()\n"
+        f"print('DEFERRED LOADED', sorted(m for m in {DEFERRED!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=agent_env(), timeout=60
+    )
+    assert "DEFERRED LOADED []" in done.stdout, done.stdout + done.stderr
