@@ -15,7 +15,6 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from acp_adapter.frontends.agui.policy import none_policy
 from tests.agents.agui_policies import broken, counts_only
 from tests.agents.progress_agent import SECRET
 from tests.helpers.acp_agent import ROOT, agent_env
-from tests.helpers.agui_http import Recorder, Served, assert_bad_switch_is_a_422, run, run_input
+from tests.helpers.agui_http import Recorder, Served, assert_bad_switch_is_a_422, run, run_input, serving_all
 from tests.helpers.agui_http import validated_sse_events as sse_events
 from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.agui_process import of_type, text_of
@@ -118,13 +117,8 @@ def servers(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Iterator
     for name, kwargs in specs.items():
         recorder = Recorder()
         served[name] = Served(make_app(recorder, **kwargs), recorder)
-    with ThreadPoolExecutor(len(served)) as pool:
-        list(pool.map(Served.start, served.values()))
-    try:
+    with serving_all(served):
         yield served
-    finally:
-        with ThreadPoolExecutor(len(served)) as pool:
-            list(pool.map(Served.stop, served.values()))
 
 
 @pytest.fixture(scope="module")

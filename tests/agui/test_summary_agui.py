@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from acp_adapter.summary import ManualClock, SummaryEvent, SummaryFactory, Summa
 from tests.agents.progress_agent import SECRET
 from tests.helpers.acp_agent import agent_env
 from tests.helpers.agui_checks import parse_wire
-from tests.helpers.agui_http import Recorder, Served, assert_bad_switch_is_a_422, run, run_input
+from tests.helpers.agui_http import Recorder, Served, assert_bad_switch_is_a_422, run, run_input, serving_all
 from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.agui_process import of_type, text_of
 
@@ -98,13 +97,8 @@ def apps(workspace: Path) -> Iterator[dict[str, Served]]:
             for name, summary in specs.items()
             for rec in [Recorder()]
         }
-        with ThreadPoolExecutor(len(served)) as pool:
-            list(pool.map(Served.start, served.values()))
-        try:
+        with serving_all(served):
             yield served
-        finally:
-            with ThreadPoolExecutor(len(served)) as pool:
-                list(pool.map(Served.stop, served.values()))
 
 
 def test_a_run_publishes_progress_summaries_replaced_in_place(apps: dict[str, Served]) -> None:

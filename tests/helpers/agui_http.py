@@ -5,12 +5,14 @@ stream's order rules checked (:func:`run`)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +94,18 @@ class Served:
         self.server.should_exit = True
         self._thread.join(15)
         self._sock.close()
+
+
+@contextlib.contextmanager
+def serving_all(served: dict[str, Served]) -> Iterator[dict[str, Served]]:
+    """Start every endpoint of ``served`` at once (each waits for its own start), stop them all after."""
+    with ThreadPoolExecutor(len(served)) as pool:
+        list(pool.map(Served.start, served.values()))
+    try:
+        yield served
+    finally:
+        with ThreadPoolExecutor(len(served)) as pool:
+            list(pool.map(Served.stop, served.values()))
 
 
 def run_input(
