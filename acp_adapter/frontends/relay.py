@@ -483,9 +483,3 @@ async def _finish_after_hang_up(
         process.stdin.close()  # type: ignore[union-attr]
     if relay.pending:
         relay.agent_died("the editor hung up and the wrapped agent did not answer in time")
-
-
-async def _wait_exit(process: asyncio.subprocess.Process, seconds: float) -> int | None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(process.wait(), seconds)
-    return process.returncode
