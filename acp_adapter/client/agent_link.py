@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -22,6 +23,7 @@ from acp.schema import ClientCapabilities, Implementation, InitializeResponse
 from acp_adapter._version import __version__
 from acp_adapter.client.agent_errors import AgentCrashed, AgentError, AgentStartError, describe_error
 from acp_adapter.client.agent_process import AgentProcess
+from acp_adapter.client.procgroup import exit_status_within
 from acp_adapter.client.transport import AgentTransport
 from acp_adapter.protocol import StreamLimits
 from acp_adapter.protocol.cancel_request import OutgoingRequestIds, call_off_if_given_up
@@ -104,7 +106,9 @@ class AgentLink:
                 ),
             )
         )
-        exited = asyncio.ensure_future(self.process.wait())
+        # the agent's own exit status: Process.wait() would also wait for a child it left holding
+        # its pipes, and the start would fail only at the time-out, saying nothing of the exit
+        exited = asyncio.ensure_future(exit_status_within(self.process, math.inf))  # cancelled below
         try:
             done, _ = await asyncio.wait(
                 {init, exited}, timeout=self.init_timeout, return_when="FIRST_COMPLETED"

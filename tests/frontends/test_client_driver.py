@@ -366,3 +366,21 @@ def test_watch_prints_the_details_of_a_session_new_error(tmp_path: Path) -> None
     )
     assert proc.returncode != 0
     assert "the workspace /nowhere does not exist" in proc.stderr, proc.stderr
+
+
+@pytest.mark.e2e
+async def test_an_agent_that_exits_before_initialize_is_reported_while_a_child_holds_its_pipes() -> None:
+    """The exit is the agent's own status, not the end of its pipes: a child it left behind keeps
+    stdout and stderr open, and the start must still fail at once, saying the agent exited."""
+    leaves_a_child = (
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "sys.stderr.write('leaving a child\\n'); sys.stderr.flush(); time.sleep(0.2); sys.exit(3)\n"
+    )
+    started = time.monotonic()
+    with pytest.raises(AgentStartError) as excinfo:
+        async with AgentDriver([sys.executable, "-c", leaves_a_child], init_timeout=10):
+            pass
+    elapsed = time.monotonic() - started
+    assert "exited with code 3 before answering initialize" in str(excinfo.value)
+    assert elapsed < 5, f"the failed start took {elapsed:.1f} s (the initialize time-out is 10 s)"
