@@ -134,8 +134,8 @@ async def test_factories_share_one_ordered_path_with_a_turn():
     threads = [threading.Thread(target=legacy_loop) for _ in range(2)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    for t in threads:  # the loop keeps running meanwhile, as an embedder's does: it drains the backlog
+        await asyncio.to_thread(t.join)
     progress("start", "llm_response", {})  # left open by the embedder
     async with ProgressTurn(client, SID):
         pass  # entering ends the implicit turn: the open card closes

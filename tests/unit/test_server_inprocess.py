@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from acp import RequestError, text_block
-from acp.schema import AgentMessageChunk
+from acp.schema import AgentMessageChunk, ToolCallStart
 
 import acp_adapter.agent.turn as turn_module
 from acp_adapter.server import ProgressAgent
@@ -92,11 +92,13 @@ async def test_a_raising_progress_callback_still_gives_the_answer(tmp_path, monk
 async def test_a_second_concurrent_prompt_in_the_same_session_is_refused_clearly(tmp_path):
     client = RecordingClient()
     async with inprocess_agent(
-        client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings(embedded_delay=0.5))
+        client, ProgressAgent(turn_runner=AIAgent, settings=fast_settings(embedded_delay=0.3))
     ) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         first = asyncio.create_task(conn.prompt(session_id=session.session_id, prompt=[text_block("hello")]))
-        await asyncio.sleep(0.1)
+        opened = asyncio.Event()  # the first turn is running once its think card opened
+        client.on_update = lambda r: opened.set() if isinstance(r.update, ToolCallStart) else None
+        await asyncio.wait_for(opened.wait(), 5)
         with pytest.raises(RequestError) as refused:
             await conn.prompt(session_id=session.session_id, prompt=[text_block("again")])
         assert "already running" in str(refused.value.data)

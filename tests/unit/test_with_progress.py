@@ -131,15 +131,15 @@ async def test_an_agent_silent_for_five_seconds_gets_a_card_that_beats_and_close
 
 async def test_an_agent_that_streams_at_once_passes_through_unchanged_with_no_card():
     """The SDK's own echo example: its chunks carry ``_meta`` and a ``source`` extra of its own."""
-    bare, wrapped = Recorder(), Recorder()
-    for agent, client in ((EchoAgent(), bare), (with_progress(EchoAgent(), summary=None), wrapped)):
+    bare, wrapped, clock = Recorder(), Recorder(), ManualClock()
+    for agent, client in ((EchoAgent(), bare), (wrapped_on(clock, EchoAgent()), wrapped)):
         async with sdk_served(agent, client) as conn:
             session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
             response = await conn.prompt(
                 session_id=session.session_id, prompt=[text_block("one"), text_block("two")]
             )
             assert response.stop_reason == "end_turn"
-            await asyncio.sleep(0.6)  # past think_after: no late card either
+            await clock.advance(30)  # far past think_after and heartbeats: no late card either
     assert wrapped.ours() == []
     strip = [(update, kwargs) for _sid, update, kwargs in wrapped.theirs()]
     assert strip == [(update, kwargs) for _sid, update, kwargs in bare.theirs()]
@@ -365,8 +365,8 @@ async def test_with_summaries_on_the_cards_heartbeats_carry_the_sentence_redacte
         return f"Checking the deploy key {SECRET}."
 
     client = Recorder()
-    summaries = SummaryFactory(sentence, interval=0.05)
-    wrapped = with_progress(SlowAgent(0.8), think_after=0.05, heartbeat=0.1, summary=summaries)
+    summaries = SummaryFactory(sentence, interval=0.025)
+    wrapped = with_progress(SlowAgent(0.4), think_after=0.025, heartbeat=0.05, summary=summaries)
     async with sdk_served(wrapped, client) as conn:
         await conn.prompt(session_id=await new_session(conn), prompt=[text_block("deploy it")])
     summarised = [
