@@ -104,11 +104,12 @@ async def test_a_slow_sdk_agent_over_stdio_gets_a_card_with_heartbeats_closed_be
 
 async def test_an_agent_that_raises_fails_the_card_and_the_editor_gets_the_error(tmp_path, monkeypatch):
     client = RecordingClient()
-    async with served_wrapped(client, monkeypatch, "slow-raise", "0.4") as conn:
+    # silent twice think_after (both are timers of one loop: the card opens first)
+    async with served_wrapped(client, monkeypatch, "slow-raise", "0.2") as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         with pytest.raises(RequestError):
             await prompt_text(conn, session.session_id, "think hard")
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.15)  # three heartbeat intervals: nothing after the error answer
     ((_card, ups),) = ours(client).items()
     assert final_status(ups) == "failed"
     assert order_of(client)[-1] == "card:failed", "nothing after the error answer"
@@ -137,7 +138,7 @@ async def test_cancel_fails_the_card_and_the_agent_answers_cancelled(tmp_path, m
 async def test_a_pydantic_acp_agent_gets_a_card_closed_before_its_streamed_answer(tmp_path, monkeypatch):
     pytest.importorskip("pydantic_acp", reason="the pydantic-acp extra is not installed")
     client = RecordingClient()
-    async with served_wrapped(client, monkeypatch, "pydantic", "0.8") as conn:
+    async with served_wrapped(client, monkeypatch, "pydantic", "0.3") as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello")
     assert response.stop_reason == "end_turn"
@@ -172,8 +173,10 @@ async def test_a_pydantic_acp_agent_in_process_sends_the_same_updates_bare_and_w
             await agent_conn.close()
         return client
 
-    bare = await drive(pydantic_agent(0.4))
-    wrapped = await drive(with_progress(pydantic_agent(0.4), think_after=0.05, heartbeat=0.05, summary=None))
+    bare = await drive(pydantic_agent(0.2))
+    wrapped = await drive(
+        with_progress(pydantic_agent(0.2), think_after=0.025, heartbeat=0.025, summary=None)
+    )
     assert ours(bare) == {}
     ((_card, ups),) = ours(wrapped).items()
     assert len(ups) >= 4 and final_status(ups) == "completed"
