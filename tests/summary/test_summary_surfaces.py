@@ -213,13 +213,13 @@ async def test_serve_shows_the_summary_on_the_think_cards_heartbeat(tmp_path) ->
         ACP_PROGRESS_SUMMARY="embedded",
         ACP_PROGRESS_SUMMARY_INTERVAL="0.05",
         ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
-        ACP_PROGRESS_EMBEDDED_DELAY="0.8",
+        ACP_PROGRESS_EMBEDDED_DELAY="0.4",  # eight intervals: the summary is revised on the way
     )
     async with served_inprocess(client, _serve_inprocess(env)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "fix the failing test")
         count = len(client.updates)
-        await asyncio.sleep(0.3)  # several intervals: nothing may follow the response
+        await asyncio.sleep(0.15)  # three intervals: nothing may follow the response
         assert len(client.updates) == count
     assert response.stop_reason == "end_turn"
     ((card_id, card),) = client.think_cards(session.session_id).items()
@@ -230,7 +230,7 @@ async def test_serve_shows_the_summary_on_the_think_cards_heartbeat(tmp_path) ->
 
 async def test_serve_has_no_summary_unless_turned_on(tmp_path) -> None:
     client = RecordingClient()
-    env = agent_env(ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05", ACP_PROGRESS_EMBEDDED_DELAY="0.4")
+    env = agent_env(ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05", ACP_PROGRESS_EMBEDDED_DELAY="0.2")
     async with served_inprocess(client, _serve_inprocess(env)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "fix the failing test")
@@ -254,11 +254,11 @@ async def test_serve_stops_the_summary_when_the_turn_is_cancelled(tmp_path) -> N
             if any(_summary_meta(r.update) for r in client.updates):
                 break
             await asyncio.sleep(0.02)
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.1)  # two intervals with the summary running
         await conn.cancel(session_id=session.session_id)
         response = await asyncio.wait_for(task, 5)
         count = len(client.updates)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.15)  # three intervals
         assert len(client.updates) == count, "nothing after the prompt response"
     assert response.stop_reason == "cancelled"
     (card,) = client.think_cards(session.session_id).values()
@@ -286,13 +286,13 @@ async def test_the_relays_injected_card_shows_the_summary(tmp_path) -> None:
         "--",
         *SCRIPTED,
         "silent",
-        "1.2",
+        "0.6",  # eight intervals after think_after: the summary is revised on the way
     ]
     async with relay_inside(client, argv=argv, env=agent_env()) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "fix the failing test")
         count = len(client.updates)
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.15)  # three intervals
         assert len(client.updates) == count
     assert response.stop_reason == "end_turn"
     cards = {cid: ups for cid, ups in client.think_cards().items() if cid.startswith("relay-think-")}
@@ -306,7 +306,7 @@ async def test_the_relays_injected_card_shows_the_summary(tmp_path) -> None:
 async def test_the_relay_has_no_summary_by_default(tmp_path) -> None:
     client = RecordingClient()
     argv = ["-m", "acp_adapter.cli", "relay", "--think-after", "0.2", "--heartbeat-interval", "0.05"]
-    relayed = [*argv, "--", *SCRIPTED, "silent", "0.6"]
+    relayed = [*argv, "--", *SCRIPTED, "silent", "0.4"]
     async with relay_inside(client, argv=relayed, env=agent_env()) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "fix the failing test")
@@ -319,7 +319,7 @@ async def test_the_relay_has_no_summary_by_default(tmp_path) -> None:
 def test_watch_on_a_pipe_prints_the_summary_line(tmp_path) -> None:
     from tests.helpers.cli_inside import run_cli_inside
 
-    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.6")}
+    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.3")}  # six intervals
     args = ["watch", "--summary-interval", "0.05", "--cwd", str(tmp_path), "fix the failing test"]
     done = run_cli_inside(args, cwd=tmp_path, env=env)
     out = done.stdout
