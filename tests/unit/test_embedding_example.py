@@ -7,11 +7,13 @@ this process."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp.schema import ToolCallProgress
@@ -58,11 +60,16 @@ def test_the_readme_command_runs_the_example_from_another_directory(tmp_path: Pa
     assert "Still thinking" not in done.stdout
 
 
-async def _heartbeats(monkeypatch: pytest.MonkeyPatch, **env: str) -> int:
-    client = RecordingClient()
+def _agent(monkeypatch: pytest.MonkeyPatch, **env: str) -> Any:
+    """The example's agent built with the test settings and ``env`` (its heartbeat settings are read
+    as its module runs, so agents built with different settings can serve side by side)."""
     base = {k: v for k, v in agent_env().items() if k != "ACP_PROGRESS_HEARTBEAT_INTERVAL"}
     with monkeypatch.context() as patched:
-        agent = example_agent(patched, {**base, **env})
+        return example_agent(patched, {**base, **env})
+
+
+async def _heartbeats(agent: Any) -> int:
+    client = RecordingClient()
     async with sdk_served(agent, client) as conn:
         session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "hello there")
@@ -78,10 +85,15 @@ async def _heartbeats(monkeypatch: pytest.MonkeyPatch, **env: str) -> int:
 async def test_the_example_heartbeats_at_the_configured_interval_not_every_poll(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # default: 30 s, so a 0.3 s think has none (it had one every 0.1 s poll: 50 lines in 5 s)
-    assert await _heartbeats(monkeypatch) == 0
-    # a short interval from the environment: about think time / interval of them
-    assert 1 <= await _heartbeats(monkeypatch, ACP_PROGRESS_HEARTBEAT_INTERVAL="0.12") <= 2
-    # disabled: none, whatever the interval
     disabled = {"ACP_PROGRESS_HEARTBEAT_INTERVAL": "0.05", "ACP_PROGRESS_HEARTBEAT_DISABLED": "1"}
-    assert await _heartbeats(monkeypatch, **disabled) == 0
+    default, short, off = await asyncio.gather(  # three agents, each thinking 0.3 s, at once
+        _heartbeats(_agent(monkeypatch)),
+        _heartbeats(_agent(monkeypatch, ACP_PROGRESS_HEARTBEAT_INTERVAL="0.12")),
+        _heartbeats(_agent(monkeypatch, **disabled)),
+    )
+    # default: 30 s, so a 0.3 s think has none (it had one every 0.1 s poll: 50 lines in 5 s)
+    assert default == 0
+    # a short interval from the environment: about think time / interval of them
+    assert 1 <= short <= 2
+    # disabled: none, whatever the interval
+    assert off == 0
