@@ -137,7 +137,8 @@ async def test_always_allow_ls_does_not_run_a_workspace_ls_unasked(
     rejected, never run), while the real ``ls`` runs unasked as promised."""
     monkeypatch.setenv("PATH", os.pathsep.join([str(layout["system"]), os.environ.get("PATH", "")]))
     work, marker = layout["work"], layout["marker"]
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    # five turns whose model thinks 0.02 s (the rules are the point, not the thinking time)
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.02")
     client = ChoosingClient(choices=["allow_always", "reject_once", "reject_once", "reject_once"])
     async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(work), mcp_servers=[])).session_id

@@ -53,6 +53,12 @@ def _audit(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()][::-1]  # oldest first
 
 
+def _agent_env(state: Path) -> dict[str, str]:
+    """The test agent's settings with its store at ``state``; its model thinks 0.02 s, not 0.3 s:
+    no test here is about the model's thinking time (the close test waits on a tool)."""
+    return agent_env(ACP_PROGRESS_STATE_DIR=str(state), ACP_PROGRESS_EMBEDDED_DELAY="0.02")
+
+
 def _a_tool_card(update: Any) -> bool:
     return isinstance(update, ToolCallStart) and update.kind != "think"
 
@@ -68,7 +74,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
 ) -> None:
     state = tmp_path / "state"
     client = ChoosingClient()
-    async with served_inprocess(client, agent_from_env(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
+    async with served_inprocess(client, agent_from_env(_agent_env(state))) as conn:
         new = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sid = new.session_id
         mode, model = new.config_options
@@ -106,7 +112,7 @@ async def test_modes_models_and_commands_are_offered_and_read_only_refuses_witho
 async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_automatic(tmp_path: Path) -> None:
     state = tmp_path / "state"
     client = ChoosingClient(choices=["reject_once"])
-    async with served_inprocess(client, agent_from_env(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))) as conn:
+    async with served_inprocess(client, agent_from_env(_agent_env(state))) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await conn.set_session_mode(session_id=sid, mode_id="auto")  # the older method
         assert any(
@@ -117,9 +123,7 @@ async def test_auto_mode_by_set_mode_runs_without_asking_and_is_audited_as_autom
         card = card_of(client, sid, "echo automatic-run")
         assert final_status(card) == "completed" and "automatic-run" in _card_text(card)
 
-    async with served_inprocess(
-        ChoosingClient(), agent_from_env(agent_env(ACP_PROGRESS_STATE_DIR=str(state)))
-    ) as conn:
+    async with served_inprocess(ChoosingClient(), agent_from_env(_agent_env(state))) as conn:
         loaded = await conn.load_session(cwd=str(tmp_path), session_id=sid, mcp_servers=[])
         assert loaded.modes.current_mode_id == "auto"  # stored with the session
         assert loaded.config_options[0].current_value == "auto"
@@ -133,7 +137,7 @@ async def test_always_answers_are_per_program_stored_with_the_session_and_audite
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    env = _agent_env(state)
     client = ChoosingClient(choices=["allow_always", "reject_always", "allow_once"])
     async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -174,7 +178,7 @@ async def test_always_answers_are_per_program_stored_with_the_session_and_audite
 @pytest.mark.anyio
 async def test_help_and_title_are_answered_by_the_agent_and_the_title_is_stored(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    env = _agent_env(state)
     client = RecordingClient()
     async with served_inprocess(client, agent_from_env(env)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -196,7 +200,7 @@ async def test_close_cancels_the_turn_keeps_the_session_and_resume_goes_on_witho
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "state"
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(state))
+    env = _agent_env(state)
     first = RecordingClient()
     async with served_inprocess(first, agent_from_env(env)) as conn:
         init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
