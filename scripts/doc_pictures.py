@@ -15,6 +15,7 @@ rich's own ``Console(record=True)`` as SVG. The web page is driven by Playwright
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import io
 import re
 import shutil
@@ -289,10 +290,17 @@ def main(argv: list[str] | None = None) -> int:
         name: (lambda n=name: [terminal_picture(n, args.out)]) for name in SCREENS
     }
     makers["page"] = lambda: page_pictures(args.out)
-    for name in chosen:
+
+    def made(name: str) -> list[tuple[Path, float]]:
         started = time.monotonic()
-        for path in makers[name]():
-            print(f"doc_pictures: {path} ({time.monotonic() - started:.1f}s)")
+        return [(path, time.monotonic() - started) for path in makers[name]()]
+
+    # each picture has its own temporary home and port, and most of a run is waiting for the screen
+    # or the page to reach its moment: the pictures are made at once, so the waits overlap
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(chosen)) as pool:
+        for future in concurrent.futures.as_completed([pool.submit(made, name) for name in chosen]):
+            for path, seconds in future.result():
+                print(f"doc_pictures: {path} ({seconds:.1f}s)")
     return 0
 
 
