@@ -137,11 +137,8 @@ async def _thread(
         tally["completed"] = tally.get("completed", 0) + (outcomes.count("finished") >= 1)
 
 
-def _overlaps(replicas: list[Replica]) -> int:
+def _overlaps(spans: list[tuple[str, int, float, float]]) -> int:
     """Runs of one thread that overlapped in time on two different replicas."""
-    spans = [
-        (thread, i, start, end) for i, r in enumerate(replicas) for thread, _run, start, end in r.intervals()
-    ]
     count = 0
     for a in range(len(spans)):
         for b in range(a + 1, len(spans)):
@@ -152,60 +149,76 @@ def _overlaps(replicas: list[Replica]) -> int:
     return count
 
 
-def scenario(url: str, replicas: int, threads: int, runs: int) -> dict[str, Any]:
+def _drive(made: list[Replica], tag: str, threads: int, runs: int) -> tuple[dict[str, int], float]:
+    """Every thread's runs, raced over ``made``: the outcomes' tally and the wall time."""
     import httpx
 
-    with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        (workdir / "config").mkdir(mode=0o700)
-        instance = f"bench-{replicas}-{os.getpid()}"
-        made = [Replica(workdir, url, instance, i) for i in range(replicas)]
-        try:
-            for replica in made:
-                replica.wait_healthy()
-            tally: dict[str, int] = {}
+    tally: dict[str, int] = {}
 
-            async def drive() -> float:
-                limits = httpx.Limits(max_connections=4 * threads)
-                async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-                    started = time.perf_counter()
-                    await asyncio.gather(
-                        *(_thread(client, made, f"t{i}", runs, tally) for i in range(threads))
-                    )
-                    return time.perf_counter() - started
+    async def drive() -> float:
+        limits = httpx.Limits(max_connections=4 * threads)
+        async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+            started = time.perf_counter()
+            await asyncio.gather(*(_thread(client, made, f"{tag}-t{i}", runs, tally) for i in range(threads)))
+            return time.perf_counter() - started
 
-            wall = asyncio.run(drive())
-        finally:
-            for replica in made:
-                replica.stop()
-        served = [len(r.intervals()) for r in made]
-        return {
-            "replicas": replicas,
-            "threads": threads,
-            "runs": tally.get("runs", 0),
-            "completed": tally.get("completed", 0),
-            "refused_409": tally.get("409", 0),
-            # both attempts of a run served, one after the other (the second arrived after the first
-            # ended: a slow connection on a loaded machine); never at once (the overlap count)
-            "ran_twice": tally.get("finished", 0) - tally.get("completed", 0),
-            "other": {k: v for k, v in tally.items() if k not in ("runs", "completed", "409", "finished")},
-            "served_per_replica": served,
-            "overlapping_runs_on_two_replicas": _overlaps(made),
-            "wall_s": wall,
-        }
+    return tally, asyncio.run(drive())
+
+
+def _figures(
+    made: list[Replica], tag: str, threads: int, tally: dict[str, int], wall: float
+) -> dict[str, Any]:
+    """A scenario's figures: its tally, and from the replicas' logs the runs of its own threads."""
+    spans = [
+        (thread, i, start, end)
+        for i, r in enumerate(made)
+        for thread, _run, start, end in r.intervals()
+        if thread.startswith(f"{tag}-")
+    ]
+    return {
+        "replicas": len(made),
+        "threads": threads,
+        "runs": tally.get("runs", 0),
+        "completed": tally.get("completed", 0),
+        "refused_409": tally.get("409", 0),
+        # both attempts of a run served, one after the other (the second arrived after the first
+        # ended: a slow connection on a loaded machine); never at once (the overlap count)
+        "ran_twice": tally.get("finished", 0) - tally.get("completed", 0),
+        "other": {k: v for k, v in tally.items() if k not in ("runs", "completed", "409", "finished")},
+        "served_per_replica": [sum(1 for span in spans if span[1] == i) for i in range(len(made))],
+        "overlapping_runs_on_two_replicas": _overlaps(spans),
+        "wall_s": wall,
+    }
 
 
 def replica_figures(url: str, threads: int = 50, runs: int = 2) -> dict[str, Any]:
-    one = scenario(url, 1, threads, runs)
-    two = scenario(url, 2, threads, runs)
-    for name, fig in (("1 replica", one), ("2 replicas", two)):
+    """One replica, then two: the two replicas start together once, and the one-replica scenario
+    sends every run to the first of them (the second sits idle). Each scenario has threads of its
+    own, so neither continues the other's conversations."""
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        (workdir / "config").mkdir(mode=0o700)
+        made = [Replica(workdir, url, f"bench-{os.getpid()}", i) for i in range(2)]
+        try:
+            for replica in made:
+                replica.wait_healthy()
+            one = _drive(made[:1], "one", threads, runs)
+            two = _drive(made, "two", threads, runs)
+        finally:
+            for replica in made:
+                replica.stop()
+        figures = {
+            "one_replica": _figures(made[:1], "one", threads, *one),
+            "two_replicas": _figures(made, "two", threads, *two),
+        }
+    for name, fig in (("1 replica", figures["one_replica"]), ("2 replicas", figures["two_replicas"])):
         print(
             f"AG-UI, {name}: {fig['threads']} concurrent threads x {runs} runs (each raced at 2 endpoints): "
             f"{fig['completed']}/{fig['runs']} completed, {fig['refused_409']} refused with 409, "
             f"{fig['ran_twice']} served one after the other, served per replica {fig['served_per_replica']}, "
             f"{fig['overlapping_runs_on_two_replicas']} overlapping on two replicas, {fig['wall_s']:.1f} s"
         )
-    return {"one_replica": one, "two_replicas": two}
+    return figures
 
 
 def main() -> None:
