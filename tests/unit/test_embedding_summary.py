@@ -74,21 +74,21 @@ def check(client: RecordingClient, writer: Writer) -> None:
 async def test_the_async_turn_shows_its_summary_on_the_think_card_and_stops_at_the_end():
     client = RecordingClient()
     writer = Writer()
-    factory = SummaryFactory(writer, interval=0.05)
+    factory = SummaryFactory(writer, interval=0.025)
     async with ProgressTurn(client, SID, summary=factory, user_text="Please fix the failing test") as turn:
-        await asyncio.to_thread(agent_loop, turn, 0.4)
+        await asyncio.to_thread(agent_loop, turn, 0.2)  # eight intervals
         assert turn.summary is not None and turn.summary.running
     check(client, writer)
     assert turn.summary is None, "the summary stopped with the turn"
     calls, count = len(writer.calls), len(client.updates)
-    await asyncio.sleep(0.2)  # its cadence would have fired a few more times
+    await asyncio.sleep(0.1)  # its cadence would have fired a few more times
     assert len(writer.calls) == calls and len(client.updates) == count
 
 
 async def test_the_sync_turn_on_a_worker_thread_runs_its_summary_on_the_loop():
     client = RecordingClient()
     writer = Writer()
-    factory = SummaryFactory(writer, interval=0.05)
+    factory = SummaryFactory(writer, interval=0.025)
     loop = asyncio.get_running_loop()
     turns: list[ProgressTurn] = []
 
@@ -97,7 +97,7 @@ async def test_the_sync_turn_on_a_worker_thread_runs_its_summary_on_the_loop():
         with ProgressTurn(client, SID, loop, summary=factory, user_text=text) as turn:
             turns.append(turn)
             assert turn.summary is not None, "started on the loop before the first update"
-            agent_loop(turn, 0.4)
+            agent_loop(turn, 0.2)  # eight intervals
 
     await asyncio.to_thread(embedder)
     check(client, writer)

@@ -97,7 +97,8 @@ async def test_a_client_that_runs_terminal_sign_in_is_offered_serve_setup(
 @pytest.mark.anyio
 async def test_sessions_work_without_authenticate_and_with_the_embedded_method(tmp_path: Path) -> None:
     client = RecordingClient()
-    async with served_inprocess(client, _agent(tmp_path)) as conn:
+    # two embedded turns: their thinking time is not the point (0.02 s, not the test agent's 0.3 s)
+    async with served_inprocess(client, _agent(tmp_path, ACP_PROGRESS_EMBEDDED_DELAY="0.02")) as conn:
         first = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         assert (await prompt_text(conn, first.session_id, "hello")).stop_reason == "end_turn"
         await conn.authenticate(method_id="embedded")
