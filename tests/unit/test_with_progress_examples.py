@@ -39,7 +39,8 @@ async def test_the_example_shows_a_card_while_its_model_thinks(example, tmp_path
     if EXAMPLES[example]:
         pytest.importorskip(EXAMPLES[example], reason="the pydantic-acp extra is not installed")
     client = RecordingClient()
-    env = agent_env(EXAMPLE_THINK_SECONDS="1.0", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.2")
+    # the card opens after with_progress's 0.5 s of silence; then 2.5 heartbeat intervals of thinking
+    env = agent_env(EXAMPLE_THINK_SECONDS="0.75", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
     argv = [str(ROOT / "examples" / example)]
     async with spawn_agent(client, env=env, argv=argv) as (conn, _p, _log):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
