@@ -152,7 +152,11 @@ async def test_the_driver_calls_off_a_slow_load_of_a_real_agent(tmp_path: Path, 
     ``$/cancel_request``, the agent answers -32800 at once and goes on serving."""
     import psycopg
 
-    env = agent_env(ACP_PROGRESS_DATABASE_URL=pg_url, ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    env = agent_env(
+        ACP_PROGRESS_DATABASE_URL=pg_url,
+        ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
+        ACP_PROGRESS_EMBEDDED_DELAY="0.02",  # the turn only stores a session to load
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
     async with AgentDriver([sys.executable, "-m", "acp_adapter"], env=env, cwd=str(ws)) as driver:
@@ -163,7 +167,7 @@ async def test_the_driver_calls_off_a_slow_load_of_a_real_agent(tmp_path: Path, 
         with psycopg.connect(pg_url, autocommit=False) as locker:
             locker.execute("LOCK TABLE acp_progress.events IN ACCESS EXCLUSIVE MODE")
             loading = asyncio.ensure_future(driver.load_session(session_id, str(ws)))
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(0.5)  # a load that does not wait answers in milliseconds
             assert not loading.done(), "the load did not wait for the locked table"
             loading.cancel()
             with pytest.raises(asyncio.CancelledError):
