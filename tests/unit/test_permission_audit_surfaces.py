@@ -46,7 +46,8 @@ def _watch_yes(tmp_path: Path, prompt: str) -> Path:
     from tests.helpers.cli_inside import run_cli_inside
 
     state = tmp_path / "state"
-    env = {**agent_env(), "ACP_PROGRESS_STATE_DIR": str(state)}
+    # its model thinks 0.02 s (what is audited is the point, not the thinking time)
+    env = {**agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.02"), "ACP_PROGRESS_STATE_DIR": str(state)}
     done = run_cli_inside(["watch", "--yes", "--cwd", str(tmp_path), prompt], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     return state
@@ -139,7 +140,8 @@ async def test_the_audit_keeps_the_whole_command_not_the_cut_title(tmp_path: Pat
     command = "echo " + "x" * 250 + "; echo hidden-tail-marker"
     state = tmp_path / "state"
     client = RecordingClient(permission="allow")
-    async with served_inprocess(client, progress_agent(fast_settings(state_dir=str(state)))) as conn:
+    agent = progress_agent(fast_settings(state_dir=str(state), embedded_delay=0.02))
+    async with served_inprocess(client, agent) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, f"run `{command}`")).stop_reason == "end_turn"
     (title,) = [c[0].title for c in client.cards(sid).values() if c[0].kind != "think"]
