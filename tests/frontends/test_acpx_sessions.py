@@ -94,7 +94,7 @@ async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_sess
     }
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        done = _acpx(acpx, env, ws, "--ttl", "1", *args)
+        done = _acpx(acpx, env, ws, "--ttl", "0.1", *args)
         assert done.returncode == 0, done.stdout + done.stderr
         return done
 
