@@ -47,7 +47,7 @@ def answer_of(updates: list[object]) -> str:
 async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("# TODO: one\n")
     with agent_inside():
-        driver = AgentDriver(env=agent_env(), permission_policy=allow_all)
+        driver = AgentDriver(env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), permission_policy=allow_all)
     async with driver:
         assert driver.initialize_response is not None
         assert driver.initialize_response.agent_info.name == "acp-progress"

@@ -21,7 +21,7 @@ SCRIPTED = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'scripted_agent.py'}"
 
 @pytest.fixture
 def fast_agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in agent_env().items():
+    for key, value in agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05").items():
         monkeypatch.setenv(key, value)
 
 
