@@ -285,7 +285,7 @@ def test_an_unwritable_agent_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
 async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_callback(
     tmp_path: Path,
 ) -> None:
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     # the stored session: written by the agent alone (in this process, as any client of it would)
     async with agent_on(tmp_path / "state") as (conn, _client):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
