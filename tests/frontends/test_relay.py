@@ -217,7 +217,7 @@ def _normalised(client: RecordingClient) -> list[tuple[Any, ...]]:
 @pytest.mark.e2e
 async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
     (tmp_path / "notes.py").write_text("# TODO: relay\n")
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.2", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
     prompt = "search for TODO and run ls"
     direct = RecordingClient(permission="allow")  # the reference: the agent, in this process
     async with served_inprocess(direct, progress_agent(Settings.from_env(env))) as conn:
