@@ -31,9 +31,9 @@ def agents_own(client: RecordingClient, session_id: str | None = None) -> dict[s
 @pytest.mark.e2e
 async def test_an_agent_that_opened_a_think_card_gets_none_injected_in_that_session(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*THINKING, "0.3", think_after="0.1")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(*THINKING, "0.4", think_after="0.1")) as (conn, _relay):
         thinking = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
-        await prompt_text(conn, thinking, "think hard")  # its card stays quiet 0.3 s > think-after
+        await prompt_text(conn, thinking, "think hard")  # its card stays quiet 0.4 s > think-after
         await prompt_text(conn, thinking, "quiet now")  # silent, in a session that has shown its own
         other = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, other, "quiet elsewhere")
@@ -104,11 +104,11 @@ async def test_this_projects_agent_says_it_shows_its_own_think_cards(tmp_path):
 @pytest.mark.e2e
 async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*THINKING, "0.3", think_after="0.1")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(*THINKING, "0.4", think_after="0.1")) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         listed = await conn.list_sessions(cwd=str(tmp_path))
         before = len(client.updates)
-        await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])  # quiet 0.3 s
+        await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])  # quiet 0.4 s
         replay = client.updates[before:]
         # a prompt after the load still gets its card: the load left no turn behind
         await prompt_text(conn, session, "after the load")
