@@ -85,7 +85,7 @@ async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
 @pytest.mark.e2e
 async def test_each_silent_gap_within_a_turn_gets_its_own_card(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "gaps", "0.4", think_after="0.15")) as (
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "gaps", "0.5", think_after="0.15")) as (
         conn,
         _relay,
     ):
