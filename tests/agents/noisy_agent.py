@@ -48,6 +48,6 @@ class NoisyModel(EmbeddedModel):
 if __name__ == "__main__":
     settings = Settings.from_env()
     anyio.run(
-        functools.partial(serve, settings, NoisyModel(think_delay=0.2, chunk_delay=0), turn_runner=AIAgent),
+        functools.partial(serve, settings, NoisyModel(think_delay=0.05, chunk_delay=0), turn_runner=AIAgent),
         backend="asyncio",
     )

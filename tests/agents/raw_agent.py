@@ -13,7 +13,7 @@ RECORD_FILE (to prove what the relay forwarded). What it does is chosen by the r
 * ``close_stdin``   — answer, close its stdin, then stay alive 30 s with stdout open.
 * ``slow``          — answer after 0.5 s.
 * ``session/prompt``— the first prompt is held; on a second prompt the first is answered
-                      ``cancelled`` at once, then 1 s of silence, then the second is answered.
+                      ``cancelled`` at once, then 0.6 s of silence, then the second is answered.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def main() -> None:
                 held_prompt = message_id
                 continue
             answer(held_prompt, {"stopReason": "cancelled"})
-            time.sleep(1.0)
+            time.sleep(0.6)
             session = message["params"]["sessionId"]
             update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "late"}}
             write(

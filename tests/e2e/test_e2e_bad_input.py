@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from acp import RequestError
 
-from tests.helpers.acp_agent import RecordingClient, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text, spawn_agent
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_garbage_unknown_methods_and_invalid_params(tmp_path):
     client = RecordingClient()
-    async with spawn_agent(client) as (conn, process, log):
+    async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, process, log):
         raw = conn._conn  # the SDK's JSON-RPC connection, to send what a buggy client might
         process.stdin.write(b'this is not json\n{"jsonrpc": "2.0", "id": \n')
         await process.stdin.drain()

@@ -1,10 +1,10 @@
-"""Plans end to end over stdio: the embedded model's steps as ACP ``plan`` updates moved along by
+"""Plans end to end: the embedded model's steps as ACP ``plan`` updates moved along by
 the tool calls, the OpenAI back-end's plan tool as ``plan`` updates (never a card), and the last
-plan of a turn replayed by ``session/load``. The embedded model's tests share one agent process
-(each its own session and client, :mod:`tests.helpers.shared_agent`). What the OpenAI plan tool
-becomes, what a load replays and what the model reads back for a bad plan are the agent's answers
-whoever its client is: those tests run the agent, pointed at their own scripted server, in this
-process."""
+plan of a turn replayed by ``session/load``. The plans are the agent's answers whoever its client
+is, so no test needs an agent process: the embedded model's tests share one agent served in this
+process (each its own session and client, :mod:`tests.helpers.shared_agent`); what the OpenAI plan
+tool becomes, what a load replays and what the model reads back for a bad plan are tested with the
+agent, pointed at their own scripted server, in this process too."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from acp_adapter.config import Settings
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.fake_openai import FakeOpenAI, text_reply, tool_reply
 from tests.helpers.openai_agent import KEY, openai_agent, openai_env
-from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
 
 pytestmark = pytest.mark.anyio
 
@@ -27,8 +27,8 @@ ENV = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
 
 @pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
-    """The agent process shared by the tests that need nothing of a process of their own."""
-    async with shared_agent_process(ENV) as shared:
+    """The agent served in this process, shared by the embedded model's tests."""
+    async with shared_agent_inprocess(Settings.from_env(ENV)) as shared:
         yield shared
 
 

@@ -1,10 +1,10 @@
 """End to end over real pipes: spawn ``python -m acp_adapter`` and drive it as an editor would.
 
 The think card's life over a real process (opened, beating at its interval, completed before the
-answer) and a hang-up start their own agent; the tests that need no environment of their own share
-one per module (:mod:`tests.helpers.shared_agent`: each its own session and client). What a cancel
-or a disabled heartbeat does to the card is the agent's decision whoever its client is: those run
-the agent with their own settings in this process."""
+answer) and a hang-up start their own agent. What a cancel or a disabled heartbeat does to the
+card, a fresh card per turn and the answers to bad requests are the agent's decisions whoever its
+client is: those run the agent in this process (the ones that need no settings of their own share
+one per module, :mod:`tests.helpers.shared_agent`: each its own session and client)."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ import pytest
 from acp.schema import AgentMessageChunk, ToolCallStart
 
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
-from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
-    """The agent process (default test environment) shared by the tests that need no other."""
-    async with shared_agent_process() as shared:
+    """The agent (the fast settings) served in this process, shared by the tests that need no other."""
+    async with shared_agent_inprocess() as shared:
         yield shared
 
 
@@ -105,7 +105,7 @@ async def test_cancel_during_the_wait_closes_the_card_and_nothing_follows(tmp_pa
 async def test_heartbeat_disabled_means_no_heartbeat_ever(tmp_path):
     client = RecordingClient()
     env = agent_env(
-        ACP_PROGRESS_EMBEDDED_DELAY="0.6",
+        ACP_PROGRESS_EMBEDDED_DELAY="0.3",  # six heartbeat intervals
         ACP_PROGRESS_HEARTBEAT_INTERVAL="0.05",
         ACP_PROGRESS_HEARTBEAT_DISABLED="1",
     )

@@ -3,8 +3,9 @@ secrets that never reach the client. The tools are real (files read, commands ru
 their own, hence ``e2e``); the cards are decided by the agent whoever its client is.
 
 The tests share one agent served in this process (:mod:`tests.helpers.shared_agent`, the fast
-settings with the embedded model's spawned-agent delay): each opens its own session, and the
-session's updates reach the test's own client; none needs an agent process of its own."""
+settings: the embedded model thinks 0.05 s, as nothing here depends on how long): each opens its
+own session, and the session's updates reach the test's own client; none needs an agent process
+of its own."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
-    async with shared_agent_inprocess(embedded_delay=0.3) as shared:
+    async with shared_agent_inprocess() as shared:
         yield shared
 
 

@@ -25,6 +25,7 @@ import pytest
 from tests.helpers.acp_agent import RecordingClient, agent_env, prompt_text
 from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 from tests.helpers.shared_agent import progress_agent, served_inprocess
+from tests.helpers.shared_servers import cli_in_process
 
 pytestmark = pytest.mark.e2e
 
@@ -80,7 +81,7 @@ async def test_acpx_lists_the_sessions_an_earlier_agent_process_stored(acpx: Pat
 
 @pytest.mark.anyio
 async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_session(
-    acpx: Path, tmp_path: Path
+    acpx: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """acpx calls session/set_config_option (``set mode auto``), continues a session in a new agent
     process with session/resume, and closes it with session/close, as the agent advertises them."""
@@ -94,7 +95,7 @@ async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_sess
     }
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        done = _acpx(acpx, env, ws, "--ttl", "1", *args)
+        done = _acpx(acpx, env, ws, "--ttl", "0.1", *args)
         assert done.returncode == 0, done.stdout + done.stderr
         return done
 
@@ -110,8 +111,13 @@ async def test_acpx_switches_the_mode_prompts_through_resume_and_closes_the_sess
     assert "via-acpx" in said.stdout, said.stdout
     await anyio.to_thread.run_sync(lambda: run("sessions", "close", "work"))
 
-    audit = await anyio.run_process([sys.executable, "-m", "acp_adapter.cli", "audit", "--json"], env=env)
-    (row,) = [json.loads(line) for line in audit.stdout.decode().splitlines()]
+    # what acpx made the agent record, read by ``acp-progress audit`` run in this process (a
+    # process of its own proves nothing about the record)
+    with monkeypatch.context() as patched, cli_in_process() as main:
+        patched.setenv("ACP_PROGRESS_STATE_DIR", str(state))
+        capsys.readouterr()
+        assert main(["audit", "--json"]) == 0
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert (row["sessionId"], row["allowed"], row["rule"]) == (sid, True, "mode auto")
     # closed, still stored
     async with served_inprocess(RecordingClient(), progress_agent(state_dir=str(state))) as conn:

@@ -105,7 +105,7 @@ def test_watch_shows_the_command_s_terminal_the_agent_puts_in_the_card(
     from acp_adapter.cli import main
     from tests.helpers.acp_agent import agent_env
 
-    for key, value in agent_env().items():
+    for key, value in agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05").items():
         monkeypatch.setenv(key, value)
     (tmp_path / "steps.sh").write_text(f"echo first-line; echo second-line; echo {SECRET}\n")
     assert main(["watch", "--yes", "--cwd", str(tmp_path), "run sh steps.sh"]) == 0

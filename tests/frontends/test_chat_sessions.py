@@ -177,11 +177,18 @@ def test_sessions_and_continue_load_the_newest_and_show_its_replay(dirs) -> None
 def test_viewing_a_session_does_not_make_it_the_one_continue_picks(dirs) -> None:
     """``chat --session OLD`` with nothing typed (only its replay read) does not store OLD as used
     now, so the next ``--continue`` goes on in the session last worked in."""
-    import time
+    import sqlite3
+
+    from acp_adapter.store import DATABASE_NAME
 
     work, state = dirs
     older, newer = seed_sessions(state, work, ["what is 2+2", "what is 5*5"])
-    time.sleep(1.1)  # the stored times are in seconds: a touch now would be later than both
+    # the times the front-ends compare are in whole seconds: both sessions are made 2 s older (as
+    # if stored 2 s ago), so a touch now would be later than both instead of tying with them
+    db = sqlite3.connect(state / DATABASE_NAME)
+    with db:
+        db.execute("UPDATE sessions SET created_at = created_at - 2, updated_at = updated_at - 2")
+    db.close()
     viewed = _run(["chat", "--session", older], work, state, stdin="")
     assert viewed.returncode == 0, viewed.stderr
     assert "what is 2+2" in viewed.stdout  # its replay was shown

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.acp_agent import ROOT
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 from tests.helpers.pty_child import PtyChild
 
 pytestmark = pytest.mark.e2e
@@ -26,9 +27,14 @@ def chat(tmp_path: Path) -> PtyChild:
         "TERM": "xterm-256color",
         "COLUMNS": "100",
         "LINES": "24",
+        # the pty does not answer cursor-position requests (a terminal does): without this, a key
+        # typed while the prompt waits 2 s for the answer is taken for it
+        "PROMPT_TOOLKIT_NO_CPR": "1",
     }
     (tmp_path / "work").mkdir()
-    return PtyChild([sys.executable, "-m", "acp_adapter.cli", "chat"], str(tmp_path / "work"), env)
+    # the agent is served inside the chat's process: its own process proves nothing here
+    argv = [sys.executable, "-m", CLI_AGENT_INSIDE, "chat"]
+    return PtyChild(argv, str(tmp_path / "work"), env)
 
 
 def until(term: PtyChild, text: bytes, seconds: float = 30) -> bytes:

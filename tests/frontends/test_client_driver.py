@@ -47,7 +47,7 @@ def answer_of(updates: list[object]) -> str:
 async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("# TODO: one\n")
     with agent_inside():
-        driver = AgentDriver(env=agent_env(), permission_policy=allow_all)
+        driver = AgentDriver(env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), permission_policy=allow_all)
     async with driver:
         assert driver.initialize_response is not None
         assert driver.initialize_response.agent_info.name == "acp-progress"
@@ -160,8 +160,10 @@ async def test_start_failures_are_one_line_errors(command: object, expected: str
 @pytest.mark.e2e
 async def test_no_answer_to_initialize_times_out() -> None:
     started = time.monotonic()
+    # an agent that reads everything and never answers (it ends on the end of its input, so the
+    # close after the time-out needs no signal: what is timed is the initialize alone)
     with pytest.raises(AgentStartError, match=r"did not answer initialize within 0\.5s"):
-        async with AgentDriver(["sleep", "1000"], init_timeout=0.5):
+        async with AgentDriver(["sh", "-c", "cat > /dev/null"], init_timeout=0.5):
             pass
     assert time.monotonic() - started < 5
 
@@ -246,7 +248,13 @@ async def test_a_slow_consumer_bounds_the_turn_queue_and_loses_nothing(tmp_path:
     async with AgentDriver(scripted("burst", "300"), env=agent_env(), limits=limits) as driver:
         session_id = await driver.new_session(str(tmp_path))
         turn = driver.prompt(session_id, "go")
-        await asyncio.sleep(1.0)  # nobody consumes: the driver must stop reading the agent
+        # nobody consumes: the driver must stop reading the agent once its queue is full; a queue
+        # that fills to the bound is looked at again 0.3 s later (the agent sends its 300 at once)
+        for _ in range(250):  # 5 s at most
+            if turn._queue.qsize() >= limits.max_queued_updates:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
         held = turn._queue.qsize()
         updates = [update async for update in turn]
     assert held <= limits.max_queued_updates + 1, f"{held} updates queued behind a stalled consumer"
@@ -277,7 +285,7 @@ def test_an_unwritable_agent_log_is_one_line_and_exit_2(tmp_path: Path) -> None:
 async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_callback(
     tmp_path: Path,
 ) -> None:
-    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
+    env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     # the stored session: written by the agent alone (in this process, as any client of it would)
     async with agent_on(tmp_path / "state") as (conn, _client):
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id

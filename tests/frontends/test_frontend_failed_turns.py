@@ -31,6 +31,8 @@ from tests.helpers.cli_inside import run_cli_inside
 from tests.helpers.fake_openai import FakeOpenAI, Reply, error_reply, text_chunks, text_reply
 
 KEY = "sk-test-frontend-0123456789abcdef"
+#: the read time-out of the run whose server hangs (waited out whole); the others keep 1 s
+HANG_TIMEOUT = "0.4"
 
 #: name -> (the scripted failure, the short reason: in the message, the printed line and data.details)
 FAILURES: dict[str, tuple[Reply, str]] = {
@@ -39,7 +41,7 @@ FAILURES: dict[str, tuple[Reply, str]] = {
         error_reply(401, "Incorrect API key provided", code="invalid_api_key"),
         "Authentication failed (HTTP 401): check OPENAI_API_KEY",
     ),
-    "hang": (Reply(events=[], hang_after=0), "No response from the model server within 1s"),
+    "hang": (Reply(events=[], hang_after=0), f"No response from the model server within {HANG_TIMEOUT}s"),
     "stream-cut": (
         Reply(events=text_chunks(["Hello ", "wor"]), break_after=2),
         "The stream ended unexpectedly after 2 chunks",
@@ -53,14 +55,14 @@ def server() -> Iterator[FakeOpenAI]:
         yield fake
 
 
-def _env(server: FakeOpenAI, tmp_path: Path) -> dict[str, str]:
+def _env(server: FakeOpenAI, tmp_path: Path, timeout: str = "1") -> dict[str, str]:
     return agent_env(
         ACP_PROGRESS_MODEL="openai",
         OPENAI_BASE_URL=server.base_url,
         OPENAI_API_KEY=KEY,
         ACP_PROGRESS_OPENAI_MODEL="test-model",
         ACP_PROGRESS_OPENAI_MAX_RETRIES="0",
-        ACP_PROGRESS_OPENAI_TIMEOUT="1",
+        ACP_PROGRESS_OPENAI_TIMEOUT=timeout,
         ACP_PROGRESS_SUMMARY="off",
         ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"),
     )
@@ -87,7 +89,7 @@ async def test_each_failure_is_one_json_rpc_error_the_front_ends_show_as_it_is(
 
     reply, reason = FAILURES[failure]
     server.script(reply, text_reply("recovered fine"))
-    settings = Settings.from_env(_env(server, tmp_path))
+    settings = Settings.from_env(_env(server, tmp_path, HANG_TIMEOUT if failure == "hang" else "1"))
     client = RecordingClient()
     async with inprocess_agent(client, ProgressAgent(turn_runner=AIAgent, settings=settings)) as conn:
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])

@@ -185,7 +185,7 @@ async def test_acp_card_says_denied_automatically_when_the_client_policy_answere
     ws = _workspace(tmp_path)
     client = AutomaticDenyClient()
     # the card the agent sends is the point, not its process: served in this process
-    agent = progress_agent(Settings.from_env(agent_env()))
+    agent = progress_agent(Settings.from_env(agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")))
     async with served_inprocess(client, agent) as conn:
         session = await conn.new_session(cwd=str(ws), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, PROMPT)

@@ -50,7 +50,10 @@ def order_of(client: RecordingClient) -> list[str]:
 @pytest.mark.e2e
 async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its_first_update(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "silent", "2")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "silent", "1", heartbeat="0.05")) as (
+        conn,
+        _relay,
+    ):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         sent = time.monotonic()
         response = await prompt_text(conn, session.session_id, "think hard")
@@ -62,7 +65,7 @@ async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its
     assert start.at - sent < 0.3 + 0.2, "the card must open within think-after + 0.2 s"
     assert ups[0].kind == "think" and ups[0].status == "in_progress" and ups[0].title == "Thinking..."
     beats = [u for u in ups[1:] if u.status == "in_progress"]
-    assert len(beats) >= 5, f"heartbeats every 0.1 s over ~1.7 s, got {len(beats)}"
+    assert len(beats) >= 5, f"heartbeats every 0.05 s over ~0.7 s, got {len(beats)}"
     assert final_status(ups) == "completed"
     assert order_of(client)[-2:] == ["card:completed", "msg"], "closed just before the agent's first update"
 
@@ -82,7 +85,10 @@ async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
 @pytest.mark.e2e
 async def test_each_silent_gap_within_a_turn_gets_its_own_card(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "gaps", "0.8")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "gaps", "0.5", think_after="0.15")) as (
+        conn,
+        _relay,
+    ):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "go")
     cards = injected(client)
@@ -211,7 +217,7 @@ def _normalised(client: RecordingClient) -> list[tuple[Any, ...]]:
 @pytest.mark.e2e
 async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
     (tmp_path / "notes.py").write_text("# TODO: relay\n")
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.2", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
     prompt = "search for TODO and run ls"
     direct = RecordingClient(permission="allow")  # the reference: the agent, in this process
     async with served_inprocess(direct, progress_agent(Settings.from_env(env))) as conn:
@@ -234,7 +240,7 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
 @pytest.mark.e2e
 async def test_no_think_forwards_only(tmp_path):
     client = RecordingClient()
-    argv = relay_argv(*SCRIPTED, "silent", "0.8", extra=("--no-think",))
+    argv = relay_argv(*SCRIPTED, "silent", "0.4", think_after="0.15", extra=("--no-think",))
     async with relay_inside(client, argv=argv) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "go")

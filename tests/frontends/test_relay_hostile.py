@@ -151,7 +151,7 @@ def _card_starts(messages: list[Any]) -> list[Any]:
 
 
 def test_turns_are_keyed_by_the_prompt_id_so_an_old_answer_does_not_end_the_new_turn(tmp_path):
-    relay, _, _ = _relay(tmp_path, think_after="0.3")
+    relay, _, _ = _relay(tmp_path, think_after="0.15")
     prompt = {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}
     try:
         relay.send(request(10, "session/prompt", prompt))
@@ -161,7 +161,8 @@ def test_turns_are_keyed_by_the_prompt_id_so_an_old_answer_does_not_end_the_new_
             + b"\n"
         )
         relay.send(request(11, "session/prompt", prompt))
-        # the agent answers prompt 10 (cancelled) at once, is silent 1 s, then answers prompt 11
+        # the agent answers prompt 10 (cancelled) at once, is silent 0.6 s (four times think-after),
+        # then answers prompt 11
         seen = relay.messages_until(answers(11))
     finally:
         relay.finish()

@@ -31,9 +31,9 @@ def agents_own(client: RecordingClient, session_id: str | None = None) -> dict[s
 @pytest.mark.e2e
 async def test_an_agent_that_opened_a_think_card_gets_none_injected_in_that_session(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(*THINKING, "0.4", think_after="0.1")) as (conn, _relay):
         thinking = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
-        await prompt_text(conn, thinking, "think hard")  # its card stays quiet 0.6 s > think-after
+        await prompt_text(conn, thinking, "think hard")  # its card stays quiet 0.4 s > think-after
         await prompt_text(conn, thinking, "quiet now")  # silent, in a session that has shown its own
         other = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, other, "quiet elsewhere")
@@ -51,7 +51,7 @@ def injected_in(client: RecordingClient, session_id: str) -> dict[str, list]:
 @pytest.mark.e2e
 async def test_an_agent_that_says_it_shows_its_own_think_cards_gets_none(tmp_path):
     client = RecordingClient()
-    argv = relay_argv(*THINKING, "--meta", "0.5", think_after="0.1")
+    argv = relay_argv(*THINKING, "--meta", "0.25", think_after="0.1")
     async with relay_inside(client, argv=argv) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         response = await prompt_text(conn, session, "quiet")
@@ -64,7 +64,7 @@ async def test_this_projects_agent_through_the_relay_shows_one_card_per_thinking
     """The issue's ``watch --agent "acp-progress relay -- acp-progress serve" "search for TODO"``:
     the agent's own card beats rarely (5 s), far beyond --think-after; still no second card."""
     (tmp_path / "notes.py").write_text("# TODO: once\n")
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.6", ACP_PROGRESS_HEARTBEAT_INTERVAL="5")
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.3", ACP_PROGRESS_HEARTBEAT_INTERVAL="5")
     client = RecordingClient(permission="allow")
     argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.1")
     async with relay_inside(client, env=env, argv=argv) as (conn, _relay):
@@ -104,11 +104,11 @@ async def test_this_projects_agent_says_it_shows_its_own_think_cards(tmp_path):
 @pytest.mark.e2e
 async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*THINKING, "0.6", think_after="0.1")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(*THINKING, "0.4", think_after="0.1")) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         listed = await conn.list_sessions(cwd=str(tmp_path))
         before = len(client.updates)
-        await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])  # quiet 0.6 s
+        await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])  # quiet 0.4 s
         replay = client.updates[before:]
         # a prompt after the load still gets its card: the load left no turn behind
         await prompt_text(conn, session, "after the load")
@@ -164,9 +164,9 @@ async def test_a_dead_agent_is_named_in_the_error_message_itself(tmp_path):
 async def test_the_relays_summary_heartbeats_carry_the_real_elapsed_time(tmp_path):
     client = RecordingClient()
     argv = relay_argv(
-        *SCRIPTED, "silent", "1.2", think_after="0.3", heartbeat="0.2", extra=("--summary", "embedded")
+        *SCRIPTED, "silent", "0.6", think_after="0.15", heartbeat="0.1", extra=("--summary", "embedded")
     )
-    env = agent_env(ACP_PROGRESS_SUMMARY_INTERVAL="0.1")
+    env = agent_env(ACP_PROGRESS_SUMMARY_INTERVAL="0.05")
     async with relay_inside(client, env=env, argv=argv) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, session, "go")
@@ -182,4 +182,4 @@ async def test_the_relays_summary_heartbeats_carry_the_real_elapsed_time(tmp_pat
     for line in lines:
         match = re.match(r"Still thinking… (\d+(?:\.\d+)?)s", line)
         assert match, line
-        assert float(match.group(1)) >= 0.3, line  # the silence began think-after before the card
+        assert float(match.group(1)) >= 0.15, line  # the silence began think-after before the card

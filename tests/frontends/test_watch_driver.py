@@ -21,7 +21,7 @@ SCRIPTED = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'scripted_agent.py'}"
 
 @pytest.fixture
 def fast_agent_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in agent_env().items():
+    for key, value in agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05").items():
         monkeypatch.setenv(key, value)
 
 
@@ -48,7 +48,10 @@ def test_a_silent_command_times_out_at_initialize(
     fast_agent_env: None, capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:
     started = time.monotonic()
-    code = main(["watch", "--agent", "sleep 1000", "--init-timeout", "0.5", "--cwd", str(tmp_path), "hi"])
+    # it reads everything and never answers; it ends on the end of its input, so the close after
+    # the time-out needs no signal
+    silent = "sh -c 'cat > /dev/null'"
+    code = main(["watch", "--agent", silent, "--init-timeout", "0.5", "--cwd", str(tmp_path), "hi"])
     assert code == 1
     assert "did not answer initialize within 0.5s" in capsys.readouterr().err
     assert time.monotonic() - started < 6

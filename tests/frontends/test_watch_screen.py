@@ -37,19 +37,20 @@ def screens():
 
 @pytest.mark.parametrize("command", ["watch", "run"])
 def test_a_tool_with_a_total_shows_a_progress_bar_with_percentage(screens, tmp_path, command) -> None:
+    # 1 s in two steps of 0.5 s: half-way after the first (the bar's half, as long as with more steps)
     args = (
-        [command, "wait 2 seconds"] if command == "run" else [command, "--summary", "off", "wait 2 seconds"]
+        [command, "wait 1 seconds"] if command == "run" else [command, "--summary", "off", "wait 1 seconds"]
     )
     term = screens(args, str(tmp_path), agent_process=command == "run")  # run: no agent, as it is
     shown = term.pump(20, until="50%")
     bar_line = next((line for line in shown.splitlines() if "50%" in line), "")
     assert "█" * 10 + "░" * 10 in bar_line, shown
-    assert "Working on long task" in bar_line and "step 2 of 4" in bar_line
+    assert "Working on long task" in bar_line and "step 1 of 2" in bar_line
     if command == "watch":
         assert " · 1." in bar_line or " · 0." in bar_line, f"elapsed beside the bar: {bar_line!r}"
     assert term.wait(20) == 0
     final = term.text()
-    assert "finished after 2s" in final
+    assert "finished after 1s" in final
 
 
 def test_the_answered_permission_line_is_never_redrawn_over(screens, tmp_path) -> None:

@@ -68,15 +68,16 @@ async def served_inprocess(
         await agent_conn.close()
 
 
-def progress_agent(settings: Any = None, **overrides: Any) -> Any:
+def progress_agent(settings: Any = None, *, store: Any = None, **overrides: Any) -> Any:
     """This project's agent (the loop ``serve`` gives it) with ``settings``, or else the suite's
-    fast settings (embedded model, 0.05 s think delay) with ``overrides``."""
+    fast settings (embedded model, 0.05 s think delay) with ``overrides``; ``store`` replaces the
+    one the settings would open (a test's store with a shorter busy timeout, say)."""
     from acp_adapter.server import ProgressAgent
     from run_agent import AIAgent
 
     if settings is None:
         settings = fast_settings(**{"embedded_delay": 0.05, **overrides})
-    return ProgressAgent(turn_runner=AIAgent, settings=settings)
+    return ProgressAgent(turn_runner=AIAgent, settings=settings, store=store)
 
 
 @contextlib.asynccontextmanager

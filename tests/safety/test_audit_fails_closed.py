@@ -196,8 +196,10 @@ async def test_an_agent_refuses_an_allowed_command_while_another_process_holds_t
     ws.mkdir()
     _fresh_store(state)
     client = RecordingClient()
-    # the holder is the other process (the point); the agent is served in this one
-    async with served_inprocess(client, progress_agent(state_dir=str(state))) as conn:
+    # the holder is the other process (the point); the agent is served in this one, on a store
+    # whose busy timeout is 0.5 s instead of the 2 s default (what is waited for is the same)
+    store = SqliteStore(state, busy_timeout=0.5)
+    async with served_inprocess(client, progress_agent(state_dir=str(state), store=store)) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         with _held(state / DATABASE_NAME):
             result = await prompt_text(conn, sid, f"run `touch {ws / 'ran'}`")
@@ -210,7 +212,7 @@ async def test_an_agent_refuses_an_allowed_command_while_another_process_holds_t
         assert "Refused, nothing ran: the audit could not record" in said
         assert not (ws / "ran").exists()
         assert listing_took < 2.5 and listed is not None
-        # from the question to the refusal: the busy timeout (2 s) and a little, never 30 s
+        # from the question to the refusal: the busy timeout and a little, never 30 s
         card = next(cid for cid, ups in client.cards(sid).items() if "touch" in repr(ups[0].title))
         times = {
             u.update.status: u.at for u in client.updates if getattr(u.update, "tool_call_id", None) == card

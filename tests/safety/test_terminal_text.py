@@ -150,6 +150,10 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
 
 
+#: what chat draws as its prompt
+PROMPT = "›".encode()
+
+
 def on_a_pty(
     argv: list[str],
     env: dict[str, str],
@@ -160,17 +164,16 @@ def on_a_pty(
 ) -> bytes:
     """Run ``argv`` with a pty as its terminal (stdin, stdout, stderr); everything it wrote.
 
-    An interactive command (chat) is sent Ctrl-D once ``quit_after`` was written, and again each
-    second until it exits (a key typed while its prompt is still being drawn may be taken as the
-    answer to the terminal query it sends then), so the test ends with the turn, not at ``timeout``."""
+    ``feed`` is typed once the command's prompt (``›``) is drawn. An interactive command (chat)
+    is sent Ctrl-D once ``quit_after`` and then its prompt were written — the prompt is drawn once
+    the terminal is raw; a Ctrl-D typed before, while the terminal is still cooked, is an end of
+    input the prompt never reads — and again each second until it exits, so the test ends with the
+    turn, not at ``timeout``."""
     pid, fd = pty.fork()
     if pid == 0:  # the child
         os.chdir(cwd)
         os.execvpe(argv[0], argv, env)
     out = b""
-    if feed:
-        time.sleep(0.5)
-        os.write(fd, feed)
     deadline = time.monotonic() + timeout
     next_quit = None if quit_after is None else float("inf")
     try:
@@ -187,9 +190,14 @@ def on_a_pty(
                 if not chunk:
                     break
                 out += chunk
+                if feed and PROMPT in out:
+                    os.write(fd, feed)
+                    feed = b""
                 if quit_after is not None and quit_after in out:
-                    next_quit = time.monotonic()
-                    quit_after = None
+                    after = out.index(quit_after) + len(quit_after)
+                    if PROMPT in out[after:]:
+                        next_quit = time.monotonic()
+                        quit_after = None
             elif os.waitpid(pid, os.WNOHANG) != (0, 0):
                 pid = 0
                 break
@@ -265,7 +273,9 @@ def test_chat_shows_the_escape_file_and_a_hidden_link_target(tmp_path: Path) -> 
     ws = _workspace(tmp_path)
     out = on_a_pty(
         [*FRONTEND, "chat", "--cwd", str(ws)],
-        _env(tmp_path),
+        # the pty does not answer cursor-position requests (a terminal does): without this, the
+        # Ctrl-D typed while the prompt waits 2 s for the answer is taken for it
+        _env(tmp_path, PROMPT_TOOLKIT_NO_CPR="1"),
         ws,
         feed=b"read evil.txt\r",
         quit_after=b"stop reason:",
