@@ -605,16 +605,26 @@ async def test_a_slow_store_delays_an_answer_by_at_most_the_flush_timeout_and_th
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
         holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
         holder.execute("BEGIN IMMEDIATE")  # held for less than the busy timeout: the write waits
-        release = threading.Timer(1.5, lambda: holder.execute("COMMIT"))
+        committed = threading.Lock()
+
+        def commit() -> None:
+            if committed.acquire(blocking=False):  # once: at 1.5 s, or as soon as the answer came
+                holder.execute("COMMIT")
+
+        release = threading.Timer(1.5, commit)
         release.start()
         try:
             started = time.monotonic()
             assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
             took = time.monotonic() - started
+            answered_while_locked = not committed.locked()  # the lock had not gone yet
         finally:
+            release.cancel()
             release.join()
+            commit()
             holder.close()
         assert took < 1.2, f"the answer waited {took:.2f} s for the locked store, not the 0.1 s set"
+        assert answered_while_locked, "the answer came only once the lock went"
     from acp_adapter.store import open_store
 
     store = open_store(state, retention_days=0)  # the agent's shutdown wrote what was queued
