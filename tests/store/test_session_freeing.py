@@ -42,7 +42,7 @@ class SkippingClock:
 def _idle_skipped(agent: ProgressAgent) -> SkippingClock:
     """The agent's sessions timed by a clock the test can move past their idle timeout."""
     clock = SkippingClock()
-    agent.sessions._clock = clock  # noqa: SLF001 - the sessions' only time source
+    agent.sessions._clock = clock  # the sessions' only time source
     return clock
 
 
