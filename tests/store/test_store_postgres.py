@@ -268,6 +268,7 @@ def test_the_database_restarted_mid_run_loses_no_write_and_says_so(
 @pytest.mark.e2e
 def test_the_audit_fails_closed_and_bounded_while_the_database_is_down(pg_server: Any, pg_url: str) -> None:
     from acp_adapter.store.postgres import PostgresStore
+    from acp_adapter.store.postgres_tables import AUDIT_WAIT_S
 
     audit_wait = 0.5  # the default 2 s, shortened: bounded by whatever wait the store is given
     store = PostgresStore(pg_url, audit_wait=audit_wait)
@@ -283,6 +284,7 @@ def test_the_audit_fails_closed_and_bounded_while_the_database_is_down(pg_server
         assert DatabaseUrl.parse(pg_url).password not in str(err.value)  # type: ignore[operator]
     finally:
         pg_server.start()
+    store.audit.wait = AUDIT_WAIT_S  # the default wait again for the pool to reconnect after the outage
     store.record_permission(decision)  # back: the pool replaced its dead connections
     assert len(store.permission_audit()) == 2
     store.close()
@@ -354,9 +356,7 @@ async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
     from tests.helpers.acp_agent import RecordingClient, fast_settings, prompt_text
     from tests.helpers.shared_agent import progress_agent, served_inprocess
 
-    # the answer during the outage waits the store flush timeout (2 s by default) for its writes
-    store_settings = {"url": pg_url, "flush_timeout": 0.5}
-    settings = fast_settings(state_dir=str(tmp_path / "state"), store=store_settings, embedded_delay=0.05)
+    settings = fast_settings(state_dir=str(tmp_path / "state"), store={"url": pg_url}, embedded_delay=0.05)
     caplog.set_level(logging.INFO, logger="acp_progress")
     async with served_inprocess(RecordingClient(), progress_agent(settings)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
