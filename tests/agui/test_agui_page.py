@@ -326,11 +326,19 @@ def test_stop_ends_every_open_card_and_the_summary_at_once(page: Any, server: Ag
     send(page, "slow")
     page.wait_for_selector(".card .state:has-text('/100')")
     page.wait_for_selector("#summary:not([hidden])")
+    gone = "the client is gone; cancelling its turn"
+    cancelled_before = server.text().count(gone)
     page.click("#stop")
     # at once, not after a reload: the card says Cancelled, its bar stops, the summary is gone
     assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
     assert page.locator("#summary").is_hidden()
-    page.wait_for_timeout(1500)  # nothing that still arrives brings them back
+    # nothing that still arrives brings them back: the endpoint has seen the page go and cancelled
+    # the turn (nothing more of this run is sent), and the page had three progress ticks' time
+    deadline = time.monotonic() + 15
+    while server.text().count(gone) == cancelled_before:
+        assert time.monotonic() < deadline, server.text()
+        page.wait_for_timeout(20)
+    page.wait_for_timeout(300)
     assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
     assert page.locator("#summary").is_hidden()
     assert page.problems == []
