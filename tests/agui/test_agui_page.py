@@ -14,6 +14,7 @@ restores is the point there). Screenshots go to ``tmp_path``, never into the rep
 from __future__ import annotations
 
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
+from acp_adapter.frontends.agui.token_file import TOKEN_FILE
 from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
 from tests.agents.agui_everything_agent import LONG_COMMAND
 from tests.helpers.acp_agent import ROOT
@@ -245,11 +247,9 @@ def test_accessibility_basics(page: Any, server: AguiProcess) -> None:
     assert page.evaluate(spin) == "none"
 
 
-@pytest.fixture(scope="module")
-def tokened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProcess, str]]:
-    """An endpoint with its own token (made at its first start, printed once inside the page's
-    URL), and that URL."""
-    workspace = tmp_path_factory.mktemp("agui-page-token")
+def _own_token_endpoint(workspace: Path) -> tuple[AguiProcess, str]:
+    """``acp-progress agui --own-token`` on ``workspace``'s state directory, and the page's URL it
+    printed."""
     process = AguiProcess(
         workspace,
         "--own-token",
@@ -259,17 +259,52 @@ def tokened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProc
         "off",
         env={"ACP_PROGRESS_STATE_DIR": str(workspace / "state")},
     )
+    process.wait_healthy()
+    process.wait_for("open the web page at ")
+    url = re.search(r"open the web page at (http://\S+)", process.text()).group(1)  # type: ignore[union-attr]
+    return process, url
+
+
+@pytest.fixture(scope="module")
+def tokened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProcess, str, Path]]:
+    """An endpoint with its own token (made at its first start, printed once inside the page's
+    URL), that URL and its state directory."""
+    workspace = tmp_path_factory.mktemp("agui-page-token")
+    process, url = _own_token_endpoint(workspace)
     try:
-        process.wait_healthy()
-        process.wait_for("open the web page at ")
-        url = re.search(r"open the web page at (http://\S+)", process.text()).group(1)  # type: ignore[union-attr]
-        yield process, url
+        yield process, url, workspace / "state"
     finally:
         process.stop()
 
 
-def test_the_token_is_asked_once_and_kept_in_the_tab(browser: Any, tokened: tuple[AguiProcess, str]) -> None:
-    process, url = tokened
+def test_a_loopback_endpoint_needs_its_own_token_printed_with_the_page_url(
+    tokened: tuple[AguiProcess, str, Path],
+) -> None:
+    """A token by default, on loopback too: made at the first start, kept in the state directory
+    (mode 0600), printed once inside the page's URL, and the same at the next start."""
+    process, url, state = tokened
+    assert url.startswith(f"{process.url}/#token=")
+    token = url.split("#token=", 1)[1]
+    stored = state / TOKEN_FILE
+    assert stored.read_text().strip() == token
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+    assert httpx.get(process.url + "/threads").status_code == 401
+    assert httpx.post(process.url + "/", json={}).status_code == 401
+    assert httpx.get(process.url + "/").status_code == 200  # the page itself holds no secret
+    authorized = httpx.get(process.url + "/threads", headers={"Authorization": f"Bearer {token}"})
+    assert authorized.status_code == 200
+    assert process.text().count(token) == 1  # printed once
+    again, again_url = _own_token_endpoint(state.parent)  # the next start on that state directory
+    try:
+        assert again_url == f"{again.url}/#token={token}"  # the kept token, not a new one
+    finally:
+        again.stop()
+
+
+def test_the_token_is_asked_once_and_kept_in_the_tab(
+    browser: Any, tokened: tuple[AguiProcess, str, Path]
+) -> None:
+    process, url, _state = tokened
     token = url.split("#token=", 1)[1]
     assert httpx.get(process.url + "/").status_code == 200  # the page itself needs no token
     assert httpx.get(process.url + "/threads").status_code == 401
@@ -415,9 +450,9 @@ def test_a_disguised_command_shows_whole_and_visible_on_the_page(page: Any, serv
 
 
 def test_the_printed_url_opens_the_page_with_its_token_and_a_wrong_one_is_said(
-    browser: Any, tokened: tuple[AguiProcess, str]
+    browser: Any, tokened: tuple[AguiProcess, str, Path]
 ) -> None:
-    process, url = tokened
+    process, url, _state = tokened
     context = browser.new_context()
     page = context.new_page()
     page.goto(url)
