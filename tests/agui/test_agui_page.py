@@ -8,7 +8,11 @@ a prompt streams its answer while a progress bar moves to 100 %, the plan checkl
 show, a permission question is answered with its buttons, a run is stopped, and after a reload
 the thread is listed. The conversation restored after a reload comes from this project's agent
 behind the endpoint ``acp-progress agui`` builds, both served in this process (what the page
-restores is the point there). Screenshots go to ``tmp_path``, never into the repository.
+restores is the point there), as is a tool's question: the page shows the tool's permission
+question, then its form; the person fills it and presses Send, and the tool's answer, built from
+what was typed, shows (decline reaches the tool too). The endpoint's own token is checked on an
+``--own-token`` endpoint as a user starts it. One browser for all (a context per test).
+Screenshots go to ``tmp_path``, never into the repository.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import httpx
 import pytest
 
 from acp_adapter.frontends.agui.token_file import TOKEN_FILE
+from acp_adapter.mcp.config import frontend_servers
 from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
 from tests.agents.agui_everything_agent import LONG_COMMAND
 from tests.helpers.acp_agent import ROOT
@@ -33,6 +38,7 @@ from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_agu
 from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
 from tests.helpers.disguised_command import SHOWN_COMMAND
+from tests.helpers.mcp_kit import mcp_config
 
 pytestmark = pytest.mark.e2e
 
@@ -475,3 +481,83 @@ def test_no_token_is_explicit_and_said_at_start(server: AguiProcess) -> None:
     assert httpx.get(server.url + "/threads").status_code == 200
     server.wait_for("serving AG-UI")
     assert f"the web page is at {server.url}/ - WITHOUT a token (--no-token)" in server.text()
+
+
+# ---------------------------------------------------------------- a tool's question on the page
+
+
+@pytest.fixture(scope="module")
+def questions_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """For a tool's question on the page: ``acp-progress agui --redact none --summary off
+    --mcp-config …`` with a real MCP server (``tests/mcp_servers/tasks.py``) whose ``orders`` tool
+    asks a form of every kind, its first field's title hostile; and this project's agent, served in
+    this process (what the page shows and sends is the point, not their processes; the
+    browser and the MCP server are processes of their own)."""
+    workspace = tmp_path_factory.mktemp("agui-page-questions")
+    servers = frontend_servers(str(mcp_config(workspace)))
+    with pytest.MonkeyPatch.context() as patched:
+        use_in_process_agui_agents(patched)
+        with endpoint_in_process(
+            workspace, env={"ACP_PROGRESS_SUMMARY_INTERVAL": "0"}, policy="none", mcp_servers=servers
+        ) as served:
+            yield served
+
+
+def ask(page: Any, prompt: str) -> Any:
+    """Send ``prompt``, allow the tool, and return the form the tool's question shows."""
+    send(page, prompt)
+    page.wait_for_selector("article.question button.option.allow:not([disabled])", timeout=60_000).click()
+    return page.wait_for_selector("form.tool-question", timeout=60_000)
+
+
+def test_the_person_fills_the_form_and_the_tool_gets_the_answer(
+    page: Any, questions_server: Served, tmp_path: Path
+) -> None:
+    page.goto(questions_server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    form = ask(page, "call orders {}")
+    assert "Your order?" in form.text_content()
+    assert "waiting for your answer" in page.locator("#log").text_content()  # the card says so
+    titles = [t.text_content() for t in form.query_selector_all(".field-title")]
+    assert titles == ["Name<U+202E>txt.exe", "How many", "Urgent (optional)", "Size"]
+    assert form.query_selector("script, img, iframe") is None
+    page.screenshot(path=str(tmp_path / "form.png"), full_page=True)
+    form.query_selector("input[data-field='name']").fill("Ada")
+    form.query_selector("input[data-field='count']").fill("3")
+    form.query_selector("input[data-field='urgent']").check()
+    form.query_selector("select[data-field='size']").select_option("large")
+    form.query_selector("button:has-text('Send')").click()
+    page.wait_for_selector("#log :text('ordered 3 large for Ada, urgent=True')", timeout=60_000)
+    idle(page, 60_000)
+    assert form.query_selector("button:not([disabled])") is None
+    assert page.problems == []
+
+
+def test_a_form_missing_a_required_field_is_not_sent_and_decline_reaches_the_tool(
+    page: Any, questions_server: Served
+) -> None:
+    page.goto(questions_server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    form = ask(page, "call orders {}")
+    form.query_selector("button:has-text('Send')").click()  # nothing filled: the browser refuses
+    assert form.query_selector("button:has-text('Send'):not([disabled])") is not None
+    form.query_selector("button:has-text('Decline')").click()
+    page.wait_for_selector("#log :text('the person chose decline')", timeout=60_000)
+    idle(page, 60_000)
+    assert page.problems == []
+
+
+def test_a_page_reloaded_while_asked_shows_the_form_again_and_its_answer_goes_through(
+    page: Any, questions_server: Served
+) -> None:
+    page.goto(questions_server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    ask(page, 'call asks {"question": "Favourite colour?"}')
+    page.reload()
+    form = page.wait_for_selector("form.tool-question", timeout=30_000)  # asked again
+    assert "Favourite colour?" in form.text_content()
+    form.query_selector("input[data-field='colour']").fill("teal")
+    form.query_selector("button:has-text('Send')").click()
+    page.wait_for_selector("#log :text('the person said teal')", timeout=60_000)
+    idle(page, 60_000)
+    assert page.problems == []
