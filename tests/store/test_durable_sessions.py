@@ -377,7 +377,9 @@ async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_kee
     state = tmp_path / "state"
 
     def agent(**settings: Any) -> ProgressAgent:  # each one opens the store (and prunes it) anew
-        return ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), **settings))
+        # thinking is not the point here
+        thinks = fast_settings(state_dir=str(state), embedded_delay=0.05, **settings)
+        return ProgressAgent(turn_runner=AIAgent, settings=thinks)
 
     async with inprocess_agent(RecordingClient(), agent()) as conn:
         old = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -528,7 +530,9 @@ async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: P
 
     ws = _workspace(tmp_path)
     state = tmp_path / "state"
-    first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    first = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(RecordingClient(), first) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
@@ -540,7 +544,9 @@ async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: P
     db.commit()
     db.close()
     client = RecordingClient()
-    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    second = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(client, second) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         users = [u.content.text for u in client.for_session(sid) if isinstance(u, UserMessageChunk)]

@@ -109,7 +109,8 @@ def test_settings_name_the_variables():
 @pytest.mark.anyio
 async def test_the_agent_frees_idle_sessions_and_brings_one_back_from_the_store(tmp_path):
     agent = ProgressAgent(
-        turn_runner=AIAgent, settings=fast_settings(max_sessions=2, session_idle_timeout=0.3)
+        turn_runner=AIAgent,
+        settings=fast_settings(max_sessions=2, session_idle_timeout=0.3, embedded_delay=0.05),
     )
     clock = _idle_skipped(agent)
     client = RecordingClient()
@@ -133,7 +134,8 @@ async def test_the_agent_frees_idle_sessions_and_brings_one_back_from_the_store(
 @pytest.mark.anyio
 async def test_with_state_off_a_freed_session_gets_a_clear_error(tmp_path):
     agent = ProgressAgent(
-        turn_runner=AIAgent, settings=fast_settings(max_sessions=2, session_idle_timeout=0.3, state=False)
+        turn_runner=AIAgent,
+        settings=fast_settings(max_sessions=2, session_idle_timeout=0.3, embedded_delay=0.05, state=False),
     )
     clock = _idle_skipped(agent)
     client = RecordingClient()
