@@ -344,7 +344,9 @@ async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(
         return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
     client = RecordingClient()
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    agent = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(client, agent) as conn:
         aside = [p for p in state.iterdir() if ".corrupt-" in p.name]
         assert len(aside) == 1 and aside[0].read_bytes() == garbage, "the unreadable file was not kept"
@@ -357,7 +359,9 @@ async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(
 
     client = RecordingClient()
     caplog.clear()
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    agent = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(client, agent) as conn:  # the fresh database is the store now
         assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
@@ -510,7 +514,8 @@ async def test_a_session_loads_only_in_its_own_workspace(tmp_path: Path) -> None
     ws = _workspace(tmp_path)
     other = tmp_path / "other"
     other.mkdir()
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(tmp_path / "state")))
+    settings = fast_settings(state_dir=str(tmp_path / "state"), embedded_delay=0.05)
+    agent = ProgressAgent(turn_runner=AIAgent, settings=settings)
     async with inprocess_agent(RecordingClient(), agent) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "read secrets.txt")).stop_reason == "end_turn"
