@@ -25,6 +25,7 @@ from acp_adapter.client.driver import AgentDriver
 from acp_adapter.store.sqlite import DATABASE_NAME
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.agui_process import AguiProcess, of_type, sse_events
+from tests.helpers.shared_servers import in_process_link_class
 
 pytestmark = pytest.mark.e2e
 
@@ -129,7 +130,9 @@ async def test_this_agent_flushes_its_store_when_asked_a_foreign_one_is_not_aske
     tmp_path: Path,
 ) -> None:
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"))
-    async with AgentDriver([sys.executable, "-m", "acp_adapter"], env=env, cwd=str(tmp_path)) as ours:
+    driver = AgentDriver([sys.executable, "-m", "acp_adapter"], env=env, cwd=str(tmp_path))
+    driver.link.__class__ = in_process_link_class()  # this agent in this process: the request is the point
+    async with driver as ours:
         assert ours.sessions.flushes_store
         assert await ours.flush_store(5.0) is True
         with pytest.raises(RequestError):  # any other extension method is unknown
