@@ -287,19 +287,25 @@ def test_claims_say_who_holds_a_thread_and_whose_copy_is_stale(pg_url: str) -> N
 
 
 @pytest.mark.anyio
-async def test_the_thread_lock_goes_before_the_run_s_last_event(pg_url: str, tmp_path: Path) -> None:
+async def test_the_thread_lock_goes_before_the_run_s_last_event(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """However slow the database is to take the lock back, the run's RUN_FINISHED is written only
-    after it did: the other replica can claim the thread the moment the event is read."""
+    after it did: the other replica can claim the thread the moment the event is read. (The agent
+    answers in this process: the order of the lock and the event is the point, not its process.)"""
     import json
     import sys
 
     from acp_adapter.frontends.agui.endpoint import AguiOptions
+    from acp_adapter.frontends.agui.host import AgentHost
     from acp_adapter.frontends.agui.policy import default_policy
     from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
     from acp_adapter.frontends.agui.request import parse_run_request
     from acp_adapter.frontends.agui.service import AguiService
     from acp_adapter.store.postgres import PostgresStore
+    from tests.agents.agui_everything_agent import EverythingAgent
     from tests.helpers.acp_agent import ROOT
+    from tests.helpers.shared_servers import drive_own_agent_in_process
 
     class SlowDatabase(ReplicaThreadLocks):
         def release(self, thread_id: str, flush: Any = None) -> None:
@@ -308,6 +314,9 @@ async def test_the_thread_lock_goes_before_the_run_s_last_event(pg_url: str, tmp
 
     store = PostgresStore(pg_url)
     agent = [sys.executable, str(ROOT / "tests" / "agents" / "agui_everything_agent.py")]
+    drive_own_agent_in_process(
+        monkeypatch, AgentHost, lambda host: host.argv == agent, make_agent=EverythingAgent
+    )
     service = AguiService(
         AguiOptions(agent_command=agent, cwd=str(tmp_path), policy=default_policy, tool_progress=False)
     )
