@@ -6,7 +6,6 @@ nothing announced before it serves, Ctrl-C at once). A failed model call ends th
 from __future__ import annotations
 
 import logging
-import shlex
 import signal
 import socket
 import sys
@@ -87,14 +86,11 @@ def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(
     command names the same endpoint again is the restart test's): the second cannot have its agent
     load the thread's session. The scripted agent answers in this process too (what it cannot do
     is the point, not its process)."""
-    from acp_adapter.frontends.agui.host import AgentHost
     from tests.agents.progress_agent import ProgressAgent as ScriptedAgent
     from tests.helpers.agui_http import run, run_input
-    from tests.helpers.agui_inprocess import endpoint_in_process
-    from tests.helpers.shared_servers import drive_own_agent_in_process
+    from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_test_agent
 
-    scripted = shlex.split(PROGRESS_AGENT)
-    drive_own_agent_in_process(monkeypatch, AgentHost, lambda host: host.argv == scripted, ScriptedAgent)
+    use_in_process_test_agent(monkeypatch, PROGRESS_AGENT, ScriptedAgent)
     with endpoint_in_process(tmp_path, agent_command=PROGRESS_AGENT) as first:
         assert text_of(run(first.url, run_input("thread-T", "hi", run_id="run-1"))) == "echo: hi"
     caplog.clear()

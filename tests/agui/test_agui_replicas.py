@@ -297,7 +297,6 @@ async def test_the_thread_lock_goes_before_the_run_s_last_event(
     import sys
 
     from acp_adapter.frontends.agui.endpoint import AguiOptions
-    from acp_adapter.frontends.agui.host import AgentHost
     from acp_adapter.frontends.agui.policy import default_policy
     from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
     from acp_adapter.frontends.agui.request import parse_run_request
@@ -305,7 +304,7 @@ async def test_the_thread_lock_goes_before_the_run_s_last_event(
     from acp_adapter.store.postgres import PostgresStore
     from tests.agents.agui_everything_agent import EverythingAgent
     from tests.helpers.acp_agent import ROOT
-    from tests.helpers.shared_servers import drive_own_agent_in_process
+    from tests.helpers.agui_inprocess import use_in_process_test_agent
 
     class SlowDatabase(ReplicaThreadLocks):
         def release(self, thread_id: str, flush: Any = None) -> None:
@@ -314,9 +313,7 @@ async def test_the_thread_lock_goes_before_the_run_s_last_event(
 
     store = PostgresStore(pg_url)
     agent = [sys.executable, str(ROOT / "tests" / "agents" / "agui_everything_agent.py")]
-    drive_own_agent_in_process(
-        monkeypatch, AgentHost, lambda host: host.argv == agent, make_agent=EverythingAgent
-    )
+    use_in_process_test_agent(monkeypatch, agent, EverythingAgent)
     service = AguiService(
         AguiOptions(agent_command=agent, cwd=str(tmp_path), policy=default_policy, tool_progress=False)
     )

@@ -24,6 +24,19 @@ def use_in_process_agui_agents(monkeypatch: Any) -> None:
     drive_own_agent_in_process(monkeypatch, AgentHost, lambda host: host.argv == default_agent_command())
 
 
+def use_in_process_test_agent(monkeypatch: Any, command: str | list[str], make_agent: Any) -> None:
+    """Every AG-UI agent host built from now on whose agent command is ``command`` (a test agent of
+    ``tests/agents``, as a string split like a shell would or as a list) runs ``make_agent()`` in
+    this process instead of spawning it: for tests where what that agent sends is the point, not
+    its process."""
+    import shlex
+
+    from acp_adapter.frontends.agui.host import AgentHost
+
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    drive_own_agent_in_process(monkeypatch, AgentHost, lambda host: host.argv == argv, make_agent)
+
+
 @contextlib.contextmanager
 def endpoint_in_process(
     workspace: Path, *, env: dict[str, str] | None = None, **options: Any
