@@ -57,10 +57,8 @@ _SESSION_ROW = f"SELECT id, cwd, title, created_at, updated_at, history FROM {S}
 class PostgresSessions:
     """The canonical conversations: the ``sessions`` and ``events`` tables."""
 
-    def __init__(self, db: PostgresDatabase, wait: float = AUDIT_WAIT_S) -> None:
+    def __init__(self, db: PostgresDatabase) -> None:
         self._db = db
-        #: the longest one decision waits to be written before the call it is for is refused
-        self.wait = wait
 
     def upsert(self, record: SessionRecord) -> None:
         title = scrub(record.title) if record.title is not None else None
