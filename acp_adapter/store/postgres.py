@@ -44,7 +44,7 @@ from acp_adapter.store.postgres_database import (
     RETRY_FOR_S,
     PostgresDatabase,
 )
-from acp_adapter.store.postgres_tables import PostgresAudit, PostgresSessions
+from acp_adapter.store.postgres_tables import AUDIT_WAIT_S, PostgresAudit, PostgresSessions
 from acp_adapter.store.postgres_url import DatabaseUrl
 
 #: the longest start-up pruning waits for a row lock (it is housekeeping; the next start prunes)
@@ -61,12 +61,13 @@ class PostgresStore:
         retry_for: float = RETRY_FOR_S,
         connect_timeout: float = CONNECT_TIMEOUT_S,
         pool_max: int = POOL_MAX,
+        audit_wait: float = AUDIT_WAIT_S,
     ) -> None:
         self.database = PostgresDatabase(
             url, retry_for=retry_for, connect_timeout=connect_timeout, pool_max=pool_max
         )
         self.sessions = PostgresSessions(self.database)
-        self.audit = PostgresAudit(self.database)
+        self.audit = PostgresAudit(self.database, audit_wait)
         self.state = KeyValueTable(self.database)
 
     def batch(self) -> contextlib.AbstractContextManager[None]:

@@ -199,12 +199,14 @@ class PostgresSessions:
 class PostgresAudit:
     """The permission audit: the ``permissions`` table, written durably or not at all."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PostgresDatabase, wait: float = AUDIT_WAIT_S) -> None:
         self._db = db
+        #: the longest one decision waits to be written before the call it is for is refused
+        self.wait = wait
 
     def record(self, decision: PermissionDecision) -> None:
         """Write one audit row durably and read it back, or raise :class:`AuditError` (the caller
-        then refuses the call). Never inside a writer batch; bounded by :data:`AUDIT_WAIT_S`."""
+        then refuses the call). Never inside a writer batch; bounded by :attr:`wait`."""
         d = decision
         row = (
             d.at,
@@ -221,7 +223,7 @@ class PostgresAudit:
 
         def op(db: Any) -> Any:
             with db.transaction():
-                db.execute(f"SET LOCAL statement_timeout = '{int(AUDIT_WAIT_S * 1000)}ms'")
+                db.execute(f"SET LOCAL statement_timeout = '{int(self.wait * 1000)}ms'")
                 db.execute("SET LOCAL synchronous_commit = on")
                 (rowid,) = db.execute(
                     f"INSERT INTO {S}.permissions ({AUDIT_COLUMNS}) "
@@ -234,7 +236,7 @@ class PostgresAudit:
             ).fetchone()
 
         try:
-            kept = self._db.run(op, retry_for=AUDIT_WAIT_S, what="writing a permission decision")
+            kept = self._db.run(op, retry_for=self.wait, what="writing a permission decision")
         except StoreError as exc:
             raise AuditError(str(exc)) from None
         check_audit_kept(kept, row, f"the session database at {self._db.url.where()}")

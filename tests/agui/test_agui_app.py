@@ -26,17 +26,22 @@ from fastapi import FastAPI
 from acp_adapter.config import AguiSettings
 from acp_adapter.frontends.agui.app import create_app
 from acp_adapter.frontends.agui.endpoint import AguiOptions
+from acp_adapter.frontends.agui.host import AgentHost
 from acp_adapter.frontends.agui.observers import RunContext, RunObserver, RunOutcome
 from acp_adapter.frontends.agui.policy import none_policy
 from tests.agents.agui_policies import broken, counts_only
 from tests.agents.progress_agent import SECRET
+from tests.agents.progress_agent import ProgressAgent as ScriptedAgent
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.agui_http import Recorder, Served, assert_bad_switch_is_a_422, run, run_input, serving_all
 from tests.helpers.agui_http import validated_sse_events as sse_events
 from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.agui_process import of_type, text_of
+from tests.helpers.shared_servers import drive_own_agent_in_process
 
 PROGRESS_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "progress_agent.py")]
+#: in an agent's environment: this app's scripted agent runs in this process (its process proves nothing)
+SCRIPTED_IN_PROCESS = "AGUI_TEST_SCRIPTED_AGENT_IN_PROCESS"
 REDACTED = "[redacted]"
 
 
@@ -94,13 +99,21 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def servers(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[dict[str, Served]]:
-    """Every app the tests need, started together (each spawns its agent; that is the slow part).
-    ``real`` drives this project's agent in this process (what it streams is the point, not its
-    process); the scripted agents, which crash and hang on purpose, are processes of their own."""
+    """Every app the tests need, started together (each starts its agent). ``real`` drives this
+    project's agent in this process and ``global``, ``counts`` and ``none`` the scripted agent
+    (what they stream is the point, not their processes); ``broken``'s scripted agent, which
+    crashes on purpose, is a process of its own."""
     use_in_process_agui_agents(monkeypatch_module)
+    drive_own_agent_in_process(
+        monkeypatch_module,
+        AgentHost,
+        lambda host: host.argv == PROGRESS_AGENT and host.env.get(SCRIPTED_IN_PROCESS) == "1",
+        make_agent=ScriptedAgent,
+    )
     # the endpoint's settings, as the settings model reads them (create_app reads no environment)
     global_on = AguiSettings.from_env({"ACP_PROGRESS_AGUI_TOOL_PROGRESS": "1"}, config_file=False)
-    scripted = {"agent_command": PROGRESS_AGENT, "cwd": workspace}
+    in_process = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", **{SCRIPTED_IN_PROCESS: "1"})
+    scripted = {"agent_command": PROGRESS_AGENT, "cwd": workspace, "agent_env": in_process}
     specs: dict[str, dict[str, Any]] = {
         "real": {"cwd": workspace, "tool_progress": False},
         "global": {**scripted, "tool_progress": global_on.tool_progress},  # what acp-progress agui passes
@@ -111,7 +124,12 @@ def servers(workspace: Path, monkeypatch_module: pytest.MonkeyPatch) -> Iterator
             "policy": none_policy,
             "observers": (summarizing, exploding),
         },
-        "broken": {**scripted, "tool_progress": True, "policy": broken},
+        "broken": {
+            "agent_command": PROGRESS_AGENT,
+            "cwd": workspace,
+            "tool_progress": True,
+            "policy": broken,
+        },
     }
     served: dict[str, Served] = {}
     for name, kwargs in specs.items():

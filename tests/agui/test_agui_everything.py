@@ -20,11 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.agents.agui_everything_agent import LONG_COMMAND, TITLE
+from tests.agents.agui_everything_agent import LONG_COMMAND, TITLE, EverythingAgent
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.agui_http import Served, run_input
 from tests.helpers.agui_http import run as stream
-from tests.helpers.agui_inprocess import endpoint_in_process
+from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_test_agent
 from tests.helpers.agui_process import of_type, sse_events, text_of
 from tests.helpers.npm_client import CLIENT_DIR, node_with_packages
 
@@ -42,11 +42,13 @@ def node() -> str:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``acp-progress agui --agent AGENT --redact none --summary off --tool-progress`` served in this
-    process (what the client reads is the point, not the endpoint's process; the agent and the
-    client are processes of their own)."""
+    process, its agent too (what the client reads is the point, not their processes; the client is
+    a process of its own)."""
     workspace = tmp_path_factory.mktemp("agui-everything")
-    with endpoint_in_process(workspace, agent_command=AGENT, policy="none", tool_progress=True) as served:
-        yield served
+    with pytest.MonkeyPatch.context() as patched:
+        use_in_process_test_agent(patched, AGENT, EverythingAgent)
+        with endpoint_in_process(workspace, agent_command=AGENT, policy="none", tool_progress=True) as served:
+            yield served
 
 
 def run_client(node: str, url: str, thread: str, prompt: str, *resume: str) -> dict[str, Any]:
@@ -153,11 +155,12 @@ def test_a_paused_thread_takes_a_plain_run_and_refuses_a_stale_resume(server: Se
 
 
 def test_an_unanswered_question_gets_the_static_answer_after_the_bounded_wait(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``acp-progress agui --agent AGENT --summary off --permission-interrupts --permission-timeout
-    0.5`` served in this process (the bounded wait is the point, not the endpoint's process; the
-    agent is a process of its own)."""
+    0.5`` served in this process, its agent too (the bounded wait is the point, not their
+    processes)."""
+    use_in_process_test_agent(monkeypatch, AGENT, EverythingAgent)
     caplog.set_level(logging.INFO, logger="acp_progress")
     options = {"agent_command": AGENT, "permission_interrupts": True, "permission_timeout": 0.5}
     with endpoint_in_process(tmp_path, **options) as served:

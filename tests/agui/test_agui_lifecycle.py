@@ -79,16 +79,18 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
         store.close()
 
 
-@pytest.mark.e2e  # the agent is a process of its own
 def test_a_thread_whose_agent_cannot_load_starts_over_in_a_new_session(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The endpoint served in this process, twice on one state directory (a restart; that the
     command names the same endpoint again is the restart test's): the second cannot have its agent
-    load the thread's session."""
+    load the thread's session. The scripted agent answers in this process too (what it cannot do
+    is the point, not its process)."""
+    from tests.agents.progress_agent import ProgressAgent as ScriptedAgent
     from tests.helpers.agui_http import run, run_input
-    from tests.helpers.agui_inprocess import endpoint_in_process
+    from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_test_agent
 
+    use_in_process_test_agent(monkeypatch, PROGRESS_AGENT, ScriptedAgent)
     with endpoint_in_process(tmp_path, agent_command=PROGRESS_AGENT) as first:
         assert text_of(run(first.url, run_input("thread-T", "hi", run_id="run-1"))) == "echo: hi"
     caplog.clear()

@@ -8,12 +8,17 @@ a prompt streams its answer while a progress bar moves to 100 %, the plan checkl
 show, a permission question is answered with its buttons, a run is stopped, and after a reload
 the thread is listed. The conversation restored after a reload comes from this project's agent
 behind the endpoint ``acp-progress agui`` builds, both served in this process (what the page
-restores is the point there). Screenshots go to ``tmp_path``, never into the repository.
+restores is the point there), as is a tool's question: the page shows the tool's permission
+question, then its form; the person fills it and presses Send, and the tool's answer, built from
+what was typed, shows (decline reaches the tool too). The endpoint's own token is checked on an
+``--own-token`` endpoint as a user starts it. One browser for all (a context per test).
+Screenshots go to ``tmp_path``, never into the repository.
 """
 
 from __future__ import annotations
 
 import re
+import stat
 import sys
 import time
 from collections.abc import Iterator
@@ -23,6 +28,8 @@ from typing import Any
 import httpx
 import pytest
 
+from acp_adapter.frontends.agui.token_file import TOKEN_FILE
+from acp_adapter.mcp.config import frontend_servers
 from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
 from tests.agents.agui_everything_agent import LONG_COMMAND
 from tests.helpers.acp_agent import ROOT
@@ -31,6 +38,7 @@ from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_agu
 from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
 from tests.helpers.disguised_command import SHOWN_COMMAND
+from tests.helpers.mcp_kit import mcp_config
 
 pytestmark = pytest.mark.e2e
 
@@ -245,11 +253,9 @@ def test_accessibility_basics(page: Any, server: AguiProcess) -> None:
     assert page.evaluate(spin) == "none"
 
 
-@pytest.fixture(scope="module")
-def tokened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProcess, str]]:
-    """An endpoint with its own token (made at its first start, printed once inside the page's
-    URL), and that URL."""
-    workspace = tmp_path_factory.mktemp("agui-page-token")
+def _own_token_endpoint(workspace: Path) -> tuple[AguiProcess, str]:
+    """``acp-progress agui --own-token`` on ``workspace``'s state directory, and the page's URL it
+    printed."""
     process = AguiProcess(
         workspace,
         "--own-token",
@@ -259,17 +265,52 @@ def tokened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProc
         "off",
         env={"ACP_PROGRESS_STATE_DIR": str(workspace / "state")},
     )
+    process.wait_healthy()
+    process.wait_for("open the web page at ")
+    url = re.search(r"open the web page at (http://\S+)", process.text()).group(1)  # type: ignore[union-attr]
+    return process, url
+
+
+@pytest.fixture(scope="module")
+def tokened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AguiProcess, str, Path]]:
+    """An endpoint with its own token (made at its first start, printed once inside the page's
+    URL), that URL and its state directory."""
+    workspace = tmp_path_factory.mktemp("agui-page-token")
+    process, url = _own_token_endpoint(workspace)
     try:
-        process.wait_healthy()
-        process.wait_for("open the web page at ")
-        url = re.search(r"open the web page at (http://\S+)", process.text()).group(1)  # type: ignore[union-attr]
-        yield process, url
+        yield process, url, workspace / "state"
     finally:
         process.stop()
 
 
-def test_the_token_is_asked_once_and_kept_in_the_tab(browser: Any, tokened: tuple[AguiProcess, str]) -> None:
-    process, url = tokened
+def test_a_loopback_endpoint_needs_its_own_token_printed_with_the_page_url(
+    tokened: tuple[AguiProcess, str, Path],
+) -> None:
+    """A token by default, on loopback too: made at the first start, kept in the state directory
+    (mode 0600), printed once inside the page's URL, and the same at the next start."""
+    process, url, state = tokened
+    assert url.startswith(f"{process.url}/#token=")
+    token = url.split("#token=", 1)[1]
+    stored = state / TOKEN_FILE
+    assert stored.read_text().strip() == token
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+    assert httpx.get(process.url + "/threads").status_code == 401
+    assert httpx.post(process.url + "/", json={}).status_code == 401
+    assert httpx.get(process.url + "/").status_code == 200  # the page itself holds no secret
+    authorized = httpx.get(process.url + "/threads", headers={"Authorization": f"Bearer {token}"})
+    assert authorized.status_code == 200
+    assert process.text().count(token) == 1  # printed once
+    again, again_url = _own_token_endpoint(state.parent)  # the next start on that state directory
+    try:
+        assert again_url == f"{again.url}/#token={token}"  # the kept token, not a new one
+    finally:
+        again.stop()
+
+
+def test_the_token_is_asked_once_and_kept_in_the_tab(
+    browser: Any, tokened: tuple[AguiProcess, str, Path]
+) -> None:
+    process, url, _state = tokened
     token = url.split("#token=", 1)[1]
     assert httpx.get(process.url + "/").status_code == 200  # the page itself needs no token
     assert httpx.get(process.url + "/threads").status_code == 401
@@ -326,11 +367,19 @@ def test_stop_ends_every_open_card_and_the_summary_at_once(page: Any, server: Ag
     send(page, "slow")
     page.wait_for_selector(".card .state:has-text('/100')")
     page.wait_for_selector("#summary:not([hidden])")
+    gone = "the client is gone; cancelling its turn"
+    cancelled_before = server.text().count(gone)
     page.click("#stop")
     # at once, not after a reload: the card says Cancelled, its bar stops, the summary is gone
     assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
     assert page.locator("#summary").is_hidden()
-    page.wait_for_timeout(1500)  # nothing that still arrives brings them back
+    # nothing that still arrives brings them back: the endpoint has seen the page go and cancelled
+    # the turn (nothing more of this run is sent), and the page had three progress ticks' time
+    deadline = time.monotonic() + 15
+    while server.text().count(gone) == cancelled_before:
+        assert time.monotonic() < deadline, server.text()
+        page.wait_for_timeout(20)
+    page.wait_for_timeout(300)
     assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
     assert page.locator("#summary").is_hidden()
     assert page.problems == []
@@ -407,9 +456,9 @@ def test_a_disguised_command_shows_whole_and_visible_on_the_page(page: Any, serv
 
 
 def test_the_printed_url_opens_the_page_with_its_token_and_a_wrong_one_is_said(
-    browser: Any, tokened: tuple[AguiProcess, str]
+    browser: Any, tokened: tuple[AguiProcess, str, Path]
 ) -> None:
-    process, url = tokened
+    process, url, _state = tokened
     context = browser.new_context()
     page = context.new_page()
     page.goto(url)
@@ -432,3 +481,83 @@ def test_no_token_is_explicit_and_said_at_start(server: AguiProcess) -> None:
     assert httpx.get(server.url + "/threads").status_code == 200
     server.wait_for("serving AG-UI")
     assert f"the web page is at {server.url}/ - WITHOUT a token (--no-token)" in server.text()
+
+
+# ---------------------------------------------------------------- a tool's question on the page
+
+
+@pytest.fixture(scope="module")
+def questions_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """For a tool's question on the page: ``acp-progress agui --redact none --summary off
+    --mcp-config …`` with a real MCP server (``tests/mcp_servers/tasks.py``) whose ``orders`` tool
+    asks a form of every kind, its first field's title hostile; and this project's agent, served in
+    this process (what the page shows and sends is the point, not their processes; the
+    browser and the MCP server are processes of their own)."""
+    workspace = tmp_path_factory.mktemp("agui-page-questions")
+    servers = frontend_servers(str(mcp_config(workspace)))
+    with pytest.MonkeyPatch.context() as patched:
+        use_in_process_agui_agents(patched)
+        with endpoint_in_process(
+            workspace, env={"ACP_PROGRESS_SUMMARY_INTERVAL": "0"}, policy="none", mcp_servers=servers
+        ) as served:
+            yield served
+
+
+def ask(page: Any, prompt: str) -> Any:
+    """Send ``prompt``, allow the tool, and return the form the tool's question shows."""
+    send(page, prompt)
+    page.wait_for_selector("article.question button.option.allow:not([disabled])", timeout=60_000).click()
+    return page.wait_for_selector("form.tool-question", timeout=60_000)
+
+
+def test_the_person_fills_the_form_and_the_tool_gets_the_answer(
+    page: Any, questions_server: Served, tmp_path: Path
+) -> None:
+    page.goto(questions_server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    form = ask(page, "call orders {}")
+    assert "Your order?" in form.text_content()
+    assert "waiting for your answer" in page.locator("#log").text_content()  # the card says so
+    titles = [t.text_content() for t in form.query_selector_all(".field-title")]
+    assert titles == ["Name<U+202E>txt.exe", "How many", "Urgent (optional)", "Size"]
+    assert form.query_selector("script, img, iframe") is None
+    page.screenshot(path=str(tmp_path / "form.png"), full_page=True)
+    form.query_selector("input[data-field='name']").fill("Ada")
+    form.query_selector("input[data-field='count']").fill("3")
+    form.query_selector("input[data-field='urgent']").check()
+    form.query_selector("select[data-field='size']").select_option("large")
+    form.query_selector("button:has-text('Send')").click()
+    page.wait_for_selector("#log :text('ordered 3 large for Ada, urgent=True')", timeout=60_000)
+    idle(page, 60_000)
+    assert form.query_selector("button:not([disabled])") is None
+    assert page.problems == []
+
+
+def test_a_form_missing_a_required_field_is_not_sent_and_decline_reaches_the_tool(
+    page: Any, questions_server: Served
+) -> None:
+    page.goto(questions_server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    form = ask(page, "call orders {}")
+    form.query_selector("button:has-text('Send')").click()  # nothing filled: the browser refuses
+    assert form.query_selector("button:has-text('Send'):not([disabled])") is not None
+    form.query_selector("button:has-text('Decline')").click()
+    page.wait_for_selector("#log :text('the person chose decline')", timeout=60_000)
+    idle(page, 60_000)
+    assert page.problems == []
+
+
+def test_a_page_reloaded_while_asked_shows_the_form_again_and_its_answer_goes_through(
+    page: Any, questions_server: Served
+) -> None:
+    page.goto(questions_server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    ask(page, 'call asks {"question": "Favourite colour?"}')
+    page.reload()
+    form = page.wait_for_selector("form.tool-question", timeout=30_000)  # asked again
+    assert "Favourite colour?" in form.text_content()
+    form.query_selector("input[data-field='colour']").fill("teal")
+    form.query_selector("button:has-text('Send')").click()
+    page.wait_for_selector("#log :text('the person said teal')", timeout=60_000)
+    idle(page, 60_000)
+    assert page.problems == []

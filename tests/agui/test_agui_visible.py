@@ -19,9 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_adapter.safety.web_text import web_visible, web_visible_value
+from tests.agents.agui_everything_agent import EverythingAgent
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.agui_http import Served
-from tests.helpers.agui_inprocess import endpoint_in_process
+from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_test_agent
 from tests.helpers.agui_process import of_type, sse_events, text_of
 from tests.helpers.disguised_command import SHOWN_COMMAND
 
@@ -81,10 +82,12 @@ def test_every_string_of_a_value_is_cleaned_keys_too() -> None:
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    """``acp-progress agui --agent AGENT --summary off`` served in this process (what it emits is
-    the point, not its process; the agent is a process of its own)."""
-    with endpoint_in_process(tmp_path_factory.mktemp("agui-visible"), agent_command=AGENT) as served:
-        yield served
+    """``acp-progress agui --agent AGENT --summary off`` served in this process, its agent too
+    (what it emits is the point, not their processes)."""
+    with pytest.MonkeyPatch.context() as patched:
+        use_in_process_test_agent(patched, AGENT, EverythingAgent)
+        with endpoint_in_process(tmp_path_factory.mktemp("agui-visible"), agent_command=AGENT) as served:
+            yield served
 
 
 def _stream(endpoint: Served, body: dict[str, Any]) -> str:
@@ -101,7 +104,6 @@ def _clean_wire(raw: str) -> None:
         assert "\U000e0041" not in decoded and "\\udb40\\udc41" not in decoded
 
 
-@pytest.mark.e2e
 def test_a_disguised_command_is_shown_whole_and_visible_in_the_question(endpoint: Served) -> None:
     body = {
         "threadId": "disguised-q",
@@ -130,7 +132,6 @@ def test_a_disguised_command_is_shown_whole_and_visible_in_the_question(endpoint
     _clean_wire(_stream(endpoint, resume))
 
 
-@pytest.mark.e2e
 def test_answers_and_cards_carry_no_terminal_escape(endpoint: Served) -> None:
     body = {
         "threadId": "disguised-a",

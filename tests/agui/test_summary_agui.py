@@ -79,12 +79,13 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def apps(workspace: Path) -> Iterator[dict[str, Served]]:
-    """``on``: summaries from settings (embedded, 0.05 s cadence); ``off``: ACP_PROGRESS_SUMMARY=off;
-    ``library``: AguiOptions without ``summary=`` (off unless a run asks). The agent thinks 0.3 s a call."""
-    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.3")
+    """``on``: summaries from settings (embedded, 0.025 s cadence); ``off``: ACP_PROGRESS_SUMMARY=off;
+    ``library``: AguiOptions without ``summary=`` (off unless a run asks). The agent thinks 0.15 s
+    a call (six ticks)."""
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.15")
     specs: dict[str, Any] = {
-        "on": Settings(summary="embedded", summary_interval=0.05),
-        "off": Settings(summary="off", summary_interval=0.05),
+        "on": Settings(summary="embedded", summary_interval=0.025),
+        "off": Settings(summary="off", summary_interval=0.025),
         "library": None,
     }
     with pytest.MonkeyPatch.context() as patch:

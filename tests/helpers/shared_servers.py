@@ -64,10 +64,11 @@ class _InProcessAgent:
         self._ended.set()
 
 
-def in_process_link_class() -> Any:
+def in_process_link_class(make_agent: Any = None) -> Any:
     """An :class:`~acp_adapter.client.agent_link.AgentLink` whose agent is this project's
     ProgressAgent in this process, over the SDK's in-memory transports, with the settings the
-    link's environment gives it (the same ``ACP_PROGRESS_*`` a spawned agent would read).
+    link's environment gives it (the same ``ACP_PROGRESS_*`` a spawned agent would read) — or
+    the agent ``make_agent()`` returns (a test agent of ``tests/agents``, run in this process).
 
     For front-end tests where the agent is only "an agent to talk to" (a chat platform's fake,
     its retries and refusals are what is tested): it saves each test the ~1 s of CPU an agent
@@ -77,6 +78,7 @@ def in_process_link_class() -> Any:
     import asyncio
 
     from acp import connect_to_agent
+    from acp.agent.connection import AgentSideConnection
 
     from acp_adapter.agent.routes import agent_connection
     from acp_adapter.client.agent_link import AgentLink
@@ -94,10 +96,14 @@ def in_process_link_class() -> Any:
 
             from acp._transport import memory_transport_pair
 
-            settings = Settings.load({**os.environ, **self.env}, flags={})
-            self._in_process = ProgressAgent(settings, turn_runner=AIAgent)
             agent_end, client_end = memory_transport_pair()
-            self._agent_conn = agent_connection(self._in_process, agent_end)
+            if make_agent is not None:  # a test agent: the SDK's own connection, as run_agent makes it
+                self._in_process = make_agent()
+                self._agent_conn = AgentSideConnection(self._in_process, agent_end, listening=False)
+            else:
+                settings = Settings.load({**os.environ, **self.env}, flags={})
+                self._in_process = ProgressAgent(settings, turn_runner=AIAgent)
+                self._agent_conn = agent_connection(self._in_process, agent_end)
             self._listening = asyncio.ensure_future(self._agent_conn.listen())
             self._agent.process = _InProcessAgent()  # type: ignore[assignment]
             # as the link connects: its client side takes questions (an unstable ACP method)
@@ -109,7 +115,9 @@ def in_process_link_class() -> Any:
             try:
                 await super().close(grace)
                 if self._in_process is not None:
-                    await self._in_process.hang_up(grace)  # as serve at the end of input
+                    hang_up = getattr(self._in_process, "hang_up", None)  # this project's agent's
+                    if hang_up is not None:
+                        await hang_up(grace)  # as serve at the end of input
                     await self._agent_conn.close()
                 if self._listening is not None:
                     self._listening.cancel()
@@ -122,11 +130,13 @@ def in_process_link_class() -> Any:
     return InProcessLink
 
 
-def drive_own_agent_in_process(monkeypatch: Any, owner: Any, is_own_agent: Any) -> None:
-    """Make every driver ``owner._make_driver`` builds from now on drive this project's agent in
-    this process (see :func:`in_process_link_class`) when ``is_own_agent(owner_instance)`` says it
-    runs that agent; any other agent still spawns."""
-    in_process = in_process_link_class()
+def drive_own_agent_in_process(
+    monkeypatch: Any, owner: Any, is_own_agent: Any, make_agent: Any = None
+) -> None:
+    """Make every driver ``owner._make_driver`` builds from now on drive this project's agent (or
+    the one ``make_agent()`` returns) in this process (see :func:`in_process_link_class`) when
+    ``is_own_agent(owner_instance)`` says it runs that agent; any other agent still spawns."""
+    in_process = in_process_link_class(make_agent)
     make_process_driver = owner._make_driver
 
     def make_driver(self: Any) -> Any:

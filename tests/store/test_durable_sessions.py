@@ -344,7 +344,9 @@ async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(
         return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
 
     client = RecordingClient()
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    agent = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(client, agent) as conn:
         aside = [p for p in state.iterdir() if ".corrupt-" in p.name]
         assert len(aside) == 1 and aside[0].read_bytes() == garbage, "the unreadable file was not kept"
@@ -357,7 +359,9 @@ async def test_an_agent_started_on_a_corrupt_database_moves_it_aside_and_works(
 
     client = RecordingClient()
     caplog.clear()
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    agent = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(client, agent) as conn:  # the fresh database is the store now
         assert [s.session_id for s in (await conn.list_sessions(cwd=str(ws))).sessions] == [sid]
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
@@ -377,7 +381,9 @@ async def test_retention_days_remove_old_sessions_when_an_agent_starts_and_0_kee
     state = tmp_path / "state"
 
     def agent(**settings: Any) -> ProgressAgent:  # each one opens the store (and prunes it) anew
-        return ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), **settings))
+        # thinking is not the point here
+        thinks = fast_settings(state_dir=str(state), embedded_delay=0.05, **settings)
+        return ProgressAgent(turn_runner=AIAgent, settings=thinks)
 
     async with inprocess_agent(RecordingClient(), agent()) as conn:
         old = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -508,7 +514,8 @@ async def test_a_session_loads_only_in_its_own_workspace(tmp_path: Path) -> None
     ws = _workspace(tmp_path)
     other = tmp_path / "other"
     other.mkdir()
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(tmp_path / "state")))
+    settings = fast_settings(state_dir=str(tmp_path / "state"), embedded_delay=0.05)
+    agent = ProgressAgent(turn_runner=AIAgent, settings=settings)
     async with inprocess_agent(RecordingClient(), agent) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "read secrets.txt")).stop_reason == "end_turn"
@@ -528,7 +535,9 @@ async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: P
 
     ws = _workspace(tmp_path)
     state = tmp_path / "state"
-    first = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    first = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(RecordingClient(), first) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
@@ -540,7 +549,9 @@ async def test_a_tampered_row_is_skipped_and_the_session_still_loads(tmp_path: P
     db.commit()
     db.close()
     client = RecordingClient()
-    second = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    second = ProgressAgent(
+        turn_runner=AIAgent, settings=fast_settings(state_dir=str(state), embedded_delay=0.05)
+    )
     async with inprocess_agent(client, second) as conn:
         await conn.load_session(cwd=str(ws), session_id=sid, mcp_servers=[])
         users = [u.content.text for u in client.for_session(sid) if isinstance(u, UserMessageChunk)]
@@ -605,16 +616,26 @@ async def test_a_slow_store_delays_an_answer_by_at_most_the_flush_timeout_and_th
         assert (await prompt_text(conn, sid, "what is 1+1")).stop_reason == "end_turn"
         holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
         holder.execute("BEGIN IMMEDIATE")  # held for less than the busy timeout: the write waits
-        release = threading.Timer(1.5, lambda: holder.execute("COMMIT"))
+        committed = threading.Lock()
+
+        def commit() -> None:
+            if committed.acquire(blocking=False):  # once: at 1.5 s, or as soon as the answer came
+                holder.execute("COMMIT")
+
+        release = threading.Timer(1.5, commit)
         release.start()
         try:
             started = time.monotonic()
             assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
             took = time.monotonic() - started
+            answered_while_locked = not committed.locked()  # the lock had not gone yet
         finally:
+            release.cancel()
             release.join()
+            commit()
             holder.close()
         assert took < 1.2, f"the answer waited {took:.2f} s for the locked store, not the 0.1 s set"
+        assert answered_while_locked, "the answer came only once the lock went"
     from acp_adapter.store import open_store
 
     store = open_store(state, retention_days=0)  # the agent's shutdown wrote what was queued

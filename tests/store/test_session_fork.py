@@ -127,7 +127,8 @@ async def test_a_fork_keeps_the_source_s_mode_and_may_go_on_in_another_workspace
 async def test_fork_errors_say_what_is_wrong(tmp_path: Path) -> None:
     ws = _workspace(tmp_path)
     slow = _settings(tmp_path, None, embedded_delay=2.0)
-    async with served_inprocess(RecordingClient(), progress_agent(slow)) as conn:
+    agent = progress_agent(slow)
+    async with served_inprocess(RecordingClient(), agent) as conn:
         with pytest.raises(RequestError) as err:
             await conn.fork_session(session_id="sess_nope", cwd=str(ws), mcp_servers=[])
         assert err.value.code == -32602 and "sess_nope" in str(err.value.data)
@@ -136,7 +137,11 @@ async def test_fork_errors_say_what_is_wrong(tmp_path: Path) -> None:
             await conn.fork_session(session_id=source, cwd="relative", mcp_servers=[])
         assert "absolute" in str(err.value.data)
         running = asyncio.ensure_future(prompt_text(conn, source, "what is 2+2"))
-        await asyncio.sleep(0.3)
+        for _ in range(1000):  # until the prompt runs (it thinks 2 s)
+            live = agent.sessions.find(source)
+            if live is not None and live.cancel is not None:
+                break
+            await asyncio.sleep(0.01)
         with pytest.raises(RequestError) as err:
             await conn.fork_session(session_id=source, cwd=str(ws), mcp_servers=[])
         assert "cancel it first" in str(err.value.data)

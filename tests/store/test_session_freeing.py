@@ -3,7 +3,7 @@ a prompt to a freed session, and never a session whose prompt is running."""
 
 from __future__ import annotations
 
-import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -27,6 +27,23 @@ class Clock:
 class NullOutbox:
     def submit(self, session_id: str, update: Any) -> None:
         pass
+
+
+class SkippingClock:
+    """The real monotonic clock plus the idle time a test skips, so no test sleeps it out."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.skipped
+
+
+def _idle_skipped(agent: ProgressAgent) -> SkippingClock:
+    """The agent's sessions timed by a clock the test can move past their idle timeout."""
+    clock = SkippingClock()
+    agent.sessions._clock = clock  # the sessions' only time source
+    return clock
 
 
 def _store(**kwargs: Any) -> tuple[LiveSessions, Clock]:
@@ -92,13 +109,15 @@ def test_settings_name_the_variables():
 @pytest.mark.anyio
 async def test_the_agent_frees_idle_sessions_and_brings_one_back_from_the_store(tmp_path):
     agent = ProgressAgent(
-        turn_runner=AIAgent, settings=fast_settings(max_sessions=2, session_idle_timeout=0.3)
+        turn_runner=AIAgent,
+        settings=fast_settings(max_sessions=2, session_idle_timeout=0.3, embedded_delay=0.05),
     )
+    clock = _idle_skipped(agent)
     client = RecordingClient()
     async with inprocess_agent(client, agent) as conn:
         first = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, first, "what is 1+1")).stop_reason == "end_turn"
-        await asyncio.sleep(0.4)
+        clock.skipped += 0.4
         second = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert agent.sessions.find(first) is None  # freed for idleness …
         assert (await prompt_text(conn, first, "what is 2+2")).stop_reason == "end_turn"  # … and back
@@ -115,13 +134,15 @@ async def test_the_agent_frees_idle_sessions_and_brings_one_back_from_the_store(
 @pytest.mark.anyio
 async def test_with_state_off_a_freed_session_gets_a_clear_error(tmp_path):
     agent = ProgressAgent(
-        turn_runner=AIAgent, settings=fast_settings(max_sessions=2, session_idle_timeout=0.3, state=False)
+        turn_runner=AIAgent,
+        settings=fast_settings(max_sessions=2, session_idle_timeout=0.3, embedded_delay=0.05, state=False),
     )
+    clock = _idle_skipped(agent)
     client = RecordingClient()
     async with inprocess_agent(client, agent) as conn:
         first = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         assert (await prompt_text(conn, first, "what is 1+1")).stop_reason == "end_turn"
-        await asyncio.sleep(0.4)
+        clock.skipped += 0.4
         await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         with pytest.raises(RequestError) as err:
             await prompt_text(conn, first, "what is 2+2")

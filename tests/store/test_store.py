@@ -330,8 +330,8 @@ def test_a_locked_database_is_never_moved_aside(
     holder = _hold_lock(tmp_path / DATABASE_NAME)
     try:
         with pytest.raises(StoreError, match="locked by another process"):
-            SqliteStore(tmp_path, busy_timeout=0.3)
-        monkeypatch.setattr("acp_adapter.store.sqlite_database.BUSY_TIMEOUT_S", 0.3)
+            SqliteStore(tmp_path, busy_timeout=0.1)
+        monkeypatch.setattr("acp_adapter.store.sqlite_database.BUSY_TIMEOUT_S", 0.1)
         with caplog.at_level(logging.INFO, logger="acp_progress"):
             store = open_store(tmp_path)
         assert isinstance(store, MemoryStore)
