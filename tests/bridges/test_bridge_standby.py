@@ -72,6 +72,8 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
         "ACP_PROGRESS_SUMMARY": "off",
         "TELEGRAM_BOT_TOKEN": TOKEN,
         "ACP_PROGRESS_TELEGRAM_API_URL": fake.api_url,
+        # the standby tries to lead every 0.2 s, not every second: the take-over, not the retry, is timed
+        "ACP_PROGRESS_STORE_LEADER_RETRY": "0.2",
     }
     run = [*acp_progress(), "bridge", "run", "tg"]
     logs = [tmp_path / "leader.log", tmp_path / "standby.log"]
@@ -129,6 +131,23 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
     assert offsets and offsets[0] == 4, offsets
     text = logs[1].read_text(errors="replace")
     assert "Traceback" not in text and pg_url.split("@")[0].split(":")[-1] not in text
+
+
+def test_bridge_run_leads_with_the_leader_retry_setting(pg_url: str) -> None:
+    """``[store] leader_retry`` (ACP_PROGRESS_STORE_LEADER_RETRY) is how often ``bridge run`` tries
+    to lead and checks its lock; without it, every second."""
+    from acp_adapter.cli.bridge import _wait_to_lead
+    from acp_adapter.config import Settings
+    from acp_adapter.frontends.bridges.standby import RETRY_S
+
+    env = {"ACP_PROGRESS_DATABASE_URL": pg_url, "ACP_PROGRESS_STORE_LEADER_RETRY": "0.2"}
+    leader = _wait_to_lead("retry-setting", Settings.from_env(env, config_file=False))
+    assert leader is not None and leader.retry == 0.2
+    leader.release()
+    del env["ACP_PROGRESS_STORE_LEADER_RETRY"]
+    leader = _wait_to_lead("retry-setting", Settings.from_env(env, config_file=False))
+    assert leader is not None and leader.retry == RETRY_S == 1.0
+    leader.release()
 
 
 def test_a_standby_waits_while_the_leader_lives(tmp_path: Path, pg_url: str) -> None:
