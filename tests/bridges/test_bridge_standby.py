@@ -56,7 +56,7 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str
 ) -> None:
     pytest.importorskip("telegram")
-    from tests.helpers.acp_progress_command import acp_progress
+    from tests.helpers.acp_progress_command import AGENT_INSIDE
     from tests.helpers.fake_telegram import FakeTelegram
 
     monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path / "config"))
@@ -75,7 +75,8 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
         # the standby tries to lead every 0.2 s, not every second: the take-over, not the retry, is timed
         "ACP_PROGRESS_STORE_LEADER_RETRY": "0.2",
     }
-    run = [*acp_progress(), "bridge", "run", "tg"]
+    # the bridges' processes are the point (one killed, one taking over); their agents run inside them
+    run = [*AGENT_INSIDE, "bridge", "run", "tg"]
     logs = [tmp_path / "leader.log", tmp_path / "standby.log"]
     procs: list[subprocess.Popen[bytes]] = []
     try:
