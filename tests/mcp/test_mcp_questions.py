@@ -252,9 +252,10 @@ async def test_server_everything_s_research_task_reports_its_stages_and_asks_whe
 
     card = tool_cards(client, plain)[-1]
     assert card[0].title.startswith("mcp__everything__simulate-research-query")
-    lines = [p["message"] for p in progress_of(card) if str(p.get("message", "")).startswith("task ")]
-    assert any("Gathering sources" in line for line in lines), lines
-    assert any("Generating report" in line or "Synthesizing" in line for line in lines), lines
+    stages = [str(p.get("message", "")) for p in progress_of(card)]
+    stages = [line for line in stages if line.startswith("task ")]
+    assert any("Gathering sources" in line for line in stages), stages
+    assert any("Generating report" in line or "Synthesizing" in line for line in stages), stages
     assert final_status(card) == "completed"
     assert "Research Report: tardigrades" in text_of(card[-1])
 
