@@ -304,7 +304,7 @@ def _wait_to_lead(name: str, settings: Settings) -> Any:
         return None
     from acp_adapter.frontends.bridges.standby import Leadership
 
-    leader = Leadership(settings.store.url, name)
+    leader = Leadership(settings.store.url, name, retry=settings.store.leader_retry)
     leader.acquire(lambda text: print(redact_text(text), file=sys.stderr, flush=True))
     return leader
 

@@ -401,6 +401,14 @@ class StoreSettings(_Section):
         ge=0,
         le=300,
     )
+    leader_retry: float = setting(
+        1.0,
+        env="ACP_PROGRESS_STORE_LEADER_RETRY",
+        help="seconds between a standby bridge's attempts to lead (and the leader's checks of its lock "
+        "in PostgreSQL): how soon a standby takes over from a leader that died",
+        gt=0,
+        le=60,
+    )
 
     @field_validator("url", mode="before")
     @classmethod

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from acp_adapter.cli import main
 from tests.helpers.acp_agent import ROOT, agent_env
-
-RUN_CLI = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
+from tests.helpers.acp_progress_command import AGENT_INSIDE
 
 
 @pytest.fixture
@@ -90,8 +88,9 @@ def test_bad_values_are_clear_errors(cfg: Path, capsys: pytest.CaptureFixture[st
 def test_bridge_run_console_in_a_subprocess(cfg: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bridge", "create", "demo", "--platform", "console", "--cwd", str(ROOT)]) == 0
     env = {**agent_env(), "ACP_PROGRESS_CONFIG_DIR": str(cfg)}
+    # the bridge is a process of its own; its agent runs inside it (a second process proves nothing)
     proc = subprocess.run(
-        [sys.executable, "-c", RUN_CLI, "bridge", "run", "demo"],
+        [*AGENT_INSIDE, "bridge", "run", "demo"],
         input="search for TODO\n",
         capture_output=True,
         text=True,

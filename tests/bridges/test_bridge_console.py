@@ -31,8 +31,11 @@ def _agents_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     use_in_process_agents(monkeypatch)
 
 
-def runner_for(instance: Any, **kw: Any) -> BridgeRunner:
-    return BridgeRunner(instance, BridgeOptions(agent_env=agent_env(), window=0.2, **kw))
+def runner_for(instance: Any, delay: str = "0.3", **kw: Any) -> BridgeRunner:
+    """A runner whose agent thinks ``delay`` seconds a step (a post then its edit needs the
+    suite's 0.3 s; a test that times nothing against the agent passes less)."""
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY=delay)
+    return BridgeRunner(instance, BridgeOptions(agent_env=env, window=0.2, **kw))
 
 
 async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: Path) -> None:
@@ -95,7 +98,7 @@ async def test_permission_unanswered_is_denied_after_the_timeout() -> None:
     instance = new_instance("p", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()
     inp.feed("run echo bridged")
-    runner = runner_for(instance, permission_timeout=0.3)
+    runner = runner_for(instance, delay="0.05", permission_timeout=0.3)
     task = asyncio.create_task(run_console(instance, inp, out, runner=runner))  # type: ignore[arg-type]
     await out.wait_for("[permission] no answer: denied")
     await out.wait_for("❌ Running echo bridged")

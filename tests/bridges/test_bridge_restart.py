@@ -5,7 +5,9 @@ the bridge restart): a turn running when the bridge is SIGKILLed is reported int
 never re-sent; a prompt accepted behind it runs after the restart; nothing is processed twice;
 the chat goes on in its stored session. The console bridge carries its session across a
 restart too (two runs in this process: the store carries the session), and ``bridge show`` lists
-the chats' sessions.
+the chats' sessions. The bridge's process is the point (killed, restarted, its pipe closed); its
+agent is only "an agent to talk to", so it runs inside that process
+(:mod:`tests.helpers.cli_agent_inside`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.state import INTERRUPTED
 from acp_adapter.store import SqliteStore
 from tests.helpers.acp_agent import ROOT, agent_env
-from tests.helpers.acp_progress_command import acp_progress
+from tests.helpers.acp_progress_command import AGENT_INSIDE
 from tests.helpers.console_bridge import run_console_bridge
 from tests.helpers.shared_servers import use_in_process_agents
 
@@ -61,11 +63,11 @@ def test_telegram_sigkill_mid_turn_then_restart(cfg: Path, capsys: pytest.Captur
     from tests.helpers.fake_telegram import FakeTelegram
 
     fake = FakeTelegram(TOKEN).start()
-    fake.max_poll_seconds = 0.5  # "it took the update" waits for the poll after next: not 5 s
+    fake.max_poll_seconds = 0.5  # an empty long poll is held 0.5 s, not 5 s
     args = ["bridge", "create", "tg", "--platform", "telegram", "--chat-id", str(CHAT), "--cwd", str(ROOT)]
     assert main([*args, "--delivery-progress", "all"]) == 0
     e = env(cfg, TELEGRAM_BOT_TOKEN=TOKEN, ACP_PROGRESS_TELEGRAM_API_URL=fake.api_url)
-    run = [*acp_progress(), "bridge", "run", "tg"]
+    run = [*AGENT_INSIDE, "bridge", "run", "tg"]
     first = subprocess.Popen(run, env=e, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     second = None
     try:
@@ -76,8 +78,8 @@ def test_telegram_sigkill_mid_turn_then_restart(cfg: Path, capsys: pytest.Captur
         fake.user_says(CHAT, "wait 20 seconds")
         fake.wait_until(lambda: any(t.startswith("⏳ Working on") for t in fake.chat_view(CHAT)), within=20)
         fake.user_says(CHAT, "read README.md")  # accepted, queued behind the running turn
-        polls = len(fake.calls_of("getUpdates"))
-        fake.wait_until(lambda: len(fake.calls_of("getUpdates")) > polls + 1, within=10)  # it took the update
+        read = fake.last_update_id
+        fake.wait_until(lambda: fake.taken(read), within=10)  # it took (and stored) the update
         first.send_signal(signal.SIGKILL)
         first.communicate(timeout=10)
         before = len(fake.calls)
@@ -180,7 +182,7 @@ def test_a_closed_stdout_pipe_is_quiet(cfg: Path) -> None:
     """``… | head`` prints no ``typing failed: [Errno 32] Broken pipe``."""
     assert main(["bridge", "create", "con", "--platform", "console", "--cwd", str(ROOT)]) == 0
     proc = subprocess.Popen(
-        [*acp_progress(), "bridge", "run", "con"],
+        [*AGENT_INSIDE, "bridge", "run", "con"],
         env=env(cfg),
         cwd=ROOT,
         stdin=subprocess.PIPE,

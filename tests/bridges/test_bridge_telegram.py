@@ -29,7 +29,7 @@ from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.safety.logging import RedactingFormatter
 from acp_adapter.summary.clock import ManualClock
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
-from tests.helpers.acp_agent import ROOT
+from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.fake_telegram import VALID_REACTIONS, FakeTelegram, until
 from tests.helpers.shared_servers import use_in_process_agents
 from tests.helpers.telegram_chat import CHAT, TOKEN, bridge, tg
@@ -45,6 +45,19 @@ def in_process_agent(monkeypatch: pytest.MonkeyPatch) -> None:
     crash, its signals, its pipe) — tests/bridges/test_bridge_telegram_process.py and
     test_bridge_restart.py are. The front-end side of the agent connection is the real driver."""
     use_in_process_agents(monkeypatch)
+
+
+@pytest.fixture
+def quick_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent thinks 0.05 s a step, not the suite's 0.3 s, for the tests that time nothing
+    against it (a question, a time-out counted from the question, what a line shows); the tests
+    of a progress line posted, then edited, keep the slower agent the edit window needs."""
+    from tests.helpers import acp_agent
+
+    def quick(**overrides: str) -> dict[str, str]:
+        return agent_env(**{"ACP_PROGRESS_EMBEDDED_DELAY": "0.05", **overrides})
+
+    monkeypatch.setattr(acp_agent, "agent_env", quick)
 
 
 async def test_search_shows_progress_edited_in_place_then_the_answer(fake: FakeTelegram) -> None:
@@ -108,7 +121,9 @@ async def test_permission_through_buttons(fake: FakeTelegram, button: str, line:
         assert any("Permission denied by the user" in t for t in fake.chat_view(CHAT))
 
 
-async def test_unanswered_permission_is_denied_after_the_timeout(fake: FakeTelegram) -> None:
+async def test_unanswered_permission_is_denied_after_the_timeout(
+    fake: FakeTelegram, quick_agent: None
+) -> None:
     async with bridge(fake, tg(tool_progress="all"), permission_timeout=0.5):
         fake.user_says(CHAT, "run echo bridged")
         denied = "❌ Running echo bridged"
@@ -202,7 +217,7 @@ async def test_setup_errors_are_clear() -> None:
         await run_telegram(no_chats, runner=BridgeRunner(no_chats), token=TOKEN)
 
 
-async def test_the_question_shows_the_whole_command(fake: FakeTelegram) -> None:
+async def test_the_question_shows_the_whole_command(fake: FakeTelegram, quick_agent: None) -> None:
     """The whole command is in the question, or (too long for one message) posted whole before it
     (output is data: a person approves only what they were shown whole). A 243-character command
     cut at ~160 characters plus "…" would let "Allow" run the hidden tail."""
@@ -247,7 +262,9 @@ async def test_a_command_too_long_for_one_question_is_posted_whole_before_it() -
     assert "".join(posted) == command and all(len(p) <= QUESTION_ROOM for p in posted) and len(posted) == 3
 
 
-async def test_hidden_characters_are_shown_escaped_never_removed(fake: FakeTelegram, tmp_path: Any) -> None:
+async def test_hidden_characters_are_shown_escaped_never_removed(
+    fake: FakeTelegram, quick_agent: None, tmp_path: Any
+) -> None:
     """A file read in the chat and a command in a question hold a right-to-left override, zero-width
     characters and a tag sentence: Telegram gets each as a visible escape (``\\u202e``), never the
     character itself and never silently nothing — removed, ``da\u200bta`` would read as ``data``."""

@@ -44,6 +44,8 @@ GROUP = -1001234
 ALICE, BOB, CAROL = 1001, 1002, 1003
 CHANNEL = -1009999
 FAST = TelegramSettings(retry_backoff=0.05, http_timeout=1.0, stop_grace=2.0)
+#: the logger the bridge says what it refused or ignored on
+BRIDGE_LOG = "acp_progress.bridges.telegram"
 
 
 @pytest.fixture(autouse=True)
@@ -193,14 +195,20 @@ async def test_a_second_question_is_not_answered_by_the_first_ones_buttons(fake:
         assert fake.messages[(GROUP, q1.message_id)].text.endswith("⌛ denied: nobody answered within 0.6s")
         await until(lambda: shown(fake, "❌ Running echo bridged"), what="first turn denied")
         fake.user_says(GROUP, "run echo second", user_id=ALICE)
-        await until(
-            lambda: any(m.reply_markup and "second" in m.text for m in fake.bot_messages(GROUP)),
-            what="second question",
-        )
+
+        def second() -> StoredMessage | None:
+            return next((m for m in fake.bot_messages(GROUP) if m.reply_markup and "second" in m.text), None)
+
+        await until(lambda: second() is not None, what="second question")
+        q2 = second()
+        assert q2 is not None
         old = fake.press(GROUP, q1.message_id, old_allow, user_id=ALICE)
         await until(lambda: bool(fake.answers_to(old)), what="old press answered")
         assert fake.answers_to(old) == [EXPIRED]
-        await until(lambda: shown(fake, "❌ Running echo second"), within=10, what="second timeout")
+        # no need to wait out its time-out too (the first one's is the one asserted): Deny ends it,
+        # or it has timed out already on a slow machine, and the line is ❌ either way
+        fake.press(GROUP, q2.message_id, buttons(q2)["Deny"], user_id=ALICE)
+        await until(lambda: shown(fake, "❌ Running echo second"), within=10, what="second denied")
     assert not shown(fake, "✅ Running echo")
 
 
@@ -215,7 +223,10 @@ async def test_edited_messages_and_channel_posts_are_not_prompts(fake: FakeTeleg
         await until(lambda: len(fake.bot_messages(GROUP)) == 1, what="greeting")
         fake.edit_by_user(GROUP, mid, "search for TODO", user_id=ALICE)
         fake.channel_post(CHANNEL, "search for TODO")
-        await asyncio.sleep(1.0)
+        last = fake.last_update_id
+        # the bridge has taken both (it polls past them), and had the time to start a turn
+        await until(lambda: fake.taken(last), what="both updates taken")
+        await asyncio.sleep(0.5)
         assert runner.agent.current is None and runner.route(GROUP) is None and runner.route(CHANNEL) is None
     assert len(fake.calls_of("sendMessage")) == 1  # only the greeting
     assert fake.bot_messages(CHANNEL) == []
@@ -233,8 +244,11 @@ async def test_user_id_restricts_who_may_prompt_in_a_group(fake: FakeTelegram) -
         await until(lambda: shown(fake, "I searched the workspace"), what="Alice's answer")
 
 
-async def test_refusals_to_strangers_are_rate_limited(fake: FakeTelegram) -> None:
+async def test_refusals_to_strangers_are_rate_limited(
+    fake: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
     """Refusals to strangers are throttled: 300 strangers do not get 300 refusals."""
+    caplog.set_level(logging.DEBUG, logger=BRIDGE_LOG)
     settings = TelegramSettings(refusals_per_hour=20, refusal_memory=100, http_timeout=2.0)
     instance = new_instance("tg", "telegram", chat_ids=[GROUP], cwd=str(ROOT))
     lone = 5000
@@ -244,13 +258,27 @@ async def test_refusals_to_strangers_are_rate_limited(fake: FakeTelegram) -> Non
         await until(lambda: len(fake.calls_of("sendMessage")) == 1, what="the lone stranger's refusal")
         for n in range(300):
             fake.user_says(10_000 + n, "let me in")
-        await until(lambda: not fake._updates or len(fake.calls_of("getUpdates")) > 5, what="updates read")
-        await asyncio.sleep(1.5)
+        # every one of the 330 messages was judged (refused, or ignored as already refused): no
+        # refusal is decided after this, and the ones decided reach the fake
+        await until(lambda: len(judged(caplog)) == 330, within=20, what="every stranger judged")
+        decided = sum(r.getMessage().startswith("refused") for r in judged(caplog))
+        assert 1 < decided <= 20
+        await until(lambda: len(fake.calls_of("sendMessage")) == decided, what="the refusals sent")
+        await asyncio.sleep(0.2)  # and nothing else follows them
         assert runner.agent.current is None
     refusals = fake.calls_of("sendMessage")
     assert 1 < len(refusals) <= 20
     assert all(c.params["text"] == REFUSAL for c in refusals)
     assert fake.chat_view(lone).count(REFUSAL) == 1
+
+
+def judged(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """The bridge's log lines about strangers' messages: one per message, refused or ignored."""
+    return [
+        r
+        for r in caplog.records
+        if r.name == BRIDGE_LOG and r.getMessage().startswith(("refused a message", "ignored a message"))
+    ]
 
 
 def test_the_refusal_limiter_is_bounded_in_memory_and_time() -> None:
@@ -317,6 +345,7 @@ async def test_a_retry_after_on_the_long_poll_waits_at_most_the_cap(fake: FakeTe
     def polls() -> list[int]:
         return [c.status for c in fake.calls if c.method == "getUpdates"]
 
+    fake.max_poll_seconds = 0.05  # the 429 answers the poll after the one in flight: not 1 s later
     async with bridge(fake, group(), FAST, policy):
         fake.rate_limit("getUpdates", retry_after=3600, times=1)
         await until(lambda: 429 in polls(), what="the 429")

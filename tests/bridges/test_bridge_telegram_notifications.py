@@ -22,8 +22,8 @@ from tests.helpers.telegram_chat import CHAT, bridge, tg
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-#: the embedded model's answer to "wait 2 seconds" (the wait tool's result)
-ANSWER = "finished after 2s"
+#: the embedded model's answer to "wait 1 seconds" (the wait tool's result)
+ANSWER = "finished after 1s"
 
 
 def _silent(call: Call) -> bool:
@@ -42,7 +42,7 @@ async def test_progress_and_the_placeholder_are_silent_the_answer_notifies_after
     async with bridge(fake, tg(tool_progress="all"), **kw) as runner:
         assert isinstance(runner, BridgeRunner)
         runner.agent_env.update(ACP_PROGRESS_EMBEDDED_DELAY="0.3")  # the agent starts with the first message
-        fake.user_says(CHAT, "wait 2 seconds")
+        fake.user_says(CHAT, "wait 1 seconds")
         await until(lambda: any(ANSWER in t for t in fake.chat_view(CHAT)), what="answer")
     sends = _to_chat(fake.calls_of("sendMessage"))
     edits = _to_chat(fake.calls_of("editMessageText"))

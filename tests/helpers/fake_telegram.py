@@ -183,6 +183,14 @@ class StoredMessage:
     reactions: list[str] = field(default_factory=list)
 
 
+class _Server(ThreadingHTTPServer):
+    """Telegram takes every connection a bridge opens at once; the standard library's listen
+    backlog of 5 would leave a burst of sends (refusals to many strangers) waiting on a
+    retransmitted connect, or failing, on the fake's side only."""
+
+    request_queue_size = 128
+
+
 class FakeTelegram:
     """State and rules of the fake Bot API (thread-safe; the HTTP handler calls :meth:`dispatch`)."""
 
@@ -193,6 +201,8 @@ class FakeTelegram:
         self.chats: set[int] = set()
         self._message_ids = itertools.count(1)
         self._update_ids = itertools.count(1)
+        #: the id of the latest update a person (or a press) produced
+        self.last_update_id = 0
         self._updates: list[dict[str, Any]] = []
         self._queries: dict[str, bool] = {}  # callback query id -> answered
         self._limits: dict[str, list[int]] = {}
@@ -243,7 +253,7 @@ class FakeTelegram:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         # a short poll interval: ``shutdown`` waits for the serving loop to look (0.5 s by default)
         self._thread = threading.Thread(
@@ -302,8 +312,13 @@ class FakeTelegram:
             return mid
 
     def _push(self, kind: str, payload: dict[str, Any]) -> None:
-        self._updates.append({"update_id": next(self._update_ids), kind: payload})
+        self.last_update_id = next(self._update_ids)
+        self._updates.append({"update_id": self.last_update_id, kind: payload})
         self._cond.notify_all()
+
+    def taken(self, update_id: int) -> bool:
+        """Whether the bot has asked for the updates after ``update_id``: it has taken that one."""
+        return any(int(c.params.get("offset") or 0) > update_id for c in self.calls_of("getUpdates"))
 
     def press(
         self, chat_id: int, message_id: int, data: str, user_id: int | None = None, *, on: int | None = None

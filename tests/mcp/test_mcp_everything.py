@@ -51,7 +51,7 @@ async def test_long_running_operation_progress_reaches_the_card_and_agui(
     mark = agent.log_mark()
     asked_before = len(client.permission_requests)  # what this session asks is counted from here
     sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
-    ask = 'call trigger-long-running-operation {"duration": 1, "steps": 3}'
+    ask = 'call trigger-long-running-operation {"duration": 0.6, "steps": 3}'  # 0.2 s a step
     response = await prompt_text(conn, sid, ask)
     assert response.stop_reason == "end_turn"
     card = tool_cards(client, sid)[-1]

@@ -1,5 +1,6 @@
 """Questions from MCP tools reach a person: a real MCP server (tests/mcp_servers/tasks.py, built with
-the ``mcp`` SDK, and server-everything) asks during a call (``elicitation/create``), the agent asks
+the ``mcp`` SDK, and server-everything, whose research task is here whether it asks or not) asks
+during a call (``elicitation/create``), the agent asks
 the editor (the SDK's client side, which answers, declines or cancels) and the answer goes back to
 the server; the card shows "waiting for your answer" meanwhile. An editor that offers no questions
 gets none: the server hears a decline with a reason. The server's schema is hostile until bounded
@@ -230,19 +231,36 @@ def test_any_schema_is_either_refused_or_cleaned(raw: dict[str, Any]) -> None:
 
 
 @pytest.mark.e2e
-async def test_a_task_that_needs_input_asks_the_editor_and_goes_on_with_the_answer(
-    everything_session: str, asking: tuple[Any, AskingClient]
+async def test_server_everything_s_research_task_reports_its_stages_and_asks_when_ambiguous(
+    everything_session: str, asking: tuple[Any, AskingClient], tmp_path: Path
 ) -> None:
-    """server-everything's research task turns ``input_required`` on an ambiguous topic: the card
-    says it waits for the person, the question reaches the editor, the report uses the answer."""
+    """server-everything's research task (four stages of a second each, fixed by the server) runs
+    as an MCP task: its stages reach the card and its report ends it. On an ambiguous topic it turns
+    ``input_required``: the card says it waits for the person, the question reaches the editor, the
+    report uses the answer. The two run side by side, each in its own session, so the server's
+    stage timer is waited once."""
     conn, client = asking
     client.reply, client.content = "accept", {"interpretation": "snake"}
     before = len(client.asked)
-    sid = everything_session
-    ask = 'call simulate-research-query {"topic": "python", "ambiguous": true}'
-    assert (await prompt_text(conn, sid, ask)).stop_reason == "end_turn"
+    plain = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    ambiguous = everything_session
+    answers = await asyncio.gather(
+        prompt_text(conn, plain, 'call simulate-research-query {"topic": "tardigrades"}'),
+        prompt_text(conn, ambiguous, 'call simulate-research-query {"topic": "python", "ambiguous": true}'),
+    )
+    assert [a.stop_reason for a in answers] == ["end_turn", "end_turn"]
+
+    card = tool_cards(client, plain)[-1]
+    assert card[0].title.startswith("mcp__everything__simulate-research-query")
+    stages = [str(p.get("message", "")) for p in progress_of(card)]
+    stages = [line for line in stages if line.startswith("task ")]
+    assert any("Gathering sources" in line for line in stages), stages
+    assert any("Generating report" in line or "Synthesizing" in line for line in stages), stages
+    assert final_status(card) == "completed"
+    assert "Research Report: tardigrades" in text_of(card[-1])
+
     assert len(client.asked) == before + 1
-    card = tool_cards(client, sid)[-1]
+    card = tool_cards(client, ambiguous)[-1]
     lines = [str(p.get("message", "")) for p in progress_of(card)]
     assert any(line.startswith("task waiting for your answer") for line in lines), lines
     assert final_status(card) == "completed" and "snake" in text_of(card[-1])

@@ -1,5 +1,6 @@
 """MCP tasks end to end: the agent calls the tools an MCP server runs as tasks as tasks
-(tests/mcp_servers/tasks.py, built with the ``mcp`` SDK, and server-everything's task tool): the
+(tests/mcp_servers/tasks.py, built with the ``mcp`` SDK; server-everything's research task is in
+tests/mcp/test_mcp_questions.py, beside its ambiguous twin that asks, both run at once): the
 card shows the task's status as it changes, its progress, its result from ``tasks/result``; a
 failed task fails the card; a forgotten one says so; ``session/cancel`` sends ``tasks/cancel`` and
 the card ends within 2 s. The MCP servers are real processes. One agent in this process serves
@@ -35,7 +36,7 @@ from tests.helpers.acp_agent import (
     spawn_agent,
 )
 from tests.helpers.http_servers import http_server
-from tests.helpers.mcp_kit import everything, tasks_server
+from tests.helpers.mcp_kit import tasks_server
 from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
 from tests.helpers.store_backend import Backend
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
@@ -45,7 +46,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    # server-everything outlives its closed stdin while a task's time to live runs: a short grace
+    # a task server with a task still running may outlive its closed stdin: a short stop grace
     async with shared_agent_inprocess(mcp={"stop_grace": 0.2}) as shared:
         yield shared
 
@@ -56,12 +57,19 @@ def client() -> RecordingClient:
 
 
 @pytest.fixture(scope="module")
-async def jobs_session(agent: SharedAgent, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One session with the task server (stdio, default poll interval) that the module's
-    one-turn tests share, each with its own client (:func:`on_jobs`): every task is its own, and
-    what a test asserts is its own turn's card, so one server start serves them all."""
+def jobs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared task session's folder; the task server writes ``cancelled`` there on ``tasks/cancel``."""
+    return tmp_path_factory.mktemp("jobs")
+
+
+@pytest.fixture(scope="module")
+async def jobs_session(agent: SharedAgent, jobs_dir: Path) -> str:
+    """One session with the task server (stdio, polled every 100 ms) that the module's one-turn
+    tests share, each with its own client (:func:`on_jobs`): every task is its own, and what a
+    test asserts is its own turn's card, so one server start serves them all."""
     first = RecordingClient()
-    return (await agent.new_session(first, tmp_path_factory.mktemp("jobs"), [tasks_server()])).session_id
+    server = tasks_server(poll_ms=100, cancelled=jobs_dir / "cancelled")
+    return (await agent.new_session(first, jobs_dir, [server])).session_id
 
 
 def on_jobs(agent: SharedAgent, sid: str, client: RecordingClient) -> str:
@@ -128,9 +136,9 @@ async def test_a_task_s_status_steps_and_progress_show_on_its_card_and_its_resul
 
 
 async def test_a_task_on_a_server_that_sends_no_status_is_polled_at_its_interval(
-    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+    jobs_session: str, agent: SharedAgent, client: RecordingClient
 ) -> None:
-    sid = (await agent.new_session(client, tmp_path, [tasks_server(poll_ms=100)])).session_id
+    sid = on_jobs(agent, jobs_session, client)
     ask = 'call steps {"steps": 6, "delay": 0.15, "quiet": true}'
     assert (await prompt_text(agent.conn, sid, ask)).stop_reason == "end_turn"
     card = tool_cards(client, sid)[-1]
@@ -171,10 +179,11 @@ async def test_a_task_id_too_long_or_not_text_is_refused_and_kept_nowhere(
 
 
 async def test_session_cancel_sends_tasks_cancel_and_the_card_ends_within_two_seconds(
-    tmp_path: Path, agent: SharedAgent, client: RecordingClient
+    jobs_session: str, jobs_dir: Path, agent: SharedAgent, client: RecordingClient
 ) -> None:
-    heard = tmp_path / "cancelled"
-    sid = (await agent.new_session(client, tmp_path, [tasks_server(cancelled=heard)])).session_id
+    heard = jobs_dir / "cancelled"
+    heard.unlink(missing_ok=True)  # what the server hears from this test's turn on
+    sid = on_jobs(agent, jobs_session, client)
     running = asyncio.ensure_future(prompt_text(agent.conn, sid, 'call steps {"steps": 400, "delay": 0.05}'))
 
     def started() -> bool:
@@ -198,22 +207,6 @@ async def test_session_cancel_sends_tasks_cancel_and_the_card_ends_within_two_se
     # the server heard tasks/cancel (within the same 2 s): its task is cancelled
     await until(heard.is_file, 2.0)
     assert time.monotonic() - asked < 3.0
-
-
-async def test_server_everything_s_research_task_reports_its_stages(
-    tmp_path: Path, agent: SharedAgent, client: RecordingClient
-) -> None:
-    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
-    ask = 'call simulate-research-query {"topic": "tardigrades"}'
-    response = await prompt_text(agent.conn, sid, ask)
-    assert response.stop_reason == "end_turn"
-    card = tool_cards(client, sid)[-1]
-    assert card[0].title.startswith("mcp__everything__simulate-research-query")
-    lines = status_lines(card)
-    assert any("Gathering sources" in line for line in lines), lines
-    assert any("Generating report" in line or "Synthesizing" in line for line in lines), lines
-    assert final_status(card) == "completed"
-    assert "Research Report: tardigrades" in text_of(card[-1])
 
 
 # ---------------------------------------------------------------- a task outlives the agent

@@ -27,7 +27,8 @@ from acp_adapter.store.locks import AdvisoryLocks
 
 log = logging.getLogger("acp_progress.bridge.standby")
 
-#: seconds between a standby's attempts to become the leader (and the leader's lock checks)
+#: seconds between a standby's attempts to become the leader (and the leader's lock checks);
+#: ``bridge run`` takes ``[store] leader_retry`` (ACP_PROGRESS_STORE_LEADER_RETRY)
 RETRY_S = 1.0
 
 
