@@ -128,6 +128,47 @@ def test_a_permission_question_is_answered_with_its_buttons(page: Any, server: A
     assert page.problems == []
 
 
+def test_a_thread_list_that_arrives_after_the_answer_does_not_ask_again(
+    page: Any, server: AguiProcess
+) -> None:
+    """A list of threads fetched while the question waited can reach the page after the question was
+    answered and the run it resumed has ended (a slow network, a busy endpoint): the page must not
+    ask the answered question again — a second answer would resume a run that no longer waits."""
+    held: list[tuple[Any, Any]] = []
+    holding = [False]
+
+    def hold(route: Any) -> None:
+        if holding[0]:
+            held.append((route, route.fetch()))  # the endpoint answers now; the page sees it later
+        else:
+            route.continue_()
+
+    def waiting_question_held() -> bool:
+        return any(t.get("interrupt") for _, answer in held for t in answer.json()["threads"])
+
+    page.route(re.compile(r".*/threads$"), hold)
+    page.goto(server.url + "/")
+    page.wait_for_selector("#connection:has-text('Connected')")
+    holding[0] = True
+    send(page, "permission")
+    page.wait_for_selector(".question button:has-text('Allow once')")
+    deadline = time.monotonic() + 10
+    while not waiting_question_held() and time.monotonic() < deadline:
+        page.wait_for_timeout(20)  # the run's own list, fetched once its stream ended
+    assert waiting_question_held()
+    holding[0] = False
+    page.click(".question button:has-text('Allow once')")
+    idle(page)
+    assert page.locator(".msg.assistant").last.text_content() == "permission=allow"
+    for route, answer in held:
+        route.fulfill(response=answer)
+    page.wait_for_timeout(300)  # the late lists are read and applied, or not
+    assert page.locator(".question").count() == 1
+    assert page.locator(".question button:not([disabled])").count() == 0
+    assert page.locator("#send").is_enabled()
+    assert page.problems == []
+
+
 def test_stop_aborts_the_run_and_the_thread_goes_on(page: Any, server: AguiProcess) -> None:
     page.goto(server.url + "/")
     send(page, "slow")

@@ -70,6 +70,7 @@
   let view = freshView();
   let opening = 0; // which showHistory call may still draw (a newer switch wins)
   let restoring = threadId; // the thread to draw once the list says the endpoint has it
+  let listing = 0; // which loadThreads call may still apply its answer (a newer call wins)
 
   function freshView() {
     return { texts: new Map(), reasoning: new Map(), cards: new Map() };
@@ -114,15 +115,20 @@
   // ------------------------------------------------------------------ threads
 
   async function loadThreads() {
+    // A list fetched earlier can arrive after a later one, or after the run that answered its
+    // question has ended: applying it would ask a question already answered again.
+    const ticket = ++listing;
     let threads;
     try {
       const response = await api("/threads");
       if (!response.ok) throw new Error(`GET /threads: ${response.status}`);
       threads = (await response.json()).threads || [];
     } catch (error) {
+      if (ticket !== listing) return;
       if (!(error instanceof Unauthorized)) ui.connection.textContent = `Cannot reach the endpoint: ${error.message}`;
       return;
     }
+    if (ticket !== listing) return;
     const current = threads.find((thread) => thread.threadId === threadId);
     // the conversation being run counts before the endpoint has stored it
     const count = threads.length + (!current && (controller || ui.log.querySelector(".msg.user")) ? 1 : 0);
