@@ -298,7 +298,11 @@ class AIAgent:
             self._emit_plan()
         try:
             outcome: ToolOutcome = self.toolbox.execute(
-                call, cancel=self.cancel, observer=self.tool_observer, permission=self.permission_callback
+                call,
+                cancel=self.cancel,
+                observer=self.tool_observer,
+                permission=self.permission_callback,
+                output_wait=self.settings.command_output_wait,
             )
         except TurnCancelled:
             if self._plan.call_finished(call.id, "cancelled"):

@@ -88,6 +88,15 @@ class Settings(_Section):
     max_workers: int = setting(
         256, env="ACP_PROGRESS_MAX_WORKERS", help="worker threads for concurrent turns", ge=1, le=4096
     )
+    command_output_wait: float = setting(
+        2.0,
+        env="ACP_PROGRESS_COMMAND_OUTPUT_WAIT",
+        metavar="SECONDS",
+        help="seconds run_command waits for a finished command's last output while a background job "
+        "it started still holds the output pipe (0 to 60)",
+        ge=0,
+        le=60,
+    )
     log_level: LogLevel = setting(
         "WARNING", env="ACP_PROGRESS_LOG_LEVEL", help="level of the stderr log: DEBUG, INFO, WARNING, ERROR"
     )

@@ -368,7 +368,7 @@ def run_command(args: Mapping[str, Any], ctx: ToolContext) -> ToolReturn:
             _kill_group(proc)
         proc.wait()
         _settle_group(proc.pid)
-        output.join(timeout=2)
+        output.join(timeout=ctx.output_wait)  # a background job may hold the pipe for good
         card.ended(proc.returncode, cut=output.size > OUTPUT_CAP)
     return _command_return(proc.returncode, output, card.shown)
 

@@ -61,6 +61,9 @@ class ToolOutcome:
 DENIED_BY_USER = "Permission denied by the user"
 DENIED_AUTOMATICALLY = "Permission denied automatically: nobody was there to answer"
 PERMISSION_CANCELLED = "Cancelled"
+#: seconds a finished command's output is still read while a background job it started holds the
+#: pipe (the ``command_output_wait`` setting's default)
+COMMAND_OUTPUT_WAIT = 2.0
 
 
 @dataclass(frozen=True)
@@ -114,8 +117,12 @@ class ToolContext:
         host: ToolHost | None = None,
         extra_roots: tuple[Path, ...] = (),
         ask: Callable[[Concern], PermissionDecision | bool] | None = None,
+        output_wait: float = COMMAND_OUTPUT_WAIT,
     ) -> None:
         self.call = call
+        #: how long a finished command's output is still read while a job it left running holds
+        #: the pipe (the job may never close it; the command's answer must not wait for the job)
+        self.output_wait = output_wait
         self._ask = ask
         #: the session's additional directories (absolute, resolved): tools may read there too
         self.extra_roots = extra_roots
@@ -246,6 +253,7 @@ class Toolbox:
         cancel: CancelToken,
         observer: ToolObserver | None = None,
         permission: PermissionPolicy | None = None,
+        output_wait: float = COMMAND_OUTPUT_WAIT,
     ) -> ToolOutcome:
         """Run one call. Raises only :class:`TurnCancelled` (after the card is closed).
 
@@ -256,7 +264,7 @@ class Toolbox:
         tool = self._tools.get(call.name)
         started = time.monotonic()
         _notify(observer, "tool_started", call, tool)
-        ctx = self._context(call, tool, cancel, observer, permission)
+        ctx = self._context(call, tool, cancel, observer, permission, output_wait)
         cancelled = False
         try:
             outcome = _run_call(call, tool, ctx, observer, permission)
@@ -283,6 +291,7 @@ class Toolbox:
         cancel: CancelToken,
         observer: ToolObserver | None,
         permission: PermissionPolicy | None,
+        output_wait: float,
     ) -> ToolContext:
         """What the running tool is handed: its progress goes to the observer, and a question it
         asks mid-run (a concern) is answered like the call's own permission question."""
@@ -296,7 +305,7 @@ class Toolbox:
             return _decide(dataclasses.replace(call, concern=concern), tool, observer, permission)
 
         host = getattr(observer, "host", None)
-        return ToolContext(call, self.cwd, cancel, report, host, self.extra_roots, ask)
+        return ToolContext(call, self.cwd, cancel, report, host, self.extra_roots, ask, output_wait)
 
 
 def _run_call(

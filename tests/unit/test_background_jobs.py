@@ -15,6 +15,9 @@ from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, prompt_tex
 pytestmark = pytest.mark.e2e
 
 PROMPT = "run `tail -f /dev/null & echo $! > job.pid`"
+#: the job holds the command's output pipe, so the command's answer waits this long for its end
+#: (the setting's default, 2 s, waited out by every such prompt, proves nothing here)
+QUICK_OUTPUT = {"ACP_PROGRESS_COMMAND_OUTPUT_WAIT": "0.1"}
 
 
 def _alive(pid: int) -> bool:
@@ -37,7 +40,7 @@ def _gone_within(pid: int, seconds: float) -> bool:
 @pytest.mark.anyio
 async def test_serve_kills_background_jobs_when_it_shuts_down(tmp_path):
     client = RecordingClient(permission="allow")
-    async with spawn_agent(client) as (conn, _process, _log):
+    async with spawn_agent(client, env=agent_env(**QUICK_OUTPUT)) as (conn, _process, _log):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, PROMPT)
         assert response.stop_reason == "end_turn"
@@ -51,7 +54,7 @@ async def test_serve_kills_background_jobs_when_it_shuts_down(tmp_path):
 
 
 def test_plain_run_kills_background_jobs_when_it_exits(tmp_path):
-    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0")}
+    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0", **QUICK_OUTPUT)}
     proc = subprocess.run(
         [sys.executable, str(ROOT / "run_agent.py"), "--yes", "--cwd", str(tmp_path), PROMPT],
         stdin=subprocess.DEVNULL,
@@ -115,3 +118,32 @@ def test_a_background_job_keeps_its_group_remembered_and_is_killed(tmp_path):
     assert _alive(pid)
     assert builtin_tools.kill_started_processes() == 1
     assert _gone_within(pid, 5)
+
+
+# ------------------------------------------------ a job holding the output pipe holds the answer only so long
+
+
+def test_a_job_holding_the_output_pipe_delays_the_answer_by_command_output_wait_only(tmp_path):
+    """The agent loop hands the setting to run_command: the answer comes after the setting's wait
+    (the job never closes the pipe), with the output read before it, not after the default 2 s."""
+    from acp_adapter.config import Settings
+    from acp_adapter.tooling import builtin as builtin_tools
+    from acp_adapter.tooling.calls import ToolCall
+    from run_agent import AIAgent
+
+    settings = Settings.from_env({"ACP_PROGRESS_COMMAND_OUTPUT_WAIT": "0.3"}, config_file=False)
+    assert settings.command_output_wait == 0.3
+    agent = AIAgent(
+        settings=settings,
+        toolbox=builtin_tools.default_toolbox(tmp_path),
+        permission_callback=lambda _call, _tool: True,
+    )
+    command = "sleep 30 & echo $! > job.pid; echo started"
+    began = time.monotonic()
+    try:
+        answer = agent._run_tool(ToolCall("c", "run_command", {"command": command}))
+        took = time.monotonic() - began
+    finally:
+        builtin_tools.kill_started_processes()
+    assert "started" in answer.content  # the output written before the job's wait is kept
+    assert 0.3 <= took < 1.5, took  # the setting's wait, not the default 2 s
