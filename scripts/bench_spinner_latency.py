@@ -6,7 +6,7 @@ side, N prompts per mode, and reports the median and p95 latency to the first ``
 ``kind="think"``. The baseline, measured in the same run because these machines are shared and
 noisy, is a bare SDK agent process that sends one ``session_update`` as soon as it gets the prompt.
 
-Two modes, each a fresh set of processes:
+Two modes, each a fresh set of processes (``--same-processes``: one set for both, a quicker run):
 
 * **after idle** (the figure the goal is about): every side's prompts come ``--idle`` seconds
   apart, as a person's do in an editor. Every side then starts each prompt from the same state.
@@ -26,12 +26,14 @@ their ratio is reported, the store's cost on the time to the spinner. The store 
 temporary directory (``ACP_PROGRESS_STATE_DIR``, ``XDG_STATE_HOME``), never the user's own.
 
 Usage: python scripts/bench_spinner_latency.py [--runs 200] [--rounds 10] [--idle 0.05] [--store both]
+       [--same-processes]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -39,6 +41,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -100,45 +103,70 @@ class FirstUpdateClock:
 
 
 class Side:
-    """One agent process kept running for the whole benchmark, prompted in rounds."""
+    """One agent process kept running for a whole mode (or the whole benchmark), prompted in rounds."""
 
     def __init__(self, command: list[str], env: dict[str, str], want_think: bool) -> None:
         self.command, self.env, self.want_think = command, env, want_think
+        self.clock = FirstUpdateClock(want_think)
         self.samples: list[float] = []
+        self._conn: Any = None
+        self._session_id = ""
 
-    async def run(
-        self, rounds: list[asyncio.Event], turn: list[asyncio.Event], per_round: int, idle: float
-    ) -> None:
-        clock = FirstUpdateClock(self.want_think)
-        with open(os.devnull, "wb") as devnull:
-            async with spawn_agent_process(
-                clock,
+    async def start(self, stack: contextlib.AsyncExitStack, stderr: Any) -> None:
+        """Spawn the process (its start-up and warm-up are :meth:`warm`'s, run side by side)."""
+        self._conn, _process = await stack.enter_async_context(
+            spawn_agent_process(
+                self.clock,
                 self.command[0],
                 *self.command[1:],
                 env=self.env,
                 cwd=str(ROOT),
-                transport_kwargs={"stderr": devnull},
-            ) as (conn, _process):
-                await conn.initialize(protocol_version=PROTOCOL_VERSION)
-                session = await conn.new_session(cwd=str(ROOT), mcp_servers=[])
-                for _warm in range(5):
-                    await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
-                for mine, done in zip(rounds, turn, strict=True):
-                    await mine.wait()
-                    for _ in range(per_round):
-                        if idle:
-                            await asyncio.sleep(idle)
-                        clock.arrived = None
-                        sent = time.perf_counter()
-                        await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
-                        if clock.arrived is None:
-                            raise RuntimeError("no matching update arrived")
-                        self.samples.append(clock.arrived - sent)
-                    done.set()
+                transport_kwargs={"stderr": stderr},
+            )
+        )
+
+    async def warm(self) -> None:
+        await self._conn.initialize(protocol_version=PROTOCOL_VERSION)
+        session = await self._conn.new_session(cwd=str(ROOT), mcp_servers=[])
+        self._session_id = session.session_id
+        for _warm in range(5):
+            await self._prompt()
+
+    async def _prompt(self) -> None:
+        await self._conn.prompt(session_id=self._session_id, prompt=[text_block("hi")])
+
+    async def run(
+        self, rounds: list[asyncio.Event], turn: list[asyncio.Event], per_round: int, idle: float
+    ) -> None:
+        for mine, done in zip(rounds, turn, strict=True):
+            await mine.wait()
+            for _ in range(per_round):
+                if idle:
+                    await asyncio.sleep(idle)
+                self.clock.arrived = None
+                sent = time.perf_counter()
+                await self._prompt()
+                if self.clock.arrived is None:
+                    raise RuntimeError("no matching update arrived")
+                self.samples.append(self.clock.arrived - sent)
+            done.set()
+
+
+@contextlib.asynccontextmanager
+async def running(sides: list[Side]) -> AsyncIterator[list[Side]]:
+    """Every side's process up and warmed (side by side), stopped on the way out."""
+    with open(os.devnull, "wb") as devnull:
+        async with contextlib.AsyncExitStack() as stack:
+            for side in sides:
+                await side.start(stack, devnull)
+            await asyncio.gather(*(side.warm() for side in sides))
+            yield sides
 
 
 async def measure_interleaved(sides: list[Side], runs: int, rounds: int, idle: float) -> list[list[float]]:
     """Every agent stays up; their rounds alternate, so a change in the machine's load hits all."""
+    for side in sides:
+        side.samples = []
     per_round = max(1, runs // rounds)
     go = [[asyncio.Event() for _ in range(rounds)] for _ in sides]
     done = [[asyncio.Event() for _ in range(rounds)] for _ in sides]
@@ -174,6 +202,11 @@ async def main() -> int:
         default="both",
         help="our agent with its session store on, off, or both side by side (default both)",
     )
+    parser.add_argument(
+        "--same-processes",
+        action="store_true",
+        help="run both modes on one set of processes instead of a fresh set each (a quicker run)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as one JSON object to FILE")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="acp-bench-state-") as state:
@@ -198,24 +231,31 @@ async def bench(args: argparse.Namespace, state: Path) -> int:
         handle.write(BARE_AGENT)
         bare_path = handle.name
     figures: dict[str, dict[str, float]] = {}
+
+    def fresh_sides() -> list[Side]:
+        return [
+            Side([sys.executable, bare_path], env, want_think=False),
+            Side([sys.executable, bare_path, "--worker-thread"], env, want_think=False),
+        ] + [
+            Side([sys.executable, "-m", "acp_adapter"], {**env, "ACP_PROGRESS_STATE": store}, want_think=True)
+            for store in stores
+        ]
+
+    modes = (
+        ("after_idle", f"after idle ({args.idle * 1000:g} ms between prompts)", args.idle),
+        ("back_to_back", "back to back", 0.0),
+    )
     try:
-        for key, mode, idle in (
-            ("after_idle", f"after idle ({args.idle * 1000:g} ms between prompts)", args.idle),
-            ("back_to_back", "back to back", 0.0),
-        ):
-            sides = [
-                Side([sys.executable, bare_path], env, want_think=False),
-                Side([sys.executable, bare_path, "--worker-thread"], env, want_think=False),
-            ] + [
-                Side(
-                    [sys.executable, "-m", "acp_adapter"],
-                    {**env, "ACP_PROGRESS_STATE": store},
-                    want_think=True,
-                )
-                for store in stores
-            ]
-            samples = await measure_interleaved(sides, args.runs, args.rounds, idle)
-            figures[key] = report(mode, samples, args.rounds, stores)
+        if args.same_processes:
+            async with running(fresh_sides()) as sides:
+                for key, mode, idle in modes:
+                    samples = await measure_interleaved(sides, args.runs, args.rounds, idle)
+                    figures[key] = report(mode, samples, args.rounds, stores)
+        else:
+            for key, mode, idle in modes:
+                async with running(fresh_sides()) as sides:
+                    samples = await measure_interleaved(sides, args.runs, args.rounds, idle)
+                figures[key] = report(mode, samples, args.rounds, stores)
     finally:
         os.unlink(bare_path)
     if args.json:
