@@ -60,10 +60,8 @@ def positive(value: Any) -> bool:
 @pytest.mark.benchmark
 @pytest.mark.slow
 def test_spinner_benchmark_measures_both_modes_against_both_baselines(tmp_path: Path) -> None:
-    figures = figures_of(
-        "bench_spinner_latency.py", tmp_path, "--runs", "4", "--rounds", "2", "--idle", "0.005",
-        "--same-processes",
-    )
+    args = ("--runs", "4", "--rounds", "2", "--idle", "0.005", "--same-processes")
+    figures = figures_of("bench_spinner_latency.py", tmp_path, *args)
     assert set(figures) == {"after_idle", "back_to_back"}
     for mode in figures.values():
         assert mode["prompts"] == 4
