@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import pytest
 
 from tests.helpers.acp_agent import ROOT
 
-__all__ = ["Dist", "dist", "one_prompt", "think_card_statuses", "uv_env"]
+__all__ = ["Dist", "dist", "made_once", "one_prompt", "think_card_statuses", "uv_env"]
 
 
 @dataclass(frozen=True)
@@ -66,28 +67,34 @@ def _build(tmp_path_factory: pytest.TempPathFactory, out: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A directory ``make`` fills once per test run. Under xdist every worker's base temporary
+    directory sits in one directory made fresh for this run, so the first worker makes it there
+    under a file lock and the others take it (nothing made by an earlier run is reused). Without
+    xdist, the session's own temporary directory holds it."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        out = tmp_path_factory.mktemp(name)
+        make(out)
+        return out
+    run_dir = tmp_path_factory.getbasetemp().parent
+    out = run_dir / f"shared-{name}"
+    with (run_dir / f"shared-{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (out / "built").exists():
+                shutil.rmtree(out, ignore_errors=True)  # a worker that failed half-way
+                out.mkdir()
+                make(out)
+                (out / "built").touch()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return out
+
+
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    """Built once per test run. Under xdist every worker's base temporary directory sits in one
-    directory made fresh for this run, so the first worker builds there under a file lock and the
-    others take its wheel (a build is seconds of CPU; nothing built by an earlier run is reused).
-    Without xdist, the session's own temporary directory holds the build."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        out = tmp_path_factory.mktemp("dist")
-        _build(tmp_path_factory, out)
-    else:
-        run_dir = tmp_path_factory.getbasetemp().parent
-        out = run_dir / "shared-dist"
-        with (run_dir / "shared-dist.lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                if not (out / "built").exists():
-                    shutil.rmtree(out, ignore_errors=True)  # a worker that failed half-way
-                    out.mkdir()
-                    _build(tmp_path_factory, out)
-                    (out / "built").touch()
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+    """Built once per test run (a build is seconds of CPU)."""
+    out = made_once(tmp_path_factory, "dist", lambda out: _build(tmp_path_factory, out))
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
     return Dist(wheel, sdist)

@@ -18,8 +18,9 @@ Two substitutions make it runnable here, and only these:
   test makes a fresh environment, installs the wheel into it, and runs the command at that absolute
   path with a ``PATH`` that does not contain it (an editor started from the desktop has none).
 
-uv runs with an empty cache and ``HOME`` shared by this module's tests
-(:func:`tests.helpers.built_wheel.uv_env`).
+uv runs with an empty cache and ``HOME`` shared by this module's tests, on every test worker: they
+and the virtual environment are made once per run (:func:`tests.helpers.built_wheel.uv_env`,
+:func:`~tests.helpers.built_wheel.made_once`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import pytest
 
 from acp_adapter._version import __version__
 from tests.helpers.acp_agent import ROOT
-from tests.helpers.built_wheel import Dist, dist, one_prompt, think_card_statuses, uv_env
+from tests.helpers.built_wheel import Dist, dist, made_once, one_prompt, think_card_statuses, uv_env
 
 pytestmark = pytest.mark.slow
 
@@ -77,24 +78,29 @@ def test_the_readme_shows_every_client_through_uvx_and_a_virtual_environment() -
             assert Path(command[0]).is_absolute(), name
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def uv_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("uv")
+    """uv's home and cache, one for the run: this module's tests on every worker share it."""
+    return made_once(tmp_path_factory, "editor-uv", lambda _out: None)
 
 
-@pytest.fixture(scope="module")
-def venv(dist: Dist, uv_base: Path) -> Path:
-    """A fresh virtual environment with the wheel installed (as ``pip install acp-progress`` would)."""
-    path = uv_base / "venv"
-    env = uv_env(uv_base)
-    subprocess.run(["uv", "venv", "--quiet", str(path)], env=env, check=True, timeout=120)
-    subprocess.run(
-        ["uv", "pip", "install", "--quiet", "--python", str(path / "bin" / "python"), str(dist.wheel)],
-        env=env,
-        check=True,
-        timeout=600,
-    )
-    return path
+@pytest.fixture(scope="session")
+def venv(dist: Dist, uv_base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with the wheel installed (as ``pip install acp-progress`` would),
+    made once for the run whichever worker needs it first."""
+
+    def make(out: Path) -> None:
+        path = out / "venv"
+        env = uv_env(uv_base)
+        subprocess.run(["uv", "venv", "--quiet", str(path)], env=env, check=True, timeout=120)
+        subprocess.run(
+            ["uv", "pip", "install", "--quiet", "--python", str(path / "bin" / "python"), str(dist.wheel)],
+            env=env,
+            check=True,
+            timeout=600,
+        )
+
+    return made_once(tmp_path_factory, "editor-venv", make) / "venv"
 
 
 def _runnable(command: list[str], dist: Dist, venv: Path) -> list[str]:
