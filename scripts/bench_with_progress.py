@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-from bench_spinner_latency import BARE_AGENT, Side, compare, describe, measure_interleaved
+from bench_spinner_latency import BARE_AGENT, Side, compare, describe, measure_interleaved, running
 from paired_rounds import round_ratios
 from stamps import Stamps
 
@@ -125,7 +125,8 @@ async def time_to_card(args: argparse.Namespace, env: dict[str, str], state: Pat
         Side([sys.executable, "-m", "acp_adapter"], ours_env, want_think=True),
         Side([*WRAPPED, "--think-after", "0", "slow", "0.02"], env, want_think=True),
     ]
-    floor, ours, wrapped = await measure_interleaved(sides, args.runs, args.rounds, args.idle)
+    async with running(sides):
+        floor, ours, wrapped = await measure_interleaved(sides, args.runs, args.rounds, args.idle)
     per_round = max(1, len(wrapped) // args.rounds)
     print(
         f"prompt -> think card, {len(wrapped)} prompts per side {args.idle * 1000:g} ms apart,"
