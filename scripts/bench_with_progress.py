@@ -2,11 +2,12 @@
 """What ``with_progress(agent)`` costs, against the same agent bare, in the same run.
 
 1. **Update latency.** The relay tests' scripted SDK agent (``tests/agents/wrapped_agent.py scripted
-   paced N MS``) sends N ``tool_call_update``s a few ms apart, each stamped with its
-   ``time.monotonic()`` (one clock for every process on Linux); the SDK's client side subtracts the
-   stamp on arrival. ``bare`` serves the agent with ``acp.run_agent(agent)``, ``wrapped`` with
-   ``acp.run_agent(with_progress(agent))``; runs alternate and the ratio is the median of the rounds'
-   own ratios (goal ≤ 1.2×). A burst of updates sent as fast as possible gives the throughput ratio.
+   prompted``, one process a side, prompted ``paced N MS``) sends N ``tool_call_update``s a few ms
+   apart, each stamped with its ``time.monotonic()`` (one clock for every process on Linux); the
+   SDK's client side subtracts the stamp on arrival. ``bare`` serves the agent with
+   ``acp.run_agent(agent)``, ``wrapped`` with ``acp.run_agent(with_progress(agent))``; runs
+   alternate and the ratio is the median of the rounds' own ratios (goal ≤ 1.2×). A burst of
+   updates sent as fast as possible (prompted ``burst N``) gives the throughput ratio.
 2. **Prompt → think card.** A slow SDK agent whose model thinks 20 ms, wrapped with
    ``think_after=0`` (the card as early as the wrapper can show it), against this project's own agent
    (``python -m acp_adapter``, whose embedded model also thinks 20 ms) — the time from sending
@@ -40,14 +41,15 @@ WRAPPED = [sys.executable, str(ROOT / "tests" / "agents" / "wrapped_agent.py")]
 
 
 class Served:
-    """One agent process (bare or wrapped, in one scripted mode) kept up for every round."""
+    """One agent process (bare or wrapped) kept up for every round: the scripted agent in its
+    ``prompted`` mode, so each prompt's words pick the run (a burst or paced updates)."""
 
-    def __init__(self, stack: contextlib.AsyncExitStack, bare: bool, mode: list[str]) -> None:
-        self.stack, self.bare, self.mode = stack, bare, mode
+    def __init__(self, stack: contextlib.AsyncExitStack, bare: bool) -> None:
+        self.stack, self.bare = stack, bare
         self.client = Stamps()
 
     async def start(self, env: dict[str, str]) -> Served:
-        argv = [*WRAPPED, *(["--bare"] if self.bare else []), "scripted", *self.mode]
+        argv = [*WRAPPED, *(["--bare"] if self.bare else []), "scripted", "prompted"]
         devnull = self.stack.enter_context(open(os.devnull, "wb"))  # noqa: SIM115 - closed by the stack
         self.conn, _process = await self.stack.enter_async_context(
             spawn_agent_process(
@@ -56,13 +58,13 @@ class Served:
         )
         await self.conn.initialize(protocol_version=PROTOCOL_VERSION)
         self.session_id = (await self.conn.new_session(cwd=str(ROOT), mcp_servers=[])).session_id
-        await self.prompt()  # warm up: the first prompt of a process pays for its imports
+        await self.prompt("stream")  # warm up: the first prompt of a process pays for its imports
         return self
 
-    async def prompt(self) -> float:
+    async def prompt(self, run: str) -> float:
         self.client.count, self.client.latencies = 0, []
         started = time.perf_counter()
-        await self.conn.prompt(session_id=self.session_id, prompt=[text_block("go")])
+        await self.conn.prompt(session_id=self.session_id, prompt=[text_block(run)])
         return time.perf_counter() - started
 
 
@@ -71,21 +73,18 @@ async def update_latency(args: argparse.Namespace, env: dict[str, str]) -> None:
     per_round: dict[bool, list[float]] = {True: [], False: []}
     rates: dict[bool, list[float]] = {True: [], False: []}
     async with contextlib.AsyncExitStack() as stack:
-        burst = {
-            bare: await Served(stack, bare, ["burst", str(args.burst)]).start(env) for bare in (True, False)
-        }
-        paced_mode = ["paced", str(args.paced), str(args.gap_ms)]
-        paced = {bare: await Served(stack, bare, paced_mode).start(env) for bare in (True, False)}
+        served = {bare: await Served(stack, bare).start(env) for bare in (True, False)}
+        burst_run, paced_run = f"burst {args.burst}", f"paced {args.paced} {args.gap_ms}"
         for round_number in range(args.rounds):
             # who goes first alternates: the first of a round runs on a colder machine
             order = (True, False) if round_number % 2 == 0 else (False, True)
             for bare in order:
-                elapsed = await burst[bare].prompt()
-                assert burst[bare].client.count >= args.burst, "every update of the burst arrives"
+                elapsed = await served[bare].prompt(burst_run)
+                assert served[bare].client.count >= args.burst, "every update of the burst arrives"
                 rates[bare].append(args.burst / elapsed)
             for bare in order:
-                await paced[bare].prompt()
-                stamps = paced[bare].client.latencies
+                await served[bare].prompt(paced_run)
+                stamps = served[bare].client.latencies
                 assert len(stamps) == args.paced, "every stamped update arrives"
                 latency[bare].extend(stamps)
                 per_round[bare].append(statistics.median(stamps))

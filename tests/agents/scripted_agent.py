@@ -15,6 +15,8 @@
   method no client has), then answer.
 * ``paced N MS`` — send N tool-call updates MS milliseconds apart, each stamped with the sender's
   ``time.monotonic()`` in ``rawOutput.t`` (one clock for every process on Linux: latency benchmarks).
+* ``prompted``  — each prompt's words are the MODE and its arguments (``paced 300 2``), so one
+  process serves several modes (a benchmark's burst and paced runs).
 
 It is written on the SDK's agent side, like any third-party agent would be.
 """
@@ -68,28 +70,32 @@ class ScriptedAgent(SdkAgent):
         return True
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
+        mode, arg, extra = self.mode, self.arg, self.extra
+        if mode == "prompted":  # the prompt's words name the mode and its arguments, as argv does
+            words = [*" ".join(str(getattr(block, "text", "")) for block in prompt).split(), "", ""]
+            mode, arg, extra = words[0], words[1] or None, words[2] or None
         self.cancelled[session_id] = asyncio.Event()
-        seconds = float(self.arg or 1)
-        if self.mode == "silent":
+        seconds = float(arg or 1)
+        if mode == "silent":
             print("scripted agent: prompt received", file=sys.stderr, flush=True)  # tests wait on it
             if await self._quiet(session_id, seconds):
                 return PromptResponse(stop_reason="cancelled")
             await self._say(session_id, "done after silence")
-        elif self.mode == "gaps":
+        elif mode == "gaps":
             for i in range(3):
                 if i and await self._quiet(session_id, seconds):
                     return PromptResponse(stop_reason="cancelled")
                 await self._say(session_id, f"part {i} ")
-        elif self.mode == "stream":
+        elif mode == "stream":
             for word in ("streamed ", "right ", "away"):
                 await self._say(session_id, word)
-        elif self.mode == "crash":
+        elif mode == "crash":
             await self._say(session_id, "about to crash")
             await asyncio.sleep(0.05)
             sys.stderr.write("scripted agent: crashing on purpose\n")
             sys.stderr.flush()
             os._exit(3)
-        elif self.mode == "fs":
+        elif mode == "fs":
             try:
                 read_text = (
                     await self.conn.read_text_file(session_id=session_id, path="/tmp/relay-test.txt")
@@ -111,11 +117,11 @@ class ScriptedAgent(SdkAgent):
             chosen = getattr(outcome, "option_id", outcome.outcome)
             await self.conn.session_update(session_id, update_tool_call("perm-1", status="completed"))
             await self._say(session_id, f"read={read_text!r} permission={chosen}")
-        elif self.mode == "garbage":
+        elif mode == "garbage":
             os.write(1, b"this is not json\n")
             await self._say(session_id, "answer after garbage")
-        elif self.mode == "paced":
-            count, gap = int(self.arg or 100), float(self.extra or 2) / 1000
+        elif mode == "paced":
+            count, gap = int(arg or 100), float(extra or 2) / 1000
             await self.conn.session_update(session_id, start_tool_call("paced", "Paced", kind="other"))
             for i in range(count):
                 await asyncio.sleep(gap)
@@ -124,8 +130,8 @@ class ScriptedAgent(SdkAgent):
                     session_id, update_tool_call("paced", status="in_progress", raw_output=stamp)
                 )
             await self.conn.session_update(session_id, update_tool_call("paced", status="completed"))
-        elif self.mode == "burst":
-            count = int(self.arg or 1000)
+        elif mode == "burst":
+            count = int(arg or 1000)
             await self.conn.session_update(session_id, start_tool_call("burst", "Burst", kind="other"))
             for i in range(count):
                 await self.conn.session_update(
@@ -133,8 +139,8 @@ class ScriptedAgent(SdkAgent):
                 )
             await self.conn.session_update(session_id, update_tool_call("burst", status="completed"))
             await self._say(session_id, "burst done")
-        elif self.mode == "invalid":
-            await self._invalid_updates(session_id, int(self.arg or 2000))
+        elif mode == "invalid":
+            await self._invalid_updates(session_id, int(arg or 2000))
             await self._say(session_id, "after the invalid updates")
         return PromptResponse(stop_reason="end_turn")
 
