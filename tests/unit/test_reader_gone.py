@@ -99,7 +99,8 @@ def test_when_the_reader_goes_away_the_turn_and_the_agent_stop(tmp_path: Path, c
         **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.1", ACP_PROGRESS_SUMMARY="off"),
         marker: "1",
     }
-    argv = ["watch", "--no-animation", "wait 30 seconds"] if command == "watch" else ["chat"]
+    # 20 steps of 0.75 s: the first shows the tool running, the 14 s left outlast BOUND
+    argv = ["watch", "--no-animation", "wait 15 seconds"] if command == "watch" else ["chat"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "acp_adapter.cli", *argv],
         stdin=subprocess.PIPE,
@@ -111,7 +112,7 @@ def test_when_the_reader_goes_away_the_turn_and_the_agent_stop(tmp_path: Path, c
     try:
         assert proc.stdin is not None and proc.stdout is not None
         if command == "chat":
-            proc.stdin.write(b"wait 30 seconds\n")  # stdin stays open
+            proc.stdin.write(b"wait 15 seconds\n")  # stdin stays open
             proc.stdin.flush()
         seen = b""
         while b"step 1 of" not in seen:  # the tool is running
