@@ -297,7 +297,7 @@ def test_a_read_during_a_short_outage_waits_and_succeeds(pg_server: Any, pg_url:
     store = PostgresStore(pg_url)
     store.put("bridge:x", "offset", 41)
     pg_server.stop("fast")
-    restart = threading.Timer(0.3, pg_server.start)  # the put meets it down whatever the delay
+    restart = threading.Timer(0.7, pg_server.start)
     restart.start()
     try:
         store.put("bridge:x", "offset", 42)  # retried until the server is back
