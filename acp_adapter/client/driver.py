@@ -106,8 +106,12 @@ class AgentDriver:
         limits: StreamLimits | None = None,
         mcp_servers: Sequence[McpServer] = (),
         question_policy: QuestionPolicy | None = None,
+        close_grace: float = 2.0,
     ) -> None:
         self.argv = parse_agent_command(command)
+        #: seconds the close gives the agent: half to exit on its closed stdin, then each of
+        #: SIGTERM and SIGKILL to the group (the close after a failed start uses it too)
+        self.close_grace = close_grace
         limits = limits or StreamLimits.from_env()  # ACP_PROGRESS_MAX_LINE_BYTES … unless given
         capabilities = client_capabilities or ClientCapabilities()
         if question_policy is not None and capabilities.elicitation is None:
@@ -179,13 +183,14 @@ class AgentDriver:
             raise
         return self.initialize_response
 
-    async def close(self, grace: float = 2.0) -> None:
-        """End every turn, then the process group: EOF on stdin, then SIGTERM, then SIGKILL."""
+    async def close(self, grace: float | None = None) -> None:
+        """End every turn, then the process group: EOF on stdin, then SIGTERM, then SIGKILL
+        (``grace``: :attr:`close_grace` unless given)."""
         if self._closed:
             return
         self._closed = True
         self._turns.abandon()
-        await self.link.close(grace)
+        await self.link.close(self.close_grace if grace is None else grace)
 
     # ------------------------------------------------------------ turns
 

@@ -1,6 +1,6 @@
 """A foreign ACP agent for tests that sends every kind of session update a front-end must show.
 
-``python tests/agents/everything_agent.py [--modes-only] [--pause S] [--hostile]``
+``python tests/agents/everything_agent.py [--modes-only] [--pause S [--paused-steps N]] [--hostile]``
 
 * ``session/new`` answers with modes (``ask``, ``code``) and — unless ``--modes-only`` — config
   options (``mode`` and ``model`` selects); just after it, ``available_commands_update`` offers
@@ -9,7 +9,8 @@
   work goes (pending → in progress → completed), an edit card with diff content, a command card
   with terminal content (its output in ``_meta.terminal_output``, the convention of agents whose
   client runs no terminal), ``usage_update``, ``session_info_update`` (a title) and the answer.
-  ``--pause S`` waits S seconds between steps (for screenshots of the live region); ``--hostile``
+  ``--pause S`` waits S seconds between steps (for screenshots of the live region; with
+  ``--paused-steps N`` only after a prompt's first N steps, the frames a test looks at); ``--hostile``
   ends every text (a plan entry, the thought, the diff, the output, a command, the title) with
   escape sequences a terminal would obey.
 * A prompt that starts with ``/`` is an agent command: the answer repeats what arrived
@@ -74,12 +75,17 @@ class EverythingAgent(SdkAgent):
     agent_name = "everything"
     agent_title = "Everything test agent"
 
-    def __init__(self, modes_only: bool, pause: float, hostile: bool = False) -> None:
+    def __init__(
+        self, modes_only: bool, pause: float, hostile: bool = False, paused_steps: int | None = None
+    ) -> None:
         super().__init__()
         self.modes_only = modes_only
         #: every text of the agent's ends in escape sequences a terminal would obey
         self.evil = EVIL if hostile else ""
         self.pause = pause
+        #: how many of a prompt's steps are followed by the pause (None: every one)
+        self.paused_steps = paused_steps
+        self._steps = 0
         self.mode = "ask"
         self.model = "small"
 
@@ -150,11 +156,13 @@ class EverythingAgent(SdkAgent):
 
     async def _send(self, session_id: str, update: Any) -> None:
         await self.conn.session_update(session_id, update)
-        if self.pause:
+        self._steps += 1
+        if self.pause and (self.paused_steps is None or self._steps <= self.paused_steps):
             await asyncio.sleep(self.pause)
 
     async def prompt(self, session_id: str, prompt: list[Any], **kwargs: Any) -> PromptResponse:
         text = "".join(getattr(block, "text", "") for block in prompt)
+        self._steps = 0
         if text.startswith("/"):
             name, _, args = text[1:].partition(" ")
             await self._send(session_id, update_agent_message(text_block(f"command /{name} args {args}")))
@@ -235,4 +243,6 @@ class EverythingAgent(SdkAgent):
 if __name__ == "__main__":
     args = sys.argv[1:]
     pause = float(args[args.index("--pause") + 1]) if "--pause" in args else 0.0
-    asyncio.run(run_agent(EverythingAgent("--modes-only" in args, pause, "--hostile" in args)))  # type: ignore[arg-type]
+    paused = int(args[args.index("--paused-steps") + 1]) if "--paused-steps" in args else None
+    agent = EverythingAgent("--modes-only" in args, pause, "--hostile" in args, paused_steps=paused)
+    asyncio.run(run_agent(agent))  # type: ignore[arg-type]

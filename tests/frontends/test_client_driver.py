@@ -179,15 +179,15 @@ async def test_close_kills_the_whole_process_group(tmp_path: Path) -> None:
     )
     started = time.monotonic()
     with pytest.raises(AgentStartError):
-        async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0):
+        async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0, close_grace=1.0):
             pass
-    # 1 s for initialize, 1 s for the agent to exit on its closed stdin, then SIGTERM ends the
-    # agent at once: the close does not wait out the rest of the grace for the child still holding
-    # the agent's stdout and stderr, it kills it
+    # 1 s for initialize, 0.5 s (half the grace) for the agent to exit on its closed stdin, then
+    # SIGTERM ends the agent at once: the close does not wait out the 1 s grace for the child still
+    # holding the agent's stdout and stderr (2.5 s in all), it kills it (1.5 s: half a grace short)
     took = time.monotonic() - started
     pid = int(marker.read_text())
     assert await asyncio.to_thread(_dies_within, pid, 3.0)
-    assert took < 3.0, f"the close took {took - 1:.2f} s after the initialize time-out"
+    assert took < 2.0, f"the close took {took - 1:.2f} s after the initialize time-out"
 
 
 @pytest.mark.e2e

@@ -68,7 +68,9 @@ def test_watch_verbose_prints_the_whole_thought(tmp_path) -> None:
 
 @pytest.mark.e2e
 def test_watch_on_a_terminal_updates_the_plan_in_place_and_colours_the_diff(tmp_path) -> None:
-    agent = f"{AGENT} --pause 0.15"
+    # a pause after each of the first five steps (three thoughts, the plan, its first entry
+    # started): the frame looked at stays on the screen 0.15 s; the rest of the turn runs at once
+    agent = f"{AGENT} --pause 0.15 --paused-steps 5"
     term = Screen(
         [sys.executable, "-m", "acp_adapter.cli", "watch", "--summary", "off", "--agent", agent, "fix"],
         str(tmp_path),

@@ -72,19 +72,24 @@ async def test_list_then_load_replays_the_final_state_and_the_conversation_goes_
     tmp_path: Path, backend: Backend
 ) -> None:
     ws = _workspace(tmp_path)
-    first = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    # thinking 0.1 s against a heartbeat every 0.025 s: the four heartbeats a phase the default test
+    # settings give (0.2 s against 0.05 s), so "no heartbeat replayed" still has some to leave out
+    quick = {"embedded_delay": 0.1, "heartbeat_interval": 0.025}
+    first = ProgressAgent(turn_runner=AIAgent, settings=backend.settings(**quick))
     live = RecordingClient()
     async with inprocess_agent(live, first) as conn:
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
         assert (await prompt_text(conn, sid, "search the workspace for TODO")).stop_reason == "end_turn"
         assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+    beats = [u for card in live.think_cards(sid).values() for u in card[1:] if u.status == "in_progress"]
+    assert beats, "no heartbeat was sent live: that none is replayed would prove nothing"
     # the first prompt named the session, and the client was told live, once
     infos = [u for u in live.for_session(sid) if isinstance(u, SessionInfoUpdate)]
     assert [i.title for i in infos] == ["search the workspace for TODO"]
     assert infos[0].updated_at and infos[0].updated_at.endswith("Z")
 
     client = RecordingClient()
-    second = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    second = ProgressAgent(turn_runner=AIAgent, settings=backend.settings(**quick))
     async with inprocess_agent(client, second) as conn:
         listed = await conn.list_sessions(cwd=str(ws))
         assert [s.session_id for s in listed.sessions] == [sid]
@@ -266,7 +271,8 @@ async def test_permission_decisions_are_audited_before_the_command_runs(
     state = tmp_path / "state"
     monkeypatch.setenv("ACP_PROGRESS_STATE_DIR", str(state))  # for the audit command below
     client = RecordingClient(permission="allow")
-    agent = ProgressAgent(turn_runner=AIAgent, settings=fast_settings(state_dir=str(state)))
+    thinks = fast_settings(state_dir=str(state), embedded_delay=0.05)  # thinking is not the point here
+    agent = ProgressAgent(turn_runner=AIAgent, settings=thinks)
     async with served_inprocess(client, agent) as conn:  # its initialize names the surface: pytest
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         command = COUNT_AUDIT.format(db=state / DATABASE_NAME)
@@ -297,7 +303,7 @@ async def test_session_delete_is_advertised_and_removes_a_session_for_good(
     tmp_path: Path, backend: Backend
 ) -> None:
     ws = _workspace(tmp_path)
-    agent = ProgressAgent(turn_runner=AIAgent, settings=backend.settings())
+    agent = ProgressAgent(turn_runner=AIAgent, settings=backend.settings(embedded_delay=0.05))
     async with served_inprocess(RecordingClient(), agent) as conn:  # serve's routes: delete too
         from acp import PROTOCOL_VERSION
 

@@ -356,7 +356,10 @@ async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
     from tests.helpers.acp_agent import RecordingClient, fast_settings, prompt_text
     from tests.helpers.shared_agent import progress_agent, served_inprocess
 
-    settings = fast_settings(state_dir=str(tmp_path / "state"), store={"url": pg_url}, embedded_delay=0.05)
+    # the turn under the outage answers after a 0.5 s flush wait, not the 2 s default; the database
+    # stays down until its writes were kept (they still wait for it and land after: what is asserted)
+    store = {"url": pg_url, "flush_timeout": 0.5}
+    settings = fast_settings(state_dir=str(tmp_path / "state"), store=store, embedded_delay=0.05)
     caplog.set_level(logging.INFO, logger="acp_progress")
     async with served_inprocess(RecordingClient(), progress_agent(settings)) as conn:
         sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
@@ -366,6 +369,9 @@ async def test_an_agent_goes_on_across_a_database_restart_and_loses_no_turn(
             # the turn runs while the database is down: its writes wait (the answer is bounded
             # by the agent's store flush timeout, not by the outage)
             assert (await prompt_text(conn, sid, "what is 2+2")).stop_reason == "end_turn"
+            deadline = time.monotonic() + 15  # down until its writes were kept (a log line: no event)
+            while "kept and retried" not in caplog.text and time.monotonic() < deadline:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
         finally:
             await anyio.to_thread.run_sync(pg_server.start)
         assert (await prompt_text(conn, sid, "what is 3+3")).stop_reason == "end_turn"

@@ -1,6 +1,7 @@
 """In-process checks of the pieces behind plans, edits and the editor's files: the plan tracker and
 the plan tool's parser, atomic contained writes, the edit tools against a host, and the embedded
-model's edit/write/numbered-list forms. The real-process tests are test_e2e_plans/edits/images."""
+model's edit/write/numbered-list forms. The plans the agent sends are in test_plan_updates; the
+real-process tests are tests/e2e/test_e2e_edits and test_e2e_images."""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ The attacks: a "type" that rewrites the URL (``image/png;base64,AAAA``: the mode
 sender's bytes, not the image), types the back-end does not take (``text/html``,
 ``image/svg+xml``) and data that is not base64. Each is left out with a sentence to the person,
 and the turn goes on with the text and the good images (the agent in this process with the
-settings a spawned one reads, the fake OpenAI-compatible server recording what it was sent).
+settings a spawned one reads, the fake OpenAI-compatible server recording what it was sent). The
+OpenAI back-end advertises images and passes them to the model as image parts; the embedded model
+acknowledges them and does not advertise them.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from hypothesis import strategies as st
 
 from acp_adapter.agent.attachments import MAX_IMAGES, sort_images
 from acp_adapter.text import IMAGE_TYPES, prompt_to_text
-from tests.helpers.acp_agent import RecordingClient
+from tests.helpers.acp_agent import RecordingClient, agent_env
 from tests.helpers.fake_openai import FakeOpenAI, text_reply
 from tests.helpers.openai_agent import KEY, openai_env
+from tests.helpers.shared_agent import served_inprocess
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
 HOSTILE_TYPES = ("image/png;base64,AAAA", "text/html", "image/svg+xml", "image/png; x=1", "image/", "")
@@ -78,3 +81,43 @@ async def test_a_bad_image_type_is_told_and_the_turn_goes_on_with_the_good_image
     answer = client.answer(sid)
     assert "Image 1 was not sent to the model" in answer and "Image 2 was not sent" in answer
     assert answer.rstrip().endswith("One picture.")
+
+
+@pytest.mark.anyio
+async def test_the_openai_backend_advertises_images_and_the_model_gets_them(tmp_path):
+    from acp_adapter.config import Settings
+    from tests.helpers.shared_agent import progress_agent
+
+    with FakeOpenAI(api_key=KEY) as server:
+        server.script(text_reply("A black square."))
+        client = RecordingClient()
+        agent = progress_agent(Settings.from_env(openai_env(server)))  # the settings a spawned one reads
+        async with served_inprocess(client, agent) as conn:
+            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+            init = await conn.initialize(protocol_version=1)
+            image = ImageContentBlock(type="image", data=PNG, mime_type="image/png")
+            response = await conn.prompt(session_id=sid, prompt=[text_block("what is this?"), image])
+    assert init.agent_capabilities.prompt_capabilities.image is True
+    assert response.stop_reason == "end_turn"
+    user = [m for m in server.requests[0].body["messages"] if m["role"] == "user"][-1]
+    assert user["content"][0]["type"] == "text" and user["content"][0]["text"].startswith("what is this?")
+    assert user["content"][1] == {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+    assert client.answer(sid) == "A black square."
+
+
+@pytest.mark.anyio
+async def test_the_embedded_model_acknowledges_an_image_and_does_not_advertise_images(tmp_path):
+    from acp_adapter.config import Settings
+    from tests.helpers.shared_agent import progress_agent
+
+    client = RecordingClient()
+    agent = progress_agent(Settings.from_env(agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")))
+    async with served_inprocess(client, agent) as conn:
+        init = await conn.initialize(protocol_version=1)
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
+        image = ImageContentBlock(type="image", data=PNG, mime_type="image/png")
+        await conn.prompt(session_id=sid, prompt=[image])
+    assert init.agent_capabilities.prompt_capabilities.image is False
+    answer = client.answer(sid)
+    assert answer.startswith("I received an image: image/png (67 bytes).")
+    assert "not supported" not in answer

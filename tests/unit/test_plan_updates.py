@@ -1,4 +1,4 @@
-"""Plans end to end: the embedded model's steps as ACP ``plan`` updates moved along by
+"""Plans: the embedded model's steps as ACP ``plan`` updates moved along by
 the tool calls, the OpenAI back-end's plan tool as ``plan`` updates (never a card), and the last
 plan of a turn replayed by ``session/load``. The plans are the agent's answers whoever its client
 is, so no test needs an agent process: the embedded model's tests share one agent served in this
