@@ -1,18 +1,17 @@
 """The endpoint's web page, in a real headless browser.
 
 Debian's ``chromium`` (``/usr/bin/chromium``; :mod:`tests.helpers.chromium` installs it with apt when
-missing and run as root, else the tests fail saying what to install) driven by Playwright for
-Python with ``executable_path`` — Playwright never downloads a browser here. The
-page talks to the endpoint ``acp-progress agui`` builds in front of
-``tests/agents/agui_everything_agent.py``, both served in this process (what the page shows and
-sends is the point, not their processes): a prompt streams its answer while a progress bar moves to 100 %, the plan checklist and the diff
-show, a permission question is answered with its buttons, a run is stopped, and after a reload
-the thread is listed. The conversation restored after a reload comes from this project's agent
-behind the endpoint ``acp-progress agui`` builds, both served in this process (what the page
-restores is the point there), as is a tool's question: the page shows the tool's permission
-question, then its form; the person fills it and presses Send, and the tool's answer, built from
-what was typed, shows (decline reaches the tool too). The endpoint's own token is checked on an
-``--own-token`` endpoint as a user starts it. One browser for all (a context per test).
+missing and run as root, else the tests fail saying what to install) driven by Playwright for Python with
+``executable_path`` — Playwright never downloads a browser here. The page talks to the endpoint
+``acp-progress agui`` builds in front of ``tests/agents/agui_everything_agent.py``, both served in this
+process (what the page shows and sends is the point, not their processes): a prompt streams its answer
+while a progress bar moves to 100 %, the plan checklist and the diff show, a permission question is
+answered with its buttons, a run is stopped, and after a reload the thread is listed. The conversation
+restored after a reload comes from this project's agent behind the endpoint ``acp-progress agui`` builds,
+both served in this process (what the page restores is the point there), as is a tool's question: the
+page shows the tool's permission question, then its form; the person fills it and presses Send, and the
+tool's answer, built from what was typed, shows (decline reaches the tool too). The endpoint's own token
+is checked on an ``--own-token`` endpoint as a user starts it. One browser for all (a context per test).
 Screenshots go to ``tmp_path``, never into the repository.
 """
 
@@ -46,7 +45,7 @@ from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
 from tests.helpers.disguised_command import SHOWN_COMMAND
 from tests.helpers.log_lines import LogLines, log_lines
-from tests.helpers.mcp_kit import mcp_config
+from tests.helpers.mcp_kit import http_tasks_server, mcp_config
 
 pytestmark = pytest.mark.e2e
 
@@ -73,8 +72,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageEndpoint]:
     workspace = tmp_path_factory.mktemp("agui-page")
     with pytest.MonkeyPatch.context() as patched, log_lines("acp_progress.agui.active") as log:
         use_in_process_test_agent(patched, AGENT, EverythingAgent)
-        options = {"agent_command": AGENT, "policy": "none", "summary": Settings(summary_interval=0)}
-        with endpoint_in_process(workspace, **options) as served:
+        summary = Settings(summary_interval=0)
+        with endpoint_in_process(workspace, agent_command=AGENT, policy="none", summary=summary) as served:
             yield PageEndpoint(served.url, log)
 
 
@@ -540,13 +539,14 @@ def test_the_printed_url_opens_the_page_with_its_token_and_a_wrong_one_is_said(
 @pytest.fixture(scope="module")
 def questions_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """For a tool's question on the page: ``acp-progress agui --redact none --summary off
-    --mcp-config …`` with a real MCP server (``tests/mcp_servers/tasks.py``) whose ``orders`` tool
-    asks a form of every kind, its first field's title hostile; and this project's agent, served in
+    --mcp-config …`` with a real MCP server (``tests/mcp_servers/tasks.py``, one process over
+    streamable HTTP for every test's session) whose ``orders`` tool asks a form of every kind, its
+    first field's title hostile; and this project's agent, served in
     this process (what the page shows and sends is the point, not their processes; the
     browser and the MCP server are processes of their own)."""
     workspace = tmp_path_factory.mktemp("agui-page-questions")
-    servers = frontend_servers(str(mcp_config(workspace)))
-    with pytest.MonkeyPatch.context() as patched:
+    with http_tasks_server() as url, pytest.MonkeyPatch.context() as patched:
+        servers = frontend_servers(str(mcp_config(workspace, url)))
         use_in_process_agui_agents(patched)
         with endpoint_in_process(
             workspace, env={"ACP_PROGRESS_SUMMARY_INTERVAL": "0"}, policy="none", mcp_servers=servers
