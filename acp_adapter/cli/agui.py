@@ -404,7 +404,11 @@ def _share_threads(
     from acp_adapter.frontends.agui.replicas import ReplicaThreadLocks
 
     service.thread_locks = ReplicaThreadLocks(
-        url, thread_store, args.thread_scope, health_interval=endpoint.health_interval
+        url,
+        thread_store,
+        args.thread_scope,
+        health_interval=endpoint.health_interval,
+        health_timeout=endpoint.health_timeout,
     )
     if not args.instance:
         log.warning(

@@ -247,6 +247,13 @@ class AguiSettings(_Section):
         gt=0,
         le=3600,
     )
+    health_timeout: float = setting(
+        2.0,
+        env="ACP_PROGRESS_AGUI_HEALTH_TIMEOUT",
+        help="seconds one of those checks waits for the database before it counts as not answering",
+        gt=0,
+        le=60,
+    )
     tool_progress: bool = setting(
         False,
         env="ACP_PROGRESS_AGUI_TOOL_PROGRESS",

@@ -529,6 +529,14 @@ def test_uvicorn_logs_go_through_the_package_formatter(served: Endpoint) -> None
     assert all(re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO uvicorn\.access: ", a) for a in access)
 
 
+def test_no_token_is_explicit_and_said_at_start(served: Endpoint) -> None:
+    """``--no-token`` (this module's endpoint, as a user starts it): nothing asks for a token, and
+    the start line says so."""
+    assert httpx.get(served.url + "/threads").status_code == 200
+    assert wait_for(lambda: "serving AG-UI" in served.text())
+    assert f"the web page is at {served.url}/ - WITHOUT a token (--no-token)" in served.text()
+
+
 def test_no_fd_exhaustion_flood_when_connections_pile_up(workspace: Path) -> None:
     """At the fd limit asyncio would log a traceback per accept() (240 MB in 40 s), so the
     connection cap is kept below the fd limit (160 here: 72 connections, backlog 24), the connections

@@ -1,17 +1,17 @@
 """The endpoint's web page, in a real headless browser.
 
 Debian's ``chromium`` (``/usr/bin/chromium``; :mod:`tests.helpers.chromium` installs it with apt when
-missing and run as root, else the tests fail saying what to install) driven by Playwright for
-Python with ``executable_path`` — Playwright never downloads a browser here. The
-page talks to a real ``acp-progress agui`` process driving ``tests/agents/agui_everything_agent.py``:
-a prompt streams its answer while a progress bar moves to 100 %, the plan checklist and the diff
-show, a permission question is answered with its buttons, a run is stopped, and after a reload
-the thread is listed. The conversation restored after a reload comes from this project's agent
-behind the endpoint ``acp-progress agui`` builds, both served in this process (what the page
-restores is the point there), as is a tool's question: the page shows the tool's permission
-question, then its form; the person fills it and presses Send, and the tool's answer, built from
-what was typed, shows (decline reaches the tool too). The endpoint's own token is checked on an
-``--own-token`` endpoint as a user starts it. One browser for all (a context per test).
+missing and run as root, else the tests fail saying what to install) driven by Playwright for Python with
+``executable_path`` — Playwright never downloads a browser here. The page talks to the endpoint
+``acp-progress agui`` builds in front of ``tests/agents/agui_everything_agent.py``, both served in this
+process (what the page shows and sends is the point, not their processes): a prompt streams its answer
+while a progress bar moves to 100 %, the plan checklist and the diff show, a permission question is
+answered with its buttons, a run is stopped, and after a reload the thread is listed. The conversation
+restored after a reload comes from this project's agent behind the endpoint ``acp-progress agui`` builds,
+both served in this process (what the page restores is the point there), as is a tool's question: the
+page shows the tool's permission question, then its form; the person fills it and presses Send, and the
+tool's answer, built from what was typed, shows (decline reaches the tool too). The endpoint's own token
+is checked on an ``--own-token`` endpoint as a user starts it. One browser for all (a context per test).
 Screenshots go to ``tmp_path``, never into the repository.
 """
 
@@ -22,23 +22,30 @@ import stat
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from acp_adapter.config import Settings
 from acp_adapter.frontends.agui.token_file import TOKEN_FILE
 from acp_adapter.mcp.config import frontend_servers
 from acp_adapter.tooling.presentation import NATIVE_TOOLS, card_emoji
-from tests.agents.agui_everything_agent import LONG_COMMAND
+from tests.agents.agui_everything_agent import LONG_COMMAND, EverythingAgent
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.agui_http import Served
-from tests.helpers.agui_inprocess import endpoint_in_process, use_in_process_agui_agents
+from tests.helpers.agui_inprocess import (
+    endpoint_in_process,
+    use_in_process_agui_agents,
+    use_in_process_test_agent,
+)
 from tests.helpers.agui_page import idle, send
 from tests.helpers.agui_process import AguiProcess
 from tests.helpers.disguised_command import SHOWN_COMMAND
-from tests.helpers.mcp_kit import mcp_config
+from tests.helpers.log_lines import LogLines, log_lines
+from tests.helpers.mcp_kit import http_tasks_server, mcp_config
 
 pytestmark = pytest.mark.e2e
 
@@ -49,19 +56,28 @@ playwright_api = pytest.importorskip(
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'agui_everything_agent.py'}"
 
 
+@dataclass
+class PageEndpoint:
+    """The page tests' endpoint: where it serves, and what its runs log."""
+
+    url: str
+    log: LogLines
+
+
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AguiProcess]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageEndpoint]:
+    """The endpoint ``acp-progress agui --redact none`` builds (summaries at every change) in front
+    of ``tests/agents/agui_everything_agent.py``, both served in this process: what the page shows
+    and sends is the point, not their processes (the browser is a process of its own)."""
     workspace = tmp_path_factory.mktemp("agui-page")
-    process = AguiProcess(
-        workspace, "--agent", AGENT, "--redact", "none", env={"ACP_PROGRESS_SUMMARY_INTERVAL": "0"}
-    )
-    try:
-        yield process.wait_healthy()
-    finally:
-        process.stop()
+    with pytest.MonkeyPatch.context() as patched, log_lines("acp_progress.agui.active") as log:
+        use_in_process_test_agent(patched, AGENT, EverythingAgent)
+        summary = Settings(summary_interval=0)
+        with endpoint_in_process(workspace, agent_command=AGENT, policy="none", summary=summary) as served:
+            yield PageEndpoint(served.url, log)
 
 
-def test_the_page_is_served_with_a_strict_policy_and_no_inline_code(server: AguiProcess) -> None:
+def test_the_page_is_served_with_a_strict_policy_and_no_inline_code(server: PageEndpoint) -> None:
     response = httpx.get(server.url + "/")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
     policy = response.headers["content-security-policy"]
@@ -77,7 +93,7 @@ def test_the_page_is_served_with_a_strict_policy_and_no_inline_code(server: Agui
     assert "//" not in re.sub(r"//.*", "", html.replace("http://www.w3.org", ""))  # no CDN URL
 
 
-def test_a_run_in_the_browser(page: Any, server: AguiProcess, tmp_path: Path) -> None:
+def test_a_run_in_the_browser(page: Any, server: PageEndpoint, tmp_path: Path) -> None:
     page.goto(server.url + "/")
     page.wait_for_selector("#connection:has-text('Connected')")
     send(page, "everything 150")
@@ -108,7 +124,7 @@ def test_a_run_in_the_browser(page: Any, server: AguiProcess, tmp_path: Path) ->
     assert page.problems == []
 
 
-def test_a_permission_question_is_answered_with_its_buttons(page: Any, server: AguiProcess) -> None:
+def test_a_permission_question_is_answered_with_its_buttons(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     send(page, "permission")
     question = page.wait_for_selector(".question")
@@ -129,7 +145,7 @@ def test_a_permission_question_is_answered_with_its_buttons(page: Any, server: A
 
 
 def test_a_thread_list_that_arrives_after_the_answer_does_not_ask_again(
-    page: Any, server: AguiProcess
+    page: Any, server: PageEndpoint
 ) -> None:
     """A list of threads fetched while the question waited can reach the page after the question was
     answered and the run it resumed has ended (a slow network, a busy endpoint): the page must not
@@ -169,20 +185,20 @@ def test_a_thread_list_that_arrives_after_the_answer_does_not_ask_again(
     assert page.problems == []
 
 
-def test_stop_aborts_the_run_and_the_thread_goes_on(page: Any, server: AguiProcess) -> None:
+def test_stop_aborts_the_run_and_the_thread_goes_on(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     send(page, "slow")
     page.wait_for_selector(".card .state:has-text('/100')")
     page.click("#stop")
     idle(page)
     assert page.locator(".msg.note").last.text_content() == "Stopped."
-    server.wait_for("the client is gone; cancelling its turn")
+    server.log.wait_for("the client is gone; cancelling its turn")
     send(page, "hello")
     idle(page)
     assert page.locator(".msg.assistant").last.text_content() == "echo: hello"
 
 
-def test_after_a_reload_the_thread_is_listed(page: Any, server: AguiProcess) -> None:
+def test_after_a_reload_the_thread_is_listed(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     send(page, "remember this thread")
     idle(page)
@@ -274,7 +290,7 @@ def test_a_restored_conversation_is_text_never_markup(page: Any, own_server: Ser
     assert page.problems == []
 
 
-def test_accessibility_basics(page: Any, server: AguiProcess) -> None:
+def test_accessibility_basics(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     for field in page.locator("textarea, input").all():
         assert field.evaluate("f => f.labels.length") >= 1, field.evaluate("f => f.outerHTML")
@@ -374,7 +390,7 @@ def test_the_token_is_asked_once_and_kept_in_the_tab(
     context.close()
 
 
-def test_markup_from_the_agent_is_shown_as_text_never_run(page: Any, server: AguiProcess) -> None:
+def test_markup_from_the_agent_is_shown_as_text_never_run(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.click("#new-thread")
     hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
@@ -388,7 +404,7 @@ def test_markup_from_the_agent_is_shown_as_text_never_run(page: Any, server: Agu
     assert page.evaluate("window.pwned === undefined")
 
 
-def test_a_question_open_at_a_reload_is_asked_again(page: Any, server: AguiProcess) -> None:
+def test_a_question_open_at_a_reload_is_asked_again(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.click("#new-thread")
     send(page, "permission")
@@ -402,14 +418,14 @@ def test_a_question_open_at_a_reload_is_asked_again(page: Any, server: AguiProce
     assert page.locator(".msg.assistant").last.text_content() == "permission=reject"
 
 
-def test_stop_ends_every_open_card_and_the_summary_at_once(page: Any, server: AguiProcess) -> None:
+def test_stop_ends_every_open_card_and_the_summary_at_once(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.click("#new-thread")
     send(page, "slow")
     page.wait_for_selector(".card .state:has-text('/100')")
     page.wait_for_selector("#summary:not([hidden])")
     gone = "the client is gone; cancelling its turn"
-    cancelled_before = server.text().count(gone)
+    cancelled_before = server.log.text().count(gone)
     page.click("#stop")
     # at once, not after a reload: the card says Cancelled, its bar stops, the summary is gone
     assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
@@ -417,8 +433,8 @@ def test_stop_ends_every_open_card_and_the_summary_at_once(page: Any, server: Ag
     # nothing that still arrives brings them back: the endpoint has seen the page go and cancelled
     # the turn (nothing more of this run is sent), and the page had three progress ticks' time
     deadline = time.monotonic() + 15
-    while server.text().count(gone) == cancelled_before:
-        assert time.monotonic() < deadline, server.text()
+    while server.log.text().count(gone) == cancelled_before:
+        assert time.monotonic() < deadline, server.log.text()
         page.wait_for_timeout(20)
     page.wait_for_timeout(300)
     assert page.locator(".card.tool .state").last.text_content() == "Cancelled"
@@ -426,7 +442,7 @@ def test_stop_ends_every_open_card_and_the_summary_at_once(page: Any, server: Ag
     assert page.problems == []
 
 
-def test_the_plan_belongs_to_its_run(page: Any, server: AguiProcess) -> None:
+def test_the_plan_belongs_to_its_run(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.click("#new-thread")
     send(page, "everything 10")
@@ -437,7 +453,7 @@ def test_the_plan_belongs_to_its_run(page: Any, server: AguiProcess) -> None:
     assert page.locator("#plan").is_hidden() and page.locator("#plan-list li").count() == 0
 
 
-def test_the_header_counts_the_conversation_of_the_first_run(page: Any, server: AguiProcess) -> None:
+def test_the_header_counts_the_conversation_of_the_first_run(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.wait_for_selector("#connection:has-text('Connected')")
     page.click("#new-thread")
@@ -450,7 +466,7 @@ def test_the_header_counts_the_conversation_of_the_first_run(page: Any, server: 
     idle(page)
 
 
-def test_cards_show_watch_s_title_and_emoji_and_readable_arguments(page: Any, server: AguiProcess) -> None:
+def test_cards_show_watch_s_title_and_emoji_and_readable_arguments(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.click("#new-thread")
     send(page, "everything 10")
@@ -462,7 +478,7 @@ def test_cards_show_watch_s_title_and_emoji_and_readable_arguments(page: Any, se
     assert "{" not in (first.locator(".args").text_content() or "")  # no raw JSON
 
 
-def test_the_answer_s_markdown_is_rendered_and_its_html_is_text(page: Any, server: AguiProcess) -> None:
+def test_the_answer_s_markdown_is_rendered_and_its_html_is_text(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.click("#new-thread")
     prompt = (
@@ -483,7 +499,7 @@ def test_the_answer_s_markdown_is_rendered_and_its_html_is_text(page: Any, serve
     assert page.problems == []
 
 
-def test_a_disguised_command_shows_whole_and_visible_on_the_page(page: Any, server: AguiProcess) -> None:
+def test_a_disguised_command_shows_whole_and_visible_on_the_page(page: Any, server: PageEndpoint) -> None:
     page.goto(server.url + "/")
     page.click("#new-thread")
     send(page, "disguised")
@@ -517,26 +533,20 @@ def test_the_printed_url_opens_the_page_with_its_token_and_a_wrong_one_is_said(
     context.close()
 
 
-def test_no_token_is_explicit_and_said_at_start(server: AguiProcess) -> None:
-    """``--no-token`` (the page tests' endpoint): nothing asks for a token, and the start line says so."""
-    assert httpx.get(server.url + "/threads").status_code == 200
-    server.wait_for("serving AG-UI")
-    assert f"the web page is at {server.url}/ - WITHOUT a token (--no-token)" in server.text()
-
-
 # ---------------------------------------------------------------- a tool's question on the page
 
 
 @pytest.fixture(scope="module")
 def questions_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """For a tool's question on the page: ``acp-progress agui --redact none --summary off
-    --mcp-config …`` with a real MCP server (``tests/mcp_servers/tasks.py``) whose ``orders`` tool
-    asks a form of every kind, its first field's title hostile; and this project's agent, served in
+    --mcp-config …`` with a real MCP server (``tests/mcp_servers/tasks.py``, one process over
+    streamable HTTP for every test's session) whose ``orders`` tool asks a form of every kind, its
+    first field's title hostile; and this project's agent, served in
     this process (what the page shows and sends is the point, not their processes; the
     browser and the MCP server are processes of their own)."""
     workspace = tmp_path_factory.mktemp("agui-page-questions")
-    servers = frontend_servers(str(mcp_config(workspace)))
-    with pytest.MonkeyPatch.context() as patched:
+    with http_tasks_server() as url, pytest.MonkeyPatch.context() as patched:
+        servers = frontend_servers(str(mcp_config(workspace, url)))
         use_in_process_agui_agents(patched)
         with endpoint_in_process(
             workspace, env={"ACP_PROGRESS_SUMMARY_INTERVAL": "0"}, policy="none", mcp_servers=servers

@@ -5,8 +5,8 @@ answers is declined with its reason.
 In process: the interrupt a question becomes (hostile strings included), the answers a resume may
 give, the broker's timeout. End to end: the endpoint ``acp-progress agui`` builds, served over HTTP
 in this process, driving this project's agent (in this process too: their processes prove nothing
-here), with a real MCP server (``tests/mcp_servers/tasks.py``, built with the ``mcp`` SDK) whose
-``asks`` and ``orders`` tools ask during the call.
+here), with a real MCP server (``tests/mcp_servers/tasks.py``, built with the ``mcp`` SDK; one process
+over streamable HTTP serves every session) whose ``asks`` and ``orders`` tools ask during the call.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from tests.helpers.acp_agent import agent_env
 from tests.helpers.agui_http import Served
 from tests.helpers.agui_inprocess import use_in_process_agui_agents
 from tests.helpers.agui_process import sse_events
-from tests.helpers.mcp_kit import mcp_config
+from tests.helpers.mcp_kit import http_tasks_server, mcp_config
 
 GH_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 HOSTILE = "Name\x1b]0;pwned\x07\x1b[31m\u202etxt.exe\u200b"
@@ -217,26 +217,36 @@ async def test_a_question_left_by_a_plain_run_is_declined_saying_so() -> None:
 # ---------------------------------------------------------------------- end to end
 
 
-def endpoint_options(workspace: Path, **options: Any) -> AguiOptions:
+def endpoint_options(workspace: Path, tasks_url: str, **options: Any) -> AguiOptions:
     """What ``acp-progress agui --yes --summary off --mcp-config …`` serves with (the other flags
-    are ``options``), on this project's agent."""
+    are ``options``), on this project's agent, the ``mcp.json`` naming the tasks server at
+    ``tasks_url``."""
     return AguiOptions(
         cwd=str(workspace),
         permission_policy=allow_all,
         agent_env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
-        mcp_servers=frontend_servers(str(mcp_config(workspace))),
+        mcp_servers=frontend_servers(str(mcp_config(workspace, tasks_url))),
         **options,
     )
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def tasks_url() -> Iterator[str]:
+    """One tasks server (over streamable HTTP, in its own process) for every session of the
+    module: each thread's session would start one of its own over stdio."""
+    with http_tasks_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, tasks_url: str) -> Iterator[Served]:
     """``--redact none --tool-progress`` besides: the endpoint and this project's agent served in
     this process (what the questions do is the point, not their processes)."""
     workspace = tmp_path_factory.mktemp("agui-questions")
     with pytest.MonkeyPatch.context() as patched:
         use_in_process_agui_agents(patched)
-        served = Served(create_app(endpoint_options(workspace, policy="none", tool_progress=True))).start()
+        options = endpoint_options(workspace, tasks_url, policy="none", tool_progress=True)
+        served = Served(create_app(options)).start()
         try:
             yield served
         finally:
@@ -321,14 +331,14 @@ def test_a_run_without_interrupts_has_the_question_declined_saying_why(server: S
 
 @pytest.mark.e2e  # the MCP server is a process of its own
 def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, tasks_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """``--permission-timeout 1`` besides: the endpoint and this project's agent served in this
     process (the bounded wait is the point, not their processes)."""
     use_in_process_agui_agents(monkeypatch)
     caplog.set_level(logging.INFO, logger="acp_progress")
     # the wait is bounded, whatever its length: the shortest whole second
-    served = Served(create_app(endpoint_options(tmp_path, permission_timeout=1))).start()
+    served = Served(create_app(endpoint_options(tmp_path, tasks_url, permission_timeout=1))).start()
     try:
         until_question(served.url, "q-wait", start(served.url, "q-wait", "call asks {}"))
         deadline = time.monotonic() + 30

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.e2e
 pytest.importorskip("psycopg")
 
 HEALTH_CHECK_SECONDS = 0.1
+HEALTH_TIMEOUT_SECONDS = 0.5
 
 
 def _replica(workspace: Path, url: str) -> AguiProcess:
@@ -35,6 +36,8 @@ def _replica(workspace: Path, url: str) -> AguiProcess:
             "ACP_PROGRESS_EMBEDDED_DELAY": "0.05",
             # /health's database check: a short interval, so the outage test waits less than 5 s per change
             "ACP_PROGRESS_AGUI_HEALTH_INTERVAL": str(HEALTH_CHECK_SECONDS),
+            # and a check of a stopped database gives up after 0.5 s, not 2 s
+            "ACP_PROGRESS_AGUI_HEALTH_TIMEOUT": str(HEALTH_TIMEOUT_SECONDS),
         },
     )
 
@@ -197,6 +200,33 @@ async def test_the_database_is_checked_at_the_interval_the_settings_give(pg_url:
     finally:
         locks.close()
         store.close()
+
+
+def test_a_check_waits_for_the_database_as_long_as_the_settings_give(pg_url: str) -> None:
+    """``health_timeout`` bounds one check (the default waits 2 s for a database that is gone)."""
+    from acp_adapter.config import AguiSettings
+    from acp_adapter.frontends.agui.replicas import HEALTH_TIMEOUT, ReplicaThreadLocks
+
+    class Store:
+        def __init__(self) -> None:
+            self.waits: list[float] = []
+
+        def ping(self, timeout: float = HEALTH_TIMEOUT) -> bool:
+            self.waits.append(timeout)
+            return True
+
+    store = Store()
+    assert AguiSettings(health_timeout=0.25).health_timeout == 0.25
+    locks = ReplicaThreadLocks(pg_url, store, "s", health_timeout=0.25)
+    try:
+        assert locks.check() is True and store.waits == [0.25]
+    finally:
+        locks.close()
+    default = ReplicaThreadLocks(pg_url, store, "s")
+    try:
+        assert default.check() is True and store.waits == [0.25, HEALTH_TIMEOUT]
+    finally:
+        default.close()
 
 
 def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(

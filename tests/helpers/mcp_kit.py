@@ -83,11 +83,21 @@ def tasks_server(name: str = "jobs", *, poll_ms: int = 200, cancelled: Path | No
     return McpServerStdio(name=name, command=sys.executable, args=["-m", "tests.mcp_servers.tasks"], env=env)
 
 
-def mcp_config(path: Path) -> Path:
-    """An ``mcp.json`` in ``path`` naming the tasks server, as a front-end's ``--mcp-config`` reads it."""
+@contextlib.contextmanager
+def http_tasks_server() -> Iterator[str]:
+    """The tasks server over streamable HTTP, in its own process, and its URL: it outlives the
+    agents, and every session one starts talks to it (over stdio each session starts its own)."""
+    with http_server("tests.mcp_servers.tasks", "http") as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def mcp_config(path: Path, url: str | None = None) -> Path:
+    """An ``mcp.json`` in ``path`` naming the tasks server, as a front-end's ``--mcp-config`` reads
+    it: over stdio, or at ``url`` (:func:`http_tasks_server`)."""
     spec = tasks_server()
     env = {e.name: e.value for e in spec.env}
-    config = {"mcpServers": {spec.name: {"command": spec.command, "args": spec.args, "env": env}}}
+    entry = {"url": url} if url else {"command": spec.command, "args": spec.args, "env": env}
+    config = {"mcpServers": {spec.name: entry}}
     target = path / "mcp.json"
     target.write_text(json.dumps(config))
     return target

@@ -35,8 +35,7 @@ from tests.helpers.acp_agent import (
     prompt_text,
     spawn_agent,
 )
-from tests.helpers.http_servers import http_server
-from tests.helpers.mcp_kit import tasks_server
+from tests.helpers.mcp_kit import http_tasks_server, tasks_server
 from tests.helpers.shared_agent import SharedAgent, progress_agent, served_inprocess, shared_agent_inprocess
 from tests.helpers.store_backend import Backend
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
@@ -94,13 +93,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 
 def status_lines(card: list[Any]) -> list[str]:
     return [p["message"] for p in progress_of(card) if str(p.get("message", "")).startswith("task ")]
-
-
-@contextlib.contextmanager
-def http_tasks_server() -> Iterator[str]:
-    """The task server over streamable HTTP, in its own process: it outlives the agents."""
-    with http_server("tests.mcp_servers.tasks", "http") as port:
-        yield f"http://127.0.0.1:{port}/mcp"
 
 
 async def until(check: Any, within: float = 20.0) -> None:

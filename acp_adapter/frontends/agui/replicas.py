@@ -38,16 +38,27 @@ LAST_RUN = "agui:lastrun"
 #: seconds between two checks that the database answers (``/health``), unless the endpoint's
 #: settings say otherwise (``ACP_PROGRESS_AGUI_HEALTH_INTERVAL``)
 HEALTH_INTERVAL = 5.0
+#: seconds one check waits for the database (``ACP_PROGRESS_AGUI_HEALTH_TIMEOUT``)
+HEALTH_TIMEOUT = 2.0
 
 
 class ReplicaThreadLocks:
     """The cross-replica half of "one run per thread": a lock per running thread, and which
     replica ran each thread last."""
 
-    def __init__(self, url: str, store: Any, scope: str, health_interval: float = HEALTH_INTERVAL) -> None:
+    def __init__(
+        self,
+        url: str,
+        store: Any,
+        scope: str,
+        health_interval: float = HEALTH_INTERVAL,
+        health_timeout: float = HEALTH_TIMEOUT,
+    ) -> None:
         self.locks = AdvisoryLocks(url)
         #: seconds between two checks that the database answers (:meth:`watch`)
         self.health_interval = health_interval
+        #: seconds a check waits for a connection before the database counts as not answering
+        self.health_timeout = health_timeout
         self.store = store
         self.scope = scope
         self.namespace = f"{LAST_RUN}:{scope}"
@@ -100,7 +111,7 @@ class ReplicaThreadLocks:
         return len(stale)
 
     def check(self) -> bool:
-        ok = bool(self.store.ping()) and self.locks.alive()
+        ok = bool(self.store.ping(self.health_timeout)) and self.locks.alive()
         if ok != self.database_ok:
             if ok:
                 log.info("the session database answers")
