@@ -80,7 +80,9 @@ async def test_console_permission_prompt(answer: str, allowed: bool) -> None:
     instance = new_instance("p", "console", cwd=str(ROOT), progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()
     inp.feed("run echo bridged")
-    task = asyncio.create_task(run_console(instance, inp, out, runner=runner_for(instance)))  # type: ignore[arg-type]
+    # nothing here is timed against the agent (the person answers when asked): it thinks 0.05 s
+    runner = runner_for(instance, delay="0.05")
+    task = asyncio.create_task(run_console(instance, inp, out, runner=runner))  # type: ignore[arg-type]
     await out.wait_for("[permission] Allow")
     inp.feed(answer)
     await out.wait_for("[permission] allowed" if allowed else "[permission] denied")
@@ -125,7 +127,7 @@ async def test_a_tool_s_question_is_asked_in_the_console_chat_and_answered_there
     instance = new_instance("q", "console", cwd=str(tmp_path), progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()
     inp.feed('call asks {"question": "Favourite colour?"}')
-    runner = runner_for(instance, mcp_servers=[tasks_server()])
+    runner = runner_for(instance, delay="0.05", mcp_servers=[tasks_server()])  # nothing timed against it
     task = asyncio.create_task(run_console(instance, inp, out, runner=runner))  # type: ignore[arg-type]
     await out.wait_for("[permission] Allow", 60)
     inp.feed("y")

@@ -23,7 +23,7 @@ from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.console_bridge import run_console_bridge
 
 RUN_CLI = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
-AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'} --pause 0.1"
+AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'} --pause 0.02"
 
 
 @pytest.fixture

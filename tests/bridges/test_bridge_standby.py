@@ -68,7 +68,8 @@ def test_the_standby_takes_over_a_killed_leader_and_nothing_is_answered_twice(
     assert main(create) == 0
     env = {
         **os.environ,
-        **agent_env(),
+        # their agents think 0.05 s a step: the take-over is timed, not the turns
+        **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
         "ACP_PROGRESS_SUMMARY": "off",
         "TELEGRAM_BOT_TOKEN": TOKEN,
         "ACP_PROGRESS_TELEGRAM_API_URL": fake.api_url,

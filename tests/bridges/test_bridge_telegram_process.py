@@ -52,7 +52,9 @@ def start(
 ) -> subprocess.Popen[str]:
     full = {
         **os.environ,
-        **agent_env(),
+        # its agent thinks 0.05 s a step: nothing here is timed against it (a signal, a hanging
+        # call and the token are), and every test waits for its question or answer
+        **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"),
         "ACP_PROGRESS_CONFIG_DIR": str(cfg),
         "TELEGRAM_BOT_TOKEN": token,
         "ACP_PROGRESS_TELEGRAM_API_URL": fake.api_url,

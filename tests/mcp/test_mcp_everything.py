@@ -33,9 +33,23 @@ CANARY = "agent-canary-7f6e5d"
 
 @pytest.fixture(scope="module")
 async def agent() -> AsyncIterator[SharedAgent]:
-    """One agent process for the module's tests (each has its own session and server)."""
+    """One agent process for the module's tests."""
     async with shared_agent_process(env={**FAST, "AGENT_ONLY_CANARY": CANARY}) as shared:
         yield shared
+
+
+@pytest.fixture(scope="module")
+async def everything_session(agent: SharedAgent, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One session with server-everything, shared by the module's tests: each routes it to its own
+    client (:func:`on_everything`) and checks its own turns, so one server start serves them all."""
+    cwd = tmp_path_factory.mktemp("everything")
+    return (await agent.new_session(RecordingClient(), cwd, [everything()])).session_id
+
+
+def on_everything(agent: SharedAgent, sid: str, client: RecordingClient) -> str:
+    """The shared session's updates go to ``client`` from now on (this test's turns)."""
+    agent.router.clients[sid] = client
+    return sid
 
 
 @pytest.fixture
@@ -45,12 +59,12 @@ def client() -> RecordingClient:
 
 
 async def test_long_running_operation_progress_reaches_the_card_and_agui(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    everything_session: str, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
     mark = agent.log_mark()
     asked_before = len(client.permission_requests)  # what this session asks is counted from here
-    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
+    sid = on_everything(agent, everything_session, client)
     ask = 'call trigger-long-running-operation {"duration": 0.6, "steps": 3}'  # 0.2 s a step
     response = await prompt_text(conn, sid, ask)
     assert response.stop_reason == "end_turn"
@@ -88,10 +102,10 @@ async def test_long_running_operation_progress_reaches_the_card_and_agui(
 
 
 async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    everything_session: str, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
-    sid = (await agent.new_session(client, tmp_path, [everything()])).session_id
+    sid = on_everything(agent, everything_session, client)
     first = anyio.Event()
 
     def watch(item) -> None:

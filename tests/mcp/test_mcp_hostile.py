@@ -1,8 +1,9 @@
 """Hostile MCP servers must not kill, hang or flood the agent: a call that never
 answers ends cancelled within 2 s, a 5 MB result, 5,000 tools, a progress flood, escapes and secrets.
 Real processes: the agent over stdio, servers built with the ``mcp`` SDK. One agent process serves
-the module (each test has sessions of its own); the test that measures the agent's peak memory
-starts its own."""
+the module (each test has sessions of its own, but for the tests that need nothing of the plain
+kit server but its tools: they share one session, each with its own client); the test that
+measures the agent's peak memory starts its own."""
 
 from __future__ import annotations
 
@@ -31,6 +32,28 @@ FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_STOP_GRACE
 async def agent() -> AsyncIterator[SharedAgent]:
     async with shared_agent_process(env=FAST) as shared:
         yield shared
+
+
+@pytest.fixture(scope="module")
+def kit_dir(tmp_path_factory: pytest.TempPathFactory):
+    """The shared kit session's folder; its server writes ``cancelled`` there when a call is cancelled."""
+    return tmp_path_factory.mktemp("kit")
+
+
+@pytest.fixture(scope="module")
+async def kit_session(agent: SharedAgent, kit_dir) -> str:
+    """One session with a plain kit server, shared by the tests that need nothing of it but its
+    tools (each routes the session to its own client and checks its own turns): one server start
+    serves them all."""
+    return (
+        await agent.new_session(RecordingClient(), kit_dir, [kit(cancelled=kit_dir / "cancelled")])
+    ).session_id
+
+
+def on_kit(agent: SharedAgent, sid: str, client: RecordingClient) -> str:
+    """The shared kit session's updates go to ``client`` from now on (this test's turns)."""
+    agent.router.clients[sid] = client
+    return sid
 
 
 @pytest.fixture
@@ -79,10 +102,10 @@ async def test_cancel_ends_a_call_the_server_ignores_within_two_seconds(
 
 
 async def test_huge_result_and_progress_flood_leave_the_agent_working(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    kit_session: str, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
-    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
+    sid = on_kit(agent, kit_session, client)
     response = await prompt_text(conn, sid, 'call huge {"mb": 5}')
     assert response.stop_reason == "end_turn"
     card = tool_cards(client, sid)[-1]
@@ -118,11 +141,11 @@ async def test_five_thousand_tools_are_cut_to_one_thousand_and_said_once(
 
 
 async def test_escapes_and_secrets_from_a_server_never_reach_the_client_or_the_log(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    kit_session: str, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
     mark = agent.log_mark()
-    sid = (await agent.new_session(client, tmp_path, [kit()])).session_id
+    sid = on_kit(agent, kit_session, client)
     await prompt_text(conn, sid, "call leak_0_pwned_31m {}")
     card = tool_cards(client, sid)[-1]
     assert final_status(card) == "completed"
@@ -136,11 +159,12 @@ async def test_escapes_and_secrets_from_a_server_never_reach_the_client_or_the_l
 
 
 async def test_session_cancel_sends_mcp_notifications_cancelled_to_the_server(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    kit_session: str, kit_dir, agent: SharedAgent, client: RecordingClient
 ):
-    cancelled = tmp_path / "cancelled"
+    cancelled = kit_dir / "cancelled"
+    cancelled.unlink(missing_ok=True)  # what the server hears from this test's turn on
     conn = agent.conn
-    sid = (await agent.new_session(client, tmp_path, [kit(cancelled=cancelled)])).session_id
+    sid = on_kit(agent, kit_session, client)
     waiting = anyio.Event()
 
     def watch(item) -> None:

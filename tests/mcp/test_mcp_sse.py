@@ -1,18 +1,20 @@
 """MCP servers over SSE (the older HTTP transport many hosted servers still speak): advertised as
 ``mcpCapabilities.sse``, connected, their tools run with cards, progress and cancel, end to end
 through the agent; and a server the agent cannot use is refused in ``session/new``, never
-ignored. Real processes where a server runs: the agent over stdio and the ``mcp`` SDK's server
-(MCPServer, formerly FastMCP) with its SSE transport on loopback; a refusal in ``session/new`` starts
-no server, so the agent answers it in this process."""
+ignored. The server is a real process: the ``mcp`` SDK's server (MCPServer, formerly FastMCP) with
+its SSE transport on loopback; the agent runs in this process (its MCP client is the same wherever
+it runs), where it also answers the refusals in ``session/new``."""
 
 from __future__ import annotations
+
+import logging
 
 import anyio
 import pytest
 from acp import PROTOCOL_VERSION, RequestError
 from acp.schema import AcpMcpServer, ClientCapabilities, HttpHeader, McpServerStdio, SseMcpServer
 
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
 from tests.helpers.http_servers import http_server
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
@@ -22,12 +24,13 @@ pytestmark = pytest.mark.anyio
 TOKEN = "Bearer sse-token-5e4d3c2b1a0f9e8d"
 
 
-@pytest.mark.e2e
-async def test_an_sse_server_runs_tools_with_cards_progress_and_cancel(tmp_path):
+@pytest.mark.e2e  # the SSE server is a process; the agent runs in this process (its process proves nothing)
+async def test_an_sse_server_runs_tools_with_cards_progress_and_cancel(tmp_path, caplog):
+    caplog.set_level(logging.INFO)  # what the agent logs, at the level a spawned agent logs at
     cancelled = tmp_path / "cancelled"
     client = RecordingClient()
     with http_server("tests.mcp_servers.kit", "sse", env={"MCP_KIT_CANCELLED": str(cancelled)}) as port:
-        async with spawn_agent(client, env=agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")) as (conn, _p, log):
+        async with served_inprocess(client, progress_agent()) as conn:
             init = await conn.initialize(
                 protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities()
             )
@@ -67,11 +70,11 @@ async def test_an_sse_server_runs_tools_with_cards_progress_and_cancel(tmp_path)
             card = tool_cards(client, sid)[-1]  # ACP has no "cancelled" status: the card ends failed
             assert final_status(card) == "failed" and "ancel" in repr(card[-1]), card[-1]
             for _ in range(100):  # the server's handler was cancelled by notifications/cancelled
-                if cancelled.exists():
+                if cancelled.exists() and cancelled.read_text():  # created is not yet written
                     break
                 await anyio.sleep(0.05)
             assert cancelled.read_text() == "cancelled\n"
-        assert "sse-token" not in log.read_text()
+        assert caplog.records and "sse-token" not in caplog.text
         assert "sse-token" not in repr([r.update for r in client.updates])
 
 

@@ -259,7 +259,7 @@ async def _start_and_kill(
 def _held_steps(gate: Path) -> str:
     """A task of 40 steps held at its third until ``gate`` exists: it still runs whenever the next
     agent loads the session, however slow the machine, and ends soon after the test opens it."""
-    args = {"steps": 40, "delay": 0.02, "hold_at": 3, "gate": str(gate)}
+    args = {"steps": 40, "delay": 0.01, "hold_at": 3, "gate": str(gate)}
     return f"call steps {json.dumps(args)}"
 
 
