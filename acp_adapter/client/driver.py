@@ -85,6 +85,18 @@ __all__ = [
 ]
 
 
+def _offered_capabilities(
+    given: ClientCapabilities | None, question_policy: QuestionPolicy | None
+) -> ClientCapabilities:
+    """What the driver tells the agent it can do: a driver that answers questions offers elicitation
+    (form and URL) unless the caller said otherwise."""
+    capabilities = given or ClientCapabilities()
+    if question_policy is None or capabilities.elicitation is not None:
+        return capabilities
+    offered = ElicitationCapabilities(form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities())
+    return capabilities.model_copy(update={"elicitation": offered})
+
+
 class AgentDriver:
     """One ACP agent process, driven as an editor would drive it (an async context manager).
 
@@ -113,12 +125,7 @@ class AgentDriver:
         #: SIGTERM and SIGKILL to the group (the close after a failed start uses it too)
         self.close_grace = close_grace
         limits = limits or StreamLimits.from_env()  # ACP_PROGRESS_MAX_LINE_BYTES … unless given
-        capabilities = client_capabilities or ClientCapabilities()
-        if question_policy is not None and capabilities.elicitation is None:
-            offered = ElicitationCapabilities(
-                form=ElicitationFormCapabilities(), url=ElicitationUrlCapabilities()
-            )
-            capabilities = capabilities.model_copy(update={"elicitation": offered})
+        capabilities = _offered_capabilities(client_capabilities, question_policy)
         #: the agent's process and the connection to it
         self.link = AgentLink(
             self.argv,
