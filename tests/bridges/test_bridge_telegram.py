@@ -174,6 +174,9 @@ async def test_429_retry_after_is_honoured_in_order_and_nothing_is_lost(fake: Fa
         fake.user_says(CHAT, "search for TODO")
         for n, method in enumerate(("sendMessage", "editMessageText"), 1):
             await until(lambda n=n: len(limited()) == n, what=f"429 on {method}")
+            # the fake has answered 429; the bridge's wait starts once it has read that answer (later
+            # on a loaded machine): time moves only once that wait is on the clock
+            await until(lambda: clock.pending >= 1, what=f"the bridge's wait after the 429 on {method}")
             await clock.advance(0.99)
             await asyncio.sleep(0.1)
             chat_calls = [c for c in fake.calls if c.method != "getUpdates"]
