@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from acp.schema import AgentThoughtChunk, ToolCallStart
+from acp.schema import AgentThoughtChunk
 
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
 from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
+from tests.helpers.tool_cards import text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
 
@@ -24,18 +25,6 @@ async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
         yield shared
 
 
-def _text(update: object) -> str:
-    return " ".join(getattr(c.content, "text", "") for c in (getattr(update, "content", None) or []))
-
-
-def _tool_cards(client: RecordingClient, session_id: str) -> dict[str, list[object]]:
-    return {
-        cid: ups
-        for cid, ups in client.cards(session_id).items()
-        if isinstance(ups[0], ToolCallStart) and ups[0].kind != "think"
-    }
-
-
 async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_path, agent):
     (tmp_path / "hello.txt").write_text("hi\n")
     for decision, expected in (("reject", "failed"), ("allow", "completed")):
@@ -43,7 +32,7 @@ async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_pa
         session = await agent.new_session(client, tmp_path)
         response = await prompt_text(agent.conn, session.session_id, "run ls -la")
         assert response.stop_reason == "end_turn"
-        (card,) = _tool_cards(client, session.session_id).values()
+        (card,) = tool_cards(client, session.session_id)
         assert card[0].kind == "execute" and card[0].title == "Running ls -la"
         (asked,) = client.permission_requests
         assert asked.tool_call_id == card[0].tool_call_id
@@ -52,10 +41,10 @@ async def test_permission_is_asked_on_the_same_card_and_a_denial_fails_it(tmp_pa
         )
         assert final_status(card) == expected
         if decision == "reject":
-            assert "Permission denied by the user" in _text(card[-1])
+            assert "Permission denied by the user" in text_of(card[-1])
             assert "failed: Permission denied" in client.answer(session.session_id)
         else:
-            assert "hello.txt" in _text(card[-1])
+            assert "hello.txt" in text_of(card[-1])
             assert "I ran `ls -la`" in client.answer(session.session_id)
 
 

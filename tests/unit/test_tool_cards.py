@@ -12,10 +12,11 @@ import os
 from collections.abc import AsyncIterator
 
 import pytest
-from acp.schema import ToolCallProgress, ToolCallStart
+from acp.schema import ToolCallProgress
 
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
 from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
+from tests.helpers.tool_cards import text_of, tool_cards
 
 pytestmark = pytest.mark.anyio
 
@@ -24,18 +25,6 @@ pytestmark = pytest.mark.anyio
 async def agent(anyio_backend: str) -> AsyncIterator[SharedAgent]:
     async with shared_agent_inprocess() as shared:
         yield shared
-
-
-def _text(update: object) -> str:
-    return " ".join(getattr(c.content, "text", "") for c in (getattr(update, "content", None) or []))
-
-
-def _tool_cards(client: RecordingClient, session_id: str) -> dict[str, list[object]]:
-    return {
-        cid: ups
-        for cid, ups in client.cards(session_id).items()
-        if isinstance(ups[0], ToolCallStart) and ups[0].kind != "think"
-    }
 
 
 def _workspace(tmp_path, files: int = 300):
@@ -55,7 +44,7 @@ async def test_search_card_has_title_progress_and_matches_and_the_answer_cites_t
     session = await agent.new_session(client, ws)
     response = await prompt_text(agent.conn, session.session_id, "search for TODO")
     assert response.stop_reason == "end_turn"
-    (card,) = _tool_cards(client, session.session_id).values()
+    (card,) = tool_cards(client, session.session_id)
     start = card[0]
     assert start.kind == "search" and start.status == "in_progress"
     assert start.title == "Searching for TODO"
@@ -65,9 +54,9 @@ async def test_search_card_has_title_progress_and_matches_and_the_answer_cites_t
     values = [u.field_meta["acpProgress"]["progress"] for u in progress]
     assert all(v["total"] == 300 for v in values)
     assert values[-1]["value"] == 300 and values[0]["value"] < 300
-    assert "Scanned 300/300 files" in _text(progress[-1])
+    assert "Scanned 300/300 files" in text_of(progress[-1])
     assert final_status(card) == "completed"
-    assert "6 matches in 6 files" in _text(card[-1])
+    assert "6 matches in 6 files" in text_of(card[-1])
     answer = client.answer(session.session_id)
     assert "found 6 matches in 6 files" in answer and "pkg0/mod0.py:3" in answer
 
@@ -93,9 +82,9 @@ async def test_failing_tools_fail_their_card_and_the_turn_still_answers(tmp_path
     escape = await prompt_text(conn, session.session_id, "read ../outside/secret.txt")
     link = await prompt_text(conn, session.session_id, "read link.txt")
     assert missing.stop_reason == escape.stop_reason == link.stop_reason == "end_turn"
-    cards = list(_tool_cards(client, session.session_id).values())
+    cards = tool_cards(client, session.session_id)
     assert [final_status(c) for c in cards] == ["failed", "failed", "failed"]
-    reasons = [_text(c[-1]) for c in cards]
+    reasons = [text_of(c[-1]) for c in cards]
     assert "no such file: missing.md" in reasons[0]
     assert "outside the workspace" in reasons[1] and "outside the workspace" in reasons[2]
     assert all("\n" not in r for r in reasons)
@@ -126,8 +115,8 @@ async def test_cancel_during_a_long_tool_closes_its_card_and_drops_later_progres
     await asyncio.sleep(0.6)  # more than a step: the tool would have reported another by now
     assert len(client.updates) == count
     assert response.stop_reason == "cancelled"
-    (card,) = _tool_cards(client, session.session_id).values()
+    (card,) = tool_cards(client, session.session_id)
     assert card[0].title.startswith("Working on")
-    assert final_status(card) == "failed" and "Cancelled" in _text(card[-1])
+    assert final_status(card) == "failed" and "Cancelled" in text_of(card[-1])
     after_terminal = card[card.index(card[-1]) + 1 :]
     assert after_terminal == []
