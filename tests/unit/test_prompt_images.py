@@ -12,6 +12,7 @@ acknowledges them and does not advertise them.
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 from acp import text_block
@@ -20,11 +21,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_adapter.agent.attachments import MAX_IMAGES, sort_images
+from acp_adapter.config import Settings
 from acp_adapter.text import IMAGE_TYPES, prompt_to_text
 from tests.helpers.acp_agent import RecordingClient, agent_env
 from tests.helpers.fake_openai import FakeOpenAI, text_reply
 from tests.helpers.openai_agent import KEY, openai_env
-from tests.helpers.shared_agent import served_inprocess
+from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 PNG = base64.b64encode(bytes.fromhex("89504e470d0a1a0a" + "00" * 59)).decode()
 HOSTILE_TYPES = ("image/png;base64,AAAA", "text/html", "image/svg+xml", "image/png; x=1", "image/", "")
@@ -56,15 +58,17 @@ def test_whatever_the_type_and_data_the_data_url_has_one_shape(mime: str, data: 
         assert url.count(",") == 1 and url.count(";") == 1
 
 
+def _openai_agent(server: FakeOpenAI) -> Any:
+    """This project's agent on the OpenAI back-end at ``server``, with the settings a spawned one reads."""
+    return progress_agent(Settings.from_env(openai_env(server)))
+
+
 @pytest.mark.anyio
 async def test_a_bad_image_type_is_told_and_the_turn_goes_on_with_the_good_image(tmp_path) -> None:
-    from acp_adapter.config import Settings
-    from tests.helpers.shared_agent import progress_agent, served_inprocess
-
     with FakeOpenAI(api_key=KEY) as server:
         server.script(text_reply("One picture."))
         client = RecordingClient()
-        agent = progress_agent(Settings.from_env(openai_env(server)))  # the settings a spawned one reads
+        agent = _openai_agent(server)
         async with served_inprocess(client, agent) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             prompt = [
@@ -85,13 +89,10 @@ async def test_a_bad_image_type_is_told_and_the_turn_goes_on_with_the_good_image
 
 @pytest.mark.anyio
 async def test_the_openai_backend_advertises_images_and_the_model_gets_them(tmp_path):
-    from acp_adapter.config import Settings
-    from tests.helpers.shared_agent import progress_agent
-
     with FakeOpenAI(api_key=KEY) as server:
         server.script(text_reply("A black square."))
         client = RecordingClient()
-        agent = progress_agent(Settings.from_env(openai_env(server)))  # the settings a spawned one reads
+        agent = _openai_agent(server)
         async with served_inprocess(client, agent) as conn:
             sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
             init = await conn.initialize(protocol_version=1)
@@ -107,9 +108,6 @@ async def test_the_openai_backend_advertises_images_and_the_model_gets_them(tmp_
 
 @pytest.mark.anyio
 async def test_the_embedded_model_acknowledges_an_image_and_does_not_advertise_images(tmp_path):
-    from acp_adapter.config import Settings
-    from tests.helpers.shared_agent import progress_agent
-
     client = RecordingClient()
     agent = progress_agent(Settings.from_env(agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")))
     async with served_inprocess(client, agent) as conn:
