@@ -1,8 +1,10 @@
 """The benchmark scripts the closing notes quote still run and print the figures they promise.
 
-Each runs as a real process with tiny sizes (the figures are meaningless at that size; whether the
-script runs end to end, with its baselines and both modes, is what is checked), plus the statistic
-they share.
+Each runs end to end with tiny sizes (the figures are meaningless at that size; whether the script
+runs, with its baselines and both modes, is what is checked), plus the statistic they share. The
+script runs inside the test's process as ``python scripts/NAME`` would run it
+(:func:`tests.helpers.script_inside.run_script_inside`); the agents and clients it measures are its
+own real processes as ever.
 """
 
 from __future__ import annotations
@@ -10,29 +12,17 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
+from tests.helpers.script_inside import SCRIPTS, run_script_inside
 
-from paired_rounds import round_medians, round_ratios  # noqa: E402
+sys.path.insert(0, str(SCRIPTS))
 
-
-def run_script(name: str, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / name), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+from paired_rounds import round_medians, round_ratios
 
 
 def test_round_ratios_pair_rounds_and_report_their_median_and_spread() -> None:
@@ -47,7 +37,7 @@ def test_round_ratios_pair_rounds_and_report_their_median_and_spread() -> None:
 def figures_of(name: str, tmp_path: Path, *args: str) -> dict[str, Any]:
     """Run a benchmark with ``--json`` and return its figures (the printed report is for people)."""
     out = tmp_path / f"{name}.json"
-    run_script(name, *args, "--json", str(out))
+    run_script_inside(name, *args, "--json", str(out))
     figures: dict[str, Any] = json.loads(out.read_text())
     return figures
 
