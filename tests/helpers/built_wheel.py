@@ -2,7 +2,8 @@
 and a clean ``uv`` to run them with.
 
 ``python -m build`` builds the sdist, then the wheel from the sdist (so a file missing from the
-sdist breaks the wheel too). ``uv`` gets an empty cache and an empty ``HOME`` (no user or project
+sdist breaks the wheel too), each in an isolated environment with only the declared build
+requirements. ``uv`` gets an empty cache and an empty ``HOME`` (no user or project
 configuration, ``UV_NO_CONFIG``), the interpreter running the tests (so nothing downloads a Python)
 and, when pip on this machine is configured with an index other than PyPI, that index, so uv
 resolves dependencies where pip would. Nothing of this checkout is on the import path of what uv
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -53,13 +55,19 @@ NOT_SOURCE = shutil.ignore_patterns(
 )
 
 
+def _installer() -> list[str]:
+    """uv fills the build's isolated environments when it is there (the test extra installs it):
+    the same environments, with the same build requirements, made in a fraction of pip's time."""
+    return ["--installer", "uv"] if importlib.util.find_spec("uv") or shutil.which("uv") else []
+
+
 def _build(tmp_path_factory: pytest.TempPathFactory, out: Path) -> None:
     """Built from a copy of the checkout: setuptools writes its ``*.egg-info`` and ``build/`` into
     the tree it builds, so two test workers building the checkout itself would trip over each other."""
     source = tmp_path_factory.mktemp("source") / "acp-progress"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
     done = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(source)],
+        [sys.executable, "-m", "build", *_installer(), "--outdir", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=600,
