@@ -131,7 +131,7 @@ async def test_each_snippets_command_serves_a_prompt_with_its_think_card(
 ) -> None:
     lang, body = readme_snippets()[name]
     argv = _runnable(agent_command(lang, body), dist, venv)
-    env = uv_env(uv_base, ACP_PROGRESS_EMBEDDED_DELAY="0.3", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
+    env = uv_env(uv_base, ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
     assert str(venv) not in env["PATH"]
     key = (*argv, *sorted(f"{k}={v}" for k, v in env.items()))
     if key not in served_by_command:
@@ -159,7 +159,7 @@ def test_acpx_itself_runs_its_snippet(
     words[0] = str(CLIENT_DIR / "node_modules" / ".bin" / "acpx")
     (tmp_path / "home").mkdir()
     env = uv_env(
-        uv_base, ACP_PROGRESS_EMBEDDED_DELAY="0.3", HOME=str(tmp_path / "home")
+        uv_base, ACP_PROGRESS_EMBEDDED_DELAY="0.05", HOME=str(tmp_path / "home")
     )  # acpx keeps ~/.acpx
     done = subprocess.run(words, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -59,7 +59,7 @@ def test_the_sdist_and_wheel_pass_twine_check_and_carry_licence_and_metadata(dis
 async def test_uvx_runs_the_wheel_from_an_empty_cache_and_home(dist: Dist, tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    env = uv_env(tmp_path, ACP_PROGRESS_EMBEDDED_DELAY="0.3", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
+    env = uv_env(tmp_path, ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_HEARTBEAT_INTERVAL="0.1")
     argv = ["uvx", "--from", str(dist.wheel), "acp-progress", "serve"]
     answer, client = await one_prompt(argv, env, work, tmp_path / "agent.log")
     assert answer.agent_info.name == "acp-progress"
