@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -252,16 +253,26 @@ FRONT_END = {"module": "acp_adapter.cli"}
 AGENT_INSIDE_MODULE = "tests.helpers.cli_agent_inside"
 
 
+#: ``--forked``: the process each command line is forked from (tests/helpers/cli_zygote.py)
+ZYGOTE: list[Any] = []
+
+
 def cli(args: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", FRONT_END["module"], *args]
 
 
 def run_pipe(
-    argv: list[str], stdin: bytes | None, cwd: Path, env: Mapping[str, str], merge_stderr: bool = False
+    args: list[str], stdin: bytes | None, cwd: Path, env: Mapping[str, str], merge_stderr: bool = False
 ) -> tuple[int, str, str]:
-    """Run to the end with stdout and stderr on pipes; kill its process group after the timeout."""
+    """Run ``acp-progress ARGS`` to the end with stdout and stderr on pipes; kill its process group
+    after the timeout."""
+    if ZYGOTE:
+        from tests.helpers.cli_zygote import run_forked_pipe
+
+        code, out, err = run_forked_pipe(ZYGOTE[0], args, stdin, cwd, env, COMMAND_TIMEOUT, merge_stderr)
+        return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     proc = subprocess.Popen(
-        argv,
+        cli(args),
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -280,7 +291,7 @@ def run_pipe(
     return proc.returncode, out.decode("utf-8", "replace"), (err or b"").decode("utf-8", "replace")
 
 
-def run_pty(argv: list[str], cwd: Path, env: Mapping[str, str], until: str) -> tuple[int | None, str]:
+def run_pty(args: list[str], cwd: Path, env: Mapping[str, str], until: str) -> tuple[int | None, str]:
     """The screen of a pseudo-terminal when ``until`` first matches it, after the output settles."""
     try:
         import pyte
@@ -301,7 +312,13 @@ def run_pty(argv: list[str], cwd: Path, env: Mapping[str, str], until: str) -> t
     def shown() -> str:
         return "\n".join(line.rstrip() for line in screen.display)
 
-    child = Screen(argv, str(cwd), {**env, "TERM": "xterm-256color"})
+    on_terminal = {**env, "TERM": "xterm-256color"}
+    if ZYGOTE:
+        from tests.helpers.cli_zygote import ForkedPtyChild
+
+        child: PtyChild = ForkedPtyChild(ZYGOTE[0], args, cwd, on_terminal, stream.feed)
+    else:
+        child = Screen(cli(args), str(cwd), on_terminal)
     try:
         child.read_while(COMMAND_TIMEOUT, lambda: re.search(until, shown()) is not None)
         snapshot = shown()
@@ -354,22 +371,23 @@ def run_example(name: str, example: Example) -> Run:
         env = base_env(home)
         for line in example.setup:
             setup = parse_command(line)
-            code, _, err = run_pipe(cli(setup.args), setup.stdin, workspace, {**env, **setup.env})
+            code, _, err = run_pipe(setup.args, setup.stdin, workspace, {**env, **setup.env})
             if code != 0:
                 raise RuntimeError(f"setup {line!r} exited {code}: {err.strip()[-500:]}")
         for command, exit_code in ((example.command, example.exit_code), *example.then):
             invocation = parse_command(command)
-            argv = cli(invocation.args)
             run_env = {**env, **invocation.env}
             if example.mode == "pty":
                 assert example.until is not None
-                code_or_none, text = run_pty(argv, workspace, run_env, example.until)
+                code_or_none, text = run_pty(invocation.args, workspace, run_env, example.until)
                 err = ""
                 if code_or_none is None:
                     raise TimeoutError(f"did not exit within {COMMAND_TIMEOUT:.0f}s")
                 code = code_or_none
             else:
-                code, text, err = run_pipe(argv, invocation.stdin, workspace, run_env, example.stderr)
+                code, text, err = run_pipe(
+                    invocation.args, invocation.stdin, workspace, run_env, example.stderr
+                )
             if code != exit_code:
                 why = f"{command!r} exited {code}, expected {exit_code}"
                 raise RuntimeError(f"{why}; stderr ends: {err[-800:]}")
@@ -486,9 +504,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="each command's agent runs inside the command's process instead of one of its own: what "
         "the command prints is the same, two interpreter starts fewer (the test suite's check)",
     )
+    parser.add_argument(
+        "--forked",
+        action="store_true",
+        help="each command line (its agent inside it) is a process forked from one that imported the "
+        "command line once: its own pipes or terminal, environment, directory and exit status, without "
+        "an interpreter start and the imports each (the test suite's check)",
+    )
     args = parser.parse_args(argv)
     if args.agent_inside:
         FRONT_END["module"] = AGENT_INSIDE_MODULE
+    if args.forked:
+        sys.path.insert(0, str(ROOT))
+        from tests.helpers.cli_zygote import Zygote
+
+        zygote_home = Path(tempfile.mkdtemp(prefix="readme-example-zygote-"))
+        ZYGOTE.append(Zygote(base_env(zygote_home)))
+    try:
+        return _check_or_update(args)
+    finally:
+        for zygote in ZYGOTE:
+            zygote.close()
+        ZYGOTE.clear()
+        if args.forked:
+            shutil.rmtree(zygote_home, ignore_errors=True)
+
+
+def _check_or_update(args: argparse.Namespace) -> int:
 
     docs = documents()
     try:

@@ -5,6 +5,9 @@ The first test runs every documented command for real and fails on drift: a chan
 what a command prints must regenerate the pages (``python scripts/readme_examples.py --update``).
 Each command line is its own process (its pipe or terminal is what is shown); the agent it talks to
 runs inside it (``--agent-inside``): what the command prints is compared, not the agent's process.
+Each of those processes is forked from one that imported the command line once (``--forked``,
+tests/helpers/cli_zygote.py): its own pipes or terminal, environment, directory and exit status,
+without ten interpreters importing the same modules.
 The others hold the comparison to its promises without running anything.
 """
 
@@ -35,7 +38,7 @@ def _script() -> ModuleType:
 @pytest.mark.timeout(240)
 def test_every_readme_example_is_what_its_command_prints() -> None:
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--check", "--agent-inside"],
+        [sys.executable, str(SCRIPT), "--check", "--agent-inside", "--forked"],
         cwd=ROOT,
         capture_output=True,
         text=True,
