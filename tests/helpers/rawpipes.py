@@ -82,6 +82,24 @@ def answers(id_: Any) -> Callable[[Any], bool]:
     return lambda m: isinstance(m, dict) and m.get("id") == id_ and ("result" in m or "error" in m)
 
 
+def asleep_cpu_ticks(pid: int) -> int | None:
+    """The CPU time (clock ticks) process ``pid`` has used, when none of its threads is running or
+    waiting to run (Linux ``/proc``), else None: the same ticks seen twice apart mean it did nothing
+    in between though it could have — not a process the scheduler kept waiting."""
+    ticks = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as stat:
+                text = stat.read()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        state, *fields = text[text.rindex(")") + 2 :].split()
+        if state == "R":
+            return None
+        ticks += int(fields[10]) + int(fields[11])  # utime and stime
+    return ticks
+
+
 def rss_mb(pid: int) -> float:
     """The resident memory of process ``pid`` in MB (Linux ``/proc``), for the memory-bound tests."""
     with open(f"/proc/{pid}/status") as status:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.acp_agent import agent_env
-from tests.helpers.rawpipes import RawProcess, answers, request, rss_mb
+from tests.helpers.rawpipes import RawProcess, answers, asleep_cpu_ticks, request, rss_mb
 
 pytestmark = pytest.mark.e2e
 
@@ -163,6 +163,7 @@ def test_a_client_that_never_reads_cannot_grow_serve(tmp_path):
     deadline = time.monotonic() + 8
     pending = memoryview(b"")
     blocked_since: float | None = None
+    asleep: tuple[float, int] | None = None  # since when serve sat asleep with these CPU ticks
     try:
         while time.monotonic() < deadline:
             if not pending:
@@ -174,13 +175,21 @@ def test_a_client_that_never_reads_cannot_grow_serve(tmp_path):
                 peak = max(peak, rss_mb(proc.pid))
                 now = time.monotonic()
                 blocked_since = now if blocked_since is None else blocked_since
+                ticks = asleep_cpu_ticks(proc.pid)
+                if ticks is None or asleep is None or asleep[1] != ticks:
+                    asleep = None if ticks is None else (now, ticks)
+                elif now - asleep[0] > 0.5:
+                    # its input waiting, serve sat asleep for 0.5 s without a tick of CPU: it holds
+                    # what it has and takes nothing more (a serve that queues without bound reads
+                    # what waits: it runs or waits for a CPU, never sleeps with input to read)
+                    break
                 if now - blocked_since > 3:
                     # not a byte read for 3 s: serve holds what it has and takes nothing more (a
                     # serve that queues without bound keeps reading, so it is still written to
                     # until the deadline and grows)
                     break
                 continue
-            blocked_since = None
+            blocked_since = asleep = None
             sent += written
             pending = pending[written:]
         peak = max(peak, rss_mb(proc.pid))
