@@ -292,6 +292,8 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> int:
     if isinstance(code, str):
         print(code, file=sys.stderr)
         code = 1
+    # as the interpreter ends: its threads that are not daemons finish, then the exit functions run
+    threading._shutdown()  # type: ignore[attr-defined]
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):
