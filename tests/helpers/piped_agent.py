@@ -1,0 +1,60 @@
+"""An SDK agent served in the test's process, reached through a process that only pipes bytes.
+
+For tests of a front-end that spawns its agent (the relay) whose point is what it forwards and
+injects, not the agent's process: the front-end still spawns a real process on real pipes
+(``tests/agents/socket_pipe.py``, a few milliseconds of CPU to start), and the agent behind it — a
+scripted foreign agent built by ``make_agent`` — answers from this process over a Unix socket,
+instead of an interpreter start and the ACP SDK imported again (over half a second of CPU) per
+test. A test about the agent's own process (its crash, its exit code, its stderr, its children)
+spawns the agent's script as it is."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from tests.helpers.acp_agent import ROOT
+
+__all__ = ["piped_agent"]
+
+SOCKET_PIPE = ROOT / "tests" / "agents" / "socket_pipe.py"
+
+
+@contextlib.asynccontextmanager
+async def piped_agent(make_agent: Callable[[], Any]) -> AsyncIterator[list[str]]:
+    """Yields the command line of an agent process whose every connection is served by a new
+    ``make_agent()`` in this process (``acp.run_agent`` on the socket, as the agent's script runs it
+    on its stdio); leaving stops serving."""
+    from acp import run_agent
+
+    from acp_adapter.protocol.stdio import STREAM_LIMIT
+
+    served: set[asyncio.Task[None]] = set()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        served.add(task)
+        try:
+            await run_agent(make_agent(), writer, reader)  # to the agent's client, from it
+        finally:
+            writer.close()  # the pipe process sees the end and exits, as the agent's script would
+            served.discard(task)
+
+    folder = Path(tempfile.mkdtemp(prefix="acp-pipe-", dir="/tmp"))  # short: a socket path has ~100 bytes
+    path = folder / "agent.sock"
+    server = await asyncio.start_unix_server(serve, path=str(path), limit=STREAM_LIMIT)
+    try:
+        yield [sys.executable, "-S", str(SOCKET_PIPE), str(path)]
+    finally:
+        server.close()
+        for task in list(served):
+            task.cancel()
+        await asyncio.gather(*served, return_exceptions=True)
+        shutil.rmtree(folder, ignore_errors=True)
