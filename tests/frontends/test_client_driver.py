@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import sys
 import time
@@ -171,23 +172,20 @@ async def test_no_answer_to_initialize_times_out() -> None:
 @pytest.mark.e2e
 async def test_close_kills_the_whole_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "child.pid"
-    # an "agent" that starts a child ignoring SIGTERM, then never answers
-    script = (
-        "import subprocess, sys, time; "
-        "p = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; sleep 300']); "
-        f"open({str(marker)!r}, 'w').write(str(p.pid)); time.sleep(300)"
-    )
+    # an "agent" (a shell: its child is there at once) that starts a child ignoring SIGTERM, then
+    # never answers
+    script = f"sh -c 'trap \"\" TERM; sleep 300' & echo $! > {shlex.quote(str(marker))}; sleep 300"
     started = time.monotonic()
     with pytest.raises(AgentStartError):
-        async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0, close_grace=1.0):
+        async with AgentDriver(["sh", "-c", script], init_timeout=0.3, close_grace=1.0):
             pass
-    # 1 s for initialize, 0.5 s (half the grace) for the agent to exit on its closed stdin, then
+    # 0.3 s for initialize, 0.5 s (half the grace) for the agent to exit on its closed stdin, then
     # SIGTERM ends the agent at once: the close does not wait out the 1 s grace for the child still
-    # holding the agent's stdout and stderr (2.5 s in all), it kills it (1.5 s: half a grace short)
+    # holding the agent's stdout and stderr (1.8 s in all), it kills it (0.8 s: half a grace short)
     took = time.monotonic() - started
     pid = int(marker.read_text())
     assert await asyncio.to_thread(_dies_within, pid, 3.0)
-    assert took < 2.0, f"the close took {took - 1:.2f} s after the initialize time-out"
+    assert took < 1.3, f"the close took {took - 0.3:.2f} s after the initialize time-out"
 
 
 @pytest.mark.e2e
@@ -204,13 +202,14 @@ async def test_a_process_outside_the_group_holding_stderr_does_not_hold_the_clos
     started = time.monotonic()
     try:
         with pytest.raises(AgentStartError):
-            async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0):
+            async with AgentDriver([sys.executable, "-c", script], init_timeout=0.3):
                 pass
         took = time.monotonic() - started
     finally:
         if marker.exists():
             os.kill(int(marker.read_text()), signal.SIGKILL)
-    assert took < 2.0, f"the close took {took - 1:.2f} s after the initialize time-out"
+    # the close's first wait alone (for the agent's exit on its closed stdin) is 1 s, half the grace
+    assert took < 1.3, f"the close took {took - 0.3:.2f} s after the initialize time-out"
 
 
 def _dies_within(pid: int, seconds: float) -> bool:
