@@ -11,6 +11,7 @@ import shlex
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,11 @@ from acp_adapter.client.driver import (
     parse_agent_command,
     permission_response,
 )
+from tests.agents.scripted_agent import ScriptedAgent
 from tests.helpers.acp_agent import ROOT, agent_env, prompt_text
 from tests.helpers.cli_agent_inside import agent_inside
 from tests.helpers.cli_inside import run_cli_inside
+from tests.helpers.piped_agent import piped_agent
 from tests.helpers.shared_agent import agent_on
 
 pytestmark = pytest.mark.anyio
@@ -39,6 +42,13 @@ SCRIPTED = str(ROOT / "tests" / "agents" / "scripted_agent.py")
 
 def scripted(mode: str, *args: str) -> list[str]:
     return [sys.executable, SCRIPTED, mode, *args]
+
+
+def scripted_agent(mode: str, arg: str | None = None) -> Callable[[], ScriptedAgent]:
+    """What ``scripted(mode, arg)`` runs, served in this process behind a pipe process
+    (:func:`~tests.helpers.piped_agent.piped_agent`), where the driver's turns are the point and the
+    agent's process proves nothing (its crash and its stdout garbage keep their own process)."""
+    return lambda: ScriptedAgent(mode, arg)
 
 
 def answer_of(updates: list[object]) -> str:
@@ -67,7 +77,7 @@ async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path:
 
 @pytest.mark.e2e
 async def test_a_second_prompt_on_a_busy_session_is_refused_and_the_first_finishes(tmp_path: Path) -> None:
-    async with AgentDriver(scripted("silent", "0.3")) as driver:
+    async with piped_agent(scripted_agent("silent", "0.3")) as argv, AgentDriver(argv) as driver:
         session_id = await driver.new_session(str(tmp_path))
         turn = driver.prompt(session_id, "one")
         with pytest.raises(TurnInProgress):
@@ -80,7 +90,7 @@ async def test_a_second_prompt_on_a_busy_session_is_refused_and_the_first_finish
 
 @pytest.mark.e2e
 async def test_cancel_ends_the_turn_cancelled(tmp_path: Path) -> None:
-    async with AgentDriver(scripted("silent", "30")) as driver:
+    async with piped_agent(scripted_agent("silent", "30")) as argv, AgentDriver(argv) as driver:
         session_id = await driver.new_session(str(tmp_path))
         turn = driver.prompt(session_id, "wait")
         started = time.monotonic()
@@ -99,7 +109,10 @@ async def test_permission_policy_answers_and_marks_automatic_decisions(tmp_path:
         return permission_response(request, True)
 
     (Path("/tmp") / "relay-test.txt").write_text("hello file")
-    async with AgentDriver(scripted("fs"), permission_policy=person_says_yes) as driver:
+    async with (
+        piped_agent(scripted_agent("fs")) as argv,
+        AgentDriver(argv, permission_policy=person_says_yes) as driver,
+    ):
         session_id = await driver.new_session(str(tmp_path))
         updates = [u async for u in driver.prompt(session_id, "go")]
     assert seen and seen[0].title == "Running rm -rf build"
@@ -244,7 +257,10 @@ async def test_a_slow_consumer_bounds_the_turn_queue_and_loses_nothing(tmp_path:
     from acp_adapter.protocol import StreamLimits
 
     limits = StreamLimits(max_queued_updates=5)
-    async with AgentDriver(scripted("burst", "300"), env=agent_env(), limits=limits) as driver:
+    async with (
+        piped_agent(scripted_agent("burst", "300")) as argv,
+        AgentDriver(argv, env=agent_env(), limits=limits) as driver,
+    ):
         session_id = await driver.new_session(str(tmp_path))
         turn = driver.prompt(session_id, "go")
         # nobody consumes: the driver must stop reading the agent once its queue is full; a queue
@@ -306,7 +322,7 @@ async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_ca
 
 @pytest.mark.e2e
 async def test_an_agent_without_load_or_list_is_told_apart(tmp_path: Path) -> None:
-    async with AgentDriver(scripted("stream"), env=agent_env()) as driver:
+    async with piped_agent(scripted_agent("stream")) as argv, AgentDriver(argv, env=agent_env()) as driver:
         assert not driver.sessions.can_load
         with pytest.raises(AgentError, match="cannot load sessions"):
             await driver.load_session("s", str(tmp_path))
