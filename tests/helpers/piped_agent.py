@@ -6,22 +6,27 @@ injects, not the agent's process: the front-end still spawns a real process on r
 scripted foreign agent built by ``make_agent`` — answers from this process over a Unix socket,
 instead of an interpreter start and the ACP SDK imported again (over half a second of CPU) per
 test. A test about the agent's own process (its crash, its exit code, its stderr, its children)
-spawns the agent's script as it is."""
+spawns the agent's script as it is.
+
+:func:`piped_agent_thread` serves from a thread of its own, for a front-end run as a process of its
+own or inside the test's process with its own event loop (``run_cli_inside``)."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.helpers.acp_agent import ROOT
 
-__all__ = ["piped_agent"]
+__all__ = ["piped_agent", "piped_agent_thread"]
 
 SOCKET_PIPE = ROOT / "tests" / "agents" / "socket_pipe.py"
 
@@ -58,3 +63,30 @@ async def piped_agent(make_agent: Callable[[], Any]) -> AsyncIterator[list[str]]
             task.cancel()
         await asyncio.gather(*served, return_exceptions=True)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def piped_agent_thread(make_agent: Callable[[], Any]) -> Iterator[list[str]]:
+    """:func:`piped_agent` served by an event loop in a thread of its own (stopped on leaving)."""
+    started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Event, list[str]]]
+    started = concurrent.futures.Future()
+
+    async def serve() -> None:
+        try:
+            stop = asyncio.Event()
+            async with piped_agent(make_agent) as argv:
+                started.set_result((asyncio.get_running_loop(), stop, argv))
+                await stop.wait()
+        except BaseException as exc:
+            if not started.done():
+                started.set_exception(exc)
+            raise
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), name="piped-agent", daemon=True)
+    thread.start()
+    loop, stop, argv = started.result(timeout=30)
+    try:
+        yield argv
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(10)
