@@ -266,6 +266,18 @@ def test_relay_without_a_command_is_a_usage_error(capsys):
     assert "give the agent to wrap after --" in capsys.readouterr().err
 
 
+def test_the_relays_stop_grace_comes_from_its_setting() -> None:
+    from acp_adapter.cli import build_parser
+    from acp_adapter.cli.relay import relay_options
+
+    words = ["relay", "--", "some-agent"]
+    chosen = relay_options(build_parser(words).parse_args(words), Settings(relay_stop_grace=0.25))
+    assert not isinstance(chosen, int)
+    assert chosen[1].stop_grace == 0.25
+    default = relay_options(build_parser(words).parse_args(words), Settings())
+    assert not isinstance(default, int) and default[1].stop_grace == 2.0
+
+
 @pytest.mark.e2e
 def test_relay_stdout_is_protocol_only_and_unknown_commands_fail_clearly(tmp_path):
     import subprocess
