@@ -20,24 +20,50 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tests.helpers.acp_agent import ROOT
 
-__all__ = ["piped_agent", "piped_agent_thread"]
+__all__ = ["as_serve_does", "piped_agent", "piped_agent_thread"]
 
 SOCKET_PIPE = ROOT / "tests" / "agents" / "socket_pipe.py"
 
+#: serves one agent on one connection's streams until the connection ends
+Serve = Callable[[Any, asyncio.StreamWriter, asyncio.StreamReader], Awaitable[None]]
 
-@contextlib.asynccontextmanager
-async def piped_agent(make_agent: Callable[[], Any]) -> AsyncIterator[list[str]]:
-    """Yields the command line of an agent process whose every connection is served by a new
-    ``make_agent()`` in this process (``acp.run_agent`` on the socket, as the agent's script runs it
-    on its stdio); leaving stops serving."""
+
+async def _as_its_script_does(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+    """A scripted SDK agent, as its script runs it on stdio (``acp.run_agent``)."""
     from acp import run_agent
 
+    await run_agent(agent, writer, reader)  # to the agent's client, from it
+
+
+async def as_serve_does(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+    """This project's agent (a ProgressAgent), as ``serve`` runs it on stdio: its connection with
+    every route, the package's line reader, and the hang-up at the end of input."""
+    from acp_adapter.agent.routes import agent_connection
+    from acp_adapter.protocol import JsonRpcStream, StreamLimits
+
+    stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
+    conn = agent_connection(agent, stream)
+    try:
+        with contextlib.suppress(ConnectionError):
+            await conn.listen()
+    finally:
+        await asyncio.shield(conn.close())
+        await agent.hang_up()
+
+
+@contextlib.asynccontextmanager
+async def piped_agent(
+    make_agent: Callable[[], Any], serve_with: Serve = _as_its_script_does
+) -> AsyncIterator[list[str]]:
+    """Yields the command line of an agent process whose every connection is served by a new
+    ``make_agent()`` in this process (``acp.run_agent`` on the socket, as the agent's script runs it
+    on its stdio, unless ``serve_with`` says otherwise); leaving stops serving."""
     from acp_adapter.protocol.stdio import STREAM_LIMIT
 
     served: set[asyncio.Task[None]] = set()
@@ -47,7 +73,7 @@ async def piped_agent(make_agent: Callable[[], Any]) -> AsyncIterator[list[str]]
         assert task is not None
         served.add(task)
         try:
-            await run_agent(make_agent(), writer, reader)  # to the agent's client, from it
+            await serve_with(make_agent(), writer, reader)
         finally:
             writer.close()  # the pipe process sees the end and exits, as the agent's script would
             served.discard(task)
@@ -66,7 +92,9 @@ async def piped_agent(make_agent: Callable[[], Any]) -> AsyncIterator[list[str]]
 
 
 @contextlib.contextmanager
-def piped_agent_thread(make_agent: Callable[[], Any]) -> Iterator[list[str]]:
+def piped_agent_thread(
+    make_agent: Callable[[], Any], serve_with: Serve = _as_its_script_does
+) -> Iterator[list[str]]:
     """:func:`piped_agent` served by an event loop in a thread of its own (stopped on leaving)."""
     started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Event, list[str]]]
     started = concurrent.futures.Future()
@@ -74,7 +102,7 @@ def piped_agent_thread(make_agent: Callable[[], Any]) -> Iterator[list[str]]:
     async def serve() -> None:
         try:
             stop = asyncio.Event()
-            async with piped_agent(make_agent) as argv:
+            async with piped_agent(make_agent, serve_with) as argv:
                 started.set_result((asyncio.get_running_loop(), stop, argv))
                 await stop.wait()
         except BaseException as exc:
