@@ -18,7 +18,7 @@ import pytest
 from acp_adapter.store import SessionRecord, SqliteStore
 from tests.helpers.acp_agent import ROOT, fast_settings
 from tests.helpers.cli_inside import run_cli_inside
-from tests.helpers.piped_agent import as_serve_does, piped_agent_thread
+from tests.helpers.piped_agent import piped_agent_thread
 from tests.helpers.shared_agent import progress_agent
 
 
@@ -107,7 +107,7 @@ def test_the_store_read_lists_what_the_agent_lists(tmp_path: Path) -> None:
     def agent_on_the_store() -> Any:
         return progress_agent(fast_settings(state_dir=str(tmp_path / "st"), session_retention_days=0))
 
-    with piped_agent_thread(agent_on_the_store, as_serve_does) as argv:
+    with piped_agent_thread(agent_on_the_store) as argv:
         agent = shlex.join(argv)
         for extra in ((), ("--json",), ("--cwd", "/work/alpha")):
             if extra[:1] == ("--cwd",):

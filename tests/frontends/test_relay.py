@@ -234,8 +234,10 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
         direct_response = await prompt_text(conn, session.session_id, prompt)
     relayed = RecordingClient(permission="allow")
     # think-after well above the agent's 0.1 s heartbeat: a loaded machine must not make a gap
-    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="2")
-    async with relay_inside(relayed, env=env, argv=argv) as (conn, _relay):
+    # the same agent behind the process the relay spawns (what the relay passes is the point)
+    argv = relay_argv(think_after="2")
+    this_agent = lambda: progress_agent(Settings.from_env(env))  # noqa: E731
+    async with relay_inside(relayed, env=env, argv=argv, agent=this_agent) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         relayed_response = await prompt_text(conn, session.session_id, prompt)
     assert relayed_response.stop_reason == direct_response.stop_reason == "end_turn"

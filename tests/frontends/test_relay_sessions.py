@@ -10,17 +10,19 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from acp_adapter.client.driver import AgentDriver, AgentStartError
+from acp_adapter.config import Settings
 from tests.agents.scripted_agent import ScriptedAgent
 from tests.agents.thinking_agent import ThinkingAgent
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.relay_inside import injected, relay_argv, relay_inside
-from tests.helpers.shared_agent import agent_on
+from tests.helpers.shared_agent import agent_on, progress_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -29,6 +31,13 @@ def thinking_agent(seconds: float, *, meta: bool = False) -> Callable[[], Thinki
     """The agent ``tests/agents/thinking_agent.py [--meta] SECONDS`` runs, for :func:`relay_inside`
     to serve behind its pipe process (what the relay forwards and injects is the point)."""
     return lambda: ThinkingAgent(meta, seconds)
+
+
+def this_agent(env: dict[str, str]) -> Callable[[], Any]:
+    """This project's agent with the settings ``env`` gives, as ``python -m acp_adapter`` would run
+    it, for :func:`relay_inside` to serve behind its pipe process (what the relay passes is the
+    point, not the agent's process)."""
+    return lambda: progress_agent(Settings.from_env(env))
 
 
 def agents_own(client: RecordingClient, session_id: str | None = None) -> dict[str, list]:
@@ -74,8 +83,8 @@ async def test_this_projects_agent_through_the_relay_shows_one_card_per_thinking
     (tmp_path / "notes.py").write_text("# TODO: once\n")
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.3", ACP_PROGRESS_HEARTBEAT_INTERVAL="5")
     client = RecordingClient(permission="allow")
-    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.1")
-    async with relay_inside(client, env=env, argv=argv) as (conn, _relay):
+    argv = relay_argv(think_after="0.1")
+    async with relay_inside(client, env=env, argv=argv, agent=this_agent(env)) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         response = await prompt_text(conn, session, "search for TODO")
     assert response.stop_reason == "end_turn"
@@ -131,15 +140,16 @@ async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_
 async def test_a_session_stored_by_this_projects_agent_reloads_through_a_new_relay(tmp_path):
     """The relay passes session/list and session/load through to this project's agent, and its
     replay gets no spinner. The session is stored by the agent alone (in this process: what it
-    writes is the same whoever its client is); the agent the relay wraps is a process."""
+    writes is the same whoever its client is); the agent the relay wraps is a new one on that
+    store, behind the process the relay spawns."""
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.01")
+    argv = relay_argv(think_after="0.01")
     async with agent_on(tmp_path / "state", embedded_delay=0.05) as (conn, first):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, session, "hello")
     assert first.answer()
     second = RecordingClient()
-    async with relay_inside(second, env=env, argv=argv) as (conn, _relay):
+    async with relay_inside(second, env=env, argv=argv, agent=this_agent(env)) as (conn, _relay):
         listed = await conn.list_sessions(cwd=str(tmp_path))
         await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])
         replayed = len(second.updates)

@@ -1,12 +1,13 @@
 """An SDK agent served in the test's process, reached through a process that only pipes bytes.
 
-For tests of a front-end that spawns its agent (the relay) whose point is what it forwards and
-injects, not the agent's process: the front-end still spawns a real process on real pipes
-(``tests/agents/socket_pipe.py``, a few milliseconds of CPU to start), and the agent behind it — a
-scripted foreign agent built by ``make_agent`` — answers from this process over a Unix socket,
-instead of an interpreter start and the ACP SDK imported again (over half a second of CPU) per
-test. A test about the agent's own process (its crash, its exit code, its stderr, its children)
-spawns the agent's script as it is.
+For tests of a front-end that spawns its agent (the relay, the client driver, watch, chat,
+sessions) whose point is what the front-end does with the agent's messages, not the agent's
+process: the front-end still spawns a real process on real pipes (``tests/agents/socket_pipe.py``,
+a few milliseconds of CPU to start), and the agent behind it — a scripted foreign agent, or this
+project's agent served as ``serve`` serves it, built by ``make_agent`` — answers from this process
+over a Unix socket, instead of an interpreter start and the ACP SDK imported again (over half a
+second of CPU) per agent. A test about the agent's own process (its crash, its exit code, its
+stderr, its children, what a spawned editor such as acpx sees) spawns the agent as it is.
 
 :func:`piped_agent_thread` serves from a thread of its own, for a front-end run as a process of its
 own or inside the test's process with its own event loop (``run_cli_inside``)."""
@@ -26,7 +27,7 @@ from typing import Any
 
 from tests.helpers.acp_agent import ROOT
 
-__all__ = ["as_serve_does", "piped_agent", "piped_agent_thread"]
+__all__ = ["as_it_is_served", "as_its_script_does", "as_serve_does", "piped_agent", "piped_agent_thread"]
 
 SOCKET_PIPE = ROOT / "tests" / "agents" / "socket_pipe.py"
 
@@ -34,11 +35,20 @@ SOCKET_PIPE = ROOT / "tests" / "agents" / "socket_pipe.py"
 Serve = Callable[[Any, asyncio.StreamWriter, asyncio.StreamReader], Awaitable[None]]
 
 
-async def _as_its_script_does(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+async def as_its_script_does(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
     """A scripted SDK agent, as its script runs it on stdio (``acp.run_agent``)."""
     from acp import run_agent
 
     await run_agent(agent, writer, reader)  # to the agent's client, from it
+
+
+async def as_it_is_served(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
+    """This project's agent as ``serve`` serves it (:func:`as_serve_does`), any other agent as its
+    script runs it (:func:`as_its_script_does`)."""
+    from acp_adapter.server import ProgressAgent
+
+    serve = as_serve_does if isinstance(agent, ProgressAgent) else as_its_script_does
+    await serve(agent, writer, reader)
 
 
 async def as_serve_does(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
@@ -59,11 +69,11 @@ async def as_serve_does(agent: Any, writer: asyncio.StreamWriter, reader: asynci
 
 @contextlib.asynccontextmanager
 async def piped_agent(
-    make_agent: Callable[[], Any], serve_with: Serve = _as_its_script_does
+    make_agent: Callable[[], Any], serve_with: Serve = as_it_is_served
 ) -> AsyncIterator[list[str]]:
     """Yields the command line of an agent process whose every connection is served by a new
-    ``make_agent()`` in this process (``acp.run_agent`` on the socket, as the agent's script runs it
-    on its stdio, unless ``serve_with`` says otherwise); leaving stops serving."""
+    ``make_agent()`` in this process, as its own process would serve it on its stdio
+    (:func:`as_it_is_served`, unless ``serve_with`` says otherwise); leaving stops serving."""
     from acp_adapter.protocol.stdio import STREAM_LIMIT
 
     served: set[asyncio.Task[None]] = set()
@@ -93,7 +103,7 @@ async def piped_agent(
 
 @contextlib.contextmanager
 def piped_agent_thread(
-    make_agent: Callable[[], Any], serve_with: Serve = _as_its_script_does
+    make_agent: Callable[[], Any], serve_with: Serve = as_it_is_served
 ) -> Iterator[list[str]]:
     """:func:`piped_agent` served by an event loop in a thread of its own (stopped on leaving)."""
     started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Event, list[str]]]
