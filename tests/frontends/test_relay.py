@@ -28,6 +28,7 @@ from acp.schema import (
 from acp_adapter.config import Settings
 from tests.agents.scripted_agent import ScriptedAgent
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.piped_agent import piped_agent_thread
 from tests.helpers.relay_inside import injected, relay_argv, relay_inside
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
@@ -304,15 +305,17 @@ def test_the_relay_exits_promptly_when_the_editor_hangs_up(tmp_path):
     import subprocess
 
     env = {**os.environ, **agent_env()}
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *SCRIPTED, "silent", "60"],
-        capture_output=True,
-        env=env,
-        cwd=ROOT,
-        timeout=30,
-        input=b"",
-    )
+    # the scripted agent behind the process the relay spawns (the relay's process is the point)
+    with piped_agent_thread(scripted("silent", "60")) as agent:
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *agent],
+            capture_output=True,
+            env=env,
+            cwd=ROOT,
+            timeout=30,
+            input=b"",
+        )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b""
     # the agent would sleep 60 s: a generous bound (two process start-ups on a loaded machine)

@@ -53,7 +53,9 @@ async def as_it_is_served(agent: Any, writer: asyncio.StreamWriter, reader: asyn
 
 async def as_serve_does(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
     """This project's agent (a ProgressAgent), as ``serve`` runs it on stdio: its connection with
-    every route, the package's line reader, and the hang-up at the end of input."""
+    every route, the package's line reader, and the hang-up at the end of input (here after the
+    connection has seen that end, not before: the front-ends tested hang up with no turn running,
+    or are gone by then)."""
     from acp_adapter.agent.routes import agent_connection
     from acp_adapter.protocol import JsonRpcStream, StreamLimits
 
