@@ -55,8 +55,8 @@ def _chat_pipe(tmp_path, lines: str, agent: Callable[[], Any]) -> str:
 
 @pytest.mark.e2e
 def test_mode_and_model_are_set_through_the_agents_config_options(tmp_path) -> None:
-    lines = "/mode\n/mode code\n/model Large model\n/model huge\nfix it\n"
-    out = _chat_pipe(tmp_path, lines, lambda: EverythingAgent(modes_only=False, pause=0.0))
+    typed = "/mode\n/mode code\n/model Large model\n/model huge\nfix it\n"
+    out = _chat_pipe(tmp_path, typed, lambda: EverythingAgent(modes_only=False, pause=0.0))
     lines = out.splitlines()
     assert "mode: Ask — the agent offers: Ask, Code" in lines
     assert "mode: Code" in lines and "model: Large model" in lines
@@ -69,7 +69,9 @@ def test_mode_and_model_are_set_through_the_agents_config_options(tmp_path) -> N
 
 @pytest.mark.e2e
 def test_an_agent_with_only_modes_gets_set_mode_and_no_model(tmp_path) -> None:
-    out = _chat_pipe(tmp_path, "/mode code\n/model large\nfix it\n", lambda: EverythingAgent(True, 0.0))
+    out = _chat_pipe(
+        tmp_path, "/mode code\n/model large\nfix it\n", lambda: EverythingAgent(modes_only=True, pause=0.0)
+    )
     assert "mode: Code" in out.splitlines()
     assert "model not changed: the agent offers no model to choose" in out
     assert "(mode code, model small)" in out, out
