@@ -84,5 +84,6 @@ def relay_options(args: argparse.Namespace, settings: Settings) -> tuple[list[st
         heartbeat=None if settings.heartbeat_disabled else settings.heartbeat_interval,
         summary=summaries,
         limits=StreamLimits.from_settings(settings.streams),
+        stop_grace=settings.relay_stop_grace,
     )
     return argv, options

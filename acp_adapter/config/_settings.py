@@ -97,6 +97,15 @@ class Settings(_Section):
         ge=0,
         le=60,
     )
+    relay_stop_grace: float = setting(
+        2.0,
+        env="ACP_PROGRESS_RELAY_STOP_GRACE",
+        metavar="SECONDS",
+        help="seconds the agent the relay wraps gets to exit once its input is closed (half of it) and "
+        "after SIGTERM, before its process group is killed (0 to 60)",
+        ge=0,
+        le=60,
+    )
     log_level: LogLevel = setting(
         "WARNING", env="ACP_PROGRESS_LOG_LEVEL", help="level of the stderr log: DEBUG, INFO, WARNING, ERROR"
     )

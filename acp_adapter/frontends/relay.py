@@ -90,10 +90,13 @@ class RelayOptions(ProgressOptions):
     """The watcher's options (``think_after``, ``heartbeat``, ``summary``: see
     :class:`~acp_adapter.frontends.foreign_watch.ProgressOptions`) plus the transport's: ``limits``
     are both directions' stream limits; ``hangup_grace`` is how long, after the editor closed our
-    stdin, the relay keeps delivering answers still in flight (default 5 s)."""
+    stdin, the relay keeps delivering answers still in flight (default 5 s); ``stop_grace`` is the
+    grace of ending the agent's process group (:func:`~acp_adapter.client.procgroup.end_process_group`:
+    half of it for the agent to exit on its closed stdin, then SIGTERM; default 2 s)."""
 
     limits: StreamLimits = field(default_factory=StreamLimits)
     hangup_grace: float = 5.0
+    stop_grace: float = 2.0
 
 
 class AgentGone(AcpProgressError):
@@ -393,7 +396,7 @@ async def relay_streams(
     relay.stop_summaries()
     if options.summary is not None:
         await options.summary.aclose()
-    await end_process_group(process)
+    await end_process_group(process, options.stop_grace)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(stderr_pump), 0.5)  # its last lines
     stderr_pump.cancel()

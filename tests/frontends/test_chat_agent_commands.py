@@ -3,12 +3,16 @@ own, Tab completes them, an agent command goes to the agent as typed (``/deploy 
 and ``/model`` call ``session/set_config_option`` — or ``session/set_mode`` for an agent with only
 modes — and say so when the agent offers neither; the status line shows the mode, the model and
 the session's title. On a real terminal (a pty read back through pyte) and on a pipe, against the
-scripted agent that sends every kind of update (tests/agents/everything_agent.py)."""
+scripted agent that sends every kind of update (tests/agents/everything_agent.py), served in this
+process behind the pipe process chat spawns (:func:`tests.helpers.piped_agent.piped_agent_thread`)."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pyte
 import pytest
@@ -18,29 +22,41 @@ from prompt_toolkit.document import Document
 
 from acp_adapter.client.session_state import MAX_COMMANDS, SessionFacts
 from acp_adapter.frontends.watch.chat_commands import ChatCompleter, help_lines, status_line
-from tests.helpers.acp_agent import ROOT
+from tests.agents.everything_agent import EverythingAgent
+from tests.agents.scripted_agent import ScriptedAgent
 from tests.helpers.cli_inside import run_cli_inside
+from tests.helpers.piped_agent import piped_agent_thread
 from tests.helpers.pty_child import PtyChild
 from tests.helpers.pty_screen import ENV, Screen
 
-AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'}"
+
+@pytest.fixture(scope="module")
+def everything() -> Iterator[str]:
+    """The everything agent's ``--agent`` command: a pipe process to the agent served in this
+    process (what chat makes of the agent's commands, modes and models is the point, not the
+    agent's process)."""
+    with piped_agent_thread(lambda: EverythingAgent(modes_only=False, pause=0.0)) as argv:
+        yield shlex.join(argv)
 
 
-def _chat_pipe(tmp_path, lines: str, agent: str = AGENT) -> str:
-    # the command line in this process (what it prints is the point); the scripted agent spawned
-    done = run_cli_inside(
-        ["chat", "--summary", "off", "--agent", agent],
-        cwd=tmp_path,
-        env={**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")},
-        stdin=lines,
-    )
+def _chat_pipe(tmp_path, lines: str, agent: Callable[[], Any]) -> str:
+    # the command line in this process (what it prints is the point); the scripted agent served
+    # behind a pipe process the chat spawns
+    with piped_agent_thread(agent) as argv:
+        done = run_cli_inside(
+            ["chat", "--summary", "off", "--agent", shlex.join(argv)],
+            cwd=tmp_path,
+            env={**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")},
+            stdin=lines,
+        )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 @pytest.mark.e2e
 def test_mode_and_model_are_set_through_the_agents_config_options(tmp_path) -> None:
-    out = _chat_pipe(tmp_path, "/mode\n/mode code\n/model Large model\n/model huge\nfix it\n")
+    typed = "/mode\n/mode code\n/model Large model\n/model huge\nfix it\n"
+    out = _chat_pipe(tmp_path, typed, lambda: EverythingAgent(modes_only=False, pause=0.0))
     lines = out.splitlines()
     assert "mode: Ask — the agent offers: Ask, Code" in lines
     assert "mode: Code" in lines and "model: Large model" in lines
@@ -53,7 +69,9 @@ def test_mode_and_model_are_set_through_the_agents_config_options(tmp_path) -> N
 
 @pytest.mark.e2e
 def test_an_agent_with_only_modes_gets_set_mode_and_no_model(tmp_path) -> None:
-    out = _chat_pipe(tmp_path, "/mode code\n/model large\nfix it\n", agent=f"{AGENT} --modes-only")
+    out = _chat_pipe(
+        tmp_path, "/mode code\n/model large\nfix it\n", lambda: EverythingAgent(modes_only=True, pause=0.0)
+    )
     assert "mode: Code" in out.splitlines()
     assert "model not changed: the agent offers no model to choose" in out
     assert "(mode code, model small)" in out, out
@@ -61,8 +79,7 @@ def test_an_agent_with_only_modes_gets_set_mode_and_no_model(tmp_path) -> None:
 
 @pytest.mark.e2e
 def test_an_agent_without_modes_is_said_so(tmp_path) -> None:
-    agent = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'scripted_agent.py'} stream"
-    out = _chat_pipe(tmp_path, "/mode code\n", agent=agent)
+    out = _chat_pipe(tmp_path, "/mode code\n", lambda: ScriptedAgent("stream", None))
     assert out.splitlines() == ["mode not changed: the agent offers no mode to choose"]
 
 
@@ -91,8 +108,8 @@ def _until_prompt(term: Screen, within: float = 20) -> None:
 
 
 @pytest.mark.e2e
-def test_chat_on_a_terminal_shows_mode_and_model_in_its_status_line(tmp_path) -> None:
-    argv = [sys.executable, "-m", "acp_adapter.cli", "chat", "--summary", "off", "--agent", AGENT]
+def test_chat_on_a_terminal_shows_mode_and_model_in_its_status_line(tmp_path, everything: str) -> None:
+    argv = [sys.executable, "-m", "acp_adapter.cli", "chat", "--summary", "off", "--agent", everything]
     term = AnsweringScreen(argv, str(tmp_path))
     try:
         shown = term.pump(30, until="mode Ask")
@@ -105,8 +122,8 @@ def test_chat_on_a_terminal_shows_mode_and_model_in_its_status_line(tmp_path) ->
 
 
 @pytest.mark.e2e
-def test_chat_on_a_terminal_lists_completes_and_sends_the_agents_commands(tmp_path) -> None:
-    argv = [sys.executable, "-m", "acp_adapter.cli", "chat", "--summary", "off", "--agent", AGENT]
+def test_chat_on_a_terminal_lists_completes_and_sends_the_agents_commands(tmp_path, everything: str) -> None:
+    argv = [sys.executable, "-m", "acp_adapter.cli", "chat", "--summary", "off", "--agent", everything]
     term = Screen(argv, str(tmp_path))
     try:
         term.pump(20, until="Ctrl-D quits")

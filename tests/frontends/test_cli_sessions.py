@@ -1,21 +1,25 @@
 """``acp-progress sessions``: a header and a workspace column, every page to the end, and
 ``sessions delete ID``. The command line runs in the test process (what it prints is the point:
-:func:`tests.helpers.cli_inside.run_cli_inside`); the agent it is compared with is spawned."""
+:func:`tests.helpers.cli_inside.run_cli_inside`); the agent it is compared with is reached through
+the process ``--agent`` spawns."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from acp_adapter.store import SessionRecord, SqliteStore
-from tests.helpers.acp_agent import ROOT
+from tests.helpers.acp_agent import ROOT, fast_settings
 from tests.helpers.cli_inside import run_cli_inside
+from tests.helpers.piped_agent import piped_agent_thread
+from tests.helpers.shared_agent import progress_agent
 
 
 def cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -89,24 +93,31 @@ def test_audit_json_gives_iso_8601_times() -> None:
     assert row["at"] == "2025-12-03T08:00:00Z"
 
 
-@pytest.mark.e2e  # the agent it compares with is spawned (--agent)
+@pytest.mark.e2e  # the agent it compares with is reached through a process --agent spawns
 def test_the_store_read_lists_what_the_agent_lists(tmp_path: Path) -> None:
     """``sessions`` reads this project's store in-process (so it starts fast); the
-    rows must be exactly what the spawned agent's ``session/list`` gives, in both forms."""
+    rows must be exactly what the agent's ``session/list`` gives, in both forms, to the command
+    that spawned it (the agent, on the same store, served in this process as ``serve`` serves it,
+    behind the pipe process ``--agent`` starts: its own process proves nothing here)."""
     seed(tmp_path / "st", 3, cwd="/work/alpha")
     store = SqliteStore(tmp_path / "st")
     store.upsert_session(SessionRecord("sess_untitled", "/work/beta", None, time.time() - 9, time.time() - 9))
     store.close()
-    agent = f"{sys.executable} -m acp_adapter"
-    for extra in ((), ("--json",), ("--cwd", "/work/alpha")):
-        if extra[:1] == ("--cwd",):
-            (tmp_path / "alpha").mkdir(exist_ok=True)
-            extra = ("--cwd", str(tmp_path / "alpha"))
-        direct = cli(tmp_path / "st", *extra)
-        spawned = cli(tmp_path / "st", *extra, "--agent", agent)
-        assert direct.returncode == spawned.returncode == 0, (direct.stderr, spawned.stderr)
-        assert direct.stdout == spawned.stdout
-        assert direct.stdout or extra[:1] == ("--cwd",)
+
+    def agent_on_the_store() -> Any:
+        return progress_agent(fast_settings(state_dir=str(tmp_path / "st"), session_retention_days=0))
+
+    with piped_agent_thread(agent_on_the_store) as argv:
+        agent = shlex.join(argv)
+        for extra in ((), ("--json",), ("--cwd", "/work/alpha")):
+            if extra[:1] == ("--cwd",):
+                (tmp_path / "alpha").mkdir(exist_ok=True)
+                extra = ("--cwd", str(tmp_path / "alpha"))
+            direct = cli(tmp_path / "st", *extra)
+            spawned = cli(tmp_path / "st", *extra, "--agent", agent)
+            assert direct.returncode == spawned.returncode == 0, (direct.stderr, spawned.stderr)
+            assert direct.stdout == spawned.stdout
+            assert direct.stdout or extra[:1] == ("--cwd",)
 
 
 def test_a_stored_row_is_shaped_as_session_info() -> None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,9 +28,11 @@ from acp_adapter.client.driver import (
     parse_agent_command,
     permission_response,
 )
+from tests.agents.scripted_agent import ScriptedAgent
 from tests.helpers.acp_agent import ROOT, agent_env, prompt_text
 from tests.helpers.cli_agent_inside import agent_inside
 from tests.helpers.cli_inside import run_cli_inside
+from tests.helpers.piped_agent import piped_agent
 from tests.helpers.shared_agent import agent_on
 
 pytestmark = pytest.mark.anyio
@@ -38,6 +42,13 @@ SCRIPTED = str(ROOT / "tests" / "agents" / "scripted_agent.py")
 
 def scripted(mode: str, *args: str) -> list[str]:
     return [sys.executable, SCRIPTED, mode, *args]
+
+
+def scripted_agent(mode: str, arg: str | None = None) -> Callable[[], ScriptedAgent]:
+    """What ``scripted(mode, arg)`` runs, served in this process behind a pipe process
+    (:func:`~tests.helpers.piped_agent.piped_agent`), where the driver's turns are the point and the
+    agent's process proves nothing (its crash and its stdout garbage keep their own process)."""
+    return lambda: ScriptedAgent(mode, arg)
 
 
 def answer_of(updates: list[object]) -> str:
@@ -66,7 +77,7 @@ async def test_a_turn_streams_typed_updates_in_order_then_the_response(tmp_path:
 
 @pytest.mark.e2e
 async def test_a_second_prompt_on_a_busy_session_is_refused_and_the_first_finishes(tmp_path: Path) -> None:
-    async with AgentDriver(scripted("silent", "0.3")) as driver:
+    async with piped_agent(scripted_agent("silent", "0.3")) as argv, AgentDriver(argv) as driver:
         session_id = await driver.new_session(str(tmp_path))
         turn = driver.prompt(session_id, "one")
         with pytest.raises(TurnInProgress):
@@ -79,7 +90,7 @@ async def test_a_second_prompt_on_a_busy_session_is_refused_and_the_first_finish
 
 @pytest.mark.e2e
 async def test_cancel_ends_the_turn_cancelled(tmp_path: Path) -> None:
-    async with AgentDriver(scripted("silent", "30")) as driver:
+    async with piped_agent(scripted_agent("silent", "30")) as argv, AgentDriver(argv) as driver:
         session_id = await driver.new_session(str(tmp_path))
         turn = driver.prompt(session_id, "wait")
         started = time.monotonic()
@@ -98,7 +109,10 @@ async def test_permission_policy_answers_and_marks_automatic_decisions(tmp_path:
         return permission_response(request, True)
 
     (Path("/tmp") / "relay-test.txt").write_text("hello file")
-    async with AgentDriver(scripted("fs"), permission_policy=person_says_yes) as driver:
+    async with (
+        piped_agent(scripted_agent("fs")) as argv,
+        AgentDriver(argv, permission_policy=person_says_yes) as driver,
+    ):
         session_id = await driver.new_session(str(tmp_path))
         updates = [u async for u in driver.prompt(session_id, "go")]
     assert seen and seen[0].title == "Running rm -rf build"
@@ -171,23 +185,20 @@ async def test_no_answer_to_initialize_times_out() -> None:
 @pytest.mark.e2e
 async def test_close_kills_the_whole_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "child.pid"
-    # an "agent" that starts a child ignoring SIGTERM, then never answers
-    script = (
-        "import subprocess, sys, time; "
-        "p = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; sleep 300']); "
-        f"open({str(marker)!r}, 'w').write(str(p.pid)); time.sleep(300)"
-    )
+    # an "agent" (a shell: its child is there at once) that starts a child ignoring SIGTERM, then
+    # never answers
+    script = f"sh -c 'trap \"\" TERM; sleep 300' & echo $! > {shlex.quote(str(marker))}; sleep 300"
     started = time.monotonic()
     with pytest.raises(AgentStartError):
-        async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0, close_grace=1.0):
+        async with AgentDriver(["sh", "-c", script], init_timeout=0.3, close_grace=1.0):
             pass
-    # 1 s for initialize, 0.5 s (half the grace) for the agent to exit on its closed stdin, then
+    # 0.3 s for initialize, 0.5 s (half the grace) for the agent to exit on its closed stdin, then
     # SIGTERM ends the agent at once: the close does not wait out the 1 s grace for the child still
-    # holding the agent's stdout and stderr (2.5 s in all), it kills it (1.5 s: half a grace short)
+    # holding the agent's stdout and stderr (1.8 s in all), it kills it (0.8 s: half a grace short)
     took = time.monotonic() - started
     pid = int(marker.read_text())
     assert await asyncio.to_thread(_dies_within, pid, 3.0)
-    assert took < 2.0, f"the close took {took - 1:.2f} s after the initialize time-out"
+    assert took < 1.3, f"the close took {took - 0.3:.2f} s after the initialize time-out"
 
 
 @pytest.mark.e2e
@@ -204,13 +215,14 @@ async def test_a_process_outside_the_group_holding_stderr_does_not_hold_the_clos
     started = time.monotonic()
     try:
         with pytest.raises(AgentStartError):
-            async with AgentDriver([sys.executable, "-c", script], init_timeout=1.0):
+            async with AgentDriver([sys.executable, "-c", script], init_timeout=0.3):
                 pass
         took = time.monotonic() - started
     finally:
         if marker.exists():
             os.kill(int(marker.read_text()), signal.SIGKILL)
-    assert took < 2.0, f"the close took {took - 1:.2f} s after the initialize time-out"
+    # the close's first wait alone (for the agent's exit on its closed stdin) is 1 s, half the grace
+    assert took < 1.3, f"the close took {took - 0.3:.2f} s after the initialize time-out"
 
 
 def _dies_within(pid: int, seconds: float) -> bool:
@@ -245,7 +257,10 @@ async def test_a_slow_consumer_bounds_the_turn_queue_and_loses_nothing(tmp_path:
     from acp_adapter.protocol import StreamLimits
 
     limits = StreamLimits(max_queued_updates=5)
-    async with AgentDriver(scripted("burst", "300"), env=agent_env(), limits=limits) as driver:
+    async with (
+        piped_agent(scripted_agent("burst", "300")) as argv,
+        AgentDriver(argv, env=agent_env(), limits=limits) as driver,
+    ):
         session_id = await driver.new_session(str(tmp_path))
         turn = driver.prompt(session_id, "go")
         # nobody consumes: the driver must stop reading the agent once its queue is full; a queue
@@ -307,7 +322,7 @@ async def test_the_driver_lists_and_loads_sessions_and_the_replay_goes_to_its_ca
 
 @pytest.mark.e2e
 async def test_an_agent_without_load_or_list_is_told_apart(tmp_path: Path) -> None:
-    async with AgentDriver(scripted("stream"), env=agent_env()) as driver:
+    async with piped_agent(scripted_agent("stream")) as argv, AgentDriver(argv, env=agent_env()) as driver:
         assert not driver.sessions.can_load
         with pytest.raises(AgentError, match="cannot load sessions"):
             await driver.load_session("s", str(tmp_path))

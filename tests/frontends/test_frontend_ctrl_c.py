@@ -9,8 +9,10 @@ an interrupt that lands inside an import is still exit 130."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -19,7 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from acp_adapter.config import Settings
 from tests.helpers.acp_agent import agent_env
+from tests.helpers.piped_agent import piped_agent_thread
+from tests.helpers.shared_agent import progress_agent
 
 COMMANDS = {
     "watch": ["watch", "--summary", "off", "wait 10 seconds"],
@@ -199,10 +204,24 @@ def test_a_ctrl_c_wrapped_by_a_library_at_import_exits_130(monkeypatch) -> None:
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_sigint_during_the_tool_cancels_the_turn_and_closes_its_cards(tmp_path, command: str) -> None:
     """Signalled once the tool's card is on the screen: the turn is cancelled (the card ends ❌ or
-    the printer's line is closed), nothing after it runs, and the exit is 130 within 2 s."""
-    env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.1")}
+    the printer's line is closed), nothing after it runs, and the exit is 130 within 2 s. The agent
+    watch and chat spawn is a process that pipes its bytes to this project's agent served in the
+    test's process (the front-end's process and its Ctrl-C are the point; the agent's process
+    starting is the point of the turn test above); run's agent is inside it."""
+    agent_settings = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.1")
+    with contextlib.ExitStack() as stack:
+        args = list(COMMANDS[command])
+        if command != "run":
+            make = lambda: progress_agent(Settings.from_env(agent_settings))  # noqa: E731
+            agent = shlex.join(stack.enter_context(piped_agent_thread(make)))
+            at = len(args) - 1 if command == "watch" else len(args)  # before watch's prompt
+            args[at:at] = ["--agent", agent]
+        _sigint_during_the_tool(tmp_path, command, args, {**os.environ, **agent_settings})
+
+
+def _sigint_during_the_tool(tmp_path: Path, command: str, args: list[str], env: dict[str, str]) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "acp_adapter.cli", *COMMANDS[command]],
+        [sys.executable, "-m", "acp_adapter.cli", *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,6 +1,7 @@
 """``acp-progress relay`` between a real editor-side SDK client and real agent processes. What the
 relay forwards and injects is tested with the relay's code in this process on a socket
-(:func:`tests.helpers.relay_inside.relay_inside`, the wrapped agent spawned as the relay spawns it);
+(:func:`tests.helpers.relay_inside.relay_inside`, the wrapped agent spawned as the relay spawns it:
+the scripted agent's code served in this process behind a process that pipes its bytes);
 its crash handling, its stderr, its exit and the editor hanging up use a relay process."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +26,21 @@ from acp.schema import (
 )
 
 from acp_adapter.config import Settings
+from tests.agents.scripted_agent import ScriptedAgent
 from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text, spawn_agent
+from tests.helpers.piped_agent import piped_agent_thread
 from tests.helpers.relay_inside import injected, relay_argv, relay_inside
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 pytestmark = pytest.mark.anyio
 
 SCRIPTED = [sys.executable, str(ROOT / "tests" / "agents" / "scripted_agent.py")]
+
+
+def scripted(mode: str, arg: str | None = None) -> Callable[[], ScriptedAgent]:
+    """The scripted agent ``SCRIPTED MODE ARG`` would run, for :func:`relay_inside` to serve behind
+    its pipe process (what the relay forwards and injects is the point, not the agent's process)."""
+    return lambda: ScriptedAgent(mode, arg)
 
 
 def order_of(client: RecordingClient) -> list[str]:
@@ -50,7 +60,7 @@ def order_of(client: RecordingClient) -> list[str]:
 @pytest.mark.e2e
 async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its_first_update(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "silent", "1", heartbeat="0.05")) as (
+    async with relay_inside(client, argv=relay_argv(heartbeat="0.05"), agent=scripted("silent", "1")) as (
         conn,
         _relay,
     ):
@@ -73,7 +83,7 @@ async def test_a_silent_agent_gets_a_think_card_that_beats_and_closes_before_its
 @pytest.mark.e2e
 async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "stream")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(), agent=scripted("stream")) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         response = await prompt_text(conn, session.session_id, "go")
         await asyncio.sleep(0.5)  # nothing may arrive after the response either
@@ -85,7 +95,7 @@ async def test_an_agent_that_streams_at_once_gets_nothing_injected(tmp_path):
 @pytest.mark.e2e
 async def test_each_silent_gap_within_a_turn_gets_its_own_card(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "gaps", "0.5", think_after="0.15")) as (
+    async with relay_inside(client, argv=relay_argv(think_after="0.15"), agent=scripted("gaps", "0.5")) as (
         conn,
         _relay,
     ):
@@ -120,7 +130,7 @@ async def test_client_methods_of_the_wrapped_agent_reach_the_editor_and_back(tmp
     from acp.schema import Implementation
 
     client = FsClient()
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "fs")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(), agent=scripted("fs")) as (conn, _relay):
         init = await conn.initialize(
             protocol_version=PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True)),
@@ -145,7 +155,7 @@ async def test_cancel_mid_silence_closes_the_injected_card_and_is_forwarded(tmp_
     client = RecordingClient(
         on_update=lambda r: opened.set() if isinstance(r.update, ToolCallStart) else None
     )
-    async with relay_inside(client, argv=relay_argv(*SCRIPTED, "silent", "30")) as (conn, _relay):
+    async with relay_inside(client, argv=relay_argv(), agent=scripted("silent", "30")) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         task = asyncio.ensure_future(prompt_text(conn, session.session_id, "wait"))
         await asyncio.wait_for(opened.wait(), 5)
@@ -225,8 +235,10 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
         direct_response = await prompt_text(conn, session.session_id, prompt)
     relayed = RecordingClient(permission="allow")
     # think-after well above the agent's 0.1 s heartbeat: a loaded machine must not make a gap
-    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="2")
-    async with relay_inside(relayed, env=env, argv=argv) as (conn, _relay):
+    # the same agent behind the process the relay spawns (what the relay passes is the point)
+    argv = relay_argv(think_after="2")
+    this_agent = lambda: progress_agent(Settings.from_env(env))  # noqa: E731
+    async with relay_inside(relayed, env=env, argv=argv, agent=this_agent) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         relayed_response = await prompt_text(conn, session.session_id, prompt)
     assert relayed_response.stop_reason == direct_response.stop_reason == "end_turn"
@@ -240,8 +252,8 @@ async def test_this_projects_agent_looks_the_same_through_the_relay(tmp_path):
 @pytest.mark.e2e
 async def test_no_think_forwards_only(tmp_path):
     client = RecordingClient()
-    argv = relay_argv(*SCRIPTED, "silent", "0.4", think_after="0.15", extra=("--no-think",))
-    async with relay_inside(client, argv=argv) as (conn, _relay):
+    argv = relay_argv(think_after="0.15", extra=("--no-think",))
+    async with relay_inside(client, argv=argv, agent=scripted("silent", "0.4")) as (conn, _relay):
         session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         await prompt_text(conn, session.session_id, "go")
     assert injected(client) == {}
@@ -255,6 +267,18 @@ def test_relay_without_a_command_is_a_usage_error(capsys):
         main(["relay"])
     assert excinfo.value.code == 2
     assert "give the agent to wrap after --" in capsys.readouterr().err
+
+
+def test_the_relays_stop_grace_comes_from_its_setting() -> None:
+    from acp_adapter.cli import build_parser
+    from acp_adapter.cli.relay import relay_options
+
+    words = ["relay", "--", "some-agent"]
+    chosen = relay_options(build_parser(words).parse_args(words), Settings(relay_stop_grace=0.25))
+    assert not isinstance(chosen, int)
+    assert chosen[1].stop_grace == 0.25
+    default = relay_options(build_parser(words).parse_args(words), Settings())
+    assert not isinstance(default, int) and default[1].stop_grace == 2.0
 
 
 @pytest.mark.e2e
@@ -281,15 +305,17 @@ def test_the_relay_exits_promptly_when_the_editor_hangs_up(tmp_path):
     import subprocess
 
     env = {**os.environ, **agent_env()}
-    started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *SCRIPTED, "silent", "60"],
-        capture_output=True,
-        env=env,
-        cwd=ROOT,
-        timeout=30,
-        input=b"",
-    )
+    # the scripted agent behind the process the relay spawns (the relay's process is the point)
+    with piped_agent_thread(scripted("silent", "60")) as agent:
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "acp_adapter.cli", "relay", "--", *agent],
+            capture_output=True,
+            env=env,
+            cwd=ROOT,
+            timeout=30,
+            input=b"",
+        )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b""
     # the agent would sleep 60 s: a generous bound (two process start-ups on a loaded machine)

@@ -21,10 +21,10 @@ pytestmark = pytest.mark.e2e
 RAW_AGENT = [sys.executable, str(ROOT / "tests" / "agents" / "raw_agent.py")]
 DEEP = b"[" * 973 + b"]" * 973
 #: A relay that refuses the editor's bytes this long without growing by SETTLED_GROWTH_MB has
-#: stopped moving (backpressure on both sides); one that grows slower would not reach the test's
-#: 40 MB bound in its 8 s either.
-SETTLED = 1.5
-SETTLED_GROWTH_MB = 1.0
+#: stopped moving (backpressure on both sides); one that grows slower (0.67 MB/s) would not reach
+#: the test's 40 MB bound in its 8 s either.
+SETTLED = 0.75
+SETTLED_GROWTH_MB = 0.5
 
 
 def _relay(
@@ -115,17 +115,22 @@ def test_when_the_agent_dies_every_pending_request_is_answered_and_the_relay_exi
 
 
 def test_a_broken_pipe_to_the_agent_is_its_failure_not_the_editor_hanging_up(tmp_path):
-    relay, _, stderr = _relay(tmp_path)
+    # the agent stays alive with its stdin closed: the relay ends it after half its stop grace
+    relay, _, stderr = _relay(tmp_path, ACP_PROGRESS_RELAY_STOP_GRACE="0.1")
     try:
         relay.send(request(1, "close_stdin"))
         relay.messages_until(answers(1))
         time.sleep(0.2)
         relay.send(request(2, "echo"))  # writing this to the agent fails: EPIPE
         (answer,) = relay.messages_until(answers(2))
+        answered = time.monotonic()
         code = relay.proc.wait(timeout=15)
+        ended = time.monotonic() - answered
     finally:
         relay.finish()
     assert code == 1  # before: exit 0, request 2 never answered
+    # 0.05 s for the agent to exit by itself, then SIGTERM (the default grace waits 1 s first)
+    assert ended < 0.8, f"the relay took {ended:.2f} s to end an agent that ignores its closed stdin"
     assert "cannot write to the wrapped agent" in answer["error"]["data"]["details"]
     assert "cannot write to the wrapped agent" in stderr.read_text()
 

@@ -1,27 +1,43 @@
 """The relay with real agent processes: session/load and session/list pass through (a load's replay
 never gets a spinner), it never doubles an agent's own spinner, its errors say what happened, and its
 summary heartbeats carry the real elapsed time. The relay's code runs in this process on a socket
-(:func:`tests.helpers.relay_inside.relay_inside`) where what it forwards is the point; a dead
+(:func:`tests.helpers.relay_inside.relay_inside`) where what it forwards is the point (a foreign
+agent it wraps is then served in this process too, behind a process that pipes its bytes); a dead
 agent's error comes through a relay process, as an editor sees it."""
 
 from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import ToolCallProgress, ToolCallStart
 
 from acp_adapter.client.driver import AgentDriver, AgentStartError
-from tests.helpers.acp_agent import ROOT, RecordingClient, agent_env, final_status, prompt_text
+from acp_adapter.config import Settings
+from tests.agents.scripted_agent import ScriptedAgent
+from tests.agents.thinking_agent import ThinkingAgent
+from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
 from tests.helpers.relay_inside import injected, relay_argv, relay_inside
-from tests.helpers.shared_agent import agent_on
+from tests.helpers.shared_agent import agent_on, progress_agent
 
 pytestmark = pytest.mark.anyio
 
-THINKING = [sys.executable, str(ROOT / "tests" / "agents" / "thinking_agent.py")]
-SCRIPTED = [sys.executable, str(ROOT / "tests" / "agents" / "scripted_agent.py")]
+
+def thinking_agent(seconds: float, *, meta: bool = False) -> Callable[[], ThinkingAgent]:
+    """The agent ``tests/agents/thinking_agent.py [--meta] SECONDS`` runs, for :func:`relay_inside`
+    to serve behind its pipe process (what the relay forwards and injects is the point)."""
+    return lambda: ThinkingAgent(meta, seconds)
+
+
+def this_agent(env: dict[str, str]) -> Callable[[], Any]:
+    """This project's agent with the settings ``env`` gives, as ``python -m acp_adapter`` would run
+    it, for :func:`relay_inside` to serve behind its pipe process (what the relay passes is the
+    point, not the agent's process)."""
+    return lambda: progress_agent(Settings.from_env(env))
 
 
 def agents_own(client: RecordingClient, session_id: str | None = None) -> dict[str, list]:
@@ -31,7 +47,8 @@ def agents_own(client: RecordingClient, session_id: str | None = None) -> dict[s
 @pytest.mark.e2e
 async def test_an_agent_that_opened_a_think_card_gets_none_injected_in_that_session(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*THINKING, "0.4", think_after="0.1")) as (conn, _relay):
+    argv = relay_argv(think_after="0.1")
+    async with relay_inside(client, argv=argv, agent=thinking_agent(0.4)) as (conn, _relay):
         thinking = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, thinking, "think hard")  # its card stays quiet 0.4 s > think-after
         await prompt_text(conn, thinking, "quiet now")  # silent, in a session that has shown its own
@@ -51,8 +68,8 @@ def injected_in(client: RecordingClient, session_id: str) -> dict[str, list]:
 @pytest.mark.e2e
 async def test_an_agent_that_says_it_shows_its_own_think_cards_gets_none(tmp_path):
     client = RecordingClient()
-    argv = relay_argv(*THINKING, "--meta", "0.25", think_after="0.1")
-    async with relay_inside(client, argv=argv) as (conn, _relay):
+    argv = relay_argv(think_after="0.1")
+    async with relay_inside(client, argv=argv, agent=thinking_agent(0.25, meta=True)) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         response = await prompt_text(conn, session, "quiet")
     assert response.stop_reason == "end_turn"
@@ -66,8 +83,8 @@ async def test_this_projects_agent_through_the_relay_shows_one_card_per_thinking
     (tmp_path / "notes.py").write_text("# TODO: once\n")
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.3", ACP_PROGRESS_HEARTBEAT_INTERVAL="5")
     client = RecordingClient(permission="allow")
-    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.1")
-    async with relay_inside(client, env=env, argv=argv) as (conn, _relay):
+    argv = relay_argv(think_after="0.1")
+    async with relay_inside(client, env=env, argv=argv, agent=this_agent(env)) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         response = await prompt_text(conn, session, "search for TODO")
     assert response.stop_reason == "end_turn"
@@ -104,7 +121,8 @@ async def test_this_projects_agent_says_it_shows_its_own_think_cards(tmp_path):
 @pytest.mark.e2e
 async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_path):
     client = RecordingClient()
-    async with relay_inside(client, argv=relay_argv(*THINKING, "0.4", think_after="0.1")) as (conn, _relay):
+    argv = relay_argv(think_after="0.1")
+    async with relay_inside(client, argv=argv, agent=thinking_agent(0.4)) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         listed = await conn.list_sessions(cwd=str(tmp_path))
         before = len(client.updates)
@@ -122,15 +140,16 @@ async def test_load_and_list_pass_through_and_a_slow_replay_gets_no_spinner(tmp_
 async def test_a_session_stored_by_this_projects_agent_reloads_through_a_new_relay(tmp_path):
     """The relay passes session/list and session/load through to this project's agent, and its
     replay gets no spinner. The session is stored by the agent alone (in this process: what it
-    writes is the same whoever its client is); the agent the relay wraps is a process."""
+    writes is the same whoever its client is); the agent the relay wraps is a new one on that
+    store, behind the process the relay spawns."""
     env = agent_env(ACP_PROGRESS_STATE_DIR=str(tmp_path / "state"), ACP_PROGRESS_EMBEDDED_DELAY="0.05")
-    argv = relay_argv(sys.executable, "-m", "acp_adapter", think_after="0.01")
+    argv = relay_argv(think_after="0.01")
     async with agent_on(tmp_path / "state", embedded_delay=0.05) as (conn, first):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, session, "hello")
     assert first.answer()
     second = RecordingClient()
-    async with relay_inside(second, env=env, argv=argv) as (conn, _relay):
+    async with relay_inside(second, env=env, argv=argv, agent=this_agent(env)) as (conn, _relay):
         listed = await conn.list_sessions(cwd=str(tmp_path))
         await conn.load_session(cwd=str(tmp_path), session_id=session, mcp_servers=[])
         replayed = len(second.updates)
@@ -163,11 +182,10 @@ async def test_a_dead_agent_is_named_in_the_error_message_itself(tmp_path):
 @pytest.mark.e2e
 async def test_the_relays_summary_heartbeats_carry_the_real_elapsed_time(tmp_path):
     client = RecordingClient()
-    argv = relay_argv(
-        *SCRIPTED, "silent", "0.6", think_after="0.15", heartbeat="0.1", extra=("--summary", "embedded")
-    )
+    argv = relay_argv(think_after="0.15", heartbeat="0.1", extra=("--summary", "embedded"))
     env = agent_env(ACP_PROGRESS_SUMMARY_INTERVAL="0.05")
-    async with relay_inside(client, env=env, argv=argv) as (conn, _relay):
+    silent = lambda: ScriptedAgent("silent", "0.6")  # noqa: E731
+    async with relay_inside(client, env=env, argv=argv, agent=silent) as (conn, _relay):
         session = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[])).session_id
         await prompt_text(conn, session, "go")
     (card,) = injected(client).values()

@@ -6,31 +6,21 @@ from __future__ import annotations
 
 import io
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from acp_adapter.frontends._updates import Diff
 from acp_adapter.frontends.plain.printer import TerminalPrinter
 from tests.helpers.acp_agent import agent_env
+from tests.helpers.cli_inside import run_cli_inside
 
 
-@pytest.mark.e2e
 def test_run_prints_the_plan_the_diff_and_the_usage(tmp_path: Path) -> None:
+    # the command line in this process, on files for its streams (what it prints is the point)
     (tmp_path / "a.py").write_text("# TODO: one\nx = 1\n")
     env = {**os.environ, **agent_env(ACP_PROGRESS_STATE="off")}
     prompt = 'search for TODO and then edit a.py: replace "x = 1" with "x = 2"'
-    proc = subprocess.run(
-        [sys.executable, "-m", "acp_adapter.cli", "run", "--yes", prompt],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+    proc = run_cli_inside(["run", "--yes", prompt], cwd=tmp_path, env=env)
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
     assert (tmp_path / "a.py").read_text() == "# TODO: one\nx = 2\n"

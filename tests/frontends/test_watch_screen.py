@@ -4,13 +4,17 @@ with its conversation."""
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 
 import pytest
 
+from acp_adapter.config import Settings
 from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
-from tests.helpers.pty_screen import Screen
+from tests.helpers.piped_agent import piped_agent_thread
+from tests.helpers.pty_screen import ENV, Screen
+from tests.helpers.shared_agent import progress_agent
 
 pytestmark = pytest.mark.e2e
 
@@ -19,9 +23,9 @@ pytestmark = pytest.mark.e2e
 def screens():
     """Opens the command line on a pty. Its agent runs inside that process
     (:mod:`tests.helpers.cli_agent_inside`) unless ``agent_process``: what the screen shows is the
-    point, and a second process per test proves nothing there — but where Ctrl-C is pressed, the
-    agent's own process (out of the terminal's process group, its turn cancelled over the pipe)
-    is part of what is tested."""
+    point, and a second process per test proves nothing there — but where Ctrl-C is pressed, an
+    agent process of its own (out of the terminal's process group, its turn cancelled over the
+    pipe: :func:`piped_agent`) is part of what is tested."""
     opened: list[Screen] = []
 
     def open_screen(args: list[str], cwd: str, *, agent_process: bool = False) -> Screen:
@@ -33,6 +37,17 @@ def screens():
     yield open_screen
     for screen in opened:
         screen.close()
+
+
+@pytest.fixture
+def piped_agent(tmp_path):
+    """``--agent`` for a command line run as ``acp_adapter.cli`` where Ctrl-C is pressed: a process
+    of its own out of the terminal's process group (its turn cancelled over the pipe), which pipes
+    its bytes to this project's agent served in the test's process with the screen's settings (an
+    agent's process starting proves nothing about the front-end's Ctrl-C)."""
+    env = {**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")}
+    with piped_agent_thread(lambda: progress_agent(Settings.from_env(env))) as argv:
+        yield ["--agent", shlex.join(argv)]
 
 
 @pytest.mark.parametrize("command", ["watch", "run"])
@@ -94,8 +109,8 @@ def _until_prompt(term: Screen, within: float = 15) -> None:
     assert at_prompt(), term.text()
 
 
-def test_ctrl_c_at_the_chat_prompt_exits_130(screens, tmp_path) -> None:
-    term = screens(["chat", "--summary", "off"], str(tmp_path), agent_process=True)
+def test_ctrl_c_at_the_chat_prompt_exits_130(screens, piped_agent, tmp_path) -> None:
+    term = screens(["chat", "--summary", "off", *piped_agent], str(tmp_path), agent_process=True)
     term.pump(20, until="Ctrl-D quits")
     term.pump(5, until="\n›")
     term.type(b"\x03")
@@ -147,8 +162,10 @@ def test_chat_new_opens_a_new_session_and_quit_exits_0(screens, tmp_path) -> Non
     assert "Traceback" not in term.raw.decode(errors="replace")
 
 
-def test_ctrl_c_during_a_chat_turn_cancels_it_and_the_next_prompt_works(screens, tmp_path) -> None:
-    term = screens(["chat", "--summary", "off"], str(tmp_path), agent_process=True)
+def test_ctrl_c_during_a_chat_turn_cancels_it_and_the_next_prompt_works(
+    screens, piped_agent, tmp_path
+) -> None:
+    term = screens(["chat", "--summary", "off", *piped_agent], str(tmp_path), agent_process=True)
     term.pump(20, until="Ctrl-D quits")
     term.pump(5, until="\n›")
     term.type(b"wait 10 seconds\r")

@@ -4,16 +4,21 @@ the terminal restored. Also ``run … | head`` stays quiet."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
 import subprocess
 import sys
 import time
 
 import pytest
 
+from acp_adapter.config import Settings
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
+from tests.helpers.piped_agent import piped_agent_thread
 from tests.helpers.pty_child import PtyChild
+from tests.helpers.shared_agent import progress_agent
 
 pytestmark = pytest.mark.e2e
 
@@ -45,13 +50,21 @@ class Terminal(PtyChild):
 
 @pytest.fixture(params=["acp_adapter.cli"], ids=["agent-process"])
 def watch_terminal(request, tmp_path):
-    """``watch PROMPT`` on a pty; ``acp_adapter.cli`` spawns its agent, and a test that only looks
-    at the screen asks for :data:`~tests.helpers.cli_agent_inside.CLI_AGENT_INSIDE` (the agent
-    inside the command line's process: its own process proves nothing there)."""
+    """``watch PROMPT`` on a pty; ``acp_adapter.cli`` spawns its agent (a process of its own out of
+    the terminal's process group, which pipes its bytes to this project's agent served in the
+    test's process: the agent's process starting proves nothing about watch's Ctrl-C), and a test
+    that only looks at the screen asks for
+    :data:`~tests.helpers.cli_agent_inside.CLI_AGENT_INSIDE` (the agent inside the command line's
+    process: its own process proves nothing there)."""
     (tmp_path / "victim.txt").write_text("precious\n")
-    term = Terminal([sys.executable, "-m", request.param, "watch", PROMPT], str(tmp_path))
-    yield term, tmp_path
-    term.close()
+    with contextlib.ExitStack() as stack:
+        agent: list[str] = []
+        if request.param == "acp_adapter.cli":
+            make = lambda: progress_agent(Settings.from_env(ENV))  # noqa: E731
+            agent = ["--agent", shlex.join(stack.enter_context(piped_agent_thread(make)))]
+        term = Terminal([sys.executable, "-m", request.param, "watch", *agent, PROMPT], str(tmp_path))
+        yield term, tmp_path
+        term.close()
 
 
 @pytest.mark.parametrize("watch_terminal", [CLI_AGENT_INSIDE], ids=["agent-inside"], indirect=True)
@@ -90,15 +103,24 @@ def test_ctrl_c_at_the_question_cancels_the_turn_and_exits_in_one_press(watch_te
 
 @pytest.mark.parametrize("command", ["run", "watch"])
 def test_piping_into_head_exits_quietly(tmp_path, command):
-    proc = subprocess.run(
-        f"{sys.executable} -m acp_adapter.cli {command} --yes 'search for TODO and list files' | head -n 1",
-        shell=True,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**ENV, "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0.01"},
-        timeout=60,
-    )
+    """The command line's stdout going away is the point: watch's agent is a process that pipes its
+    bytes to this project's agent served in the test's process (run's agent is inside it)."""
+    env = {**ENV, "ACP_PROGRESS_EMBEDDED_CHUNK_DELAY": "0.01"}
+    with contextlib.ExitStack() as stack:
+        agent = ""
+        if command == "watch":
+            make = lambda: progress_agent(Settings.from_env(env))  # noqa: E731
+            agent = f"--agent {shlex.quote(shlex.join(stack.enter_context(piped_agent_thread(make))))} "
+        proc = subprocess.run(
+            f"{sys.executable} -m acp_adapter.cli {command} --yes {agent}'search for TODO and list files'"
+            " | head -n 1",
+            shell=True,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=60,
+        )
     assert proc.returncode == 0
     assert len(proc.stdout.splitlines()) == 1
     assert proc.stderr == "", proc.stderr

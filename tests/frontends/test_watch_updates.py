@@ -1,13 +1,16 @@
 """``watch`` shows everything an agent sends: the plan as a checklist updated in
 place, thoughts dimmed and folded, an edit's diff coloured, a command's terminal output, the usage
 footer — on a real terminal (a pty read back through pyte) and on a pipe, against a scripted agent
-that sends every kind of update (tests/agents/everything_agent.py). The agent's text is hostile:
-escapes in a plan, a thought or a diff are shown, never obeyed."""
+that sends every kind of update (tests/agents/everything_agent.py; served in this process behind
+the pipe process watch spawns, :func:`tests.helpers.piped_agent.piped_agent_thread`). The agent's
+text is hostile: escapes in a plan, a thought or a diff are shown, never obeyed."""
 
 from __future__ import annotations
 
 import io
+import shlex
 import sys
+from typing import Any
 
 import pytest
 from acp.helpers import (
@@ -22,20 +25,28 @@ from rich.console import Console
 
 from acp_adapter.frontends._updates import DIFF_LINES, Diff
 from acp_adapter.frontends.watch.view import LiveView, PlainView
-from tests.helpers.acp_agent import ROOT
+from tests.agents.everything_agent import EverythingAgent
 from tests.helpers.cli_inside import run_cli_inside
+from tests.helpers.piped_agent import piped_agent_thread
 from tests.helpers.pty_screen import ENV, Screen
 
-AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'}"
+
+def everything(*, pause: float = 0.0, hostile: bool = False, paused_steps: int | None = None) -> Any:
+    """``watch --agent`` for the everything agent (``everything_agent.py [--pause S] [--hostile]
+    [--paused-steps N]``) served in this process behind the pipe process watch spawns: what watch
+    shows of its updates is the point, not the agent's process."""
+    return piped_agent_thread(lambda: EverythingAgent(False, pause, hostile, paused_steps=paused_steps))
 
 
 def _watch_pipe(tmp_path, *extra: str) -> str:
-    # the command line in this process (what it prints is the point); the scripted agent spawned
-    done = run_cli_inside(
-        ["watch", "--summary", "off", "--agent", AGENT, *extra, "fix it"],
-        cwd=tmp_path,
-        env={**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")},
-    )
+    # the command line in this process (what it prints is the point); the scripted agent served
+    # behind a pipe process the watch spawns
+    with everything() as agent:
+        done = run_cli_inside(
+            ["watch", "--summary", "off", "--agent", shlex.join(agent), *extra, "fix it"],
+            cwd=tmp_path,
+            env={**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")},
+        )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -70,7 +81,11 @@ def test_watch_verbose_prints_the_whole_thought(tmp_path) -> None:
 def test_watch_on_a_terminal_updates_the_plan_in_place_and_colours_the_diff(tmp_path) -> None:
     # a pause after each of the first five steps (three thoughts, the plan, its first entry
     # started): the frame looked at stays on the screen 0.15 s; the rest of the turn runs at once
-    agent = f"{AGENT} --pause 0.15 --paused-steps 5"
+    with everything(pause=0.15, paused_steps=5) as agent:
+        _watch_the_plan_on_a_terminal(tmp_path, shlex.join(agent))
+
+
+def _watch_the_plan_on_a_terminal(tmp_path, agent: str) -> None:
     term = Screen(
         [sys.executable, "-m", "acp_adapter.cli", "watch", "--summary", "off", "--agent", agent, "fix"],
         str(tmp_path),
@@ -169,15 +184,17 @@ def test_a_long_diff_is_capped_with_how_many_lines_are_left() -> None:
 
 @pytest.mark.e2e
 def test_a_hostile_agents_plan_thought_diff_output_and_title_are_shown_inert_on_a_terminal(tmp_path) -> None:
-    """A real agent process whose every text ends in ``ESC ] 0;`` (retitle), ``ESC [2J`` (clear)
-    and U+202E: ``watch --verbose`` on a pty draws all of it, obeys none of it."""
+    """An agent whose every text ends in ``ESC ] 0;`` (retitle), ``ESC [2J`` (clear) and U+202E,
+    on the pipes of the process watch spawns: ``watch --verbose`` on a pty draws all of it, obeys
+    none of it."""
     argv = [sys.executable, "-m", "acp_adapter.cli", "watch", "--verbose", "--summary", "off"]
-    term = Screen([*argv, "--agent", f"{AGENT} --hostile", "fix"], str(tmp_path))
-    try:
-        assert term.wait(30) == 0, term.text()
-        raw = term.raw.decode(errors="replace")
-    finally:
-        term.close()
+    with everything(hostile=True) as agent:
+        term = Screen([*argv, "--agent", shlex.join(agent), "fix"], str(tmp_path))
+        try:
+            assert term.wait(30) == 0, term.text()
+            raw = term.raw.decode(errors="replace")
+        finally:
+            term.close()
     assert "\x1b]0;pwned" not in raw and "\x1b[2J" not in raw and "\u202e" not in raw
     shown = term.text()
     flat = shown.replace("\n", "")

@@ -15,12 +15,14 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from acp import PROTOCOL_VERSION
 from acp.core import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation
+
+from tests.helpers.piped_agent import piped_agent
 
 __all__ = ["injected", "relay_argv", "relay_inside"]
 
@@ -54,12 +56,31 @@ def _options(words: Sequence[str]) -> tuple[list[str], Any]:
 
 @contextlib.asynccontextmanager
 async def relay_inside(
-    client: Any, *, argv: Sequence[str], env: Mapping[str, str] | None = None
+    client: Any,
+    *,
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    agent: Callable[[], Any] | None = None,
 ) -> AsyncIterator[tuple[Any, asyncio.Task[int]]]:
     """The relay ``argv`` (``-m acp_adapter.cli relay … -- AGENT``, as for a relay process) with
     ``client`` as its editor, initialised as :func:`~tests.helpers.acp_agent.spawn_agent`
     initialises: yields the connection and the relay's task (its result is the exit code). Leaving
-    closes the editor's side (the relay sees the end of its input) and waits for the relay to end."""
+    closes the editor's side (the relay sees the end of its input) and waits for the relay to end.
+
+    With ``agent`` (a scripted foreign agent's constructor), ``argv`` ends at ``--`` and the agent
+    the relay spawns is :func:`~tests.helpers.piped_agent.piped_agent`'s pipe process, with a new
+    ``agent()`` in this process behind it."""
+    async with contextlib.AsyncExitStack() as stack:
+        if agent is not None:
+            argv = [*argv, *await stack.enter_async_context(piped_agent(agent))]
+        async with _relay_inside(client, argv, env) as served:
+            yield served
+
+
+@contextlib.asynccontextmanager
+async def _relay_inside(
+    client: Any, argv: Sequence[str], env: Mapping[str, str] | None
+) -> AsyncIterator[tuple[Any, asyncio.Task[int]]]:
     from acp_adapter.frontends.relay import relay_streams
     from acp_adapter.protocol.stdio import STREAM_LIMIT
 
@@ -95,7 +116,8 @@ async def relay_inside(
 def relay_argv(
     *agent: str, think_after: str = "0.3", heartbeat: str = "0.1", extra: tuple[str, ...] = ()
 ) -> list[str]:
-    """The argv of ``python`` running ``acp-progress relay`` with these timings around ``agent``."""
+    """The argv of ``python`` running ``acp-progress relay`` with these timings around ``agent``
+    (none: the argv ends at ``--``, for :func:`relay_inside`'s ``agent``)."""
     return [
         "-m",
         "acp_adapter.cli",
