@@ -67,6 +67,11 @@ class AskingClient(RecordingClient):
         return CancelElicitationResponse(action="cancel")
 
 
+#: server-everything's research task runs four stages of a second each, a constant of the server
+#: (no argument, no setting): its timers run at this fraction of their delay (200 ms a stage). Its
+#: stages still reach the card one by one: the server sends each as a status notification.
+RESEARCH_CLOCK = 0.2
+
 GITHUB_TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
 
@@ -101,10 +106,12 @@ async def jobs(asking: tuple[Any, AskingClient], tmp_path_factory: pytest.TempPa
 async def everything_session(
     asking: tuple[Any, AskingClient], tmp_path_factory: pytest.TempPathFactory
 ) -> str:
-    """One session of that agent with server-everything, shared by the tests of its questions."""
+    """One session of that agent with server-everything, shared by the tests of its questions
+    (its clock runs five times faster: see :data:`RESEARCH_CLOCK`)."""
     conn, _client = asking
     cwd = tmp_path_factory.mktemp("everything")
-    return (await conn.new_session(cwd=str(cwd), mcp_servers=[everything()])).session_id
+    server = everything(clock_scale=RESEARCH_CLOCK)
+    return (await conn.new_session(cwd=str(cwd), mcp_servers=[server])).session_id
 
 
 @pytest.mark.e2e
@@ -234,15 +241,16 @@ def test_any_schema_is_either_refused_or_cleaned(raw: dict[str, Any]) -> None:
 async def test_server_everything_s_research_task_reports_its_stages_and_asks_when_ambiguous(
     everything_session: str, asking: tuple[Any, AskingClient], tmp_path: Path
 ) -> None:
-    """server-everything's research task (four stages of a second each, fixed by the server) runs
-    as an MCP task: its stages reach the card and its report ends it. On an ambiguous topic it turns
-    ``input_required``: the card says it waits for the person, the question reaches the editor, the
-    report uses the answer. The two run side by side, each in its own session, so the server's
-    stage timer is waited once."""
+    """server-everything's research task (four stages of a second each, fixed by the server, run on
+    a clock five times faster) runs as an MCP task: its stages reach the card and its report ends
+    it. On an ambiguous topic it turns ``input_required``: the card says it waits for the person,
+    the question reaches the editor, the report uses the answer. The two run side by side, each in
+    its own session, so the server's stage timer is waited once."""
     conn, client = asking
     client.reply, client.content = "accept", {"interpretation": "snake"}
     before = len(client.asked)
-    plain = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    server = everything(clock_scale=RESEARCH_CLOCK)
+    plain = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[server])).session_id
     ambiguous = everything_session
     answers = await asyncio.gather(
         prompt_text(conn, plain, 'call simulate-research-query {"topic": "tardigrades"}'),
