@@ -117,7 +117,8 @@ async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(
     async with anyio.create_task_group() as tg:
 
         async def ask() -> None:
-            call = 'call trigger-long-running-operation {"duration": 20, "steps": 20}'
+            # 20 s long, its first progress (what the cancel waits for) after 0.2 s, not a second
+            call = 'call trigger-long-running-operation {"duration": 20, "steps": 100}'
             answers.append(await prompt_text(conn, sid, call))
 
         tg.start_soon(ask)
