@@ -15,9 +15,10 @@ from acp_adapter.frontends.bridges.options import BridgeOptions
 from acp_adapter.frontends.bridges.platforms.console import run_console
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
+from tests.agents.echo_agent import EchoAgent
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.console_bridge import ScriptedInput, WatchedOutput
-from tests.helpers.shared_servers import use_in_process_agents
+from tests.helpers.shared_servers import drive_own_agent_in_process, use_in_process_agents
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +28,7 @@ ECHO_AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
 @pytest.fixture(autouse=True)
 def _agents_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """This project's agent is served in this process (the driver's side is the production code);
-    another agent (``--agent``) still runs as a process of its own."""
+    another agent (``--agent``) still runs as a process of its own unless a test drives it here."""
     use_in_process_agents(monkeypatch)
 
 
@@ -58,8 +59,17 @@ async def test_console_shows_progress_edited_in_place_and_the_answer(tmp_path: P
     assert metrics.delivered == metrics.enqueued and metrics.delivery_dropped_by_reason == {}
 
 
-@pytest.mark.e2e  # the echo agent is a process of its own
-async def test_another_agent_title_fallback_transcript_boundary_and_no_secret() -> None:
+async def test_another_agent_title_fallback_transcript_boundary_and_no_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another agent (the echo agent, ``--agent``), driven in this process over the SDK's in-memory
+    transports: what the console shows of it is the point, not its process."""
+    drive_own_agent_in_process(
+        monkeypatch,
+        BridgeRunner,
+        lambda runner: runner.instance.agent == tuple(ECHO_AGENT.split()),
+        EchoAgent,
+    )
     instance = new_instance("e", "console", agent=ECHO_AGENT, progress={"tool_progress": "all"})
     inp, out = ScriptedInput(), WatchedOutput()
     inp.feed("hello there")

@@ -2,8 +2,9 @@
 message edited in place as entries change (accumulate) or a new message per change (separate); an
 edit is ``✅ Edit notes.py — +2 −3 notes.py``; ``--delivery-thoughts`` (kept in the instance file)
 posts the thoughts. ``bridge run`` of the console platform, and the Telegram platform against the
-strict fake Bot API (both in this process: what they post is the point, not their process), against
-the scripted agent that sends every kind of update."""
+strict fake Bot API, against the scripted agent that sends every kind of update: all in this
+process (what they post is the point, not their processes; the bridge drives the scripted agent
+over the SDK's in-memory transports, as it would over its pipe)."""
 
 from __future__ import annotations
 
@@ -19,21 +20,33 @@ from acp_adapter.cli import main
 from acp_adapter.frontends.bridges.config import ProgressConfig
 from acp_adapter.frontends.bridges.events import PlanUpdate, ThoughtText
 from acp_adapter.frontends.bridges.projection import TurnProjection
+from acp_adapter.frontends.bridges.runner import BridgeRunner
+from tests.agents.everything_agent import EverythingAgent
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.console_bridge import run_console_bridge
+from tests.helpers.shared_servers import drive_own_agent_in_process
 
 RUN_CLI = "import sys; from acp_adapter.cli import main; sys.exit(main(sys.argv[1:]))"
 AGENT = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'everything_agent.py'} --pause 0.02"
+#: the bridge instance's agent command, as ``bridge create --agent AGENT`` keeps it
+AGENT_ARGV = tuple(AGENT.split())
 
 
 @pytest.fixture
 def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("ACP_PROGRESS_CONFIG_DIR", str(tmp_path))
+    # a bridge whose agent is AGENT drives it in this process, as AGENT would run it
+    drive_own_agent_in_process(
+        monkeypatch,
+        BridgeRunner,
+        lambda runner: runner.instance.agent == AGENT_ARGV,
+        make_agent=lambda: EverythingAgent(modes_only=False, pause=0.02),
+    )
     return tmp_path
 
 
 def _run(name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
-    """``bridge run NAME`` in this process (the scripted agent is still its own process)."""
+    """``bridge run NAME`` in this process, the scripted agent too."""
     env = {**agent_env(), "ACP_PROGRESS_SUMMARY": "off"}
     done = run_console_bridge(name, "fix it\n", monkeypatch, capsys, env)
     assert done.returncode == 0, done.stderr
@@ -45,7 +58,6 @@ def _plan_messages(out: str) -> list[tuple[str, str]]:
     return re.findall(r"^\[#(\d+)( edited)?\] plan \d/3$", out, flags=re.MULTILINE)
 
 
-@pytest.mark.e2e
 def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
     cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -65,7 +77,6 @@ def test_the_plan_is_one_message_edited_in_place_and_thoughts_stay_out(
     assert "💭" not in out and "typo." not in out.split("Fixed the typo")[0], out  # no thought posted
 
 
-@pytest.mark.e2e
 def test_delivery_thoughts_and_separate_grouping(
     cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,7 +118,6 @@ def test_an_unchanged_plan_makes_no_edit_and_a_thought_needs_the_option() -> Non
     assert "1234567890abcdefghij" not in thought.text  # redacted like every line a chat gets
 
 
-@pytest.mark.e2e  # the scripted agent is a process of its own; the bridge runs in this process
 @pytest.mark.anyio
 async def test_telegram_edits_the_plan_message_in_place(cfg: Path) -> None:
     """The same through the Telegram platform, against the strict fake Bot API."""

@@ -146,19 +146,26 @@ def test_console_bridge_restart_goes_on_in_the_same_session(
     assert "search for TODO" not in two.stdout and "I searched" not in two.stdout, two.stdout
 
 
-@pytest.mark.e2e  # the agent under test (it cannot load sessions) is a process of its own
 def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversation(
     cfg: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The agent answers ``loadSession: false``: after a restart the chat cannot go on in its
-    stored session, so the bridge opens a new one and says so in the chat, once."""
+    stored session, so the bridge opens a new one and says so in the chat, once. The two runs are
+    in this process, the agent (tests/agents/progress_agent.py) too, a new one per run, as each
+    run would start it: what carries the chat is the store, not a process."""
     import shlex
     import sys
 
     from acp_adapter.frontends.bridges.chat_turn import NEW_CONVERSATION
+    from acp_adapter.frontends.bridges.runner import BridgeRunner
+    from tests.agents.progress_agent import ProgressAgent
+    from tests.helpers.shared_servers import drive_own_agent_in_process
 
-    agent = (
-        f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'agents' / 'progress_agent.py'))}"
+    script = str(ROOT / "tests" / "agents" / "progress_agent.py")
+    agent = f"{shlex.quote(sys.executable)} {shlex.quote(script)}"
+    argv = (sys.executable, script)
+    drive_own_agent_in_process(
+        monkeypatch, BridgeRunner, lambda runner: runner.instance.agent == argv, ProgressAgent
     )
     assert (
         main(["bridge", "create", "nl", "--platform", "console", "--cwd", str(ROOT), "--agent", agent]) == 0
@@ -173,7 +180,7 @@ def test_a_console_bridge_whose_agent_cannot_load_says_it_started_a_new_conversa
     assert two.stdout.count(notice) == 1, two.stdout
     assert "echo: again" in two.stdout, two.stdout
     assert two.stdout.index(notice) < two.stdout.index("echo: again")  # said before the answer
-    # one chat, its session the new one (this agent numbers its sessions per process)
+    # one chat, its session the new one (this agent numbers its sessions from one in every run)
     assert [c["session_id"] for c in show("nl", capsys)["chats"]] == [first]
 
 

@@ -18,6 +18,7 @@ from acp_adapter.summary import ProgressSummary
 from acp_adapter.summary.generators import SUMMARY_THREADS, BoundedThreads, GeneratorBusy
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.bridge_fakes import RecordingSink
+from tests.helpers.shared_servers import use_in_process_agents
 
 pytestmark = pytest.mark.anyio
 
@@ -56,13 +57,16 @@ class OneAtATimeSink(RecordingSink):
         await super().react(target, kind)
 
 
-@pytest.mark.e2e
-async def test_typing_goes_through_the_routes_ordered_queue() -> None:
+async def test_typing_goes_through_the_routes_ordered_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     """Typing is a queued event: one platform call of a chat at a time, in queue order. A turn that
     called ``set_typing`` itself would run a typing call while the route worker is in the middle of
-    a post (two platform calls of one chat at once), and typing could follow the answer."""
+    a post (two platform calls of one chat at once), and typing could follow the answer. The
+    bridge's agent runs in this process (the route's queue is the point, not the agent's process)
+    and thinks 0.05 s a step: its updates come closer together, which only tests the queue harder."""
+    use_in_process_agents(monkeypatch)
     instance = new_instance("c", "console", cwd=str(ROOT))
-    runner = BridgeRunner(instance, BridgeOptions(agent_env=agent_env(), window=0.05))
+    env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+    runner = BridgeRunner(instance, BridgeOptions(agent_env=env, window=0.05))
     sink = OneAtATimeSink()
     try:
         await asyncio.wait_for(runner.handle_message("c", "search for TODO", sink, 1), 60)

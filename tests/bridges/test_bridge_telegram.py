@@ -29,9 +29,10 @@ from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.safety.logging import RedactingFormatter
 from acp_adapter.summary.clock import ManualClock
 from tests.agents.echo_agent import SECRET as ECHO_SECRET
+from tests.agents.echo_agent import EchoAgent
 from tests.helpers.acp_agent import ROOT, agent_env
 from tests.helpers.fake_telegram import VALID_REACTIONS, FakeTelegram, until
-from tests.helpers.shared_servers import use_in_process_agents
+from tests.helpers.shared_servers import drive_own_agent_in_process, use_in_process_agents
 from tests.helpers.telegram_chat import CHAT, TOKEN, bridge, tg
 
 pytestmark = pytest.mark.anyio
@@ -132,9 +133,16 @@ async def test_unanswered_permission_is_denied_after_the_timeout(
     assert all(m.reply_markup is None for m in fake.bot_messages(CHAT))
 
 
-@pytest.mark.e2e
-async def test_secrets_and_the_token_never_reach_the_server_or_the_logs(fake: FakeTelegram) -> None:
+async def test_secrets_and_the_token_never_reach_the_server_or_the_logs(
+    fake: FakeTelegram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The echo agent (a foreign agent whose every update carries a secret) runs in this process,
+    over the SDK's in-memory transports: what the bridge sends and logs is the point, not the echo
+    agent's process (and what it logs itself is in the logs checked too)."""
     agent = f"{sys.executable} {ROOT / 'tests' / 'agents' / 'echo_agent.py'}"
+    drive_own_agent_in_process(
+        monkeypatch, BridgeRunner, lambda runner: runner.instance.agent == tuple(agent.split()), EchoAgent
+    )
     instance = new_instance(
         "tg", "telegram", chat_ids=[CHAT], agent=agent, progress={"tool_progress": "verbose"}
     )

@@ -3,7 +3,8 @@
 Progress lines, their edits and the ``📝`` placeholder go out with ``disable_notification``, so
 the phone does not buzz for every line or for a short-lived summary; the answer notifies; the
 last ``✅`` edit of the progress message is made before the answer is posted, so no progress edit
-lands after the answer.
+lands after the answer. The bridge's agent runs in this process (which messages notify is the
+point, not the agent's process).
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ from acp_adapter.config import Settings
 from acp_adapter.frontends.bridges.runner import BridgeRunner
 from acp_adapter.summary import SummaryFactory
 from tests.helpers.fake_telegram import Call, FakeTelegram, until
+from tests.helpers.shared_servers import use_in_process_agents
 from tests.helpers.telegram_chat import CHAT, bridge, tg
 
-pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def in_process_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_in_process_agents(monkeypatch)
+
 
 #: the embedded model's answer to "wait 1 seconds" (the wait tool's result)
 ANSWER = "finished after 1s"

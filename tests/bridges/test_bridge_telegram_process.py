@@ -211,12 +211,12 @@ def test_a_signal_stops_the_bridge_within_5s_while_an_http_call_hangs(cfg: Path,
     """A signal stops the bridge "within 5 s whatever it is waiting on" — here the answer's
     sendMessage never returns (the server holds the request 30 s, the client's timeout is 20 s).
     The last edits get ``stop_grace`` (3 s by default, at most 4): the promise is that grace and
-    2 s more, and this test holds the bridge to it with a grace of 1 s (a hanging call that held
-    the stop would still take 20 s)."""
+    2 s more, and this test holds the bridge to it with a grace of 0.5 s, which the stop waits out
+    (a hanging call that held the stop would still take 20 s)."""
     create()
     fake.hang_seconds = 30.0
     fake.fault("sendMessage", "timeout", times=10)
-    grace = 1.0
+    grace = 0.5
     proc = start(
         cfg, fake, ACP_PROGRESS_TELEGRAM_HTTP_TIMEOUT="20", ACP_PROGRESS_TELEGRAM_STOP_GRACE=str(grace)
     )

@@ -105,6 +105,8 @@ def mcp_config(path: Path, url: str | None = None) -> Path:
 
 EVERYTHING_DIR = ROOT / "tests/mcp_everything"
 ENTRY = EVERYTHING_DIR / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+#: preloaded into server-everything to run its timers faster (see :func:`everything`)
+FAST_CLOCK = EVERYTHING_DIR / "fast_clock.cjs"
 #: the secret server-everything gets in its environment (a test checks it never shows)
 EVERYTHING_TOKEN = "evr-token-1a2b3c4d5e6f7a8b9c0d"
 
@@ -129,12 +131,19 @@ def node_with_everything() -> str:
     return node
 
 
-def everything() -> McpServerStdio:
-    """server-everything, marked trusted: its read-only tools (``echo``) run unasked."""
+def everything(clock_scale: float | None = None) -> McpServerStdio:
+    """server-everything, marked trusted: its read-only tools (``echo``) run unasked. With
+    ``clock_scale`` (below 1) its timers run that much faster (tests/mcp_everything/fast_clock.cjs):
+    for a test that would only wait out one of its fixed delays."""
+    env = [EnvVariable(name="EVERYTHING_API_TOKEN", value=EVERYTHING_TOKEN)]
+    preload: list[str] = []
+    if clock_scale is not None:
+        env.append(EnvVariable(name="FAST_CLOCK_SCALE", value=str(clock_scale)))
+        preload = ["--require", str(FAST_CLOCK)]
     return McpServerStdio(
         name="everything",
         command=node_with_everything(),
-        args=[str(ENTRY), "stdio"],
-        env=[EnvVariable(name="EVERYTHING_API_TOKEN", value=EVERYTHING_TOKEN)],
+        args=[*preload, str(ENTRY), "stdio"],
+        env=env,
         field_meta=trusted_meta(True),
     )

@@ -3,38 +3,49 @@ its progress reaches the card and AG-UI TOOL_PROGRESS as value/total, read-only 
 the others ask, cancel mid-operation ends the turn in time, its env secrets stay hidden.
 
 server-everything is pinned in tests/mcp_everything (package.json and its lock file) and installed
-there when missing; node_modules is never committed."""
+there when missing; node_modules is never committed. The server is a real process; the agent runs in
+this process (its MCP client is the same wherever it runs): what it logs is checked through caplog
+at the level a spawned agent logs at, unformatted, and the canary is put in this process's
+environment, which is the agent's."""
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import pytest
 
 from acp_adapter.frontends.agui.policy import none_policy
 from acp_adapter.frontends.agui.projection import RunProjection
-from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
+from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
 from tests.helpers.agui_checks import wire
 from tests.helpers.mcp_kit import EVERYTHING_TOKEN as TOKEN
 from tests.helpers.mcp_kit import everything
-from tests.helpers.shared_agent import SharedAgent, shared_agent_process
+from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-#: server-everything keeps running on a closed stdin while a timer of its own is pending (a task's
-#: time to live, an operation it was told to stop): the agent terminates it after a short grace
-FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_MCP_STOP_GRACE="0.2")
 #: in the agent's env, never the server's (a stdio server inherits only PATH, HOME …)
 CANARY = "agent-canary-7f6e5d"
 
 
 @pytest.fixture(scope="module")
-async def agent() -> AsyncIterator[SharedAgent]:
-    """One agent process for the module's tests."""
-    async with shared_agent_process(env={**FAST, "AGENT_ONLY_CANARY": CANARY}) as shared:
+def canary_env() -> Iterator[None]:
+    """The canary in this process's environment (the in-process agent's) while the module runs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AGENT_ONLY_CANARY", CANARY)
+        yield
+
+
+@pytest.fixture(scope="module")
+async def agent(canary_env: None) -> AsyncIterator[SharedAgent]:
+    """One agent in this process for the module's tests. server-everything keeps running on a
+    closed stdin while a timer of its own is pending (a task's time to live, an operation it was
+    told to stop): the agent terminates it after a short grace."""
+    async with shared_agent_inprocess(mcp={"stop_grace": 0.2}) as shared:
         yield shared
 
 
@@ -59,10 +70,10 @@ def client() -> RecordingClient:
 
 
 async def test_long_running_operation_progress_reaches_the_card_and_agui(
-    everything_session: str, agent: SharedAgent, client: RecordingClient
+    everything_session: str, agent: SharedAgent, client: RecordingClient, caplog: pytest.LogCaptureFixture
 ):
+    caplog.set_level(logging.INFO)  # what the agent logs, at the level a spawned agent logs at
     conn = agent.conn
-    mark = agent.log_mark()
     asked_before = len(client.permission_requests)  # what this session asks is counted from here
     sid = on_everything(agent, everything_session, client)
     ask = 'call trigger-long-running-operation {"duration": 0.6, "steps": 3}'  # 0.2 s a step
@@ -98,7 +109,7 @@ async def test_long_running_operation_progress_reaches_the_card_and_agui(
     assert final_status(card) == "completed" and "EVERYTHING_API_TOKEN" in text_of(card[-1])
     assert "agent-canary" not in text_of(card[-1])  # a stdio server inherits only PATH, HOME …
     assert TOKEN not in repr([r.update for r in client.updates])
-    assert TOKEN not in agent.log_since(mark)
+    assert caplog.records and TOKEN not in caplog.text
 
 
 async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(
@@ -117,7 +128,8 @@ async def test_cancel_mid_operation_ends_the_turn_within_two_seconds(
     async with anyio.create_task_group() as tg:
 
         async def ask() -> None:
-            call = 'call trigger-long-running-operation {"duration": 20, "steps": 20}'
+            # 20 s long, its first progress (what the cancel waits for) after 0.2 s, not a second
+            call = 'call trigger-long-running-operation {"duration": 20, "steps": 100}'
             answers.append(await prompt_text(conn, sid, call))
 
         tg.start_soon(ask)

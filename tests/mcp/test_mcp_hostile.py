@@ -41,13 +41,17 @@ def kit_dir(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-async def kit_session(agent: SharedAgent, kit_dir) -> str:
+async def kit_session(agent: SharedAgent, kit_dir) -> AsyncIterator[str]:
     """One session with a plain kit server, shared by the tests that need nothing of it but its
     tools (each routes the session to its own client and checks its own turns): one server start
-    serves them all."""
-    return (
-        await agent.new_session(RecordingClient(), kit_dir, [kit(cancelled=kit_dir / "cancelled")])
-    ).session_id
+    serves them all. A call it ignores (``hang``) holds it past its closed input: it is ended here,
+    before the agent is stopped, so it never outlives the module."""
+    marker = kit_dir / "started"
+    server = kit(marker=marker, cancelled=kit_dir / "cancelled")
+    yield (await agent.new_session(RecordingClient(), kit_dir, [server])).session_id
+    for pid in marker.read_text().split() if marker.exists() else []:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
 
 
 def on_kit(agent: SharedAgent, sid: str, client: RecordingClient) -> str:
@@ -63,11 +67,10 @@ def client() -> RecordingClient:
 
 
 async def test_cancel_ends_a_call_the_server_ignores_within_two_seconds(
-    tmp_path, agent: SharedAgent, client: RecordingClient
+    kit_session: str, agent: SharedAgent, client: RecordingClient
 ):
     conn = agent.conn
-    marker = tmp_path / "started"
-    sid = (await agent.new_session(client, tmp_path, [kit(marker=marker)])).session_id
+    sid = on_kit(agent, kit_session, client)
     hanging = anyio.Event()
 
     def watch(item) -> None:  # the card shows the server's "hanging" progress: it is mid-call
@@ -95,10 +98,6 @@ async def test_cancel_ends_a_call_the_server_ignores_within_two_seconds(
     client.on_update = None
     await prompt_text(conn, sid, 'call peek {"text": "still here"}')
     assert final_status(tool_cards(client, sid)[-1]) == "completed"
-    # this server ignores the close of its stdin too (the hang holds it), and the shared agent is
-    # ended by the SDK's 2 s escalation before its own 2 s stop of the server is over: end it here
-    with contextlib.suppress(ProcessLookupError, ValueError):
-        os.kill(int(marker.read_text().split()[0]), signal.SIGKILL)
 
 
 async def test_huge_result_and_progress_flood_leave_the_agent_working(

@@ -14,6 +14,7 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -29,6 +30,14 @@ from tests.helpers.tool_cards import text_of, tool_cards
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 FAST = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
+
+
+@pytest.fixture(scope="module")
+def web_kit() -> Iterator[str]:
+    """The kit over streamable HTTP, one process for the module's tests that need a server that
+    works and need nothing of its process (each agent's session has its own MCP session with it)."""
+    with http_kit() as port:
+        yield f"http://127.0.0.1:{port}/mcp"
 
 
 async def gone(pid: int, within: float = 6.0) -> bool:
@@ -53,7 +62,7 @@ async def test_servers_stop_when_the_agent_exits(tmp_path):
 MUTE_SERVER = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(3600)"
 
 
-async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path):
+async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path, web_kit: str):
     marker = tmp_path / "started"
     # a stdio process that never speaks MCP; plain Python (no SDK import), so it has written its
     # pid long before the start timeout (a second: it is waited out, so it is kept short)
@@ -66,18 +75,17 @@ async def test_a_server_that_never_initializes_is_given_up_and_stopped(tmp_path)
     # the working server is already up (HTTP), so a short start timeout cannot fail it on a
     # loaded machine: the wait this test pays is the timeout the mute server is given
     client = RecordingClient()
-    with http_kit() as port:
-        web = HttpMcpServer(name="web", url=f"http://127.0.0.1:{port}/mcp", headers=[], type="http")
-        # it never exits on its closed input either: its group is terminated after the stop grace
-        agent = progress_agent(mcp={"start_timeout": 1, "stop_grace": 0.2})
-        async with served_inprocess(client, agent) as conn:
-            sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, web])).session_id
-            response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
-            assert response.stop_reason == "end_turn"
-            assert "MCP server 'mute' is not available: did not start within 1 s" in client.answer(sid)
-            assert final_status(tool_cards(client, sid)[-1]) == "completed"
-            pid = int(marker.read_text())
-            assert await gone(pid)
+    web = HttpMcpServer(name="web", url=web_kit, headers=[], type="http")
+    # it never exits on its closed input either: its group is terminated after the stop grace
+    agent = progress_agent(mcp={"start_timeout": 1, "stop_grace": 0.2})
+    async with served_inprocess(client, agent) as conn:
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[mute, web])).session_id
+        response = await prompt_text(conn, sid, 'call peek {"text": "x"}')
+        assert response.stop_reason == "end_turn"
+        assert "MCP server 'mute' is not available: did not start within 1 s" in client.answer(sid)
+        assert final_status(tool_cards(client, sid)[-1]) == "completed"
+        pid = int(marker.read_text())
+        assert await gone(pid)
 
 
 async def test_a_stdio_server_that_ignores_its_closed_input_is_terminated_after_the_stop_grace(tmp_path):
@@ -165,7 +173,7 @@ async def test_an_idle_session_is_freed_with_its_servers_and_says_so_when_it_com
         assert client.answer(sid).count(told) == 1
 
 
-async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_path):
+async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_path, web_kit: str):
     from acp.meta import AGENT_METHODS
     from acp.schema import ResumeSessionRequest, ResumeSessionResponse
     from acp.utils import request_model_from_dict
@@ -173,14 +181,17 @@ async def test_session_resume_is_advertised_and_reconnects_without_a_replay(tmp_
     ws = tmp_path / "ws"
     ws.mkdir()
     state = str(tmp_path / "state")
+    # the module's kit over HTTP, which both agents connect to: the reconnect is the point, not a
+    # stdio start
+    web = HttpMcpServer(name="kit", url=web_kit, headers=[], type="http")
     async with served_inprocess(RecordingClient(), progress_agent(state_dir=state)) as conn:
-        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[kit()])).session_id
+        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[web])).session_id
         await prompt_text(conn, sid, 'call peek {"text": "one"}')
     client = RecordingClient()
     async with served_inprocess(client, progress_agent(state_dir=state)) as conn:
         init = await conn.initialize(protocol_version=1)
         assert init.agent_capabilities.session_capabilities.resume is not None
-        request = ResumeSessionRequest(session_id=sid, cwd=str(ws), mcp_servers=[kit()])
+        request = ResumeSessionRequest(session_id=sid, cwd=str(ws), mcp_servers=[web])
         await request_model_from_dict(
             conn._conn, AGENT_METHODS["session_resume"], request, ResumeSessionResponse
         )

@@ -4,15 +4,16 @@ during a call (``elicitation/create``), the agent asks
 the editor (the SDK's client side, which answers, declines or cancels) and the answer goes back to
 the server; the card shows "waiting for your answer" meanwhile. An editor that offers no questions
 gets none: the server hears a decline with a reason. The server's schema is hostile until bounded
-and cleaned (properties checked with Hypothesis). The MCP servers are real processes; the agent
-runs in this process (its process proves nothing about questions)."""
+and cleaned (properties checked with Hypothesis). The MCP servers are real processes (the task
+server one over streamable HTTP for the module's sessions); the agent runs in this process (its
+process proves nothing about questions)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,14 @@ from acp.schema import (
     ElicitationFormSessionMode,
     ElicitationUrlCapabilities,
     ElicitationUrlSessionMode,
+    HttpMcpServer,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_adapter.mcp.elicitation import MAX_SCHEMA_BYTES, WAITING, UnfitQuestion, form_schema, safe_url
 from tests.helpers.acp_agent import RecordingClient, final_status, prompt_text
-from tests.helpers.mcp_kit import everything, tasks_server
+from tests.helpers.mcp_kit import everything, http_tasks_server
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 from tests.helpers.tool_cards import progress_of, text_of, tool_cards
 
@@ -67,6 +69,11 @@ class AskingClient(RecordingClient):
         return CancelElicitationResponse(action="cancel")
 
 
+#: server-everything's research task runs four stages of a second each, a constant of the server
+#: (no argument, no setting): its timers run at this fraction of their delay (200 ms a stage). Its
+#: stages still reach the card one by one: the server sends each as a status notification.
+RESEARCH_CLOCK = 0.2
+
 GITHUB_TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
 
@@ -89,22 +96,39 @@ async def asking() -> AsyncIterator[tuple[Any, AskingClient]]:
 
 
 @pytest.fixture(scope="module")
-async def jobs(asking: tuple[Any, AskingClient], tmp_path_factory: pytest.TempPathFactory) -> str:
+def tasks_url() -> Iterator[str]:
+    """The task server over streamable HTTP, one process for the module's sessions (each agent's
+    session has an MCP session of its own with it, with the questions its editor takes): the
+    questions are the point here, not the transport."""
+    with http_tasks_server() as url:
+        yield url
+
+
+def jobs_server(url: str) -> HttpMcpServer:
+    return HttpMcpServer(name="jobs", url=url, headers=[], type="http")
+
+
+@pytest.fixture(scope="module")
+async def jobs(
+    asking: tuple[Any, AskingClient], tasks_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> str:
     """One session of that agent with the task server, shared by the tests that ask through its
     ``asks`` tool: each looks at the questions and the card of its own turn."""
     conn, _client = asking
     cwd = tmp_path_factory.mktemp("jobs")
-    return (await conn.new_session(cwd=str(cwd), mcp_servers=[tasks_server()])).session_id
+    return (await conn.new_session(cwd=str(cwd), mcp_servers=[jobs_server(tasks_url)])).session_id
 
 
 @pytest.fixture(scope="module")
 async def everything_session(
     asking: tuple[Any, AskingClient], tmp_path_factory: pytest.TempPathFactory
 ) -> str:
-    """One session of that agent with server-everything, shared by the tests of its questions."""
+    """One session of that agent with server-everything, shared by the tests of its questions
+    (its clock runs five times faster: see :data:`RESEARCH_CLOCK`)."""
     conn, _client = asking
     cwd = tmp_path_factory.mktemp("everything")
-    return (await conn.new_session(cwd=str(cwd), mcp_servers=[everything()])).session_id
+    server = everything(clock_scale=RESEARCH_CLOCK)
+    return (await conn.new_session(cwd=str(cwd), mcp_servers=[server])).session_id
 
 
 @pytest.mark.e2e
@@ -155,10 +179,12 @@ async def test_server_everything_s_question_reaches_the_editor(
 
 
 @pytest.mark.e2e
-async def test_an_editor_without_questions_gets_none_and_the_server_hears_why(tmp_path: Path) -> None:
+async def test_an_editor_without_questions_gets_none_and_the_server_hears_why(
+    tmp_path: Path, tasks_url: str
+) -> None:
     client = AskingClient()
     async with editor(client, ClientCapabilities()) as conn:
-        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[jobs_server(tasks_url)])).session_id
         await prompt_text(conn, sid, "call asks {}")
         assert client.asked == []
         card = tool_cards(client, sid)[-1]
@@ -234,15 +260,16 @@ def test_any_schema_is_either_refused_or_cleaned(raw: dict[str, Any]) -> None:
 async def test_server_everything_s_research_task_reports_its_stages_and_asks_when_ambiguous(
     everything_session: str, asking: tuple[Any, AskingClient], tmp_path: Path
 ) -> None:
-    """server-everything's research task (four stages of a second each, fixed by the server) runs
-    as an MCP task: its stages reach the card and its report ends it. On an ambiguous topic it turns
-    ``input_required``: the card says it waits for the person, the question reaches the editor, the
-    report uses the answer. The two run side by side, each in its own session, so the server's
-    stage timer is waited once."""
+    """server-everything's research task (four stages of a second each, fixed by the server, run on
+    a clock five times faster) runs as an MCP task: its stages reach the card and its report ends
+    it. On an ambiguous topic it turns ``input_required``: the card says it waits for the person,
+    the question reaches the editor, the report uses the answer. The two run side by side, each in
+    its own session, so the server's stage timer is waited once."""
     conn, client = asking
     client.reply, client.content = "accept", {"interpretation": "snake"}
     before = len(client.asked)
-    plain = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[everything()])).session_id
+    server = everything(clock_scale=RESEARCH_CLOCK)
+    plain = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[server])).session_id
     ambiguous = everything_session
     answers = await asyncio.gather(
         prompt_text(conn, plain, 'call simulate-research-query {"topic": "tardigrades"}'),
@@ -268,12 +295,12 @@ async def test_server_everything_s_research_task_reports_its_stages_and_asks_whe
 
 @pytest.mark.e2e
 async def test_a_link_question_reaches_an_editor_that_takes_links_and_a_bad_link_never_does(
-    tmp_path: Path,
+    tmp_path: Path, tasks_url: str
 ) -> None:
     client = AskingClient()
     links = ClientCapabilities(elicitation=ElicitationCapabilities(url=ElicitationUrlCapabilities()))
     async with editor(client, links) as conn:
-        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[tasks_server()])).session_id
+        sid = (await conn.new_session(cwd=str(tmp_path), mcp_servers=[jobs_server(tasks_url)])).session_id
         await prompt_text(conn, sid, 'call opens {"url": "https://example.com/login?x=1"}')
         ((message, mode),) = client.asked
         assert message == "[jobs] Sign in to go on"

@@ -6,20 +6,23 @@ says the claim is not verified, and "always" is offered), and run not at all in 
 only a server marked trusted (``"trusted": true`` in ``--mcp-config``, ``trusted = true`` in the
 settings file, ``_meta.acpProgress.trusted`` in ``session/new``) has its hints believed. The agent
 is this project's, in this process (trust is its decision, wherever it runs), shared by the
-module; the server is a real one built with ``mcp``.
+module; the server is a real one built with ``mcp``: one kit over streamable HTTP serves the
+sessions that only mark it trusted or not (each has its own MCP session with it; trust is the
+point, not the transport), and the settings-file test starts the stdio kits it names.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from acp.schema import HttpMcpServer
 
 from acp_adapter.mcp import McpConfigError, parse_common_form
-from acp_adapter.mcp.trust import is_trusted
+from acp_adapter.mcp.trust import is_trusted, trusted_meta
 from tests.helpers.acp_agent import RecordingClient, agent_env, final_status, prompt_text
-from tests.helpers.mcp_kit import kit
+from tests.helpers.mcp_kit import http_kit, kit
 from tests.helpers.shared_agent import SharedAgent, shared_agent_inprocess
 from tests.helpers.tool_cards import text_of, tool_cards
 
@@ -32,17 +35,29 @@ async def agent() -> AsyncIterator[SharedAgent]:
         yield shared
 
 
+@pytest.fixture(scope="module")
+def kit_url() -> Iterator[str]:
+    """The kit over streamable HTTP, one process for the module's sessions."""
+    with http_kit() as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def web_kit(url: str, *, trusted: bool) -> HttpMcpServer:
+    """The HTTP kit as an editor passes it: marked trusted in ``session/new``, or not."""
+    return HttpMcpServer(name="kit", url=url, headers=[], type="http", field_meta=trusted_meta(trusted))
+
+
 def _sneak(target: Path) -> str:
     return f'call sneaky {{"path": "{target}"}}'
 
 
 @pytest.mark.e2e
 async def test_a_lying_read_only_tool_of_an_untrusted_server_asks_first(
-    tmp_path: Path, agent: SharedAgent
+    tmp_path: Path, agent: SharedAgent, kit_url: str
 ) -> None:
     client = RecordingClient(permission="reject")
     target = tmp_path / "pwned"
-    session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
+    session = await agent.new_session(client, tmp_path, [web_kit(kit_url, trusted=False)])
     sid = session.session_id
     await prompt_text(agent.conn, sid, _sneak(target))
     assert not target.exists(), "an untrusted server's readOnlyHint ran a tool unasked"
@@ -56,10 +71,12 @@ async def test_a_lying_read_only_tool_of_an_untrusted_server_asks_first(
 
 
 @pytest.mark.e2e
-async def test_read_only_mode_runs_no_tool_of_an_untrusted_server(tmp_path: Path, agent: SharedAgent) -> None:
+async def test_read_only_mode_runs_no_tool_of_an_untrusted_server(
+    tmp_path: Path, agent: SharedAgent, kit_url: str
+) -> None:
     client = RecordingClient(permission="allow")
     target = tmp_path / "pwned"
-    session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
+    session = await agent.new_session(client, tmp_path, [web_kit(kit_url, trusted=False)])
     sid = session.session_id
     await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
     await prompt_text(agent.conn, sid, _sneak(target))
@@ -73,10 +90,10 @@ async def test_read_only_mode_runs_no_tool_of_an_untrusted_server(tmp_path: Path
 
 @pytest.mark.e2e
 async def test_a_trusted_servers_read_only_tool_runs_unasked_in_every_mode(
-    tmp_path: Path, agent: SharedAgent
+    tmp_path: Path, agent: SharedAgent, kit_url: str
 ) -> None:
     client = RecordingClient(permission="reject")
-    session = await agent.new_session(client, tmp_path, [kit(trusted=True)])
+    session = await agent.new_session(client, tmp_path, [web_kit(kit_url, trusted=True)])
     sid = session.session_id
     await agent.conn.set_session_mode(session_id=sid, mode_id="read-only")
     await prompt_text(agent.conn, sid, 'call peek {"text": "trusted"}')
@@ -87,12 +104,12 @@ async def test_a_trusted_servers_read_only_tool_runs_unasked_in_every_mode(
 
 @pytest.mark.e2e
 async def test_the_always_answer_is_offered_for_an_untrusted_servers_tool(
-    tmp_path: Path, agent: SharedAgent
+    tmp_path: Path, agent: SharedAgent, kit_url: str
 ) -> None:
     from tests.helpers.choosing_client import ChoosingClient
 
     client = ChoosingClient(choices=["allow_always"])
-    session = await agent.new_session(client, tmp_path, [kit(trusted=False)])
+    session = await agent.new_session(client, tmp_path, [web_kit(kit_url, trusted=False)])
     sid = session.session_id
     await prompt_text(agent.conn, sid, 'call peek {"text": "one"}')
     await prompt_text(agent.conn, sid, 'call peek {"text": "two"}')
