@@ -265,28 +265,32 @@ def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_si
     assert took < 10, f"took {took:.1f}s"
 
 
-@pytest.mark.e2e
-def test_two_endpoints_on_one_state_directory_never_share_a_thread(tmp_path: Path) -> None:
-    """Endpoint B (its own token and workspace) never runs thread ``main`` by loading endpoint A's
-    session: its model request would carry A's confidential file."""
+def test_two_endpoints_on_one_state_directory_never_share_a_thread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Endpoint B (its own workspace) never runs thread ``main`` by loading endpoint A's session:
+    its model request would carry A's confidential file. Both endpoints and this project's agent
+    are served in this process, one after the other on one state directory (what the store holds
+    and what B loads is the point, not their processes)."""
+    from tests.helpers.agui_http import run, run_input
+    from tests.helpers.agui_inprocess import endpoint_in_process
+
+    use_in_process_agui_agents(monkeypatch)
     state = tmp_path / "state"
     a_ws, b_ws = tmp_path / "a", tmp_path / "b"
     a_ws.mkdir()
     b_ws.mkdir()
     (a_ws / "secret.md").write_text("PROJECT-A CONFIDENTIAL\n")
     env = {"ACP_PROGRESS_STATE_DIR": str(state)}
-    a = AguiProcess(a_ws, env=env).wait_healthy()
-    try:
-        assert "PROJECT-A CONFIDENTIAL" in str(a.run("main", "r1", "read secret.md"))
-    finally:
-        a.stop()
-    b = AguiProcess(b_ws, env=env).wait_healthy()
-    try:
-        run = b.run("main", "r2", "hello")
-    finally:
-        b.stop()
-    assert of_type(run, "RUN_FINISHED")
-    assert "loaded its ACP session" not in b.text()
+    with endpoint_in_process(a_ws, env=env) as a:
+        assert "PROJECT-A CONFIDENTIAL" in str(run(a.url, run_input("main", "read secret.md", run_id="r1")))
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    with endpoint_in_process(b_ws, env=env) as b:
+        events = run(b.url, run_input("main", "hello", run_id="r2"))
+    assert of_type(events, "RUN_FINISHED")
+    assert "loaded its ACP session" not in caplog.text
+    assert "thread main: opened ACP session" in caplog.text  # a new session, said in the log read here
     store = open_store(state, retention_days=0)
     try:
         sessions = store.list_sessions().sessions
