@@ -267,6 +267,7 @@ def test_the_database_restarted_mid_run_loses_no_write_and_says_so(
     store.close()
 
 
+@pytest.mark.e2e
 def test_a_writer_batch_waits_for_a_connection_as_long_as_the_store_is_given(pg_url: str) -> None:
     """``batch_wait`` bounds a batch's wait for a pooled connection (the default waits 1 s before
     the database counts as away)."""
@@ -275,20 +276,26 @@ def test_a_writer_batch_waits_for_a_connection_as_long_as_the_store_is_given(pg_
 
     for given, expected in (({"batch_wait": 0.25}, 0.25), ({}, BATCH_CONNECTION_WAIT_S)):
         store = PostgresStore(pg_url, **given)
-        waits: list[float] = []
-        plain_batch = store.database.batch
-
-        def batch(connection_wait: float = -1.0, **rest: Any) -> Any:
-            waits.append(connection_wait)
-            return plain_batch(connection_wait=connection_wait, **rest)
-
-        store.database.batch = batch  # type: ignore[method-assign]
+        waits = _batch_waits(store)
         try:
             with store.batch():
                 store.put("bridge:wait", "offset", 1)
             assert waits == [expected] and store.get("bridge:wait", "offset") == 1
         finally:
             store.close()
+
+
+def _batch_waits(store: Any) -> list[float]:
+    """The connection waits ``store``'s database batches are opened with, from now on."""
+    waits: list[float] = []
+    plain_batch = store.database.batch
+
+    def batch(connection_wait: float = -1.0, **rest: Any) -> Any:
+        waits.append(connection_wait)
+        return plain_batch(connection_wait=connection_wait, **rest)
+
+    store.database.batch = batch
+    return waits
 
 
 @pytest.mark.e2e
