@@ -77,7 +77,7 @@ def test_a_stopped_run_is_in_the_history_read_at_once_after_the_stop(
         "messages": [{"id": "m-r1", "role": "user", "content": "wait 5 seconds"}],
     }
     holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
-    release = threading.Timer(1.0, lambda: holder.execute("COMMIT"))
+    release = threading.Timer(0.5, lambda: holder.execute("COMMIT"))
     try:
         with httpx.stream("POST", server.url + "/", json=body, timeout=20) as response:
             for event in sse_events(response.iter_lines()):
@@ -111,7 +111,7 @@ def test_a_run_whose_store_was_slow_is_in_the_history_read_at_once_after_run_fin
         # before it answers, and a moment beyond RUN_FINISHED; plain reads go on meanwhile
         holder: Any = psycopg.connect(pg_url, autocommit=False)
         holder.execute("LOCK TABLE acp_progress.events IN EXCLUSIVE MODE")
-        release = threading.Timer(1.0, holder.commit)
+        release = threading.Timer(0.5, holder.commit)  # half a second past RUN_FINISHED
         try:
             events = _run(server, "t", "r1", "what is 2+2")
             release.start()
