@@ -35,10 +35,13 @@ def _user_texts(events: list[dict]) -> list[str]:
 
 @pytest.mark.e2e
 def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
+    """The endpoint's process restarted on the same port and state directory. This project's agent
+    runs inside it (the restart is the endpoint's; a real agent process stopped with the endpoint
+    is the stop-signal tests' below)."""
     (tmp_path / "app.py").write_text("# TODO: persist\n")
     state = tmp_path / "state"
     env = {"ACP_PROGRESS_STATE_DIR": str(state)}
-    first = AguiProcess(tmp_path, env=env).wait_healthy()
+    first = AguiProcess(tmp_path, env=env, agent_inside=True).wait_healthy()
     try:
         run1 = first.run("thread-T", "run-1", "search for TODO")
     finally:
@@ -51,7 +54,8 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
     assert text.index("starting the agent") < text.index("serving AG-UI on")
     assert of_type(run1, "RUN_FINISHED") and of_type(run1, "TOOL_CALL_START")
 
-    second = AguiProcess(tmp_path, env=env, port=first.port).wait_healthy()  # the same endpoint again
+    # the same endpoint again
+    second = AguiProcess(tmp_path, env=env, port=first.port, agent_inside=True).wait_healthy()
     try:
         run2 = second.run("thread-T", "run-2", "hello")
         other = second.run("thread-U", "run-3", "hello")
