@@ -306,11 +306,10 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(
 @pytest.fixture(scope="module")
 def limited(workspace: Path) -> Iterator[Endpoint]:
     """Extra Host names admitted, a 4 KiB body limit and a token: one endpoint for the tests of
-    them (none of the three is in the way of the others' requests)."""
+    them (none of the three is in the way of the others' requests). This project's agent runs
+    inside its process (what the gates let through is the point, not the agent's process)."""
     endpoint = Endpoint(
         workspace,
-        "--agent",
-        PROGRESS_AGENT,
         "--allowed-host",
         "proxy.example",
         "--allowed-host",
@@ -320,6 +319,7 @@ def limited(workspace: Path) -> Iterator[Endpoint]:
         "--max-body-bytes",
         "4096",
         env={"ACP_PROGRESS_AGUI_TOKEN": TOKEN},
+        agent_inside=True,
     )
     try:
         yield endpoint
