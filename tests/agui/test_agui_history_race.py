@@ -142,7 +142,12 @@ async def test_this_agent_flushes_its_store_when_asked_a_foreign_one_is_not_aske
         assert await ours.flush_store(5.0) is True
         with pytest.raises(RequestError):  # any other extension method is unknown
             await ours.connection.ext_method("acpProgress/nope", {})
+    from tests.agents.everything_agent import EverythingAgent
+
     foreign = [sys.executable, str(ROOT / "tests" / "agents" / "everything_agent.py")]
-    async with AgentDriver(foreign, env=agent_env(), cwd=str(tmp_path)) as theirs:
+    other = AgentDriver(foreign, env=agent_env(), cwd=str(tmp_path))
+    # in this process too: what it says in initialize is the point, not its process
+    other.link.__class__ = in_process_link_class(lambda: EverythingAgent(False, 0.0))
+    async with other as theirs:
         assert not theirs.sessions.flushes_store  # it never said so in initialize: never sent the request
         assert await theirs.flush_store(5.0) is False
