@@ -174,18 +174,11 @@ def _steps(prompt: str) -> list[str]:
 def _inline_steps(prompt: str) -> list[str]:
     steps: list[str] = []
     start = 0
-    quote = ""
     i = 0
     while i < len(prompt):
         ch = prompt[i]
-        if quote:
-            if ch == quote or (quote == "\u201c" and ch == "\u201d"):
-                quote = ""
-            i += 1
-            continue
         if ch in '`"\u201c':
-            quote = ch
-            i += 1
+            i = _quote_end(prompt, ch, i + 1)  # a quote is skipped whole, not read
             continue
         m = _STEP.match(prompt, i)
         if m is not None:  # _STEP always holds a separator, never whitespace alone
@@ -195,6 +188,14 @@ def _inline_steps(prompt: str) -> list[str]:
         i += 1
     steps.append(prompt[start:])
     return [s for s in steps if s.strip()]
+
+
+def _quote_end(prompt: str, quote: str, i: int) -> int:
+    """Where the quote opened by ``quote`` before ``i`` ends (just past its closing character, or
+    the end of the prompt): found with ``str.find``, so a long quoted text costs no Python loop."""
+    closers = ("\u201c", "\u201d") if quote == "\u201c" else (quote,)
+    ends = [end for end in (prompt.find(closer, i) for closer in closers) if end >= 0]
+    return min(ends) + 1 if ends else len(prompt)
 
 
 def plan_tool_calls(prompt: str, available: set[str]) -> list[ToolCall]:

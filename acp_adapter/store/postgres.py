@@ -38,6 +38,7 @@ from acp_adapter.store.base import (
 )
 from acp_adapter.store.kv_table import KeyValueTable
 from acp_adapter.store.postgres_database import (
+    BATCH_CONNECTION_WAIT_S,
     CONNECT_TIMEOUT_S,
     MIN_CONNECTION_WAIT_S,
     POOL_MAX,
@@ -62,7 +63,11 @@ class PostgresStore:
         connect_timeout: float = CONNECT_TIMEOUT_S,
         pool_max: int = POOL_MAX,
         audit_wait: float = AUDIT_WAIT_S,
+        batch_wait: float = BATCH_CONNECTION_WAIT_S,
     ) -> None:
+        #: how long a writer batch waits for a pooled connection before the database counts as
+        #: away (the writer then keeps the batch and retries it, saying so)
+        self.batch_wait = batch_wait
         self.database = PostgresDatabase(
             url, retry_for=retry_for, connect_timeout=connect_timeout, pool_max=pool_max
         )
@@ -72,7 +77,7 @@ class PostgresStore:
 
     def batch(self) -> contextlib.AbstractContextManager[None]:
         """Run the writes made inside it as one transaction on one connection."""
-        return self.database.batch()
+        return self.database.batch(connection_wait=self.batch_wait)
 
     def ping(self, timeout: float = 2.0) -> bool:
         """Whether the database answers now (``/health``)."""

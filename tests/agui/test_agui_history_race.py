@@ -77,7 +77,7 @@ def test_a_stopped_run_is_in_the_history_read_at_once_after_the_stop(
         "messages": [{"id": "m-r1", "role": "user", "content": "wait 5 seconds"}],
     }
     holder = sqlite3.connect(state / DATABASE_NAME, isolation_level=None, check_same_thread=False)
-    release = threading.Timer(1.0, lambda: holder.execute("COMMIT"))
+    release = threading.Timer(0.5, lambda: holder.execute("COMMIT"))
     try:
         with httpx.stream("POST", server.url + "/", json=body, timeout=20) as response:
             for event in sse_events(response.iter_lines()):
@@ -111,7 +111,7 @@ def test_a_run_whose_store_was_slow_is_in_the_history_read_at_once_after_run_fin
         # before it answers, and a moment beyond RUN_FINISHED; plain reads go on meanwhile
         holder: Any = psycopg.connect(pg_url, autocommit=False)
         holder.execute("LOCK TABLE acp_progress.events IN EXCLUSIVE MODE")
-        release = threading.Timer(1.0, holder.commit)
+        release = threading.Timer(0.5, holder.commit)  # half a second past RUN_FINISHED
         try:
             events = _run(server, "t", "r1", "what is 2+2")
             release.start()
@@ -142,7 +142,12 @@ async def test_this_agent_flushes_its_store_when_asked_a_foreign_one_is_not_aske
         assert await ours.flush_store(5.0) is True
         with pytest.raises(RequestError):  # any other extension method is unknown
             await ours.connection.ext_method("acpProgress/nope", {})
+    from tests.agents.everything_agent import EverythingAgent
+
     foreign = [sys.executable, str(ROOT / "tests" / "agents" / "everything_agent.py")]
-    async with AgentDriver(foreign, env=agent_env(), cwd=str(tmp_path)) as theirs:
+    other = AgentDriver(foreign, env=agent_env(), cwd=str(tmp_path))
+    # in this process too: what it says in initialize is the point, not its process
+    other.link.__class__ = in_process_link_class(lambda: EverythingAgent(False, 0.0))
+    async with other as theirs:
         assert not theirs.sessions.flushes_store  # it never said so in initialize: never sent the request
         assert await theirs.flush_store(5.0) is False

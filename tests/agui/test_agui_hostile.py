@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 from tests.helpers.shared_servers import cli_in_process
 
 pytestmark = pytest.mark.e2e
@@ -56,16 +57,24 @@ def _gate(args: tuple[str, ...], env: dict[str, str] | None) -> list[str]:
 
 
 class Endpoint:
-    """``acp-progress agui`` with ``args`` on a free loopback port; its stderr goes to ``log``."""
+    """``acp-progress agui`` with ``args`` on a free loopback port; its stderr goes to ``log``.
+    With ``agent_inside``, this project's agent runs inside the endpoint's process
+    (:mod:`tests.helpers.cli_agent_inside`)."""
 
     def __init__(
-        self, workspace: Path, *args: str, env: dict[str, str] | None = None, nofile: int | None = None
+        self,
+        workspace: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        nofile: int | None = None,
+        agent_inside: bool = False,
     ) -> None:
         self.workspace = workspace
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workspace / f"agui-{self.port}.log"
-        argv = [*_cli(), "agui", "--port", str(self.port), "--cwd", str(workspace), "--summary", "off"]
+        cli = [sys.executable, "-m", CLI_AGENT_INSIDE] if agent_inside else _cli()
+        argv = [*cli, "agui", "--port", str(self.port), "--cwd", str(workspace), "--summary", "off"]
         argv += [*_gate(args, env), *args]
         full_env = {**os.environ, **agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05"), **(env or {})}
         full_env.pop("ACP_PROGRESS_AGUI_TOKEN", None)
@@ -110,7 +119,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(workspace: Path) -> Iterator[Endpoint]:
-    """This project's agent with ``--yes``: a request that gets through runs its command."""
+    """This project's agent with ``--yes``: a request that gets through runs its command. The
+    agent runs inside the endpoint's process (the attacks are on the endpoint: the agent's own
+    process proves nothing here, and would cost a second start)."""
     endpoint = Endpoint(
         workspace,
         "--yes",
@@ -122,6 +133,7 @@ def served(workspace: Path) -> Iterator[Endpoint]:
         "80",
         "--max-runs",
         "2",
+        agent_inside=True,
     )
     try:
         yield endpoint
@@ -294,11 +306,10 @@ def test_a_non_loopback_bind_without_a_token_refuses_to_start(
 @pytest.fixture(scope="module")
 def limited(workspace: Path) -> Iterator[Endpoint]:
     """Extra Host names admitted, a 4 KiB body limit and a token: one endpoint for the tests of
-    them (none of the three is in the way of the others' requests)."""
+    them (none of the three is in the way of the others' requests). This project's agent runs
+    inside its process (what the gates let through is the point, not the agent's process)."""
     endpoint = Endpoint(
         workspace,
-        "--agent",
-        PROGRESS_AGENT,
         "--allowed-host",
         "proxy.example",
         "--allowed-host",
@@ -308,6 +319,7 @@ def limited(workspace: Path) -> Iterator[Endpoint]:
         "--max-body-bytes",
         "4096",
         env={"ACP_PROGRESS_AGUI_TOKEN": TOKEN},
+        agent_inside=True,
     )
     try:
         yield endpoint

@@ -35,10 +35,13 @@ def _user_texts(events: list[dict]) -> list[str]:
 
 @pytest.mark.e2e
 def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
+    """The endpoint's process restarted on the same port and state directory. This project's agent
+    runs inside it (the restart is the endpoint's; a real agent process stopped with the endpoint
+    is the stop-signal tests' below)."""
     (tmp_path / "app.py").write_text("# TODO: persist\n")
     state = tmp_path / "state"
     env = {"ACP_PROGRESS_STATE_DIR": str(state)}
-    first = AguiProcess(tmp_path, env=env).wait_healthy()
+    first = AguiProcess(tmp_path, env=env, agent_inside=True).wait_healthy()
     try:
         run1 = first.run("thread-T", "run-1", "search for TODO")
     finally:
@@ -51,7 +54,8 @@ def test_a_thread_survives_a_server_restart(tmp_path: Path) -> None:
     assert text.index("starting the agent") < text.index("serving AG-UI on")
     assert of_type(run1, "RUN_FINISHED") and of_type(run1, "TOOL_CALL_START")
 
-    second = AguiProcess(tmp_path, env=env, port=first.port).wait_healthy()  # the same endpoint again
+    # the same endpoint again
+    second = AguiProcess(tmp_path, env=env, port=first.port, agent_inside=True).wait_healthy()
     try:
         run2 = second.run("thread-T", "run-2", "hello")
         other = second.run("thread-U", "run-3", "hello")
@@ -265,28 +269,32 @@ def test_a_stop_signal_mid_run_ends_the_run_with_run_error_and_exits_128_plus_si
     assert took < 10, f"took {took:.1f}s"
 
 
-@pytest.mark.e2e
-def test_two_endpoints_on_one_state_directory_never_share_a_thread(tmp_path: Path) -> None:
-    """Endpoint B (its own token and workspace) never runs thread ``main`` by loading endpoint A's
-    session: its model request would carry A's confidential file."""
+def test_two_endpoints_on_one_state_directory_never_share_a_thread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Endpoint B (its own workspace) never runs thread ``main`` by loading endpoint A's session:
+    its model request would carry A's confidential file. Both endpoints and this project's agent
+    are served in this process, one after the other on one state directory (what the store holds
+    and what B loads is the point, not their processes)."""
+    from tests.helpers.agui_http import run, run_input
+    from tests.helpers.agui_inprocess import endpoint_in_process
+
+    use_in_process_agui_agents(monkeypatch)
     state = tmp_path / "state"
     a_ws, b_ws = tmp_path / "a", tmp_path / "b"
     a_ws.mkdir()
     b_ws.mkdir()
     (a_ws / "secret.md").write_text("PROJECT-A CONFIDENTIAL\n")
     env = {"ACP_PROGRESS_STATE_DIR": str(state)}
-    a = AguiProcess(a_ws, env=env).wait_healthy()
-    try:
-        assert "PROJECT-A CONFIDENTIAL" in str(a.run("main", "r1", "read secret.md"))
-    finally:
-        a.stop()
-    b = AguiProcess(b_ws, env=env).wait_healthy()
-    try:
-        run = b.run("main", "r2", "hello")
-    finally:
-        b.stop()
-    assert of_type(run, "RUN_FINISHED")
-    assert "loaded its ACP session" not in b.text()
+    with endpoint_in_process(a_ws, env=env) as a:
+        assert "PROJECT-A CONFIDENTIAL" in str(run(a.url, run_input("main", "read secret.md", run_id="r1")))
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger="acp_progress")
+    with endpoint_in_process(b_ws, env=env) as b:
+        events = run(b.url, run_input("main", "hello", run_id="r2"))
+    assert of_type(events, "RUN_FINISHED")
+    assert "loaded its ACP session" not in caplog.text
+    assert "thread main: opened ACP session" in caplog.text  # a new session, said in the log read here
     store = open_store(state, retention_days=0)
     try:
         sessions = store.list_sessions().sessions

@@ -310,17 +310,19 @@ def test_accessibility_basics(page: Any, server: PageEndpoint) -> None:
     assert page.evaluate(spin) == "none"
 
 
-def _own_token_endpoint(workspace: Path) -> tuple[AguiProcess, str]:
+def _own_token_endpoint(workspace: Path, *, agent_inside: bool = False) -> tuple[AguiProcess, str]:
     """``acp-progress agui --own-token`` on ``workspace``'s state directory, and the page's URL it
-    printed."""
+    printed: in front of the everything agent, or with ``agent_inside`` this project's agent inside
+    the endpoint's process (a start whose runs are not the point)."""
+    agent = () if agent_inside else ("--agent", AGENT)
     process = AguiProcess(
         workspace,
         "--own-token",
-        "--agent",
-        AGENT,
+        *agent,
         "--summary",
         "off",
         env={"ACP_PROGRESS_STATE_DIR": str(workspace / "state")},
+        agent_inside=agent_inside,
     )
     process.wait_healthy()
     process.wait_for("open the web page at ")
@@ -357,7 +359,8 @@ def test_a_loopback_endpoint_needs_its_own_token_printed_with_the_page_url(
     authorized = httpx.get(process.url + "/threads", headers={"Authorization": f"Bearer {token}"})
     assert authorized.status_code == 200
     assert process.text().count(token) == 1  # printed once
-    again, again_url = _own_token_endpoint(state.parent)  # the next start on that state directory
+    # the next start on that state directory (nothing runs on it: its agent inside it)
+    again, again_url = _own_token_endpoint(state.parent, agent_inside=True)
     try:
         assert again_url == f"{again.url}/#token={token}"  # the kept token, not a new one
     finally:

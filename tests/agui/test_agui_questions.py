@@ -333,16 +333,16 @@ def test_a_run_without_interrupts_has_the_question_declined_saying_why(server: S
 def test_a_question_nobody_answers_is_declined_after_the_bounded_wait(
     tmp_path: Path, tasks_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """``--permission-timeout 1`` besides: the endpoint and this project's agent served in this
+    """``--permission-timeout 0.5`` besides: the endpoint and this project's agent served in this
     process (the bounded wait is the point, not their processes)."""
     use_in_process_agui_agents(monkeypatch)
     caplog.set_level(logging.INFO, logger="acp_progress")
-    # the wait is bounded, whatever its length: the shortest whole second
-    served = Served(create_app(endpoint_options(tmp_path, tasks_url, permission_timeout=1))).start()
+    # the wait is bounded, whatever its length: half a second
+    served = Served(create_app(endpoint_options(tmp_path, tasks_url, permission_timeout=0.5))).start()
     try:
         until_question(served.url, "q-wait", start(served.url, "q-wait", "call asks {}"))
         deadline = time.monotonic() + 30
-        while "nobody answered within 1 s; declined" not in caplog.text:  # nobody answers
+        while "nobody answered within 0.5 s; declined" not in caplog.text:  # nobody answers
             assert time.monotonic() < deadline, caplog.text
             time.sleep(0.02)
         later = start(served.url, "q-wait", "hello", asks=False)

@@ -33,7 +33,8 @@ def _replica(workspace: Path, url: str) -> AguiProcess:
         "shared",
         env={
             "ACP_PROGRESS_DATABASE_URL": url,
-            "ACP_PROGRESS_EMBEDDED_DELAY": "0.05",
+            # the model thinks 0.01 s a call: a run's length is not what these tests time
+            "ACP_PROGRESS_EMBEDDED_DELAY": "0.01",
             # /health's database check: a short interval, so the outage test waits less than 5 s per change
             "ACP_PROGRESS_AGUI_HEALTH_INTERVAL": str(HEALTH_CHECK_SECONDS),
             # and a check of a stopped database gives up after 0.5 s, not 2 s
@@ -110,7 +111,8 @@ def replica_db(pg_server: Any) -> Any:
 @pytest.fixture(scope="module")
 def replica_pair(tmp_path_factory: pytest.TempPathFactory, replica_db: str) -> Any:
     """Two replicas shared by the module's tests: starting them (two endpoints, two agents) is
-    most of what a test here costs. A test that kills one gets it replaced for the next."""
+    most of what a test here costs. A test that kills one gets it replaced for the next (the
+    module's one such test comes last, so none is)."""
     workspace = tmp_path_factory.mktemp("replicas")
     made: list[AguiProcess] = []
     try:
@@ -229,65 +231,6 @@ def test_a_check_waits_for_the_database_as_long_as_the_settings_give(pg_url: str
         default.close()
 
 
-def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(
-    replicas: list[AguiProcess], replica_db: str
-) -> None:
-    pg_url = replica_db
-    from acp_adapter.store.recorder import INTERRUPTED_NOTE
-
-    a, b = replicas
-    assert _post(a, "busy-T", "r1", "what is 2+2").status_code == 200
-    started = threading.Event()
-
-    def long_run() -> None:
-        body = {
-            "threadId": "busy-T",
-            "runId": "r2",
-            "messages": [{"id": "m-r2", "role": "user", "content": "wait 10 seconds"}],
-        }
-        try:
-            with httpx.stream("POST", a.url + "/", json=body, timeout=30) as response:
-                for line in response.iter_lines():
-                    if '"TOOL_CALL_START"' in line:
-                        started.set()
-        except httpx.HTTPError:
-            pass  # the replica was killed under it
-
-    runner = threading.Thread(target=long_run, daemon=True)
-    runner.start()
-    assert started.wait(20), a.text()
-
-    busy = _post(b, "busy-T", "r3", "what is 3+3")
-    assert busy.status_code == 409, busy.text
-    assert "another replica" in busy.json()["detail"]
-    assert _post(b, "other", "r4", "what is 1+1").status_code == 200  # other threads run meanwhile
-
-    # the replica's machine goes down: the endpoint and its agent die at once (SIGKILL, no goodbye)
-    doomed = [a.process.pid, *_descendants(a.process.pid)]
-    for pid in doomed:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    killed = time.monotonic()
-    a.process.wait(10)
-    while True:
-        response = _post(b, "busy-T", f"r5-{time.monotonic_ns()}", "what is 3+3")
-        if response.status_code == 200:
-            break
-        assert response.status_code == 409, response.text
-        assert time.monotonic() - killed < 15, "the thread never ran elsewhere"
-        time.sleep(0.2)
-    assert time.monotonic() - killed < 15
-    events = list(sse_events(iter(response.text.splitlines())))
-    assert of_type(events, "RUN_FINISHED") and "3+3 = 6" in "".join(
-        e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT")
-    )
-    runner.join(5)
-    stored = _stored(pg_url, "busy-T")
-    assert _users(stored) == ["what is 2+2", "wait 10 seconds", "what is 3+3"], (stored.events, b.text())
-    texts = [e["content"]["text"] for e in stored.events if e.get("sessionUpdate") == "agent_message_chunk"]
-    assert texts.count(INTERRUPTED_NOTE) == 1, texts
-
-
 def test_claims_say_who_holds_a_thread_and_whose_copy_is_stale(pg_url: str) -> None:
     """In-process, two replicas' lock halves on one store: a held thread is refused elsewhere,
     and a replica learns when another ran the thread since it last did."""
@@ -392,3 +335,62 @@ def test_a_thread_is_free_at_every_replica_when_its_run_says_it_finished(
         if answer.status_code != 200:
             refused.append(f"turn {turn}: {answer.status_code} {answer.text}")
     assert refused == []
+
+
+def test_a_busy_thread_is_409_at_the_other_replica_and_a_killed_replica_s_thread_moves(
+    replicas: list[AguiProcess], replica_db: str
+) -> None:
+    pg_url = replica_db
+    from acp_adapter.store.recorder import INTERRUPTED_NOTE
+
+    a, b = replicas
+    assert _post(a, "busy-T", "r1", "what is 2+2").status_code == 200
+    started = threading.Event()
+
+    def long_run() -> None:
+        body = {
+            "threadId": "busy-T",
+            "runId": "r2",
+            "messages": [{"id": "m-r2", "role": "user", "content": "wait 10 seconds"}],
+        }
+        try:
+            with httpx.stream("POST", a.url + "/", json=body, timeout=30) as response:
+                for line in response.iter_lines():
+                    if '"TOOL_CALL_START"' in line:
+                        started.set()
+        except httpx.HTTPError:
+            pass  # the replica was killed under it
+
+    runner = threading.Thread(target=long_run, daemon=True)
+    runner.start()
+    assert started.wait(20), a.text()
+
+    busy = _post(b, "busy-T", "r3", "what is 3+3")
+    assert busy.status_code == 409, busy.text
+    assert "another replica" in busy.json()["detail"]
+    assert _post(b, "other", "r4", "what is 1+1").status_code == 200  # other threads run meanwhile
+
+    # the replica's machine goes down: the endpoint and its agent die at once (SIGKILL, no goodbye)
+    doomed = [a.process.pid, *_descendants(a.process.pid)]
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    a.process.wait(10)
+    while True:
+        response = _post(b, "busy-T", f"r5-{time.monotonic_ns()}", "what is 3+3")
+        if response.status_code == 200:
+            break
+        assert response.status_code == 409, response.text
+        assert time.monotonic() - killed < 15, "the thread never ran elsewhere"
+        time.sleep(0.2)
+    assert time.monotonic() - killed < 15
+    events = list(sse_events(iter(response.text.splitlines())))
+    assert of_type(events, "RUN_FINISHED") and "3+3 = 6" in "".join(
+        e["delta"] for e in of_type(events, "TEXT_MESSAGE_CONTENT")
+    )
+    runner.join(5)
+    stored = _stored(pg_url, "busy-T")
+    assert _users(stored) == ["what is 2+2", "wait 10 seconds", "what is 3+3"], (stored.events, b.text())
+    texts = [e["content"]["text"] for e in stored.events if e.get("sessionUpdate") == "agent_message_chunk"]
+    assert texts.count(INTERRUPTED_NOTE) == 1, texts

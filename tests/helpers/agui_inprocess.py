@@ -52,17 +52,18 @@ def endpoint_in_process(
     :class:`~acp_adapter.frontends.agui.endpoint.AguiOptions` its flags give, its threads are
     remembered in the agent's state directory (beside the workspace) as the command's are, and the
     agent gets the environment an :class:`~tests.helpers.agui_process.AguiProcess` gives its agent
-    (with ``env``; with ``ACP_PROGRESS_DATABASE_URL`` there, its threads are remembered in that
-    database, as the command's are). For tests where the page, a client or the stream is the
-    point, not the endpoint's process."""
+    (with ``env``; with ``ACP_PROGRESS_STATE_DIR`` there, its threads are remembered in that
+    directory, with ``ACP_PROGRESS_DATABASE_URL`` in that database, as the command's are). For
+    tests where the page, a client or the stream is the point, not the endpoint's process."""
     from acp_adapter.frontends.agui.app import create_app
     from acp_adapter.frontends.agui.endpoint import AguiOptions
     from acp_adapter.store import open_store
     from tests.helpers.acp_agent import agent_env
     from tests.helpers.agui_http import Served
 
-    state = state_directory(workspace)
-    agent = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", ACP_PROGRESS_STATE_DIR=str(state), **(env or {}))
+    given = {"ACP_PROGRESS_STATE_DIR": str(state_directory(workspace)), **(env or {})}
+    agent = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05", **given)
+    state = Path(agent["ACP_PROGRESS_STATE_DIR"])
     store = open_store(state, retention_days=0, url=agent.get("ACP_PROGRESS_DATABASE_URL"))
     try:
         app = create_app(AguiOptions(cwd=str(workspace), agent_env=agent, thread_store=store, **options))

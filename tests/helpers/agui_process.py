@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from tests.helpers.acp_agent import ROOT, agent_env
+from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
 
 CLI = [sys.executable, "-c", "import sys; from acp_adapter.cli import main; sys.exit(main())"]
 
@@ -30,9 +31,19 @@ class AguiProcess:
     """``acp-progress agui ARGS`` with its stderr in ``log``; :meth:`wait_healthy` before use.
 
     Without ``--token`` in ``ARGS`` it runs with ``--no-token``; ``--own-token`` (a marker, not a
-    flag of the command) leaves the endpoint its own token."""
+    flag of the command) leaves the endpoint its own token. With ``agent_inside``, this project's
+    agent (the default ``--agent``) runs inside the endpoint's process
+    (:mod:`tests.helpers.cli_agent_inside`): for tests where the endpoint's process is the point,
+    not the agent's."""
 
-    def __init__(self, workspace: Path, *args: str, env: dict[str, str] | None = None, port: int = 0) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        *args: str,
+        env: dict[str, str] | None = None,
+        port: int = 0,
+        agent_inside: bool = False,
+    ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workspace / f"agui-{self.port}-{time.monotonic_ns()}.log"
@@ -41,7 +52,8 @@ class AguiProcess:
         # the token gate has tests of its own; here an endpoint without one unless a test gives one
         gate = [] if "--token" in args or "--own-token" in args else ["--no-token"]
         args = tuple(a for a in args if a != "--own-token")
-        argv = [*CLI, "agui", "--port", str(self.port), "--cwd", str(workspace), *gate, *args]
+        cli = [sys.executable, "-m", CLI_AGENT_INSIDE] if agent_inside else CLI
+        argv = [*cli, "agui", "--port", str(self.port), "--cwd", str(workspace), *gate, *args]
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 argv, env=full_env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT

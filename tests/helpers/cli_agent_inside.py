@@ -3,8 +3,8 @@ line ``acp-progress ARGS`` as a real process (its terminal or pipes, its exit st
 whose front-end drives this project's agent inside that same process instead of spawning
 ``python -m acp_adapter``.
 
-For front-end tests whose point is what ``watch``, ``chat`` or ``sessions`` show and how they exit,
-where the agent is only "an agent to talk to": the agent's own process (its start, its process
+For front-end tests whose point is what ``watch``, ``chat``, ``sessions`` or ``agui`` show and how
+they exit, where the agent is only "an agent to talk to": the agent's own process (its start, its process
 group, its stdio framing) proves nothing there, and each one costs over a second of CPU to start
 (the interpreter and the ACP SDK imported again). The front-end's code is the production code;
 only the default agent's pipe and process are gone (see
@@ -94,9 +94,10 @@ def _in_process_link() -> Any:
 @contextlib.contextmanager
 def agent_inside() -> Iterator[None]:
     """Every ``AgentDriver`` built meanwhile for this project's agent (no command of its own:
-    ``watch``, ``chat``, ``sessions``, the bridges) drives it in this process; an ``--agent``
-    naming another command still spawns it. What the in-process agent logs stays off the
-    front-end's stderr, as a spawned agent's does (:class:`_NotTheAgents`)."""
+    ``watch``, ``chat``, ``sessions``, the bridges; or its default command: ``agui``) drives it
+    in this process; an ``--agent`` naming another command still spawns it. What the in-process
+    agent logs stays off the front-end's stderr, as a spawned agent's does (:class:`_NotTheAgents`)."""
+    from acp_adapter.client.agent_process import default_agent_command
     from acp_adapter.client.driver import AgentDriver
 
     link_class = _in_process_link()
@@ -104,7 +105,7 @@ def agent_inside() -> Iterator[None]:
 
     def init(self: Any, command: Any = None, **options: Any) -> None:
         original(self, command, **options)
-        if not command:
+        if not command or list(command) == default_agent_command():
             self.link.__class__ = link_class  # a subclass adding no state of its own: same layout
 
     AgentDriver.__init__ = init  # type: ignore[method-assign]

@@ -239,7 +239,9 @@ def test_the_database_restarted_mid_run_loses_no_write_and_says_so(
 ) -> None:
     from acp_adapter.store.postgres import PostgresStore
 
-    store = PostgresStore(pg_url)
+    # a batch counts the database as away after 0.2 s without a connection, not the default 1 s:
+    # the writer keeps and retries it as it would after any wait
+    store = PostgresStore(pg_url, batch_wait=0.2)
     writer = BackgroundWriter(store)
     writer.submit(lambda: store.upsert_session(SessionRecord("s", "/w", None, 1.0, 1.0)))
     for i in range(20):
@@ -263,6 +265,37 @@ def test_the_database_restarted_mid_run_loses_no_write_and_says_so(
     assert DatabaseUrl.parse(pg_url).password not in caplog.text  # type: ignore[operator]
     writer.close()
     store.close()
+
+
+@pytest.mark.e2e
+def test_a_writer_batch_waits_for_a_connection_as_long_as_the_store_is_given(pg_url: str) -> None:
+    """``batch_wait`` bounds a batch's wait for a pooled connection (the default waits 1 s before
+    the database counts as away)."""
+    from acp_adapter.store.postgres import PostgresStore
+    from acp_adapter.store.postgres_database import BATCH_CONNECTION_WAIT_S
+
+    for given, expected in (({"batch_wait": 0.25}, 0.25), ({}, BATCH_CONNECTION_WAIT_S)):
+        store = PostgresStore(pg_url, **given)
+        waits = _batch_waits(store)
+        try:
+            with store.batch():
+                store.put("bridge:wait", "offset", 1)
+            assert waits == [expected] and store.get("bridge:wait", "offset") == 1
+        finally:
+            store.close()
+
+
+def _batch_waits(store: Any) -> list[float]:
+    """The connection waits ``store``'s database batches are opened with, from now on."""
+    waits: list[float] = []
+    plain_batch = store.database.batch
+
+    def batch(connection_wait: float = -1.0, **rest: Any) -> Any:
+        waits.append(connection_wait)
+        return plain_batch(connection_wait=connection_wait, **rest)
+
+    store.database.batch = batch
+    return waits
 
 
 @pytest.mark.e2e
