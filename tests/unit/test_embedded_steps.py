@@ -49,6 +49,30 @@ def test_every_step_in_order(prompt: str, expected: list[tuple[str, dict[str, ob
     assert planned(prompt) == expected
 
 
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        (
+            "search for \u201ccats and then dogs\u201d then wait 1 second",
+            ["search for \u201ccats and then dogs\u201d", "wait 1 second"],
+        ),
+        (
+            "search for \u201ccats and then dogs\u201c then wait 1 second",
+            ["search for \u201ccats and then dogs\u201c", "wait 1 second"],
+        ),
+        ('search for "a then b" then wait 2 seconds', ['search for "a then b"', "wait 2 seconds"]),
+        ("run `echo a then echo b", ["run `echo a then echo b"]),  # an unclosed quote runs to the end
+        (
+            "run `" + "x then " * 10_000 + "` then wait 1 second",
+            ["run `" + "x then " * 10_000 + "`", "wait 1 second"],
+        ),
+    ],
+)
+def test_a_quoted_span_is_one_piece_of_its_step(prompt: str, expected: list[str]) -> None:
+    """Separators inside quotes (straight, back or curly, closed by either curly mark) split nothing."""
+    assert _steps(prompt) == expected
+
+
 def test_only_offered_tools_are_planned() -> None:
     assert [c.name for c in plan_tool_calls("search for TODO and then wait 2 seconds", {"wait"})] == ["wait"]
 
