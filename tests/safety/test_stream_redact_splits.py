@@ -13,7 +13,7 @@ import itertools
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from acp_adapter.safety.redact import REDACTED, redact_text
@@ -42,6 +42,7 @@ CASES: list[tuple[str, str]] = [
     ("redis-cli CONFIG SET requirepass R3d1sPa55 now", "R3d1sPa55"),
     ("npm config set //registry.npmjs.org/:_authToken npmT0k3nAbc done", "npmT0k3nAbc"),
     ("docker login --password-stdin <<< H3r3Pa55 done", "H3r3Pa55"),
+    (".echo D0ck3rPa55|--password-stdin", "D0ck3rPa55"),  # a dot before the command word
     # claim tokens and AWS secret keys in prose
     (f"agh task release T-42 --claim {CLAIM} now", CLAIM),
     (f'got {{"task": "T-42", "claim": "{CLAIM}"}} back', CLAIM),
@@ -194,6 +195,7 @@ def _chunks(text: str, cuts: list[int]) -> list[str]:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_text, cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=12))
+@example(text=".echo the|--password-stdin", cuts=[6])  # a dot before echo: one-shot redacts it
 def test_random_chunkings_equal_the_one_shot_redaction(text: str, cuts: list[int]) -> None:
     assert _stream(_chunks(text, cuts)) == redact_text(text)
 

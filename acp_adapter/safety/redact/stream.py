@@ -62,11 +62,14 @@ OAUTH_WINDOW: Final = 512
 # Triggers that hold their partial line until it ends (searched in the lower-cased line). Each
 # needs a character after it, so a trigger seen once stays a trigger as the line grows (a word at
 # the very end of the buffer is the partial word, held anyway).
+# A word counts as a trigger after any character the command-line forms let stand before their
+# command word (``.echo PW | … --password-stdin`` is redacted whole), so the word's line is held
+# whenever one-shot redaction could reach back to it; a word glued to more name characters is not.
 # The programs that take a password as an argument of their own (``7z -pPASS``, ``net use … PASS``)
 # hold their line too: the password may come several words after the program's name.
 _LINE_TRIGGER: Final = re.compile(
     r"=|-u|--password-stdin|<<<|-----begin"
-    r"|(?<![a-z0-9_.-])(?:mysql(?:dump|admin|import|check|sh)?|mariadb(?:-dump)?|sshpass|echo|printf|setenv|set|config|aws|secret"
+    r"|(?<![a-z0-9_-])(?:mysql(?:dump|admin|import|check|sh)?|mariadb(?:-dump)?|sshpass|echo|printf|setenv|set|config|aws|secret"
     r"|login|docker|podman|buildah|skopeo|nerdctl|oras|helm|az|redis-cli|htpasswd|sudo|"
     + "|".join(re.escape(name) for name in TOOL_LITERALS)
     + r")(?=[^a-z0-9])"
