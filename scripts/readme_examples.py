@@ -170,7 +170,8 @@ EXAMPLES: dict[str, Example] = {
         'echo "search for TODO and then wait 3 seconds" | acp-progress bridge run demo',
         setup=("acp-progress bridge create demo --platform console --delivery-progress all",),
         # the plan's and the summary's edits are coalesced by time (which intermediate states a
-        # chat sees, and where the summary is deleted, depends on the machine's pace)
+        # chat sees, which summary revision the placeholder is first posted with, and where it is
+        # deleted, depends on the machine's pace)
         unordered=True,
         volatile=(
             r"^\[typing…\]$",
@@ -179,7 +180,7 @@ EXAMPLES: dict[str, Example] = {
             r"^\[#\d+(?: edited)?\] plan \d+/\d+$",
             r"^ {5}[○◐✓] ",
             r"^ {5}⏳ ",
-            r"^\[#\d+ edited\] 📝 ",
+            r"^\[#\d+(?: edited)?\] 📝 ",
             r"^\[#\d+ deleted\]$",
         ),
     ),
