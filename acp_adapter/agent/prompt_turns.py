@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from acp.schema import PromptResponse, SessionInfoUpdate, Usage
+from acp.schema import PromptResponse, SessionInfoUpdate, StopReason, Usage
 
 from acp_adapter.agent.attachments import sort_images
 from acp_adapter.agent.cancel_wait import await_through_cancel
@@ -262,14 +262,14 @@ class PromptTurns:
         worker.add_done_callback(self._workers.discard)
         return worker
 
-    async def _finish(self, session: Session, run: _TurnRun, stop_reason: str, failed: bool) -> None:
+    async def _finish(self, session: Session, run: _TurnRun, stop_reason: StopReason, failed: bool) -> None:
         """End the turn before its answer: the summary stops, every open card closes and reaches
         the client, the conversation is stored."""
         turn = run.turn
         if turn is not None:  # the summary stops, then every open card closes
             if self._turn_of.get(session.id) is turn:
                 del self._turn_of[session.id]
-            turn.end(stop_reason, failed=failed)  # type: ignore[arg-type]
+            turn.end(stop_reason, failed=failed)
         await await_through_cancel(self._parts.outbox().barrier(), give_up=lambda: self._abandoned)
         session.finish_turn(run.result.messages if run.result is not None else [])
         if run.recording is not None:
@@ -350,9 +350,9 @@ class _TurnRun:
     interrupted: bool = False
 
 
-def _stop_reason(cancel: CancelToken, run: _TurnRun) -> str:
+def _stop_reason(cancel: CancelToken, run: _TurnRun) -> StopReason:
     """A cancel (by the client, or its hang-up) wins over what the loop said."""
-    stop_reason = "cancelled" if cancel.cancelled or run.interrupted else "end_turn"
+    stop_reason: StopReason = "cancelled" if cancel.cancelled or run.interrupted else "end_turn"
     if run.result is not None and not cancel.cancelled:
         stop_reason = run.result.stop_reason
     return stop_reason
@@ -367,7 +367,7 @@ def _accepted_images(session: Session, prompt: list[Any]) -> tuple[ImagePart, ..
     return attached.images
 
 
-def _prompt_response(stop_reason: str, result: TurnResult | None) -> PromptResponse:
+def _prompt_response(stop_reason: StopReason, result: TurnResult | None) -> PromptResponse:
     """The prompt's answer. Token usage is the answer's own ``usage`` (what editors read) and, for
     the front-ends that read it there, in ``_meta`` too; with a known context window the turn
     also sent ``usage_update`` while it ran."""
@@ -382,4 +382,4 @@ def _prompt_response(stop_reason: str, result: TurnResult | None) -> PromptRespo
         else None
     )
     meta = meta_field(ProgressMeta(usage=usage)) if usage is not None else None
-    return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)  # type: ignore[arg-type]
+    return PromptResponse(stop_reason=stop_reason, usage=usage, field_meta=meta)

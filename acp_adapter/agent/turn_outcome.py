@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from acp import RequestError
+from acp.schema import StopReason
 
 from acp_adapter.models.base import Message, UsageReport
 from acp_adapter.tools import one_line
@@ -26,7 +27,7 @@ class TurnResult:
     """How one prompt's agent loop ended: what the loop returns and what the server reads.
     ``messages`` are the new history entries of the turn."""
 
-    stop_reason: str
+    stop_reason: StopReason
     text: str = ""
     messages: list[Message] = field(default_factory=list)
     error: str | None = None

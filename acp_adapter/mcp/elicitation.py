@@ -142,7 +142,7 @@ def decline_reason(answer: DeclineElicitationResponse) -> str | None:
     """The reason an editor gave for declining (``_meta.acpProgress.reason``: nobody answered in
     time, nobody can answer), cleaned like everything from outside; None when it gave none."""
     meta = answer.field_meta if isinstance(answer.field_meta, dict) else {}
-    ours = meta.get("acpProgress")
+    ours = meta.get(META_KEY)
     why = ours.get("reason") if isinstance(ours, dict) else None
     return _clean(why, 300) or None if isinstance(why, str) else None
 

@@ -7,7 +7,9 @@ the model, the hot path's hand-built dict equals the model's dump, and a foreign
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -208,3 +210,17 @@ def test_phase_of_reads_only_a_known_phase() -> None:
     assert phase_of(build_thinking_start("t")) == "thinking"
     for field_meta in FOREIGN[:9]:
         assert phase_of(_with(update_tool_call("c"), field_meta)) is None
+
+
+def test_the_meta_key_is_spelled_only_in_its_home() -> None:
+    """Every other module uses ``META_KEY``: a second spelling would drift when the key changes."""
+    package = Path(__file__).resolve().parents[2] / "acp_adapter"
+    home = package / "protocol" / "meta.py"
+    spelled = [
+        f"{path.relative_to(package)}:{node.lineno}"
+        for path in sorted(package.rglob("*.py"))
+        if path != home
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value == "acpProgress"
+    ]
+    assert spelled == []

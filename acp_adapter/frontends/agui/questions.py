@@ -46,6 +46,7 @@ from acp_adapter.client.questions import (
     form_fields,
 )
 from acp_adapter.frontends.agui.interrupts import DEFAULT_PERMISSION_TIMEOUT, PermissionBroker, ResumeError
+from acp_adapter.protocol.meta import META_KEY
 from acp_adapter.safety.redact import redact_text
 from acp_adapter.safety.web_text import web_visible
 
@@ -67,7 +68,7 @@ def shown(text: str) -> str:
 
 def declined_because(why: str) -> DeclineElicitationResponse:
     """A decline that says why (the agent passes the reason on to the tool)."""
-    return DeclineElicitationResponse(action="decline", field_meta={"acpProgress": {"reason": why}})
+    return DeclineElicitationResponse(action="decline", field_meta={META_KEY: {"reason": why}})
 
 
 def _field_info(field: FormField) -> dict[str, Any]:
@@ -130,7 +131,7 @@ class PendingQuestion:
                 "required": ["action"],
             },
             expires_at=self.expires_at,
-            metadata={"acpProgress": info},
+            metadata={META_KEY: info},
         )
 
     def answer(self, response: QuestionResponse | None) -> None:
