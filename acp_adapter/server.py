@@ -79,7 +79,15 @@ from acp_adapter.tooling.presentation import PresentationRegistry
 if TYPE_CHECKING:
     from acp_adapter.summary import SummaryFactory
 
-__all__ = ["HANGUP_GRACE", "ProgressAgent", "TurnRunner", "agent_connection", "exit_if_turns_stuck", "serve"]
+__all__ = [
+    "HANGUP_GRACE",
+    "ProgressAgent",
+    "TurnRunner",
+    "agent_connection",
+    "exit_if_turns_stuck",
+    "serve",
+    "serve_connection",
+]
 
 log = logging.getLogger("acp_progress.server")
 
@@ -472,15 +480,27 @@ async def serve(
     (:mod:`acp_adapter.protocol.backlog`), so a slow editor reads fresh values, not old ones.
 
     Returns the agent that served, for the caller to hand to :func:`exit_if_turns_stuck`."""
-    from acp_adapter.protocol import JsonRpcStream, StreamLimits
     from acp_adapter.protocol.stdio import open_protocol_streams, protect_stdio
 
     fds = protect_stdio()
     agent = ProgressAgent(settings, model=model, turn_runner=turn_runner)
     # the end of input reaches the SDK only after the running turns were handled (hang_up)
     reader, writer = await open_protocol_streams(fds, before_eof=agent.hang_up)
-    stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
     agent.backlog = peer_backlog_probe(writer.transport)
+    await serve_connection(agent, reader, writer)
+    return agent
+
+
+async def serve_connection(
+    agent: ProgressAgent, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Serve ``agent`` to the one client on ``reader``/``writer`` until the connection ends, as
+    :func:`serve` does on stdio: the package's JSON-RPC reader with the agent's stream limits, the
+    connection with every route, and the hang-up (running turns cancelled and answered) at the end,
+    whatever ended it."""
+    from acp_adapter.protocol import JsonRpcStream, StreamLimits
+
+    stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
     conn = agent_connection(agent, stream)
     try:
         with contextlib.suppress(ConnectionError):
@@ -491,7 +511,6 @@ async def serve(
     finally:
         with anyio.CancelScope(shield=True):
             await agent.hang_up()  # idempotent: already run at end of input, not on other exits
-    return agent
 
 
 def exit_if_turns_stuck(agent: ProgressAgent) -> None:

@@ -7,7 +7,6 @@ In-process: the card's updates are what is checked, the process adds nothing."""
 from __future__ import annotations
 
 import io
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from acp.schema import ClientCapabilities, TerminalToolCallContent, ToolCallProg
 from acp_adapter.agent.card_terminal import MAX_SHOWN_BYTES
 from acp_adapter.frontends.watch.view import PlainView
 from tests.helpers.acp_agent import RecordingClient, prompt_text
-from tests.helpers.piped_agent import piped_agent_thread
+from tests.helpers.piped_agent import piped_progress_agent
 from tests.helpers.shared_agent import progress_agent, served_inprocess
 
 pytestmark = pytest.mark.e2e
@@ -106,18 +105,14 @@ def test_watch_shows_the_command_s_terminal_the_agent_puts_in_the_card(
     (over the stdio of the process watch spawns: this project's agent served behind it, as
     ``serve`` serves it) runs the command and puts its output in the card, watch shows it."""
     from acp_adapter.cli import main
-    from acp_adapter.config import Settings
     from tests.helpers.acp_agent import agent_env
 
     env = agent_env(ACP_PROGRESS_EMBEDDED_DELAY="0.05")
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     (tmp_path / "steps.sh").write_text(f"echo first-line; echo second-line; echo {SECRET}\n")
-    with piped_agent_thread(lambda: progress_agent(Settings.from_env(env))) as agent:
-        assert (
-            main(["watch", "--yes", "--agent", shlex.join(agent), "--cwd", str(tmp_path), "run sh steps.sh"])
-            == 0
-        )
+    with piped_progress_agent(env) as agent:
+        assert main(["watch", "--yes", "--agent", agent, "--cwd", str(tmp_path), "run sh steps.sh"]) == 0
     out = capsys.readouterr().out
     assert "│ first-line" in out and "│ second-line" in out, out
     assert SECRET not in out

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import shlex
 import signal
 import subprocess
 import sys
@@ -21,10 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_adapter.config import Settings
 from tests.helpers.acp_agent import agent_env
-from tests.helpers.piped_agent import piped_agent_thread
-from tests.helpers.shared_agent import progress_agent
+from tests.helpers.piped_agent import piped_progress_agent
 
 COMMANDS = {
     "watch": ["watch", "--summary", "off", "wait 10 seconds"],
@@ -212,8 +209,7 @@ def test_sigint_during_the_tool_cancels_the_turn_and_closes_its_cards(tmp_path, 
     with contextlib.ExitStack() as stack:
         args = list(COMMANDS[command])
         if command != "run":
-            make = lambda: progress_agent(Settings.from_env(agent_settings))  # noqa: E731
-            agent = shlex.join(stack.enter_context(piped_agent_thread(make)))
+            agent = stack.enter_context(piped_progress_agent(agent_settings))
             at = len(args) - 1 if command == "watch" else len(args)  # before watch's prompt
             args[at:at] = ["--agent", agent]
         _sigint_during_the_tool(tmp_path, command, args, {**os.environ, **agent_settings})

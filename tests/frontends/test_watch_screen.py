@@ -4,17 +4,14 @@ with its conversation."""
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 
 import pytest
 
-from acp_adapter.config import Settings
 from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
-from tests.helpers.piped_agent import piped_agent_thread
+from tests.helpers.piped_agent import piped_progress_agent
 from tests.helpers.pty_screen import ENV, Screen
-from tests.helpers.shared_agent import progress_agent
 
 pytestmark = pytest.mark.e2e
 
@@ -46,8 +43,8 @@ def piped_agent(tmp_path):
     its bytes to this project's agent served in the test's process with the screen's settings (an
     agent's process starting proves nothing about the front-end's Ctrl-C)."""
     env = {**ENV, "ACP_PROGRESS_STATE_DIR": str(tmp_path / ".state")}
-    with piped_agent_thread(lambda: progress_agent(Settings.from_env(env))) as argv:
-        yield ["--agent", shlex.join(argv)]
+    with piped_progress_agent(env) as agent:
+        yield ["--agent", agent]
 
 
 @pytest.mark.parametrize("command", ["watch", "run"])

@@ -13,12 +13,10 @@ import time
 
 import pytest
 
-from acp_adapter.config import Settings
 from tests.helpers.acp_agent import ROOT
 from tests.helpers.cli_agent_inside import CLI_AGENT_INSIDE
-from tests.helpers.piped_agent import piped_agent_thread
+from tests.helpers.piped_agent import piped_progress_agent
 from tests.helpers.pty_child import PtyChild
-from tests.helpers.shared_agent import progress_agent
 
 pytestmark = pytest.mark.e2e
 
@@ -60,8 +58,7 @@ def watch_terminal(request, tmp_path):
     with contextlib.ExitStack() as stack:
         agent: list[str] = []
         if request.param == "acp_adapter.cli":
-            make = lambda: progress_agent(Settings.from_env(ENV))  # noqa: E731
-            agent = ["--agent", shlex.join(stack.enter_context(piped_agent_thread(make)))]
+            agent = ["--agent", stack.enter_context(piped_progress_agent(ENV))]
         term = Terminal([sys.executable, "-m", request.param, "watch", *agent, PROMPT], str(tmp_path))
         yield term, tmp_path
         term.close()
@@ -109,8 +106,7 @@ def test_piping_into_head_exits_quietly(tmp_path, command):
     with contextlib.ExitStack() as stack:
         agent = ""
         if command == "watch":
-            make = lambda: progress_agent(Settings.from_env(env))  # noqa: E731
-            agent = f"--agent {shlex.quote(shlex.join(stack.enter_context(piped_agent_thread(make))))} "
+            agent = f"--agent {shlex.quote(stack.enter_context(piped_progress_agent(env)))} "
         proc = subprocess.run(
             f"{sys.executable} -m acp_adapter.cli {command} --yes {agent}'search for TODO and list files'"
             " | head -n 1",

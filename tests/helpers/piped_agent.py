@@ -17,17 +17,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import shlex
 import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from tests.helpers.acp_agent import ROOT
 
-__all__ = ["as_it_is_served", "as_its_script_does", "as_serve_does", "piped_agent", "piped_agent_thread"]
+__all__ = [
+    "as_it_is_served",
+    "as_its_script_does",
+    "as_serve_does",
+    "piped_agent",
+    "piped_agent_thread",
+    "piped_progress_agent",
+]
 
 SOCKET_PIPE = ROOT / "tests" / "agents" / "socket_pipe.py"
 
@@ -52,21 +60,24 @@ async def as_it_is_served(agent: Any, writer: asyncio.StreamWriter, reader: asyn
 
 
 async def as_serve_does(agent: Any, writer: asyncio.StreamWriter, reader: asyncio.StreamReader) -> None:
-    """This project's agent (a ProgressAgent), as ``serve`` runs it on stdio: its connection with
-    every route, the package's line reader, and the hang-up at the end of input (here after the
-    connection has seen that end, not before: the front-ends tested hang up with no turn running,
-    or are gone by then)."""
-    from acp_adapter.agent.routes import agent_connection
-    from acp_adapter.protocol import JsonRpcStream, StreamLimits
+    """This project's agent (a ProgressAgent), as ``serve`` runs it on stdio
+    (:func:`acp_adapter.server.serve_connection`; here the hang-up runs after the connection has
+    seen the end of input, not before: the front-ends tested hang up with no turn running, or are
+    gone by then)."""
+    from acp_adapter.server import serve_connection
 
-    stream = JsonRpcStream(reader, writer, StreamLimits.from_settings(agent.settings.streams))
-    conn = agent_connection(agent, stream)
-    try:
-        with contextlib.suppress(ConnectionError):
-            await conn.listen()
-    finally:
-        await asyncio.shield(conn.close())
-        await agent.hang_up()
+    await serve_connection(agent, reader, writer)
+
+
+@contextlib.contextmanager
+def piped_progress_agent(env: Mapping[str, str]) -> Iterator[str]:
+    """The ``--agent`` command of a pipe process behind which this project's agent, with the
+    settings ``env`` gives, answers from a thread of this process (a new agent per connection)."""
+    from acp_adapter.config import Settings
+    from tests.helpers.shared_agent import progress_agent
+
+    with piped_agent_thread(lambda: progress_agent(Settings.from_env(env))) as argv:
+        yield shlex.join(argv)
 
 
 @contextlib.asynccontextmanager
